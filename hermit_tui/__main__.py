@@ -1,0 +1,3 @@
+from hermit_tui.cli import main
+
+raise SystemExit(main())

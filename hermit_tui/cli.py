@@ -1,0 +1,162 @@
+"""The command line: ``hermit-tui [--config run.yaml]``, ``hermit-tui eval``, ``hermit-tui demo``.
+
+Exit codes: 0 done, 2 bad input (one line on stderr, no traceback), 1 anything else (including a cancelled run).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from hermit_tui.core.errors import InputError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line and exit code 2 like every other bad input."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's hook
+        raise InputError(f"{self.prog}: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from hermit_tui import __version__
+
+    parser = _Parser(prog="hermit-tui", description="Compare Hermit harness adapters under a fixed evaluation "
+                     "protocol: a terminal dashboard, and a headless CLI.")
+    parser.add_argument("--version", action="version", version=f"hermit-tui {__version__}")
+    parser.add_argument("--config", help="open the dashboard on this run.yaml")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    p_eval = sub.add_parser("eval", help="evaluate one or more adapters side by side on the test split")
+    p_eval.add_argument("--config", required=True, help="hermit's run.yaml")
+    p_eval.add_argument("--adapter", action="append", required=True, metavar="SEL",
+                        help="none | root | final | a tag | a commit | an adapter directory; repeat to compare")
+    p_eval.add_argument("--concurrency", type=int, help="attempts at once, shared by all selectors "
+                        "(default agent.concurrency)")
+    p_eval.add_argument("--limit", type=int, metavar="N", help="only the first N test tasks: a wiring check whose "
+                        "summary says so and that can never be published")
+    p_eval.add_argument("--no-card", action="store_true", help="with final: do not update CARD.md or move the tag")
+    p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
+
+    p_demo = sub.add_parser("demo", help="create the built-in demo workspace (a teaching demonstration) and open it")
+    p_demo.add_argument("dir", nargs="?", help="where to create it (default: the user cache folder)")
+    p_demo.add_argument("--no-ui", action="store_true", help="only create it and print its run.yaml path")
+    return parser
+
+
+def _progress(run, stream):
+    """An event sink that shows progress on stderr: a Rich bar on a terminal, one line per selector otherwise."""
+    from hermit_tui.core import events as ev
+
+    if not stream.isatty():
+        def plain(event):
+            if isinstance(event, ev.SelectorFinished):
+                s = event.summary
+                stream.write(f"{event.label}: {s.attempts}/{s.expected_attempts} attempts, mean {s.mean_score:.3f}, "
+                             f"errors {s.errors}\n")
+            elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
+                stream.write(f"{event.message}\n")
+            stream.flush()
+        return plain, None
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(file=stream)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeRemainingColumn(), TextColumn("{task.fields[note]}"), console=console)
+    bars: dict[str, int] = {}
+    sums: dict[str, list[float]] = {}
+
+    def rich_sink(event):
+        if isinstance(event, ev.SelectorStarted):
+            bars[event.label] = progress.add_task(event.label, total=event.total, note="")
+            sums[event.label] = [0.0, 0, 0]
+        elif isinstance(event, ev.AttemptFinished):
+            acc = sums[event.label]
+            acc[0] += event.record.judge.score
+            acc[1] += 1
+            acc[2] += event.record.status != "ok"
+            progress.update(bars[event.label], advance=1, note=f"mean {acc[0] / acc[1]:.3f}  errors {acc[2]}")
+        elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
+            progress.console.print(event.message)
+    return rich_sink, progress
+
+
+def cmd_eval(args) -> int:
+    from hermit_tui.core.config import load_config
+    from hermit_tui.core.runner import EvalRun
+
+    config = load_config(args.config, args.overrides)
+    sink, progress = None, None
+    run = EvalRun(config, args.adapter, concurrency=args.concurrency, limit=args.limit,
+                  update_card=not args.no_card)
+    sink, progress = _progress(run, sys.stderr)
+    run.on_event = sink
+
+    def interrupted(signum, frame):
+        if run._cancel.is_set():
+            run.cancel(force=True)
+        else:
+            sys.stderr.write("cancelling: finishing the attempts in flight (Ctrl-C again to abandon them)\n")
+            run.cancel()
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        if progress is not None:
+            with progress:
+                summaries = run.run_sync()
+        else:
+            summaries = run.run_sync()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if len(summaries) == 1:
+        payload = json.loads(next(iter(summaries.values())).to_json())
+    else:
+        payload = {label: json.loads(s.to_json()) for label, s in summaries.items()}
+    print(json.dumps(payload, indent=1))
+    if run.cancelled:
+        sys.stderr.write("cancelled: the summaries are marked incomplete\n")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_demo(args) -> int:
+    from hermit_tui.demo import build_demo, default_demo_dir
+
+    config_path = build_demo(Path(args.dir) if args.dir else default_demo_dir())
+    if args.no_ui:
+        print(config_path)
+        sys.stderr.write("The demo is a teaching demonstration, not evidence of real-model performance. Try:\n"
+                         f"  hermit-tui eval --config {config_path} --adapter none --adapter root --adapter final\n")
+        return EXIT_OK
+    return _open_dashboard(config_path)
+
+
+def _open_dashboard(config_path: Path | None) -> int:
+    try:
+        from hermit_tui.app import run_app
+    except ImportError:
+        sys.stderr.write("the dashboard is not available in this build; use `hermit-tui eval`\n")
+        return EXIT_FAILED
+    return run_app(config_path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        if args.command == "eval":
+            return cmd_eval(args)
+        if args.command == "demo":
+            return cmd_demo(args)
+        return _open_dashboard(Path(args.config) if args.config else None)
+    except InputError as exc:
+        sys.stderr.write(f"hermit-tui: error: {exc}\n")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("hermit-tui: interrupted\n")
+        return EXIT_FAILED

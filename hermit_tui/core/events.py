@@ -1,0 +1,79 @@
+"""The engine's event stream: what a run reports as it goes. The dashboard and the CLI subscribe to it."""
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import BaseModel
+
+from hermit_tui.core.records import AttemptRecord, Summary
+
+
+class Event(BaseModel):
+    kind: str
+
+
+class RunStarted(Event):
+    kind: Literal["run_started"] = "run_started"
+    labels: list[str]
+    task_ids: list[str]
+    repeats: int
+    concurrency: int
+    total: int
+
+
+class SelectorStarted(Event):
+    kind: Literal["selector_started"] = "selector_started"
+    label: str
+    selector: str
+    commit: str | None
+    total: int
+
+
+class AttemptStarted(Event):
+    kind: Literal["attempt_started"] = "attempt_started"
+    label: str
+    task_id: str
+    repeat: int
+
+
+class AttemptFinished(Event):
+    kind: Literal["attempt_finished"] = "attempt_finished"
+    label: str
+    record: AttemptRecord
+    traceback: str | None = None
+
+
+class SelectorFinished(Event):
+    kind: Literal["selector_finished"] = "selector_finished"
+    label: str
+    summary: Summary
+
+
+class CardUpdated(Event):
+    kind: Literal["card_updated"] = "card_updated"
+    commit: str | None
+    moved_tag: bool
+    message: str
+
+
+class RunLog(Event):
+    kind: Literal["log"] = "log"
+    level: Literal["info", "warning", "error"] = "info"
+    message: str
+
+
+class RunCancelled(Event):
+    kind: Literal["run_cancelled"] = "run_cancelled"
+    finished: int
+    total: int
+
+
+class RunFinished(Event):
+    kind: Literal["run_finished"] = "run_finished"
+    summaries: dict[str, Summary]
+    cancelled: bool
+    wall_s: float
+
+
+AnyEvent = Union[RunStarted, SelectorStarted, AttemptStarted, AttemptFinished, SelectorFinished, CardUpdated, RunLog,
+                 RunCancelled, RunFinished]

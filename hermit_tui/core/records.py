@@ -1,0 +1,225 @@
+"""Attempt records (one line of ``results.jsonl``) and evaluation summaries (``summary.json``), in hermit's format.
+
+hermit-harness 0.1.0 writes the same two files; both tools read each other's. The record keys and the summary keys
+below are hermit's; hermit-tui adds keys only beside them (never renames or drops one).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hermit_tui.core.errors import InputError
+
+Status = Literal["ok", "error", "judge_error"]
+
+#: hermit's keys of a results.jsonl line, in hermit's order.
+RECORD_KEYS = ("repeat", "id", "status", "error", "output", "judge", "cost_usd", "wall_s", "api_speed", "tokens", "log")
+#: hermit's keys of an evaluation summary.json, in hermit's order.
+SUMMARY_KEYS = ("adapter", "commit", "tasks", "repeats", "mean_score", "solved_once", "cost_usd",
+                "unknown_cost_tasks", "errors", "wall_s")
+#: hermit's fixed success threshold for ``solved_once``.
+SOLVED_THRESHOLD = 1.0
+
+
+class Judged(BaseModel):
+    """The judge's verdict as recorded: ``extra`` is absent on pipeline errors, as hermit writes it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    score: float
+    feedback: str = ""
+    extra: dict[str, Any] | None = None
+
+
+class AttemptRecord(BaseModel):
+    """One attempt: one task, one repeat, one selector."""
+
+    model_config = ConfigDict(extra="allow")
+
+    repeat: int
+    id: str
+    status: Status
+    error: str | None = None
+    output: Any = None
+    judge: Judged
+    cost_usd: float | None = None
+    wall_s: float = 0.0
+    api_speed: Any = None
+    tokens: Any = None
+    log: str | None = None
+
+    @property
+    def score(self) -> float:
+        return self.judge.score
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.id, self.repeat)
+
+    def to_json_line(self) -> str:
+        data = self.model_dump(mode="json", exclude_none=False)
+        if data["judge"].get("extra") is None:  # hermit writes no judge.extra when the pipeline failed
+            data["judge"].pop("extra", None)
+        ordered = {k: data[k] for k in RECORD_KEYS}
+        ordered.update({k: v for k, v in data.items() if k not in ordered and v is not None})
+        return json.dumps(ordered, default=str, allow_nan=False) + "\n"
+
+
+class Summary(BaseModel):
+    """An evaluation summary: hermit's ten keys, then hermit-tui's extra keys (all optional when reading)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    adapter: str
+    commit: str | None = None
+    tasks: int
+    repeats: int
+    mean_score: float
+    solved_once: float
+    cost_usd: float | None = None
+    unknown_cost_tasks: int = 0
+    errors: int = 0
+    wall_s: float = 0.0
+
+    # hermit-tui extras (absent in files written by hermit itself)
+    label: str | None = None
+    attempts: int | None = None
+    expected_attempts: int | None = None
+    complete: bool | None = None
+    cancelled: bool | None = None
+    smoke_limit: int | None = Field(default=None, description="--limit N: a wiring check, never a full evaluation")
+    known_cost_usd: float | None = None
+    pipeline_errors: int | None = None
+    judge_errors: int | None = None
+    content_hash: str | None = None
+    retries: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    hermit_tui_version: str | None = None
+
+    @property
+    def written_by_hermit(self) -> bool:
+        return self.hermit_tui_version is None
+
+    @property
+    def is_smoke(self) -> bool:
+        return self.smoke_limit is not None
+
+    @property
+    def is_complete(self) -> bool:
+        """hermit's own summaries are written only at the end of a finished run."""
+        return self.complete is not False
+
+    def to_json(self) -> str:
+        data = self.model_dump(mode="json")
+        ordered = {k: data[k] for k in SUMMARY_KEYS}
+        ordered.update({k: v for k, v in data.items() if k not in ordered and v is not None})
+        return json.dumps(ordered, indent=1, allow_nan=False)
+
+
+def summarize(records: Iterable[AttemptRecord], *, adapter: str, commit: str | None, task_ids: list[str],
+              repeats: int, wall_s: float, **extra: Any) -> Summary:
+    """The summary of a set of attempts, computed as hermit does.
+
+    ``mean_score`` is over every recorded attempt (failed ones count 0), ``solved_once`` is the share of the test
+    tasks with an attempt scoring at least 1.0, ``cost_usd`` is the sum of known costs or None when any attempt's
+    cost is unknown, ``unknown_cost_tasks`` counts attempts with unknown cost, ``errors`` counts error and
+    judge_error attempts.
+    """
+    total = 0.0
+    n = 0
+    solved: set[str] = set()
+    known_cost = 0.0
+    unknown = 0
+    pipeline_errors = judge_errors = 0
+    for rec in records:
+        s = rec.judge.score
+        total += s if math.isfinite(s) else 0.0
+        n += 1
+        if s >= SOLVED_THRESHOLD:
+            solved.add(rec.id)
+        if rec.cost_usd is None:
+            unknown += 1
+        else:
+            known_cost += rec.cost_usd
+        if rec.status == "error":
+            pipeline_errors += 1
+        elif rec.status == "judge_error":
+            judge_errors += 1
+    tasks = len(task_ids)
+    wanted = set(task_ids)
+    return Summary(
+        adapter=adapter, commit=commit, tasks=tasks, repeats=repeats,
+        mean_score=total / n if n else 0.0,
+        solved_once=len(solved & wanted) / tasks if tasks else 0.0,
+        cost_usd=None if unknown else known_cost,
+        unknown_cost_tasks=unknown, errors=pipeline_errors + judge_errors, wall_s=round(wall_s, 1),
+        attempts=n, known_cost_usd=known_cost, pipeline_errors=pipeline_errors, judge_errors=judge_errors,
+        **extra,
+    )
+
+
+class ResultsFile:
+    """What a results.jsonl holds: the records, plus the lines that could not be read."""
+
+    def __init__(self, records: list[AttemptRecord], skipped: list[str]):
+        self.records = records
+        self.skipped = skipped
+
+
+def read_results(path: Path) -> ResultsFile:
+    """Read a results.jsonl. A truncated last line (a run killed mid-write) is skipped with a warning; a bad line
+    anywhere else is an error naming the file and line."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    lines = raw.split(b"\n")
+    records: list[AttemptRecord] = []
+    skipped: list[str] = []
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(AttemptRecord.model_validate_json(line))
+        except ValueError as exc:
+            if number - 1 == last and not raw.endswith(b"\n"):
+                skipped.append(f"{path}:{number}: truncated last line ignored (the run was interrupted mid-write)")
+                continue
+            first = str(exc).splitlines()
+            reason = first[1].strip() if len(first) > 1 else first[0] if first else "invalid"
+            raise InputError(f"{path}:{number}: not a results record ({reason})") from None
+    return ResultsFile(records, skipped)
+
+
+def read_summary(path: Path) -> Summary:
+    path = Path(path)
+    try:
+        return Summary.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        lines = str(exc).splitlines()
+        reason = " ".join(lines[1:3]).strip() if len(lines) > 1 else lines[0]
+        raise InputError(f"{path}: not an evaluation summary ({reason})") from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that a reader sees the old or the new file, never half of one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,181 @@
+"""Adapter selectors: what ``--adapter`` names, resolved the way ``hermit eval`` resolves it.
+
+``none`` is no adapter. A folder holding ``adapter.yaml`` (relative to the config's folder) is checked before any git
+ref. ``root`` is tag ``root``, ``final`` is tag ``<run>/final``; any other text is a tag, a branch or a full or
+abbreviated commit of the adapter tree. Commits hermit marked invalid are refused.
+
+The ``config`` argument is duck-typed: only ``base``, ``resolve_path(text)``, ``run_name``, ``run_dir`` and
+``tree_dir`` are used.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.tree import ROOT_TAG, AdapterTree
+
+MANIFEST = "adapter.yaml"
+SKIPPED_NAMES = {".git", "__pycache__"}
+TEMP_PREFIX = "hermit-tui-adapter-"
+
+SelectorKind = Literal["none", "root", "final", "tag", "commit", "directory"]
+
+
+class Selector(BaseModel):
+    """A resolved selector: what the pipeline receives and where its results go (``eval/<label>/``).
+
+    ``ref`` is ``root``, ``<run>/final``, the tag or branch as typed, or the full sha of a commit; a branch counts as
+    kind ``commit`` (its head at resolution time).
+    """
+
+    text: str
+    kind: SelectorKind
+    label: str
+    commit: str | None = None
+    ref: str | None = None
+    path: Path | None = None
+    content_hash: str | None = None
+
+
+def label_for(text: str) -> str:
+    """The ``eval/<label>/`` folder name of a tree selector: the text with ``/`` replaced by ``_``."""
+    return text.replace("/", "_")
+
+
+def check_selector_text(text: str) -> None:
+    """Refuse a selector that could be read as a git option or is not a single word."""
+    if not text:
+        raise InputError("empty adapter selector (use none, root, final, a tag, a commit or an adapter directory)")
+    if text.startswith("-"):
+        raise InputError(f"selector {text!r} begins with '-': it is not an adapter directory, tag or commit")
+    if any(ch.isspace() or unicodedata.category(ch)[0] == "C" for ch in text):
+        raise InputError(f"selector {text!r} holds whitespace or control characters: it is not an adapter "
+                         "directory, tag or commit")
+
+
+def directory_hash(path: Path) -> str:
+    """sha256 over the folder's files: for each file in sorted relative-path order, its posix path, a NUL, its size,
+    a NUL and its bytes (a symlink contributes its target text). ``.git`` and ``__pycache__`` are skipped."""
+    path = Path(path)
+    entries: list[tuple[str, Path]] = []
+    for folder, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if d not in SKIPPED_NAMES]
+        for name in files:
+            if name not in SKIPPED_NAMES:
+                full = Path(folder, name)
+                entries.append((full.relative_to(path).as_posix(), full))
+    digest = hashlib.sha256()
+    for rel, full in sorted(entries):
+        if full.is_symlink():
+            data = b"symlink:" + os.readlink(full).encode()
+        else:
+            data = full.read_bytes()
+        digest.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0")
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def _open_tree(config, text: str) -> AdapterTree:
+    try:
+        return AdapterTree(Path(config.tree_dir))
+    except InputError as exc:
+        raise InputError(f"selector {text!r} needs the adapter tree: {exc}") from None
+
+
+def _as_directory(text: str, config) -> Path | None:
+    try:
+        path = config.resolve_path(text)
+    except (OSError, ValueError):
+        return None
+    return None if path is None else Path(os.path.abspath(path))
+
+
+def resolve_selector(text: str, config) -> Selector:
+    """Resolve one ``--adapter`` text; InputError (one line) when it names nothing usable."""
+    if text == "none":
+        return Selector(text=text, kind="none", label="none")
+    folder = _as_directory(text, config) if text else None
+    if folder is not None and (folder / MANIFEST).is_file():
+        if not folder.name:
+            raise InputError(f"adapter directory {folder} has no name to label its results with")
+        return Selector(text=text, kind="directory", label=folder.name, path=folder,
+                        content_hash=directory_hash(folder))
+    check_selector_text(text)
+    is_dir = folder is not None and folder.is_dir()
+    if is_dir and not Path(config.tree_dir).exists():
+        raise InputError(f"adapter directory {folder} has no {MANIFEST}")
+    tree = _open_tree(config, text)
+    try:
+        if text in ("root", "final"):
+            ref = ROOT_TAG if text == "root" else f"{config.run_name}/final"
+            commit = tree.tag_target(ref)
+            if commit is None:
+                raise InputError(f"unknown adapter version '{text}' in tree {tree.path}: it has no tag '{ref}'")
+            kind, label = text, text
+        else:
+            try:
+                commit, refname = tree.lookup(text)
+            except InputError:
+                if is_dir:
+                    raise InputError(f"adapter directory {folder} has no {MANIFEST}") from None
+                raise
+            kind = "tag" if refname and refname.startswith("refs/tags/") else "commit"
+            ref, label = (text if refname else commit), label_for(text)
+        if not tree.is_valid(commit):
+            raise InputError(f"selector '{text}' is an invalid commit (fails check_spec), not an adapter")
+    finally:
+        tree.close()
+    return Selector(text=text, kind=kind, label=label, commit=commit, ref=ref)
+
+
+def resolve_selectors(texts: Sequence[str], config) -> list[Selector]:
+    """Resolve the selectors of one launch, refusing repeats and any two that would share ``eval/<label>/``."""
+    seen: set[str] = set()
+    for text in texts:
+        if text in seen:
+            raise InputError(f"selector {text!r} is given twice")
+        seen.add(text)
+    selectors = [resolve_selector(text, config) for text in texts]
+    by_label: dict[str, Selector] = {}
+    for sel in selectors:
+        other = by_label.setdefault(sel.label, sel)
+        if other is not sel:
+            raise InputError(f"selectors {other.text!r} and {sel.text!r} would both write "
+                             f"eval/{sel.label}/; evaluate them in separate launches")
+    return selectors
+
+
+@contextmanager
+def materialize(selector: Selector, config) -> Iterator[Path | None]:
+    """The adapter folder the pipeline receives: None, the directory itself, or a temporary export of the commit
+    that is removed on exit (also when the body raises)."""
+    if selector.kind == "none":
+        yield None
+        return
+    if selector.kind == "directory":
+        yield selector.path
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+    try:
+        tree = _open_tree(config, selector.text)
+        try:
+            tree.export(selector.commit, tmp)
+        finally:
+            tree.close()
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+__all__ = ["MANIFEST", "Selector", "check_selector_text", "directory_hash", "label_for", "materialize",
+           "resolve_selector", "resolve_selectors"]

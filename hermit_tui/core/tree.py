@@ -1,0 +1,217 @@
+"""The adapter tree: the git repository hermit keeps adapters in.
+
+The root commit is the template (tag ``root``); a training run is a branch; checkpoints and the final selection are
+tags prefixed with the run name (``<run>/ckpt-step-N``, ``<run>/ckpt-epoch-N``, ``<run>/bootstrap``,
+``<run>/final``). A commit whose message holds :data:`INVALID_MARK` failed hermit's spec check and is not an adapter.
+
+User text never reaches git here: refs are looked up in a table read with ``git for-each-ref``, abbreviated commits
+are checked to be hexadecimal before git sees them, and tag names are checked against git's ref-name rules.
+"""
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+import git
+from pydantic import BaseModel
+
+from hermit_tui.core.errors import InputError
+
+INVALID_MARK = "[invalid: fails check_spec; the next commit repairs it]"
+ROOT_TAG = "root"
+
+_HEX = re.compile(r"[0-9a-fA-F]{4,40}")
+_CHECKPOINT = re.compile(r"(?:ckpt-(step|epoch)-(\d+)|(bootstrap))")
+_BAD_REF_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+VersionKind = Literal["root", "final", "checkpoint", "tag", "commit"]
+
+
+class Version(BaseModel):
+    """One selectable adapter version: a tag, or an untagged commit of the run's branch."""
+
+    name: str
+    kind: VersionKind
+    commit: str
+    date: datetime
+    message: str
+    valid: bool
+    run: str | None = None
+
+
+def valid_ref_name(name: str) -> bool:
+    """Whether ``name`` is acceptable as a branch or tag name by git's rules (``git check-ref-format``)."""
+    if not name or name == "@" or name.startswith("-") or _BAD_REF_CHARS.search(name):
+        return False
+    if ".." in name or "@{" in name or "//" in name or name.endswith(("/", ".")):
+        return False
+    return all(part and not part.startswith(".") and not part.endswith(".lock") for part in name.split("/"))
+
+
+def run_of(tag: str) -> str | None:
+    """The run a ``<run>/...`` tag belongs to, or None."""
+    head, sep, _ = tag.rpartition("/")
+    return head if sep else None
+
+
+class AdapterTree:
+    """Read and update an adapter tree through GitPython."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise InputError(f"adapter tree {self.path} does not exist")
+        try:
+            self.repo = git.Repo(self.path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise InputError(f"adapter tree {self.path} is not a git repository") from None
+
+    # ---------- refs ----------
+    def _refs(self) -> dict[str, str]:
+        """Every tag and branch (full ref name) with the commit it points at; refs to other objects are left out."""
+        fmt = "%(refname)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)"
+        out = self.repo.git.for_each_ref(f"--format={fmt}", "refs/tags", "refs/heads")
+        refs: dict[str, str] = {}
+        for line in out.splitlines():
+            name, kind, sha, peeled_kind, peeled = line.split("\x00")
+            if kind == "commit":
+                refs[name] = sha
+            elif kind == "tag" and peeled_kind == "commit":
+                refs[name] = peeled
+        return refs
+
+    def _commit_type(self, sha: str) -> bool:
+        try:
+            return self.repo.odb.info(bytes.fromhex(sha)).type == b"commit"
+        except (ValueError, git.BadObject, git.BadName):
+            return False
+
+    def _commits_with_prefix(self, prefix: str) -> list[str]:
+        prefix = prefix.lower()
+        if len(prefix) == 40:
+            return [prefix] if self._commit_type(prefix) else []
+        try:
+            out = self.repo.git.rev_parse(f"--disambiguate={prefix}")
+        except git.GitCommandError:
+            return []
+        return [sha for sha in out.split() if self._commit_type(sha)]
+
+    def lookup(self, ref: str) -> tuple[str, str | None]:
+        """``(full sha, ref name)`` of a tag, branch or commit; the ref name is None for a commit given by sha."""
+        refs = self._refs()
+        for name in (f"refs/tags/{ref}", f"refs/heads/{ref}"):
+            if name in refs:
+                return refs[name], name
+        if _HEX.fullmatch(ref):
+            found = self._commits_with_prefix(ref)
+            if len(found) == 1:
+                return found[0], None
+            if found:
+                raise InputError(f"adapter version '{ref}' is ambiguous in tree {self.path}: it abbreviates "
+                                 f"{len(found)} commits ({', '.join(sorted(s[:12] for s in found))}); type more digits")
+        raise InputError(f"unknown adapter version '{ref}' in tree {self.path}")
+
+    def resolve(self, ref: str) -> str:
+        """The full sha of a tag, a branch or a (possibly abbreviated) commit."""
+        return self.lookup(ref)[0]
+
+    def tag_target(self, tag: str) -> str | None:
+        """The commit tag ``tag`` points at, or None when there is no such tag."""
+        return self._refs().get(f"refs/tags/{tag}")
+
+    def message(self, commit: str) -> str:
+        """The full message of a commit (given as any ref :meth:`resolve` accepts)."""
+        return self.repo.commit(self.resolve(commit)).message
+
+    def close(self) -> None:
+        """Stop the git helper processes GitPython keeps open."""
+        self.repo.close()
+
+    def is_valid(self, commit: str) -> bool:
+        """False for a commit hermit marked as failing its spec check."""
+        return INVALID_MARK not in self.message(commit)
+
+    def move_tag(self, tag: str, commit: str) -> None:
+        """Point tag ``tag`` at ``commit``, replacing any earlier target (``git tag -f``)."""
+        if not valid_ref_name(tag):
+            raise InputError(f"'{tag}' is not a valid tag name")
+        if not self._commit_type(commit):
+            raise InputError(f"'{commit}' is not a commit of tree {self.path}")
+        self.repo.git.update_ref(f"refs/tags/{tag}", commit)
+
+    # ---------- files ----------
+    def export(self, commit: str, dest: Path) -> Path:
+        """Write the files of ``commit`` (no git metadata) into ``dest``, created if missing."""
+        sha = self.resolve(commit)
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        buffer = io.BytesIO()
+        self.repo.archive(buffer, treeish=sha, format="tar")
+        buffer.seek(0)
+        try:
+            with tarfile.open(fileobj=buffer, mode="r:") as archive:
+                archive.extractall(dest, filter="data")
+        except tarfile.FilterError as exc:
+            raise InputError(f"commit {sha[:12]} of tree {self.path} cannot be exported safely: {exc}") from None
+        return dest
+
+    # ---------- listing ----------
+    def versions(self, run_name: str | None = None) -> list[Version]:
+        """Every tagged commit, plus the untagged commits of ``run_name``'s branch.
+
+        Order: ``root``; then each run's checkpoints (along the branch, bootstrap first) and its final, the given run
+        first and the others by name; then the other tags by name; then the untagged commits of the run, oldest first.
+        """
+        refs = self._refs()
+        tags = {name.removeprefix("refs/tags/"): sha for name, sha in refs.items() if name.startswith("refs/tags/")}
+        branch = f"refs/heads/{run_name}" if run_name and f"refs/heads/{run_name}" in refs else None
+        order = self._topo_index([*set(tags.values()), *([refs[branch]] if branch else [])])
+
+        def make(name: str, kind: VersionKind, sha: str, run: str | None) -> Version:
+            c = self.repo.commit(sha)
+            return Version(name=name, kind=kind, commit=sha, date=c.committed_datetime,
+                           message=c.summary if isinstance(c.summary, str) else c.summary.decode(),
+                           valid=INVALID_MARK not in c.message, run=run)
+
+        runs: dict[str, list[tuple[tuple, Version]]] = {}
+        others: list[Version] = []
+        root: list[Version] = []
+        for name, sha in tags.items():
+            run = run_of(name)
+            leaf = name.rsplit("/", 1)[-1]
+            checkpoint = _CHECKPOINT.fullmatch(leaf) if run else None
+            if name == ROOT_TAG:
+                root.append(make(name, "root", sha, None))
+            elif run and leaf == "final":
+                runs.setdefault(run, []).append(((1, 0, 0, 0), make(name, "final", sha, run)))
+            elif checkpoint:
+                what, number, bootstrap = checkpoint.groups()
+                key = (0, order.get(sha, 0), 0 if bootstrap else 1 if what == "step" else 2, int(number or 0))
+                runs.setdefault(run, []).append((key, make(name, "checkpoint", sha, run)))
+            else:
+                others.append(make(name, "tag", sha, run))
+        listed = list(root)
+        for run in sorted(runs, key=lambda r: (r != run_name, r)):
+            listed += [v for _, v in sorted(runs[run], key=lambda kv: (kv[0], kv[1].name))]
+        listed += sorted(others, key=lambda v: v.name)
+        if branch:
+            tagged = set(tags.values())
+            exclude = ["--not", tags[ROOT_TAG]] if ROOT_TAG in tags else []
+            for sha in self.repo.git.rev_list("--reverse", "--topo-order", branch, *exclude).split():
+                if sha not in tagged:
+                    listed.append(make(sha[:7], "commit", sha, run_name))
+        return listed
+
+    def _topo_index(self, shas: list[str]) -> dict[str, int]:
+        """Position of each commit in a topological order (ancestors first) of the history of ``shas``."""
+        if not shas:
+            return {}
+        out = self.repo.git.rev_list("--topo-order", "--reverse", *sorted(shas))
+        return {sha: i for i, sha in enumerate(out.split())}
+
+
+__all__ = ["INVALID_MARK", "ROOT_TAG", "AdapterTree", "Version", "run_of", "valid_ref_name"]
