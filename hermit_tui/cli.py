@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hermit_tui.core.errors import InputError
+from hermit_tui.core.errors import InputError, RunFailed
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -30,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
                      "protocol: a terminal dashboard, and a headless CLI.")
     parser.add_argument("--version", action="version", version=f"hermit-tui {__version__}")
     parser.add_argument("--config", help="open the dashboard on this run.yaml")
+    parser.add_argument("--set", action="append", default=[], metavar="key.sub=value",
+                        help="a config override for the dashboard (repeatable), as hermit takes them")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     p_eval = sub.add_parser("eval", help="evaluate one or more adapters side by side on the test split")
@@ -41,11 +44,19 @@ def _parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--limit", type=int, metavar="N", help="only the first N test tasks: a wiring check whose "
                         "summary says so and that can never be published")
     p_eval.add_argument("--no-card", action="store_true", help="with final: do not update CARD.md or move the tag")
+    p_eval.add_argument("--resume", action="store_true", help="continue interrupted evaluations: keep the recorded "
+                        "attempts and run only the missing ones (the protocol must match)")
+    p_eval.add_argument("--executor", choices=("threads", "processes"),
+                        default=os.environ.get("HERMIT_TUI_EXECUTOR", "threads"),
+                        help="where attempts run: threads of this process (default), or worker processes that "
+                        "can be killed when an attempt hangs or crashes ($HERMIT_TUI_EXECUTOR)")
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
     p_demo = sub.add_parser("demo", help="create the built-in demo workspace (a teaching demonstration) and open it")
     p_demo.add_argument("dir", nargs="?", help="where to create it (default: the user cache folder)")
     p_demo.add_argument("--no-ui", action="store_true", help="only create it and print its run.yaml path")
+    p_demo.add_argument("--set", action="append", default=[], metavar="key.sub=value",
+                        help="a config override for the dashboard (repeatable)")
     return parser
 
 
@@ -95,12 +106,12 @@ def cmd_eval(args) -> int:
     config = load_config(args.config, args.overrides)
     sink, progress = None, None
     run = EvalRun(config, args.adapter, concurrency=args.concurrency, limit=args.limit,
-                  update_card=not args.no_card)
+                  update_card=not args.no_card, resume=args.resume, executor=args.executor)
     sink, progress = _progress(run, sys.stderr)
     run.on_event = sink
 
     def interrupted(signum, frame):
-        if run._cancel.is_set():
+        if run.cancel_requested:
             run.cancel(force=True)
         else:
             sys.stderr.write("cancelling: finishing the attempts in flight (Ctrl-C again to abandon them)\n")
@@ -134,16 +145,19 @@ def cmd_demo(args) -> int:
         sys.stderr.write("The demo is a teaching demonstration, not evidence of real-model performance. Try:\n"
                          f"  hermit-tui eval --config {config_path} --adapter none --adapter root --adapter final\n")
         return EXIT_OK
-    return _open_dashboard(config_path)
+    return _open_dashboard(config_path, args.set)
 
 
-def _open_dashboard(config_path: Path | None) -> int:
+def _open_dashboard(config_path: Path | None, overrides: list[str] | None = None) -> int:
     try:
         from hermit_tui.app import run_app
     except ImportError:
         sys.stderr.write("the dashboard is not available in this build; use `hermit-tui eval`\n")
         return EXIT_FAILED
-    return run_app(config_path)
+    if config_path is not None:  # a bad config is a one-line error before the screen is taken over
+        from hermit_tui.core.config import load_config
+        load_config(config_path, overrides or [])
+    return run_app(config_path, overrides)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -153,10 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_eval(args)
         if args.command == "demo":
             return cmd_demo(args)
-        return _open_dashboard(Path(args.config) if args.config else None)
+        return _open_dashboard(Path(args.config) if args.config else None, args.set)
     except InputError as exc:
         sys.stderr.write(f"hermit-tui: error: {exc}\n")
         return EXIT_BAD_INPUT
+    except RunFailed as exc:
+        sys.stderr.write(f"hermit-tui: the run stopped: {exc}\n")
+        return EXIT_FAILED
     except KeyboardInterrupt:
         sys.stderr.write("hermit-tui: interrupted\n")
         return EXIT_FAILED

@@ -11,3 +11,8 @@ class InputError(Exception):
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+class RunFailed(Exception):
+    """The run stopped for a reason outside the user's input (a disk that filled up, a folder that vanished).
+    What was recorded before stays intact; the message says so. The CLI exits 1 with this one line."""

@@ -3,39 +3,35 @@
 Attempts of all selectors share one concurrency limit and are scheduled repeat by repeat, task by task, selector by
 selector, so that partial results stay paired. Each finished attempt is appended to its selector's results.jsonl
 (one writer: the event loop) and reported as an ``AttemptFinished`` event.
+
+A launch can also continue an interrupted evaluation (``resume``: only the missing attempts run) or re-run chosen
+attempts of a finished one (``retry``: typically the failed ones; the summary counts them).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import copy
-import inspect
 import os
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from hermit_tui.core import events as ev
-from hermit_tui.core.callables import load_judge, load_pipeline, normalize_judge, normalize_output
-from hermit_tui.core.context import _CURRENT, AttemptContext
-from hermit_tui.core.errors import InputError
+from hermit_tui.core.attempts import Attempt, run_attempt, run_attempt_async
+from hermit_tui.core.callables import load_judge, load_pipeline
+from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.evalstore import RESULTS, SUMMARY, archive_existing, eval_root
-from hermit_tui.core.records import AttemptRecord, Judged, Summary, read_results, summarize, write_atomic
+from hermit_tui.core.executors import EXECUTORS, Executor, ProcessExecutor
+from hermit_tui.core.fingerprint import differences, fingerprint_of
+from hermit_tui.core.journal import FolderLock, SelectorJournal, WriteFailed, now_iso
+from hermit_tui.core.records import SOLVED_THRESHOLD, Summary, read_results, read_summary, summarize, write_atomic
 from hermit_tui.core.selectors import Selector, materialize, resolve_selectors
 from hermit_tui.core.tasks import TaskSet, load_tasks
 
 EventSink = Callable[[ev.Event], None]
-TRACEBACK_CHARS = 4000
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+SUMMARY_EVERY_S = 2.0  # a running evaluation's summary.json (complete: false) is refreshed this often
 
 
 def _version() -> str:
@@ -49,155 +45,40 @@ def _positive_int(value: Any, key: str) -> int:
     return value
 
 
-class Attempt:
-    """One unit of work: a task, a repeat, a selector."""
-
-    __slots__ = ("label", "task", "repeat", "adapter")
-
-    def __init__(self, label: str, task: dict, repeat: int, adapter: Path | None):
-        self.label, self.task, self.repeat, self.adapter = label, task, repeat, adapter
-
-
-def _pipeline_failed(task: dict, repeat: int, exc: BaseException, started: float) -> tuple[AttemptRecord, str]:
-    message = f"{type(exc).__name__}: {exc}"
-    tb = traceback.format_exc()[-TRACEBACK_CHARS:]
-    record = AttemptRecord(repeat=repeat, id=str(task["id"]), status="error", error=message, output=None,
-                           judge=Judged(score=0.0, feedback=f"the pipeline failed: {message}"), cost_usd=None,
-                           wall_s=round(time.perf_counter() - started, 2), traceback=tb)
-    return record, tb
-
-
-def _judged(judge: Callable, task: dict, repeat: int, value: Any, started: float) -> tuple[AttemptRecord, str | None]:
-    """Judge what the pipeline returned. A wrong return type is the pipeline's error; a failing judge (or a score
-    that is not a finite number) is a judge_error that keeps the output and cost."""
-    try:
-        out = normalize_output(value)
-    except TypeError as exc:
-        return _pipeline_failed(task, repeat, exc, started)
-    status, error, tb = "ok", None, None
-    try:
-        score, feedback, extra = normalize_judge(judge(copy.deepcopy(task), out))
-        judged = Judged(score=score, feedback=feedback, extra=extra)
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        status, tb = "judge_error", traceback.format_exc()[-TRACEBACK_CHARS:]
-        judged = Judged(score=0.0, feedback=f"the judge failed: {error}")
-    record = AttemptRecord(
-        repeat=repeat, id=str(task["id"]), status=status, error=error, output=out.output, judge=judged,
-        cost_usd=out.cost_usd, wall_s=round(out.wall_s or (time.perf_counter() - started), 2),
-        api_speed=out.api_speed, tokens=out.tokens, log=str(out.log) if out.log else None)
-    if tb:
-        record.traceback = tb  # an extra key beside hermit's: hermit's readers ignore it
-    return record, tb
-
-
-def run_attempt(pipeline: Callable, judge: Callable, task: dict, adapter: Path | None, repeat: int,
-                label: str) -> tuple[AttemptRecord, str | None]:
-    """Run and judge one attempt in the calling thread; the task's own failures become records, never raise."""
-    token = _CURRENT.set(AttemptContext(label, str(task["id"]), repeat))
-    started = time.perf_counter()
-    try:
-        try:
-            value = pipeline(copy.deepcopy(task), adapter)
-        except Exception as exc:
-            return _pipeline_failed(task, repeat, exc, started)
-        return _judged(judge, task, repeat, value, started)
-    finally:
-        _CURRENT.reset(token)
-
-
-async def run_attempt_async(pipeline: Callable, judge: Callable, task: dict, adapter: Path | None, repeat: int,
-                            label: str) -> tuple[AttemptRecord, str | None]:
-    """The same for a pipeline written as ``async def``."""
-    token = _CURRENT.set(AttemptContext(label, str(task["id"]), repeat))
-    started = time.perf_counter()
-    try:
-        try:
-            value = await pipeline(copy.deepcopy(task), adapter)
-        except Exception as exc:
-            return _pipeline_failed(task, repeat, exc, started)
-        return _judged(judge, task, repeat, value, started)
-    finally:
-        _CURRENT.reset(token)
-
-
-def _failed(attempt: Attempt, message: str, wall_s: float) -> AttemptRecord:
-    return AttemptRecord(repeat=attempt.repeat, id=str(attempt.task["id"]), status="error", error=message,
-                         output=None, judge=Judged(score=0.0, feedback=f"the pipeline failed: {message}"),
-                         cost_usd=None, wall_s=round(wall_s, 2))
-
-
-class _SelectorRun:
-    """Bookkeeping of one selector during a launch."""
-
-    def __init__(self, selector: Selector, folder: Path, total: int, earlier: dict | None = None,
-                 retries: int = 0):
-        self.selector = selector
-        self.folder = folder
-        self.total = total
-        # (task id, repeat) -> record; a retry starts from the earlier records and replaces the retried ones
-        self.records: dict[tuple[str, int], AttemptRecord] = dict(earlier or {})
-        self.retry = earlier is not None
-        self.retries = retries
-        self.pending = 0  # attempts scheduled and not yet recorded
-        self.started = time.perf_counter()
-        self.started_at = _now()
-        self.fh = None
-        self.last_sync = time.monotonic()
-
-    def open(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.fh = open(self.folder / RESULTS, "a" if self.retry else "w", encoding="utf-8")
-
-    def append(self, record: AttemptRecord) -> None:
-        self.fh.write(record.to_json_line())
-        self.fh.flush()  # each line reaches the OS as the attempt finishes; fsync in batches below
-        now = time.monotonic()
-        if now - self.last_sync > 0.5:
-            os.fsync(self.fh.fileno())
-            self.last_sync = now
-        self.records[record.key] = record
-
-    def close(self) -> None:
-        if self.fh is not None:
-            self.fh.flush()
-            os.fsync(self.fh.fileno())
-            self.fh.close()
-            self.fh = None
-
-    def compact(self, task_order: list[str]) -> None:
-        """After a retry: one line per attempt again (the retried line replaces the earlier one), atomically."""
-        rank = {tid: i for i, tid in enumerate(task_order)}
-        ordered = sorted(self.records.values(), key=lambda r: (r.repeat, rank.get(r.id, len(rank)), r.id))
-        write_atomic(self.folder / RESULTS, "".join(r.to_json_line() for r in ordered))
-
-
 class EvalRun:
     """One launch: ``selectors`` evaluated side by side on the config's test split.
 
     Build it (bad input raises InputError before anything is written), then ``await run()`` or ``run_sync()``;
     ``cancel()`` may be called from any thread.
 
-    ``retry`` = {label: [(task id, repeat), ...]} re-runs only those attempts of earlier evaluations (typically the
-    failed ones) under the same protocol: the earlier pair is archived first, the retried records replace the
-    earlier ones, and the summary counts the retries (re-running only failures can bias a mean).
+    - ``retry`` = {label: [(task id, repeat), ...]} re-runs only those attempts of earlier evaluations under the
+      protocol they were measured with: the earlier pair is archived first, the retried records replace the earlier
+      ones, and the summary counts the retries (re-running only failures can bias a mean).
+    - ``resume`` continues interrupted evaluations of ``selectors``: the recorded attempts are kept, only the
+      missing ones run, and the protocol must match what was recorded.
+    - ``executor`` is "threads" (default) or "processes" (each attempt in a worker process that can be killed).
     """
 
     def __init__(self, config, selectors: Sequence[str], *, repeats: int | None = None,
                  concurrency: int | None = None, limit: int | None = None, update_card: bool = True,
                  on_event: EventSink | None = None, tasks: TaskSet | None = None,
-                 retry: dict[str, list[tuple[str, int]]] | None = None):
+                 retry: dict[str, list[tuple[str, int]]] | None = None, resume: bool = False,
+                 executor: str = "threads"):
         config.require_for_eval()
+        if executor not in EXECUTORS:
+            raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
         self.config = config
+        self.executor_name = executor
         self.concurrency = _positive_int(concurrency if concurrency is not None else config.concurrency,
                                          "agent.concurrency")
         self.update_card = update_card
         self.on_event = on_event or (lambda event: None)
         self.tasks = tasks or load_tasks(config)
         self.retry = {label: [(str(t), int(r)) for t, r in keys] for label, keys in (retry or {}).items()}
+        self.resume = resume
         self.earlier: dict[str, Summary] = {}
         if self.retry:
-            selectors, repeats, limit = self._prepare_retry()
+            selectors, repeats, limit = self._read_earlier(list(self.retry))
         self.repeats = _positive_int(repeats if repeats is not None else config.repeats, "eval.repeats")
         if limit is not None:
             _positive_int(limit, "--limit")
@@ -208,6 +89,8 @@ class EvalRun:
         if not selectors:
             raise InputError("no adapter selector given (e.g. --adapter none --adapter root --adapter final)")
         self.selectors = resolve_selectors(list(selectors), config)
+        if self.resume:
+            self._check_resumable()
         for sel in self.selectors:
             old = self.earlier.get(sel.label)
             if old is not None and old.commit != sel.commit:
@@ -216,6 +99,8 @@ class EvalRun:
         self.pipeline = load_pipeline(config)
         self.judge = load_judge(config)
         self.timeout_s = float(config.timeout_min) * 60 if config.timeout_min else None
+        from hermit_tui.core.fingerprint import compute_fingerprint
+        self.fingerprint = compute_fingerprint(config, self.test_rows, repeats=self.repeats, limit=limit)
         self.warnings = list(self.tasks.overlaps())
         if limit:
             self.warnings.append(f"smoke subset: the first {len(self.task_ids)} of {len(rows)} test tasks "
@@ -226,25 +111,63 @@ class EvalRun:
         self._forced: asyncio.Event | None = None
         self.summaries: dict[str, Summary] = {}
         self.cancelled = False
+        self.failure: str | None = None
 
-    def _prepare_retry(self) -> tuple[list[str], int, int | None]:
-        """The selectors, repeats and limit of the evaluations whose attempts are retried, read from their
-        summaries: a retry runs under the protocol they were measured with."""
-        from hermit_tui.core.records import read_summary
+    # -- earlier evaluations (retry, resume) -----------------------------------------------------------------------
+    def _read_earlier(self, labels: list[str]) -> tuple[list[str], int, int | None]:
+        """Selectors, repeats and limit of earlier evaluations, read from their summaries: a retry or a resume
+        runs under the protocol they were measured with."""
         texts, repeats, limits = [], set(), set()
-        for label in self.retry:
+        for label in labels:
             path = eval_root(self.config.run_dir) / label / SUMMARY
             if not path.is_file():
-                raise InputError(f"{path}: no summary to retry from (run the whole evaluation)")
+                raise InputError(f"{path}: no summary to continue from (run the whole evaluation)")
             summary = read_summary(path)
             self.earlier[label] = summary
             texts.append(summary.adapter)
             repeats.add(summary.repeats)
             limits.add(summary.smoke_limit)
         if len(repeats) > 1 or len(limits) > 1:
-            raise InputError("retry: the evaluations were measured with different repeats or limits; retry them "
-                             "one at a time")
+            raise InputError("the evaluations were measured with different repeats or limits; continue them one "
+                             "at a time")
         return texts, repeats.pop(), limits.pop()
+
+    def _fingerprint_for_resume(self) -> dict:
+        from hermit_tui.core.fingerprint import compute_fingerprint
+        rows = self.tasks.rows("test")
+        rows = rows[:self.limit] if self.limit else rows
+        return compute_fingerprint(self.config, rows, repeats=self.repeats, limit=self.limit).model_dump()
+
+    def _check_resumable(self) -> None:
+        """Refuse to resume under another protocol, and say what changed."""
+        for sel in self.selectors:
+            path = eval_root(self.config.run_dir) / sel.label / SUMMARY
+            if not (path.parent / RESULTS).is_file():
+                continue  # nothing recorded yet: it simply starts
+            if not path.is_file():
+                raise InputError(f"{path.parent}: results without a summary (written by another tool?): "
+                                 "cannot check the protocol, re-run instead")
+            old = read_summary(path)
+            changed = []
+            if old.adapter != sel.text:
+                changed.append(f"selector {old.adapter!r} -> {sel.text!r}")
+            if old.commit != sel.commit:
+                changed.append(f"commit {str(old.commit)[:12]} -> {str(sel.commit)[:12]}")
+            if old.content_hash != sel.content_hash:
+                changed.append("adapter directory content")
+            if old.repeats != self.repeats:
+                changed.append(f"repeats {old.repeats} -> {self.repeats}")
+            if old.smoke_limit != self.limit:
+                changed.append(f"limit {old.smoke_limit} -> {self.limit}")
+            recorded = fingerprint_of(old)
+            if recorded is not None:
+                now = self._fingerprint_for_resume()
+                changed += [name for name in differences(recorded, now)
+                            if name not in ("repeats", "the smoke limit")]
+            if changed:
+                raise InputError(f"{sel.label}: cannot resume, the protocol changed since it was recorded: "
+                                 + "; ".join(changed))
+            self.earlier[sel.label] = old
 
     # -- control -------------------------------------------------------------------------------------------------
     def cancel(self, *, force: bool = False) -> None:
@@ -256,6 +179,10 @@ class EvalRun:
             loop, forced = self._loop, self._forced
             if loop is not None and forced is not None and not loop.is_closed():
                 loop.call_soon_threadsafe(forced.set)
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
 
     @property
     def labels(self) -> list[str]:
@@ -274,35 +201,52 @@ class EvalRun:
     def _emit(self, event: ev.Event) -> None:
         self.on_event(event)
 
-    def _open_selector(self, sel: Selector, root: Path) -> _SelectorRun:
+    def _make_executor(self) -> Executor:
+        if self.executor_name == "processes":
+            return ProcessExecutor(self.pipeline, self.judge, concurrency=self.concurrency, timeout_s=self.timeout_s,
+                                   config_path=self.config.path, overrides=self.config.overrides)
+        return EXECUTORS[self.executor_name](self.pipeline, self.judge, concurrency=self.concurrency,
+                                            timeout_s=self.timeout_s)
+
+    def _open_journal(self, sel: Selector, root: Path) -> SelectorJournal:
         folder = root / sel.label
         total = len(self.task_ids) * self.repeats
-        if sel.label in self.retry:
-            kept = archive_existing(folder, copy=True)
-            earlier = {r.key: r for r in read_results(folder / RESULTS).records}
-            run = _SelectorRun(sel, folder, total, earlier, (self.earlier[sel.label].retries or 0)
-                               + len(self.retry[sel.label]))
+        kept = None
+        if sel.label in self.retry or (self.resume and sel.label in self.earlier):
+            if sel.label in self.retry:
+                kept = archive_existing(folder, copy=True)
+            read = read_results(folder / RESULTS)
+            for warning in read.skipped:
+                self._emit(ev.RunLog(level="warning", message=warning))
+            earlier = {r.key: r for r in read.records}
+            old = self.earlier[sel.label]
+            retries = (old.retries or 0) + len(self.retry.get(sel.label, ()))
+            journal = SelectorJournal(sel, folder, total, earlier, retries)
+            journal.started_at = old.started_at or journal.started_at
         else:
             kept = archive_existing(folder)
-            run = _SelectorRun(sel, folder, total)
+            journal = SelectorJournal(sel, folder, total)
         if kept is not None:
             self._emit(ev.RunLog(message=f"{sel.label}: the earlier evaluation was archived in {kept}"))
-        run.open()
-        return run
+        journal.open()
+        return journal
 
-    def _order(self, adapters: dict[str, Path | None], runs: dict[str, _SelectorRun]) -> list[Attempt]:
+    def _order(self, adapters: dict[str, Path | None], journals: dict[str, SelectorJournal]) -> list[Attempt]:
         """Repeat by repeat, task by task, selector by selector: partial results stay paired."""
-        if self.retry:
-            rows = {str(r["id"]): r for r in self.test_rows}
-            wanted = {label: set(keys) for label, keys in self.retry.items()}
-            order = [Attempt(sel.label, rows[tid], r, adapters[sel.label])
-                     for r in range(1, self.repeats + 1) for tid in self.task_ids for sel in self.selectors
-                     if (tid, r) in wanted.get(sel.label, ())]
-        else:
-            order = [Attempt(sel.label, task, r, adapters[sel.label])
-                     for r in range(1, self.repeats + 1) for task in self.test_rows for sel in self.selectors]
-        for attempt in order:
-            runs[attempt.label].pending += 1
+        wanted = {label: set(keys) for label, keys in self.retry.items()}
+        order = []
+        for r in range(1, self.repeats + 1):
+            for task in self.test_rows:
+                tid = str(task["id"])
+                for sel in self.selectors:
+                    journal = journals[sel.label]
+                    if self.retry:
+                        if (tid, r) not in wanted.get(sel.label, ()):
+                            continue
+                    elif (tid, r) in journal.records:  # resume: already recorded
+                        continue
+                    order.append(Attempt(sel.label, task, r, adapters[sel.label]))
+                    journal.pending += 1
         return order
 
     async def run(self) -> dict[str, Summary]:
@@ -315,58 +259,57 @@ class EvalRun:
             probe.unlink()
         except OSError as exc:
             raise InputError(f"cannot write evaluations under {root}: {exc.strerror or exc}") from None
-        for warning in self.warnings:
-            self._emit(ev.RunLog(level="warning", message=warning))
-        self._emit(ev.RunStarted(labels=self.labels, task_ids=self.task_ids, repeats=self.repeats,
-                                 concurrency=self.concurrency, total=self.total))
-        runs: dict[str, _SelectorRun] = {}
+        journals: dict[str, SelectorJournal] = {}
         with contextlib.ExitStack() as stack:
-            adapters: dict[str, Path | None] = {}
+            for sel in self.selectors:  # every lock first: a refusal writes nothing
+                lock = FolderLock(root / sel.label)
+                lock.acquire()
+                stack.callback(lock.release)
+                if lock.took_over:
+                    self._emit(ev.RunLog(level="warning", message=f"{sel.label}: took over the lock of process "
+                                         f"{lock.took_over.get('pid')}, which is no longer running"))
+            for warning in self.warnings:
+                self._emit(ev.RunLog(level="warning", message=warning))
+            self._emit(ev.RunStarted(labels=self.labels, task_ids=self.task_ids, repeats=self.repeats,
+                                     concurrency=self.concurrency, total=self.total))
+            adapters = {sel.label: stack.enter_context(materialize(sel, self.config)) for sel in self.selectors}
             for sel in self.selectors:
-                adapters[sel.label] = stack.enter_context(materialize(sel, self.config))
-            for sel in self.selectors:
-                run = runs[sel.label] = self._open_selector(sel, root)
-                stack.callback(run.close)
+                journal = journals[sel.label] = self._open_journal(sel, root)
+                stack.callback(journal.close)
                 self._emit(ev.SelectorStarted(label=sel.label, selector=sel.text, commit=sel.commit,
-                                              total=run.total))
-                for rec in run.records.values():  # a retry shows the earlier records first
+                                              total=journal.total))
+                for rec in journal.records.values():  # a retry or a resume shows the earlier records first
                     self._emit(ev.AttemptFinished(label=sel.label, record=rec))
-            order = self._order(adapters, runs)
-            await self._execute(order, runs)
-            self.cancelled = self._cancel.is_set() and any(r.pending for r in runs.values())
-            for run in runs.values():
-                if run.selector.label not in self.summaries or run.pending:
-                    run.close()
-                    self.summaries[run.selector.label] = self._finish(run)
+            order = self._order(adapters, journals)
+            for journal in journals.values():
+                self._write_summary(journal, final=False)
+            await self._execute(order, journals)
+            self.cancelled = self._cancel.is_set() and any(j.pending for j in journals.values())
+            for journal in journals.values():
+                if journal.selector.label not in self.summaries or journal.pending:
+                    journal.close()
+                    self.summaries[journal.selector.label] = self._finish(journal)
         self.summaries = {label: self.summaries[label] for label in self.labels if label in self.summaries}
         if self.cancelled:
-            done = self.total - sum(r.pending for r in runs.values())
+            done = self.total - sum(j.pending for j in journals.values())
             self._emit(ev.RunCancelled(finished=done, total=self.total))
         self._emit(ev.RunFinished(summaries=self.summaries, cancelled=self.cancelled,
                                   wall_s=round(time.perf_counter() - t0, 2)))
+        if self.failure:
+            raise RunFailed(self.failure)
         return self.summaries
 
-    async def _execute(self, order: list[Attempt], runs: dict[str, _SelectorRun]) -> None:
-        loop = self._loop = asyncio.get_running_loop()
-        queue = iter(order)
-        # A few spare threads, so that an attempt abandoned after its timeout does not shrink the concurrency.
-        pool = ThreadPoolExecutor(max_workers=self.concurrency + 4, thread_name_prefix="hermit-tui-attempt")
-        is_async = inspect.iscoroutinefunction(self.pipeline)
-
+    async def _execute(self, order: list[Attempt], journals: dict[str, SelectorJournal]) -> None:
+        self._loop = asyncio.get_running_loop()
         self._forced = forced = asyncio.Event()
         if self._force.is_set():
             forced.set()
+        executor = self._make_executor()
+        await executor.start()
+        queue = iter(order)
 
-        async def one(attempt: Attempt) -> tuple[AttemptRecord, str | None] | None:
-            started = time.perf_counter()
-            if is_async:
-                coro = run_attempt_async(self.pipeline, self.judge, attempt.task, attempt.adapter, attempt.repeat,
-                                         attempt.label)
-            else:
-                ctx = contextvars.copy_context()
-                coro = loop.run_in_executor(pool, ctx.run, run_attempt, self.pipeline, self.judge, attempt.task,
-                                            attempt.adapter, attempt.repeat, attempt.label)
-            work = asyncio.ensure_future(asyncio.wait_for(coro, self.timeout_s) if self.timeout_s else coro)
+        async def one(attempt: Attempt):
+            work = asyncio.ensure_future(executor.run(attempt))
             force = asyncio.ensure_future(forced.wait())
             try:
                 await asyncio.wait({work, force}, return_when=asyncio.FIRST_COMPLETED)
@@ -375,58 +318,92 @@ class EvalRun:
             if not work.done():  # a forced cancel: the attempt is abandoned, not recorded
                 work.cancel()
                 return None
-            try:
-                return work.result()
-            except asyncio.TimeoutError:
-                minutes = self.timeout_s / 60
-                message = f"TimeoutError: the attempt ran longer than agent.timeout_min ({minutes:g} min)"
-                return _failed(attempt, message, time.perf_counter() - started), None
+            return work.result()
 
         async def worker() -> None:
             for attempt in queue:  # one shared iterator: each attempt is taken once, in order
                 if self._cancel.is_set():
                     return
-                self._emit(ev.AttemptStarted(label=attempt.label, task_id=str(attempt.task["id"]),
-                                             repeat=attempt.repeat))
+                self._emit(ev.AttemptStarted(label=attempt.label, task_id=attempt.task_id, repeat=attempt.repeat))
                 outcome = await one(attempt)
                 if outcome is None:
                     return
                 record, tb = outcome
-                run = runs[attempt.label]
-                run.append(record)
-                run.pending -= 1
+                journal = journals[attempt.label]
+                try:
+                    journal.append(record)
+                except WriteFailed as exc:
+                    if self.failure is None:
+                        self.failure = str(exc)
+                        self._emit(ev.RunLog(level="error", message=str(exc)))
+                    self.cancel()
+                    return
+                journal.pending -= 1
                 self._emit(ev.AttemptFinished(label=attempt.label, record=record, traceback=tb))
-                if run.pending == 0:
-                    run.close()
-                    self.summaries[attempt.label] = self._finish(run)
+                if not 0 <= record.judge.score <= 1:
+                    self._emit(ev.RunLog(level="warning", message=f"{attempt.label}: {attempt.task_id} repeat "
+                                         f"{attempt.repeat} scored {record.judge.score:g}, outside [0, 1]"))
+                if journal.pending == 0:
+                    journal.close()
+                    self.summaries[attempt.label] = self._finish(journal)
+                elif time.monotonic() - journal.last_summary > SUMMARY_EVERY_S:
+                    self._write_summary(journal, final=False)
 
         try:
             await asyncio.gather(*(worker() for _ in range(self.concurrency)))
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            if forced.is_set():
+                executor.abandon()
+            await executor.close()
 
-    def _finish(self, run: _SelectorRun) -> Summary:
-        """Write the selector's summary.json from its records (all of them, after a retry)."""
-        sel = run.selector
-        if run.retry:
-            run.compact(self.task_ids)
-        complete = len(run.records) == run.total
+    # -- summaries -----------------------------------------------------------------------------------------------
+    def _summary(self, journal: SelectorJournal, *, final: bool) -> Summary:
+        sel = journal.selector
+        complete = len(journal.records) == journal.total
         earlier = self.earlier.get(sel.label)
+        outside = sum(1 for r in journal.records.values() if not 0 <= r.judge.score <= 1)
         extra: dict[str, Any] = dict(
-            label=sel.label, expected_attempts=run.total, complete=complete,
-            cancelled=True if (self._cancel.is_set() and run.pending) else None,
-            smoke_limit=self.limit, content_hash=sel.content_hash,
-            started_at=earlier.started_at if earlier else run.started_at, finished_at=_now(),
-            hermit_tui_version=_version(), concurrency=self.concurrency, retries=run.retries or None,
+            label=sel.label, expected_attempts=journal.total, complete=complete,
+            cancelled=True if (final and self._cancel.is_set() and journal.pending) else None,
+            smoke_limit=self.limit, content_hash=sel.content_hash, started_at=journal.started_at,
+            finished_at=now_iso() if final else None, hermit_tui_version=_version(), concurrency=self.concurrency,
+            retries=journal.retries or None, executor=self.executor_name,
+            fingerprint=self.fingerprint.model_dump(),
         )
+        if not final:
+            extra["in_progress"] = {"pid": os.getpid(), "updated_at": now_iso()}
+        if outside:
+            extra["scores_outside_unit"] = outside
         if self.warnings:
             extra["protocol_warnings"] = self.warnings
-        wall = time.perf_counter() - run.started + (earlier.wall_s if earlier else 0.0)
-        summary = summarize(run.records.values(), adapter=sel.text, commit=sel.commit, task_ids=self.task_ids,
-                            repeats=self.repeats, wall_s=wall, **extra)
-        write_atomic(run.folder / SUMMARY, summary.to_json())
+        wall = time.perf_counter() - journal.started + (earlier.wall_s if earlier else 0.0)
+        return summarize(journal.records.values(), adapter=sel.text, commit=sel.commit, task_ids=self.task_ids,
+                         repeats=self.repeats, wall_s=wall, **extra)
+
+    def _write_summary(self, journal: SelectorJournal, *, final: bool) -> Summary:
+        summary = self._summary(journal, final=final)
+        try:
+            write_atomic(journal.folder / SUMMARY, summary.to_json())
+        except OSError as exc:
+            if self.failure is None:
+                self.failure = f"writing {journal.folder / SUMMARY} failed: {exc.strerror or exc}"
+                self._emit(ev.RunLog(level="error", message=self.failure))
+            self.cancel()
+        journal.last_summary = time.monotonic()
+        return summary
+
+    def _finish(self, journal: SelectorJournal) -> Summary:
+        """The selector's final summary.json, from all its records."""
+        if journal.continues:
+            try:
+                journal.compact(self.task_ids)
+            except OSError:
+                pass  # the appended file is still readable: a later line replaces an earlier one
+        summary = self._write_summary(journal, final=True)
+        sel = journal.selector
         self._emit(ev.SelectorFinished(label=sel.label, summary=summary))
-        if sel.kind == "final" and sel.text == "final" and complete and not self.limit and self.update_card:
+        if (sel.kind == "final" and sel.text == "final" and summary.complete and not self.limit
+                and self.update_card and not journal.continues):
             self._update_card(summary)
         return summary
 
@@ -440,4 +417,4 @@ class EvalRun:
         self._emit(ev.CardUpdated(commit=result.commit, moved_tag=result.moved_tag, message=result.message))
 
 
-__all__ = ["EvalRun", "run_attempt", "run_attempt_async"]
+__all__ = ["EvalRun", "SOLVED_THRESHOLD", "run_attempt", "run_attempt_async"]

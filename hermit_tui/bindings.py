@@ -1,0 +1,75 @@
+"""Key bindings, as data: one list per screen. The Footer shows them, the help screen (?) lists them all."""
+from __future__ import annotations
+
+from textual.binding import Binding
+
+APP = [
+    Binding("question_mark", "help", "Help", key_display="?"),
+    Binding("ctrl+p", "command_palette", "Commands", show=False),
+    Binding("ctrl+t", "toggle_dark", "Theme", show=False),
+    Binding("q", "quit", "Quit"),
+]
+
+PICKER = [
+    Binding("d", "open_demo", "Demo"),
+    Binding("r", "focus_recent", "Recent", show=False),
+    Binding("f", "focus_files", "Files", show=False),
+    Binding("escape", "back", "Back"),
+]
+
+SETUP = [
+    Binding("l", "launch", "Launch"),
+    Binding("a", "add_directory", "Add dir…"),
+    Binding("h", "history", "History"),
+    Binding("t", "tasks", "Tasks"),
+    Binding("o", "open_config", "Open config", show=False),
+]
+
+RUN = [
+    Binding("c", "cancel", "Cancel"),
+    Binding("t", "tasks", "Tasks"),
+    Binding("e", "errors", "Errors"),
+    Binding("s", "setup", "Setup"),
+    Binding("enter", "drill", "Drill down", show=False),
+]
+
+TASKS = [
+    Binding("slash", "search", "Search", key_display="/"),
+    Binding("f", "next_filter", "Filter"),
+    Binding("1", "set_filter('all')", "All tasks", show=False),
+    Binding("2", "set_filter('errors')", "Errors only", show=False),
+    Binding("3", "set_filter('regressions')", "Regressions", show=False),
+    Binding("4", "set_filter('improvements')", "Improvements", show=False),
+    Binding("5", "set_filter('flaky')", "Flaky", show=False),
+    Binding("6", "set_filter('unknown_cost')", "Unknown cost", show=False),
+    Binding("s", "sort", "Sort"),
+    Binding("r", "reverse", "Reverse"),
+    Binding("b", "baseline", "Baseline"),
+    Binding("e", "errors", "Errors"),
+    Binding("escape", "back", "Back"),
+]
+
+ATTEMPT = [
+    Binding("left_square_bracket", "prev_pair", "Prev pair", key_display="["),
+    Binding("right_square_bracket", "next_pair", "Next pair", key_display="]"),
+    Binding("l", "open_log", "Log"),
+    Binding("escape", "back", "Back"),
+]
+
+ERRORS = [
+    Binding("enter", "jump", "Jump to attempt"),
+    Binding("R", "rerun_failed", "Re-run failed", key_display="shift+r"),
+    Binding("escape", "back", "Back"),
+]
+
+HISTORY = [
+    Binding("space", "toggle", "Select", show=False),
+    Binding("enter", "open_selected", "Side by side"),
+    Binding("escape", "back", "Back"),
+]
+
+HELP = [Binding("escape", "dismiss", "Close"), Binding("question_mark", "dismiss", "Close", show=False)]
+
+#: For the help screen: (screen title, bindings) in the order a user meets them.
+ALL = [("Everywhere", APP), ("Config picker", PICKER), ("Setup", SETUP), ("Live run", RUN),
+       ("Per-task table", TASKS), ("Drill-down", ATTEMPT), ("Errors", ERRORS), ("History", HISTORY)]

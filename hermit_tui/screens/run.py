@@ -1,0 +1,104 @@
+"""The live run: a progress bar per selector, the tasks × selectors grid, and the event log."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, RichLog, Static
+
+from hermit_tui import bindings
+from hermit_tui.paths import style
+from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, PENDING, AttemptGrid
+from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.selector_progress import SelectorProgress
+
+LEGEND = (f"● solved  ◐ partial  ○ failed  [b]{ERROR}[/b] pipeline error  [b]{JUDGE_ERROR}[/b] judge error  "
+          f"{PENDING} pending   (one mark per repeat)")
+
+
+class RunScreen(Screen):
+    CSS_PATH = [style("run.tcss")]
+    BINDINGS = bindings.RUN
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._log_seen = 0
+        self._bars: dict[str, SelectorProgress] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Banners(id="run-banners")
+        yield Static("", id="run-status")
+        yield Vertical(id="run-progress")
+        yield Static(LEGEND, id="run-legend", classes="muted")
+        yield AttemptGrid(self.app.store, id="run-grid")
+        yield RichLog(id="run-log", max_lines=2000, wrap=True, markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_from_store()
+        self.query_one(AttemptGrid).focus()
+
+    def on_screen_resume(self) -> None:
+        grid = self.query_one(AttemptGrid)
+        grid.store = self.app.store
+        grid._shape = (0, 0, 0)
+        self._log_seen = 0
+        self.query_one(RichLog).clear()
+        self.refresh_from_store()
+
+    def on_hermit_app_store_updated(self, message) -> None:
+        self.refresh_from_store()
+
+    def on_hermit_app_run_ended(self, message) -> None:
+        self.refresh_from_store()
+
+    def refresh_from_store(self) -> None:
+        store = self.app.store
+        self.query_one(Banners).show_for(self.app, store)
+        holder = self.query_one("#run-progress", Vertical)
+        for key, col in store.columns.items():
+            bar = self._bars.get(key)
+            if bar is None:
+                bar = self._bars[key] = SelectorProgress(key)
+                holder.mount(bar)
+                bar.call_after_refresh(bar.show, col)
+            else:
+                bar.show(col)
+        for key in [k for k in self._bars if k not in store.columns]:
+            self._bars.pop(key).remove()
+        running = self.app.running
+        done = sum(c.done for c in store.columns.values())
+        expected = sum(c.expected for c in store.columns.values())
+        state = ("running" if running else "cancelled" if store.run_cancelled else "finished" if expected else
+                 "nothing launched yet")
+        self.query_one("#run-status", Static).update(
+            f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
+            f"{len(store.columns)} selectors × {store.repeats} repeats"
+            )
+        self.query_one(AttemptGrid).sync()
+        log = self.query_one(RichLog)
+        for level, message in store.log[self._log_seen:]:
+            prefix = {"warning": "! ", "error": "✗ "}.get(level, "· ")
+            log.write(prefix + message)
+        self._log_seen = len(store.log)
+
+    # -- actions --------------------------------------------------------------------------------------------------
+    def action_cancel(self) -> None:
+        run = self.app.current_run
+        self.app.cancel_run(force=bool(run is not None and run.cancel_requested))
+
+    def action_tasks(self) -> None:
+        self.app.goto("tasks")
+
+    def action_errors(self) -> None:
+        self.app.goto("errors")
+
+    def action_setup(self) -> None:
+        self.app.goto("setup")
+
+    def action_drill(self) -> None:
+        self.query_one(AttemptGrid).action_select()
+
+    def on_attempt_grid_task_selected(self, message: AttemptGrid.TaskSelected) -> None:
+        self.app.goto("attempt", task_id=message.task_id)

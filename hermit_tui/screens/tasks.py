@@ -1,0 +1,329 @@
+"""The per-task table: one row per task, each selector's mean, solved-at-least-once and delta to the baseline, with
+filters, search and sort. Rows come from ``EvalStore.rows``; a large store computes them in a worker thread."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.color import Color, ColorParseError
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, Input, Static
+from textual.worker import get_current_worker
+
+from hermit_tui import bindings
+from hermit_tui.paths import style
+from hermit_tui.store import FILTER_NAMES, FILTERS, EvalStore, Filter, TaskRow
+from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
+
+WORKER_THRESHOLD = 2000  # more tasks than this: rows are computed off the event loop
+SEARCH_DEBOUNCE_S = 0.15
+TEXT_WIDTH = 60  # widest the task-text column gets (longer text is cut with an ellipsis)
+NO_DATA = "—"
+CHIPS = {"all": "all", "errors": "errors", "regressions": "regressions", "improvements": "improvements",
+         "flaky": "flaky", "unknown_cost": "unknown cost"}
+
+
+def compare_pair(store: EvalStore) -> tuple[str, str] | None:
+    """(baseline, candidate) for the regression/improvement filters: the baseline against the last other column."""
+    keys = store.keys
+    if len(keys) < 2:
+        return None
+    base = store.baseline if store.baseline in store.columns else keys[0]
+    return base, keys[-1] if keys[-1] != base else keys[0]
+
+
+def task_text(store: EvalStore, task_id: str) -> str:
+    """The task's fields other than its id, on one line."""
+    row = store.tasks.get(task_id) or {}
+    return " · ".join(str(v) for k, v in row.items() if k != "id" and v != task_id)
+
+
+def sort_keys(store: EvalStore) -> list[str]:
+    """Every sortable column, in table order."""
+    out = ["id"]
+    for key in store.keys:
+        out += [f"mean:{key}", f"solved:{key}"] + ([f"delta:{key}"] if key != store.baseline else [])
+    return out
+
+
+class TasksScreen(Screen):
+    """One row per task across the selected evaluations."""
+
+    CSS_PATH = [style("tasks.tcss")]
+    BINDINGS = bindings.TASKS
+
+    def __init__(self, filter: Filter = "all", search: str = "", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.filter: Filter = filter if filter in FILTERS else "all"
+        self.search = search
+        self.sort = "id"
+        self.reverse = False
+        self._generation = 0
+        self._debounce: Timer | None = None
+        self._col_index: dict[str, int] = {}
+        self._styles: dict[str, Style] = {}
+        self._styles_theme = ""
+        self._shown = 0
+        self._layout: tuple[list[str], int, int] = ([], 4, 0)  # keys, id width, natural text width
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Banners(id="tasks-banners")
+        yield Static("", id="tasks-columns")
+        yield Static("", id="tasks-filters")
+        with Horizontal(id="tasks-bar"):
+            yield Input(self.search, placeholder="/ search id or text", id="tasks-search", compact=True)
+            yield Static("", id="tasks-count")
+        yield VirtualTable(id="tasks-table", zebra_stripes=True)
+        yield Footer()
+
+    @property
+    def table(self) -> VirtualTable:
+        return self.query_one("#tasks-table", VirtualTable)
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", lambda: self.refresh_from_store(), init=False)
+        self.table.focus()
+
+    def on_screen_resume(self) -> None:
+        """Shown, first or again: the store may have changed meanwhile."""
+        self.refresh_from_store()
+
+    def on_hermit_app_store_updated(self, message) -> None:
+        self.refresh_from_store()
+
+    # -- computing ------------------------------------------------------------------------------------------------
+    def refresh_from_store(self) -> None:
+        """Redraw the headers now and the rows inline (small store) or from a worker thread (large store)."""
+        store: EvalStore = self.app.store
+        self._theme_styles()
+        self.query_one(Banners).show_for(self.app, store)
+        self._show_columns(store)
+        self._show_filters(store)
+        self._generation += 1
+        generation = self._generation
+        query = dict(filter=self.filter, search=self.search, sort=self.sort, reverse=self.reverse,
+                     compare=compare_pair(store))
+        if len(store.task_ids) <= WORKER_THRESHOLD:
+            self._show_rows(generation, *self._compute(store, query))
+            return
+
+        def work() -> None:
+            for _ in range(5):  # the store may change under us (a batch applied meanwhile): try again
+                try:
+                    result = self._compute(store, query)
+                    break
+                except RuntimeError:
+                    continue
+            else:
+                return
+            if not get_current_worker().is_cancelled:
+                self.app.call_from_thread(self._show_rows, generation, *result)
+
+        self.run_worker(work, thread=True, exclusive=True, group="tasks-rows", name="tasks-rows")
+
+    @staticmethod
+    def _compute(store: EvalStore, query: dict) -> tuple[list[TaskRow], list[str], int, int]:
+        rows = store.rows(**query)
+        id_width = max((len(r.task_id) for r in rows), default=4)
+        text_width = max((len(task_text(store, r.task_id)) for r in rows[:200]), default=0)
+        return rows, store.keys, id_width, min(text_width, TEXT_WIDTH)
+
+    def _show_rows(self, generation: int, rows: list[TaskRow], keys: list[str], id_width: int,
+                   text_width: int) -> None:
+        if generation != self._generation:
+            return  # a newer request is on its way
+        store: EvalStore = self.app.store
+        self._col_index = {k: i for i, k in enumerate(keys)}
+        self._layout = (keys, id_width, text_width)
+        table = self.table
+        table.set_columns(self._columns(store))
+        table.set_rows(rows, self._cell, key=lambda r: r.task_id)
+        self._shown = len(rows)
+        self._show_count(store)
+
+    # -- columns and cells ----------------------------------------------------------------------------------------
+    def _label(self, text: str, sort_key: str) -> Text:
+        label = Text(text)
+        if sort_key == self.sort:
+            label.append(" ▼" if self.reverse else " ▲", style=self._styles["accent"])
+        return label
+
+    def _columns(self, store: EvalStore) -> list[VColumn]:
+        """The table's columns; the task text takes what is left of the width (at least 9 cells, then scroll)."""
+        keys, id_width, text_width = self._layout
+        def column(key: str, label: str, width: int, justify: str = "right") -> VColumn:
+            text = self._label(label, key)
+            return VColumn(key, text, max(width, text.cell_len), justify)  # type: ignore[arg-type]
+
+        cols = [column("id", "task", max(id_width, 4) + 2, "left")]
+        for key in keys:
+            cols.append(column(f"mean:{key}", key, max(len(key), 4) + 1))
+            cols.append(column(f"solved:{key}", "✓", 1, "left"))
+            if key != store.baseline:
+                cols.append(column(f"delta:{key}", "Δ", 5))
+        if text_width:
+            room = self.table.size.width - 2 - sum(c.width + 2 for c in cols)  # 2: the vertical scrollbar
+            cols.append(VColumn("text", "task text", max(min(text_width, room), 9)))
+        return cols
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(lambda: self.table.set_columns(self._columns(self.app.store)))
+
+    def _cell(self, row: TaskRow, key: str) -> Text | str:
+        if key == "id":
+            return row.task_id
+        if key == "text":
+            return Text(task_text(self.app.store, row.task_id), style=self._styles["muted"])
+        kind, _, name = key.partition(":")
+        i = self._col_index.get(name)
+        cell = row.cells[i] if i is not None and i < len(row.cells) else None
+        if cell is None or cell.mean is None:
+            return Text(NO_DATA, style=self._styles["muted"])
+        if kind == "mean":
+            return f"{cell.mean:.2f}"
+        if kind == "solved":
+            return Text("✓", style=self._styles["good"]) if cell.solved_once else Text("·", self._styles["muted"])
+        delta = row.deltas[i]
+        if delta is None:
+            return Text(NO_DATA, style=self._styles["muted"])
+        if abs(delta) < 0.005:
+            return Text("0.00", style=self._styles["muted"])
+        return Text(f"{delta:+.2f}", style=self._styles["good" if delta > 0 else "bad"])
+
+    def _theme_styles(self) -> None:
+        """Rich styles for the cells from the current theme's colours (worked out again when the theme changes)."""
+        if self._styles and self._styles_theme == self.app.theme:
+            return
+        variables = self.app.get_css_variables()
+
+        def colour(name: str, fallback: str) -> Style:
+            try:
+                return Style(color=Color.parse(variables[name]).rich_color)
+            except (KeyError, ColorParseError):
+                return Style(color=fallback)
+
+        self._styles_theme = self.app.theme
+        self._styles = {"good": colour("success", "green"), "bad": colour("error", "red"),
+                        "accent": colour("accent", "cyan"), "muted": Style(dim=True)}
+
+    # -- header lines ---------------------------------------------------------------------------------------------
+    def _show_columns(self, store: EvalStore) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        width = max((len(k) for k in store.keys), default=0)
+        for i, (key, col) in enumerate(store.columns.items()):
+            text.append("\n" if i else "")
+            base = key == store.baseline
+            text.append("● " if base else "  ", style=self._styles["accent"])
+            text.append(key.ljust(width), style="bold")
+            if col.selector != key:
+                text.append(f" ({col.selector})")
+            text.append(f"  {col.commit[:7]:<9}" if col.commit else "  no commit", style="" if col.commit else "dim")
+            text.append(f"  mean {col.mean:.3f}" if col.mean is not None else f"  mean {NO_DATA:<5}")
+            errors = col.errors + col.judge_errors
+            text.append(f"  errors {errors}" + (f" ({col.judge_errors} judge)" if col.judge_errors else ""),
+                        style=self._styles["bad"] if errors else "")
+            if col.running:
+                text.append(f"  running {col.done}/{col.expected}", style=self._styles["accent"])
+            if base:
+                text.append("  baseline", style=self._styles["accent"])
+        if store.columns:
+            text.append(f"\nmean over repeats · ✓ solved at least once · Δ against baseline {store.baseline} (b)",
+                        style="dim")
+        else:
+            text.append("No evaluations yet: launch some from the setup screen, or open earlier ones in history.",
+                        style="dim")
+        self.query_one("#tasks-columns", Static).update(text)
+
+    def _show_filters(self, store: EvalStore) -> None:
+        parts = []
+        for n, name in enumerate(FILTERS, start=1):
+            label = f" {n} {CHIPS[name]} "
+            link = f"[@click=screen.set_filter('{name}')]{label}[/]"
+            parts.append(f"[reverse b]{link}[/]" if name == self.filter else link)
+        self.query_one("#tasks-filters", Static).update(Content.from_markup("".join(parts)))
+
+    def _show_count(self, store: EvalStore) -> None:
+        text = f"{self._shown} of {len(store.task_ids)} tasks · {FILTER_NAMES[self.filter]}"
+        pair = compare_pair(store)
+        if self.filter in ("regressions", "improvements"):
+            text = (f"{text}: {pair[1]} vs {pair[0]}" if pair else f"{text}: needs two evaluations")
+        self.query_one("#tasks-count", Static).update(Text(text))
+
+    # -- actions --------------------------------------------------------------------------------------------------
+    def action_set_filter(self, name: str) -> None:
+        if name in FILTERS:
+            self.filter = name  # type: ignore[assignment]
+            self.refresh_from_store()
+
+    def action_next_filter(self) -> None:
+        self.action_set_filter(FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)])
+
+    def action_search(self) -> None:
+        self.query_one("#tasks-search", Input).focus()
+
+    def action_sort(self) -> None:
+        keys = sort_keys(self.app.store)
+        self.set_sort(keys[(keys.index(self.sort) + 1) % len(keys)] if self.sort in keys else "id")
+
+    def set_sort(self, key: str, reverse: bool = False) -> None:
+        self.sort, self.reverse = key, reverse
+        self.refresh_from_store()
+
+    def action_reverse(self) -> None:
+        self.set_sort(self.sort, not self.reverse)
+
+    def action_baseline(self) -> None:
+        store: EvalStore = self.app.store
+        keys = store.keys
+        if not keys:
+            return
+        store.baseline = keys[(keys.index(store.baseline) + 1) % len(keys)] if store.baseline in keys else keys[0]
+        if self.sort == f"delta:{store.baseline}":  # the baseline has no delta column any more
+            self.sort, self.reverse = "id", False
+        self.notify(f"Baseline: {store.baseline}", timeout=3)
+        self.refresh_from_store()
+
+    def action_errors(self) -> None:
+        self.app.goto("errors")
+
+    def action_back(self) -> None:
+        if isinstance(self.focused, Input):
+            self.table.focus()
+        else:
+            self.app.pop_screen()
+
+    # -- events ---------------------------------------------------------------------------------------------------
+    def on_virtual_table_header_clicked(self, message: VirtualTable.HeaderClicked) -> None:
+        if message.column_key == "text":
+            return
+        self.set_sort(message.column_key, not self.reverse if message.column_key == self.sort else False)
+
+    def on_virtual_table_row_selected(self, message: VirtualTable.RowSelected) -> None:
+        self.app.goto("attempt", task_id=message.row.task_id)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id != "tasks-search":
+            return
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(SEARCH_DEBOUNCE_S, lambda: self._apply_search(event.value))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "tasks-search":
+            return
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._apply_search(event.value)
+        self.table.focus()
+
+    def _apply_search(self, value: str) -> None:
+        if value != self.search:
+            self.search = value
+            self.refresh_from_store()

@@ -1,0 +1,339 @@
+"""The dashboard's state: what the engine reported and what was read from disk, aggregated per selector and per task.
+
+Data flows one way: engine events (or files) -> ``EvalStore`` -> widgets. The store is plain Python (no Textual), so
+it is tested without a terminal; widgets read it and never write it.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hermit_tui.core import events as ev
+from hermit_tui.core.evalstore import StoredEvaluation
+from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord, Summary
+
+Filter = Literal["all", "errors", "regressions", "improvements", "flaky", "unknown_cost"]
+FILTERS: tuple[Filter, ...] = ("all", "errors", "regressions", "improvements", "flaky", "unknown_cost")
+FILTER_NAMES = {"all": "all tasks", "errors": "errors only", "regressions": "regressions", "improvements":
+                "improvements", "flaky": "flaky", "unknown_cost": "unknown cost"}
+
+
+@dataclass(slots=True)
+class Cell:
+    """One task under one selector: its attempts aggregated."""
+
+    total: float = 0.0
+    n: int = 0
+    solved: int = 0
+    errors: int = 0
+    judge_errors: int = 0
+    unknown_cost: int = 0
+    lo: float = math.inf
+    hi: float = -math.inf
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+    @property
+    def solved_once(self) -> bool:
+        return self.solved > 0
+
+    @property
+    def flaky(self) -> bool:
+        """Some repeats solved the task and some did not, or the scores differ across repeats."""
+        return self.n > 1 and (0 < self.solved < self.n or self.hi - self.lo > 1e-9)
+
+    def add(self, rec: AttemptRecord) -> None:
+        s = rec.judge.score
+        self.total += s
+        self.n += 1
+        self.solved += s >= SOLVED_THRESHOLD
+        self.errors += rec.status == "error"
+        self.judge_errors += rec.status == "judge_error"
+        self.unknown_cost += rec.cost_usd is None
+        self.lo = min(self.lo, s)
+        self.hi = max(self.hi, s)
+
+
+@dataclass
+class Column:
+    """One evaluation shown side by side: a live one, or one read from disk."""
+
+    key: str
+    label: str
+    selector: str
+    source: Literal["live", "disk"]
+    commit: str | None = None
+    expected: int = 0
+    summary: Summary | None = None
+    records: dict[tuple[str, int], AttemptRecord] = field(default_factory=dict)
+    tracebacks: dict[tuple[str, int], str] = field(default_factory=dict)
+    cells: dict[str, Cell] = field(default_factory=dict)
+    running: bool = False
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    score_sum: float = 0.0
+    errors: int = 0
+    judge_errors: int = 0
+    unknown_cost: int = 0
+    known_cost: float = 0.0
+    note: str = ""
+
+    @property
+    def done(self) -> int:
+        return len(self.records)
+
+    @property
+    def mean(self) -> float | None:
+        return self.score_sum / self.done if self.done else None
+
+    @property
+    def title(self) -> str:
+        return self.key
+
+    def eta_s(self) -> float | None:
+        if not self.running or not self.done or self.expected <= self.done:
+            return None
+        elapsed = time.monotonic() - self.started
+        return elapsed / self.done * (self.expected - self.done)
+
+    def cost_text(self) -> str:
+        """Known cost so far, with the unknown ones counted, never shown as $0."""
+        known = f"${self.known_cost:.4f}"
+        return f"{known} + {self.unknown_cost} unknown" if self.unknown_cost else known
+
+    def add(self, rec: AttemptRecord, tb: str | None = None) -> None:
+        key = (rec.id, rec.repeat)
+        if key in self.records:  # a retried attempt replaces the earlier one
+            self._remove(self.records[key])
+        self.records[key] = rec
+        if tb:
+            self.tracebacks[key] = tb
+        else:
+            self.tracebacks.pop(key, None)
+        self.cells.setdefault(rec.id, Cell()).add(rec)
+        self.score_sum += rec.judge.score
+        self.errors += rec.status == "error"
+        self.judge_errors += rec.status == "judge_error"
+        if rec.cost_usd is None:
+            self.unknown_cost += 1
+        else:
+            self.known_cost += rec.cost_usd
+
+    def _remove(self, old: AttemptRecord) -> None:
+        self.score_sum -= old.judge.score
+        self.errors -= old.status == "error"
+        self.judge_errors -= old.status == "judge_error"
+        if old.cost_usd is None:
+            self.unknown_cost -= 1
+        else:
+            self.known_cost -= old.cost_usd
+        cell = Cell()
+        for rec in self.records.values():
+            if rec.id == old.id and rec is not old:
+                cell.add(rec)
+        self.cells[old.id] = cell
+
+    def attempts_of(self, task_id: str) -> list[AttemptRecord]:
+        return sorted((r for (t, _), r in self.records.items() if t == task_id), key=lambda r: r.repeat)
+
+
+@dataclass(slots=True)
+class TaskRow:
+    """A row of the per-task table."""
+
+    task_id: str
+    cells: list[Cell | None]
+    deltas: list[float | None]  # each column's mean minus the baseline column's mean
+
+    def value(self, sort_key: str, columns: list[str]) -> tuple:
+        """A sort key: missing values sort last whatever the direction."""
+        if sort_key == "id":
+            return (0, self.task_id)
+        kind, _, name = sort_key.partition(":")
+        if name not in columns:
+            return (1, 0.0)
+        i = columns.index(name)
+        if kind == "mean":
+            v = self.cells[i].mean if self.cells[i] else None
+        elif kind == "solved":
+            v = float(self.cells[i].solved_once) if self.cells[i] and self.cells[i].n else None
+        else:
+            v = self.deltas[i]
+        return (1, 0.0) if v is None else (0, v)
+
+
+class EvalStore:
+    """Everything the dashboard shows about one config's evaluations."""
+
+    def __init__(self, tasks: dict[str, dict] | None = None, task_ids: Iterable[str] = ()):
+        self.tasks: dict[str, dict] = dict(tasks or {})
+        self.task_ids: list[str] = list(task_ids)
+        self.columns: dict[str, Column] = {}
+        self.baseline: str | None = None
+        self.log: list[tuple[str, str]] = []  # (level, message)
+        self.version = 0
+        self.repeats = 1
+        self.run_active = False
+        self.run_cancelled = False
+        self.warnings: list[str] = []
+        self._search_text: dict[str, str] = {}
+
+    # -- feeding --------------------------------------------------------------------------------------------------
+    def _touch(self) -> None:
+        self.version += 1
+
+    def apply(self, event: ev.Event) -> None:
+        """Take one engine event."""
+        if isinstance(event, ev.AttemptFinished):
+            col = self.columns.get(event.label)
+            if col is not None:
+                col.add(event.record, event.traceback)
+        elif isinstance(event, ev.RunStarted):
+            for tid in event.task_ids:
+                if tid not in self._known_ids():
+                    self.task_ids.append(tid)
+            self.repeats = event.repeats
+            self.run_active, self.run_cancelled = True, False
+        elif isinstance(event, ev.SelectorStarted):
+            self.columns.pop(event.label, None)
+            self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
+                                               source="live", commit=event.commit, expected=event.total,
+                                               running=True)
+            if self.baseline is None:
+                self.baseline = event.label
+        elif isinstance(event, ev.SelectorFinished):
+            col = self.columns.get(event.label)
+            if col is not None:
+                col.summary, col.running, col.finished = event.summary, False, time.monotonic()
+        elif isinstance(event, ev.RunLog):
+            self.log.append((event.level, event.message))
+        elif isinstance(event, ev.CardUpdated):
+            self.log.append(("info", event.message))
+        elif isinstance(event, ev.RunCancelled):
+            self.run_cancelled = True
+            self.log.append(("warning", f"cancelled: {event.finished} of {event.total} attempts finished and kept"))
+        elif isinstance(event, ev.RunFinished):
+            self.run_active = False
+            for col in self.columns.values():
+                col.running = False
+        self._touch()
+
+    def apply_many(self, events: Iterable[ev.Event]) -> int:
+        n = 0
+        for event in events:
+            self.apply(event)
+            n += 1
+        return n
+
+    def _known_ids(self) -> set[str]:
+        return set(self.task_ids)
+
+    def add_stored(self, stored: StoredEvaluation, *, key: str | None = None) -> Column:
+        """Put an evaluation read from disk beside the others."""
+        results = stored.load_results()
+        key = key or (stored.name if stored.name not in self.columns or self.columns[stored.name].source == "disk"
+                      else f"{stored.name} (disk)")
+        s = stored.summary
+        col = Column(key=key, label=stored.label, selector=s.adapter if s else stored.label, source="disk",
+                     commit=s.commit if s else None, summary=s,
+                     expected=(s.expected_attempts or s.tasks * s.repeats) if s else len(results.records))
+        for rec in results.records:
+            col.add(rec, rec.model_extra.get("traceback") if rec.model_extra else None)
+        if results.skipped:
+            col.note = "; ".join(results.skipped)
+        known = self._known_ids()
+        for rec in results.records:
+            if rec.id not in known:
+                self.task_ids.append(rec.id)
+                known.add(rec.id)
+        if s is not None:
+            self.repeats = max(self.repeats, s.repeats)
+        self.columns[key] = col
+        if self.baseline is None:
+            self.baseline = key
+        self._touch()
+        return col
+
+    def remove_column(self, key: str) -> None:
+        self.columns.pop(key, None)
+        if self.baseline == key:
+            self.baseline = next(iter(self.columns), None)
+        self._touch()
+
+    # -- reading --------------------------------------------------------------------------------------------------
+    @property
+    def keys(self) -> list[str]:
+        return list(self.columns)
+
+    def search_text(self, task_id: str) -> str:
+        text = self._search_text.get(task_id)
+        if text is None:
+            row = self.tasks.get(task_id, {})
+            text = " ".join([task_id, *(str(v) for v in row.values())]).lower()
+            self._search_text[task_id] = text
+        return text
+
+    def rows(self, *, keys: list[str] | None = None, filter: Filter = "all", search: str = "",
+             sort: str = "id", reverse: bool = False, compare: tuple[str, str] | None = None) -> list[TaskRow]:
+        """The per-task table. ``compare`` = (baseline, candidate) for the regression/improvement filters
+        (default: the store's baseline and the last column)."""
+        keys = keys if keys is not None else self.keys
+        cols = [self.columns[k] for k in keys if k in self.columns]
+        base_key = self.baseline if self.baseline in self.columns else (keys[0] if keys else None)
+        base = self.columns.get(base_key) if base_key else None
+        if compare is None and len(cols) >= 2:
+            compare = (base_key or cols[0].key, cols[-1].key if cols[-1].key != base_key else cols[0].key)
+        needle = search.strip().lower()
+        out: list[TaskRow] = []
+        for tid in self.task_ids:
+            if needle and needle not in self.search_text(tid):
+                continue
+            cells = [c.cells.get(tid) for c in cols]
+            b = base.cells.get(tid) if base else None
+            bmean = b.mean if b else None
+            deltas = [None if (c is None or c.mean is None or bmean is None) else c.mean - bmean for c in cells]
+            if filter != "all" and not self._keep(filter, tid, cells, compare):
+                continue
+            out.append(TaskRow(tid, cells, deltas))
+        if sort != "id" or reverse:
+            names = [c.key for c in cols]
+            present = [r for r in out if r.value(sort, names)[0] == 0]
+            missing = [r for r in out if r.value(sort, names)[0] != 0]
+            present.sort(key=lambda r: r.value(sort, names), reverse=reverse)
+            out = present + missing
+        return out
+
+    def _keep(self, filter: Filter, tid: str, cells: list[Cell | None], compare) -> bool:
+        live = [c for c in cells if c is not None]
+        if filter == "errors":
+            return any(c.errors or c.judge_errors for c in live)
+        if filter == "flaky":
+            return any(c.flaky for c in live)
+        if filter == "unknown_cost":
+            return any(c.unknown_cost for c in live)
+        if compare is None:
+            return False
+        a = self.columns.get(compare[0])
+        b = self.columns.get(compare[1])
+        ca = a.cells.get(tid) if a else None
+        cb = b.cells.get(tid) if b else None
+        if not ca or not cb or ca.mean is None or cb.mean is None:
+            return False
+        d = cb.mean - ca.mean
+        return d < -1e-9 if filter == "regressions" else d > 1e-9
+
+    def error_groups(self) -> list[tuple[str, str, dict[str, list[tuple[str, int]]]]]:
+        """Every error and judge_error attempt grouped by (status, message): per column, the (task, repeat) keys.
+        Largest groups first."""
+        groups: dict[tuple[str, str], dict[str, list[tuple[str, int]]]] = {}
+        for key, col in self.columns.items():
+            for (tid, rep), rec in col.records.items():
+                if rec.status != "ok":
+                    groups.setdefault((rec.status, rec.error or ""), {}).setdefault(key, []).append((tid, rep))
+        ordered = sorted(groups.items(), key=lambda kv: -sum(len(v) for v in kv[1].values()))
+        return [(status, message, {k: sorted(v) for k, v in per.items()}) for (status, message), per in ordered]

@@ -1,0 +1,181 @@
+"""The live grid: tasks down, selectors across, one mark per repeat, filling in as attempts finish.
+
+A Line-API widget: only the visible rows are drawn, from the store, so a repaint costs the same at 40 tasks as at
+11,000, and a batch of attempts is one repaint.
+"""
+from __future__ import annotations
+
+from rich.segment import Segment
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from hermit_tui.core.records import SOLVED_THRESHOLD
+from hermit_tui.store import EvalStore
+
+ID_WIDTH = 18
+PENDING, ERROR, JUDGE_ERROR = "·", "✗", "J"
+
+
+def mark_for(status: str | None, score: float | None) -> tuple[str, str]:
+    """(glyph, component class) of one attempt; None = not finished yet."""
+    if status is None:
+        return PENDING, "attempt-grid--pending"
+    if status == "error":
+        return ERROR, "attempt-grid--error"
+    if status == "judge_error":
+        return JUDGE_ERROR, "attempt-grid--judge-error"
+    if score is not None and score >= SOLVED_THRESHOLD:
+        return "●", "attempt-grid--pass"
+    if score is not None and score > 0:
+        return "◐", "attempt-grid--partial"
+    return "○", "attempt-grid--fail"
+
+
+class AttemptGrid(ScrollView, can_focus=True):
+    """Tasks × selectors; the cursor row opens the drill-down."""
+
+    COMPONENT_CLASSES = {
+        "attempt-grid--header", "attempt-grid--cursor", "attempt-grid--pending", "attempt-grid--error",
+        "attempt-grid--judge-error", "attempt-grid--pass", "attempt-grid--partial", "attempt-grid--fail",
+        "attempt-grid--id",
+    }
+    DEFAULT_CSS = """
+    AttemptGrid { height: 1fr; }
+    AttemptGrid > .attempt-grid--header { text-style: bold; color: $accent; }
+    AttemptGrid > .attempt-grid--cursor { background: $panel-lighten-2; text-style: bold; }
+    AttemptGrid > .attempt-grid--pending { color: $text-muted; }
+    AttemptGrid > .attempt-grid--error { color: $error; text-style: bold; }
+    AttemptGrid > .attempt-grid--judge-error { color: $warning; text-style: bold; }
+    AttemptGrid > .attempt-grid--pass { color: $success; }
+    AttemptGrid > .attempt-grid--partial { color: $warning; }
+    AttemptGrid > .attempt-grid--fail { color: $error 70%; }
+    AttemptGrid > .attempt-grid--id { color: $text; }
+    """
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "jump(0)", "First", show=False),
+        Binding("end", "jump(-1)", "Last", show=False),
+        Binding("enter", "select", "Drill down", show=False),
+    ]
+
+    cursor = reactive(0, repaint=False)
+
+    class TaskSelected(Message):
+        """Enter or a click on a task's row."""
+
+        def __init__(self, task_id: str):
+            super().__init__()
+            self.task_id = task_id
+
+    def __init__(self, store: EvalStore, **kwargs):
+        super().__init__(**kwargs)
+        self.store = store
+        self._shape: tuple[int, int, int] = (0, 0, 0)
+
+    # -- layout ---------------------------------------------------------------------------------------------------
+    @property
+    def keys(self) -> list[str]:
+        return self.store.keys
+
+    def _cell_width(self) -> int:
+        longest = max((len(k) for k in self.keys), default=4)
+        return max(self.store.repeats, min(longest, 16)) + 2
+
+    def sync(self) -> None:
+        """Call after the store changed: resizes when tasks or columns were added, then repaints."""
+        shape = (len(self.store.task_ids), len(self.keys), self.store.repeats)
+        if shape != self._shape:
+            self._shape = shape
+            width = ID_WIDTH + 1 + self._cell_width() * len(self.keys)
+            self.virtual_size = Size(width, len(self.store.task_ids) + 1)
+            self.cursor = min(self.cursor, max(0, len(self.store.task_ids) - 1))
+        self.refresh()
+
+    def on_mount(self) -> None:
+        self.sync()
+
+    # -- drawing --------------------------------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        if y == 0:
+            strip = self._header()
+        else:
+            index = scroll_y + y - 1
+            strip = self._row(index) if index < len(self.store.task_ids) else Strip.blank(width, self.rich_style)
+        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
+
+    def _header(self) -> Strip:
+        style = self.rich_style + self.get_component_rich_style("attempt-grid--header", partial=True)
+        cw = self._cell_width()
+        text = "task".ljust(ID_WIDTH + 1) + "".join(k[: cw - 1].ljust(cw) for k in self.keys)
+        return Strip([Segment(text, style)])
+
+    def _row(self, index: int) -> Strip:
+        tid = self.store.task_ids[index]
+        cw = self._cell_width()
+        base = self.rich_style
+        if index == self.cursor:
+            base += self.get_component_rich_style("attempt-grid--cursor", partial=True)
+        part = self.get_component_rich_style
+        label = tid if len(tid) <= ID_WIDTH else tid[: ID_WIDTH - 1] + "…"
+        segments = [Segment(label.ljust(ID_WIDTH + 1), base + part("attempt-grid--id", partial=True))]
+        repeats = self.store.repeats
+        for key in self.keys:
+            col = self.store.columns[key]
+            for r in range(1, repeats + 1):
+                rec = col.records.get((tid, r))
+                glyph, cls = mark_for(rec.status if rec else None, rec.judge.score if rec else None)
+                segments.append(Segment(glyph, base + part(cls, partial=True)))
+            segments.append(Segment(" " * (cw - repeats), base))
+        return Strip(segments)
+
+    # -- cursor ---------------------------------------------------------------------------------------------------
+    def watch_cursor(self, old: int, new: int) -> None:
+        rows = self.size.height - 1
+        top = int(self.scroll_offset.y)
+        if new < top:
+            self.scroll_to(y=new, animate=False)
+        elif rows > 0 and new >= top + rows:
+            self.scroll_to(y=new - rows + 1, animate=False)
+        self.refresh()
+
+    def _move_to(self, index: int) -> None:
+        n = len(self.store.task_ids)
+        if n:
+            self.cursor = max(0, min(n - 1, index))
+
+    def action_cursor(self, delta: int) -> None:
+        self._move_to(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self._move_to(self.cursor + direction * max(1, self.size.height - 2))
+
+    def action_jump(self, where: int) -> None:
+        self._move_to(0 if where == 0 else len(self.store.task_ids) - 1)
+
+    def action_select(self) -> None:
+        if self.store.task_ids:
+            self.post_message(self.TaskSelected(self.store.task_ids[self.cursor]))
+
+    def on_click(self, event) -> None:
+        y = event.y
+        if y < 1:
+            return
+        index = int(self.scroll_offset.y) + y - 1
+        if 0 <= index < len(self.store.task_ids):
+            if index == self.cursor:
+                self.action_select()
+            self.cursor = index
+
+    @property
+    def cursor_task(self) -> str | None:
+        ids = self.store.task_ids
+        return ids[self.cursor] if ids else None

@@ -1,0 +1,62 @@
+"""One selector's progress during a run: a bar, ETA, mean so far, errors, unknown-cost attempts, cost so far."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import ProgressBar, Static
+
+from hermit_tui.store import Column
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = int(seconds + 0.5)
+    return f"ETA {seconds // 60}:{seconds % 60:02d}"
+
+
+def progress_text(col: Column) -> Text:
+    """The figures beside the bar, as plain words a user can read at a glance."""
+    text = Text()
+    text.append(f"{col.done}/{col.expected}", style="bold")
+    mean = col.mean
+    text.append(f"  mean {mean:.3f}" if mean is not None else "  mean —")
+    errors = col.errors + col.judge_errors
+    text.append(f"  errors {errors}", style="bold red" if errors else "")
+    text.append(f"  {col.cost_text()}", style="yellow" if col.unknown_cost else "")
+    eta = _eta(col.eta_s())
+    if eta:
+        text.append(f"  {eta}", style="dim")
+    s = col.summary
+    if s is not None and s.complete is False:
+        text.append("  incomplete", style="bold yellow")
+    elif not col.running and col.done >= col.expected and col.expected:
+        text.append("  done", style="green")
+    return text
+
+
+class SelectorProgress(Horizontal):
+    """A row: label, bar, figures."""
+
+    DEFAULT_CSS = """
+    SelectorProgress { height: 1; }
+    SelectorProgress .sp-label { width: 12; text-style: bold; }
+    SelectorProgress ProgressBar { width: 14; }
+    SelectorProgress ProgressBar Bar { width: 12; }
+    SelectorProgress .sp-figures { width: 1fr; height: 1; overflow: hidden; }
+    """
+
+    def __init__(self, key: str, **kwargs):
+        super().__init__(**kwargs)
+        self.key = key
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.key[:11], classes="sp-label")
+        yield ProgressBar(total=None, show_eta=False, show_percentage=False)
+        yield Static("", classes="sp-figures")
+
+    def show(self, col: Column) -> None:
+        bar = self.query_one(ProgressBar)
+        bar.update(total=max(col.expected, 1), progress=col.done)
+        self.query_one(".sp-figures", Static).update(progress_text(col))

@@ -1,0 +1,367 @@
+"""A table that renders only the rows on screen, so 50,000 rows cost no more than 50.
+
+``VirtualTable`` keeps the caller's row objects as they are and asks ``render(row, column_key)`` for a cell only
+when that row is about to be painted (Textual's Line API). The header line stays put while the body scrolls
+vertically and moves with it horizontally.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+Cell = Text | str
+Render = Callable[[Any, str], Cell]
+
+MEASURE_ROWS = 200  # rows looked at to size a column whose width the caller left open
+PAD = 1  # blank cells either side of every cell
+
+
+@dataclass(frozen=True, slots=True)
+class VColumn:
+    """One column: ``width`` in cells (None: measured from the header and the first rows)."""
+
+    key: str
+    label: str | Text
+    width: int | None = None
+    justify: Literal["left", "right"] = "left"
+
+
+def _as_text(value: Cell) -> Text:
+    if isinstance(value, Text):
+        if "\n" in value.plain or "\t" in value.plain:
+            value = value.copy()
+            value.plain = value.plain.replace("\n", " ").replace("\t", " ")
+        return value
+    return Text(str(value).replace("\n", " ").replace("\t", " "))
+
+
+class VirtualTable(ScrollView, can_focus=True):
+    """A scrolling table of any number of rows; cells are rendered lazily, one visible row at a time."""
+
+    BINDINGS: ClassVar = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "first", "First row", show=False),
+        Binding("end", "last", "Last row", show=False),
+        Binding("enter", "select", "Select", show=False),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "virtual-table--header",
+        "virtual-table--cursor",
+        "virtual-table--even-row",
+        "virtual-table--odd-row",
+    }
+
+    DEFAULT_CSS = """
+    VirtualTable {
+        height: 1fr;
+        background: $surface;
+        color: $foreground;
+        & > .virtual-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        & > .virtual-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus > .virtual-table--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
+        & > .virtual-table--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        &:dark > .virtual-table--even-row {
+            background: $surface-darken-1 40%;
+        }
+    }
+    """
+
+    cursor_row: reactive[int] = reactive(0, always_update=False)
+    zebra_stripes: reactive[bool] = reactive(False)
+
+    # -- messages -------------------------------------------------------------------------------------------------
+    class _RowMessage(Message):
+        def __init__(self, table: VirtualTable, row_index: int, row: Any):
+            super().__init__()
+            self.table = table
+            self.row_index = row_index
+            self.row = row
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
+    class RowHighlighted(_RowMessage):
+        """The cursor moved onto another row."""
+
+    class RowSelected(_RowMessage):
+        """Enter was pressed on a row, or the cursor row was clicked."""
+
+    class HeaderClicked(Message):
+        """A column's header was clicked."""
+
+        def __init__(self, table: VirtualTable, column_key: str):
+            super().__init__()
+            self.table = table
+            self.column_key = column_key
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
+    # -- setup ----------------------------------------------------------------------------------------------------
+    def __init__(self, *, zebra_stripes: bool = False, name: str | None = None, id: str | None = None,
+                 classes: str | None = None):
+        super().__init__(name=name, id=id, classes=classes)
+        self._columns: list[VColumn] = []
+        self._widths: list[int] = []
+        self._rows: Sequence[Any] = ()
+        self._render: Render = lambda row, key: ""
+        self._key: Callable[[Any], Hashable] | None = None
+        self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self.set_reactive(VirtualTable.zebra_stripes, zebra_stripes)
+
+    @property
+    def columns(self) -> list[VColumn]:
+        return list(self._columns)
+
+    @property
+    def rows(self) -> Sequence[Any]:
+        return self._rows
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    @property
+    def column_widths(self) -> list[int]:
+        """The content width of each column (without its padding)."""
+        return list(self._widths)
+
+    @property
+    def cursor_value(self) -> Any | None:
+        """The row object under the cursor, or None when the table is empty."""
+        return self._rows[self.cursor_row] if self._rows else None
+
+    def set_columns(self, columns: Sequence[VColumn]) -> None:
+        self._columns = list(columns)
+        self._measure()
+        self._changed()
+
+    def set_rows(self, rows: Sequence[Any], render: Render | None = None, *,
+                 key: Callable[[Any], Hashable] | None = None) -> None:
+        """Show ``rows``; ``render(row, column_key)`` is called only for rows being painted. ``key`` identifies a
+        row across replacements (default: the object itself), so the cursor stays on it."""
+        before = self.cursor_value
+        old_key = self._key
+        offset = self.cursor_row - round(self.scroll_y)  # the cursor's line on screen, kept if the row moves
+        self._rows = rows
+        if render is not None:
+            self._render = render
+        self._key = key
+        index = self._find(before, old_key) if before is not None else None
+        if any(c.width is None for c in self._columns):
+            self._measure()
+        self._changed()
+        new = min(index if index is not None else self.cursor_row, max(len(rows) - 1, 0))
+        moved = index is not None and index != self.cursor_row
+        self.set_reactive(VirtualTable.cursor_row, new)
+        if moved:
+            self.scroll_to(y=max(new - offset, 0), animate=False, immediate=True)
+        self._scroll_cursor_into_view()
+        if rows and (before is None or index is None):
+            self.post_message(self.RowHighlighted(self, new, rows[new]))
+
+    def _find(self, row: Any, old_key: Callable[[Any], Hashable] | None) -> int | None:
+        if self._key is not None and old_key is not None:
+            wanted = old_key(row)
+            make = self._key
+            for i, candidate in enumerate(self._rows):
+                if make(candidate) == wanted:
+                    return i
+            return None
+        for i, candidate in enumerate(self._rows):
+            if candidate is row:
+                return i
+        return None
+
+    def _measure(self) -> None:
+        sample = self._rows[:MEASURE_ROWS] if self._rows else ()
+        widths = []
+        for col in self._columns:
+            if col.width is not None:
+                widths.append(max(col.width, 1))
+                continue
+            label = col.label.cell_len if isinstance(col.label, Text) else cell_len(col.label)
+            widths.append(max([label, 1, *(_as_text(self._render(row, col.key)).cell_len for row in sample)]))
+        self._widths = widths
+
+    def _changed(self) -> None:
+        self._cache.clear()
+        total = sum(w + 2 * PAD for w in self._widths)
+        self.virtual_size = Size(total, len(self._rows) + 1)
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    # -- cursor ---------------------------------------------------------------------------------------------------
+    def validate_cursor_row(self, value: int) -> int:
+        return max(0, min(value, len(self._rows) - 1))
+
+    def watch_cursor_row(self, old: int, new: int) -> None:
+        self.refresh_line(old + 1)
+        self.refresh_line(new + 1)
+        self._scroll_cursor_into_view()
+        if self._rows:
+            self.post_message(self.RowHighlighted(self, new, self._rows[new]))
+
+    @property
+    def _body_height(self) -> int:
+        return max(self.scrollable_content_region.height - 1, 1)
+
+    def _scroll_cursor_into_view(self) -> None:
+        top = round(self.scroll_y)
+        height = self._body_height
+        row = self.cursor_row
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + height:
+            self.scroll_to(y=row - height + 1, animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        self._scroll_cursor_into_view()
+
+    def on_focus(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    def action_cursor_up(self) -> None:
+        self.cursor_row -= 1
+
+    def action_cursor_down(self) -> None:
+        self.cursor_row += 1
+
+    def action_page_up(self) -> None:
+        self.cursor_row -= self._body_height
+
+    def action_page_down(self) -> None:
+        self.cursor_row += self._body_height
+
+    def action_first(self) -> None:
+        self.cursor_row = 0
+
+    def action_last(self) -> None:
+        self.cursor_row = len(self._rows) - 1
+
+    def action_select(self) -> None:
+        if self._rows:
+            self.post_message(self.RowSelected(self, self.cursor_row, self._rows[self.cursor_row]))
+
+    def column_at(self, x: int) -> VColumn | None:
+        """The column under virtual x coordinate ``x``."""
+        left = 0
+        for col, width in zip(self._columns, self._widths):
+            left += width + 2 * PAD
+            if x < left:
+                return col
+        return None
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        event.stop()
+        if offset.y == 0:
+            col = self.column_at(offset.x + round(self.scroll_x))
+            if col is not None:
+                self.post_message(self.HeaderClicked(self, col.key))
+            return
+        row = offset.y - 1 + round(self.scroll_y)
+        if row >= len(self._rows):
+            return
+        if row == self.cursor_row:
+            self.action_select()
+        else:
+            self.cursor_row = row
+
+    # -- painting -------------------------------------------------------------------------------------------------
+    def _cells(self, values: Sequence[Cell], style: Style, over: Style | None = None) -> Strip:
+        """One line of cells on ``style``; ``over`` (the cursor) wins over the cells' own colours."""
+        line = Text(no_wrap=True, end="")
+        pad = " " * PAD
+        for col, width, value in zip(self._columns, self._widths, values):
+            text = _as_text(value)
+            if text.cell_len > width:
+                text = text.copy()
+                text.truncate(width, overflow="ellipsis")
+            gap = " " * (width - text.cell_len)
+            line.append(pad + gap if col.justify == "right" else pad)
+            line.append_text(text)
+            line.append(pad if col.justify == "right" else gap + pad)
+        segments = Segment.apply_style(line.render(self.app.console), style, over)
+        return Strip(segments).simplify()
+
+    def _row_strip(self, index: int) -> tuple[Strip, Style]:
+        cursor = index == self.cursor_row
+        key = (index, cursor, self.zebra_stripes)
+        cached = self._cache.get(key)
+        if cached is None:
+            style = self.rich_style
+            if cursor:
+                style = self.get_component_rich_style("virtual-table--cursor")
+            elif self.zebra_stripes:
+                style = self.get_component_rich_style("virtual-table--odd-row" if index % 2 else
+                                                      "virtual-table--even-row")
+            row = self._rows[index]
+            cells = [self._render(row, c.key) for c in self._columns]
+            cached = self._cells(cells, style, style if cursor else None), style
+            self._cache[key] = cached
+        return cached
+
+    def _header_strip(self) -> tuple[Strip, Style]:
+        cached = self._cache.get(("header",))
+        if cached is None:
+            style = self.get_component_rich_style("virtual-table--header")
+            cached = self._cells([c.label for c in self._columns], style), style
+            self._cache[("header",)] = cached
+        return cached
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        scroll_x = round(self.scroll_x)
+        if y == 0:
+            strip, style = self._header_strip()
+        else:
+            index = y - 1 + round(self.scroll_y)
+            if index >= len(self._rows):
+                return Strip.blank(width, self.rich_style)
+            strip, style = self._row_strip(index)
+        return strip.crop_extend(scroll_x, scroll_x + width, style)

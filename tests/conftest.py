@@ -1,0 +1,33 @@
+"""Shared fixtures: fixed data for the UI tests (see fixture_data.py), and demo workspaces."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fixture_data import FIXED_COMMITS, FIXED_LABELS, FIXED_TASKS, fixed_records, fixed_store  # noqa: F401
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory) -> Path:
+    """A demo workspace built once per test session; tests copy it (cheap) rather than rebuild it."""
+    from hermit_tui.demo import build_demo
+    return build_demo(tmp_path_factory.mktemp("demo-template") / "demo").parent
+
+
+@pytest.fixture
+def demo_config(demo_template, tmp_path) -> Path:
+    """A private copy of the demo workspace for one test; returns its run.yaml."""
+    dest = tmp_path / "demo"
+    shutil.copytree(demo_template, dest, symlinks=True)
+    _repair_worktree(demo_template, dest)
+    return dest / "run.yaml"
+
+
+def _repair_worktree(src: Path, dest: Path) -> None:
+    """A git worktree records absolute paths; point the copy's checkout at the copy's tree."""
+    import subprocess
+    checkout = dest / "runs" / "demo" / "checkout"
+    if (checkout / ".git").is_file():
+        subprocess.run(["git", "worktree", "repair", str(checkout)], cwd=dest / "runs" / "trees" / "demo-notes",
+                       check=True, capture_output=True)

@@ -1,0 +1,179 @@
+"""The errors screen: groups and counts, jumping to an attempt, re-running only the failed attempts."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from textual.widgets import Tree
+
+from fixture_data import FIXED_TASKS, fixed_store
+from hermit_tui.app import HermitApp
+from hermit_tui.core import events as ev
+from hermit_tui.core.records import AttemptRecord, Judged
+from hermit_tui.screens.errors import AttemptRef, ConfirmRetry, ErrorsScreen, kind_of
+from hermit_tui.store import EvalStore
+
+T05 = [("t05", 1), ("t05", 2), ("t05", 3)]
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
+
+
+def lines_of(widget) -> list[str]:
+    return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+
+
+async def open_errors(pilot) -> ErrorsScreen:
+    await pilot.pause()
+    pilot.app.push_screen(ErrorsScreen())
+    await pilot.pause()
+    return pilot.app.screen
+
+
+def leaf(tree: Tree, ref: AttemptRef):
+    stack = [tree.root]
+    while stack:
+        node = stack.pop()
+        if node.data == ref:
+            return node
+        stack.extend(node.children)
+    raise AssertionError(ref)
+
+
+def test_kind_is_status_and_exception_type():
+    assert kind_of("error", "ValueError: no unit for 'parsec'") == "error · ValueError"
+    assert kind_of("judge_error", "KeyError: 'expected'") == "judge_error · KeyError"
+    assert kind_of("error", "timed out after 30 s") == "error"
+
+
+async def test_groups_and_counts_per_selector_are_on_screen():
+    app = HermitApp(store=fixed_store(), live_updates=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_errors(pilot)
+        # 12 tasks x 3 repeats x 3 selectors = 108 attempts; t05 fails 9 times, final's t09 repeat 2 once
+        summary = lines_of(screen.query_one("#errors-summary"))[0]
+        assert summary.startswith("10 of 108 attempts failed")
+        assert "none 3 · root 3 · final 3 + 1 judge error" in summary
+        shown = [line.strip(" │├└─▼▶") for line in lines_of(screen.query_one(Tree)) if line.strip(" │")]
+        shown = [" ".join(line.split()) for line in shown if line]
+        assert shown[:2] == ["error · ValueError 9 attempts",
+                             "ValueError: no unit for 'parsec' 9: none 3 · root 3 · final 3"]
+        assert shown[2:11] == [f"{key} t05 repeat {r}" for key in ("none", "root", "final") for r in (1, 2, 3)]
+        assert shown[11:] == ["judge_error · KeyError 1 attempt", "KeyError: 'expected' 1: none 0 · root 0 · final 1",
+                              "final t09 repeat 2"]
+        assert not screen.query_one("#errors-empty").display
+        assert not screen.query_one("#errors-retries").display
+
+
+async def test_enter_on_an_attempt_jumps_to_it(monkeypatch):
+    app = HermitApp(store=fixed_store(), live_updates=False)
+    calls = []
+    monkeypatch.setattr(app, "goto", lambda name, **kw: calls.append((name, kw)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_errors(pilot)
+        tree = screen.query_one(Tree)
+        tree.move_cursor(leaf(tree, AttemptRef("final", "t09", 2)))
+        await pilot.pause()
+        assert "final · t09 · repeat 2" in lines_of(screen.query_one("#errors-detail"))[0]
+        await pilot.press("enter")
+        assert calls == [("attempt", {"task_id": "t09", "key": "final", "repeat": 2})]
+        tree.move_cursor(tree.root.children[0])  # a kind: enter folds it, jumps nowhere
+        await pilot.press("enter")
+        assert len(calls) == 1 and not tree.root.children[0].is_expanded
+
+
+async def test_rerun_asks_first_then_launches_exactly_the_failed_attempts(monkeypatch):
+    app = HermitApp(store=fixed_store(), live_updates=False)
+    launches = []
+    monkeypatch.setattr(app, "launch", lambda selectors, **kw: launches.append((selectors, kw)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_errors(pilot)
+        await pilot.press("R")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmRetry)
+        warning = " ".join(lines_of(app.screen.query_one("#retry-warning")))
+        assert "Re-running only the failed attempts can bias the mean: the summary will record 10" in warning
+        await pilot.click("#retry-cancel")
+        await pilot.pause()
+        assert app.screen is screen and launches == []
+
+        await pilot.press("R")
+        await pilot.pause()
+        await pilot.click("#retry-confirm")
+        await pilot.pause()
+        assert app.screen is screen
+        assert launches == [([], {"retry": {"none": T05, "root": T05, "final": T05 + [("t09", 2)]}})]
+
+
+async def test_rerun_leaves_out_columns_not_stored_under_this_run(monkeypatch, tmp_path):
+    store = fixed_store()
+    store.columns["root"].source = "disk"  # read from disk, stored under this run's eval folder
+    store.columns["final"].source = "disk"  # read from disk somewhere else (an archive): not retried
+    (tmp_path / "run" / "eval" / "root").mkdir(parents=True)
+    app = HermitApp(store=store, live_updates=False)
+    app.config = SimpleNamespace(run_dir=tmp_path / "run")
+    launches = []
+    monkeypatch.setattr(app, "launch", lambda selectors, **kw: launches.append((selectors, kw)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_errors(pilot)
+        await pilot.press("R")
+        await pilot.pause()
+        assert "Re-run 6 failed attempts?" in lines_of(app.screen.query_one("#retry-title"))[0]
+        await pilot.click("#retry-confirm")
+        await pilot.pause()
+        assert launches == [([], {"retry": {"none": T05, "root": T05}})]
+
+
+async def test_retried_columns_carry_a_banner_and_updates_refresh():
+    store = fixed_store()
+    final = store.columns["final"]
+    final.summary = final.summary.model_copy(update={"retries": 4})
+    app = HermitApp(store=store, live_updates=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_errors(pilot)
+        banner = lines_of(screen.query_one("#errors-retries"))
+        assert banner == ["final: the mean includes 4 retried attempts (only failed attempts were re-run, which can "
+                          "bias it)"]
+        tree = screen.query_one(Tree)
+        tree.root.children[0].collapse()  # folded by the user: stays folded when the tree is rebuilt
+        store.apply(ev.AttemptFinished(label="root", record=AttemptRecord(
+            repeat=1, id="t01", status="error", error="TimeoutError: 30 s", judge=Judged(score=0.0))))
+        screen.post_message(HermitApp.StoreUpdated())
+        await pilot.pause()
+        kinds = [(str(n.label).split("   ")[0], n.is_expanded) for n in tree.root.children]
+        assert kinds == [("error · ValueError", False), ("error · TimeoutError", True),
+                         ("judge_error · KeyError", True)]
+        assert lines_of(screen.query_one("#errors-summary"))[0].startswith("11 of 108 attempts failed")
+
+
+async def test_no_errors():
+    store = EvalStore({t["id"]: t for t in FIXED_TASKS}, [])
+    store.apply(ev.SelectorStarted(label="none", selector="none", commit=None, total=1))
+    store.apply(ev.AttemptFinished(label="none", record=AttemptRecord(repeat=1, id="t01", status="ok",
+                                                                      judge=Judged(score=1.0))))
+    app = HermitApp(store=store, live_updates=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_errors(pilot)
+        assert screen.query_one("#errors-empty").display
+        assert lines_of(screen.query_one("#errors-empty")) == ["No errors"]
+        assert not screen.query_one(Tree).display
+
+
+def _snap_app(retries: int | None = None):
+    store = fixed_store()
+    if retries:
+        store.columns["final"].summary = store.columns["final"].summary.model_copy(update={"retries": retries})
+    app = HermitApp(store=store, live_updates=False)
+
+    async def run_before(pilot) -> None:
+        app.push_screen(ErrorsScreen())
+        await pilot.pause()
+    return app, run_before
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_snapshot_errors(snap_compare, size, private_settings):
+    app, run_before = _snap_app(retries=4 if size == (120, 40) else None)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -1,0 +1,245 @@
+"""The history screen: evaluations read back from disk (hermit's own format, archived, damaged), chosen and opened."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, Static
+from textual.worker import WorkerCancelled
+
+from hermit_tui.app import HermitApp
+from hermit_tui.core.config import load_config
+from hermit_tui.screens.history import HistoryScreen, HistoryTable
+from hermit_tui.store import EvalStore
+
+ARCHIVE_STAMP = "20260102T030405Z"
+
+
+def hermit_record(repeat: int, tid: str, score: float | None, cost: float | None = 0.001) -> str:
+    """One results.jsonl line exactly as ``hermit eval`` writes it (score None: the pipeline raised)."""
+    if score is None:
+        rec = {"repeat": repeat, "id": tid, "status": "error", "error": "ValueError: boom", "output": None,
+               "judge": {"score": 0.0, "feedback": "the pipeline failed: ValueError: boom"}, "cost_usd": None,
+               "wall_s": 0.1, "api_speed": None, "tokens": None, "log": None}
+    else:
+        rec = {"repeat": repeat, "id": tid, "status": "ok", "error": None, "output": f"answer {tid}",
+               "judge": {"score": score, "feedback": "", "extra": {}}, "cost_usd": cost, "wall_s": 0.2,
+               "api_speed": None, "tokens": 10, "log": None}
+    return json.dumps(rec) + "\n"
+
+
+def write_eval(folder: Path, lines: list[str], summary: dict | str | None) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "results.jsonl").write_text("".join(lines))
+    if summary is not None:
+        (folder / "summary.json").write_text(summary if isinstance(summary, str) else json.dumps(summary, indent=1))
+    return folder
+
+
+def populate(run_dir: Path) -> dict[str, Path]:
+    """Five evaluation folders, worked by hand:
+
+    - none (current, by hermit): t1 scores 0 then 1, t2 fails twice -> mean 1/4, solved once 1/2, 2 errors,
+      cost unknown (2 attempts without a cost);
+    - none archived at 2026-01-02 03:04:05 (by hermit): t1 1 and 1, t2 0.5 and 0 -> mean 0.625, solved 1/2, cost 0.004;
+    - root (by hermit-tui): a cancelled smoke run with retries;
+    - broken: an unreadable summary.json; partial: no summary.json at all.
+    """
+    eval_dir = run_dir / "eval"
+    none = write_eval(eval_dir / "none", [
+        hermit_record(1, "t1", 0.0), hermit_record(1, "t2", None),
+        hermit_record(2, "t1", 1.0), hermit_record(2, "t2", None)],
+        {"adapter": "none", "commit": None, "tasks": 2, "repeats": 2, "mean_score": 0.25, "solved_once": 0.5,
+         "cost_usd": None, "unknown_cost_tasks": 2, "errors": 2, "wall_s": 3.2})
+    archived = write_eval(eval_dir / "none" / "archive" / ARCHIVE_STAMP, [
+        hermit_record(1, "t1", 1.0), hermit_record(1, "t2", 0.5),
+        hermit_record(2, "t1", 1.0), hermit_record(2, "t2", 0.0)],
+        {"adapter": "none", "commit": None, "tasks": 2, "repeats": 2, "mean_score": 0.625, "solved_once": 0.5,
+         "cost_usd": 0.004, "unknown_cost_tasks": 0, "errors": 0, "wall_s": 2.0})
+    root = write_eval(eval_dir / "root", [hermit_record(1, "t1", 1.0, cost=0.0123)],
+                      {"adapter": "root", "commit": "abcdef0123456789abcdef0123456789abcdef01", "tasks": 1,
+                       "repeats": 2, "mean_score": 1.0, "solved_once": 1.0, "cost_usd": 0.0123,
+                       "unknown_cost_tasks": 0, "errors": 0, "wall_s": 1.0, "label": "root", "attempts": 1,
+                       "expected_attempts": 2, "complete": False, "cancelled": True, "smoke_limit": 1,
+                       "retries": 3, "hermit_tui_version": "0.1.0"})
+    broken = write_eval(eval_dir / "broken", [hermit_record(1, "t1", 1.0)], "{ this is not json")
+    partial = write_eval(eval_dir / "partial", [hermit_record(1, "t1", 1.0)], None)
+    return {"none": none, "archived": archived, "root": root, "broken": broken, "partial": partial}
+
+
+@pytest.fixture
+def config(demo_config, monkeypatch):
+    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(demo_config.parent.parent / "settings"))
+    monkeypatch.chdir(demo_config.parent.parent)  # paths on screen are relative to here
+    return load_config(demo_config)
+
+
+def make_app(config) -> HermitApp:
+    app = HermitApp(store=EvalStore(), live_updates=False)
+    app.config = config
+    return app
+
+
+async def settle(pilot, *groups: str) -> None:
+    """Let the screen's own workers finish (not the file tree's loader under the picker, which never ends)."""
+    await pilot.pause()
+    for worker in list(pilot.app.workers):
+        if worker.group in groups and not worker.is_finished:
+            try:
+                await worker.wait()
+            except WorkerCancelled:
+                pass
+    await pilot.pause()
+
+
+async def show_history(pilot) -> HistoryScreen:
+    await pilot.app.push_screen(HistoryScreen())
+    await settle(pilot, "history-list")
+    return pilot.app.screen
+
+
+def table_lines(screen: HistoryScreen) -> list[str]:
+    table = screen.query_one(HistoryTable)
+    return [table.render_line(y).text.strip() for y in range(1, table.row_count + 1)]
+
+
+async def test_lists_current_archived_and_damaged_evaluations(config):
+    folders = populate(config.run_dir)
+    app = make_app(config)
+    async with app.run_test(size=(220, 40)) as pilot:
+        screen = await show_history(pilot)
+        assert str(screen.query_one("#history-title", Static).content) == "Evaluations under demo/runs/demo/eval"
+        lines = table_lines(screen)
+        assert len(lines) == 5
+        broken, none, archived, partial, root = (line.split() for line in lines)
+        assert none == ["[", "]", "none", "current", "none", "—", "2×2", "0.250", "0.500", "2", "unknown", "hermit"]
+        assert archived == ["[", "]", "none", "2026-01-02", "03:04:05", "none", "—", "2×2", "0.625", "0.500", "0",
+                            "$0.0040", "hermit"]
+        assert root == ["[", "]", "root", "current", "root", "abcdef0", "1×2", "1.000", "1.000", "0", "$0.0123",
+                        "hermit-tui", "incomplete,", "smoke", "(1", "task),", "3", "retried"]
+        assert broken[:3] == ["[", "]", "broken"] and broken[3:10] == ["current"] + ["—"] * 6
+        assert "summary.json: not an evaluation summary" in lines[0]
+        assert "no summary.json (interrupted, or still running)" in lines[3]
+        assert str(config.run_dir) not in "".join(lines)  # the problem names the file, not the whole path
+        # the highlighted row's folder and full problem are spelled out below the table
+        detail = str(screen.query_one("#history-detail", Static).content)
+        assert detail.splitlines()[0] == "demo/runs/demo/eval/broken"
+        assert detail.splitlines()[1].startswith("summary.json: not an evaluation summary")
+        assert [e.folder for e in screen.evaluations] == [folders[k] for k in
+                                                           ("broken", "none", "archived", "partial", "root")]
+        await pilot.press("end")
+        detail = str(screen.query_one("#history-detail", Static).content).splitlines()
+        assert detail[0] == "demo/runs/demo/eval/root"
+        assert [line.split(":")[0] for line in detail[1:]] == ["incomplete", "smoke subset of 1 task",
+                                                                "3 attempts re-run after failing"]
+
+
+async def test_space_selects_and_enter_opens_exactly_those(config):
+    folders = populate(config.run_dir)
+    app = make_app(config)
+    added, shown = [], []
+    app.add_stored = added.append
+    app.goto = shown.append
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await show_history(pilot)
+        # rows: broken, none, none (archived), partial, root
+        await pilot.press("down", "space", "down", "down", "down", "space", "up", "space", "space")
+        lines = table_lines(screen)
+        assert [line[:3] for line in lines] == ["[ ]", "[x]", "[ ]", "[ ]", "[x]"]
+        assert str(screen.query_one("#history-status", Static).content).startswith("2 selected")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert len(added) == 1
+        assert [(e.folder, e.archived) for e in added[0]] == [(folders["none"], False), (folders["root"], False)]
+        assert shown == ["tasks"]
+
+
+async def test_enter_without_a_selection_opens_the_highlighted_archived_one(config):
+    folders = populate(config.run_dir)
+    app = make_app(config)
+    added = []
+    app.add_stored = added.append
+    app.goto = lambda name: None
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show_history(pilot)
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        [[stored]] = added
+        assert (stored.folder, stored.label, stored.archived_at) == (folders["archived"], "none", ARCHIVE_STAMP)
+        assert stored.summary.written_by_hermit and stored.summary.mean_score == 0.625
+
+
+async def test_clicking_the_box_toggles_a_row(config):
+    populate(config.run_dir)
+    app = make_app(config)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await show_history(pilot)
+        table = screen.query_one(HistoryTable)
+        # the table's border (1) and the header line (1): row index 2 is on line 4 inside the widget
+        await pilot.click(table, offset=(2, 4))
+        await pilot.pause()
+        assert [line[:3] for line in table_lines(screen)] == ["[ ]", "[ ]", "[x]", "[ ]", "[ ]"]
+        assert table.cursor_row == 2
+
+
+async def test_open_folder_by_path(config, tmp_path):
+    folders = populate(config.run_dir)
+    outside = tmp_path / "kept" / "final"
+    shutil.copytree(folders["none"], outside, ignore=shutil.ignore_patterns("archive"))
+    app = make_app(config)
+    added, shown = [], []
+    app.add_stored = added.append
+    app.goto = shown.append
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await show_history(pilot)
+        field = screen.query_one("#open-folder", Input)
+        field.focus()
+        await pilot.press("space")                         # typed into the field, not a row selection
+        assert field.value == " " and screen.selected == set()
+        field.value = "kept/nowhere"                       # relative to the working directory (tmp_path)
+        await pilot.press("enter")
+        await settle(pilot, "history-open")
+        assert added == [] and shown == []
+        field.value = "kept/final"
+        await pilot.press("enter")
+        await settle(pilot, "history-open")
+        [[stored]] = added
+        assert (stored.folder, stored.label, stored.archived) == (outside, "final", False)
+        assert stored.summary.adapter == "none" and stored.summary.errors == 2
+        assert shown == ["tasks"]
+
+
+async def test_empty_state_names_the_eval_folder(config):
+    app = make_app(config)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await show_history(pilot)
+        empty = screen.query_one("#history-empty", Static)
+        assert empty.display and not screen.query_one(HistoryTable).display
+        assert str(empty.content) == "No evaluations yet under demo/runs/demo/eval"
+
+
+async def test_opened_evaluations_reach_the_store(config):
+    """Without stand-ins: Enter puts the chosen evaluation beside what the store already holds."""
+    folders = populate(config.run_dir)
+    app = make_app(config)
+    app.goto = lambda name: None
+    async with app.run_test(size=(120, 40)) as pilot:
+        await show_history(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot, "history")
+        col = app.store.columns["none"]
+        assert (col.source, col.done, col.errors) == ("disk", 4, 2)
+        assert folders["none"].is_dir()
+
+
+async def _history(pilot) -> None:
+    pilot.app.is_demo = True
+    await show_history(pilot)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_snapshot(config, snap_compare, size):
+    populate(config.run_dir)
+    assert snap_compare(make_app(config), terminal_size=size, run_before=_history)

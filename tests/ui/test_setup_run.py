@@ -1,0 +1,123 @@
+"""Pilot tests of the main flow on the demo: open a config, pick selectors, launch, watch, cancel."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import SelectionList
+
+from hermit_tui.app import HermitApp
+from hermit_tui.screens.run import RunScreen
+from hermit_tui.screens.setup import SetupScreen
+from hermit_tui.widgets.attempt_grid import AttemptGrid
+
+FAST = ["agent.params.latency_scale=0.01"]
+
+
+async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(0.05)
+
+
+@pytest.fixture
+def demo(tmp_path, monkeypatch):
+    from hermit_tui.demo import build_demo
+    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
+    return build_demo(tmp_path / "demo")
+
+
+def versions_loaded(app) -> bool:
+    screen = app.screen
+    return isinstance(screen, SetupScreen) and screen.query_one("#versions", SelectionList).option_count > 1
+
+
+async def test_setup_lists_versions_and_protocol(demo):
+    app = HermitApp(demo, overrides=FAST)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: versions_loaded(app))
+        selections = app.screen.query_one("#versions", SelectionList)
+        values = [selections.get_option_at_index(i).value for i in range(selections.option_count)]
+        assert values[:2] == ["none", "root"]
+        assert {"demo/ckpt-step-1", "demo/ckpt-step-3", "final"} <= set(values)
+        assert selections.selected == ["none", "root", "final"]
+        from rich.console import Console
+        console = Console(width=100, record=True, file=open("/dev/null", "w"))
+        console.print(app.screen.query_one("#protocol").content)
+        protocol = console.export_text()
+        assert "16 tasks  (train 16, val 8)" in protocol
+        assert "pipeline.py:run" in protocol and "judge.py:score" in protocol
+        assert app.sub_title.endswith("teaching demonstration")
+
+
+async def test_launch_watch_to_completion_and_files_agree(demo):
+    app = HermitApp(demo, overrides=FAST)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: versions_loaded(app))
+        app.screen.query_one("#repeats").value = "2"
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_for(pilot, lambda: not app.running and app.store.columns
+                       and all(c.summary for c in app.store.columns.values()))
+        await pilot.pause(0.2)
+        run_dir = demo.parent / "runs" / "demo" / "eval"
+        for label in ("none", "root", "final"):
+            col = app.store.columns[label]
+            on_disk = json.loads((run_dir / label / "summary.json").read_text())
+            lines = (run_dir / label / "results.jsonl").read_text().splitlines()
+            assert on_disk["repeats"] == 2 and len(lines) == col.done == 16 * 2
+            assert col.mean == pytest.approx(on_disk["mean_score"])
+        grid = app.screen.query_one(AttemptGrid)
+        assert grid.virtual_size.height == 16 + 1
+        status = str(app.screen.query_one("#run-status").content)
+        assert "finished" in status and "96/96" in status
+
+
+async def test_cancel_keeps_finished_attempts(demo):
+    app = HermitApp(demo, overrides=["agent.params.latency_scale=0.5"])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: versions_loaded(app))
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and any(
+            c.done for c in app.store.columns.values()))
+        await pilot.press("c")
+        await wait_for(pilot, lambda: not app.running, timeout=30)
+        await pilot.pause(0.3)
+        run_dir = demo.parent / "runs" / "demo" / "eval"
+        assert app.store.run_cancelled
+        for label, col in app.store.columns.items():
+            on_disk = json.loads((run_dir / label / "summary.json").read_text())
+            lines = (run_dir / label / "results.jsonl").read_text().splitlines()
+            assert on_disk["complete"] is False
+            assert len(lines) == col.done == on_disk["attempts"] < on_disk["expected_attempts"]
+        # the card was not touched by an incomplete final
+        card = (demo.parent / "runs" / "demo" / "checkout" / "CARD.md").read_text()
+        assert "Not evaluated yet" in card
+
+
+async def test_bad_config_is_a_notification_not_a_crash(tmp_path):
+    bad = tmp_path / "run.yaml"
+    bad.write_text("agent: {concurency: 2}\n")
+    app = HermitApp(bad)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: bool(app._notifications))
+        note = list(app._notifications)[0]
+        assert "agent.concurency" in note.message and note.severity == "error"
+        assert not isinstance(app.screen, SetupScreen)
+
+
+async def test_help_screen_lists_bindings(demo):
+    app = HermitApp(demo, overrides=FAST)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_for(pilot, lambda: versions_loaded(app))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        from hermit_tui.screens.help import HelpScreen
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, SetupScreen)
