@@ -12,7 +12,7 @@ from textual.worker import get_current_worker
 
 from hermit_tui import bindings
 from hermit_tui.commands import HermitCommands
-from hermit_tui.core.errors import InputError
+from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.paths import style
 from hermit_tui.store import EvalStore
 
@@ -109,22 +109,25 @@ class HermitApp(App):
         return self.current_run is not None
 
     def launch(self, selectors: list[str], *, repeats: int | None = None, concurrency: int | None = None,
-               limit: int | None = None, retry: dict[str, list[tuple[str, int]]] | None = None) -> None:
-        """Evaluate ``selectors`` side by side (or re-run only the given failed attempts) in a worker thread."""
+               limit: int | None = None, retry: dict[str, list[tuple[str, int]]] | None = None,
+               resume: bool = False, executor: str = "threads", timeout_min: float | None = None) -> None:
+        """Evaluate ``selectors`` side by side in a worker thread (or re-run only the given failed attempts, or
+        continue interrupted evaluations)."""
         if self.config is None:
             self.notify("Open a config first", severity="warning")
             return
         if self.running:
             self.notify("An evaluation is already running: cancel it first (c)", severity="warning")
             return
-        self.run_worker(lambda: self._run(selectors, repeats, concurrency, limit, retry), thread=True,
-                        exclusive=True, group="eval", name="evaluation")
+        options = dict(repeats=repeats, concurrency=concurrency, limit=limit, retry=retry, resume=resume,
+                       executor=executor, timeout_min=timeout_min)
+        self.run_worker(lambda: self._run(selectors, options), thread=True, exclusive=True, group="eval",
+                        name="evaluation")
 
-    def _run(self, selectors, repeats, concurrency, limit, retry) -> None:
+    def _run(self, selectors, options: dict) -> None:
         from hermit_tui.core.runner import EvalRun
         try:
-            run = EvalRun(self.config, selectors, repeats=repeats, concurrency=concurrency, limit=limit,
-                          on_event=self._events.append, tasks=self.taskset, retry=retry)
+            run = EvalRun(self.config, selectors, on_event=self._events.append, tasks=self.taskset, **options)
         except InputError as exc:
             self.call_from_thread(self.notify, str(exc), title="Cannot launch", severity="error", timeout=10)
             return
@@ -133,7 +136,7 @@ class HermitApp(App):
         error = None
         try:
             run.run_sync()
-        except InputError as exc:
+        except (InputError, RunFailed) as exc:
             error = str(exc)
         except Exception as exc:  # an engine failure must not take the dashboard down
             error = f"{type(exc).__name__}: {exc}"

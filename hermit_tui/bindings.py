@@ -19,6 +19,7 @@ PICKER = [
 
 SETUP = [
     Binding("l", "launch", "Launch"),
+    Binding("r", "resume", "Resume"),
     Binding("a", "add_directory", "Add dir…"),
     Binding("h", "history", "History"),
     Binding("t", "tasks", "Tasks"),

@@ -63,7 +63,7 @@ class EvalRun:
                  concurrency: int | None = None, limit: int | None = None, update_card: bool = True,
                  on_event: EventSink | None = None, tasks: TaskSet | None = None,
                  retry: dict[str, list[tuple[str, int]]] | None = None, resume: bool = False,
-                 executor: str = "threads"):
+                 executor: str = "threads", timeout_min: float | None = None):
         config.require_for_eval()
         if executor not in EXECUTORS:
             raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -98,7 +98,10 @@ class EvalRun:
                                  f"{str(old.commit)[:12]} that was measured: re-run the whole evaluation instead")
         self.pipeline = load_pipeline(config)
         self.judge = load_judge(config)
-        self.timeout_s = float(config.timeout_min) * 60 if config.timeout_min else None
+        if timeout_min is not None and not (isinstance(timeout_min, (int, float)) and timeout_min > 0):
+            raise InputError(f"the attempt timeout must be a positive number of minutes, got {timeout_min!r}")
+        minutes = timeout_min if timeout_min is not None else config.timeout_min
+        self.timeout_s = float(minutes) * 60 if minutes else None
         from hermit_tui.core.fingerprint import compute_fingerprint
         self.fingerprint = compute_fingerprint(config, self.test_rows, repeats=self.repeats, limit=limit)
         self.warnings = list(self.tasks.overlaps())

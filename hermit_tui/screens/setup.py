@@ -10,7 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Header, Input, Label, SelectionList, Static
+from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from hermit_tui import bindings
@@ -117,7 +117,13 @@ class SetupScreen(Screen):
                 with Horizontal(classes="field"):
                     yield Label("smoke limit", classes="field-label")
                     yield Input("", type="integer", placeholder="all tasks", id="limit", compact=True)
+                with Horizontal(classes="field"):
+                    yield Label("timeout min", classes="field-label")
+                    yield Input("" if not config.timeout_min else f"{config.timeout_min:g}", type="number",
+                                placeholder="none", id="timeout", compact=True)
+                yield Checkbox("isolate attempts in processes", id="isolate", compact=True)
                 yield Button("Launch side by side (l)", variant="primary", id="launch", compact=True)
+                yield Button("Resume interrupted (r)", id="resume", compact=True)
         yield Static("Versions: pick several to put side by side (space toggles)", classes="section-title",
                      id="versions-title")
         yield SelectionList[str](id="versions")
@@ -181,8 +187,12 @@ class SetupScreen(Screen):
             raise ValueError(f"{name} must be a positive whole number, got {raw!r}")
         return value
 
+    @on(Button.Pressed, "#resume")
+    def action_resume(self) -> None:
+        self.action_launch(resume=True)
+
     @on(Button.Pressed, "#launch")
-    def action_launch(self) -> None:
+    def action_launch(self, resume: bool = False) -> None:
         picks = list(self.query_one("#versions", SelectionList).selected)
         if not picks:
             self.notify("Pick at least one version to evaluate", severity="warning")
@@ -191,10 +201,16 @@ class SetupScreen(Screen):
             repeats = self._int("repeats", "repeats")
             concurrency = self._int("concurrency", "concurrency")
             limit = self._int("limit", "smoke limit", allow_empty=True)
+            raw_timeout = self.query_one("#timeout", Input).value.strip()
+            timeout = float(raw_timeout) if raw_timeout else None
+            if timeout is not None and timeout <= 0:
+                raise ValueError(f"timeout must be a positive number of minutes, got {raw_timeout!r}")
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.app.launch(picks, repeats=repeats, concurrency=concurrency, limit=limit)
+        executor = "processes" if self.query_one("#isolate", Checkbox).value else "threads"
+        self.app.launch(picks, repeats=repeats, concurrency=concurrency, limit=limit, resume=resume,
+                        executor=executor, timeout_min=timeout)
 
     @on(Button.Pressed, "#add-dir")
     def action_add_directory(self) -> None:

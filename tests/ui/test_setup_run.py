@@ -121,3 +121,36 @@ async def test_help_screen_lists_bindings(demo):
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, SetupScreen)
+
+
+async def test_resume_action_continues_an_interrupted_evaluation(demo):
+    from hermit_tui.core import events as ev
+    from hermit_tui.core.config import load_config
+    from hermit_tui.core.runner import EvalRun
+    config = load_config(demo, FAST)
+    holder = {}
+
+    def stop_early(event):
+        if isinstance(event, ev.AttemptFinished) and event.record.repeat == 1 and not holder.get("stopped"):
+            holder["stopped"] = True
+            holder["run"].cancel()
+    run = holder["run"] = EvalRun(config, ["none"], concurrency=1, on_event=stop_early)
+    await run.run()
+    path = demo.parent / "runs" / "demo" / "eval" / "none"
+    before = (path / "results.jsonl").read_text().splitlines()
+    assert json.loads((path / "summary.json").read_text())["complete"] is False
+
+    app = HermitApp(demo, overrides=FAST)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: versions_loaded(app))
+        selections = app.screen.query_one("#versions", SelectionList)
+        selections.deselect("root")
+        selections.deselect("final")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_for(pilot, lambda: not app.running and "none" in app.store.columns
+                       and app.store.columns["none"].summary is not None)
+    after = (path / "results.jsonl").read_text().splitlines()
+    summary = json.loads((path / "summary.json").read_text())
+    assert summary["complete"] is True and len(after) == 48
+    assert set(before) <= set(after)  # the recorded attempts were kept, not re-run
