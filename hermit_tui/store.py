@@ -9,6 +9,7 @@ import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from hermit_tui.core import events as ev
@@ -74,6 +75,8 @@ class Column:
     tracebacks: dict[tuple[str, int], str] = field(default_factory=dict)
     cells: dict[str, Cell] = field(default_factory=dict)
     running: bool = False
+    folder: Path | None = None  # where a disk column was read from
+    archived: bool = False  # an archived (earlier) evaluation: shown, never retried or published
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
     score_sum: float = 0.0
@@ -240,7 +243,7 @@ class EvalStore:
                       else f"{stored.name} (disk)")
         s = stored.summary
         col = Column(key=key, label=stored.label, selector=s.adapter if s else stored.label, source="disk",
-                     commit=s.commit if s else None, summary=s,
+                     commit=s.commit if s else None, summary=s, folder=stored.folder, archived=stored.archived,
                      expected=(s.expected_attempts or s.tasks * s.repeats) if s else len(results.records))
         for rec in results.records:
             col.add(rec, rec.model_extra.get("traceback") if rec.model_extra else None)

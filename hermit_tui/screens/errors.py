@@ -257,7 +257,7 @@ class ErrorsScreen(Screen):
 
     def retry_plan(self) -> tuple[dict[str, list[tuple[str, int]]], list[str]]:
         """The failed attempts to re-run per folder label, and the columns left out (neither live nor stored under
-        this run's eval folder)."""
+        this run's eval folder, or archived: an archived evaluation is history, never re-run)."""
         from hermit_tui.core.evalstore import eval_root
         config = self.app.config
         root = None
@@ -272,7 +272,9 @@ class ErrorsScreen(Screen):
             failed = [k for k, rec in col.records.items() if rec.status != "ok"]
             if not failed:
                 continue
-            if col.source == "live" or (root is not None and (root / col.label).is_dir()):
+            current = root is not None and col.folder is not None and col.folder == root / col.label
+            if col.source == "live" or (not col.archived and (current or (root is not None and col.folder is None
+                                                                          and (root / col.label).is_dir()))):
                 plan.setdefault(col.label, set()).update(failed)
             else:
                 skipped.append(key)

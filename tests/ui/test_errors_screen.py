@@ -177,3 +177,25 @@ def _snap_app(retries: int | None = None):
 def test_snapshot_errors(snap_compare, size, private_settings):
     app, run_before = _snap_app(retries=4 if size == (120, 40) else None)
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+async def test_rerun_never_touches_an_archived_evaluation(monkeypatch, tmp_path):
+    store = fixed_store()
+    root_dir = tmp_path / "run" / "eval" / "root"
+    (root_dir / "archive" / "20260101T000000Z").mkdir(parents=True)
+    store.columns["root"].source = "disk"
+    store.columns["root"].folder = root_dir / "archive" / "20260101T000000Z"  # an archived root, named "root"
+    store.columns["root"].archived = True
+    store.columns["final"].source = "disk"
+    store.columns["final"].folder = tmp_path / "run" / "eval" / "final"  # the current final
+    (tmp_path / "run" / "eval" / "final").mkdir(parents=True)
+    app = HermitApp(store=store, live_updates=False)
+    app.config = SimpleNamespace(run_dir=tmp_path / "run")
+    launches = []
+    monkeypatch.setattr(app, "launch", lambda selectors, **kw: launches.append((selectors, kw)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_errors(pilot)
+        plan, skipped = screen.retry_plan()
+        assert skipped == ["root"]
+        assert sorted(plan) == ["final", "none"]
+        assert plan["final"] == sorted(T05 + [("t09", 2)])
