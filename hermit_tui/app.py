@@ -93,10 +93,7 @@ class HermitApp(App):
         self.config, self.taskset, self.is_demo = config, taskset, is_demo
         self.config_path = config.path
         self.store = EvalStore(taskset.tasks, taskset.test_ids)
-        self.store.warnings = taskset.overlaps()
-        if not config.shuffle:
-            self.store.warnings.append("data.shuffle is false: an ordered stream. Preserve stream order and the "
-                                       "benchmark's own protocol; one aggregate eval may not be its protocol")
+        self.store.warnings = protocol_warnings(config, taskset)
         self.sub_title = f"{config.run_name}" + ("  ·  teaching demonstration" if is_demo else "")
         # The setup screen is the root of a config: drop whatever was above the default screen.
         while len(self.screen_stack) > 1:
@@ -225,6 +222,12 @@ class HermitApp(App):
         if isinstance(self.screen, screen_cls) and not kwargs:
             return
         self.push_screen(screen_cls(**kwargs))
+
+
+def protocol_warnings(config, taskset) -> list[str]:
+    """The protocol checks every summary view carries (test overlap, answers visible to training, grants...)."""
+    from hermit_tui.core.protocol import protocol_checks
+    return [check.message for check in protocol_checks(config, taskset)]
 
 
 def run_app(config_path: Path | None = None, overrides: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ def _rel(path: Path | None, base: Path) -> str:
         return str(path)
 
 
-def protocol_table(config, taskset) -> Table:
+def protocol_table(config, taskset, checks=None) -> Table:
     """What must stay fixed between the selectors being compared."""
     table = Table.grid(padding=(0, 2, 0, 0))
     table.add_column(style="bold", no_wrap=True, min_width=12)
@@ -55,6 +55,9 @@ def protocol_table(config, taskset) -> Table:
     table.add_row("order", "shuffled" if config.shuffle else Text("ordered stream (data.shuffle: false)",
                                                                     style="bold yellow"))
     table.add_row("adapter tree", _rel(config.tree_dir, base))
+    for i, check in enumerate(checks or []):
+        colour = {"error": "bold red", "warning": "yellow"}.get(check.level, "dim")
+        table.add_row("checks" if i == 0 else "", Text(f"{check.level}: {check.message}", style=colour))
     return table
 
 
@@ -105,7 +108,7 @@ class SetupScreen(Screen):
         with Horizontal(id="setup-top"):
             with VerticalScroll(id="setup-protocol"):
                 yield Static("Protocol (kept fixed for every selector)", classes="section-title")
-                yield Static(protocol_table(config, self.app.taskset), id="protocol")
+                yield Static(protocol_table(config, self.app.taskset, self._checks()), id="protocol")
             with Vertical(id="setup-launch"):
                 yield Static("Launch", classes="section-title")
                 with Horizontal(classes="field"):
@@ -132,6 +135,14 @@ class SetupScreen(Screen):
             yield Button("History (h)", id="history", compact=True)
             yield Static("", id="tree-note", classes="muted")
         yield Footer()
+
+    def _checks(self):
+        from hermit_tui.core.protocol import protocol_checks
+        try:
+            return protocol_checks(self.app.config, self.app.taskset)
+        except Exception as exc:  # a check that cannot run must not hide the screen
+            from hermit_tui.core.protocol import Check
+            return [Check(level="warning", code="checks_failed", message=f"protocol checks failed: {exc}")]
 
     def on_mount(self) -> None:
         self.query_one(Banners).show_for(self.app, self.app.store)

@@ -9,13 +9,20 @@ from hermit_tui.store import EvalStore
 DEMO_TEXT = "Built-in demo: a teaching demonstration, not real-model evidence."
 
 
+MAX_PROTOCOL_LINES = 2
+
+
 def banner_lines(store: EvalStore, *, is_demo: bool) -> list[tuple[str, str]]:
-    """(css class, text) lines, most important first."""
+    """(css class, text) lines, most important first; protocol warnings beyond two are counted, not listed (the
+    setup screen and the report list them all)."""
     lines: list[tuple[str, str]] = []
     if is_demo:
         lines.append(("demo-banner", DEMO_TEXT))
-    for warning in store.warnings:
+    for warning in store.warnings[:MAX_PROTOCOL_LINES]:
         lines.append(("warning-banner", f"Protocol: {warning}"))
+    if len(store.warnings) > MAX_PROTOCOL_LINES:
+        lines.append(("warning-banner", f"Protocol: {len(store.warnings) - MAX_PROTOCOL_LINES} more warnings "
+                                        "(listed on the setup screen and in the report)"))
     for key, col in store.columns.items():
         s = col.summary
         if s is None:
@@ -38,7 +45,7 @@ class Banners(Static):
     """A stack of one-line banners; empty (and zero height) when there is nothing to say."""
 
     DEFAULT_CSS = """
-    Banners { height: auto; max-height: 6; overflow-y: auto; }
+    Banners { height: auto; max-height: 6; overflow-y: auto; text-wrap: nowrap; text-overflow: ellipsis; }
     Banners.-empty { display: none; }
     """
 

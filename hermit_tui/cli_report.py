@@ -1,0 +1,92 @@
+"""``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
+
+    hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv] [--output FILE] [--force]
+                      [--threshold X] [key.sub=value ...]
+
+Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+from hermit_tui.core.errors import InputError
+
+FORMATS = ("md", "json", "csv")
+
+
+def add_parser(subparsers):
+    """Add the ``report`` subcommand to an argparse subparsers object; returns its parser."""
+    p = subparsers.add_parser("report", help="write the evaluation report of a run (Markdown, JSON or CSV) from "
+                              "the evaluations on disk, including ones `hermit eval` wrote")
+    p.add_argument("--config", required=True, help="hermit's run.yaml")
+    p.add_argument("--adapter", action="append", metavar="SEL",
+                   help="a selector whose current evaluation to include (repeatable, in this order); default: every "
+                   "current evaluation, in the order none, root, checkpoints, final, others")
+    p.add_argument("--format", choices=FORMATS, default="md", help="md (default), json, or csv (the per-task table)")
+    p.add_argument("--output", metavar="FILE", help="write here instead of stdout (atomically)")
+    p.add_argument("--force", action="store_true", help="with --output: replace an existing file")
+    p.add_argument("--threshold", type=float, default=1.0, metavar="X",
+                   help="the success threshold of the solved rates shown (default hermit's 1.0; the files keep 1.0)")
+    p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
+    return p
+
+
+def label_of(text: str, config) -> str:
+    """The ``eval/<label>/`` folder of a selector as typed: an adapter directory's name, else the text with ``/``
+    replaced by ``_`` (as the engine labels it)."""
+    from hermit_tui.core.selectors import MANIFEST, label_for
+
+    if not text:
+        raise InputError("--adapter: empty selector")
+    if text not in ("none", "root", "final"):
+        try:
+            folder = config.resolve_path(text)
+        except (OSError, ValueError, RuntimeError):
+            folder = None
+        if folder is not None and (folder / MANIFEST).is_file():
+            return folder.name
+    return label_for(text)
+
+
+def _check_output(path: Path, force: bool) -> None:
+    if path.is_dir():
+        raise InputError(f"{path}: --output is a folder; give a file name")
+    if path.exists() and not force:
+        raise InputError(f"{path}: already exists; pass --force to replace it")
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: the folder {path.parent} does not exist")
+
+
+def run(args) -> int:
+    """Build and write the report; 0 when done."""
+    from hermit_tui.core.config import load_config
+    from hermit_tui.core.records import write_atomic
+    from hermit_tui.core.report import build_report, to_csv, to_json, to_markdown
+    from hermit_tui.core.tasks import load_tasks
+
+    if not math.isfinite(args.threshold):
+        raise InputError(f"--threshold must be a finite number, got {args.threshold}")
+    output = Path(args.output).expanduser() if args.output else None
+    if output is not None:
+        _check_output(output, args.force)
+    config = load_config(args.config, args.overrides or [])
+    taskset = load_tasks(config)
+    labels = [label_of(text, config) for text in args.adapter] if args.adapter else None
+    report = build_report(config, taskset, labels, threshold=args.threshold)
+    text = {"md": to_markdown, "json": to_json, "csv": to_csv}[args.format](report)
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    _check_output(output, args.force)  # again: the file may have appeared while the report was built
+    try:
+        write_atomic(output, text)
+    except OSError as exc:
+        raise InputError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    sys.stderr.write(f"report written to {output}\n")
+    return 0
+
+
+__all__ = ["FORMATS", "add_parser", "label_of", "run"]

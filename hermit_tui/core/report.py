@@ -1,0 +1,450 @@
+"""The evaluation report: what the seed says to report, with error bars, paired comparisons and the protocol checks.
+
+``build_report`` reads the current evaluations of a run from disk (hermit-tui's, or ones ``hermit eval`` wrote,
+which carry no fingerprint and no extra keys) and computes everything from their results.jsonl; nothing is re-run.
+Three renderers: Markdown (warnings first), JSON (the model, with stable keys) and CSV (the per-task table).
+Training scores from ``steps.jsonl`` are kept apart and labelled as training evidence: they are never test figures.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
+from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
+from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
+from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord
+from hermit_tui.core.stats import PairStats, SelectorStats, default_pairs, pair_stats, selector_stats
+
+FORMAT = "hermit-tui report 1"
+NOT_RECORDED = "not recorded"
+UNKNOWN = "unknown:"
+TRAINING_LABEL = ("TRAINING evidence: rollout scores on the train split while the adapter was being trained. Not test "
+                  "evidence, and not comparable with the test figures above.")
+_CHECKPOINT = re.compile(r"_(?:ckpt-(step|epoch)-(\d+)|bootstrap)$")
+
+
+class SelectorReport(BaseModel):
+    """One evaluated selector: hermit's summary, the statistics and what to be careful about."""
+
+    label: str
+    folder: str
+    adapter: str | None  # the selector as typed
+    commit: str | None  # the commit measured (null for none and directories)
+    content_hash: str | None  # a directory selector's content
+    written_by: str  # "hermit-tui", "hermit eval" (no extras), or "unknown" (no summary.json)
+    summary: dict[str, Any] | None  # hermit's ten keys
+    fingerprint: dict[str, Any] | None
+    stats: SelectorStats
+    errors: int  # error + judge_error attempts
+    known_cost_usd: float
+    unknown_cost_attempts: int
+    smoke_limit: int | None
+    complete: bool
+    retries: int
+    flags: list[str]
+
+
+class Difference(BaseModel):
+    a: str
+    b: str
+    differences: list[str]
+
+
+class TrainingStep(BaseModel):
+    step: int | None
+    epoch: int | None
+    tasks: int | None
+    mean_score: float | None
+    bootstrap: bool = False
+
+
+class TrainingEvidence(BaseModel):
+    label: str = TRAINING_LABEL
+    source: str
+    steps: list[TrainingStep]
+    skipped_lines: int = 0
+
+
+class Report(BaseModel):
+    format: str = FORMAT
+    hermit_tui_version: str
+    config: str
+    run_name: str
+    run_dir: str
+    demo: bool
+    threshold: float
+    dataset_revision: str
+    splits: dict[str, int]  # tasks, train, val, test
+    comparable: bool
+    differences: list[Difference]
+    warnings: list[str]
+    selectors: list[SelectorReport]
+    pairs: list[PairStats]
+    checks: list[Check]
+    test_reuse: TestReuse
+    training: TrainingEvidence | None
+    test_ids: list[str]
+
+
+# ---------------------------------------------------------------------------------------------------- building
+
+
+def default_labels(stored: Sequence[StoredEvaluation], run_name: str) -> list[str]:
+    """The current evaluations in report order: none, root, checkpoints (bootstrap, steps, epochs), final, others."""
+    labels = [s.label for s in stored if not s.archived]
+    prefix = run_name.replace("/", "_")
+
+    def key(label: str) -> tuple:
+        if label == "none":
+            return (0,)
+        if label == "root":
+            return (1,)
+        m = _CHECKPOINT.search(label)
+        if m and label.startswith(prefix + "_"):
+            what, number = m.groups()
+            return (2, 0 if what is None else 1 if what == "step" else 2, int(number or 0), label)
+        if label == "final":
+            return (3,)
+        return (4, label)
+    return sorted(dict.fromkeys(labels), key=key)
+
+
+def _costs(records: list[AttemptRecord]) -> tuple[float, int]:
+    known = sum(r.cost_usd for r in records if r.cost_usd is not None)
+    return float(known), sum(r.cost_usd is None for r in records)
+
+
+def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: list[str], test_ids: list[str],
+              threshold: float) -> SelectorReport:
+    s = stored.summary
+    stats = selector_stats(stored.label, records, test_ids, threshold)
+    known, unknown = _costs(records)
+    flags = list(skipped)
+    if s is None:
+        written_by, complete = "unknown", False
+        flags.append(f"{stored.label}: {stored.problem or 'no summary.json'}")
+    else:
+        written_by = "hermit eval" if s.written_by_hermit else "hermit-tui"
+        expected = s.expected_attempts or s.tasks * s.repeats
+        complete = s.is_complete and len(records) >= expected and not s.cancelled
+        if s.is_smoke:
+            flags.append(f"{stored.label} is a smoke subset (--limit {s.smoke_limit}): a wiring check, "
+                         "not an evaluation")
+        if not complete:
+            flags.append(f"{stored.label} is incomplete: {len(records)} of {expected} attempts"
+                         + (" (cancelled)" if s.cancelled else ""))
+        if s.retries:
+            flags.append(f"{stored.label}: {s.retries} attempts were re-run (re-running only failures can bias "
+                         "a mean)")
+    if stats.n_missing and (s is None or not s.is_smoke):
+        flags.append(f"{stored.label}: {stats.n_missing} test tasks have no attempt")
+    if stats.n_ignored:
+        flags.append(f"{stored.label}: {stats.n_ignored} attempts ignored (ids outside the test split, or "
+                     "repeated)")
+    return SelectorReport(
+        label=stored.label, folder=str(stored.folder), adapter=s.adapter if s else None,
+        commit=s.commit if s else None, content_hash=s.content_hash if s else None, written_by=written_by,
+        summary={k: getattr(s, k) for k in SUMMARY_KEYS} if s else None,
+        fingerprint=fingerprint_of(s) if s else None, stats=stats,
+        errors=sum(r.status != "ok" for r in records), known_cost_usd=known, unknown_cost_attempts=unknown,
+        smoke_limit=s.smoke_limit if s else None, complete=complete, retries=(s.retries or 0) if s else 0,
+        flags=flags)
+
+
+def _differences(selectors: list[SelectorReport]) -> list[Difference]:
+    out = []
+    for i, a in enumerate(selectors):
+        for b in selectors[i + 1:]:
+            found = differences(a.fingerprint, b.fingerprint)
+            if a.fingerprint is None or b.fingerprint is None:
+                missing = [x.label for x in (a, b) if x.fingerprint is None]
+                found = [f"{UNKNOWN} the protocol fingerprint is missing for {' and '.join(missing)} (written by "
+                         "hermit eval?), so the protocol cannot be checked"]
+                if a.summary and b.summary:
+                    found += [f"the {key} ({a.summary[key]} vs {b.summary[key]})" for key in ("tasks", "repeats")
+                              if a.summary[key] != b.summary[key]]
+            if found:
+                out.append(Difference(a=a.label, b=b.label, differences=found))
+    return out
+
+
+def _dataset_revision(selectors: list[SelectorReport]) -> str:
+    found = {s.fingerprint.get("dataset_revision") for s in selectors if s.fingerprint}
+    found.discard(None)
+    if not found:
+        return NOT_RECORDED
+    return found.pop() if len(found) == 1 else "differs between selectors: " + ", ".join(sorted(map(str, found)))
+
+
+def _training(run_dir: Path) -> TrainingEvidence | None:
+    path = run_dir / "steps.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    steps, skipped = [], 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            rollout = rec.get("rollout") or {}
+            mean = rollout.get("mean_score")
+            tasks = rec.get("tasks")
+            steps.append(TrainingStep(
+                step=rec.get("step"), epoch=rec.get("epoch"),
+                tasks=len(tasks) if isinstance(tasks, list) else tasks if isinstance(tasks, int) else None,
+                mean_score=float(mean) if isinstance(mean, (int, float)) and math.isfinite(mean) else None,
+                bootstrap=bool(rec.get("bootstrap"))))
+        except (ValueError, AttributeError, TypeError):
+            skipped += 1
+    return TrainingEvidence(source=str(path), steps=steps, skipped_lines=skipped)
+
+
+def _open_tree(config):
+    from hermit_tui.core.tree import AdapterTree
+    try:
+        return AdapterTree(config.tree_dir)
+    except InputError:
+        return None
+
+
+def build_report(config, taskset, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD) -> Report:
+    """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order)."""
+    from hermit_tui import __version__
+    from hermit_tui.demo import is_demo_config
+
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+        raise InputError(f"--threshold must be a finite number, got {threshold!r}")
+    threshold = float(threshold)
+    run_dir = config.run_dir
+    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False)}
+    if not stored:
+        raise InputError(f"{eval_root(run_dir)}: no evaluations to report (run `hermit-tui eval` first)")
+    if labels is None:
+        labels = default_labels(list(stored.values()), config.run_name)
+    labels = list(dict.fromkeys(labels))
+    for label in labels:
+        if label not in stored:
+            raise InputError(f"{eval_root(run_dir) / label}: no evaluation of '{label}' "
+                             f"(evaluated: {', '.join(sorted(stored))})")
+    if not labels:
+        raise InputError("no selector to report")
+    test_ids = taskset.test_ids
+    records: dict[str, list[AttemptRecord]] = {}
+    selectors = []
+    for label in labels:
+        results = stored[label].load_results()
+        records[label] = results.records
+        selectors.append(_selector(stored[label], results.records, results.skipped, test_ids, threshold))
+    pairs = [pair_stats(a, records[a], b, records[b], test_ids, threshold) for a, b in default_pairs(labels)]
+
+    checks = protocol_checks(config, taskset)
+    scale = score_scale_check(records, threshold)
+    if scale is not None:
+        checks.append(scale)
+    tree = _open_tree(config)
+    try:
+        reuse = test_reuse(run_dir, tree, test_ids)
+    finally:
+        if tree is not None:
+            tree.close()
+    diffs = _differences(selectors)
+    demo = is_demo_config(config.path)
+
+    warnings = []
+    if demo:
+        warnings.append("Teaching demonstration: the built-in demo's simulated agent. Nothing here is evidence of "
+                        "a real model's performance.")
+    missing = [s.label for s in selectors if s.fingerprint is None]
+    if missing and len(selectors) > 1:
+        warnings.append(f"NOT COMPARABLE (cannot be checked): the protocol fingerprint is missing for "
+                        f"{', '.join(missing)} (written by hermit eval?); only the task count and repeats can be "
+                        "compared")
+    for d in diffs:
+        named = [x for x in d.differences if not x.startswith(UNKNOWN)]
+        if named:
+            warnings.append(f"NOT COMPARABLE: {d.a} and {d.b} differ in {'; '.join(named)}")
+    warnings += [f"{c.level.upper()} ({c.code}): {c.message}" for c in checks if c.level != "info"]
+    if reuse.note:
+        warnings.append(f"Test reuse: {reuse.note}")
+    for s in selectors:
+        warnings += s.flags
+    return Report(
+        hermit_tui_version=__version__, config=str(config.path), run_name=config.run_name, run_dir=str(run_dir),
+        demo=demo, threshold=threshold, dataset_revision=_dataset_revision(selectors),
+        splits={"tasks": len(taskset.tasks), **{k: len(taskset.splits.get(k, [])) for k in ("train", "val", "test")}},
+        comparable=not diffs, differences=diffs, warnings=warnings, selectors=selectors, pairs=pairs, checks=checks,
+        test_reuse=reuse, training=_training(run_dir), test_ids=list(test_ids))
+
+
+# ---------------------------------------------------------------------------------------------------- rendering
+
+
+def _f(x: float | None, digits: int = 4) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(lo: float | None, hi: float | None, digits: int = 4) -> str:
+    return "—" if lo is None or hi is None else f"{lo:.{digits}f} to {hi:.{digits}f}"
+
+
+def _g(x: float) -> str:
+    return f"{x:.1f}" if float(x).is_integer() else f"{x:g}"
+
+
+def _p(p: float | None) -> str:
+    return "—" if p is None else "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(map(_cell, header)) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(map(_cell, row)) + " |" for row in rows]
+    return out
+
+
+def _cost(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:.4f}"
+
+
+def to_markdown(report: Report) -> str:
+    """The report as Markdown: warnings first, then the protocol, the results, the comparisons and the checks."""
+    r = report
+    out = [f"# Evaluation report: {r.run_name}", "",
+           f"Config `{r.config}`; run folder `{r.run_dir}`; hermit-tui {r.hermit_tui_version}. Every figure below is "
+           "measured on the test split unless labelled otherwise.", "", "## Warnings", ""]
+    out += [f"- {w}" for w in r.warnings] or ["None."]
+    out += ["", "## Protocol", ""]
+    repeats = sorted({s.summary["repeats"] for s in r.selectors if s.summary})
+    out += _table(["", ""], [
+        ["dataset revision", r.dataset_revision],
+        ["split sizes", f"test {r.splits['test']}, train {r.splits['train']}, val {r.splits['val']} "
+                        f"(task file: {r.splits['tasks']} tasks)"],
+        ["repeats", ", ".join(map(str, repeats)) or "—"],
+        ["success threshold", _g(r.threshold) + (" (hermit's)" if r.threshold == SOLVED_THRESHOLD
+                                                     else " (set for this report; the files keep hermit's 1.0)")],
+        ["comparable", "yes: every selector shares one protocol fingerprint" if r.comparable
+                       else "NO: see Comparability"],
+    ])
+    out += ["", "## Results on the test split", ""]
+    rows = []
+    for s in r.selectors:
+        st = s.stats
+        k = st.repeats if st.repeats is not None else f"{st.repeats_min}-{st.repeats_max}"
+        commit = (s.commit or "")[:12] or (f"dir {s.content_hash[:12]}" if s.content_hash else "—")
+        rows.append([s.label, s.adapter or "—", commit, st.n_tasks, k, _f(st.mean), _ci(st.ci_low, st.ci_high),
+                     _f(st.solved_once, 3), _ci(*(st.solved_once_ci or (None, None)), digits=3),
+                     _f(st.pass_k, 3), s.errors, f"{s.known_cost_usd:.4f}", s.unknown_cost_attempts, s.written_by])
+    out += _table(["selector", "adapter", "commit measured", "tasks", "repeats", "mean", "95% CI",
+                   f"solved once (>= {_g(r.threshold)})", "Wilson 95% CI", "pass^k", "errors", "known cost (USD)",
+                   "unknown-cost attempts", "written by"], rows)
+    notes = [f"- {s.label}: {text}" for s in r.selectors for text in (s.stats.rule_of_three, s.stats.lever_note)
+             if text]
+    if notes:
+        out += ["", *notes]
+    out += ["", f"Mean: over all attempts, failures scored 0; 95% CI: {r.selectors[0].stats.method}.", "",
+            "### hermit's summaries", ""]
+    out += _table(["selector", *SUMMARY_KEYS], [
+        [s.label, *(("—" if s.summary[k] is None else s.summary[k]) for k in SUMMARY_KEYS)] if s.summary
+        else [s.label, *(["(no summary.json)"] + ["—"] * (len(SUMMARY_KEYS) - 1))] for s in r.selectors])
+    out += ["", "## Paired comparisons (test split)", ""]
+    if not r.pairs:
+        out += ["One selector: nothing to compare.", ""]
+    for p in r.pairs:
+        counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.transition_counts.items())
+        out += [f"### {p.b} vs {p.a}", "", f"**Verdict:** {p.verdict}", ""]
+        out += _table(["", ""], [
+            ["paired tasks", p.n_paired],
+            ["mean difference", _f(p.mean_diff)],
+            ["95% CI", _ci(p.ci_low, p.ci_high)],
+            ["p-value", f"{_p(p.p_value)} ({p.test})"],
+            ["sign test p", _p(p.sign_test_p)],
+            ["wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"],
+            ["transitions", counts],
+            ["minimum detectable difference", _f(p.mde)],
+        ])
+        if p.n_unpaired:
+            out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
+        out.append("")
+    out += ["## Comparability", ""]
+    if r.comparable:
+        out.append("Every selector shares one protocol fingerprint (test ids and rows, judge, pipeline, params, model, "
+                   "repeats).")
+    else:
+        out += [f"- **{d.a} vs {d.b}**: {'; '.join(d.differences)}" for d in r.differences]
+    fields = list(FIELD_NAMES)
+    out += ["", *_table(["selector", *fields], [
+        [s.label, *(_short(s.fingerprint.get(f)) for f in fields)] if s.fingerprint
+        else [s.label, "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing", *["—"] * (len(fields) - 1)] for s in r.selectors])]
+    out += ["", "## Protocol checks", ""]
+    out += [f"- **{c.level}** ({c.code}): {c.message}" for c in r.checks] or ["No finding."]
+    out += ["", "## Test reuse", ""]
+    reuse = r.test_reuse
+    out.append(f"{reuse.adapters} different adapter{'s' * (reuse.adapters != 1)} of this run "
+               f"({reuse.non_final} besides final) were evaluated on this test split, in {reuse.evaluations} "
+               f"evaluation{'s' * (reuse.evaluations != 1)} (archived ones included).")
+    if reuse.note:
+        out += ["", f"**{reuse.note}.**"]
+    out += ["", "## Training evidence (TRAINING, not test)", ""]
+    if r.training is None or not r.training.steps:
+        out.append("No steps.jsonl with training scores in the run folder.")
+    else:
+        out += [r.training.label, "", *_table(["step", "epoch", "train tasks", "training mean score"], [
+            [t.step, t.epoch, t.tasks, _f(t.mean_score)] for t in r.training.steps])]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "—"
+    text = str(value)
+    return text[:12] if re.fullmatch(r"[0-9a-f]{64}", text) else text
+
+
+def to_json(report: Report) -> str:
+    """The whole report as JSON; the keys are the model's fields, in a fixed order."""
+    return report.model_dump_json(indent=1) + "\n"
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else repr(float(x))
+
+
+def to_csv(report: Report) -> str:
+    """The per-task table: task id, then per selector mean, sd, n, solved_once, then per default pair b - a."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    header = ["task_id"]
+    for s in report.selectors:
+        header += [f"{s.label}_mean", f"{s.label}_sd", f"{s.label}_n", f"{s.label}_solved_once"]
+    header += [f"{p.b}_minus_{p.a}" for p in report.pairs]
+    writer.writerow(header)
+    per = {s.label: s.stats.per_task for s in report.selectors}
+    for tid in report.test_ids:
+        row: list[str] = [tid]
+        for s in report.selectors:
+            ts = per[s.label].get(tid)
+            row += ["", "", "0", ""] if ts is None else [_num(ts.mean), _num(ts.sd), str(ts.n), str(int(ts.solved > 0))]
+        for p in report.pairs:
+            a, b = per[p.a].get(tid), per[p.b].get(tid)
+            row.append("" if a is None or b is None else _num(b.mean - a.mean))
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+__all__ = ["Report", "SelectorReport", "TrainingEvidence", "build_report", "default_labels", "to_csv", "to_json",
+           "to_markdown"]

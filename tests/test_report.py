@@ -1,0 +1,209 @@
+"""The report: its figures against values recomputed by hand from results.jsonl, its three formats, reports over
+hermit-written evaluations, and the CLI's --output rules."""
+import argparse
+import csv
+import io
+import json
+import math
+import re
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+
+from conftest import _repair_worktree
+from hermit_tui import cli_report
+from hermit_tui.core.config import load_config
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.evalstore import StoredEvaluation
+from hermit_tui.core.report import build_report, default_labels, to_csv, to_json, to_markdown
+from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.tasks import load_tasks
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hermit_eval"
+LABELS = ["none", "root", "final"]
+T15 = 2.131449546  # t(0.975, 15 df), from published tables
+SUMMARY_KEYS = ["adapter", "commit", "tasks", "repeats", "mean_score", "solved_once", "cost_usd",
+                "unknown_cost_tasks", "errors", "wall_s"]
+
+
+@pytest.fixture(scope="module")
+def evaluated(demo_template, tmp_path_factory) -> Path:
+    """A demo workspace where none, root and final were evaluated (3 repeats, as the demo's run.yaml says)."""
+    dest = tmp_path_factory.mktemp("report") / "demo"
+    shutil.copytree(demo_template, dest, symlinks=True)
+    _repair_worktree(demo_template, dest)
+    EvalRun(load_config(dest / "run.yaml", ["agent.params.latency_scale=0"]), LABELS).run_sync()
+    return dest / "run.yaml"
+
+
+def report_of(path: Path, labels=None, **kw):
+    config = load_config(path)
+    return build_report(config, load_tasks(config), labels, **kw)
+
+
+def by_hand(run_dir: Path, label: str) -> dict[str, list[float]]:
+    """Scores per task, read straight from results.jsonl."""
+    scores: dict[str, list[float]] = {}
+    for line in (run_dir / "eval" / label / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        scores.setdefault(row["id"], []).append(row["judge"]["score"])
+    return scores
+
+
+def test_the_report_on_the_demo_matches_hand_computations(evaluated):
+    run_dir = evaluated.parent / "runs" / "demo"
+    test_ids = (evaluated.parent / "test.txt").read_text().split()
+    report = report_of(evaluated)
+    data = json.loads(to_json(report))
+    md = to_markdown(report)
+
+    assert [s["label"] for s in data["selectors"]] == LABELS
+    assert data["splits"] == {"tasks": 40, "train": 16, "val": 8, "test": 16}
+    assert data["dataset_revision"] == "not recorded" and data["comparable"] is True and data["demo"] is True
+    means = {}
+    for sel in data["selectors"]:
+        label = sel["label"]
+        on_disk = json.loads((run_dir / "eval" / label / "summary.json").read_text())
+        assert sel["summary"] == {k: on_disk[k] for k in SUMMARY_KEYS}
+        scores = by_hand(run_dir, label)
+        task_means = [statistics.fmean(scores[t]) for t in test_ids]
+        means[label] = dict(zip(test_ids, task_means))
+        flat = [x for t in test_ids for x in scores[t]]
+        mean = statistics.fmean(flat)
+        se = statistics.stdev(task_means) / math.sqrt(16)  # equal repeats: the clustered se
+        st = sel["stats"]
+        assert st["mean"] == pytest.approx(mean) == pytest.approx(on_disk["mean_score"])
+        assert st["ci_low"] == pytest.approx(mean - T15 * se, abs=1e-8)
+        assert st["ci_high"] == pytest.approx(mean + T15 * se, abs=1e-8)
+        assert st["solved_once"] == pytest.approx(sum(max(scores[t]) >= 1 for t in test_ids) / 16)
+        assert st["pass_k"] == pytest.approx(sum(min(scores[t]) >= 1 for t in test_ids) / 16)
+        lines = [json.loads(l) for l in (run_dir / "eval" / label / "results.jsonl").read_text().splitlines()]
+        assert sel["errors"] == on_disk["errors"] == sum(r["status"] != "ok" for r in lines)
+        assert sel["unknown_cost_attempts"] == on_disk["unknown_cost_tasks"] == 9
+        assert sel["known_cost_usd"] == pytest.approx(sum(r["cost_usd"] or 0 for r in lines))
+        assert sel["commit"] == on_disk["commit"]
+        row = next(l for l in md.splitlines() if l.startswith(f"| {label} | {label} |")).split(" | ")
+        shown_ci = [float(x) for x in row[6].split(" to ")]
+        assert [float(row[5]), *shown_ci] == pytest.approx([mean, mean - T15 * se, mean + T15 * se], abs=5.1e-5)
+
+    assert [(p["a"], p["b"]) for p in data["pairs"]] == [("none", "final"), ("root", "final"), ("none", "root")]
+    for pair in data["pairs"]:
+        diffs = [means[pair["b"]][t] - means[pair["a"]][t] for t in test_ids]
+        diff, se = statistics.fmean(diffs), statistics.stdev(diffs) / 4
+        assert pair["mean_diff"] == pytest.approx(diff)
+        assert (pair["ci_low"], pair["ci_high"]) == pytest.approx((diff - T15 * se, diff + T15 * se), abs=1e-8)
+        assert (pair["wins"], pair["losses"], pair["ties"]) == (
+            sum(d > 1e-9 for d in diffs), sum(d < -1e-9 for d in diffs), sum(abs(d) <= 1e-9 for d in diffs))
+        section = md.split(f"### {pair['b']} vs {pair['a']}")[1].split("###")[0]
+        assert f"**Verdict:** {pair['verdict']}" in section
+        shown = re.search(r"\| mean difference \| (-?[0-9.]+) \|", section).group(1)
+        assert float(shown) == pytest.approx(diff, abs=5.1e-5) and len(shown.split(".")[1]) == 4
+        assert "paired permutation test" in section
+
+    steps = [json.loads(l) for l in (run_dir / "steps.jsonl").read_text().splitlines()]
+    assert [s["mean_score"] for s in data["training"]["steps"]] == [s["rollout"]["mean_score"] for s in steps]
+    assert data["training"]["label"].startswith("TRAINING evidence")
+    # warnings come first, training evidence last and apart from the test figures
+    order = [md.index(h) for h in ("## Warnings", "## Results on the test split", "## Paired comparisons",
+                                   "## Training evidence (TRAINING, not test)")]
+    assert order == sorted(order)
+    assert "Teaching demonstration" in md.split("## Protocol")[0]
+    assert "sandbox_disabled" in md.split("## Protocol")[0]  # the demo trained with the sandbox off
+    assert [c["code"] for c in data["checks"]] == ["sandbox_disabled", "val_to_evolver"]
+    assert data["test_reuse"]["note"] is None and data["test_reuse"]["adapters"] == 2
+
+
+def test_csv_is_the_per_task_table(evaluated):
+    run_dir = evaluated.parent / "runs" / "demo"
+    test_ids = (evaluated.parent / "test.txt").read_text().split()
+    rows = list(csv.DictReader(io.StringIO(to_csv(report_of(evaluated)))))
+    assert [r["task_id"] for r in rows] == test_ids
+    scores = {label: by_hand(run_dir, label) for label in LABELS}
+    for r in rows:
+        t = r["task_id"]
+        for label in LABELS:
+            s = scores[label][t]
+            assert float(r[f"{label}_mean"]) == pytest.approx(sum(s) / len(s))
+            assert float(r[f"{label}_sd"]) == pytest.approx(statistics.stdev(s))
+            assert int(r[f"{label}_n"]) == 3
+            assert int(r[f"{label}_solved_once"]) == int(max(s) >= 1)
+        assert float(r["final_minus_none"]) == pytest.approx(
+            sum(scores["final"][t]) / 3 - sum(scores["none"][t]) / 3)
+
+
+def test_a_threshold_and_a_chosen_order_of_selectors(evaluated):
+    run_dir = evaluated.parent / "runs" / "demo"
+    test_ids = (evaluated.parent / "test.txt").read_text().split()
+    report = report_of(evaluated, ["final", "none"], threshold=0.5)
+    assert [s.label for s in report.selectors] == ["final", "none"]
+    assert [(p.a, p.b) for p in report.pairs] == [("none", "final")]
+    none = by_hand(run_dir, "none")
+    assert report.selectors[1].stats.solved_once == pytest.approx(sum(max(none[t]) >= 0.5 for t in test_ids) / 16)
+    assert "| success threshold | 0.5 (set for this report" in to_markdown(report)
+    with pytest.raises(InputError, match="no evaluation of 'demo_ckpt-step-1'"):
+        report_of(evaluated, ["demo_ckpt-step-1"])
+
+
+def test_a_report_over_hermit_written_evaluations(demo_config):
+    """Files `hermit eval` wrote: no fingerprint, no extras; the report works and says the fingerprint is missing."""
+    eval_dir = demo_config.parent / "runs" / "demo" / "eval"
+    for label in LABELS:
+        shutil.copytree(FIXTURES / label, eval_dir / label)
+    report = report_of(demo_config)
+    assert [s.label for s in report.selectors] == LABELS
+    assert [s.written_by for s in report.selectors] == ["hermit eval"] * 3
+    assert report.comparable is False
+    assert all("fingerprint is missing" in d.differences[0] for d in report.differences)
+    md = to_markdown(report)
+    assert "NOT COMPARABLE (cannot be checked): the protocol fingerprint is missing for none, root, final" in md
+    expected = {"none": 0.3375, "root": 0.5528, "final": 0.7313}  # the fixture README's figures
+    for s in report.selectors:
+        assert s.summary["mean_score"] == pytest.approx(expected[s.label], abs=5e-5)
+        assert s.stats.mean == pytest.approx(s.summary["mean_score"])
+        assert s.errors == s.summary["errors"] == 6
+    assert report.selectors[2].commit == "40c22b79ec6057cae58bb8b1929f9de1e3a4d481"
+    assert json.loads(to_json(report))["selectors"][0]["fingerprint"] is None
+
+
+def test_default_order_none_root_checkpoints_final_others():
+    names = ["zeta", "final", "demo_ckpt-step-10", "other_ckpt-step-1", "demo_ckpt-epoch-1", "demo_ckpt-step-2",
+             "root", "demo_bootstrap", "none"]
+    stored = [StoredEvaluation(label=n, folder=Path(n)) for n in names]
+    stored.append(StoredEvaluation(label="old", folder=Path("x"), archived=True, archived_at="20260101T000000Z"))
+    assert default_labels(stored, "demo") == ["none", "root", "demo_bootstrap", "demo_ckpt-step-2",
+                                              "demo_ckpt-step-10", "demo_ckpt-epoch-1", "final",
+                                              "other_ckpt-step-1", "zeta"]
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    cli_report.add_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["report", *argv])
+
+
+def test_cli_writes_output_and_refuses_to_overwrite(evaluated, tmp_path, capsys):
+    out = tmp_path / "report.json"
+    assert cli_report.run(parse(["--config", str(evaluated), "--format", "json", "--output", str(out)])) == 0
+    written = json.loads(out.read_text())
+    assert [s["label"] for s in written["selectors"]] == LABELS
+    out.write_text("keep me")
+    with pytest.raises(InputError, match="already exists; pass --force"):
+        cli_report.run(parse(["--config", str(evaluated), "--output", str(out)]))
+    assert out.read_text() == "keep me"
+    assert cli_report.run(parse(["--config", str(evaluated), "--format", "csv", "--output", str(out),
+                                 "--force", "--adapter", "root", "--adapter", "final"])) == 0
+    assert out.read_text().splitlines()[0].startswith("task_id,root_mean,root_sd,root_n,root_solved_once,final_mean")
+    capsys.readouterr()
+    assert cli_report.run(parse(["--config", str(evaluated), "--adapter", "none"])) == 0
+    assert capsys.readouterr().out.startswith("# Evaluation report: demo")
+
+
+def test_cli_maps_selectors_to_labels(evaluated, tmp_path):
+    config = load_config(evaluated)
+    assert cli_report.label_of("demo/ckpt-step-2", config) == "demo_ckpt-step-2"
+    assert cli_report.label_of("final", config) == "final"
+    assert cli_report.label_of("template", config) == "template"  # an adapter directory: its folder name
+    with pytest.raises(InputError, match="no evaluation of 'demo_ckpt-step-2'"):
+        cli_report.run(parse(["--config", str(evaluated), "--adapter", "demo/ckpt-step-2"]))
