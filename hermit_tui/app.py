@@ -212,6 +212,30 @@ class HermitApp(App):
             self.call_from_thread(self.open_config, path)
         self.run_worker(build, thread=True, exclusive=True, group="load", name="build-demo")
 
+    def action_export_report(self) -> None:
+        """Write report.md, report.json and report.csv under <run dir>/reports/<UTC time>/ (in a worker)."""
+        if self.config is None:
+            self.notify("Open a config first", severity="warning")
+            return
+        config, taskset = self.config, self.taskset
+
+        def export() -> None:
+            from datetime import datetime, timezone
+
+            from hermit_tui.core.records import write_atomic
+            from hermit_tui.core.report import build_report, to_csv, to_json, to_markdown
+            try:
+                report = build_report(config, taskset, None)
+                folder = config.run_dir / "reports" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+                folder.mkdir(parents=True, exist_ok=False)
+                for name, render in (("report.md", to_markdown), ("report.json", to_json), ("report.csv", to_csv)):
+                    write_atomic(folder / name, render(report))
+            except (InputError, OSError) as exc:
+                self.call_from_thread(self.notify, str(exc), title="Report not written", severity="error")
+                return
+            self.call_from_thread(self.notify, f"Report written to {folder}", title="Report", timeout=10)
+        self.run_worker(export, thread=True, exclusive=True, group="report", name="export-report")
+
     def goto(self, name: str, **kwargs: Any) -> None:
         """Show a screen by name (used by bindings and palette commands)."""
         from hermit_tui.screens import SCREENS

@@ -23,6 +23,8 @@ SETUP = [
     Binding("a", "add_directory", "Add dir…"),
     Binding("h", "history", "History"),
     Binding("t", "tasks", "Tasks"),
+    Binding("v", "compare", "Compare"),
+    Binding("p", "review", "Publish…"),
     Binding("o", "open_config", "Open config", show=False),
 ]
 
@@ -30,6 +32,7 @@ RUN = [
     Binding("c", "cancel", "Cancel"),
     Binding("t", "tasks", "Tasks"),
     Binding("e", "errors", "Errors"),
+    Binding("v", "compare", "Compare"),
     Binding("s", "setup", "Setup"),
     Binding("enter", "drill", "Drill down", show=False),
 ]
@@ -69,8 +72,25 @@ HISTORY = [
     Binding("escape", "back", "Back"),
 ]
 
+COMPARE = [
+    Binding("s", "swap", "Swap a/b"),
+    Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="["),
+    Binding("right_square_bracket", "next_tab", "Next tab", key_display="]"),
+    Binding("escape", "back", "Back"),
+]
+
+REVIEW = [
+    Binding("p", "publish", "Publish…"),
+    Binding("u", "undo", "Undo publish…"),
+    Binding("c", "show_tab('tab-card')", "Card"),
+    Binding("d", "show_tab('tab-diff')", "Diff"),
+    Binding("r", "refresh", "Refresh", show=False),
+    Binding("escape", "back", "Back"),
+]
+
 HELP = [Binding("escape", "dismiss", "Close"), Binding("question_mark", "dismiss", "Close", show=False)]
 
 #: For the help screen: (screen title, bindings) in the order a user meets them.
 ALL = [("Everywhere", APP), ("Config picker", PICKER), ("Setup", SETUP), ("Live run", RUN),
-       ("Per-task table", TASKS), ("Drill-down", ATTEMPT), ("Errors", ERRORS), ("History", HISTORY)]
+       ("Per-task table", TASKS), ("Drill-down", ATTEMPT), ("Errors", ERRORS), ("History", HISTORY),
+       ("Compare", COMPARE), ("Review & publish", REVIEW)]

@@ -20,6 +20,10 @@ class HermitCommands(Provider):
             ("Per-task table", "sort, filter, search", partial(app.goto, "tasks")),
             ("Errors", "every error and judge_error, grouped", partial(app.goto, "errors")),
             ("History", "open earlier evaluations side by side", partial(app.goto, "history")),
+            ("Compare two selectors", "intervals, paired difference, verdict, plots", partial(app.goto, "compare")),
+            ("Review & publish the final card", "diff, warnings, explicit confirm; undo",
+             partial(app.goto, "review")),
+            ("Export the report", "Markdown, JSON and CSV beside the evaluations", app.action_export_report),
             ("Toggle dark/light theme", "", app.action_toggle_dark),
             ("Help", "every key binding", app.action_help),
         ]

@@ -25,6 +25,8 @@ SHOTS = [
     ("attempt", "attempt", {"task_id": "t09"}, (120, 40), []),
     ("errors", "errors", {}, (120, 40), []),
     ("history", "history", {}, (120, 40), []),
+    ("compare", "compare", {}, (120, 40), ["wait:2000"]),
+    ("review", "review", {}, (120, 40), ["wait:2000"]),
     ("picker", "picker", {}, (120, 40), []),
     ("help", "help", {}, (120, 40), []),
     ("setup-80x24", "setup", {}, (80, 24), []),
@@ -38,7 +40,10 @@ async def shoot(config: Path, name: str, screen: str, kwargs: dict, size: tuple[
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         for key in keys:
-            await pilot.press(key)
+            if key.startswith("wait:"):  # let a screen's worker finish (e.g. the first scipy import)
+                await pilot.pause(int(key[5:]) / 1000)
+            else:
+                await pilot.press(key)
         await pilot.pause(0.3)
         path = app.save_screenshot(f"{name}.svg", str(HERE))
     return Path(path)

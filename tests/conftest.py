@@ -25,9 +25,14 @@ def demo_config(demo_template, tmp_path) -> Path:
 
 
 def _repair_worktree(src: Path, dest: Path) -> None:
-    """A git worktree records absolute paths; point the copy's checkout at the copy's tree."""
-    import subprocess
+    """A git worktree records absolute paths both ways: point the copy's checkout at the copy's tree and the
+    copy's tree at the copy's checkout (the template is left untouched)."""
     checkout = dest / "runs" / "demo" / "checkout"
-    if (checkout / ".git").is_file():
-        subprocess.run(["git", "worktree", "repair", str(checkout)], cwd=dest / "runs" / "trees" / "demo-notes",
-                       check=True, capture_output=True)
+    dot_git = checkout / ".git"
+    if not dot_git.is_file():
+        return
+    old_gitdir = Path(dot_git.read_text().split("gitdir:", 1)[1].strip())
+    name = old_gitdir.name
+    tree_git = dest / "runs" / "trees" / "demo-notes" / ".git"
+    dot_git.write_text(f"gitdir: {tree_git / 'worktrees' / name}\n")
+    (tree_git / "worktrees" / name / "gitdir").write_text(f"{dot_git}\n")

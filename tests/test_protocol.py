@@ -72,10 +72,9 @@ def test_a_read_grant_on_the_data_folder_exposes_the_tasks_file_and_the_test_spl
     found = checks_of(workspace(tmp_path, sandbox={"read": ["docs", "data"]},
                                 evolver_access={"environment": ["data/test.txt"]}))
     assert codes(found) == ["grant_exposes_test", "grant_exposes_test"]
-    data = (tmp_path / "data").resolve()
-    assert found[0].message.startswith(f"sandbox.read[1] grants 'data' ({data}), which holds the test split "
+    assert found[0].message.startswith("sandbox.read[1] grants 'data' (data), which holds the test split "
                                        "test.txt and the tasks file tasks.jsonl")
-    assert found[1].message.startswith(f"evolver_access.environment[0] grants 'data/test.txt' ({data / 'test.txt'})"
+    assert found[1].message.startswith("evolver_access.environment[0] grants 'data/test.txt' (data/test.txt)"
                                        ", which is the test split test.txt")
 
 
@@ -101,7 +100,7 @@ def test_the_runs_resolved_config_is_read_before_the_current_one(tmp_path):
     (run_dir / "config.yaml").write_text(yaml.safe_dump({"config": trained, "warnings": []}))
     found = checks_of(path)
     assert codes(found) == ["grant_exposes_test"]
-    assert str(run_dir / "config.yaml") in found[0].message
+    assert "(runs/r/config.yaml)" in found[0].message  # named relative to the config's folder
 
 
 def test_validation_handed_to_the_evolver_only_when_the_run_shows_it(tmp_path):

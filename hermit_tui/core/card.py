@@ -2,7 +2,8 @@
 
 The pieces are separate so that a review step can show the new card before anything is committed:
 :func:`render_eval_table` makes the table, :func:`replace_evaluation_section` puts it into a card's text,
-:func:`update_final_card` writes, commits and re-tags as hermit does.
+:func:`update_final_card` writes, commits and re-tags as hermit does, through :class:`CardChange` (the atomic write,
+commit and tag move that publishing uses too).
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def render_eval_table(rows: Sequence[CardRow]) -> str:
     return "\n".join(lines)
 
 
-def _lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     """The text split after each LF only (other Unicode line breaks stay inside their line)."""
     parts = text.split("\n")
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
@@ -73,7 +74,7 @@ def replace_evaluation_section(card_text: str, table: str) -> str:
     A card without an Evaluation section gets one appended at its end (after a blank line); it has no
     "Where it has not been tested" line, since only the card's author can say that.
     """
-    lines = _lines(card_text)
+    lines = split_lines(card_text)
     heading = next((i for i, line in enumerate(lines) if line.rstrip() == EVAL_HEADING), None)
     if heading is None:
         body = card_text
@@ -111,7 +112,7 @@ def _identity_env(repo: git.Repo) -> dict[str, str]:
     return env
 
 
-def _commit_card(repo: git.Repo, head: str, message: str) -> str:
+def commit_card(repo: git.Repo, head: str, message: str) -> str:
     """A commit object: ``head``'s tree with the working CARD.md in place of its own (no index or branch touched)."""
     fd, index = tempfile.mkstemp(prefix="hermit-tui-index-")
     os.close(fd)
@@ -125,6 +126,71 @@ def _commit_card(repo: git.Repo, head: str, message: str) -> str:
         if os.path.exists(index):
             os.unlink(index)
     return repo.git.commit_tree(tree, "-p", head, "-m", message, env=_identity_env(repo))
+
+
+def write_card(path: Path, data: bytes) -> None:
+    """Replace the file at ``path`` with ``data`` in one rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def move_branch(repo: git.Repo, branch: str, new: str, old: str, message: str) -> None:
+    """Point ``branch`` (a full ref name) at ``new``, only if it still points at ``old``."""
+    repo.git.update_ref("-m", message, branch, new, old)
+
+
+def stage_card(repo: git.Repo) -> None:
+    """Put the working CARD.md in the checkout's index (so that the checkout shows no change)."""
+    repo.git.update_index("--add", "--", CARD_NAME)
+
+
+def checkout_branch(repo: git.Repo) -> str | None:
+    """The full ref name of the branch the checkout is on, or None when its HEAD is detached."""
+    try:
+        return repo.git.symbolic_ref("-q", "HEAD")
+    except git.GitCommandError:
+        return None
+
+
+class CardChange:
+    """One change of the card in the run's checkout: write CARD.md, commit it alone on top of ``head`` on
+    ``branch``, point ``tag`` at that commit. :meth:`rollback` puts back what :meth:`apply` may have changed:
+    CARD.md's bytes, the branch, the checkout's index and the tag (to ``tag_before``; deleted when None)."""
+
+    def __init__(self, repo: git.Repo, tree: AdapterTree, card: Path, *, branch: str, head: str, tag: str,
+                 tag_before: str | None, original: bytes):
+        self.repo, self.tree, self.card = repo, tree, card
+        self.branch, self.head, self.tag, self.tag_before = branch, head, tag, tag_before
+        self.original = original
+        self.index_path = Path(repo.git_dir) / "index"
+        self.index_bytes = self.index_path.read_bytes() if self.index_path.exists() else None
+
+    def apply(self, new: bytes | None, message: str) -> str:
+        """Write ``new`` and commit it; with ``new`` None only move the tag to ``head``. Returns the tag's commit."""
+        commit = self.head
+        if new is not None:
+            write_card(self.card, new)
+            commit = commit_card(self.repo, self.head, message)
+            move_branch(self.repo, self.branch, commit, self.head, message)
+            stage_card(self.repo)
+        self.tree.move_tag(self.tag, commit)
+        return commit
+
+    def rollback(self) -> None:
+        """Each step is tried even when another fails: restoring the rest matters more than the first failure."""
+        tag_ref = f"refs/tags/{self.tag}"
+        steps = [lambda: write_card(self.card, self.original),
+                 lambda: self.repo.git.update_ref(self.branch, self.head),
+                 lambda: (self.index_path.write_bytes(self.index_bytes) if self.index_bytes is not None
+                          else self.index_path.unlink(True)),
+                 lambda: (self.tree.repo.git.update_ref(tag_ref, self.tag_before) if self.tag_before
+                          else self.tree.repo.git.update_ref("-d", tag_ref))]
+        for step in steps:
+            try:
+                step()
+            except Exception:  # noqa: BLE001
+                pass
 
 
 def update_final_card(config, summary: Summary | Mapping[str, Any]) -> CardResult:
@@ -166,11 +232,7 @@ def _update(tree: AdapterTree, repo: git.Repo, card: Path, tag: str, run: str, s
     branch = f"refs/heads/{run}"
     if Path(repo.common_dir).resolve() != Path(tree.repo.common_dir).resolve():
         raise InputError(f"run checkout {card.parent} is not a worktree of tree {tree.path}: card not updated")
-    try:
-        on_branch = repo.git.symbolic_ref("-q", "HEAD")
-    except git.GitCommandError:
-        on_branch = None
-    if on_branch != branch:
+    if checkout_branch(repo) != branch:
         raise InputError(f"run checkout {card.parent} is not on branch '{run}': card not updated")
     head = repo.git.rev_parse("--verify", "HEAD")
     final = tree.tag_target(tag)
@@ -187,16 +249,11 @@ def _update(tree: AdapterTree, repo: git.Repo, card: Path, tag: str, run: str, s
     if new == original:
         return CardResult(card_path=card, message=f"{card.name} already holds these results: nothing committed")
 
-    index_path = Path(repo.git_dir) / "index"
-    index_bytes = index_path.read_bytes() if index_path.exists() else None
+    change = CardChange(repo, tree, card, branch=branch, head=head, tag=tag, tag_before=final, original=original)
     try:
-        _write_bytes(card, new)
-        commit = _commit_card(repo, head, f"card: eval results of {tag}")
-        repo.git.update_ref("-m", f"card: eval results of {tag}", branch, commit, head)
-        repo.git.update_index("--add", "--", CARD_NAME)
-        tree.move_tag(tag, commit)
+        commit = change.apply(new, f"card: eval results of {tag}")
     except Exception as exc:
-        _restore(repo, tree, card, original, index_path, index_bytes, branch, head, tag)
+        change.rollback()
         if isinstance(exc, (git.GitCommandError, OSError)):
             raise InputError(f"updating {card} failed ({' '.join(str(exc).split())[:300]}); the card, branch "
                              f"'{run}' and tag {tag} are as before") from None
@@ -205,26 +262,6 @@ def _update(tree: AdapterTree, repo: git.Repo, card: Path, tag: str, run: str, s
                       message=f"{card.name} updated in commit {commit[:12]} on branch '{run}'; {tag} moved to it")
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def _restore(repo: git.Repo, tree: AdapterTree, card: Path, original: bytes, index_path: Path,
-             index_bytes: bytes | None, branch: str, head: str, tag: str) -> None:
-    """Put back what a failed update may have changed (the tag pointed at ``head`` before); each step is tried
-    even when another fails."""
-    steps = [lambda: _write_bytes(card, original),
-             lambda: repo.git.update_ref(branch, head),
-             lambda: index_path.write_bytes(index_bytes) if index_bytes is not None else index_path.unlink(True),
-             lambda: tree.repo.git.update_ref(f"refs/tags/{tag}", head)]
-    for step in steps:
-        try:
-            step()
-        except Exception:  # noqa: BLE001 - restoring the rest matters more than the first failure
-            pass
-
-
-__all__ = ["CARD_NAME", "EVAL_HEADING", "TAIL_MARK", "CardResult", "CardRow", "final_row",
-           "render_eval_table", "replace_evaluation_section", "update_final_card"]
+__all__ = ["CARD_NAME", "EVAL_HEADING", "TAIL_MARK", "CardChange", "CardResult", "CardRow", "checkout_branch",
+           "commit_card", "final_row", "render_eval_table", "replace_evaluation_section", "split_lines",
+           "update_final_card"]

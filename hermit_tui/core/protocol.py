@@ -59,6 +59,14 @@ def _get(data: Any, dotted: str, default: Any = None) -> Any:
 # ---------------------------------------------------------------------------------------------------- the run
 
 
+def _shown(path: Path, base: Path) -> str:
+    """A path as the user sees the workspace: relative to the config's folder when inside it."""
+    try:
+        return str(Path(path).relative_to(base))
+    except ValueError:
+        return str(path)
+
+
 class _Training:
     """The training config (the run's resolved config.yaml when it exists, else the current config) and the
     run folder."""
@@ -80,7 +88,7 @@ class _Training:
             except (OSError, UnicodeDecodeError, yaml.YAMLError):
                 resolved = None
             if isinstance(resolved, Mapping) and isinstance(resolved.get("config"), Mapping):
-                self.data, self.source, self.from_run = resolved["config"], str(path), True
+                self.data, self.source, self.from_run = resolved["config"], _shown(path, config.base), True
                 self.run_warnings += [str(w) for w in resolved.get("warnings") or [] if w]
         summary = self.run_dir / "summary.json" if self.run_dir else None
         if summary is not None and summary.is_file():
@@ -215,7 +223,7 @@ def _grants(config, training: _Training) -> list[Check]:
         if exposed:
             verb = "is" if any(grant == t for t in targets) else "holds"
             out.append(Check(level="warning", code="grant_exposes_test", message=(
-                f"{key} grants {value!r} ({grant}), which {verb} {' and '.join(exposed)} ({training.source}): the "
+                f"{key} grants {value!r} ({_shown(grant, config.base)}), which {verb} {' and '.join(exposed)} ({training.source}): the "
                 "Evolver could read the test rows during training")))
     return out
 

@@ -12,6 +12,8 @@ _WHERE = {
     "errors": ("errors", "ErrorsScreen"),
     "history": ("history", "HistoryScreen"),
     "help": ("help", "HelpScreen"),
+    "review": ("review", "ReviewScreen"),
+    "compare": ("compare", "CompareScreen"),
 }
 
 

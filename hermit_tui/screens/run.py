@@ -94,6 +94,9 @@ class RunScreen(Screen):
     def action_errors(self) -> None:
         self.app.goto("errors")
 
+    def action_compare(self) -> None:
+        self.app.goto("compare")
+
     def action_setup(self) -> None:
         self.app.goto("setup")
 

@@ -243,5 +243,11 @@ class SetupScreen(Screen):
     def action_tasks(self) -> None:
         self.app.goto("tasks")
 
+    def action_compare(self) -> None:
+        self.app.goto("compare")
+
+    def action_review(self) -> None:
+        self.app.goto("review")
+
     def action_open_config(self) -> None:
         self.app.goto("picker")

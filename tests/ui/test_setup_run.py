@@ -154,3 +154,22 @@ async def test_resume_action_continues_an_interrupted_evaluation(demo):
     summary = json.loads((path / "summary.json").read_text())
     assert summary["complete"] is True and len(after) == 48
     assert set(before) <= set(after)  # the recorded attempts were kept, not re-run
+
+
+async def test_export_report_from_the_dashboard(demo):
+    from hermit_tui.core.config import load_config
+    from hermit_tui.core.runner import EvalRun
+    await EvalRun(load_config(demo, FAST), ["none", "final"], repeats=1, update_card=False).run()
+    app = HermitApp(demo, overrides=FAST)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: versions_loaded(app))
+        app.action_export_report()
+        reports = demo.parent / "runs" / "demo" / "reports"
+        await wait_for(pilot, lambda: reports.is_dir() and any(
+            (d / "report.csv").exists() for d in reports.iterdir()))
+        folder = next(reports.iterdir())
+        data = json.loads((folder / "report.json").read_text())
+        summary = json.loads((demo.parent / "runs/demo/eval/final/summary.json").read_text())
+        assert json.dumps(summary["mean_score"]) in json.dumps(data)
+        assert len((folder / "report.csv").read_text().splitlines()) == 1 + 16
+        assert "final" in (folder / "report.md").read_text()

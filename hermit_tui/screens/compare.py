@@ -1,0 +1,554 @@
+"""Two evaluations side by side with error bars: each one's mean with its clustered interval, solved rates, errors
+and cost; their paired difference with its interval, test, transitions and power; the verdict; plots. The figures
+come from ``core.stats``, computed in a worker thread and recomputed as attempts stream in (at most once a second
+while a run is live)."""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, Input, Label, Select, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from hermit_tui import bindings
+from hermit_tui.core.fingerprint import differences, fingerprint_of
+from hermit_tui.core.stats import PairStats, SelectorStats
+from hermit_tui.paths import style
+from hermit_tui.widgets import plots
+from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
+
+LIVE_THROTTLE_S = 1.0  # while a run is live, recompute at most this often
+DEFAULT_DELTA = 0.05
+NO_DATA = "—"
+TRANSITION_NAMES = {"fixed": ("fixed", "✗ → ✓"), "broken": ("broken", "✓ → ✗"),
+                    "stable_pass": ("stable pass", "✓ → ✓"), "stable_fail": ("stable fail", "✗ → ✗"),
+                    "flaky": ("flaky", "mixed")}
+METRICS = [("mean", "mean score"), ("sample", "tasks × repeats"), ("solved", "solved once"), ("passk", "pass^k"),
+           ("errors", "errors"), ("cost", "cost")]
+TABS = ["tab-numbers", "tab-transitions", "tab-power", "tab-scores", "tab-means", "tab-diffs", "tab-running"]
+
+
+# ---------------------------------------------------------------------------------------------------- figures
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the records say beside the scores: failures and cost."""
+
+    errors: int
+    judge_errors: int
+    known_cost: float
+    known: int
+    unknown: int
+
+    @classmethod
+    def of(cls, records: Sequence[Any]) -> Facts:
+        known = [r.cost_usd for r in records if r.cost_usd is not None]
+        return cls(errors=sum(r.status == "error" for r in records),
+                   judge_errors=sum(r.status == "judge_error" for r in records),
+                   known_cost=sum(known), known=len(known), unknown=len(records) - len(known))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything the screen shows for a pair, computed off the event loop (``pair`` last: it is the slow part)."""
+
+    a: str
+    b: str
+    sa: SelectorStats
+    sb: SelectorStats
+    pair: PairStats | None
+    facts: dict[str, Facts]
+    histogram: plots.Histogram
+    diffs: list[tuple[str, float]]
+    running: dict[str, list[plots.RunningPoint]]
+
+
+def compare(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
+            task_ids: Sequence[str] | None) -> Comparison:
+    """The statistics and plot series of ``b`` against ``a`` (records in arrival order)."""
+    return with_pair(compare_selectors(a, records_a, b, records_b, task_ids), records_a, records_b, task_ids)
+
+
+def with_pair(c: Comparison, records_a: Sequence[Any], records_b: Sequence[Any],
+              task_ids: Sequence[str] | None) -> Comparison:
+    """``c`` with its paired statistics (a permutation test: seconds on thousands of tasks)."""
+    from hermit_tui.core.stats import pair_stats
+
+    return replace(c, pair=pair_stats(c.a, records_a, c.b, records_b, task_ids))
+
+
+def compare_selectors(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
+                      task_ids: Sequence[str] | None) -> Comparison:
+    """Each selector's statistics and the plot series, without the paired statistics."""
+    from hermit_tui.core.stats import selector_stats
+
+    sa, sb = selector_stats(a, records_a, task_ids), selector_stats(b, records_b, task_ids)
+    means = {a: plots.task_means(sa)} | ({b: plots.task_means(sb)} if b != a else {})
+    return Comparison(
+        a=a, b=b, sa=sa, sb=sb, pair=None,
+        facts={a: Facts.of(records_a), b: Facts.of(records_b)}, histogram=plots.histogram(means),
+        diffs=plots.sorted_differences(sa, sb),
+        running={a: plots.running_series(a, records_a, task_ids)}
+        | ({b: plots.running_series(b, records_b, task_ids)} if b != a else {}))
+
+
+def num(x: float | None) -> str:
+    return NO_DATA if x is None else f"{x:.3f}"
+
+
+def interval(low: float | None, high: float | None, name: str = "95% CI") -> str:
+    return "" if low is None else f"{name} {low:.3f} to {high:.3f}"
+
+
+def p_text(p: float | None) -> str:
+    return "p " + (NO_DATA if p is None else "< 0.001" if p < 0.001 else f"= {p:.3f}")
+
+
+def cost_text(f: Facts) -> str:
+    """Known cost plus a count of unknown ones; never $0 for costs nobody reported."""
+    if not f.known:
+        return f"unknown ({f.unknown} attempts)" if f.unknown else NO_DATA
+    return f"${f.known_cost:.4f}" + (f" + {f.unknown} unknown" if f.unknown else "")
+
+
+def metric_texts(s: SelectorStats, f: Facts) -> dict[str, str]:
+    """One selector's cells of the numbers table."""
+    if s.mean is None:
+        return {key: NO_DATA for key, _ in METRICS}
+    k = str(s.repeats) if s.repeats is not None else f"{s.repeats_min}-{s.repeats_max}"
+    sample = f"{s.n_tasks} × {k} ({s.n_attempts} attempts)"
+    if s.n_missing:
+        sample += f"; {s.n_missing} tasks not attempted"
+    return {
+        "mean": f"{num(s.mean)}  {interval(s.ci_low, s.ci_high)}".rstrip(),
+        "sample": sample,
+        "solved": f"{num(s.solved_once)}  {interval(*s.solved_once_ci, name='Wilson')}",
+        "passk": (f"{num(s.pass_k)}  {interval(*s.pass_k_ci, name='Wilson')}" if s.pass_k is not None
+                  else f"{NO_DATA} (needs 2+ repeats)"),
+        "errors": f"{f.errors} pipeline · {f.judge_errors} judge",
+        "cost": cost_text(f),
+    }
+
+
+def split_text(s: SelectorStats) -> str:
+    """The variance split and what would narrow the interval."""
+    parts = []
+    if s.between_var is not None:
+        parts.append(f"between-task variance {s.between_var:.4f}"
+                     + (f", within-task {s.within_var:.4f}" if s.within_var is not None else ""))
+    notes = [s.lever_note, s.rule_of_three]
+    if s.scores_outside_unit:
+        notes.append("Scores fall outside [0, 1]: solved-at-least-once (threshold 1.0) is not a meaningful solved "
+                     "rate for this benchmark.")
+    if s.n_ignored:
+        notes.append(f"{s.n_ignored} attempts outside the test tasks or repeated were left out.")
+    head = f"{s.label}: " + ("; ".join(parts) + ". " if parts else "")
+    return head + " ".join(n for n in notes if n)
+
+
+def pair_text(p: PairStats) -> Text:
+    """The paired difference, its test and the win/loss count."""
+    text = Text()
+    text.append(f"{p.b} − {p.a}: ", style="bold")
+    if p.mean_diff is None:
+        text.append(f"no task has attempts from both ({p.n_unpaired} unpaired)")
+        return text
+    text.append(f"{p.mean_diff:+.3f}", style="bold")
+    ci = interval(p.ci_low, p.ci_high)
+    text.append(f"  {ci}" if ci else "")
+    text.append(f"  (se {num(p.se)}; {p.n_paired} paired tasks" + (f", {p.n_unpaired} unpaired left out)"
+                                                                    if p.n_unpaired else ")"))
+    text.append(f"\n{p_text(p.p_value)}", style="bold")
+    text.append(f": {p.test}; sign test {p_text(p.sign_test_p)}")
+    text.append(f"\nwins {p.wins} · losses {p.losses} · ties {p.ties}", style="bold")
+    text.append(f"  (tasks where {p.b}'s mean is higher / lower / equal)")
+    return text
+
+
+def power_text(p: PairStats) -> str:
+    if p.mde is None:
+        return "Minimum detectable difference: needs at least 2 paired tasks."
+    k = f"{p.repeats_min}" if p.repeats_min == p.repeats_max else f"{p.repeats_min}-{p.repeats_max}"
+    lines = [f"Minimum detectable difference: {p.mde:.3f} (two-sided α 0.05, power 0.8, {p.n_paired} paired tasks "
+             f"× {k} repeats)."]
+    if p.between_var is not None:
+        split = f"Variance of a task's difference: between tasks {p.between_var:.4f}"
+        if p.noise_var is not None:
+            split += f", run-to-run {p.noise_var:.4f} at the current repeats (per attempt {p.within_var:.4f})"
+        lines.append(split + ".")
+    return "\n".join(lines)
+
+
+def needed_text(p: PairStats, delta: float) -> str:
+    """How many paired tasks, or repeats, would detect a difference of ``delta``."""
+    tasks, repeats = p.tasks_needed(delta), p.repeats_needed(delta)
+    k = f"{p.repeats_min}" if p.repeats_min == p.repeats_max else f"{p.repeats_min}-{p.repeats_max}"
+    out = [f"To detect a difference of {delta:g}:"]
+    out.append(f"  tasks needed: {tasks} paired tasks at {k} repeats" if tasks is not None
+               else "  tasks needed: unknown (needs at least 2 paired tasks)")
+    if repeats is not None:
+        out.append(f"  repeats needed: {repeats} per task with the current {p.n_paired} tasks")
+    elif p.within_var is None:
+        out.append("  repeats needed: unknown (the run-to-run variance needs 2+ repeats per task)")
+    else:
+        out.append(f"  repeats needed: no number of repeats suffices with {p.n_paired} tasks (the between-task "
+                   "variance alone is too large): add tasks")
+    return "\n".join(out)
+
+
+def verdict_kind(verdict: str) -> str:
+    """"improvement" or "regression" only when the verdict says so; "neutral" otherwise."""
+    if verdict.endswith(": an improvement."):
+        return "improvement"
+    if verdict.endswith(": a regression."):
+        return "regression"
+    return "neutral"
+
+
+def protocol_check(store, a: str, b: str) -> tuple[str, str]:
+    """(kind, text) about comparability: kind is "mismatch", "unchecked", "pending" or "" (they match)."""
+    ca, cb = store.columns.get(a), store.columns.get(b)
+    if ca is None or cb is None:
+        return "", ""
+    unfinished = [c.key for c in (ca, cb) if c.summary is None]
+    if unfinished:
+        return "pending", (f"Protocol fingerprint of {', '.join(unfinished)} is checked when "
+                           f"{'it finishes' if len(unfinished) == 1 else 'they finish'}.")
+    fa, fb = fingerprint_of(ca.summary), fingerprint_of(cb.summary)
+    missing = [c.key for c, f in ((ca, fa), (cb, fb)) if f is None]
+    if missing:
+        return "unchecked", (f"Protocol cannot be checked: {' and '.join(missing)} carr"
+                             f"{'ies' if len(missing) == 1 else 'y'} no fingerprint (written by hermit eval?).")
+    diff = differences(fa, fb)
+    if diff:
+        return "mismatch", (f"NOT COMPARABLE: {a} and {b} differ in {', '.join(diff)}. A difference in scores may "
+                            "come from the protocol, not the adapter.")
+    return "", ""
+
+
+# ---------------------------------------------------------------------------------------------------- screen
+
+
+class CompareScreen(Screen):
+    """Any two evaluations of the store compared with error bars, paired statistics and plots."""
+
+    CSS_PATH = [style("compare.tcss")]
+    BINDINGS = bindings.COMPARE
+
+    def __init__(self, a: str | None = None, b: str | None = None):
+        super().__init__()
+        self.a, self.b = a, b
+        self.result: Comparison | None = None  # the latest figures (perhaps without the paired part yet)
+        self.paired: Comparison | None = None  # the latest figures with the paired part
+        self._computed: tuple | None = None  # (store version, a, b) of the figures being computed
+        self._shown: tuple | None = None  # ... and of the figures on screen
+        self._busy = False
+        self._last_start = 0.0
+        self._timer: Timer | None = None
+        self._keys: list[str] = []
+        self._blank = False
+        self._transition: str | None = None
+
+    def compose(self) -> ComposeResult:
+        self._keys = self.app.store.keys
+        self._choose()
+        options = [(k, k) for k in self._keys]
+        blank = self._blank = len(options) < 2  # blank until there are two evaluations to choose from
+        value_a = {"value": self.a} if self.a is not None else {}
+        value_b = {"value": self.b} if self.b is not None else {}
+        yield Header()
+        yield Banners(id="compare-banners")
+        yield Static(id="compare-protocol")
+        with Horizontal(id="compare-bar"):
+            yield Label("compare ", classes="muted")
+            yield Select(options, id="select-a", compact=True, prompt="a", allow_blank=blank, **value_a)
+            yield Label(" with ", classes="muted")
+            yield Select(options, id="select-b", compact=True, prompt="b", allow_blank=blank, **value_b)
+            yield Static("", id="compare-status")
+        yield Static("computing…", id="verdict", classes="-neutral")
+        with TabbedContent(id="compare-tabs"):
+            with TabPane("Numbers", id="tab-numbers"):
+                with VerticalScroll(id="numbers"):
+                    with Grid(id="numbers-grid"):
+                        yield Static("", classes="metric-name")
+                        yield Static("", id="head-a", classes="metric-head -a")
+                        yield Static("", id="head-b", classes="metric-head -b")
+                        for key, name in METRICS:
+                            yield Static(name, classes="metric-name")
+                            yield Static("", id=f"a-{key}", classes="metric")
+                            yield Static("", id=f"b-{key}", classes="metric")
+                    yield Static("", id="pair-figures")
+                    yield Static("", id="split-a", classes="split")
+                    yield Static("", id="split-b", classes="split")
+            with TabPane("Transitions", id="tab-transitions"):
+                with Horizontal(id="transitions-box"):
+                    yield VirtualTable(id="transitions")
+                    with Vertical(id="transition-side"):
+                        yield Static("enter on a transition lists its tasks", id="transition-title")
+                        yield VirtualTable(id="transition-tasks")
+            with TabPane("Power", id="tab-power"):
+                with VerticalScroll(id="power"):
+                    yield Static("", id="power-mde")
+                    with Horizontal(id="delta-bar"):
+                        yield Label("Detect a difference of ")
+                        yield Input(f"{DEFAULT_DELTA:g}", id="delta", compact=True)
+                    yield Static("", id="power-needed")
+            with TabPane("Scores", id="tab-scores"):
+                yield plots.DistributionPlot(id="plot-scores")
+            with TabPane("Means", id="tab-means"):
+                yield plots.MeansPlot(id="plot-means")
+            with TabPane("Differences", id="tab-diffs"):
+                yield plots.DifferencesPlot(id="plot-diffs")
+            with TabPane("Running", id="tab-running"):
+                yield plots.RunningPlot(id="plot-running")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#transitions", VirtualTable).set_columns(
+            [VColumn("name", "transition", 11), VColumn("n", "tasks", 5, "right"), VColumn("what", "", 6)])
+        self._sync_selects()
+        self.refresh_from_store(now=True)
+        self.query_one("#compare-tabs Tabs").focus()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_from_store()
+
+    def on_hermit_app_store_updated(self, message) -> None:
+        self.refresh_from_store()
+
+    # -- choosing the pair ----------------------------------------------------------------------------------------
+    def _choose(self) -> None:
+        """Keep the pair when the store has it, else take the first default pair."""
+        from hermit_tui.core.stats import default_pairs
+
+        keys = self.app.store.keys
+        pairs = default_pairs(keys)
+        default = pairs[0] if pairs else (keys[0] if keys else None, None)
+        if self.a not in keys:
+            self.a = default[0]
+        if self.b not in keys:
+            self.b = default[1]
+
+    def _sync_selects(self) -> None:
+        """Offer the store's columns and show the pair."""
+        keys = self.app.store.keys
+        if keys != self._keys and (keys or self._blank):  # a Select without a blank option needs options
+            self._keys = keys
+            for select in self.query(Select):
+                with select.prevent(Select.Changed):
+                    select.set_options([(k, k) for k in keys])
+        self._choose()
+        for select, value in ((self.query_one("#select-a", Select), self.a),
+                              (self.query_one("#select-b", Select), self.b)):
+            if value is not None and select.value != value:
+                with select.prevent(Select.Changed):
+                    select.value = value
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        value = None if event.value is Select.BLANK else str(event.value)
+        if event.select.id == "select-a":
+            self.a = value
+        else:
+            self.b = value
+        self.refresh_from_store(now=True)
+
+    def action_swap(self) -> None:
+        self.a, self.b = self.b, self.a
+        self._sync_selects()
+        self.refresh_from_store(now=True)
+
+    # -- computing ------------------------------------------------------------------------------------------------
+    def refresh_from_store(self, now: bool = False) -> None:
+        """Banners at once; the figures in a worker, throttled while a run is live (``now``: a user's choice)."""
+        store = self.app.store
+        self._sync_selects()
+        self.query_one(Banners).show_for(self.app, store)
+        self._show_protocol()
+        if self.a is None or self.b is None:
+            self.query_one("#compare-status", Static).update("Two evaluations are needed to compare.")
+            return
+        if (store.version, self.a, self.b) == self._computed:
+            return
+        wait = self._last_start + LIVE_THROTTLE_S - time.monotonic()
+        # A user's choice starts at once; store updates wait for the computation in flight, and while a run is
+        # live for a second since the last start.
+        if not now and (self._busy or (store.run_active and wait > 0)):
+            if self._timer is None:
+                self._timer = self.set_timer(max(wait, LIVE_THROTTLE_S / 4), self._throttled)
+            return
+        self._start()
+
+    def _throttled(self) -> None:
+        self._timer = None
+        self.refresh_from_store()
+
+    def _start(self) -> None:
+        store = self.app.store
+        a, b = self.a, self.b
+        # copy on the event loop: the store changes under a thread that iterates it
+        records_a, records_b = list(store.columns[a].records.values()), list(store.columns[b].records.values())
+        task_ids = list(store.task_ids) or None
+        key = self._computed = (store.version, a, b)
+        self._busy = True
+        self._last_start = time.monotonic()
+        self.query_one("#compare-status", Static).update("computing…")
+
+        def work() -> None:
+            worker = get_current_worker()
+            try:
+                first = compare_selectors(a, records_a, b, records_b, task_ids)
+                if worker.is_cancelled:
+                    return
+                self.app.call_from_thread(self._show, first, key)
+                full = with_pair(first, records_a, records_b, task_ids)
+            except Exception as exc:  # a bug in a figure must not leave the screen waiting forever
+                self.app.call_from_thread(self._failed, key, f"{type(exc).__name__}: {exc}")
+                return
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._show, full, key)
+
+        self.run_worker(work, thread=True, exclusive=True, group="compare", name="compare")
+
+    def _failed(self, key: tuple, message: str) -> None:
+        if key == self._computed:
+            self._busy = False
+            self.query_one("#compare-status", Static).update(Text(f"Cannot compute the figures: {message}"))
+
+    # -- showing --------------------------------------------------------------------------------------------------
+    def _show_protocol(self) -> None:
+        kind, text = ("", "") if self.a is None or self.b is None else protocol_check(self.app.store, self.a, self.b)
+        banner = self.query_one("#compare-protocol", Static)
+        banner.display = bool(text)
+        for k in ("mismatch", "unchecked", "pending"):
+            banner.set_class(kind == k, f"-{k}")
+        banner.update(Text(("! " if kind in ("mismatch", "unchecked") else "") + text))
+
+    @property
+    def up_to_date(self) -> bool:
+        """The figures on screen are those of the store as it is now."""
+        return self._shown == (self.app.store.version, self.a, self.b)
+
+    def _show(self, r: Comparison, key: tuple) -> None:
+        """Each selector's figures and the plots; then, once computed, the paired part."""
+        if (r.a, r.b) != (self.a, self.b):
+            return
+        self.result = r
+        self.query_one("#head-a", Static).update(Text(r.a))
+        self.query_one("#head-b", Static).update(Text(r.b))
+        for side, s in (("a", r.sa), ("b", r.sb)):
+            for metric, text in metric_texts(s, r.facts[s.label]).items():
+                self.query_one(f"#{side}-{metric}", Static).update(Text(text))
+            self.query_one(f"#split-{side}", Static).update(Text(split_text(s)))
+        self.query_one("#plot-scores", plots.DistributionPlot).show(r.histogram)
+        self.query_one("#plot-means", plots.MeansPlot).show(
+            [plots.MeanCI(s.label, s.mean, s.ci_low, s.ci_high) for s in ((r.sa, r.sb) if r.a != r.b else (r.sa,))])
+        self.query_one("#plot-diffs", plots.DifferencesPlot).show((r.a, r.b, r.diffs))
+        self.query_one("#plot-running", plots.RunningPlot).show(r.running)
+        status = self.query_one("#compare-status", Static)
+        if r.pair is None:
+            status.update("computing the paired comparison…")
+            return
+        if key == self._computed:
+            self._busy = False
+        self.paired, self._shown = r, key
+        status.update("live: updating as attempts arrive" if self.app.store.run_active else "")
+        verdict = self.query_one("#verdict", Static)
+        kind = verdict_kind(r.pair.verdict)
+        for k in ("improvement", "regression", "neutral"):
+            verdict.set_class(kind == k, f"-{k}")
+        verdict.update(Text(r.pair.verdict))
+        self.query_one("#pair-figures", Static).update(pair_text(r.pair))
+        self._show_transitions(r)
+        self._show_power()
+
+    def _show_transitions(self, r: Comparison) -> None:
+        table = self.query_one("#transitions", VirtualTable)
+        counts = r.pair.transition_counts
+        rows = [(k, counts[k]) for k in TRANSITION_NAMES]
+        table.set_columns([VColumn("name", "transition", 11), VColumn("n", "tasks", 5, "right"),
+                           VColumn("what", f"{r.a} → {r.b}", max(6, len(r.a) + len(r.b) + 3))])
+        table.set_rows(rows, lambda row, col: (TRANSITION_NAMES[row[0]][0] if col == "name" else
+                                               str(row[1]) if col == "n" else TRANSITION_NAMES[row[0]][1]),
+                       key=lambda row: row[0])
+        if self._transition is not None:
+            self._list_tasks(self._transition)
+
+    def _list_tasks(self, kind: str) -> None:
+        r = self.paired
+        if r is None:
+            return
+        self._transition = kind
+        tasks = r.pair.transitions.get(kind, [])
+        name = TRANSITION_NAMES[kind][0]
+        self.query_one("#transition-title", Static).update(
+            Text.assemble((f"{name}: {len(tasks)} task{'s' * (len(tasks) != 1)}", "bold"),
+                          "   enter opens one" if tasks else ""))
+        table = self.query_one("#transition-tasks", VirtualTable)
+        pa, pb = r.sa.per_task, r.sb.per_task
+
+        def render(tid: str, col: str) -> str:
+            if col == "task":
+                return tid
+            if col == "a":
+                return num(pa[tid].mean)
+            if col == "b":
+                return num(pb[tid].mean)
+            return f"{pb[tid].mean - pa[tid].mean:+.3f}"
+
+        table.set_columns([VColumn("task", "task", None), VColumn("a", r.a, max(5, len(r.a)), "right"),
+                           VColumn("b", r.b, max(5, len(r.b)), "right"), VColumn("d", "Δ", 6, "right")])
+        table.set_rows(tasks, render, key=lambda tid: tid)
+
+    def on_virtual_table_row_highlighted(self, event: VirtualTable.RowHighlighted) -> None:
+        event.stop()
+        if event.table.id == "transitions" and event.row[0] != self._transition:
+            self._list_tasks(event.row[0])
+
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        event.stop()
+        if event.table.id == "transitions":
+            self._list_tasks(event.row[0])
+            self.query_one("#transition-tasks", VirtualTable).focus()
+        elif event.table.id == "transition-tasks":
+            self.app.goto("attempt", task_id=event.row)
+
+    def _show_power(self) -> None:
+        r = self.paired
+        if r is None:
+            return
+        self.query_one("#power-mde", Static).update(Text(power_text(r.pair)))
+        raw = self.query_one("#delta", Input).value.strip()
+        try:
+            delta = abs(float(raw))
+        except ValueError:
+            delta = 0.0
+        self.query_one("#power-needed", Static).update(
+            Text(needed_text(r.pair, delta) if delta > 0 else "Enter a difference greater than 0 (e.g. 0.05)."))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "delta":
+            self._show_power()
+
+    # -- actions --------------------------------------------------------------------------------------------------
+    def _tab(self, step: int) -> None:
+        tabs = self.query_one(TabbedContent)
+        i = TABS.index(tabs.active) if tabs.active in TABS else 0
+        tabs.active = TABS[(i + step) % len(TABS)]
+
+    def action_next_tab(self) -> None:
+        self._tab(1)
+
+    def action_prev_tab(self) -> None:
+        self._tab(-1)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
