@@ -32,6 +32,15 @@ SHOTS = [
     ("setup-80x24", "setup", {}, (80, 24), []),
     ("run-80x24", "run", {}, (80, 24), []),
     ("tasks-80x24", "tasks", {}, (80, 24), []),
+    ("attempt-80x24", "attempt", {"task_id": "t09"}, (80, 24), []),
+    ("errors-80x24", "errors", {}, (80, 24), []),
+    ("history-80x24", "history", {}, (80, 24), []),
+    ("compare-80x24", "compare", {}, (80, 24), ["wait:1500"]),
+    ("review-80x24", "review", {}, (80, 24), ["wait:1500"]),
+    ("picker-80x24", "picker", {}, (80, 24), []),
+    ("run-200x50", "run", {}, (200, 50), []),
+    ("tasks-200x50", "tasks", {}, (200, 50), []),
+    ("compare-200x50", "compare", {}, (200, 50), ["wait:1500"]),
 ]
 
 
