@@ -2,6 +2,8 @@
 screens; what each screen shows lives in ``screens/``, reusable pieces in ``widgets/``."""
 from __future__ import annotations
 
+import gc
+import os
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -92,6 +94,7 @@ class HermitApp(App):
         from hermit_tui.screens.setup import SetupScreen
         self.config, self.taskset, self.is_demo = config, taskset, is_demo
         self.config_path = config.path
+        gc.unfreeze()  # the previous store's records may now be collected
         self.store = EvalStore(taskset.tasks, taskset.test_ids)
         self.store.warnings = protocol_warnings(config, taskset)
         self.sub_title = f"{config.run_name}" + ("  ·  teaching demonstration" if is_demo else "")
@@ -118,6 +121,8 @@ class HermitApp(App):
             return
         options = dict(repeats=repeats, concurrency=concurrency, limit=limit, retry=retry, resume=resume,
                        executor=executor, timeout_min=timeout_min)
+        if executor == "ray":
+            options["ray_address"] = os.environ.get("RAY_ADDRESS") or None
         self.run_worker(lambda: self._run(selectors, options), thread=True, exclusive=True, group="eval",
                         name="evaluation")
 
@@ -175,6 +180,9 @@ class HermitApp(App):
         while self._events:
             batch.append(pop())
         self.store.apply_many(batch)
+        # The store keeps every record for the dashboard's lifetime: move them out of the cyclic collector's
+        # generations, or each full collection walks them all and the screen stalls for up to a second.
+        gc.freeze()
         self.screen.post_message(self.StoreUpdated())
 
     # -- history --------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Where attempts run: threads of this process (the default) or isolated worker processes.
+"""Where attempts run: threads of this process (the default), isolated worker processes, or a Ray cluster
+(ray_executor.py, an optional extra).
 
 Both implement one interface, so the runner does not care which it has: ``await start()``, ``await run(attempt)``
 returns ``(record, traceback)`` and applies the attempt timeout itself, ``abandon()`` gives up on the attempts in
@@ -16,6 +17,7 @@ import inspect
 import multiprocessing
 import signal
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -159,6 +161,17 @@ def _death_message(code: int | None) -> str:
     return f"WorkerDied: the pipeline's process exited with code {code}"
 
 
+def _worker_context():
+    """Never fork this (threaded) process: a forkserver whose parent has already imported the engine starts
+    workers in a fraction of a fresh interpreter's time; spawn where there is no forkserver (Windows)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["hermit_tui.core.executors", "hermit_tui.core.callables",
+                                    "hermit_tui.core.config", "hermit_tui.core.outputs", "hermit_tui.core.context"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
 class ProcessExecutor(Executor):
     """Each of ``concurrency`` worker processes runs one attempt at a time; the judge runs in the driver."""
 
@@ -168,7 +181,7 @@ class ProcessExecutor(Executor):
                  overrides: list[str]):
         super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
         self.config_path, self.overrides = str(config_path), list(overrides)
-        self._ctx = multiprocessing.get_context("spawn")  # no fork of a threaded process
+        self._ctx = _worker_context()
 
     def _new_worker(self) -> _Worker:
         return _Worker(self._ctx, self.config_path, self.overrides)
@@ -228,5 +241,30 @@ class ProcessExecutor(Executor):
         self._threads.shutdown(wait=False, cancel_futures=True)
 
 
-EXECUTORS = {"threads": ThreadExecutor, "processes": ProcessExecutor}
+# -- the registry (Ray: hermit_tui/core/ray_executor.py) -------------------------------------------------------------
+
+class _Registry(Mapping):
+    """Executor name -> class. "ray" is imported only when asked for: without Ray installed, asking for it raises
+    InputError saying how to install it."""
+
+    def __init__(self, **eager: type[Executor]):
+        self._eager = eager
+
+    def __getitem__(self, name: str) -> type[Executor]:
+        if name in self._eager:
+            return self._eager[name]
+        if name == "ray":
+            from hermit_tui.core.ray_executor import RayExecutor, require_ray
+            require_ray()
+            return RayExecutor
+        raise KeyError(name)
+
+    def __iter__(self):
+        return iter([*self._eager, "ray"])
+
+    def __len__(self) -> int:
+        return len(self._eager) + 1
+
+
+EXECUTORS = _Registry(threads=ThreadExecutor, processes=ProcessExecutor)
 
