@@ -1,0 +1,89 @@
+"""The benchmark scripts run in their tiny mode (--quick) and print their figure lines. Nothing here is timed: the
+figures themselves are recorded in benchmarks/RESULTS.md by benchmarks/run_all.py."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+HERMIT = Path("/tmp/hvenv/bin/hermit")
+EXPECTED = {
+    "bench_runner.py": ["runner.threads.efficiency", "runner.processes.efficiency"],
+    "bench_hermit.py": ["hermit.wall_over_ideal", "hermit_tui.wall_over_ideal", "hermit_tui.run_wall_over_ideal",
+                        "hermit.same_results"],
+    "bench_overhead.py": ["overhead.attempts_per_s"],
+    "bench_dashboard.py": ["dashboard.open_s", "dashboard.open_peak_rss_mb", "dashboard.stream_lag_p99_s",
+                           "dashboard.stream_rate", "dashboard.stream_peak_rss_mb"],
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, list[dict]]]:
+    """Every script with --quick, all at once (each in its own process), with its figures collected as JSON."""
+    tmp = tmp_path_factory.mktemp("bench")
+    started = {}
+    for script in EXPECTED:
+        sink = tmp / f"{script}.jsonl"
+        extra = ["--hermit", str(HERMIT)] if script == "bench_hermit.py" and HERMIT.is_file() else []
+        if script == "bench_hermit.py" and not extra:
+            extra = ["--hermit", str(tmp / "no-hermit-here")]  # never install anything from a test
+        env = {**os.environ, "BENCH_FIGURES": str(sink), "HERMIT_BENCH_NO_INSTALL": "1"}
+        started[script] = (subprocess.Popen([sys.executable, str(BENCH / script), "--quick", *extra], env=env,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), sink)
+    out = {}
+    for script, (proc, sink) in started.items():
+        stdout, stderr = proc.communicate(timeout=120)
+        figures = [json.loads(line) for line in sink.read_text().splitlines()] if sink.exists() else []
+        out[script] = (subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), figures)
+    return out
+
+
+@pytest.mark.parametrize("script", list(EXPECTED))
+def test_script_prints_its_figures(runs, script):
+    done, figures = runs[script]
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("FIGURE ")]
+    assert printed == EXPECTED[script]
+    assert [f["name"] for f in figures] == EXPECTED[script]
+    for f in figures:
+        # a quick run judges no performance target, only correctness checks
+        assert f["ok"] is None or f["name"] == "hermit.same_results", f
+
+
+def test_hermit_comparison_agrees_or_says_why_it_skipped(runs):
+    done, figures = runs["bench_hermit.py"]
+    same = next(f for f in figures if f["name"] == "hermit.same_results")
+    if HERMIT.is_file():
+        assert same["value"] == 1.0 and same["ok"] is True, same["detail"]
+    else:
+        assert same["value"] is None and "SKIPPED" in done.stdout
+
+
+def test_dashboard_quick_run_showed_every_attempt(runs):
+    done, figures = runs["bench_dashboard.py"]
+    values = {f["name"]: f["value"] for f in figures}
+    assert values["dashboard.open_s"] > 0 and values["dashboard.stream_lag_p99_s"] > 0
+    assert values["dashboard.open_peak_rss_mb"] > 0
+
+
+def test_results_file_keeps_the_notes(tmp_path):
+    sys.path.insert(0, str(BENCH))
+    try:
+        import run_all
+    finally:
+        sys.path.remove(str(BENCH))
+    path = tmp_path / "RESULTS.md"
+    path.write_text(f"# old figures\n\n{run_all.NOTES_MARKER}\n\n## Notes\nkept by hand\n")
+    figures = [{"name": "a.b", "value": 0.5, "unit": "s", "target": "< 2", "ok": True, "detail": "why"},
+               {"name": "c.d", "value": None, "unit": "", "target": None, "ok": None, "detail": "skipped: x"}]
+    run_all.write_results(path, figures, {"runner": 3.0}, "python benchmarks/run_all.py --write", ("1", "2"), 3.0)
+    text = path.read_text()
+    assert "# old figures" not in text
+    assert "| `a.b` | 0.500 s | < 2 s | ok |" in text
+    assert "| `c.d` | skipped |  | (reported) |" in text
+    assert text.endswith(f"{run_all.NOTES_MARKER}\n\n## Notes\nkept by hand\n")
