@@ -47,10 +47,18 @@ def _parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--no-card", action="store_true", help="with final: do not update CARD.md or move the tag")
     p_eval.add_argument("--resume", action="store_true", help="continue interrupted evaluations: keep the recorded "
                         "attempts and run only the missing ones (the protocol must match)")
-    p_eval.add_argument("--executor", choices=("threads", "processes"),
+    p_eval.add_argument("--executor", choices=("threads", "processes", "ray"),
                         default=os.environ.get("HERMIT_TUI_EXECUTOR", "threads"),
-                        help="where attempts run: threads of this process (default), or worker processes that "
-                        "can be killed when an attempt hangs or crashes ($HERMIT_TUI_EXECUTOR)")
+                        help="where attempts run: threads of this process (default), worker processes that can "
+                        "be killed when an attempt hangs or crashes, or a Ray cluster ($HERMIT_TUI_EXECUTOR)")
+    p_eval.add_argument("--ray-address", metavar="ADDRESS",
+                        help="with --executor ray: the cluster to join (default $RAY_ADDRESS, else a local one)")
+    p_eval.add_argument("--judge-on-workers", action="store_true",
+                        help="with --executor ray: judge on the workers (by default the driver judges, so "
+                        "judge-owned private labels never leave it)")
+    p_eval.add_argument("--retry-lost-once", action="store_true",
+                        help="with --executor ray: run an attempt whose worker or node was lost once more (the "
+                        "summary records it)")
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
     cli_report.add_parser(sub)
@@ -110,7 +118,9 @@ def cmd_eval(args) -> int:
     config = load_config(args.config, args.overrides)
     sink, progress = None, None
     run = EvalRun(config, args.adapter, concurrency=args.concurrency, limit=args.limit,
-                  update_card=not args.no_card, resume=args.resume, executor=args.executor)
+                  update_card=not args.no_card, resume=args.resume, executor=args.executor,
+                  ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
+                  retry_lost=args.retry_lost_once)
     sink, progress = _progress(run, sys.stderr)
     run.on_event = sink
 

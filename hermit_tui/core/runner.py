@@ -56,14 +56,17 @@ class EvalRun:
       ones, and the summary counts the retries (re-running only failures can bias a mean).
     - ``resume`` continues interrupted evaluations of ``selectors``: the recorded attempts are kept, only the
       missing ones run, and the protocol must match what was recorded.
-    - ``executor`` is "threads" (default) or "processes" (each attempt in a worker process that can be killed).
+    - ``executor`` is "threads" (default), "processes" (each attempt in a worker process that can be killed) or
+      "ray" (attempts as tasks on a Ray cluster at ``ray_address``; the driver judges unless ``judge_on_workers``;
+      ``retry_lost`` runs an attempt whose worker died once more).
     """
 
     def __init__(self, config, selectors: Sequence[str], *, repeats: int | None = None,
                  concurrency: int | None = None, limit: int | None = None, update_card: bool = True,
                  on_event: EventSink | None = None, tasks: TaskSet | None = None,
                  retry: dict[str, list[tuple[str, int]]] | None = None, resume: bool = False,
-                 executor: str = "threads", timeout_min: float | None = None):
+                 executor: str = "threads", timeout_min: float | None = None,
+                 ray_address: str | None = None, judge_on_workers: bool = False, retry_lost: bool = False):
         config.require_for_eval()
         if executor not in EXECUTORS:
             raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -96,8 +99,18 @@ class EvalRun:
             if old is not None and old.commit != sel.commit:
                 raise InputError(f"{sel.label}: '{sel.text}' now resolves to {str(sel.commit)[:12]}, not the "
                                  f"{str(old.commit)[:12]} that was measured: re-run the whole evaluation instead")
-        self.pipeline = load_pipeline(config)
-        self.judge = load_judge(config)
+        # -- Ray executor (hermit_tui/core/ray_executor.py): the driver never imports the pipeline --------------
+        self.ray_address, self.judge_on_workers, self.retry_lost = ray_address, judge_on_workers, retry_lost
+        if executor == "ray":
+            EXECUTORS["ray"]  # InputError when Ray is not installed
+            from hermit_tui.core.ray_executor import check_shippable
+            check_shippable(config, judge_on_workers=judge_on_workers)
+            self.pipeline = None
+            self.judge = None if judge_on_workers else load_judge(config)
+        else:
+            self.pipeline = load_pipeline(config)
+            self.judge = load_judge(config)
+        # -- end Ray ----------------------------------------------------------------------------------------------
         if timeout_min is not None and not (isinstance(timeout_min, (int, float)) and timeout_min > 0):
             raise InputError(f"the attempt timeout must be a positive number of minutes, got {timeout_min!r}")
         minutes = timeout_min if timeout_min is not None else config.timeout_min
@@ -205,6 +218,10 @@ class EvalRun:
         self.on_event(event)
 
     def _make_executor(self) -> Executor:
+        if self.executor_name == "ray":
+            return EXECUTORS["ray"](self.pipeline, self.judge, concurrency=self.concurrency, timeout_s=self.timeout_s,
+                                    config=self.config, address=self.ray_address,
+                                    judge_on_workers=self.judge_on_workers, retry_lost=self.retry_lost)
         if self.executor_name == "processes":
             return ProcessExecutor(self.pipeline, self.judge, concurrency=self.concurrency, timeout_s=self.timeout_s,
                                    config_path=self.config.path, overrides=self.config.overrides)
@@ -307,7 +324,7 @@ class EvalRun:
         self._forced = forced = asyncio.Event()
         if self._force.is_set():
             forced.set()
-        executor = self._make_executor()
+        executor = self._executor = self._make_executor()
         await executor.start()
         queue = iter(order)
 
@@ -375,6 +392,10 @@ class EvalRun:
         )
         if not final:
             extra["in_progress"] = {"pid": os.getpid(), "updated_at": now_iso()}
+        if self.retry_lost:  # the option shows even when no worker was lost
+            extra["retry_lost"] = True
+            lost = getattr(getattr(self, "_executor", None), "ray_retries", {})
+            extra["ray_retries"] = lost.get(sel.label, 0)
         if outside:
             extra["scores_outside_unit"] = outside
         if self.warnings:

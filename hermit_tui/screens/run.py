@@ -61,8 +61,8 @@ class RunScreen(Screen):
             bar = self._bars.get(key)
             if bar is None:
                 bar = self._bars[key] = SelectorProgress(key)
+                bar.show(col)  # kept until the row is mounted
                 holder.mount(bar)
-                bar.call_after_refresh(bar.show, col)
             else:
                 bar.show(col)
         for key in [k for k in self._bars if k not in store.columns]:

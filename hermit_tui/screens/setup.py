@@ -10,7 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, SelectionList, Static
+from textual.widgets import Button, Footer, Header, Input, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from hermit_tui import bindings
@@ -124,7 +124,11 @@ class SetupScreen(Screen):
                     yield Label("timeout min", classes="field-label")
                     yield Input("" if not config.timeout_min else f"{config.timeout_min:g}", type="number",
                                 placeholder="none", id="timeout", compact=True)
-                yield Checkbox("isolate attempts in processes", id="isolate", compact=True)
+                with Horizontal(classes="field"):
+                    yield Label("run in", classes="field-label")
+                    yield Select([("threads", "threads"), ("processes (killable)", "processes"),
+                                  ("Ray cluster ($RAY_ADDRESS)", "ray")], value="threads", allow_blank=False,
+                                 id="executor", compact=True)
                 yield Button("Launch side by side (l)", variant="primary", id="launch", compact=True)
                 yield Button("Resume interrupted (r)", id="resume", compact=True)
         yield Static("Versions: pick several to put side by side (space toggles)", classes="section-title",
@@ -219,7 +223,7 @@ class SetupScreen(Screen):
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
-        executor = "processes" if self.query_one("#isolate", Checkbox).value else "threads"
+        executor = str(self.query_one("#executor", Select).value)
         self.app.launch(picks, repeats=repeats, concurrency=concurrency, limit=limit, resume=resume,
                         executor=executor, timeout_min=timeout)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.widgets import ProgressBar, Static
 
 from hermit_tui.store import Column
@@ -50,13 +51,24 @@ class SelectorProgress(Horizontal):
     def __init__(self, key: str, **kwargs):
         super().__init__(**kwargs)
         self.key = key
+        self._column: Column | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self.key[:11], classes="sp-label")
         yield ProgressBar(total=None, show_eta=False, show_percentage=False)
         yield Static("", classes="sp-figures")
 
+    def on_mount(self) -> None:
+        if self._column is not None:
+            self.show(self._column)
+
     def show(self, col: Column) -> None:
-        bar = self.query_one(ProgressBar)
+        """Show a column's figures; before the row's children exist, keep them for on_mount."""
+        self._column = col
+        try:
+            bar = self.query_one(ProgressBar)
+            figures = self.query_one(".sp-figures", Static)
+        except NoMatches:
+            return
         bar.update(total=max(col.expected, 1), progress=col.done)
-        self.query_one(".sp-figures", Static).update(progress_text(col))
+        figures.update(progress_text(col))

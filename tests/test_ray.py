@@ -1,0 +1,319 @@
+"""The Ray executor on a local Ray cluster (two CPUs, started once for the module): the demo gives the same figures as
+the local threads, results stream, cancel keeps finished attempts, a dead worker is an error record (or one retry),
+and the task's code reaches the workers through Ray's working_dir, never imported by the driver.
+
+Skipped without Ray (``pip install 'hermit-tui[ray]'``), except the checks that need no cluster.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import _repair_worktree
+from hermit_tui.core import events as ev
+from hermit_tui.core.config import load_config
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.ray_executor import LOST_PREFIX, check_shippable, pack_adapter, ray_runtime_env
+from hermit_tui.core.runner import EvalRun
+
+FAST = ["agent.params.latency_scale=0.01"]
+COMPARED = ("mean_score", "solved_once", "errors", "unknown_cost_tasks", "cost_usd", "tasks", "repeats", "attempts",
+            "complete")
+
+# A pipeline beside the demo's: crashes its worker process (os._exit) on the task named by params.crash_task, once
+# per attempt when params.marks names a folder (the retry then succeeds), else every time; hangs on params.hang_tasks
+# after writing its pid (into params.pids, else params.marks); otherwise the demo's pipeline.
+WRAPPER = '''\
+import os
+import time
+from pathlib import Path
+
+from pipeline import run as demo_run
+
+
+def run(task, adapter, params=None, base=None):
+    params = params or {}
+    tid = str(task["id"])
+    if tid in params.get("hang_tasks", []):
+        Path(params.get("pids") or params["marks"], tid + ".pid").write_text(str(os.getpid()))
+        time.sleep(60)
+    if tid == params.get("crash_task"):
+        marks = params.get("marks")
+        if marks is None:
+            os._exit(3)
+        mark = Path(marks, tid + ".crashed")
+        if not mark.exists():
+            mark.write_text("")
+            os._exit(3)
+    return demo_run(task, adapter, params=params, base=base)
+'''
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def comparable(record: dict) -> dict:
+    """A record without what differs between two runs or machines: timings, log paths, tracebacks."""
+    return {k: v for k, v in record.items() if k not in ("wall_s", "log", "traceback")}
+
+
+def pipeline_modules(folder: Path) -> list[str]:
+    """Modules of this process loaded from ``folder``'s pipeline files."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve().parent == folder.resolve() and Path(file).name != "judge.py":
+            found.append(name)
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray cluster with two CPUs; each evaluation connects to it as its own Ray job (with its own
+    working_dir), as ``--ray-address`` does."""
+    pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+    local = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    yield local.address
+    local.shutdown()
+
+
+@pytest.fixture(scope="module")
+def workspaces(demo_template, tmp_path_factory):
+    """A fresh copy of the demo workspace on each call, with the wrapper pipeline beside the demo's."""
+    root = tmp_path_factory.mktemp("ray")
+
+    def make(name: str) -> Path:
+        dest = root / name
+        shutil.copytree(demo_template, dest, symlinks=True)
+        _repair_worktree(demo_template, dest)
+        (dest / "wrapper.py").write_text(WRAPPER)
+        return dest
+    return make
+
+
+@pytest.fixture(scope="module")
+def demo_runs(cluster, workspaces):
+    """The demo's none and final evaluated with local threads (one copy) and with Ray (another copy)."""
+    local, remote = workspaces("threads"), workspaces("ray")
+    threads = EvalRun(load_config(local / "run.yaml", FAST), ["none", "final"], update_card=False).run_sync()
+    seen: dict = {"events": []}
+
+    def on_event(event) -> None:
+        seen["events"].append(type(event).__name__)
+        if isinstance(event, ev.AttemptFinished) and "first" not in seen:
+            results = remote / "runs" / "demo" / "eval" / event.label / "results.jsonl"
+            seen["first"] = {"started": seen["events"].count("AttemptStarted"), "lines": len(rows(results))}
+
+    run = EvalRun(load_config(remote / "run.yaml", FAST), ["none", "final"], update_card=False, executor="ray",
+                  ray_address=cluster, on_event=on_event)
+    ray_summaries = run.run_sync()
+    seen["modules"] = pipeline_modules(remote)
+    return {"local": local, "remote": remote, "threads": threads, "ray": ray_summaries, "seen": seen,
+            "total": run.total}
+
+
+def test_the_demo_on_ray_gives_the_local_summaries_and_records(demo_runs):
+    for label in ("none", "final"):
+        local, remote = demo_runs["threads"][label], demo_runs["ray"][label]
+        # sums over records in completion order: equal up to the last bit of a float, whichever executor ran them
+        assert {k: getattr(remote, k) for k in COMPARED} == pytest.approx({k: getattr(local, k) for k in COMPARED},
+                                                                          rel=1e-12)
+        assert remote.complete and remote.attempts == 16 * 3 and remote.executor == "ray"
+        a = rows(demo_runs["local"] / "runs/demo/eval" / label / "results.jsonl")
+        b = rows(demo_runs["remote"] / "runs/demo/eval" / label / "results.jsonl")
+        key = lambda r: (r["id"], r["repeat"])  # noqa: E731
+        assert [comparable(r) for r in sorted(b, key=key)] == [comparable(r) for r in sorted(a, key=key)]
+    assert demo_runs["ray"]["final"].mean_score > demo_runs["ray"]["none"].mean_score  # the adapter was shipped
+
+
+def test_results_stream_while_the_run_goes_on(demo_runs):
+    seen = demo_runs["seen"]
+    assert seen["first"]["lines"] == 1                      # on disk as soon as reported
+    assert seen["first"]["started"] < demo_runs["total"]    # while most attempts were still to be handed out
+    assert seen["events"].count("AttemptFinished") == demo_runs["total"] == 96
+    assert seen["events"][-1] == "RunFinished"
+
+
+def test_the_pipeline_ran_on_the_workers_from_the_shipped_folder_only(demo_runs):
+    remote = demo_runs["remote"]
+    assert demo_runs["seen"]["modules"] == []   # the driver never imported the pipeline
+    logs = [Path(r["log"]) for r in rows(remote / "runs/demo/eval/final/results.jsonl") if r.get("log")]
+    assert logs, "the demo pipeline writes a log beside its own folder"
+    shipped = {p.parents[2] for p in logs}  # <base>/logs/<adapter sha>/<task>.log: base is the pipeline's folder
+    assert len(shipped) == 1
+    base = shipped.pop()
+    assert not base.is_relative_to(remote)
+    assert (base / "pipeline.py").read_bytes() == (remote / "pipeline.py").read_bytes()
+    assert not (base / "runs").exists()        # run outputs and the adapter tree are not shipped
+    assert not (base / "judge.py").exists()    # the driver judges: the judge stays with it
+
+
+def test_judging_on_the_workers_keeps_the_task_folder_off_the_driver(cluster, workspaces, demo_runs):
+    folder = workspaces("judge-on-workers")
+    summary = EvalRun(load_config(folder / "run.yaml", FAST), ["final"], update_card=False, executor="ray",
+                      ray_address=cluster, judge_on_workers=True).run_sync()["final"]
+    assert summary.mean_score == pytest.approx(demo_runs["threads"]["final"].mean_score, rel=1e-12)
+    assert summary.errors == demo_runs["threads"]["final"].errors
+    assert str(folder) not in sys.path and str(folder.resolve()) not in sys.path
+    assert not any(getattr(m, "__file__", None) and Path(m.__file__).resolve().is_relative_to(folder.resolve())
+                   for m in list(sys.modules.values()))
+
+
+def test_force_cancel_keeps_finished_attempts_and_cancels_the_cluster_work(cluster, workspaces, tmp_path):
+    """Ray initialised by the caller (as a notebook would): the run uses that connection and leaves it open, so
+    the hung attempts stop because their Ray tasks were cancelled, not because the job ended."""
+    import ray
+    folder = workspaces("cancel")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    hang = (folder / "test.txt").read_text().split()[:2]
+    config = load_config(folder / "run.yaml", [*FAST, "agent.name=wrapper.py:run", f"agent.params.marks={marks}",
+                                               f"agent.params.hang_tasks=[{','.join(hang)}]"])
+    finished: list[tuple[str, int]] = []
+
+    def on_event(event) -> None:
+        if isinstance(event, ev.AttemptFinished):
+            finished.append((event.record.id, event.record.repeat))
+
+    def cancel_when_both_hang() -> None:  # and a few attempts are done
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if len(finished) >= 3 and all((marks / f"{tid}.pid").exists() for tid in hang):
+                break
+            time.sleep(0.05)
+        run.cancel(force=True)
+
+    ray.init(address=cluster, runtime_env=ray_runtime_env(config), log_to_driver=False)
+    try:
+        run = EvalRun(config, ["none"], repeats=1, concurrency=4, update_card=False, executor="ray",
+                      on_event=on_event)
+        watcher = threading.Thread(target=cancel_when_both_hang)
+        watcher.start()
+        summary = run.run_sync()["none"]
+        watcher.join()
+        assert ray.is_initialized()
+        assert run.cancelled and summary.cancelled and not summary.complete
+        recorded = rows(folder / "runs/demo/eval/none/results.jsonl")
+        assert [(r["id"], r["repeat"]) for r in recorded] == finished
+        assert not {r["id"] for r in recorded} & set(hang)
+        pids = [int((marks / f"{tid}.pid").read_text()) for tid in hang]
+        assert not any(alive_after_a_while(pids))  # the hung attempts' worker processes were stopped
+    finally:
+        ray.shutdown()
+
+
+def alive_after_a_while(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running after up to 20 s."""
+    deadline = time.monotonic() + 20
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return [pid for pid in pids if _alive(pid)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "zombie" in status.read_text())
+
+
+def test_a_dead_worker_and_a_late_attempt_are_error_records_and_the_run_goes_on(cluster, workspaces, tmp_path):
+    folder = workspaces("crash")
+    victim, late = (folder / "test.txt").read_text().split()[1:3]
+    config = load_config(folder / "run.yaml", [*FAST, "agent.name=wrapper.py:run", f"agent.params.crash_task={victim}",
+                                               f"agent.params.hang_tasks=[{late}]", f"agent.params.pids={tmp_path}",
+                                               "agent.timeout_min=0.05"])
+    summary = EvalRun(config, ["none"], repeats=1, update_card=False, executor="ray",
+                      ray_address=cluster).run_sync()["none"]
+    recorded = {r["id"]: r for r in rows(folder / "runs/demo/eval/none/results.jsonl")}
+    assert summary.complete and len(recorded) == 16
+    assert recorded[victim]["status"] == "error"
+    assert recorded[victim]["error"].startswith(LOST_PREFIX + ": WorkerCrashedError")
+    assert recorded[late]["status"] == "error"
+    assert recorded[late]["error"] == ("TimeoutError: the attempt ran longer than agent.timeout_min (0.05 min); "
+                                       "its Ray task was cancelled")
+    assert not alive_after_a_while([int((tmp_path / f"{late}.pid").read_text())])
+    others = [r for tid, r in recorded.items() if tid not in (victim, late)]
+    assert not any((r["error"] or "").startswith(("WorkerLost", "TimeoutError")) for r in others)
+    assert sum(r["status"] == "ok" for r in others) > 0
+
+
+def test_retry_lost_runs_a_lost_attempt_once_more_and_counts_it(cluster, workspaces, tmp_path):
+    folder = workspaces("retry")
+    victim = (folder / "test.txt").read_text().split()[0]
+    config = load_config(folder / "run.yaml", [*FAST, "agent.name=wrapper.py:run", f"agent.params.crash_task={victim}",
+                                               f"agent.params.marks={tmp_path}"])
+    run = EvalRun(config, ["none"], repeats=1, limit=4, update_card=False, executor="ray", ray_address=cluster,
+                  retry_lost=True)
+    made = []
+    make = run._make_executor
+    run._make_executor = lambda: made.append(make()) or made[-1]
+    summary = run.run_sync()["none"]
+    recorded = {r["id"]: r for r in rows(folder / "runs/demo/eval/none/results.jsonl")}
+    shown = {tid: (r["status"], r["error"]) for tid, r in recorded.items()}
+    assert (tmp_path / f"{victim}.crashed").exists()      # the first try did crash its worker
+    assert recorded[victim]["status"] != "error", shown
+    assert summary.attempts == 4 and dict(made[0].ray_retries) == {"none": 1}, shown
+
+
+def test_a_caller_initialised_ray_needs_the_working_dir(cluster, workspaces):
+    import ray
+    config = load_config(workspaces("caller") / "run.yaml", FAST)
+    ray.init(address=cluster, log_to_driver=False)
+    try:
+        with pytest.raises(InputError, match="without a working_dir: initialise it with runtime_env="):
+            EvalRun(config, ["none"], update_card=False, executor="ray", limit=1).run_sync()
+    finally:
+        ray.shutdown()
+
+
+# -- without a cluster ----------------------------------------------------------------------------------------------
+
+def test_asking_for_ray_without_it_says_how_to_install(demo_config, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
+    with pytest.raises(InputError, match=r"^the Ray executor needs Ray: pip install 'hermit-tui\[ray\]'$"):
+        EvalRun(load_config(demo_config), ["none"], executor="ray")
+
+
+def test_a_pipeline_outside_the_shipped_folder_is_refused(demo_config, tmp_path):
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("def run(task, adapter):\n    return {'output': 1}\n")
+    config = load_config(demo_config, [f"agent.name={outside}:run"])
+    with pytest.raises(InputError, match="lies outside .* the folder the Ray executor ships"):
+        check_shippable(config)
+    check_shippable(load_config(demo_config))
+
+
+def test_the_runtime_env_leaves_out_outputs_and_the_drivers_judge(demo_config):
+    config = load_config(demo_config)
+    env = ray_runtime_env(config)
+    assert env["working_dir"] == str(demo_config.parent.resolve())
+    assert {"/runs/", "/judge.py", "/logs/", ".git"} <= set(env["excludes"])
+    assert "/judge.py" not in ray_runtime_env(config, judge_on_workers=True)["excludes"]
+
+
+def test_adapter_archives_are_reproducible_and_complete(tmp_path):
+    import io
+    import tarfile
+    a = tmp_path / "a"
+    (a / "sub").mkdir(parents=True)
+    (a / "ADAPTER.md").write_text("- [arithmetic] carry the one\n")
+    (a / "sub" / "notes.txt").write_text("x")
+    digest, data = pack_adapter(a)
+    os.utime(a / "ADAPTER.md", (1, 1))                       # a later export: same content, other times
+    assert pack_adapter(a) == (digest, data)
+    (a / "sub" / "notes.txt").write_text("y")
+    assert pack_adapter(a)[0] != digest
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        assert sorted(tar.getnames()) == ["ADAPTER.md", "sub", "sub/notes.txt"]
