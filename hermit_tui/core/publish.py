@@ -1,11 +1,10 @@
-"""Review, then publish the final card: a deliberate, guarded, reversible step.
+"""Publish the final card: a deliberate, guarded, reversible step.
 
-:func:`plan_publish` (in ``publish_plan.py``) works out, without changing anything, what the card will say (an Evaluation table with one row
-per selector measured under final's protocol), the diff against the checkout's ``CARD.md``, the warnings a reader
-must see first and the refusals that make publishing impossible. :func:`publish` re-checks all of it, then writes
-only the Evaluation section, commits ``CARD.md`` alone on the run's branch, moves ``<run>/final`` to that commit and
-records both commits in final's summary.json and in a publish log; any failure puts everything back.
-:func:`undo_publish` moves the tag back to where the last publish found it.
+:func:`plan_publish` (in ``publish_plan.py``) works out, without changing anything, what the card will say, its
+diff, the warnings to read and the refusals. :func:`publish` re-checks all of it, then writes only the Evaluation
+section, commits ``CARD.md`` alone on the run's branch, moves ``<run>/final`` to that commit and records both commits
+in final's summary.json and in a publish log; any failure puts everything back. :func:`undo_publish` moves the tag
+back to where the last publish found it.
 """
 from __future__ import annotations
 
