@@ -220,12 +220,24 @@ class HermitApp(App):
             self.call_from_thread(self.open_config, path)
         self.run_worker(build, thread=True, exclusive=True, group="load", name="build-demo")
 
+    def action_set_threshold(self) -> None:
+        """Ask for the success threshold the views use; recount the store under it."""
+        from hermit_tui.screens.threshold import ThresholdScreen
+
+        def chosen(value: float | None) -> None:
+            if value is None:
+                return
+            self.store.set_threshold(value)
+            self.notify(f"Success threshold {value:g} in the views (the files keep hermit's 1.0)")
+            self.screen.post_message(self.StoreUpdated())
+        self.push_screen(ThresholdScreen(self.store.threshold), chosen)
+
     def action_export_report(self) -> None:
         """Write report.md, report.json and report.csv under <run dir>/reports/<UTC time>/ (in a worker)."""
         if self.config is None:
             self.notify("Open a config first", severity="warning")
             return
-        config, taskset = self.config, self.taskset
+        config, taskset, threshold = self.config, self.taskset, self.store.threshold
 
         def export() -> None:
             from datetime import datetime, timezone
@@ -233,7 +245,7 @@ class HermitApp(App):
             from hermit_tui.core.records import write_atomic
             from hermit_tui.core.report import build_report, to_csv, to_json, to_markdown
             try:
-                report = build_report(config, taskset, None)
+                report = build_report(config, taskset, None, threshold=threshold)
                 folder = config.run_dir / "reports" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
                 folder.mkdir(parents=True, exist_ok=False)
                 for name, render in (("report.md", to_markdown), ("report.json", to_json), ("report.csv", to_csv)):

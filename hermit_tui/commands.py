@@ -24,6 +24,8 @@ class HermitCommands(Provider):
             ("Review & publish the final card", "diff, warnings, explicit confirm; undo",
              partial(app.goto, "review")),
             ("Export the report", "Markdown, JSON and CSV beside the evaluations", app.action_export_report),
+            ("Set the success threshold…", "what counts as solved in the views (files keep 1.0)",
+             app.action_set_threshold),
             ("Toggle dark/light theme", "", app.action_toggle_dark),
             ("Help", "every key binding", app.action_help),
         ]

@@ -49,11 +49,11 @@ class Cell:
         """Some repeats solved the task and some did not, or the scores differ across repeats."""
         return self.n > 1 and (0 < self.solved < self.n or self.hi - self.lo > 1e-9)
 
-    def add(self, rec: AttemptRecord) -> None:
+    def add(self, rec: AttemptRecord, threshold: float = SOLVED_THRESHOLD) -> None:
         s = rec.judge.score
         self.total += s
         self.n += 1
-        self.solved += s >= SOLVED_THRESHOLD
+        self.solved += s >= threshold
         self.errors += rec.status == "error"
         self.judge_errors += rec.status == "judge_error"
         self.unknown_cost += rec.cost_usd is None
@@ -76,6 +76,7 @@ class Column:
     tracebacks: dict[tuple[str, int], str] = field(default_factory=dict)
     cells: dict[str, Cell] = field(default_factory=dict)
     running: bool = False
+    threshold: float = SOLVED_THRESHOLD  # what counts as solved in the views (the files keep hermit's 1.0)
     folder: Path | None = None  # where a disk column was read from
     archived: bool = False  # an archived (earlier) evaluation: shown, never retried or published
     started: float = field(default_factory=time.monotonic)
@@ -85,6 +86,7 @@ class Column:
     judge_errors: int = 0
     unknown_cost: int = 0
     known_cost: float = 0.0
+    outside_unit: int = 0  # attempts scored outside [0, 1]
     note: str = ""
 
     @property
@@ -119,10 +121,11 @@ class Column:
             self.tracebacks[key] = tb
         else:
             self.tracebacks.pop(key, None)
-        self.cells.setdefault(rec.id, Cell()).add(rec)
+        self.cells.setdefault(rec.id, Cell()).add(rec, self.threshold)
         self.score_sum += rec.judge.score
         self.errors += rec.status == "error"
         self.judge_errors += rec.status == "judge_error"
+        self.outside_unit += not 0.0 <= rec.judge.score <= 1.0
         if rec.cost_usd is None:
             self.unknown_cost += 1
         else:
@@ -130,6 +133,7 @@ class Column:
 
     def _remove(self, old: AttemptRecord) -> None:
         self.score_sum -= old.judge.score
+        self.outside_unit -= not 0.0 <= old.judge.score <= 1.0
         self.errors -= old.status == "error"
         self.judge_errors -= old.status == "judge_error"
         if old.cost_usd is None:
@@ -139,8 +143,15 @@ class Column:
         cell = Cell()
         for rec in self.records.values():
             if rec.id == old.id and rec is not old:
-                cell.add(rec)
+                cell.add(rec, self.threshold)
         self.cells[old.id] = cell
+
+    def rethreshold(self, threshold: float) -> None:
+        """Recount what is solved under another success threshold."""
+        self.threshold = threshold
+        self.cells = {}
+        for rec in self.records.values():
+            self.cells.setdefault(rec.id, Cell()).add(rec, threshold)
 
     def attempts_of(self, task_id: str) -> list[AttemptRecord]:
         return sorted((r for (t, _), r in self.records.items() if t == task_id), key=lambda r: r.repeat)
@@ -185,6 +196,7 @@ class EvalStore:
         self.run_active = False
         self.run_cancelled = False
         self.warnings: list[str] = []
+        self.threshold = SOLVED_THRESHOLD
         self._search_text: dict[str, str] = {}
 
     # -- feeding --------------------------------------------------------------------------------------------------
@@ -209,7 +221,7 @@ class EvalStore:
             self.columns.pop(event.label, None)
             self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
                                                source="live", commit=event.commit, expected=event.total,
-                                               running=True)
+                                               running=True, threshold=self.threshold)
             if self.baseline is None:
                 self.baseline = event.label
         elif isinstance(event, ev.SelectorFinished):
@@ -261,6 +273,7 @@ class EvalStore:
         s = stored.summary
         col = Column(key=key, label=stored.label, selector=s.adapter if s else stored.label, source="disk",
                      commit=s.commit if s else None, summary=s, folder=stored.folder, archived=stored.archived,
+                     threshold=self.threshold,
                      expected=(s.expected_attempts or s.tasks * s.repeats) if s else len(results.records))
         for rec in results.records:
             col.add(rec, rec.model_extra.get("traceback") if rec.model_extra else None)
@@ -278,6 +291,17 @@ class EvalStore:
             self.baseline = key
         self._touch()
         return col
+
+    def set_threshold(self, threshold: float) -> None:
+        """The success threshold the views use for solved-at-least-once, pass^k and the grid's marks (hermit's
+        files keep 1.0). Useful when scores are not on [0, 1]."""
+        self.threshold = float(threshold)
+        for col in self.columns.values():
+            col.rethreshold(self.threshold)
+        self._touch()
+
+    def scores_outside_unit(self) -> int:
+        return sum(col.outside_unit for col in self.columns.values())
 
     def remove_column(self, key: str) -> None:
         self.columns.pop(key, None)

@@ -73,25 +73,27 @@ class Comparison:
 
 
 def compare(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
-            task_ids: Sequence[str] | None) -> Comparison:
+            task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
     """The statistics and plot series of ``b`` against ``a`` (records in arrival order)."""
-    return with_pair(compare_selectors(a, records_a, b, records_b, task_ids), records_a, records_b, task_ids)
+    return with_pair(compare_selectors(a, records_a, b, records_b, task_ids, threshold), records_a, records_b,
+                     task_ids, threshold)
 
 
 def with_pair(c: Comparison, records_a: Sequence[Any], records_b: Sequence[Any],
-              task_ids: Sequence[str] | None) -> Comparison:
+              task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
     """``c`` with its paired statistics (a permutation test: seconds on thousands of tasks)."""
     from hermit_tui.core.stats import pair_stats
 
-    return replace(c, pair=pair_stats(c.a, records_a, c.b, records_b, task_ids))
+    return replace(c, pair=pair_stats(c.a, records_a, c.b, records_b, task_ids, threshold=threshold))
 
 
 def compare_selectors(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
-                      task_ids: Sequence[str] | None) -> Comparison:
+                      task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
     """Each selector's statistics and the plot series, without the paired statistics."""
     from hermit_tui.core.stats import selector_stats
 
-    sa, sb = selector_stats(a, records_a, task_ids), selector_stats(b, records_b, task_ids)
+    sa = selector_stats(a, records_a, task_ids, threshold=threshold)
+    sb = selector_stats(b, records_b, task_ids, threshold=threshold)
     means = {a: plots.task_means(sa)} | ({b: plots.task_means(sb)} if b != a else {})
     return Comparison(
         a=a, b=b, sa=sa, sb=sb, pair=None,
@@ -147,8 +149,8 @@ def split_text(s: SelectorStats) -> str:
                      + (f", within-task {s.within_var:.4f}" if s.within_var is not None else ""))
     notes = [s.lever_note, s.rule_of_three]
     if s.scores_outside_unit:
-        notes.append("Scores fall outside [0, 1]: solved-at-least-once (threshold 1.0) is not a meaningful solved "
-                     "rate for this benchmark.")
+        notes.append(f"Scores fall outside [0, 1]: solved-at-least-once (threshold {s.threshold:g}) may not be a "
+                     "meaningful solved rate for this benchmark: set a success threshold (command palette).")
     if s.n_ignored:
         notes.append(f"{s.n_ignored} attempts outside the test tasks or repeated were left out.")
     head = f"{s.label}: " + ("; ".join(parts) + ". " if parts else "")
@@ -397,6 +399,7 @@ class CompareScreen(Screen):
         # copy on the event loop: the store changes under a thread that iterates it
         records_a, records_b = list(store.columns[a].records.values()), list(store.columns[b].records.values())
         task_ids = list(store.task_ids) or None
+        threshold = store.threshold
         key = self._computed = (store.version, a, b)
         self._busy = True
         self._last_start = time.monotonic()
@@ -405,11 +408,11 @@ class CompareScreen(Screen):
         def work() -> None:
             worker = get_current_worker()
             try:
-                first = compare_selectors(a, records_a, b, records_b, task_ids)
+                first = compare_selectors(a, records_a, b, records_b, task_ids, threshold)
                 if worker.is_cancelled:
                     return
                 self.app.call_from_thread(self._show, first, key)
-                full = with_pair(first, records_a, records_b, task_ids)
+                full = with_pair(first, records_a, records_b, task_ids, threshold)
             except Exception as exc:  # a bug in a figure must not leave the screen waiting forever
                 self.app.call_from_thread(self._failed, key, f"{type(exc).__name__}: {exc}")
                 return

@@ -20,7 +20,7 @@ ID_WIDTH = 18
 PENDING, ERROR, JUDGE_ERROR = "·", "✗", "J"
 
 
-def mark_for(status: str | None, score: float | None) -> tuple[str, str]:
+def mark_for(status: str | None, score: float | None, threshold: float = SOLVED_THRESHOLD) -> tuple[str, str]:
     """(glyph, component class) of one attempt; None = not finished yet."""
     if status is None:
         return PENDING, "attempt-grid--pending"
@@ -28,7 +28,7 @@ def mark_for(status: str | None, score: float | None) -> tuple[str, str]:
         return ERROR, "attempt-grid--error"
     if status == "judge_error":
         return JUDGE_ERROR, "attempt-grid--judge-error"
-    if score is not None and score >= SOLVED_THRESHOLD:
+    if score is not None and score >= threshold:
         return "●", "attempt-grid--pass"
     if score is not None and score > 0:
         return "◐", "attempt-grid--partial"
@@ -132,7 +132,8 @@ class AttemptGrid(ScrollView, can_focus=True):
             col = self.store.columns[key]
             for r in range(1, repeats + 1):
                 rec = col.records.get((tid, r))
-                glyph, cls = mark_for(rec.status if rec else None, rec.judge.score if rec else None)
+                glyph, cls = mark_for(rec.status if rec else None, rec.judge.score if rec else None,
+                                      self.store.threshold)
                 segments.append(Segment(glyph, base + part(cls, partial=True)))
             segments.append(Segment(" " * (cw - repeats), base))
         return Strip(segments)

@@ -23,6 +23,13 @@ def banner_lines(store: EvalStore, *, is_demo: bool) -> list[tuple[str, str]]:
     if len(store.warnings) > MAX_PROTOCOL_LINES:
         lines.append(("warning-banner", f"Protocol: {len(store.warnings) - MAX_PROTOCOL_LINES} more warnings "
                                         "(listed on the setup screen and in the report)"))
+    outside = store.scores_outside_unit()
+    if outside and store.threshold == 1.0:
+        lines.append(("warning-banner", f"{outside} scores fall outside [0, 1]: solved at least once (threshold 1.0) "
+                                        "may not be a meaningful solved rate here; set a success threshold (ctrl+p)"))
+    if store.threshold != 1.0:
+        lines.append(("warning-banner", f"Success threshold {store.threshold:g} in these views (hermit's files and "
+                                        "summaries keep 1.0)"))
     for key, col in store.columns.items():
         s = col.summary
         if s is None:
