@@ -182,3 +182,20 @@ def test_resume_refuses_when_the_judge_changed(demo):
     judge.write_text(judge.read_text() + "\n# edited after the evaluation\n")
     with pytest.raises(InputError, match="the judge's source"):
         EvalRun(config, ["none"], repeats=1, limit=3, resume=True)
+
+
+def test_an_executor_that_cannot_start_leaves_earlier_evaluations_in_place(demo, monkeypatch):
+    """E.g. a Ray cluster that cannot be reached: nothing is archived, nothing is written."""
+    from hermit_tui.core import executors
+    config = load_config(demo, ["agent.params.latency_scale=0.01"])
+    EvalRun(config, ["none"], repeats=1, limit=2).run_sync()
+    folder = config.run_dir / "eval" / "none"
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+    async def cannot_start(self):
+        raise InputError("the cluster at 10.0.0.1:6379 cannot be reached")
+    monkeypatch.setattr(executors.ThreadExecutor, "start", cannot_start)
+    with pytest.raises(InputError, match="cannot be reached"):
+        EvalRun(config, ["none"], repeats=1, limit=2).run_sync()
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    assert not (folder / "archive").exists() and not (folder / ".hermit-tui.lock").exists()

@@ -288,27 +288,14 @@ class EvalRun:
                 if lock.took_over:
                     self._emit(ev.RunLog(level="warning", message=f"{sel.label}: took over the lock of process "
                                          f"{lock.took_over.get('pid')}, which is no longer running"))
-            for warning in self.warnings:
-                self._emit(ev.RunLog(level="warning", message=warning))
-            self._emit(ev.RunStarted(labels=self.labels, task_ids=self.task_ids, repeats=self.repeats,
-                                     concurrency=self.concurrency, total=self.total))
-            adapters = {sel.label: stack.enter_context(materialize(sel, self.config)) for sel in self.selectors}
-            for sel in self.selectors:
-                journal = journals[sel.label] = self._open_journal(sel, root)
-                stack.callback(journal.close)
-                self._emit(ev.SelectorStarted(label=sel.label, selector=sel.text, commit=sel.commit,
-                                              total=journal.total))
-                for rec in journal.records.values():  # a retry or a resume shows the earlier records first
-                    self._emit(ev.AttemptFinished(label=sel.label, record=rec))
-            order = self._order(adapters, journals)
-            for journal in journals.values():
-                self._write_summary(journal, final=False)
-            await self._execute(order, journals)
-            self.cancelled = self._cancel.is_set() and any(j.pending for j in journals.values())
-            for journal in journals.values():
-                if journal.selector.label not in self.summaries or journal.pending:
-                    journal.close()
-                    self.summaries[journal.selector.label] = self._finish(journal)
+            # The executor starts before any earlier evaluation is archived: a cluster that cannot be reached
+            # (or workers that cannot start) leaves every folder as it was.
+            executor = self._executor = self._make_executor()
+            await executor.start()
+            try:
+                await self._launch(root, stack, journals)
+            finally:
+                await executor.close()
         self.summaries = {label: self.summaries[label] for label in self.labels if label in self.summaries}
         if self.cancelled:
             done = self.total - sum(j.pending for j in journals.values())
@@ -319,13 +306,36 @@ class EvalRun:
             raise RunFailed(self.failure)
         return self.summaries
 
+    async def _launch(self, root: Path, stack: contextlib.ExitStack, journals: dict[str, SelectorJournal]) -> None:
+        """Archive or reopen each selector's folder, then run every attempt of the launch."""
+        for warning in self.warnings:
+            self._emit(ev.RunLog(level="warning", message=warning))
+        self._emit(ev.RunStarted(labels=self.labels, task_ids=self.task_ids, repeats=self.repeats,
+                                 concurrency=self.concurrency, total=self.total))
+        adapters = {sel.label: stack.enter_context(materialize(sel, self.config)) for sel in self.selectors}
+        for sel in self.selectors:
+            journal = journals[sel.label] = self._open_journal(sel, root)
+            stack.callback(journal.close)
+            self._emit(ev.SelectorStarted(label=sel.label, selector=sel.text, commit=sel.commit,
+                                          total=journal.total))
+            for rec in journal.records.values():  # a retry or a resume shows the earlier records first
+                self._emit(ev.AttemptFinished(label=sel.label, record=rec))
+        order = self._order(adapters, journals)
+        for journal in journals.values():
+            self._write_summary(journal, final=False)
+        await self._execute(order, journals)
+        self.cancelled = self._cancel.is_set() and any(j.pending for j in journals.values())
+        for journal in journals.values():
+            if journal.selector.label not in self.summaries or journal.pending:
+                journal.close()
+                self.summaries[journal.selector.label] = self._finish(journal)
+
     async def _execute(self, order: list[Attempt], journals: dict[str, SelectorJournal]) -> None:
         self._loop = asyncio.get_running_loop()
         self._forced = forced = asyncio.Event()
         if self._force.is_set():
             forced.set()
-        executor = self._executor = self._make_executor()
-        await executor.start()
+        executor = self._executor
         queue = iter(order)
 
         async def one(attempt: Attempt):
@@ -374,7 +384,6 @@ class EvalRun:
         finally:
             if forced.is_set():
                 executor.abandon()
-            await executor.close()
 
     # -- summaries -----------------------------------------------------------------------------------------------
     def _summary(self, journal: SelectorJournal, *, final: bool) -> Summary:
