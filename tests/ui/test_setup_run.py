@@ -173,3 +173,17 @@ async def test_export_report_from_the_dashboard(demo):
         assert json.dumps(summary["mean_score"]) in json.dumps(data)
         assert len((folder / "report.csv").read_text().splitlines()) == 1 + 16
         assert "final" in (folder / "report.md").read_text()
+
+
+async def test_launch_errors_are_notifications_and_write_nothing(demo):
+    """Bad input met at launch (a pipeline that does not import) is an error notification; the app goes on."""
+    (demo.parent / "pipeline.py").write_text("def run(task, adapter)\n    pass\n")
+    app = HermitApp(demo, overrides=FAST)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: versions_loaded(app))
+        await pilot.press("l")
+        await wait_for(pilot, lambda: any(n.severity == "error" for n in app._notifications))
+        note = next(n for n in app._notifications if n.severity == "error")
+        assert "pipeline.py" in note.message and "SyntaxError" in note.message
+        assert isinstance(app.screen, SetupScreen) and not app.running
+    assert not (demo.parent / "runs" / "demo" / "eval").exists()
