@@ -8,6 +8,15 @@ import pytest
 
 from fixture_data import FIXED_COMMITS, FIXED_LABELS, FIXED_TASKS, fixed_records, fixed_store  # noqa: F401
 
+@pytest.fixture(autouse=True)
+def hermetic_git(tmp_path_factory, monkeypatch):
+    """No global or system git configuration, as on CI: nothing may depend on the developer's git identity."""
+    empty = tmp_path_factory.getbasetemp() / "empty-gitconfig"
+    empty.touch()
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
 @pytest.fixture(scope="session")
 def demo_template(tmp_path_factory) -> Path:
     """A demo workspace built once per test session; tests copy it (cheap) rather than rebuild it."""

@@ -28,14 +28,6 @@ CARD = CARD_TOP + "## Evaluation\n\nNot evaluated yet (`hermit eval`).\n\n" + CA
 ROW_075 = "| final | 4 | 3 | 0.750 | 0.750 | 4.5000 |"
 
 
-@pytest.fixture(autouse=True)
-def hermetic_git(tmp_path_factory, monkeypatch):
-    """No global or system git configuration (CI has none)."""
-    empty = tmp_path_factory.getbasetemp() / "empty-gitconfig"
-    empty.touch()
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
 
 def row(mean=0.75, solved=0.75, cost: float | None = 4.5) -> CardRow:
     return CardRow(adapter="final", tasks=4, repeats=3, mean_score=mean, solved_once=solved, cost_usd=cost)

@@ -30,14 +30,6 @@ T_975_15 = 2.131449545559323  # Student t, 97.5th percentile, 15 degrees of free
 MESSAGE = "card: evaluation of demo/final (16 tasks x 3, mean 0.731) [hermit-tui]"
 
 
-@pytest.fixture(autouse=True)
-def hermetic_git(tmp_path_factory, monkeypatch):
-    """No global or system git configuration (CI has none)."""
-    empty = tmp_path_factory.getbasetemp() / "empty-gitconfig"
-    empty.touch()
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
 
 class Workspace:
     """A private demo workspace: its config, tree, checkout and eval folders."""

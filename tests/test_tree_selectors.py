@@ -20,14 +20,6 @@ IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
 
 
-@pytest.fixture(autouse=True)
-def hermetic_git(tmp_path_factory, monkeypatch):
-    """No global or system git configuration (CI has none)."""
-    empty = tmp_path_factory.getbasetemp() / "empty-gitconfig"
-    empty.touch()
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
 
 class Cfg:
     """The part of Config the selectors use."""

@@ -19,13 +19,6 @@ from hermit_tui.screens.review import ConfirmScreen, ReviewScreen
 FINAL = "40c22b79ec6057cae58bb8b1929f9de1e3a4d481"
 
 
-@pytest.fixture(autouse=True)
-def hermetic_git(tmp_path_factory, monkeypatch):
-    empty = tmp_path_factory.getbasetemp() / "empty-gitconfig"
-    empty.touch()
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
 
 def copy_demo(template: Path, dest: Path) -> Path:
     """A copy of a demo workspace whose checkout is a worktree of the copy's own tree."""
