@@ -39,12 +39,7 @@ def measure(project: Path, executor: str, concurrency: int, repeats: int) -> dic
 
     run = EvalRun(config, LABELS, repeats=repeats, concurrency=concurrency, update_card=False, on_event=on_event,
                   executor=executor)
-    t0 = time.perf_counter()
-    summaries = run.run_sync()
-    wall = time.perf_counter() - t0
-    attempts = sum(s.attempts or 0 for s in summaries.values())
-    if attempts != run.total or not all(s.complete for s in summaries.values()):
-        raise SystemExit(f"{executor}: {attempts} of {run.total} attempts recorded")
+    _, wall, attempts, t0 = synth.timed_run(run, executor)
     return {"wall": wall, "first": marks["first_finish"] - t0, "attempts": attempts}
 
 

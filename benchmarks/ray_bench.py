@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,12 +36,7 @@ def measure(project: Path, labels: list[str], executor: str, concurrency: int, r
     config = load_config(project / "run.yaml")
     run = EvalRun(config, labels, repeats=repeats, concurrency=concurrency, update_card=False, executor=executor,
                   limit=limit)
-    t0 = time.perf_counter()
-    summaries = run.run_sync()
-    wall = time.perf_counter() - t0
-    attempts = sum(s.attempts or 0 for s in summaries.values())
-    if attempts != run.total or not all(s.complete for s in summaries.values()):
-        raise SystemExit(f"{executor}: {attempts} of {run.total} attempts recorded")
+    summaries, wall, attempts, _ = synth.timed_run(run, executor)
     return {"wall": wall, "attempts": attempts,
             "summaries": {k: (s.mean_score, s.solved_once, s.errors, s.unknown_cost_tasks) for k, s in
                           summaries.items()}}

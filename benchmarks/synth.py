@@ -370,6 +370,18 @@ def write_evaluation(project: Path, label: str, task_ids: list[str], repeats: in
     return total
 
 
+def timed_run(run, executor: str) -> tuple[dict, float, int, float]:
+    """``run.run_sync()`` timed: (summaries, wall, attempts recorded, start time); a run that did not record every
+    attempt stops the benchmark."""
+    t0 = time.perf_counter()
+    summaries = run.run_sync()
+    wall = time.perf_counter() - t0
+    attempts = sum(s.attempts or 0 for s in summaries.values())
+    if attempts != run.total or not all(s.complete for s in summaries.values()):
+        raise SystemExit(f"{executor}: {attempts} of {run.total} attempts recorded")
+    return summaries, wall, attempts, t0
+
+
 class Stopwatch:
     """``with Stopwatch() as sw: ...`` then ``sw.s``: the seconds the block took."""
 
