@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from hermit_tui.core import events as ev
-from hermit_tui.core.attempts import Attempt, run_attempt, run_attempt_async
+from hermit_tui.core.attempts import Attempt
 from hermit_tui.core.callables import load_judge, load_pipeline
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.evalstore import RESULTS, SUMMARY, archive_existing, eval_root
 from hermit_tui.core.executors import EXECUTORS, Executor, ProcessExecutor
 from hermit_tui.core.fingerprint import differences, fingerprint_of
 from hermit_tui.core.journal import FolderLock, SelectorJournal, WriteFailed, now_iso
-from hermit_tui.core.records import SOLVED_THRESHOLD, Summary, read_results, read_summary, summarize, write_atomic
+from hermit_tui.core.records import Summary, read_results, read_summary, summarize, write_atomic
 from hermit_tui.core.selectors import Selector, materialize, resolve_selectors
 from hermit_tui.core.tasks import TaskSet, load_tasks
 
@@ -450,4 +450,4 @@ class EvalRun:
         self._emit(ev.CardUpdated(commit=result.commit, moved_tag=result.moved_tag, message=result.message))
 
 
-__all__ = ["EvalRun", "SOLVED_THRESHOLD", "run_attempt", "run_attempt_async"]
+__all__ = ["EvalRun"]
