@@ -27,6 +27,7 @@ class SelectorStarted(Event):
     selector: str
     commit: str | None
     total: int
+    folder: str | None = None  # eval/<label>/: where its files (and transcripts) are written
 
 
 class AttemptStarted(Event):

@@ -317,7 +317,7 @@ class EvalRun:
             journal = journals[sel.label] = self._open_journal(sel, root)
             stack.callback(journal.close)
             self._emit(ev.SelectorStarted(label=sel.label, selector=sel.text, commit=sel.commit,
-                                          total=journal.total))
+                                          total=journal.total, folder=str(journal.folder)))
             for rec in journal.records.values():  # a retry or a resume shows the earlier records first
                 self._emit(ev.AttemptFinished(label=sel.label, record=rec))
         order = self._order(adapters, journals)
