@@ -349,3 +349,32 @@ def test_hermit_fixtures_match_the_demo(protocol, label):
     assert saved == mine
     summary = json.loads((FIXTURES / label / "summary.json").read_text())
     assert summary["mean_score"] == pytest.approx(sum(s for _, s, _ in mine.values()) / len(mine))
+
+
+def test_each_attempt_returns_a_short_trajectory(ws, tree, tmp_path):
+    """A question, one tool call with its arguments, the tool's (right) result, and the answer that was output."""
+    pipeline = load(ws / "pipeline.py", "_demo_pipeline_trajectory")
+    answers = json.loads((ws / "judge_data" / "answers.json").read_text())
+    root = export(tree, "root", tmp_path / "root")
+    tasks = rows(ws)
+    tools = set()
+    for tid in ids(ws / "test.txt"):
+        task = tasks[tid]
+        try:
+            out = pipeline.run(dict(task), root, params={"latency_scale": 0})
+        except ValueError:
+            continue  # the task that always makes the pipeline fail has no trajectory
+        system, user, call, result, final = out.messages
+        assert system["role"] == "system" and "Notes for the solver" in system["content"]  # the adapter's notes
+        assert user == {"role": "user", "content": task["input"]}
+        (tool_call,) = call["tool_calls"]
+        assert call["role"] == "assistant" and tool_call["type"] == "function"
+        tools.add(tool_call["function"]["name"])
+        assert json.loads(tool_call["function"]["arguments"])                          # JSON arguments
+        assert result == {"role": "tool", "tool_call_id": tool_call["id"], "content": result["content"]}
+        if tid in answers:
+            assert json.loads(result["content"]) == answers[tid]                       # the tool is right
+        assert final == {"role": "assistant", "content": out.output}
+    assert {"calculator", "convert", "calendar", "python"} <= tools
+    none = pipeline.run(dict(tasks["arith-01"]), None, params={"latency_scale": 0})
+    assert "adapter" not in none.messages[0]["content"]
