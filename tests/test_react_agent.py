@@ -364,3 +364,22 @@ def test_hermit_eval_writes_the_same_records_and_summaries(ours, demo_template, 
         for rec in read_results(hermit_eval / label / "results.jsonl").records:
             shown = load_transcript(hermit_eval / label, rec)
             assert (shown.source == "log") == (rec.log is not None)
+
+
+def test_show_reads_a_hermit_written_trajectory_from_its_react_log(ours, demo_template, tmp_path, server, capsys):
+    from hermit_tui.cli import main
+    config_path = react_workspace(demo_template, tmp_path / "ws", server.url)
+    done = subprocess.run([str(HERMIT), "eval", "--config", str(config_path), "--adapter", "root"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert main(["show", "--config", str(config_path), "--adapter", "root", "--task", "s2", "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["written_by"] == "hermit" and [a["repeat"] for a in shown["attempts"]] == [1, 2]
+    for a in shown["attempts"]:
+        assert a["transcript"]["source"] == "log" and a["transcript"]["path"] == a["log"]
+        assert a["transcript"]["messages"] == json.loads(Path(a["log"]).read_text())["messages"]
+        assert a["cost"] == f"${a['cost_usd']:.4f}" and a["api_speed"]["model_calls"] == 2
+    assert main(["show", "--config", str(config_path), "--adapter", "root", "--task", "s2", "--repeat", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "Transcript  5 messages, from the log " in text
+    assert '→ calls add (call_250_117)' in text and "tool result · add (call_250_117)" in text
