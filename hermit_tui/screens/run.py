@@ -23,7 +23,8 @@ def cost_line(store, running: bool) -> Text:
     known, unknown, done, expected = store.live_cost()
     text = Text.assemble(("cost ", "bold"), cost_phrase(known, unknown, done, expected, running=running))
     if store.stop_reason and not running:
-        text.append(f"  ·  stopped: {store.stop_reason} (Resume on the setup screen continues)", style="bold yellow")
+        cap = f" of {money(store.max_cost)}" if store.max_cost is not None else ""
+        text.append(f"  ·  stopped at the max cost{cap}: Resume continues", style="bold yellow")
     elif store.max_cost is not None:
         text.append(f"  ·  stops at {money(store.max_cost)} (max cost)", style="yellow")
     return text

@@ -53,8 +53,8 @@ def test_the_run_screen_projects_the_cost_at_the_end():
     assert "$0.4400 → ~$1.10 + 3 unknown" in progress_text(store.columns["root"]).plain
     assert "$0.4000 → ~$1.00" in progress_text(store.columns["none"]).plain
     store.apply(ev.RunFinished(summaries={}, cancelled=False, wall_s=1.0, stop_reason="max cost $5.00 reached: x"))
-    assert cost_line(store, running=False).plain == ("cost $0.8400 · 3 unknown  ·  stopped: max cost $5.00 "
-                                                     "reached: x (Resume on the setup screen continues)")
+    assert cost_line(store, running=False).plain == ("cost $0.8400 · 3 unknown  ·  stopped at the max cost of "
+                                                     "$5.00: Resume continues")
     everything_unknown = live_store({"none": [None, None]}, 10, max_cost=None)
     assert cost_line(everything_unknown, running=True).plain == "cost unknown so far · 2 unknown"
 
@@ -78,7 +78,7 @@ async def test_max_cost_setting_stops_the_launch_and_resume_finishes_it(demo):
         await pilot.pause(0.2)
         assert app.store.stop_reason and app.store.stop_reason.startswith("max cost $0.0100 reached")
         assert "stopped at the max cost" in str(app.screen.query_one("#run-status").content)
-        assert "stopped: max cost $0.0100" in app.screen.query_one("#run-cost").content.plain
+        assert "stopped at the max cost of $0.0100" in app.screen.query_one("#run-cost").content.plain
         assert any("Stopped, max cost" in n.message for n in app._notifications)
         run_dir = demo.parent / "runs" / "demo" / "eval"
         done = {}
