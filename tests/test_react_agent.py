@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 
 from hermit_tui.core.config import load_config
+from hermit_tui.core.records import read_results
 from hermit_tui.core.runner import EvalRun
 from hermit_tui.core.transcripts import TRANSCRIPTS, load_transcript, read_sidecar, turns_of
-from hermit_tui.core.records import read_results
 
 pytest.importorskip("hermit.agents.react", reason="hermit-harness is in the test extra: pip install -e '.[test]'")
 

@@ -203,7 +203,7 @@ class TranscriptIndex:
     skipped: int = 0  # lines that could not be read (a cut last line, damage)
 
     @classmethod
-    def build(cls, path: Path) -> "TranscriptIndex":
+    def build(cls, path: Path) -> TranscriptIndex:
         index = cls()
         offset = 0
         with open(path, "rb") as fh:
