@@ -299,3 +299,34 @@ def test_read_results_is_unchanged_by_a_sidecar(tmp_path):
     read = read_results(config.run_dir / "eval" / "none" / "results.jsonl")
     assert len(read.records) == 8 and not read.skipped
     assert all(set(r.model_extra or {}) <= {"traceback"} for r in read.records)
+
+
+def test_the_index_reads_only_what_a_live_run_appended(tmp_path, monkeypatch):
+    from hermit_tui.core import transcripts as mod
+    folder = tmp_path / "eval" / "none"
+    folder.mkdir(parents=True)
+    path = folder / TRANSCRIPTS
+
+    def line(tid: str, text: str) -> str:
+        return json.dumps({"repeat": 1, "id": tid, "messages": [{"role": "user", "content": text}]}) + "\n"
+    path.write_text(line("a", "first") + line("b", "second")[:20])  # b is being written
+    assert read_sidecar(folder, "a", 1).messages[0]["content"] == "first"
+    assert read_sidecar(folder, "b", 1) is None
+    index = mod._index_of(path)
+    assert (index.end, index.partial, index.skipped) == (len(line("a", "first")), True, 1)
+    read_from = []
+    real_extend = mod.TranscriptIndex.extend
+    monkeypatch.setattr(mod.TranscriptIndex, "extend", lambda self, p: (read_from.append(self.end),
+                                                                        real_extend(self, p))[1])
+    with open(path, "a") as fh:
+        fh.write(line("b", "second")[20:] + line("a", "again"))
+    assert read_sidecar(folder, "b", 1).messages[0]["content"] == "second"
+    assert read_sidecar(folder, "a", 1).messages[0]["content"] == "again"  # a later line replaces an earlier one
+    assert read_from == [len(line("a", "first"))]  # only the new part was read
+    assert mod._index_of(path).skipped == 0
+    # a compaction replaces the file: read again from the start
+    from hermit_tui.core.transcripts import compact_transcripts
+    compact_transcripts(folder, [("b", 1), ("a", 1)])
+    assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == ["b", "a"]
+    assert read_sidecar(folder, "a", 1).messages[0]["content"] == "again"
+    assert read_from[-1] == 0

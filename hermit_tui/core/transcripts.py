@@ -200,22 +200,37 @@ class TranscriptIndex:
     """Where each attempt's (last) line lies in a transcripts.jsonl: (task id, repeat) -> (offset, length)."""
 
     spans: dict[Key, tuple[int, int]] = field(default_factory=dict)
-    skipped: int = 0  # lines that could not be read (a cut last line, damage)
+    bad: int = 0  # whole lines that could not be read (damage)
+    partial: bool = False  # the file ends in a cut line (a crash, or a line being written)
+    end: int = 0  # the offset after the last whole line read
+
+    @property
+    def skipped(self) -> int:
+        return self.bad + self.partial
 
     @classmethod
     def build(cls, path: Path) -> TranscriptIndex:
         index = cls()
-        offset = 0
-        with open(path, "rb") as fh:
-            for line in fh:
-                key = _key_of(line)
-                if key is None or not line.endswith(b"\n"):
-                    if line.strip():
-                        index.skipped += 1
-                else:
-                    index.spans[key] = (offset, len(line))
-                offset += len(line)
+        index.extend(path)
         return index
+
+    def extend(self, path: Path) -> None:
+        """Read the whole lines after ``end``: a file that only grew (a live run appending) is not read again."""
+        offset = self.end
+        self.partial = False
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            for line in fh:
+                if not line.endswith(b"\n"):
+                    self.partial = bool(line.strip())
+                    break
+                key = _key_of(line)
+                if key is None:
+                    self.bad += bool(line.strip())
+                else:
+                    self.spans[key] = (offset, len(line))
+                offset += len(line)
+                self.end = offset
 
 
 def _key_of(line: bytes) -> Key | None:
@@ -229,24 +244,26 @@ def _key_of(line: bytes) -> Key | None:
         return None
 
 
-_INDEXES: dict[str, tuple[tuple[int, int], TranscriptIndex]] = {}
+_INDEXES: dict[str, tuple[int, TranscriptIndex]] = {}  # path -> (inode, index)
 _INDEX_LOCK = threading.Lock()
 
 
 def _index_of(path: Path) -> TranscriptIndex:
-    """The index of a sidecar, rebuilt only when the file changed (the drill-down asks for one attempt at a time)."""
-    stat = path.stat()
-    stamp = (stat.st_size, stat.st_mtime_ns)
+    """The index of a sidecar. The drill-down asks for one attempt at a time: a file that only grew since is read
+    from where the index ended; a replaced (compacted) or shorter one is read again."""
     with _INDEX_LOCK:
+        stat = path.stat()
         cached = _INDEXES.get(str(path))
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-    index = TranscriptIndex.build(path)
-    with _INDEX_LOCK:
+        if cached is not None and cached[0] == stat.st_ino and stat.st_size >= cached[1].end:
+            index = cached[1]
+            if stat.st_size > index.end or index.partial:
+                index.extend(path)
+            return index
+        index = TranscriptIndex.build(path)
         if len(_INDEXES) > 32:
             _INDEXES.clear()
-        _INDEXES[str(path)] = (stamp, index)
-    return index
+        _INDEXES[str(path)] = (stat.st_ino, index)
+        return index
 
 
 class Transcript(BaseModel):
