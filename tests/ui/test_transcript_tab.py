@@ -230,3 +230,32 @@ def test_snapshot_transcript_side_by_side(snap_compare, tmp_path):
         app.screen.query_one("#transcript-search", Input).value = "367"
         await pilot.pause()
     assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
+
+
+async def test_an_evaluation_the_real_hermit_eval_wrote_with_its_react_agent(demo_template, tmp_path):
+    """hermit eval (hermit-harness's CLI, its react agent against a loopback model) writes the evaluation; the
+    Transcript tab reads each attempt's trajectory from hermit's own react log."""
+    import subprocess
+
+    from test_react_agent import HERMIT, Server, react_workspace
+    with Server() as server:
+        config_path = react_workspace(demo_template, tmp_path / "ws", server.url)
+        done = subprocess.run([str(HERMIT), "eval", "--config", str(config_path), "--adapter", "root"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    config = load_config(config_path)
+    store = EvalStore(load_tasks(config).tasks, load_tasks(config).test_ids)
+    column = store.add_stored(open_evaluation(config.run_dir / "eval" / "root"))
+    assert column.summary.written_by_hermit and not (column.folder / "transcripts.jsonl").exists()
+    logged = json.loads(Path(column.records[("s2", 2)].log).read_text())
+    app = HermitApp(store=store, live_updates=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_transcript(pilot, app, "s2", "root", 2)
+        left = view(screen, "left")
+        assert str(left.query_one(".transcript-note").content) == \
+            f"5 messages · from hermit's log {Path(column.records[('s2', 2)].log).name}"
+        assert [b.turn.role for b in left.blocks] == [m["role"] for m in logged["messages"]]
+        assert plain(left.blocks[2]).splitlines()[1] == "→ add  (call_250_117)"
+        assert plain(left.blocks[3]).splitlines() == ["tool result · add (call_250_117)  #4",
+                                                      '{"sum": 367, "task": "s2"}']
+        assert plain(left.blocks[4]).splitlines()[1] == "367"
