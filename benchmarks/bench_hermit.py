@@ -6,7 +6,8 @@ must every attempt's status, score and cost.
 
     python benchmarks/bench_hermit.py [--quick] [--hermit PATH]
 
-hermit-harness is found at --hermit, else $HERMIT_BENCH_VENV/bin/hermit, /tmp/hvenv/bin/hermit, or a venv created
+hermit-harness is found at --hermit, else $HERMIT_BENCH_VENV/bin/hermit, beside this Python (the test extra installs
+it), /tmp/hvenv/bin/hermit, or a venv created
 under ~/.cache/hermit-tui/bench-hvenv (python3 -m venv + pip install hermit-harness==0.1.0; not with
 $HERMIT_BENCH_NO_INSTALL set). Where it cannot be installed the comparison is skipped with a message.
 """
@@ -34,7 +35,8 @@ def find_hermit(given: str | None) -> tuple[Path | None, str]:
     if given:
         return (Path(given), f"using {given}") if Path(given).is_file() else (None, f"{given}: no such file")
     venv = os.environ.get("HERMIT_BENCH_VENV")
-    for c in ([Path(venv, "bin", "hermit")] if venv else []) + [Path("/tmp/hvenv/bin/hermit")]:
+    for c in ([Path(venv, "bin", "hermit")] if venv else []) + [Path(sys.executable).with_name("hermit"),
+                                                                Path("/tmp/hvenv/bin/hermit")]:
         if c.is_file():
             return c, f"using {c}"
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hermit-tui" / "bench-hvenv"

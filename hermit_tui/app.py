@@ -110,7 +110,8 @@ class HermitApp(App):
 
     def launch(self, selectors: list[str], *, repeats: int | None = None, concurrency: int | None = None,
                limit: int | None = None, retry: dict[str, list[tuple[str, int]]] | None = None,
-               resume: bool = False, executor: str = "threads", timeout_min: float | None = None) -> None:
+               resume: bool = False, executor: str = "threads", timeout_min: float | None = None,
+               max_cost: float | None = None) -> None:
         """Evaluate ``selectors`` side by side in a worker thread (or re-run only the given failed attempts, or
         continue interrupted evaluations)."""
         if self.config is None:
@@ -120,7 +121,7 @@ class HermitApp(App):
             self.notify("An evaluation is already running: cancel it first (c)", severity="warning")
             return
         options = dict(repeats=repeats, concurrency=concurrency, limit=limit, retry=retry, resume=resume,
-                       executor=executor, timeout_min=timeout_min)
+                       executor=executor, timeout_min=timeout_min, max_cost=max_cost)
         if executor == "ray":
             options["ray_address"] = os.environ.get("RAY_ADDRESS") or None
         self.run_worker(lambda: self._run(selectors, options), thread=True, exclusive=True, group="eval",
@@ -158,6 +159,9 @@ class HermitApp(App):
         elif cancelled:
             self.notify("Cancelled: every finished attempt is kept; the summaries are marked incomplete",
                         severity="warning", timeout=8)
+        elif self.store.stop_reason:
+            self.notify(f"Stopped, {self.store.stop_reason}: the summaries are marked incomplete; Resume "
+                        "continues", severity="warning", timeout=10)
         else:
             self.notify("Evaluation finished", timeout=5)
         self.screen.post_message(self.RunEnded(cancelled, error))

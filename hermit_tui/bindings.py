@@ -57,8 +57,18 @@ ATTEMPT = [
     Binding("left_square_bracket", "prev_pair", "Prev pair", key_display="["),
     Binding("right_square_bracket", "next_pair", "Next pair", key_display="]"),
     Binding("l", "open_log", "Log"),
+    Binding("x", "transcript", "Transcript"),
     Binding("escape", "back", "Back"),
 ]
+
+#: The drill-down's Transcript tab (active while the focus is inside it), and one of its messages.
+TRANSCRIPT = [
+    Binding("slash", "search", "Search", key_display="/"),
+    Binding("n", "next_match", "Next match"),
+    Binding("N", "prev_match", "Prev match", key_display="shift+n"),
+    Binding("z", "fold_all", "Fold all"),
+]
+TRANSCRIPT_TURN = [Binding("enter", "toggle_fold", "Fold/unfold")]
 
 ERRORS = [
     Binding("enter", "jump", "Jump to attempt"),
@@ -94,3 +104,4 @@ HELP = [Binding("escape", "dismiss", "Close"), Binding("question_mark", "dismiss
 ALL = [("Everywhere", APP), ("Config picker", PICKER), ("Setup", SETUP), ("Live run", RUN),
        ("Per-task table", TASKS), ("Drill-down", ATTEMPT), ("Errors", ERRORS), ("History", HISTORY),
        ("Compare", COMPARE), ("Review & publish", REVIEW)]
+ALL.insert(ALL.index(("Drill-down", ATTEMPT)) + 1, ("Transcript tab", TRANSCRIPT + TRANSCRIPT_TURN))

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hermit_tui import cli_publish, cli_report
+from hermit_tui import cli_publish, cli_report, cli_show
 from hermit_tui.core.errors import InputError, RunFailed
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -59,10 +59,14 @@ def _parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--retry-lost-once", action="store_true",
                         help="with --executor ray: run an attempt whose worker or node was lost once more (the "
                         "summary records it)")
+    p_eval.add_argument("--max-cost", type=float, metavar="USD",
+                        help="stop starting new attempts once this launch's attempts cost this much (unknown costs "
+                        "count at the mean known cost); the ones in flight finish; continue later with --resume")
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
     cli_report.add_parser(sub)
     cli_publish.add_parser(sub)
+    cli_show.add_parser(sub)
 
     p_demo = sub.add_parser("demo", help="create the built-in demo workspace (a teaching demonstration) and open it")
     p_demo.add_argument("dir", nargs="?", help="where to create it (default: the user cache folder)")
@@ -120,7 +124,7 @@ def cmd_eval(args) -> int:
     run = EvalRun(config, args.adapter, concurrency=args.concurrency, limit=args.limit,
                   update_card=not args.no_card, resume=args.resume, executor=args.executor,
                   ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
-                  retry_lost=args.retry_lost_once)
+                  retry_lost=args.retry_lost_once, max_cost=args.max_cost)
     sink, progress = _progress(run, sys.stderr)
     run.on_event = sink
 
@@ -146,6 +150,9 @@ def cmd_eval(args) -> int:
     print(json.dumps(payload, indent=1))
     if run.cancelled:
         sys.stderr.write("cancelled: the summaries are marked incomplete\n")
+        return EXIT_FAILED
+    if run.stop_reason:
+        sys.stderr.write(f"stopped: {run.stop_reason}; the summaries are marked incomplete (continue with --resume)\n")
         return EXIT_FAILED
     return EXIT_OK
 
@@ -185,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_report.run(args)
         if args.command == "publish":
             return cli_publish.run(args)
+        if args.command == "show":
+            return cli_show.run(args)
         return _open_dashboard(Path(args.config) if args.config else None, args.set)
     except InputError as exc:
         sys.stderr.write(f"hermit-tui: error: {exc}\n")

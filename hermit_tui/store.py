@@ -77,7 +77,7 @@ class Column:
     cells: dict[str, Cell] = field(default_factory=dict)
     running: bool = False
     threshold: float = SOLVED_THRESHOLD  # what counts as solved in the views (the files keep hermit's 1.0)
-    folder: Path | None = None  # where a disk column was read from
+    folder: Path | None = None  # where a disk column was read from (a live one: where it is written)
     archived: bool = False  # an archived (earlier) evaluation: shown, never retried or published
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
@@ -198,6 +198,8 @@ class EvalStore:
         self.warnings: list[str] = []
         self.threshold = SOLVED_THRESHOLD
         self._search_text: dict[str, str] = {}
+        self.max_cost: float | None = None  # the launch's --max-cost (USD)
+        self.stop_reason: str | None = None  # why the last launch stopped early without a cancel
 
     # -- feeding --------------------------------------------------------------------------------------------------
     def _touch(self) -> None:
@@ -217,11 +219,13 @@ class EvalStore:
                     known.add(tid)
             self.repeats = event.repeats
             self.run_active, self.run_cancelled = True, False
+            self.max_cost, self.stop_reason = event.max_cost_usd, None
         elif isinstance(event, ev.SelectorStarted):
             self.columns.pop(event.label, None)
             self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
                                                source="live", commit=event.commit, expected=event.total,
-                                               running=True, threshold=self.threshold)
+                                               running=True, threshold=self.threshold,
+                                               folder=Path(event.folder) if event.folder else None)
             if self.baseline is None:
                 self.baseline = event.label
         elif isinstance(event, ev.SelectorFinished):
@@ -237,6 +241,7 @@ class EvalStore:
             self.log.append(("warning", f"cancelled: {event.finished} of {event.total} attempts finished and kept"))
         elif isinstance(event, ev.RunFinished):
             self.run_active = False
+            self.stop_reason = event.stop_reason
             for col in self.columns.values():
                 col.running = False
         self._touch()
@@ -299,6 +304,12 @@ class EvalStore:
         for col in self.columns.values():
             col.rethreshold(self.threshold)
         self._touch()
+
+    def live_cost(self) -> tuple[float, int, int, int]:
+        """(known cost, unknown-cost attempts, attempts done, attempts expected) over the live columns."""
+        live = [c for c in self.columns.values() if c.source == "live"]
+        return (sum(c.known_cost for c in live), sum(c.unknown_cost for c in live), sum(c.done for c in live),
+                sum(c.expected for c in live))
 
     def scores_outside_unit(self) -> int:
         return sum(col.outside_unit for col in self.columns.values())

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import git
@@ -17,7 +18,6 @@ from hermit_tui.core.tree import AdapterTree
 
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
-HVENV = Path("/tmp/hvenv/bin/python")
 
 HEADER = ("| Adapter | Tasks | Repeats | Mean score | Solved at least once | Cost (USD) |\n"
           "|---|---|---|---|---|---|\n")
@@ -93,7 +93,6 @@ def test_replace_follows_crlf():
                    + "\r\n\r\nWhere it has not been tested: x\r\n")
 
 
-@pytest.mark.skipif(not HVENV.exists(), reason="hermit-harness venv /tmp/hvenv not present")
 @pytest.mark.parametrize("card, summary", [
     (CARD, {"tasks": 4, "repeats": 3, "mean_score": 0.75, "solved_once": 0.75, "cost_usd": 4.5}),
     (CARD + "\n## Notes ☃\n\nkept\n", {"tasks": 16, "repeats": 2, "mean_score": 2 / 3, "solved_once": 0.0625,
@@ -109,7 +108,7 @@ def test_same_bytes_as_hermit(tmp_path, card, summary):
     script = ("import json, sys\nfrom pathlib import Path\nimport hermit.evaluate as ev\n"
               "ev.Tree.commit = staticmethod(lambda checkout, message: None)\n"
               "ev._update_card(None, 'demo', Path(sys.argv[1]), json.loads(sys.argv[2]))\n")
-    subprocess.run([str(HVENV), "-c", script, str(tmp_path / "run"), json.dumps(summary)], check=True,
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "run"), json.dumps(summary)], check=True,
                    env={"PYTHONUTF8": "1", "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
     hermits = (checkout / "CARD.md").read_bytes()
     assert hermits != card.encode()

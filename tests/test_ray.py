@@ -168,6 +168,22 @@ def test_judging_on_the_workers_keeps_the_task_folder_off_the_driver(cluster, wo
                    for m in list(sys.modules.values()))
 
 
+def test_trajectories_come_back_from_the_workers_whoever_judges(cluster, workspaces, demo_runs):
+    """RunOutput.messages crosses from the Ray workers to the driver's transcripts.jsonl, as with local threads."""
+    def sidecar(folder: Path, label: str) -> dict:
+        return {(r["id"], r["repeat"]): r["messages"] for r in rows(folder / "runs/demo/eval" / label
+                                                                    / "transcripts.jsonl")}
+    local = sidecar(demo_runs["local"], "final")
+    assert len(local) == 16 * 3 - 3  # every attempt but the pipeline's failures
+    assert sidecar(demo_runs["remote"], "final") == local  # the driver judged
+    folder = workspaces("judge-on-workers-transcripts")
+    EvalRun(load_config(folder / "run.yaml", FAST), ["final"], update_card=False, executor="ray",
+            ray_address=cluster, judge_on_workers=True, limit=4).run_sync()
+    remote = sidecar(folder, "final")  # the workers judged: the record and the trajectory came back together
+    assert remote and remote == {k: v for k, v in local.items() if k in remote}
+    assert {k for k, _ in remote} == {r["id"] for r in rows(folder / "runs/demo/eval/final/results.jsonl")}
+
+
 def test_force_cancel_keeps_finished_attempts_and_cancels_the_cluster_work(cluster, workspaces, tmp_path):
     """Ray initialised by the caller (as a notebook would): the run uses that connection and leaves it open, so
     the hung attempts stop because their Ray tasks were cancelled, not because the job ended."""

@@ -15,6 +15,7 @@ from typing import Any
 from hermit_tui.core.callables import normalize_judge, normalize_output
 from hermit_tui.core.context import _CURRENT, AttemptContext
 from hermit_tui.core.records import AttemptRecord, Judged
+from hermit_tui.core.transcripts import jsonable
 
 TRACEBACK_CHARS = 4000
 #: What a pipeline may raise that still counts as the pipeline's failure (a pipeline calling sys.exit included).
@@ -71,6 +72,7 @@ def judge_output(judge: Callable, attempt: Attempt, value: Any, started: float) 
         api_speed=out.api_speed, tokens=out.tokens, log=str(out.log) if out.log else None)
     if tb:
         record.traceback = tb
+    record._messages = jsonable(out.messages)
     return record, tb
 
 

@@ -13,6 +13,7 @@ from hermit_tui.core.records import ResultsFile, Summary, read_results, read_sum
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
+TRANSCRIPTS = "transcripts.jsonl"  # hermit-tui's sidecar of trajectories (core/transcripts.py)
 ARCHIVE = "archive"
 
 
@@ -21,10 +22,10 @@ def eval_root(run_dir: Path) -> Path:
 
 
 def archive_existing(label_dir: Path, *, copy: bool = False) -> Path | None:
-    """Move (or ``copy``) an earlier results.jsonl/summary.json pair into ``<label dir>/archive/<UTC time>/``;
-    return that folder, or None when there was nothing to keep."""
+    """Move (or ``copy``) an earlier results.jsonl/summary.json pair (and its transcripts.jsonl) into
+    ``<label dir>/archive/<UTC time>/``; return that folder, or None when there was nothing to keep."""
     label_dir = Path(label_dir)
-    present = [label_dir / n for n in (RESULTS, SUMMARY) if (label_dir / n).exists()]
+    present = [label_dir / n for n in (RESULTS, SUMMARY, TRANSCRIPTS) if (label_dir / n).exists()]
     if not present:
         return None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")

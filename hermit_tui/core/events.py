@@ -19,6 +19,7 @@ class RunStarted(Event):
     repeats: int
     concurrency: int
     total: int
+    max_cost_usd: float | None = None  # --max-cost of the launch
 
 
 class SelectorStarted(Event):
@@ -27,6 +28,7 @@ class SelectorStarted(Event):
     selector: str
     commit: str | None
     total: int
+    folder: str | None = None  # eval/<label>/: where its files (and transcripts) are written
 
 
 class AttemptStarted(Event):
@@ -73,6 +75,7 @@ class RunFinished(Event):
     summaries: dict[str, Summary]
     cancelled: bool
     wall_s: float
+    stop_reason: str | None = None  # why it stopped before the end without a cancel (--max-cost)
 
 
 AnyEvent = Union[RunStarted, SelectorStarted, AttemptStarted, AttemptFinished, SelectorFinished, CardUpdated, RunLog,

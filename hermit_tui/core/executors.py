@@ -19,7 +19,6 @@ import signal
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +89,7 @@ def _worker_main(conn, config_path: str, overrides: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     from hermit_tui.core.callables import load_pipeline, normalize_output
     from hermit_tui.core.config import load_config
+    from hermit_tui.core.transcripts import output_payload
     try:
         pipeline = load_pipeline(load_config(config_path, overrides))
     except BaseException as exc:  # reported on the first job
@@ -108,9 +108,7 @@ def _worker_main(conn, config_path: str, overrides: list[str]) -> None:
             continue
         try:
             out = normalize_output(call_pipeline(pipeline, attempt))
-            payload = asdict(out)
-            payload["log"] = str(out.log) if out.log else None
-            conn.send(("ok", payload, None))
+            conn.send(("ok", output_payload(out), None))  # the trajectory as JSON values: always picklable
         except PIPELINE_FAILURES as exc:
             import traceback
             conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-TRACEBACK_CHARS:]))

@@ -18,6 +18,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import RESULTS
 from hermit_tui.core.records import AttemptRecord, write_atomic
 from hermit_tui.core.selectors import Selector
+from hermit_tui.core.transcripts import TranscriptLog
 
 LOCK = ".hermit-tui.lock"
 FSYNC_EVERY_S = 0.5
@@ -116,6 +117,7 @@ class SelectorJournal:
         self._good = 0  # the file's length after the last whole line
         self._last_sync = time.monotonic()
         self.last_summary = 0.0
+        self.transcripts = TranscriptLog(folder, self.continues)  # the trajectories' sidecar
 
     def open(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -135,6 +137,12 @@ class SelectorJournal:
     def append(self, record: AttemptRecord) -> None:
         """Append one line, flushed; on failure roll the file back to its last whole line and raise WriteFailed."""
         line = record.to_json_line().encode("utf-8")
+        try:  # the trajectory first: a crash in between leaves a line that a re-run attempt replaces
+            self.transcripts.write(record.id, record.repeat, record._messages)
+        except OSError as exc:
+            raise WriteFailed(f"writing {self.transcripts.path} failed: {exc.strerror or exc}; the "
+                              f"{len(self.records)} attempts recorded before are intact") from None
+        record._messages = None  # written: the dashboard's records never hold trajectories
         try:
             self._fh.write(line)
             self._fh.flush()
@@ -170,9 +178,11 @@ class SelectorJournal:
                 pass
             self._fh.close()
             self._fh = None
+        self.transcripts.close()
 
     def compact(self, task_order: list[str]) -> None:
         """One line per attempt again (a retried line replaces the earlier one), written atomically."""
         rank = {tid: i for i, tid in enumerate(task_order)}
         ordered = sorted(self.records.values(), key=lambda r: (r.repeat, rank.get(r.id, len(rank)), r.id))
         write_atomic(self.folder / RESULTS, "".join(r.to_json_line() for r in ordered))
+        self.transcripts.compact([r.key for r in ordered])

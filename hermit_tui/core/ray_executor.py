@@ -36,7 +36,6 @@ import time
 import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from hermit_tui.core.attempts import (PIPELINE_FAILURES, TRACEBACK_CHARS, Attemp
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.executors import Executor, Outcome, timeout_message
 from hermit_tui.core.records import AttemptRecord
+from hermit_tui.core.transcripts import output_payload
 
 INSTALL_HINT = "the Ray executor needs Ray: pip install 'hermit-tui[ray]'"
 #: Left out of the working_dir besides Ray's own defaults (.git, venvs, __pycache__) and .gitignore/.rayignore; the
@@ -191,15 +191,14 @@ def _run_job(job: dict) -> dict:
         pipeline = lambda task, adapter: asyncio.run(async_pipeline(task, adapter))  # noqa: E731
     if judge is not None:
         record, tb = run_attempt(pipeline, judge, attempt)
-        return {"kind": "record", "record": record.model_dump(mode="json"), "traceback": tb}
+        return {"kind": "record", "record": record.model_dump(mode="json"), "traceback": tb,
+                "messages": record._messages}
     from hermit_tui.core.callables import normalize_output
     try:
         out = normalize_output(call_pipeline(pipeline, attempt))
     except PIPELINE_FAILURES as exc:
         return _error(f"{type(exc).__name__}: {exc}", traceback.format_exc()[-TRACEBACK_CHARS:], started)
-    payload = asdict(out)
-    payload["log"] = str(out.log) if out.log else None
-    return {"kind": "ok", "output": payload}
+    return {"kind": "ok", "output": output_payload(out)}
 
 
 def _attempt_task(job: dict):
@@ -344,6 +343,7 @@ class RayExecutor(Executor):
                                      time.perf_counter() - started), None
         if result["kind"] == "record":
             record = AttemptRecord.model_validate(result["record"])
+            record._messages = result.get("messages")
             return record, result["traceback"]
         if result["kind"] == "error":
             tb = result["traceback"]

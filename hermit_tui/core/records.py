@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from hermit_tui.core.errors import InputError
 
@@ -53,6 +53,9 @@ class AttemptRecord(BaseModel):
     api_speed: Any = None
     tokens: Any = None
     log: str | None = None
+    # The attempt's trajectory (RunOutput.messages) on its way from the executor to the journal, which writes it to
+    # the transcripts sidecar and drops it: never a key of results.jsonl, never kept by the dashboard.
+    _messages: list | None = PrivateAttr(default=None)
 
     @property
     def score(self) -> float:

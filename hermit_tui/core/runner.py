@@ -21,6 +21,7 @@ from typing import Any
 from hermit_tui.core import events as ev
 from hermit_tui.core.attempts import Attempt
 from hermit_tui.core.callables import load_judge, load_pipeline
+from hermit_tui.core.costs import CostCap, check_max_cost
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.evalstore import RESULTS, SUMMARY, archive_existing, eval_root
 from hermit_tui.core.executors import EXECUTORS, Executor, ProcessExecutor
@@ -56,6 +57,8 @@ class EvalRun:
       ones, and the summary counts the retries (re-running only failures can bias a mean).
     - ``resume`` continues interrupted evaluations of ``selectors``: the recorded attempts are kept, only the
       missing ones run, and the protocol must match what was recorded.
+    - ``max_cost`` (USD) stops starting new attempts once the attempts of this launch cost that much (attempts in
+      flight finish; the summaries say ``stop_reason``; ``resume`` continues later).
     - ``executor`` is "threads" (default), "processes" (each attempt in a worker process that can be killed) or
       "ray" (attempts as tasks on a Ray cluster at ``ray_address``; the driver judges unless ``judge_on_workers``;
       ``retry_lost`` runs an attempt whose worker died once more).
@@ -66,7 +69,8 @@ class EvalRun:
                  on_event: EventSink | None = None, tasks: TaskSet | None = None,
                  retry: dict[str, list[tuple[str, int]]] | None = None, resume: bool = False,
                  executor: str = "threads", timeout_min: float | None = None,
-                 ray_address: str | None = None, judge_on_workers: bool = False, retry_lost: bool = False):
+                 ray_address: str | None = None, judge_on_workers: bool = False, retry_lost: bool = False,
+                 max_cost: float | None = None):
         config.require_for_eval()
         if executor not in EXECUTORS:
             raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -128,6 +132,13 @@ class EvalRun:
         self.summaries: dict[str, Summary] = {}
         self.cancelled = False
         self.failure: str | None = None
+        # -- --max-cost (core/costs.py): no new attempt starts once this launch's cost reaches it ------------------
+        try:
+            cap = check_max_cost(max_cost)
+        except ValueError as exc:
+            raise InputError(f"--max-cost: {exc}") from None
+        self.cost_cap = CostCap(max_usd=cap) if cap is not None else None
+        self.stop_reason: str | None = None  # why the launch stopped early without a cancel (the cap)
 
     # -- earlier evaluations (retry, resume) -----------------------------------------------------------------------
     def _read_earlier(self, labels: list[str]) -> tuple[list[str], int, int | None]:
@@ -301,7 +312,7 @@ class EvalRun:
             done = self.total - sum(j.pending for j in journals.values())
             self._emit(ev.RunCancelled(finished=done, total=self.total))
         self._emit(ev.RunFinished(summaries=self.summaries, cancelled=self.cancelled,
-                                  wall_s=round(time.perf_counter() - t0, 2)))
+                                  wall_s=round(time.perf_counter() - t0, 2), stop_reason=self.stop_reason))
         if self.failure:
             raise RunFailed(self.failure)
         return self.summaries
@@ -311,13 +322,14 @@ class EvalRun:
         for warning in self.warnings:
             self._emit(ev.RunLog(level="warning", message=warning))
         self._emit(ev.RunStarted(labels=self.labels, task_ids=self.task_ids, repeats=self.repeats,
-                                 concurrency=self.concurrency, total=self.total))
+                                 concurrency=self.concurrency, total=self.total,
+                                 max_cost_usd=self.cost_cap.max_usd if self.cost_cap else None))
         adapters = {sel.label: stack.enter_context(materialize(sel, self.config)) for sel in self.selectors}
         for sel in self.selectors:
             journal = journals[sel.label] = self._open_journal(sel, root)
             stack.callback(journal.close)
             self._emit(ev.SelectorStarted(label=sel.label, selector=sel.text, commit=sel.commit,
-                                          total=journal.total))
+                                          total=journal.total, folder=str(journal.folder)))
             for rec in journal.records.values():  # a retry or a resume shows the earlier records first
                 self._emit(ev.AttemptFinished(label=sel.label, record=rec))
         order = self._order(adapters, journals)
@@ -325,6 +337,8 @@ class EvalRun:
             self._write_summary(journal, final=False)
         await self._execute(order, journals)
         self.cancelled = self._cancel.is_set() and any(j.pending for j in journals.values())
+        if not any(j.pending for j in journals.values()):
+            self.stop_reason = None  # the cap was reached by the last attempts: nothing was left out
         for journal in journals.values():
             if journal.selector.label not in self.summaries or journal.pending:
                 journal.close()
@@ -352,7 +366,7 @@ class EvalRun:
 
         async def worker() -> None:
             for attempt in queue:  # one shared iterator: each attempt is taken once, in order
-                if self._cancel.is_set():
+                if self._cancel.is_set() or self._cost_reached():
                     return
                 self._emit(ev.AttemptStarted(label=attempt.label, task_id=attempt.task_id, repeat=attempt.repeat))
                 outcome = await one(attempt)
@@ -369,6 +383,7 @@ class EvalRun:
                     self.cancel()
                     return
                 journal.pending -= 1
+                self._count_cost(record)
                 self._emit(ev.AttemptFinished(label=attempt.label, record=record, traceback=tb))
                 if not 0 <= record.judge.score <= 1:
                     self._emit(ev.RunLog(level="warning", message=f"{attempt.label}: {attempt.task_id} repeat "
@@ -384,6 +399,28 @@ class EvalRun:
         finally:
             if forced.is_set():
                 executor.abandon()
+
+    # -- the cost cap ------------------------------------------------------------------------------------------
+    def _count_cost(self, record) -> None:
+        cap = self.cost_cap
+        if cap is None:
+            return
+        was_blind = cap.blind
+        cap.add(record.cost_usd)
+        if cap.blind and not was_blind:
+            self._emit(ev.RunLog(level="warning", message="--max-cost: the attempts so far report no cost; they "
+                                 "count once some attempt reports one (their cost is never taken as $0)"))
+
+    def _cost_reached(self) -> bool:
+        """True once this launch's cost reached --max-cost: no new attempt starts (the ones in flight finish)."""
+        cap = self.cost_cap
+        if cap is None:
+            return False
+        if self.stop_reason is None and cap.reached:
+            self.stop_reason = cap.reason()
+            self._emit(ev.RunLog(level="warning", message=f"{self.stop_reason}: no new attempt starts, the ones "
+                                 "in flight finish; continue later with --resume"))
+        return self.stop_reason is not None
 
     # -- summaries -----------------------------------------------------------------------------------------------
     def _summary(self, journal: SelectorJournal, *, final: bool) -> Summary:
@@ -407,6 +444,10 @@ class EvalRun:
             extra["ray_retries"] = lost.get(sel.label, 0)
         if outside:
             extra["scores_outside_unit"] = outside
+        if self.cost_cap is not None:
+            extra["max_cost_usd"] = self.cost_cap.max_usd
+            if self.stop_reason and not complete:
+                extra["stop_reason"] = self.stop_reason
         if self.warnings:
             extra["protocol_warnings"] = self.warnings
         wall = time.perf_counter() - journal.started + (earlier.wall_s if earlier else 0.0)

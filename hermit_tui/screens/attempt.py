@@ -1,5 +1,5 @@
-"""The drill-down: one task's input fields, every attempt under every selector (a tab each), and two selectors'
-outputs side by side with their differences highlighted."""
+"""The drill-down: one task's input fields, every attempt under every selector (a tab each), two selectors'
+outputs side by side with their differences highlighted, and the attempts' transcripts (widgets/transcript_view)."""
 from __future__ import annotations
 
 import json
@@ -20,9 +20,11 @@ from hermit_tui import bindings
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.paths import style
 from hermit_tui.widgets.diff_view import DiffView
+from hermit_tui.widgets.transcript_view import TranscriptPanel
 
 LOG_TAIL_BYTES = 200_000  # a log longer than this shows its end only
 SIDE = "side"
+TRANSCRIPT = "transcript-pane"
 STATUS_TEXT = {"ok": "ok", "error": "error: the pipeline raised", "judge_error": "judge_error: the judge raised"}
 
 
@@ -211,6 +213,8 @@ class AttemptScreen(Screen):
                     yield Select([], id="side-right", compact=True, prompt="right")
                     yield Select([], id="side-repeat", compact=True, prompt="repeat")
                 yield DiffView(id="side-diff")
+            with TabPane("Transcript", id=TRANSCRIPT):
+                yield TranscriptPanel(self._lookup, id="transcript")
         yield Footer()
 
     async def on_mount(self) -> None:
@@ -252,6 +256,7 @@ class AttemptScreen(Screen):
             await holder.remove_children()
             await holder.mount_all(self._cards(key))
         self._sync_side()
+        self._sync_transcript()
 
     def _attempts(self, key: str) -> list[AttemptRecord]:
         """This task's attempts under column ``key``. A live column is read by key (one lookup per repeat), a
@@ -373,6 +378,35 @@ class AttemptScreen(Screen):
 
     def action_next_pair(self) -> None:
         self._cycle(1)
+
+    # -- transcript -----------------------------------------------------------------------------------------------
+    def _lookup(self, key: str, repeat: int):
+        """(record, evaluation folder) of this task's attempt under ``key`` at ``repeat``, or None."""
+        col = self.store.columns.get(key)
+        rec = col.records.get((self.task_id, repeat)) if col is not None else None
+        return None if rec is None else (rec, col.folder)
+
+    def _sync_transcript(self) -> None:
+        panel = self.query_one(TranscriptPanel)
+        panel.set_choices(self.store.keys, self._repeats(), key=self.key, repeat=self.repeat)
+        if self.query_one(TabbedContent).active == TRANSCRIPT:
+            panel.reload()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == TRANSCRIPT:
+            self.query_one(TranscriptPanel).reload()
+
+    def action_transcript(self) -> None:
+        """The Transcript tab, on the focused attempt (or the one the screen opened on)."""
+        rec = self._log_target()
+        key = next((c.key for c in self.query(AttemptCard) if c.record is rec), None)
+        self.query_one(TabbedContent).active = TRANSCRIPT
+        panel = self.query_one(TranscriptPanel)
+        panel.query_one("#transcript-left-view").focus()  # the focus must leave the hidden pane, or it comes back
+        if rec is not None and key is not None:
+            panel.choose(left=key, repeat=rec.repeat)
+        else:
+            panel.reload()
 
     # -- log ------------------------------------------------------------------------------------------------------
     def _log_target(self) -> AttemptRecord | None:

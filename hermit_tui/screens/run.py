@@ -1,12 +1,14 @@
 """The live run: a progress bar per selector, the tasks × selectors grid, and the event log."""
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, RichLog, Static
 
 from hermit_tui import bindings
+from hermit_tui.core.costs import cost_phrase, money
 from hermit_tui.paths import style
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, PENDING, AttemptGrid
 from hermit_tui.widgets.banners import Banners
@@ -14,6 +16,18 @@ from hermit_tui.widgets.selector_progress import SelectorProgress
 
 LEGEND = (f"● solved  ◐ partial  ○ failed  [b]{ERROR}[/b] pipeline error  [b]{JUDGE_ERROR}[/b] judge error  "
           f"{PENDING} pending   (one mark per repeat)")
+
+
+def cost_line(store, running: bool) -> Text:
+    """The launch's cost: so far, projected at the end, unknown ones; the --max-cost cap and why it stopped."""
+    known, unknown, done, expected = store.live_cost()
+    text = Text.assemble(("cost ", "bold"), cost_phrase(known, unknown, done, expected, running=running))
+    if store.stop_reason and not running:
+        cap = f" of {money(store.max_cost)}" if store.max_cost is not None else ""
+        text.append(f"  ·  stopped at the max cost{cap}: Resume continues", style="bold yellow")
+    elif store.max_cost is not None:
+        text.append(f"  ·  stops at {money(store.max_cost)} (max cost)", style="yellow")
+    return text
 
 
 class RunScreen(Screen):
@@ -29,6 +43,7 @@ class RunScreen(Screen):
         yield Header()
         yield Banners(id="run-banners")
         yield Static("", id="run-status")
+        yield Static("", id="run-cost")
         yield Vertical(id="run-progress")
         yield Static(LEGEND, id="run-legend", classes="muted")
         yield AttemptGrid(self.app.store, id="run-grid")
@@ -70,12 +85,14 @@ class RunScreen(Screen):
         running = self.app.running
         done = sum(c.done for c in store.columns.values())
         expected = sum(c.expected for c in store.columns.values())
-        state = ("running" if running else "cancelled" if store.run_cancelled else "finished" if expected else
+        state = ("running" if running else "cancelled" if store.run_cancelled else
+                 "stopped at the max cost" if store.stop_reason else "finished" if expected else
                  "nothing launched yet")
         self.query_one("#run-status", Static).update(
             f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
             f"{len(store.columns)} selectors × {store.repeats} repeats"
             )
+        self.query_one("#run-cost", Static).update(cost_line(store, running))
         self.query_one(AttemptGrid).sync()
         log = self.query_one(RichLog)
         for level, message in store.log[self._log_seen:]:

@@ -125,6 +125,9 @@ class SetupScreen(Screen):
                     yield Input("" if not config.timeout_min else f"{config.timeout_min:g}", type="number",
                                 placeholder="none", id="timeout", compact=True)
                 with Horizontal(classes="field"):
+                    yield Label("max cost $", classes="field-label")
+                    yield Input("", type="number", placeholder="no limit", id="max-cost", compact=True)
+                with Horizontal(classes="field"):
                     yield Label("run in", classes="field-label")
                     yield Select([("threads", "threads"), ("processes (killable)", "processes"),
                                   ("Ray cluster ($RAY_ADDRESS)", "ray")], value="threads", allow_blank=False,
@@ -202,6 +205,17 @@ class SetupScreen(Screen):
             raise ValueError(f"{name} must be a positive whole number, got {raw!r}")
         return value
 
+    def _max_cost(self) -> float | None:
+        """The launch's cost cap in USD (empty: none); ValueError with a message for anything else."""
+        from hermit_tui.core.costs import check_max_cost
+        raw = self.query_one("#max-cost", Input).value.strip()
+        if not raw:
+            return None
+        try:
+            return check_max_cost(float(raw))
+        except ValueError:
+            raise ValueError(f"max cost must be a positive number of dollars, got {raw!r}") from None
+
     @on(Button.Pressed, "#resume")
     def action_resume(self) -> None:
         self.action_launch(resume=True)
@@ -220,12 +234,13 @@ class SetupScreen(Screen):
             timeout = float(raw_timeout) if raw_timeout else None
             if timeout is not None and timeout <= 0:
                 raise ValueError(f"timeout must be a positive number of minutes, got {raw_timeout!r}")
+            max_cost = self._max_cost()
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
         executor = str(self.query_one("#executor", Select).value)
         self.app.launch(picks, repeats=repeats, concurrency=concurrency, limit=limit, resume=resume,
-                        executor=executor, timeout_min=timeout)
+                        executor=executor, timeout_min=timeout, max_cost=max_cost)
 
     @on(Button.Pressed, "#add-dir")
     def action_add_directory(self) -> None:

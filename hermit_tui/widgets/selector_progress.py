@@ -7,6 +7,7 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.widgets import ProgressBar, Static
 
+from hermit_tui.core.costs import money, projected_cost
 from hermit_tui.store import Column
 
 
@@ -17,6 +18,15 @@ def _eta(seconds: float | None) -> str:
     return f"ETA {seconds // 60}:{seconds % 60:02d}"
 
 
+def cost_figure(col: Column) -> str:
+    """Known cost so far (unknown ones counted, never $0); while running, also the projection at the end."""
+    if col.running and 0 < col.done < col.expected and col.unknown_cost < col.done:
+        end = projected_cost(col.known_cost, col.done, col.expected)
+        text = f"{money(col.known_cost)} → ~{money(end)}"
+        return text + (f" + {col.unknown_cost} unknown" if col.unknown_cost else "")
+    return col.cost_text()
+
+
 def progress_text(col: Column) -> Text:
     """The figures beside the bar, as plain words a user can read at a glance."""
     text = Text()
@@ -25,7 +35,7 @@ def progress_text(col: Column) -> Text:
     text.append(f"  mean {mean:.3f}" if mean is not None else "  mean —")
     errors = col.errors + col.judge_errors
     text.append(f"  errors {errors}", style="bold red" if errors else "")
-    text.append(f"  {col.cost_text()}", style="yellow" if col.unknown_cost else "")
+    text.append(f"  {cost_figure(col)}", style="yellow" if col.unknown_cost else "")
     eta = _eta(col.eta_s())
     if eta:
         text.append(f"  {eta}", style="dim")

@@ -83,7 +83,7 @@ async def test_drill_down_shows_every_field_and_opens_on_the_attempt():
         tabs = screen.query_one(TabbedContent)
         assert str(tabs.get_tab(tabs.active).label) == "final"
         assert [str(t.label) for t in tabs.query(Tab)] == ["none", "root", "final",
-                                                                                    "Side by side"]
+                                                                                    "Side by side", "Transcript"]
         focused = screen.focused
         assert isinstance(focused, AttemptCard) and (focused.key, focused.record.repeat) == ("final", 2)
         listing = focused.parent
@@ -223,7 +223,7 @@ async def test_refreshes_when_attempts_arrive():
         assert [c.record.repeat for c in screen.query(AttemptCard) if c.key == "none"] == [1, 2, 3]
         tabs = screen.query_one(TabbedContent)
         assert [str(t.label) for t in tabs.query(Tab)] == ["none", "root", "final", "extra",
-                                                                                    "Side by side"]
+                                                                                    "Side by side", "Transcript"]
         tabs.active = screen._panes["extra"]
         await pilot.pause()
         assert "extra says" in card_text(card(screen, "extra", 1))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import json
 import re
 import threading
 import time
@@ -171,6 +172,42 @@ def render(cat: str, answer) -> str:
     return str(answer)
 
 
+def tool_call(task: dict) -> tuple[str, dict]:
+    """The one tool the simulated agent calls for a task, and its arguments, read from the question."""
+    cat, q = task["category"], task["input"]
+    if cat == "arithmetic":
+        return "calculator", {"expression": q.split(":")[-1].strip()}
+    if cat == "percent":
+        pct, whole = re.search(r"(\d+(?:\.\d+)?)% of (\d+(?:\.\d+)?)", q).groups()
+        return "calculator", {"expression": f"{whole} * {pct} / 100"}
+    if cat == "unit_conversion":
+        value, src, dst = re.search(r"(-?\d+(?:\.\d+)?)\s*(\w+) to (\w+)", q).groups()
+        return "convert", {"value": float(value), "from": src, "to": dst}
+    if cat == "date_math":
+        start, days = re.search(r"(\d{4}-\d{2}-\d{2}) plus (\d+) days?", q).groups()
+        return "calendar", {"date": start, "add_days": int(days)}
+    code = {"reverse": "word[::-1]", "sorting": "sorted(numbers)", "counting": "word.count(letter)",
+            "roman": "to_roman(n)"}.get(cat, "solve(question)")
+    return "python", {"code": code, "question": q}
+
+
+def trajectory(task: dict, text: str | None, right, answer: str, repeat: int) -> list[dict]:
+    """The messages of one attempt, shaped like hermit's react agent writes them: the system prompt (with the
+    adapter's notes), the question, one tool call, the tool's result (always right), the final answer (which the
+    solver may still get wrong: the demo's failures show up as an answer that disagrees with the tool)."""
+    name, arguments = tool_call(task)
+    call_id = f"call_{task['id']}_r{repeat}"
+    system = "You solve short exercises. Use a tool, then answer with the value only."
+    if text is not None:
+        system += "\n\n# Instructions from the harness adapter\n\n" + text.strip()
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": task["input"]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]},
+            {"role": "tool", "tool_call_id": call_id, "content": json.dumps(right)},
+            {"role": "assistant", "content": answer}]
+
+
 def attempt(task: dict, text: str | None, repeat: int) -> dict:
     """One attempt without sleeping: the answer and what it cost. Raises on a task it cannot read."""
     tid, cat = str(task["id"]), task["category"]
@@ -182,7 +219,7 @@ def attempt(task: dict, text: str | None, repeat: int) -> dict:
     correct = u_ok < p
     answer = right if correct else mistake(task, right, u_kind)
     tokens = 150 + 3 * len(task["input"]) + len(text or "") // 4 + int(u_time * 120)
-    return {"output": render(cat, answer), "tokens": tokens,
+    return {"output": render(cat, answer), "tokens": tokens, "right": right,
             "cost_usd": None if cat in UNPRICED else round(tokens * PRICE_PER_TOKEN, 6),
             "latency_s": 0.02 + 0.28 * u_time, "skill": level, "p": round(p, 3), "adapter_sha": sha[:12]}
 
@@ -217,5 +254,6 @@ def run(task: dict, adapter: Path | None, params: dict | None = None, base: Path
         log = None
     fields = {"output": result["output"], "log": log, "cost_usd": result["cost_usd"],
               "wall_s": round(time.time() - started, 3), "tokens": result["tokens"],
+              "messages": trajectory(task, text, result["right"], result["output"], repeat),
               "extra": {"repeat": repeat, "skill": result["skill"], "p": result["p"]}}
     return RunOutput(**fields) if RunOutput is not None else fields
