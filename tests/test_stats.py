@@ -405,3 +405,12 @@ def test_within_noise_larger_than_observed_variance_is_capped():
     assert p.between_var == 0 and p.noise_var == pytest.approx(0.3125 / 3)
     assert p.within_var == pytest.approx(0.3125 * (0.3125 / 3) / 0.15625)
     assert p.repeats_needed(p.mde) == 2  # the current repeats reproduce the current MDE
+
+
+def test_sign_test_matches_scipy_binomtest():
+    from scipy.stats import binomtest
+
+    from hermit_tui.core.stats import sign_test_p
+
+    for wins, losses in [(4, 1), (0, 7), (10, 10), (3, 12), (50, 31), (1, 0)]:
+        assert sign_test_p(wins, losses) == pytest.approx(binomtest(wins, wins + losses).pvalue, rel=1e-12)

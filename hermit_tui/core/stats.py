@@ -34,7 +34,7 @@ ALPHA = 0.05
 POWER = 0.8
 TIE_TOL = 1e-9
 TRANSITIONS = ("fixed", "broken", "stable_pass", "stable_fail", "flaky")
-ESTIMAND = ("mean score = the mean over test tasks of each task's mean score over its repeats (failed attempts score "
+ESTIMAND = ("the mean over test tasks of each task's mean score over its repeats (failed attempts score "
             "0); with equal repeats on every task this is hermit's mean_score, the mean over attempts")
 SE_METHOD = "standard error = sd of the per-task means / sqrt(tasks) (the task is the unit of sampling)"
 VERDICT_RULE = ("'an improvement' (or 'a regression') when the 95% interval for the mean difference lies entirely "
@@ -193,15 +193,23 @@ def default_pairs(labels: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _z_sum() -> float:
-    from scipy.stats import norm
+    from scipy.special import ndtri
 
-    return float(norm.ppf(1 - ALPHA / 2) + norm.ppf(POWER))
+    return float(ndtri(1 - ALPHA / 2) + ndtri(POWER))
 
 
 def _t_sum(df: int) -> float:
-    from scipy.stats import t
+    from scipy.special import stdtrit
 
-    return float(t.ppf(1 - ALPHA / 2, df) + t.ppf(POWER, df))
+    return float(stdtrit(df, 1 - ALPHA / 2) + stdtrit(df, POWER))
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """The exact two-sided binomial sign test of ``wins`` against ``losses`` (probability 1/2 each)."""
+    from scipy.special import bdtr
+
+    n = wins + losses
+    return float(min(1.0, 2 * bdtr(min(wins, losses), n, 0.5)))
 
 
 def _per_task(table: TaskTable) -> dict[str, dict]:
@@ -396,9 +404,7 @@ def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attem
     unequal = int((ka != kb).sum())
     sign_p = None
     if wins + losses and not unequal:
-        from scipy.stats import binomtest
-
-        sign_p = float(binomtest(wins, wins + losses).pvalue)
+        sign_p = sign_test_p(wins, losses)
 
     between = within = noise = None
     if n > 1:
@@ -499,4 +505,4 @@ def _verdict(f: dict) -> tuple[Decision, str]:
 
 
 __all__ = ["ALPHA", "ESTIMAND", "MDE_METHOD", "PairStats", "SelectorStats", "TaskStat", "VERDICT_RULE",
-           "default_pairs", "p_text", "pair_stats", "selector_stats", "wilson"]
+           "default_pairs", "p_text", "pair_stats", "selector_stats", "sign_test_p", "wilson"]
