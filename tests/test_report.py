@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _repair_worktree
+from conftest import _repair_worktree, score_interval_by_hand
 from hermit_tui import cli_report
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
@@ -39,18 +39,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
 
 
 def score_interval(values: list[float], lo: float, hi: float, max_n: float | None = None) -> tuple[float, float]:
-    """The report's small-sample interval recomputed: the Wilson quadratic (numpy's roots) on values rescaled to [0, 1],
-    with n_eff = p (1 - p) / se^2 held to [tasks, max_n] and t(0.975, tasks - 1)."""
-    import numpy as np
-
-    g = len(values)
-    p = (statistics.fmean(values) - lo) / (hi - lo)
-    se = statistics.stdev(values) / math.sqrt(g) / (hi - lo)
-    n = max(p * (1 - p) / se ** 2, g)
-    n = min(n, max_n) if max_n else n
-    c = T15
-    roots = np.roots([1 + c * c / n, -(2 * p + c * c / n), p * p]).real
-    return lo + (hi - lo) * float(min(roots)), lo + (hi - lo) * float(max(roots))
+    return score_interval_by_hand(values, lo, hi, T15, max_n)
 
 
 def report_of(path: Path, labels=None, **kw):
