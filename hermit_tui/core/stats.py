@@ -321,7 +321,8 @@ def _split(table: TaskTable) -> dict:
     lever = "either" if share is not None and share >= 0.9 else "tasks"
     floor: float | None = math.sqrt(between / g)
     if var_means == 0:
-        note = "Every task has the same mean score: the standard error is 0 and neither lever changes it."
+        note = ("Every task has the same mean score: the sample shows no spread (standard error 0), so the "
+                "interval is the no-spread bound, which more tasks narrow and more repeats do not.")
         floor = None
     elif between <= 1e-15:
         floor = None
