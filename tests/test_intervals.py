@@ -34,11 +34,10 @@ def test_score_interval_solves_the_wilson_quadratic_with_an_effective_sample_siz
     assert got.method == "score" and got.n_eff == pytest.approx(6.0)
     assert (got.low, got.high) == pytest.approx(wilson_by_quadratic(0.5, 6.0, T3), abs=1e-9)
     # near the top of the range the interval is asymmetric and stays below 1
-    top = mean_interval(0.95, 0.1, 8, 0.0, 1.0)
-    assert top.method == "score" and top.high < 1 and top.high - 0.95 < 0.95 - top.low
+    top = mean_interval(0.9, 0.1, 8, 0.0, 1.0)  # n_eff = .09 / (.01 / 8) = 72: 7.2 effective failures
+    assert top.method == "score" and top.high < 1 and top.high - 0.9 < 0.9 - top.low
     c = t_quantile(7)
-    n_eff = 0.95 * 0.05 / (0.1 ** 2 / 8)
-    assert (top.low, top.high) == pytest.approx(wilson_by_quadratic(0.95, n_eff, c), abs=1e-9)
+    assert (top.low, top.high) == pytest.approx(wilson_by_quadratic(0.9, 72.0, c), abs=1e-9)
 
 
 def test_effective_sample_size_is_at_least_the_tasks_and_at_most_the_attempts_for_pass_fail():
@@ -114,3 +113,24 @@ def test_fewer_than_two_tasks_give_no_interval_and_t_needs_enough_tasks():
     assert mean_interval(0.5, 0.2, T_MIN_TASKS, 0.0, 1.0).method == "t"
     # many tasks but few effective failures near the top: the score interval, not t
     assert mean_interval(0.99, 0.05, 100, 0.0, 1.0).method == "score"
+
+
+def test_near_an_end_the_far_side_gets_clopper_pearsons_bound_on_the_effective_counts():
+    from scipy.stats import beta
+
+    from hermit_tui.core.intervals import FEW
+
+    # 14 of 16 pass/fail tasks solved (one repeat): n_eff = 16, 2 effective failures <= FEW. Wilson-t's upper bound
+    # 0.968 would miss a true 0.97 (the coverage dip Brown, Cai & DasGupta describe); Clopper-Pearson's on
+    # x = 14/16 n, n = 16 (1.96 / t(0.975, 15))^2 does not
+    means = np.array([1.0] * 14 + [0.0] * 2)
+    got = task_mean_interval(means, np.ones(16), True, 0.0, 1.0)
+    c = t_quantile(15)
+    n = 16 * (1.959963984540054 / c) ** 2
+    x = n * 14 / 16
+    assert got.high == pytest.approx(beta.ppf(0.975, x + 1, n - x), abs=1e-9) and got.high > 0.97
+    assert got.low == pytest.approx(wilson_by_quadratic(14 / 16, 16.0, c)[0], abs=1e-9)  # the other side: Wilson
+    assert 2.0 <= FEW
+    # in the middle of the range nothing changes
+    mid = mean_interval(0.5, math.sqrt(1 / 6), 4, 0.0, 1.0)
+    assert (mid.low, mid.high) == pytest.approx(wilson_by_quadratic(0.5, 6.0, T3), abs=1e-9)

@@ -131,8 +131,9 @@ def test_plan_rows_diff_and_nothing_changed(ws):
     assert row in plan.table.splitlines()
     assert "| root | 4c69319 | 16 | 3 | 0.553 [" in plan.table and "| none | — | 16 | 3 |" in plan.table
     assert "All rows share final's protocol" in plan.table
-    assert "score interval with an effective sample size (Wilson-type, t critical value) for none, root, final" \
-        in plan.table
+    from hermit_tui.core.intervals import METHOD_TEXT
+
+    assert f"{METHOD_TEXT['score']} for none, root, final" in plan.table
     # only the Evaluation section changes
     old, new = plan.current_card, plan.new_card
     assert old.encode() == before[0]

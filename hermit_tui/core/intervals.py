@@ -22,7 +22,13 @@ this order:
    ``p (1 - p)``, so ``G`` tasks carry at least ``G`` observations' worth) and, when every score is at one end of
    the range (pass/fail), at most ``G^2 / sum(1 / k_i)`` (the attempts' worth). The interval is the set of means
    ``m`` with ``(p - m)^2 <= t^2 m (1 - m) / n_eff``: it stays inside [0, 1], is asymmetric near the ends, never has
-   zero width, and comes close to the t interval in the middle of the range.
+   zero width, and comes close to the t interval in the middle of the range. Near an end, where the effective count
+   on the far side, ``n_eff * min(p, 1 - p)``, is at most :data:`FEW` and the mean lies within :data:`NEAR` of the
+   range from that end, Wilson's interval is known to cover too
+   little (Brown, Cai & DasGupta 2001, "Interval estimation for a binomial proportion", Statistical Science
+   16:101, who modify it there); that side is then widened to the Clopper-Pearson bound on the effective counts
+   ``x = n p`` of ``n = n_eff (z / t)^2`` (Korn & Graubard 1998, "Confidence intervals for proportions with small
+   expected number of positive counts estimated from survey data", Survey Methodology 24:193).
 
 Coverage was checked by simulation (``benchmarks/bench_stats.py``, figures in ``benchmarks/RESULTS.md``).
 """
@@ -36,11 +42,15 @@ from pydantic import BaseModel
 CONFIDENCE = 0.95
 T_MIN_TASKS = 30
 T_MIN_COUNT = 10.0
+FEW = 3.0  # effective observations on the far side of the mean below which an end gets Clopper-Pearson's bound
+NEAR = 0.2  # ... when the mean is this close to that end (a fifth of the range)
+Z95 = 1.959963984540054
 
 Method = Literal["t", "score", "no-spread"]
 METHOD_TEXT: dict[str, str] = {
     "t": "Student t interval (tasks - 1 df)",
-    "score": "score interval with an effective sample size (Wilson-type, t critical value)",
+    "score": "score interval with an effective sample size (Wilson-type, t critical value; Clopper-Pearson on "
+             "the effective counts next to an end)",
     "no-spread": "no-spread bound (every task has the same value: 1 - 0.025^(1/tasks) of tasks may differ)",
 }
 
@@ -104,7 +114,23 @@ def mean_interval(mean: float, sd: float, n_tasks: int, lo: float, hi: float, *,
     if max_n_eff is not None:
         n_eff = min(n_eff, max(max_n_eff, float(n_tasks)))
     low, high = wilson_bounds(p, n_eff, crit)
+    low, high = _near_the_ends(p, n_eff, crit, low, high, level)
     return Interval(low=lo + width * low, high=lo + width * high, method="score", n_eff=n_eff)
+
+
+def _near_the_ends(p: float, n_eff: float, crit: float, low: float, high: float, level: float
+                   ) -> tuple[float, float]:
+    """Wilson's bounds widened to Clopper-Pearson's on the effective counts where few fall beyond the mean."""
+    from scipy.special import betaincinv
+
+    n = n_eff * (Z95 / crit) ** 2  # the degrees-of-freedom adjustment of Korn & Graubard
+    x = n * p
+    tail = (1 - level) / 2
+    if n_eff * (1 - p) <= FEW and 1 - p <= NEAR:
+        high = max(high, float(betaincinv(x + 1, n - x, 1 - tail)) if n - x > 0 else 1.0)
+    if n_eff * p <= FEW and p <= NEAR:
+        low = min(low, float(betaincinv(x, n - x + 1, tail)) if x > 0 else 0.0)
+    return max(0.0, low), min(1.0, high)
 
 
 def task_mean_interval(means, counts, binary: bool, lo: float, hi: float,
@@ -137,5 +163,5 @@ def method_note(methods: list[str]) -> str:
     return "; ".join(METHOD_TEXT[m] for m in used) if used else "no interval"
 
 
-__all__ = ["CONFIDENCE", "Interval", "METHOD_TEXT", "T_MIN_COUNT", "T_MIN_TASKS", "difference_interval", "mean_interval",
+__all__ = ["CONFIDENCE", "FEW", "Interval", "METHOD_TEXT", "T_MIN_COUNT", "T_MIN_TASKS", "difference_interval", "mean_interval",
            "method_note", "no_spread_share", "t_quantile", "task_mean_interval", "wilson_bounds"]
