@@ -318,7 +318,7 @@ def speed_section(args, md: list[str]) -> None:
         cols[label] = AttemptColumns(np.tile(np.arange(g), k), np.repeat(np.arange(1, k + 1), g), score)
     tuples = {lb: list(zip([ids[i] for i in c.task.tolist()], c.repeat.tolist(), c.score.tolist()))
               for lb, c in cols.items()}
-    selector_stats("warm", cols["none"], ids[:10] if False else ids)  # imports and caches, not timed
+    selector_stats("warm", cols["none"], ids)  # imports, not timed
     walls = {}
     for name, data in (("columns", cols), ("tuples", tuples)):
         t0 = time.perf_counter()
@@ -379,14 +379,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny runs (a smoke test; nothing is judged)")
     parser.add_argument("--only", help="a comma-separated subset of coverage, test, sequential, speed")
-    parser.add_argument("--reps", type=int, help="data sets per coverage cell (default 2000; --quick 100)")
-    parser.add_argument("--runs", type=int, help="launches per sequential scenario (default 2000; --quick 60)")
+    parser.add_argument("--reps", type=int, help="data sets per coverage cell (default 1000; --quick 100)")
+    parser.add_argument("--runs", type=int, help="launches per sequential scenario (default 1000; --quick 60)")
     parser.add_argument("--tasks", type=int, help="tasks of the speed case (default 111,112; --quick 2,000)")
     parser.add_argument("--markdown", metavar="PATH", help="write the tables here (Markdown)")
     args = parser.parse_args(argv)
     synth.QUICK = args.quick
-    args.reps = args.reps or (100 if args.quick else 2000)
-    args.runs = args.runs or (60 if args.quick else 2000)
+    args.reps = args.reps or (100 if args.quick else 1000)
+    args.runs = args.runs or (60 if args.quick else 1000)
     args.tasks = args.tasks or (2000 if args.quick else 111_112)
     parts = {"coverage": coverage, "test": test_section, "sequential": sequential_section, "speed": speed_section}
     chosen = [p.strip() for p in args.only.split(",")] if args.only else list(parts)

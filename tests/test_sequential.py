@@ -7,7 +7,8 @@ import pytest
 from scipy.stats import multivariate_normal, norm
 
 from hermit_tui.core.sequential import (
-    METHOD, SequentialMonitor, obf_spending, sequential_look, spending_boundaries, variance_components,
+    METHOD, SequentialMonitor, obf_spending, round_boundaries, sequential_look, spending_boundaries,
+    variance_components,
 )
 
 
@@ -44,8 +45,9 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
     b = (rng.random((g, 1)) < (p + 0.6)[:, None]).astype(float)
     look = sequential_look("none", "final", a, b, 8)
     assert look.decision == "improvement" and look.decided_at == 1 and look.ci_low > 0 and look.ci_high <= 1
-    assert look.boundary_z == pytest.approx(spending_boundaries(tuple(1 / (0 + 1 / r) for r in (1,)),
-                                                                (1 / 8,))[0])
+    # round 1 of 8 spends alpha(1/8), each side: 2 - 2 Phi(z(1 - .05/4) / sqrt(1/8)) -> c = 6.232
+    assert look.boundary_z == pytest.approx(norm.ppf(1 - obf_spending(1 / 8) / 2)) == pytest.approx(6.232, abs=1e-3)
+    assert round_boundaries(8) == pytest.approx(spending_boundaries(tuple(range(1, 9)), None))
     assert look.method == METHOD and look.summary() == {
         "baseline": "none", "decision": "improvement", "rounds": 1, "max_rounds": 8, "method": METHOD,
         "alpha": 0.05, "margin": None, "decided_at": 1, "interval": [look.ci_low, look.ci_high]}

@@ -17,12 +17,16 @@ show keeps its error rates:
   intervals of every round so far (still a valid interval, Jennison & Turnbull 2000, sec. 9.1).
 
 Information and the spending time. With ``r`` rounds on ``G`` tasks, ``Var(d) = (between + within / r) / G``:
-repeats shrink only the run-to-run part, so the information ``I_r = G / (between + within / r)`` is estimated from
-the variance components at each round (method of moments on the per-round paired differences; ``between`` is taken
-as 0 at the first round, when ``within`` cannot be separated: the smallest spending time, the cautious choice). The
-spending time is ``t_r = I_r / I_R`` with ``R`` the maximum rounds (``eval.repeats``), and ``t_R = 1``: the last round
-spends what is left. The boundaries are computed on the score scale by the recursive numerical integration of
-Armitage, McPherson & Rowe (1969) (J&T 2000 ch. 19), for information levels recomputed from the current estimates.
+repeats shrink only the run-to-run part, so the information ``I_r = G / (between + within / r)`` grows more slowly
+than the rounds when tasks differ in how much the candidate helps (``between > 0``). The boundaries use the
+spending time ``t_r = r / R`` (the share of the planned rounds, ``R`` = ``eval.repeats``; the last round spends what
+is left) and the correlation ``sqrt(r / s)`` between rounds ``r < s``, which is what ``between = 0`` gives and the
+smallest correlation any ``between >= 0`` gives (``sqrt(I_r / I_s) >= sqrt(r / s)``). Assuming less correlation
+than there is can only make the rounds' crossings rarer than planned, so the error rates stay at or below
+``alpha``, and the boundaries depend on ``R`` and ``alpha`` alone (no estimate enters them: an estimated
+``between``, biased upwards by its truncation at 0, would make them too lenient). They are computed on the score
+scale by the recursive numerical integration of Armitage, McPherson & Rowe (1969) (J&T 2000 ch. 19). The variance
+components (method of moments on the per-round paired differences) are reported beside the decision.
 
 Small samples: the normal boundary ``c_r`` is turned into a nominal two-sided level ``p_r = 2 (1 - Phi(c_r))``, and
 the interval at round ``r`` is ``core.intervals.mean_interval`` at confidence ``1 - p_r`` (Student t with G - 1 df,
@@ -42,8 +46,8 @@ from pydantic import BaseModel
 from hermit_tui.core.intervals import mean_interval
 
 ALPHA = 0.05
-METHOD = ("group-sequential repeated confidence intervals, Lan-DeMets O'Brien-Fleming-type alpha spending on "
-          "estimated information (Jennison & Turnbull 2000, ch. 7 and 9)")
+METHOD = ("group-sequential repeated confidence intervals, Lan-DeMets O'Brien-Fleming-type alpha spending over the "
+          "planned rounds (Jennison & Turnbull 2000, ch. 7 and 9)")
 GRID = 161  # points of the numerical integration at each round
 Decision = Literal["improvement", "regression", "equivalent", "undecided"]
 
@@ -67,7 +71,7 @@ class SequentialLook(BaseModel):
     ci_method: str | None = None  # of this round's interval: "t", "score" or "no-spread"
     boundary_z: float | None = None  # this round's normal critical value (inf: nothing spent at this round)
     nominal_level: float | None = None  # 1 - this round's nominal two-sided significance level
-    spending_time: float | None = None  # t_r = I_r / I_R
+    spending_time: float | None = None  # t_r = r / R
     alpha_spent: float | None = None  # alpha(t_r)
     between_var: float | None = None
     within_var: float | None = None
@@ -151,23 +155,12 @@ def spending_boundaries(information: tuple[float, ...], times: tuple[float, ...]
     return out
 
 
-@lru_cache(maxsize=4096)
-def _cached_boundaries(rounds: int, max_rounds: int, ratio_key: float, alpha: float) -> tuple[list[float], float]:
-    """Boundaries for rounds 1..``rounds`` of ``max_rounds`` when ``between / within = ratio_key`` (rounded)."""
-    info = tuple(1.0 / (ratio_key + 1.0 / r) for r in range(1, rounds + 1))
-    i_max = 1.0 / (ratio_key + 1.0 / max_rounds)
-    times = tuple(min(1.0, i / i_max) for i in info)
-    if rounds == max_rounds:
-        times = times[:-1] + (1.0,)
-    cs = spending_boundaries(info, times, alpha)
-    return cs, times[-1]
-
-
-def _ratio_key(ratio: float) -> float:
-    """between / within rounded to 2 significant figures (boundaries barely move; the cache then works)."""
-    if ratio <= 0 or not math.isfinite(ratio):
-        return 0.0 if ratio <= 0 else 1e6
-    return float(f"{min(ratio, 1e6):.2g}")
+@lru_cache(maxsize=256)
+def round_boundaries(max_rounds: int, alpha: float = ALPHA) -> tuple[float, ...]:
+    """The critical values of rounds 1..``max_rounds``: spending time ``r / R``, looks correlated as
+    ``sqrt(r / s)`` (information proportional to the rounds)."""
+    info = tuple(float(r) for r in range(1, max_rounds + 1))
+    return tuple(spending_boundaries(info, tuple(r / max_rounds for r in info), alpha))
 
 
 def variance_components(diffs: np.ndarray) -> tuple[float, float | None]:
@@ -201,9 +194,8 @@ def sequential_look(baseline: str, candidate: str, a: np.ndarray, b: np.ndarray,
     if g < 2:
         return SequentialLook(**base, decision="undecided", ci_low=None, ci_high=None)
     between, within = variance_components(diffs)
-    ratio = between / within if within else 0.0
-    cs, t_r = _cached_boundaries(r, max_rounds, _ratio_key(ratio), alpha)
-    c = cs[-1]
+    c = round_boundaries(max_rounds, alpha)[r - 1]
+    t_r = r / max_rounds
     from scipy.special import ndtr
 
     nominal = 1.0 - 2 * (1 - float(ndtr(c))) if math.isfinite(c) else 1.0
@@ -272,5 +264,5 @@ class SequentialMonitor:
         return look
 
 
-__all__ = ["ALPHA", "METHOD", "SequentialLook", "SequentialMonitor", "obf_spending",
+__all__ = ["ALPHA", "METHOD", "SequentialLook", "SequentialMonitor", "obf_spending", "round_boundaries",
            "sequential_look", "spending_boundaries", "variance_components"]
