@@ -136,8 +136,8 @@ def coverage(args, md: list[str]) -> None:
     in_band = sum(TARGET[0] <= c <= TARGET[1] for c in all_cov)
     mc = 1.96 * math.sqrt(0.95 * 0.05 / reps)
     synth.figure("stats.coverage.min", min(all_cov), target=f">= {TARGET[0]}",
-                 detail=f"lowest coverage of the 95% intervals over {n_cells} cells ({reps} data sets each, Monte-Carlo "
-                        f"error +/-{mc:.3f}); the former t interval: {min(t_cov):.3f}; {wall:.0f} s")
+                 detail=f"lowest coverage of the 95% intervals over {n_cells} cells ({reps} data sets each, "
+                        f"Monte-Carlo error +/-{mc:.3f}); the former t interval: {min(t_cov):.3f}; {wall:.0f} s")
     synth.figure("stats.coverage.max", max(all_cov), target=f"<= {TARGET[1]}",
                  detail=f"highest coverage; {in_band} of {n_cells} cells within {TARGET[0]}-{TARGET[1]}, "
                         f"{sum(c < TARGET[0] for c in all_cov)} below, {sum(c > TARGET[1] for c in all_cov)} above")
@@ -204,7 +204,8 @@ def test_section(args, md: list[str]) -> None:
     size_wall = time.perf_counter() - t0
     synth.figure("stats.test.size_unequal_repeats", worst, target=f"<= {0.05 + 2 * math.sqrt(0.05 * 0.95 / runs):.3f}",
                  detail=f"highest rejection rate at 5% of the paired test with 10 repeats against 1 and no effect "
-                        f"({runs} A/A data sets per size; sign flips on the same data in RESULTS.md); {size_wall:.0f} s")
+                        f"({runs} A/A data sets per size; sign flips on the same data in RESULTS.md); "
+                        f"{size_wall:.0f} s")
 
     # agreement of the large-sample method with the exact one where both run (pass/fail, 3 repeats: thirds)
     md += ["", "Large-sample method against the exact test on the same data (pass/fail, 3 repeats each, where the "
@@ -344,7 +345,7 @@ def speed_section(args, md: list[str]) -> None:
                         f"a bare numpy pass (task means, mean differences) takes {floor:.3f} s; "
                         f"tests: {pairs[0].test.split(': ', 1)[-1]}")
     synth.figure("stats.speed.tuples_s", walls["tuples"], unit="s",
-                 detail=f"the same from (task id, repeat, score) tuples, as the files give them today")
+                 detail="the same from (task id, repeat, score) tuples, as the files give them today")
     md += ["### Speed of the statistics", "",
            f"{g:,} tasks x {k} repeats x 3 selectors ({attempts:,} attempts) and the 3 default pairs (warm process): "
            f"**{walls['columns']:.2f} s** from columns, {walls['tuples']:.2f} s from tuples "

@@ -26,7 +26,8 @@ def brute_force_p(a: list[list[float]], b: list[list[float]]) -> Fraction:
     b's attempts among the pooled ones where they are not; exact rational arithmetic."""
     per_task = []
     for xa, xb in zip(a, b):
-        fa, fb = [Fraction(x).limit_denominator(10 ** 6) for x in xa], [Fraction(x).limit_denominator(10 ** 6) for x in xb]
+        fa = [Fraction(x).limit_denominator(10 ** 6) for x in xa]
+        fb = [Fraction(x).limit_denominator(10 ** 6) for x in xb]
         d = sum(fb) / len(fb) - sum(fa) / len(fa)
         if len(fa) == len(fb):
             per_task.append([d, -d])

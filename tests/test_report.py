@@ -4,7 +4,6 @@ import argparse
 import csv
 import io
 import json
-import math
 import re
 import shutil
 import statistics

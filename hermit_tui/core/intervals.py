@@ -163,5 +163,5 @@ def method_note(methods: list[str]) -> str:
     return "; ".join(METHOD_TEXT[m] for m in used) if used else "no interval"
 
 
-__all__ = ["CONFIDENCE", "FEW", "Interval", "METHOD_TEXT", "T_MIN_COUNT", "T_MIN_TASKS", "difference_interval", "mean_interval",
-           "method_note", "no_spread_share", "t_quantile", "task_mean_interval", "wilson_bounds"]
+__all__ = ["CONFIDENCE", "FEW", "NEAR", "Interval", "METHOD_TEXT", "T_MIN_COUNT", "T_MIN_TASKS", "difference_interval",
+           "mean_interval", "method_note", "no_spread_share", "t_quantile", "task_mean_interval", "wilson_bounds"]

@@ -6,10 +6,10 @@ the baseline, ``d = mean over tasks of (candidate's task mean - baseline's task 
 confidence interval approach", JRSS B 51:305; Jennison & Turnbull 2000, *Group Sequential Methods with Applications
 to Clinical Trials*, ch. 9) whose critical values come from an **error-spending** boundary (Lan & DeMets 1983,
 "Discrete sequential boundaries for clinical trials", Biometrika 70:659; J&T 2000 ch. 7), symmetric, each side
-spending ``alpha / 2`` by the O'Brien-Fleming-type function ``2 - 2 Phi(z(1 - alpha/4) / sqrt(t))`` (little early,
-nearly the fixed design's 1.96 at the end: with 5 equally spaced looks 4.877, 3.357, 2.680, 2.290, 2.031). The intervals of all
-rounds hold the true difference together with probability at least ``1 - alpha``, so any rule that stops on what they
-show keeps its error rates:
+spending ``alpha / 2`` by the O'Brien-Fleming-type function ``2 - 2 Phi(z(1 - alpha/4) / sqrt(t))`` (little
+early, nearly the fixed design's 1.96 at the end: with 5 equally spaced looks 4.877, 3.357, 2.680, 2.290, 2.031).
+The intervals of all rounds hold the true difference together with probability at least ``1 - alpha``, so any
+rule that stops on what they show keeps its error rates:
 
 - **improvement** when the interval lies above 0, **regression** when below 0 (improvement and regression take
   precedence), **equivalent** (with a margin ``M``) when it lies inside ``(-M, M)``; otherwise **undecided**;
