@@ -169,8 +169,10 @@ def _exact(diffs: np.ndarray, equal: np.ndarray, scores_of, observed: float, bud
                 continue
             tv, tp = np.array([d, -d]), np.array([0.5, 0.5])
         else:
-            a, b = scores_of(i)
-            dist = _redeal_distribution(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+            a, b = (np.asarray(x, dtype=float) for x in scores_of(i))
+            if a.min() == a.max() == b.min() == b.max():
+                continue  # every attempt scored the same: re-dealing changes nothing
+            dist = _redeal_distribution(a, b)
             if dist is None:
                 return None
             tv, tp = dist
