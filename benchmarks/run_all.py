@@ -1,6 +1,6 @@
 """Run every benchmark, each in its own process, and print each figure next to its target.
 
-    python benchmarks/run_all.py [--quick] [--only runner,hermit,overhead,dashboard] [--write [PATH]]
+    python benchmarks/run_all.py [--quick] [--only runner,hermit,overhead,dashboard,ray,stats] [--write [PATH]]
 
 --write regenerates benchmarks/RESULTS.md (or PATH) from this run: the machine, the date, the command and every
 figure; the notes below the NOTES_MARKER line of the existing file are kept.
@@ -26,6 +26,7 @@ SCRIPTS = {  # name: (script, what it measures)
     "overhead": ("bench_overhead.py", "3. Engine overhead"),
     "dashboard": ("bench_dashboard.py", "4. Dashboard at scale"),
     "ray": ("ray_bench.py", "5. Ray executor (skipped without Ray)"),
+    "stats": ("bench_stats.py", "6. Statistics: coverage, the paired test, sequential stopping, speed"),
 }
 NOTES_MARKER = "<!-- notes: everything below this line is kept when run_all.py --write regenerates the file -->"
 

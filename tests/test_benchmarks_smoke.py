@@ -19,7 +19,12 @@ EXPECTED = {
     "bench_overhead.py": ["overhead.attempts_per_s"],
     "bench_dashboard.py": ["dashboard.open_s", "dashboard.open_peak_rss_mb", "dashboard.stream_lag_p99_s",
                            "dashboard.stream_rate", "dashboard.stream_peak_rss_mb"],
+    "bench_stats.py": ["stats.coverage.min", "stats.coverage.max", "stats.coverage.outside_range",
+                       "stats.test.size_unequal_repeats", "stats.test.exact_vs_large_sample",
+                       "stats.sequential.aa_false_claims", "stats.sequential.saved_at_0.35",
+                       "stats.sequential.first_half_at_0.35", "stats.speed.columns_s", "stats.speed.tuples_s"],
 }
+CHECKS = {"hermit.same_results", "stats.coverage.outside_range"}  # correctness figures, judged in --quick too
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +55,7 @@ def test_script_prints_its_figures(runs, script):
     assert [f["name"] for f in figures] == EXPECTED[script]
     for f in figures:
         # a quick run judges no performance target, only correctness checks
-        assert f["ok"] is None or f["name"] == "hermit.same_results", f
+        assert f["ok"] is None or f["name"] in CHECKS, f
 
 
 def test_hermit_comparison_agrees(runs):
@@ -65,6 +70,14 @@ def test_dashboard_quick_run_showed_every_attempt(runs):
     values = {f["name"]: f["value"] for f in figures}
     assert values["dashboard.open_s"] > 0 and values["dashboard.stream_lag_p99_s"] > 0
     assert values["dashboard.open_peak_rss_mb"] > 0
+
+
+def test_stats_quick_run_never_left_the_range(runs):
+    done, figures = runs["bench_stats.py"]
+    values = {f["name"]: f["value"] for f in figures}
+    assert values["stats.coverage.outside_range"] == 0
+    assert 0.5 < values["stats.coverage.min"] <= values["stats.coverage.max"] <= 1
+    assert values["stats.speed.columns_s"] > 0
 
 
 def test_results_file_keeps_the_notes(tmp_path):

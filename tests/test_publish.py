@@ -20,6 +20,8 @@ from hermit_tui.core.publish import plan_publish, publish, undo_publish
 from hermit_tui.core.runner import EvalRun
 from hermit_tui.core.tree import AdapterTree
 
+from conftest import score_interval_by_hand
+
 FIXTURES = Path(__file__).parent / "fixtures" / "hermit_eval"
 FAST = ["agent.params.latency_scale=0"]
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
@@ -118,17 +120,20 @@ def test_plan_rows_diff_and_nothing_changed(ws):
     assert (final.commit, final.tasks, final.repeats, final.errors, final.cost_usd, final.unknown_cost_attempts) == \
         (FINAL, 16, 3, 6, None, 9)
     assert plan.rows[1].commit == ROOT and plan.rows[0].commit is None
-    # 95% interval worked by hand: the task means' sd / sqrt(16), times t(0.975, 15)
+    # 95% interval worked by hand: 16 tasks, so the score interval with an effective sample size (t(0.975, 15))
     means = task_means(ws.run_dir / "eval" / "final" / "results.jsonl")
-    half = T_975_15 * statistics.stdev(means) / 4
     centre = statistics.fmean(means)
-    assert centre == pytest.approx(0.73125)
-    assert (final.ci_low, final.ci_high) == (pytest.approx(centre - half), pytest.approx(centre + half))
-    row = (f"| final | 40c22b7 | 16 | 3 | 0.731 [{centre - half:.3f}, {centre + half:.3f}] | 0.875 | 6 "
+    low, high = score_interval_by_hand(means, 0.0, 1.0, T_975_15)
+    assert centre == pytest.approx(0.73125) == final.mean == pytest.approx(final.mean_score)
+    assert (final.ci_low, final.ci_high, final.ci_method) == (pytest.approx(low), pytest.approx(high), "score")
+    row = (f"| final | 40c22b7 | 16 | 3 | 0.731 [{low:.3f}, {high:.3f}] | 0.875 | 6 "
            "| unknown (9 attempts) |")
     assert row in plan.table.splitlines()
     assert "| root | 4c69319 | 16 | 3 | 0.553 [" in plan.table and "| none | — | 16 | 3 |" in plan.table
     assert "All rows share final's protocol" in plan.table
+    from hermit_tui.core.intervals import METHOD_TEXT
+
+    assert f"{METHOD_TEXT['score']} for none, root, final" in plan.table
     # only the Evaluation section changes
     old, new = plan.current_card, plan.new_card
     assert old.encode() == before[0]

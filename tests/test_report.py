@@ -4,7 +4,6 @@ import argparse
 import csv
 import io
 import json
-import math
 import re
 import shutil
 import statistics
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _repair_worktree
+from conftest import _repair_worktree, score_interval_by_hand
 from hermit_tui import cli_report
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
@@ -36,6 +35,10 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
     _repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", ["agent.params.latency_scale=0"]), LABELS).run_sync()
     return dest / "run.yaml"
+
+
+def score_interval(values: list[float], lo: float, hi: float, max_n: float | None = None) -> tuple[float, float]:
+    return score_interval_by_hand(values, lo, hi, T15, max_n)
 
 
 def report_of(path: Path, labels=None, **kw):
@@ -72,11 +75,13 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
         means[label] = dict(zip(test_ids, task_means))
         flat = [x for t in test_ids for x in scores[t]]
         mean = statistics.fmean(flat)
-        se = statistics.stdev(task_means) / math.sqrt(16)  # equal repeats: the clustered se
         st = sel["stats"]
-        assert st["mean"] == pytest.approx(mean) == pytest.approx(on_disk["mean_score"])
-        assert st["ci_low"] == pytest.approx(mean - T15 * se, abs=1e-8)
-        assert st["ci_high"] == pytest.approx(mean + T15 * se, abs=1e-8)
+        # equal repeats: the task mean is hermit's attempt mean
+        assert st["mean"] == pytest.approx(mean) == pytest.approx(on_disk["mean_score"]) == st["attempt_mean"]
+        binary = all(x in (0.0, 1.0) for x in flat)
+        low, high = score_interval(task_means, 0.0, 1.0, 16 * 3 if binary else None)  # 16 tasks: not t
+        assert st["ci_method"] == "score"
+        assert (st["ci_low"], st["ci_high"]) == (pytest.approx(low, abs=1e-8), pytest.approx(high, abs=1e-8))
         assert st["solved_once"] == pytest.approx(sum(max(scores[t]) >= 1 for t in test_ids) / 16)
         assert st["pass_k"] == pytest.approx(sum(min(scores[t]) >= 1 for t in test_ids) / 16)
         lines = [json.loads(l) for l in (run_dir / "eval" / label / "results.jsonl").read_text().splitlines()]
@@ -86,21 +91,23 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
         assert sel["commit"] == on_disk["commit"]
         row = next(l for l in md.splitlines() if l.startswith(f"| {label} | {label} |")).split(" | ")
         shown_ci = [float(x) for x in row[6].split(" to ")]
-        assert [float(row[5]), *shown_ci] == pytest.approx([mean, mean - T15 * se, mean + T15 * se], abs=5.1e-5)
+        assert [float(row[5]), *shown_ci] == pytest.approx([mean, low, high], abs=5.1e-5) and row[7] == "score"
 
     assert [(p["a"], p["b"]) for p in data["pairs"]] == [("none", "final"), ("root", "final"), ("none", "root")]
     for pair in data["pairs"]:
         diffs = [means[pair["b"]][t] - means[pair["a"]][t] for t in test_ids]
-        diff, se = statistics.fmean(diffs), statistics.stdev(diffs) / 4
+        diff = statistics.fmean(diffs)
         assert pair["mean_diff"] == pytest.approx(diff)
-        assert (pair["ci_low"], pair["ci_high"]) == pytest.approx((diff - T15 * se, diff + T15 * se), abs=1e-8)
+        if statistics.stdev(diffs) > 0:
+            assert pair["ci_method"] == "score"
+            assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(score_interval(diffs, -1.0, 1.0), abs=1e-8)
         assert (pair["wins"], pair["losses"], pair["ties"]) == (
             sum(d > 1e-9 for d in diffs), sum(d < -1e-9 for d in diffs), sum(abs(d) <= 1e-9 for d in diffs))
         section = md.split(f"### {pair['b']} vs {pair['a']}")[1].split("###")[0]
         assert f"**Verdict:** {pair['verdict']}" in section
         shown = re.search(r"\| mean difference \| (-?[0-9.]+) \|", section).group(1)
         assert float(shown) == pytest.approx(diff, abs=5.1e-5) and len(shown.split(".")[1]) == 4
-        assert "paired permutation test" in section
+        assert "paired randomisation test" in section and "exact" in section  # 16 tasks: every sign pattern
 
     steps = [json.loads(l) for l in (run_dir / "steps.jsonl").read_text().splitlines()]
     assert [s["mean_score"] for s in data["training"]["steps"]] == [s["rollout"]["mean_score"] for s in steps]
@@ -131,6 +138,40 @@ def test_csv_is_the_per_task_table(evaluated):
             assert int(r[f"{label}_solved_once"]) == int(max(s) >= 1)
         assert float(r["final_minus_none"]) == pytest.approx(
             sum(scores["final"][t]) / 3 - sum(scores["none"][t]) / 3)
+
+
+def test_unequal_repeats_and_a_missing_task_are_said_and_use_one_estimand(evaluated, tmp_path):
+    dest = tmp_path / "demo"
+    shutil.copytree(evaluated.parent, dest, symlinks=True)
+    _repair_worktree(evaluated.parent, dest)
+    results = dest / "runs" / "demo" / "eval" / "final" / "results.jsonl"
+    test_ids = (dest / "test.txt").read_text().split()
+    gone, extra = test_ids[0], test_ids[1]
+    lines = [json.loads(l) for l in results.read_text().splitlines()]
+    kept = [l for l in lines if l["id"] != gone]
+    retry = dict(next(l for l in kept if l["id"] == extra), repeat=4)
+    results.write_text("".join(json.dumps(l) + "\n" for l in [*kept, retry]))
+
+    report = report_of(dest / "run.yaml")
+    final = report.selectors[2].stats
+    scores = {}
+    for l in [*kept, retry]:
+        scores.setdefault(l["id"], []).append(l["judge"]["score"])
+    task_means = [statistics.fmean(v) for v in scores.values()]
+    assert final.mean == pytest.approx(statistics.fmean(task_means))  # the task mean, over the 15 attempted
+    assert final.attempt_mean == pytest.approx(statistics.fmean([x for v in scores.values() for x in v]))
+    assert final.solved_once == pytest.approx(sum(max(v) >= 1 for v in scores.values()) / 16)  # hermit's 16
+    md = to_markdown(report)
+    assert "hermit's mean_score (over attempts)" in md and "CI method" in md and "Verdict rule:" in md
+    warnings = "\n".join(report.warnings)
+    assert "final: unequal repeats (3-4 per task)" in warnings
+    assert "final: 1 test tasks have no attempt" in warnings  # the selector's flag, said once
+    assert "different sets of test tasks" in warnings
+    pair = report.pairs[0]
+    assert (pair.a, pair.b, pair.n_paired, pair.unequal_repeats) == ("none", "final", 15, 1)
+    assert pair.sign_test_p is None and "re-dealt attempts on 1 task" in pair.test
+    section = md.split("### final vs none")[1].split("###")[0]
+    assert "| sign test p | — (not valid with unequal repeats) |" in section
 
 
 def test_a_threshold_and_a_chosen_order_of_selectors(evaluated):

@@ -1,7 +1,7 @@
 """The statistics engine, checked against hand-worked cases and second methods (bootstrap, full enumeration).
 
 Constants from published tables: t(0.975, 3) = 3.182446, t(0.975, 5) = 2.570582, t(0.975, 11) = 2.200985,
-z(0.975) = 1.959964, z(0.80) = 0.841621.
+t(0.80, 5) = 0.919544, z(0.975) = 1.959964, z(0.80) = 0.841621.
 """
 import itertools
 import math
@@ -9,12 +9,21 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from scipy.stats import ttest_1samp
 
 from hermit_tui.core.records import AttemptRecord, Judged
-from hermit_tui.core.stats import default_pairs, pair_stats, selector_stats, wilson
+from hermit_tui.core.scores import AttemptColumns, tabulate
+from hermit_tui.core.stats import default_pairs, p_text, pair_stats, selector_stats, wilson
 
 T3, T5, T11 = 3.182446305, 2.570581836, 2.200985160
+T5_80 = 0.919543800
 Z_SUM = 1.959963985 + 0.841621234  # z(1 - 0.05/2) + z(0.80)
+
+
+def wilson_roots(p: float, n: float, c: float) -> tuple[float, float]:
+    """The score interval by the quadratic (1 + c^2/n) m^2 - (2p + c^2/n) m + p^2 = 0."""
+    roots = np.roots([1 + c * c / n, -(2 * p + c * c / n), p * p])
+    return float(min(roots.real)), float(max(roots.real))
 
 
 def attempts(table: dict[str, list[float]]) -> list[tuple[str, int, float]]:
@@ -28,24 +37,24 @@ FOUR_BY_TWO = {"t1": [1, 1], "t2": [1, 0], "t3": [0, 0], "t4": [0.5, 0.5]}
 
 def test_selector_hand_worked_four_tasks_two_repeats():
     s = selector_stats("none", attempts(FOUR_BY_TWO), list(FOUR_BY_TWO))
-    # mean over the 8 attempts: (2 + 1 + 0 + 1) / 8 = 0.5
-    assert s.mean == pytest.approx(0.5)
+    # task means 1, .5, 0, .5 -> the task mean (the estimand) .5, equal to the mean over the 8 attempts
+    assert s.mean == pytest.approx(0.5) and s.attempt_mean == pytest.approx(0.5)
     assert (s.n_tasks, s.n_attempts, s.repeats, s.repeats_min, s.repeats_max) == (4, 8, 2, 2, 2)
-    # CR1 clustered se: residual sums per task are 1, 0, -1, 0 -> sum of squares 2;
-    # V = G/(G-1) * 2 / N^2 = 4/3 * 2/64 = 1/24.
-    # Same as sd(task means)/sqrt(G): task means 1, .5, 0, .5 -> var (.25+0+.25+0)/3 = 1/6 -> se^2 = 1/24.
+    # var of the task means (.25 + 0 + .25 + 0) / 3 = 1/6 -> se^2 = 1/24 (with equal repeats, the CR1 clustered se
+    # of the attempt mean: residual sums 1, 0, -1, 0 -> 4/3 * 2 / 64 = 1/24)
     assert s.se == pytest.approx(math.sqrt(1 / 24))
-    # t interval with 3 df: 0.5 -/+ 3.182446 * 0.204124 = 0.5 -/+ 0.649613
-    assert s.ci_low == pytest.approx(0.5 - T3 * math.sqrt(1 / 24), abs=1e-7)
-    assert s.ci_high == pytest.approx(0.5 + T3 * math.sqrt(1 / 24), abs=1e-7)
-    assert "t interval" in s.method and "CR1" in s.method
-    # per task: t2 = [1, 0] has mean .5 and sd sqrt(((1-.5)^2 + (0-.5)^2) / 1) = sqrt(.5)
+    # 4 tasks: the score interval, n_eff = .25 / (1/24) = 6, t(0.975, 3): the roots of
+    # (1 + c^2/6) m^2 - (1 + c^2/6) m + .25 = 0 -> m = .5 -/+ .5 sqrt(1 - 1 / (1 + c^2/6))
+    half = 0.5 * math.sqrt(1 - 1 / (1 + T3 ** 2 / 6))
+    assert s.ci_method == "score" and s.n_eff == pytest.approx(6.0)
+    assert (s.ci_low, s.ci_high) == (pytest.approx(0.5 - half, abs=1e-9), pytest.approx(0.5 + half, abs=1e-9))
+    assert "score interval" in s.method and "effective sample size 6.0" in s.method
     assert s.per_task["t2"].mean == 0.5 and s.per_task["t2"].sd == pytest.approx(math.sqrt(0.5))
     assert s.per_task["t1"].sd == 0 and s.per_task["t1"].solved == 2 and s.per_task["t2"].solved == 1
     # solved at least once (score >= 1): t1, t2 -> 2/4; pass^2: only t1 -> 1/4
     assert s.solved_once == 0.5 and s.pass_k == 0.25
     assert s.solved_once_ci == pytest.approx((0.1500, 0.8500), abs=5e-5)  # Wilson 2/4
-    assert s.rule_of_three is None and not s.scores_outside_unit
+    assert s.rule_of_three is None and not s.scores_outside_unit and s.warnings == []
     # variance split: per-task variances 0, .5, 0, 0 -> within .125; noise = .125/2 = .0625;
     # Var(task means) = 1/6 -> between = 1/6 - 1/16 = 5/48; share = .0625 / (1/6) = .375
     assert s.within_var == pytest.approx(0.125)
@@ -57,19 +66,55 @@ def test_selector_hand_worked_four_tasks_two_repeats():
     assert s.lever == "tasks" and "38%" in s.lever_note
 
 
-def test_clustered_se_with_unequal_repeats_weighs_attempts():
-    # t1 [1,1,1], t2 [0], t3 [0,1]: N = 6, mean 4/6 = 2/3.
-    # residual sums: t1 3 * 1/3 = 1; t2 -2/3; t3 -2/3 + 1/3 = -1/3 -> squares 1 + 4/9 + 1/9 = 14/9
-    # V = 3/2 * 14/9 / 36 = 7/108   (sd(task means)/sqrt(3) would give 0.5/sqrt(3): different, as it should be)
+def test_many_tasks_use_the_t_interval_as_scipy_computes_it():
+    rng = np.random.default_rng(2)
+    table = {f"t{i}": list(rng.choice([0.0, 0.5, 1.0], size=3)) for i in range(80)}
+    s = selector_stats("x", attempts(table), list(table))
+    means = np.array([np.mean(v) for v in table.values()])
+    ref = ttest_1samp(means, 0.5).confidence_interval(0.95)
+    assert s.ci_method == "t" and "Student t" in s.method
+    assert (s.ci_low, s.ci_high) == (pytest.approx(ref.low, abs=1e-12), pytest.approx(ref.high, abs=1e-12))
+
+
+def test_unequal_repeats_the_task_mean_is_the_estimand_everywhere():
+    # the issue's case: final beats none by .1 on every one of 12 tasks, but the attempt means point the other way
+    none = {f"t{i}": [0.8] * 10 if i < 6 else [0.0] for i in range(12)}
+    final = {f"t{i}": [0.9] if i < 6 else [0.1] * 10 for i in range(12)}
+    sn, sf = (selector_stats(k, attempts(v), list(none)) for k, v in (("none", none), ("final", final)))
+    assert sn.attempt_mean == pytest.approx(48 / 66) and sf.attempt_mean == pytest.approx((5.4 + 6) / 66)
+    assert sn.mean == pytest.approx(0.4) and sf.mean == pytest.approx(0.5)  # the table shows the task means
+    assert sn.repeats is None and any("unequal repeats (1-10 per task)" in w and "0.7273" in w for w in sn.warnings)
+    p = pair_stats("none", attempts(none), "final", attempts(final), list(none))
+    assert p.mean_diff == pytest.approx(sf.mean - sn.mean)  # the pair compares the same estimand
+    assert p.unequal_repeats == 12 and p.sign_test_p is None and p.test_exact
+    assert "re-dealt attempts on 12 tasks" in p.test and any("unequal repeats" in w for w in p.warnings)
+    # a constant shift: never a zero-width interval (no-spread bound over differences in [-1, 1])
+    q = 1 - 0.025 ** (1 / 12)
+    assert p.ci_method == "no-spread"
+    assert (p.ci_low, p.ci_high) == (pytest.approx(0.1 - q * 1.1), pytest.approx(0.1 + q * 0.9))
+
+
+def test_solved_rates_divide_by_all_test_tasks_as_hermit_does():
+    ids = [f"t{i}" for i in range(16)]
+    s = selector_stats("x", attempts({t: [1.0, 1.0] for t in ids[:13]}), ids)
+    assert s.n_tasks == 13 and s.n_missing == 3 and s.n_test == 16
+    assert s.solved_once == pytest.approx(13 / 16) == 0.8125 and s.pass_k == pytest.approx(13 / 16)
+    assert s.solved_once_ci == pytest.approx(wilson(13, 16))
+    assert any("3 of 16 test tasks have no attempt" in w for w in s.warnings)
+    assert s.rule_of_three is None  # 13 of 16 solved: not every task
+
+
+def test_se_with_unequal_repeats_is_that_of_the_task_mean():
+    # t1 [1,1,1], t2 [0], t3 [0,1]: task means 1, 0, .5 -> mean .5, var .25, se sqrt(.25/3); attempt mean 4/6
     s = selector_stats("x", attempts({"t1": [1, 1, 1], "t2": [0], "t3": [0, 1]}), ["t1", "t2", "t3"])
-    assert s.mean == pytest.approx(2 / 3)
-    assert s.se == pytest.approx(math.sqrt(7 / 108))
+    assert s.mean == pytest.approx(0.5) and s.attempt_mean == pytest.approx(2 / 3)
+    assert s.se == pytest.approx(math.sqrt(0.25 / 3))
     assert s.repeats is None and (s.repeats_min, s.repeats_max) == (1, 3)
     assert s.pass_k is None and s.pass_k_ci is None  # a task with one repeat: pass^k undefined
     assert s.per_task["t2"].sd is None
 
 
-def test_bootstrap_agrees_with_clustered_se():
+def test_bootstrap_agrees_with_the_standard_errors():
     rng = np.random.default_rng(7)
     n, k = 40, 3
     difficulty = rng.uniform(0, 1, n)
@@ -112,32 +157,45 @@ def test_rule_of_three_when_nothing_or_everything_passes():
     assert "above 0.7" in all_once.rule_of_three and "at least once" in all_once.rule_of_three  # 1 - 3/10
     every = selector_stats("x", attempts({f"t{i}": [1.0, 1.0] for i in range(30)}), None)
     assert "pass^k" in every.rule_of_three and "above 0.9" in every.rule_of_three  # 1 - 3/30
-    # zero variance: se 0, a degenerate interval, no crash in the split
-    assert every.se == 0 and every.ci_low == every.ci_high == 1.0
+    # zero spread: se 0 but never a zero-width interval: the no-spread bound, 1 - 0.025^(1/30) below 1
+    assert every.se == 0 and every.ci_method == "no-spread" and "no-spread" in every.method
+    assert (every.ci_low, every.ci_high) == (pytest.approx(0.025 ** (1 / 30)), 1.0)
     assert every.within_share is None and "same mean" in every.lever_note
 
 
 def test_edge_cases_do_not_crash():
     one = selector_stats("x", attempts({"t1": [0.2, 0.4]}), ["t1", "t2"])
-    assert one.mean == pytest.approx(0.3) and one.se is None and one.ci_low is None
-    assert one.n_missing == 1 and one.between_var is None
+    assert one.mean == pytest.approx(0.3) and one.se is None and one.ci_low is None and one.ci_method is None
+    assert one.n_missing == 1 and one.between_var is None and one.solved_once == 0.0  # 0 of the 2 test tasks
     empty = selector_stats("x", [], ["t1"])
-    assert empty.n_tasks == 0 and empty.mean is None and empty.solved_once is None
+    assert empty.n_tasks == 0 and empty.mean is None and empty.solved_once is None and empty.warnings
     single = selector_stats("x", attempts({"t1": [1], "t2": [0], "t3": [0.5]}), None)
     assert single.within_var is None and single.between_var == pytest.approx(0.25)  # var of 1, 0, .5
     odd = selector_stats("x", [("t1", 1, 3.0), ("t1", 2, -1.0), ("t2", 1, float("nan")), ("zz", 1, 1.0)], ["t1", "t2"])
     assert odd.scores_outside_unit and odd.nonfinite_scores == 1 and odd.n_ignored == 1  # zz is not a test task
-    assert odd.mean == pytest.approx((3 - 1 + 0) / 3)  # NaN counts as 0
+    assert odd.mean == pytest.approx((1 + 0) / 2)  # task means 1 (3 and -1) and 0 (NaN counts as 0)
+    assert odd.attempt_mean == pytest.approx((3 - 1 + 0) / 3)
+    assert odd.scale == (-1.0, 3.0) and -1.0 <= odd.ci_low and odd.ci_high <= 3.0  # the observed range
     dup = selector_stats("x", [("t1", 1, 0.0), ("t1", 1, 1.0)], None)
     assert dup.n_attempts == 1 and dup.mean == 1.0 and dup.n_ignored == 1  # the later record of a repeat wins
 
 
-def test_attempt_records_and_tuples_agree():
+def test_records_tuples_columns_and_tables_agree():
     def rec(tid, repeat, score):
         return AttemptRecord(repeat=repeat, id=tid, status="ok", judge=Judged(score=score))
-    records = [rec(t, r, s) for t, r, s in attempts(FOUR_BY_TWO)]
-    assert selector_stats("x", records, list(FOUR_BY_TWO)) == selector_stats("x", attempts(FOUR_BY_TWO),
-                                                                               list(FOUR_BY_TWO))
+    ids = list(FOUR_BY_TWO)
+    table = attempts(FOUR_BY_TWO) + [("t1", 1, 0.0), ("zz", 1, 1.0)]  # a later t1 repeat 1, an id outside
+    records = [rec(t, r, s) for t, r, s in table]
+    cols = AttemptColumns(np.array([ids.index(t) if t in ids else -1 for t, _, _ in table]),
+                          np.array([r for _, r, _ in table]), np.array([s for _, _, s in table]))
+    want = selector_stats("x", table, ids)
+    assert want.n_ignored == 2 and want.per_task["t1"].mean == 0.5
+    assert selector_stats("x", records, ids) == want
+    assert selector_stats("x", cols, ids) == want
+    assert selector_stats("x", tabulate(cols, ids, 1.0), ids) == want
+    with pytest.raises(ValueError):
+        selector_stats("x", tabulate(cols, ids, 0.5), ids)  # a table made for another threshold
+    assert pair_stats("a", cols, "b", records, ids) == pair_stats("a", table, "b", table, ids)
 
 
 # --------------------------------------------------------------------------------------------- pairs
@@ -150,18 +208,21 @@ SIX_D = [Fraction(1, 2), Fraction(1, 2), Fraction(1), Fraction(-1, 2), Fraction(
 
 def test_pair_hand_worked_six_tasks():
     p = pair_stats("none", attempts(SIX_A), "final", attempts(SIX_B), list(SIX_A))
-    assert p.n_paired == 6 and p.n_unpaired == 0
+    assert p.n_paired == 6 and p.n_unpaired == 0 and p.unequal_repeats == 0
     # mean diff 2/6; deviations 1/6,1/6,2/3,-5/6,-1/3,1/6 -> squares sum 48/36 = 4/3 -> var 4/15, se^2 = 4/90
     assert p.mean_diff == pytest.approx(1 / 3)
     assert p.sd_diff == pytest.approx(math.sqrt(4 / 15))
     assert p.se == pytest.approx(math.sqrt(4 / 90))
-    assert p.ci_low == pytest.approx(1 / 3 - T5 * math.sqrt(4 / 90), abs=1e-7)
-    assert p.ci_high == pytest.approx(1 / 3 + T5 * math.sqrt(4 / 90), abs=1e-7)
+    # the score interval on (d + 1) / 2: p = 2/3, se 1/sqrt(90), n_eff = (2/9) / (1/90) = 20, t(0.975, 5)
+    lo, hi = wilson_roots(2 / 3, 20.0, T5)
+    assert p.ci_method == "score" and p.n_eff == pytest.approx(20.0)
+    assert (p.ci_low, p.ci_high) == (pytest.approx(2 * lo - 1, abs=1e-9), pytest.approx(2 * hi - 1, abs=1e-9))
+    assert -1 <= p.ci_low and p.ci_high <= 1
     assert (p.wins, p.losses, p.ties) == (4, 1, 1)
     # sign test, 4 wins of 5: P(X <= 1 or X >= 4 | Bin(5, 1/2)) = (1 + 5 + 5 + 1) / 32
     assert p.sign_test_p == pytest.approx(12 / 32)
 
-    # exact permutation p-value, all 64 sign flips enumerated here
+    # exact randomisation p-value, all 64 sign flips enumerated here
     observed = abs(sum(SIX_D))
     extreme = sum(abs(sum(s * d for s, d in zip(signs, SIX_D))) >= observed
                   for signs in itertools.product((1, -1), repeat=6))
@@ -169,10 +230,10 @@ def test_pair_hand_worked_six_tasks():
     # |total| >= 2 for (2,+1), (1,+1), (-1,-1), (-2,-1): 1 + 4 + 4 + 1 = 10 patterns, x2 for t5's zero -> 20
     assert extreme == 20
     assert p.p_value == pytest.approx(20 / 64)
-    assert "permutation" in p.test and "exact" in p.test
+    assert p.test_exact and "exact" in p.test and "sign flips on 6 tasks" in p.test
 
-    # MDE = (z.975 + z.80) * se
-    assert p.mde == pytest.approx(Z_SUM * math.sqrt(4 / 90), rel=1e-6)
+    # MDE, paired t approximation: (t(.975, 5) + t(.80, 5)) * se
+    assert p.mde == pytest.approx((T5 + T5_80) * math.sqrt(4 / 90), rel=1e-6)
     # variance split of the differences: within a = mean(0,0,0,0,.5,.5) = 1/6, within b = mean(.5,0,0,.5,.5,0) = 1/4
     # noise at k = 2: (1/6 + 1/4) / 2 = 5/24 (< 4/15 observed, so not capped); between = 4/15 - 5/24 = 7/120
     assert p.noise_var == pytest.approx(5 / 24)
@@ -181,16 +242,20 @@ def test_pair_hand_worked_six_tasks():
 
 
 def test_power_helpers_are_consistent():
+    from scipy.stats import t
+
     p = pair_stats("none", attempts(SIX_A), "final", attempts(SIX_B), list(SIX_A))
     assert p.tasks_needed(p.mde) == 6       # the current sample detects exactly its own MDE
     assert p.repeats_needed(p.mde) == 2     # the current repeats, likewise
-    # half the difference needs four times the tasks: ceil((Z_SUM * sd / (mde/2))^2) = 4 * 6
-    assert p.tasks_needed(p.mde / 2) == 24
-    # repeats for 0.4: room = 6 * 0.4^2 / Z_SUM^2 - 7/120 = 0.063978; k = (5/12) / room = 6.51 -> 7
-    room = 6 * 0.4 ** 2 / Z_SUM ** 2 - 7 / 120
-    assert p.repeats_needed(0.4) == math.ceil((5 / 12) / room) == 7
-    # no number of repeats gets below Z_SUM * sqrt(between / n) = 0.2762: 0.25 is out of reach
-    assert p.repeats_needed(0.25) is None
+    # half the difference: the smallest n with (t(.975, n-1) + t(.8, n-1)) sd / sqrt(n) <= mde / 2, by a plain search
+    sd = math.sqrt(4 / 15)
+    n = next(n for n in range(2, 1000) if (t.ppf(.975, n - 1) + t.ppf(.8, n - 1)) * sd / math.sqrt(n) <= p.mde / 2)
+    assert p.tasks_needed(p.mde / 2) == n == 18  # fewer than 4 x 6: the t quantiles shrink as n grows
+    # repeats for 0.4: room = 6 * 0.4^2 / (T5 + T5_80)^2 - 7/120; k = (5/12) / room
+    room = 6 * 0.4 ** 2 / (T5 + T5_80) ** 2 - 7 / 120
+    assert p.repeats_needed(0.4) == math.ceil((5 / 12) / room) == 21
+    # no number of repeats gets below (T5 + T5_80) * sqrt(between / 6) = 0.3441: 0.3 is out of reach
+    assert p.repeats_needed(0.3) is None
 
 
 def test_transition_table_and_threshold():
@@ -206,8 +271,7 @@ def test_transition_table_and_threshold():
     assert half.transitions["flaky"] == ["t2", "t4", "t5", "t6"]
 
 
-def test_random_sign_flips_agree_with_full_enumeration():
-    # 20 tasks: 2^20 > 2e5, so the engine draws 100k random flips; enumerate all 2^20 here (meet in the middle)
+def test_twenty_tasks_are_enumerated_exactly():
     rng = np.random.default_rng(3)
     ids = [f"t{i}" for i in range(20)]
     a = {t: [0.0] for t in ids}
@@ -216,28 +280,31 @@ def test_random_sign_flips_agree_with_full_enumeration():
     d = np.array([b[t][0] for t in ids]) * 2  # integers
     halves = [np.array([np.dot(s, part) for s in itertools.product((1, -1), repeat=10)]) for part in (d[:10], d[10:])]
     sums = (halves[0][:, None] + halves[1][None, :]).ravel()
-    exact = np.mean(np.abs(sums) >= abs(d.sum()))
-    assert "random" in p.test
-    assert abs(p.p_value - exact) < 4 * math.sqrt(exact * (1 - exact) / 100_000) + 1e-5
+    assert p.test_exact and "exact" in p.test
+    assert p.p_value == pytest.approx(np.mean(np.abs(sums) >= abs(d.sum())), abs=1e-12)
 
 
 def test_pair_edge_cases():
-    # zero variance, all differences 0: se 0, degenerate interval, p = 1
+    # zero spread, all differences 0: se 0 but a no-spread interval around 0, p = 1
     same = {f"t{i}": [0.5, 0.5] for i in range(12)}
     p = pair_stats("a", attempts(same), "b", attempts(same), list(same))
-    assert p.se == 0 and p.ci_low == p.ci_high == 0 and p.p_value == 1.0 and p.ties == 12
-    assert p.verdict.startswith("No difference")
+    q = 1 - 0.025 ** (1 / 12)
+    assert p.se == 0 and (p.ci_low, p.ci_high) == (pytest.approx(-q), pytest.approx(q))
+    assert p.p_value == 1.0 and p.ties == 12 and p.decision == "unclear"
+    assert p.verdict.startswith("No clear difference: b and a have the same mean score on each of the 12 tasks")
     # one task
     one = pair_stats("a", attempts({"t1": [0]}), "b", attempts({"t1": [1]}), ["t1"])
     assert one.mean_diff == 1 and one.se is None and one.p_value == 1.0 and one.mde is None
-    assert one.tasks_needed(0.1) is None and "too small to tell" in one.verdict and "an improvement" not in one.verdict
+    assert one.tasks_needed(0.1) is None and "one paired task gives no interval" in one.verdict
+    assert one.decision == "unclear"
     # a task missing from one selector is left out and counted
     miss = pair_stats("a", attempts({"t1": [0], "t2": [0], "t3": [1]}), "b", attempts({"t1": [1], "t2": [1]}),
                       ["t1", "t2", "t3"])
     assert miss.n_paired == 2 and miss.unpaired == ["t3"] and "1 unpaired left out" in miss.verdict
-    assert "2 paired tasks are fewer than 10" in miss.verdict and "improvement" not in miss.verdict  # sd 0, MDE 0
+    assert miss.p_value == pytest.approx(0.5) and miss.decision == "unclear" and miss.warnings
     # nothing in common
-    assert "nothing to compare" in pair_stats("a", [], "b", attempts({"t1": [1]}), ["t1"]).verdict
+    nothing = pair_stats("a", [], "b", attempts({"t1": [1]}), ["t1"])
+    assert "nothing to compare" in nothing.verdict and nothing.decision == "nothing"
 
 
 # --------------------------------------------------------------------------------------------- verdicts
@@ -247,47 +314,70 @@ TWELVE_B = {f"t{i}": [1, 1] if i < 6 else [1, 0] for i in range(12)}
 
 
 def test_verdict_clear_improvement_and_regression():
-    # diffs: six 1s and six .5s -> mean .75, var (12 * .25^2) / 11 = .75/11, se = sqrt(.75/11/12) = 0.075378
-    # CI .75 -/+ 2.200985 * 0.075378 = (0.584, 0.916); p: only no flip and all flips reach 9 -> 2/4096
-    # MDE = 2.8016 * 0.075378 = 0.211 < .75
-    se = math.sqrt(0.75 / 11 / 12)
+    # diffs: six 1s and six .5s -> mean .75, var (12 * .25^2) / 11 = .75/11; p: only no flip and all flips reach 9
+    # -> 2/4096. Interval on (d + 1) / 2: p .875, se^2 = .75/11/12/4, n_eff = .875 * .125 / se^2, t(.975, 11)
+    se2 = 0.75 / 11 / 12 / 4
+    lo, hi = wilson_roots(0.875, 0.875 * 0.125 / se2, T11)
     p = pair_stats("none", attempts(TWELVE_A), "final", attempts(TWELVE_B), list(TWELVE_A))
-    assert p.ci_low == pytest.approx(0.75 - T11 * se, abs=1e-7) and p.p_value == pytest.approx(2 / 4096)
-    assert p.verdict == ("final scores 0.75 higher than none (95% CI 0.58 to 0.92, p < 0.001, "
-                         "12 tasks x 2 repeats): an improvement.")
+    assert p.ci_low == pytest.approx(2 * lo - 1, abs=1e-9) and p.p_value == pytest.approx(2 / 4096)
+    assert p.decision == "improvement"
+    assert p.verdict == (f"final scores 0.75 higher than none (95% CI {2 * lo - 1:.2f} to {2 * hi - 1:.2f}, "
+                         "p < 0.001, 12 tasks x 2 repeats): an improvement.")
     back = pair_stats("final", attempts(TWELVE_B), "none", attempts(TWELVE_A), list(TWELVE_A))
-    assert back.verdict == ("none scores 0.75 lower than final (95% CI -0.92 to -0.58, p < 0.001, "
-                            "12 tasks x 2 repeats): a regression.")
+    assert back.decision == "regression"
+    assert back.verdict == (f"none scores 0.75 lower than final (95% CI {1 - 2 * hi:.2f} to {1 - 2 * lo:.2f}, "
+                            "p < 0.001, 12 tasks x 2 repeats): a regression.")
 
 
 def test_verdict_interval_includes_zero():
-    # the six-task case: CI 1/3 -/+ 2.570582 * 0.210819 = (-0.209, 0.875), p = 20/64, MDE 2.8016 * 0.2108 = 0.59
     p = pair_stats("none", attempts(SIX_A), "final", attempts(SIX_B), list(SIX_A))
-    assert p.verdict == ("No clear difference: final scores 0.33 higher than none (95% CI -0.21 to 0.88, p = 0.31, "
-                         "6 tasks x 2 repeats); the interval includes 0. The sample is too small to tell: with 6 tasks "
-                         "the smallest difference this sample can reliably detect is 0.59.")
+    lo, hi = wilson_roots(2 / 3, 20.0, T5)
+    mde = (T5 + T5_80) * math.sqrt(4 / 90)
+    assert p.verdict == (f"No clear difference: final scores 0.33 higher than none (95% CI {2 * lo - 1:.2f} to "
+                         f"{2 * hi - 1:.2f}, p = 0.31, 6 tasks x 2 repeats); the interval includes 0 and the test's "
+                         f"p is not below 0.05. With 6 tasks, the smallest difference this sample detects with 80% "
+                         f"power is {mde:.2f} (paired t).")
     # many tasks, a small noisy difference: still no claim
     rng = np.random.default_rng(5)
     ids = [f"t{i}" for i in range(200)]
     a = {t: list(rng.uniform(0, 1, 3)) for t in ids}
     b = {t: list(rng.uniform(0, 1, 3)) for t in ids}  # same distribution as a
     big = pair_stats("none", attempts(a), "final", attempts(b), ids)
-    assert big.ci_low < 0 < big.ci_high
-    assert big.verdict.startswith("No clear difference") and "improvement" not in big.verdict
-    assert "regression" not in big.verdict and "with 200 tasks" in big.verdict
+    assert big.ci_low < 0 < big.ci_high and big.ci_method == "t" and not big.test_exact
+    assert big.verdict.startswith("No clear difference") and big.decision == "unclear"
+    assert "with 80% power" in big.verdict and "With 200 tasks" in big.verdict
 
 
-def test_verdict_too_small_even_when_the_interval_excludes_zero():
-    # diffs 1,1,1,1,.5,.5: mean 5/6, every flip but none/all smaller -> p = 2/64 < .05, CI excludes 0, n = 6 < 10
+def test_small_samples_can_decide_when_the_evidence_is_there():
+    # diffs 1,1,1,1,.5,.5: p = 2/64, the interval excludes 0: an improvement on 6 tasks (no "fewer than 10" rule)
     a = {f"t{i}": [0] for i in range(6)}
     b = {f"t{i}": [1] if i < 4 else [0.5] for i in range(6)}
     p = pair_stats("root", attempts(a), "final", attempts(b), list(a))
-    assert p.ci_low > 0 and p.p_value == pytest.approx(2 / 64)
-    # var = (4 * (1/6)^2 + 2 * (1/3)^2) / 5 = 1/15, se = sqrt(1/90) = 0.1054: CI 5/6 -/+ 2.5706 * 0.1054 = (0.56, 1.10)
-    # MDE = 2.8016 * 0.1054 = 0.295 < 5/6: too small only because n < 10
-    assert p.verdict == ("final scores 0.83 higher than root (95% CI 0.56 to 1.10, p = 0.03, 6 tasks x 1 repeat), "
-                         "but the sample is too small to tell: 6 paired tasks are fewer than 10.")
-    assert "improvement" not in p.verdict
+    assert p.ci_low > 0 and p.p_value == pytest.approx(2 / 64) and p.decision == "improvement"
+    # 4 tasks, diffs 1, 1, 1, .9: the interval excludes 0 but the exact p cannot go below 2/16
+    four = pair_stats("root", attempts({f"t{i}": [0] for i in range(4)}), "final",
+                      attempts({f"t{i}": [1] if i < 3 else [0.9] for i in range(4)}), [f"t{i}" for i in range(4)])
+    assert four.ci_low > 0 and four.p_value == pytest.approx(2 / 16) and four.decision == "unclear"
+    assert "the interval excludes 0, but the test's p is not below 0.05 (p = 0.125" not in four.verdict
+    assert four.verdict.endswith("the interval excludes 0, but the test's p is not below 0.05.")
+
+
+def test_verdict_has_no_second_rule_and_no_contradictory_p():
+    from hermit_tui.core.stats import _verdict
+
+    # the issue's 250-task case: CI 0.01 to 0.09, p = 0.009, a difference below the MDE: an improvement
+    fields = dict(a="none", b="final", n_paired=250, repeats_min=3, repeats_max=3, n_unpaired=0, ci_low=0.01,
+                  ci_high=0.09, mean_diff=0.05, mde=0.057, p_value=0.009, sd_diff=0.3)
+    assert _verdict(fields)[0] == "improvement"
+    # p just above 0.05 is never printed as 0.05
+    assert p_text(0.0502) == "p = 0.0502" and p_text(0.0498) == "p = 0.0498"
+    assert p_text(0.046) == "p = 0.046" and p_text(0.31) == "p = 0.31" and p_text(0.0004) == "p < 0.001"
+    unclear = _verdict(fields | dict(p_value=0.0502))[1]
+    assert "p = 0.0502" in unclear and "not below 0.05" in unclear
+    # the test finds a difference on some tasks, the interval for the mean does not: said so, no contradiction
+    mixed = _verdict(fields | dict(ci_low=-0.01, p_value=0.01))
+    assert mixed[0] == "unclear" and "differ on some tasks, but the interval for the mean difference includes 0" \
+        in mixed[1]
 
 
 def test_default_pairs():
@@ -305,7 +395,9 @@ def test_within_noise_larger_than_observed_variance_is_capped():
     s = selector_stats("a", attempts(a), list(a))
     assert s.between_var == 0 and s.within_share == 1 and s.lever == "either"
     assert s.se_more_tasks == pytest.approx(s.se_more_repeats) == pytest.approx(math.sqrt(1 / 24 / 8))
-    assert s.se_repeats_floor == 0
+    # a between-task variance truncated to 0 says so, not "no number of repeats brings it below 0"
+    assert s.se_repeats_floor is None
+    assert "estimated at 0" in s.lever_note and "below 0" not in s.lever_note
     # pair: diffs 0, .25, -.25, .5 -> mean .125, Var = 2 * (.125^2 + .375^2) / 3 = 0.3125/3;
     # raw noise (.3125 + 0) / 2 = .15625 > .104167 -> capped: between 0, within .3125 * (.104167/.15625) = 0.208333
     p = pair_stats("a", attempts(a), "b", attempts(b), list(a))
@@ -313,3 +405,12 @@ def test_within_noise_larger_than_observed_variance_is_capped():
     assert p.between_var == 0 and p.noise_var == pytest.approx(0.3125 / 3)
     assert p.within_var == pytest.approx(0.3125 * (0.3125 / 3) / 0.15625)
     assert p.repeats_needed(p.mde) == 2  # the current repeats reproduce the current MDE
+
+
+def test_sign_test_matches_scipy_binomtest():
+    from scipy.stats import binomtest
+
+    from hermit_tui.core.stats import sign_test_p
+
+    for wins, losses in [(4, 1), (0, 7), (10, 10), (3, 12), (50, 31), (1, 0)]:
+        assert sign_test_p(wins, losses) == pytest.approx(binomtest(wins, wins + losses).pvalue, rel=1e-12)

@@ -22,6 +22,7 @@ from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluati
 from hermit_tui.core.fingerprint import differences, fingerprint_of
 from hermit_tui.core.records import SOLVED_THRESHOLD, read_results
 from hermit_tui.core.selectors import MANIFEST, directory_hash, label_for
+from hermit_tui.core.intervals import METHOD_TEXT
 from hermit_tui.core.stats import selector_stats
 from hermit_tui.core.tasks import load_tasks
 from hermit_tui.core.tree import ROOT_TAG, AdapterTree, valid_ref_name
@@ -47,9 +48,11 @@ class EvalRow(BaseModel):
     commit: str | None
     tasks: int
     repeats: int
-    mean: float
+    mean: float  # the task mean (core.stats.ESTIMAND): hermit's mean_score when every task has the same repeats
     ci_low: float | None
     ci_high: float | None
+    ci_method: str | None = None  # "t", "score" or "no-spread" (core.intervals)
+    mean_score: float | None = None  # hermit's mean_score from summary.json (over attempts)
     solved_once: float
     attempts: int
     errors: int
@@ -133,9 +136,20 @@ def render_publish_table(rows: Sequence[EvalRow]) -> str:
     else:
         protocol = ("All rows share final's protocol (test tasks, judge, pipeline, agent params, model settings, "
                     "repeats).")
-    note = ("Mean score: over every attempt, failed attempts scored 0; 95% CI: t interval with standard errors "
-            "clustered by task. Solved at least once: share of test tasks with an attempt scoring at least "
-            f"{SOLVED_THRESHOLD}. Commit: the adapter version measured. {protocol}")
+    by_method: dict[str, list[str]] = {}
+    for r in rows:
+        if r.ci_method:
+            by_method.setdefault(r.ci_method, []).append(r.adapter)
+    methods = "; ".join(f"{METHOD_TEXT[m]} for {', '.join(names)}" for m, names in by_method.items())
+    differ = [f"{r.adapter} {r.mean_score:.3f}" for r in rows
+              if r.mean_score is not None and abs(r.mean_score - r.mean) > 5e-4]
+    hermit = (f" With unequal repeats it differs from hermit's mean_score over attempts ({', '.join(differ)})."
+              if differ else "")
+    note = ("Mean score: the mean over test tasks of each task's mean score, failed attempts scored 0 (hermit's "
+            f"mean_score when every task has the same repeats).{hermit} 95% CI, with the task as the unit of "
+            f"sampling and never beyond the score range: {methods or 'none'}. Solved at least once: share of test "
+            f"tasks with an attempt scoring at least {SOLVED_THRESHOLD}. Commit: the adapter version measured. "
+            f"{protocol}")
     return "\n".join(lines) + "\n\n" + note
 
 
@@ -206,7 +220,8 @@ def _row(stored: StoredEvaluation, final_fp: dict | None, is_final: bool) -> Eva
         protocol = differences(final_fp, fp) if fp and final_fp else [NOT_RECORDED]
     return EvalRow(label=stored.label, adapter=adapter, selector=s.adapter, content_hash=s.content_hash,
                    commit=s.commit, tasks=s.tasks, repeats=s.repeats,
-                   mean=s.mean_score, ci_low=st.ci_low, ci_high=st.ci_high, solved_once=s.solved_once,
+                   mean=st.mean if st.mean is not None else s.mean_score, ci_low=st.ci_low, ci_high=st.ci_high,
+                   ci_method=st.ci_method, mean_score=s.mean_score, solved_once=s.solved_once,
                    attempts=st.n_attempts, errors=s.errors, pipeline_errors=counts["error"],
                    judge_errors=counts["judge_error"], cost_usd=s.cost_usd, unknown_cost_attempts=s.unknown_cost_tasks,
                    folder=stored.folder, archived_at=stored.archived_at,

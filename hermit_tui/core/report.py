@@ -23,7 +23,11 @@ from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluati
 from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
 from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord
-from hermit_tui.core.stats import PairStats, SelectorStats, default_pairs, pair_stats, selector_stats
+from hermit_tui.core.intervals import method_note
+from hermit_tui.core.scores import tabulate
+from hermit_tui.core.stats import (
+    ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, SelectorStats, default_pairs, pair_stats, selector_stats,
+)
 
 FORMAT = "hermit-tui report 1"
 NOT_RECORDED = "not recorded"
@@ -125,9 +129,9 @@ def _costs(records: list[AttemptRecord]) -> tuple[float, int]:
 
 
 def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: list[str], test_ids: list[str],
-              threshold: float) -> SelectorReport:
+              threshold: float, table=None) -> SelectorReport:
     s = stored.summary
-    stats = selector_stats(stored.label, records, test_ids, threshold)
+    stats = selector_stats(stored.label, table if table is not None else records, test_ids, threshold)
     known, unknown = _costs(records)
     flags = list(skipped)
     if s is None:
@@ -242,12 +246,15 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
         raise InputError("no selector to report")
     test_ids = taskset.test_ids
     records: dict[str, list[AttemptRecord]] = {}
+    tables = {}
     selectors = []
     for label in labels:
         results = stored[label].load_results()
         records[label] = results.records
-        selectors.append(_selector(stored[label], results.records, results.skipped, test_ids, threshold))
-    pairs = [pair_stats(a, records[a], b, records[b], test_ids, threshold) for a, b in default_pairs(labels)]
+        tables[label] = tabulate(results.records, test_ids, threshold)  # grouped once, for the selector and pairs
+        selectors.append(_selector(stored[label], results.records, results.skipped, test_ids, threshold,
+                                   tables[label]))
+    pairs = [pair_stats(a, tables[a], b, tables[b], test_ids, threshold) for a, b in default_pairs(labels)]
 
     checks = protocol_checks(config, taskset)
     scale = score_scale_check(records, threshold)
@@ -280,6 +287,13 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
         warnings.append(f"Test reuse: {reuse.note}")
     for s in selectors:
         warnings += s.flags
+    warnings += [w for s in selectors for w in s.stats.warnings if "no attempt" not in w]  # flags say that already
+    warnings += [w for p in pairs for w in p.warnings]
+    attempted = {frozenset(s.stats.per_task) for s in selectors if s.stats.n_tasks}
+    if len(attempted) > 1:
+        warnings.append("The selectors were measured on different sets of test tasks: their means in the results "
+                        "table are not comparable with each other; the paired comparisons use the tasks both "
+                        "attempted")
     return Report(
         hermit_tui_version=__version__, config=str(config.path), run_name=config.run_name, run_dir=str(run_dir),
         demo=demo, threshold=threshold, dataset_revision=_dataset_revision(selectors),
@@ -304,7 +318,10 @@ def _g(x: float) -> str:
 
 
 def _p(p: float | None) -> str:
-    return "—" if p is None else "< 0.001" if p < 0.001 else f"{p:.3f}"
+    """3 decimals; 4 around 0.05, so that a p-value above 0.05 never reads as 0.050."""
+    if p is None:
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.4f}" if 0.0495 <= p < 0.0505 else f"{p:.3f}"
 
 
 def _cell(value: Any) -> str:
@@ -342,21 +359,30 @@ def to_markdown(report: Report) -> str:
     ])
     out += ["", "## Results on the test split", ""]
     rows = []
+    unequal = any(s.stats.repeats is None and s.stats.n_tasks for s in r.selectors)
     for s in r.selectors:
         st = s.stats
         k = st.repeats if st.repeats is not None else f"{st.repeats_min}-{st.repeats_max}"
         commit = (s.commit or "")[:12] or (f"dir {s.content_hash[:12]}" if s.content_hash else "—")
-        rows.append([s.label, s.adapter or "—", commit, st.n_tasks, k, _f(st.mean), _ci(st.ci_low, st.ci_high),
-                     _f(st.solved_once, 3), _ci(*(st.solved_once_ci or (None, None)), digits=3),
-                     _f(st.pass_k, 3), s.errors, f"{s.known_cost_usd:.4f}", s.unknown_cost_attempts, s.written_by])
-    out += _table(["selector", "adapter", "commit measured", "tasks", "repeats", "mean", "95% CI",
+        row = [s.label, s.adapter or "—", commit, st.n_tasks, k, _f(st.mean), _ci(st.ci_low, st.ci_high),
+               st.ci_method or "—"]
+        if unequal:
+            row.append(_f(st.attempt_mean))
+        rows.append(row + [_f(st.solved_once, 3), _ci(*(st.solved_once_ci or (None, None)), digits=3),
+                           _f(st.pass_k, 3), s.errors, f"{s.known_cost_usd:.4f}", s.unknown_cost_attempts,
+                           s.written_by])
+    out += _table(["selector", "adapter", "commit measured", "tasks", "repeats", "mean score", "95% CI",
+                   "CI method", *(["hermit's mean_score (over attempts)"] if unequal else []),
                    f"solved once (>= {_g(r.threshold)})", "Wilson 95% CI", "pass^k", "errors", "known cost (USD)",
                    "unknown-cost attempts", "written by"], rows)
     notes = [f"- {s.label}: {text}" for s in r.selectors for text in (s.stats.rule_of_three, s.stats.lever_note)
              if text]
     if notes:
         out += ["", *notes]
-    out += ["", f"Mean: over all attempts, failures scored 0; 95% CI: {r.selectors[0].stats.method}.", "",
+    methods = method_note([s.stats.ci_method for s in r.selectors])
+    out += ["", f"Mean score: {ESTIMAND}. 95% CI ({_methods_by_selector(r.selectors)}): {methods}; "
+            f"{SE_METHOD}. Solved once and pass^k: shares of all {r.splits['test']} test tasks (hermit's "
+            "denominator), Wilson 95% intervals.", "",
             "### hermit's summaries", ""]
     out += _table(["selector", *SUMMARY_KEYS], [
         [s.label, *(("—" if s.summary[k] is None else s.summary[k]) for k in SUMMARY_KEYS)] if s.summary
@@ -364,18 +390,23 @@ def to_markdown(report: Report) -> str:
     out += ["", "## Paired comparisons (test split)", ""]
     if not r.pairs:
         out += ["One selector: nothing to compare.", ""]
+    if r.pairs:
+        out += [f"Verdict rule: {VERDICT_RULE}. Differences are b - a of task means, on the tasks both attempted.",
+                ""]
     for p in r.pairs:
         counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.transition_counts.items())
         out += [f"### {p.b} vs {p.a}", "", f"**Verdict:** {p.verdict}", ""]
+        sign = (_p(p.sign_test_p) if p.sign_test_p is not None or not p.unequal_repeats
+                else "— (not valid with unequal repeats)")
         out += _table(["", ""], [
             ["paired tasks", p.n_paired],
             ["mean difference", _f(p.mean_diff)],
-            ["95% CI", _ci(p.ci_low, p.ci_high)],
+            ["95% CI", _ci(p.ci_low, p.ci_high) + (f" ({p.method})" if p.ci_method else "")],
             ["p-value", f"{_p(p.p_value)} ({p.test})"],
-            ["sign test p", _p(p.sign_test_p)],
+            ["sign test p", sign],
             ["wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"],
             ["transitions", counts],
-            ["minimum detectable difference", _f(p.mde)],
+            ["minimum detectable difference", f"{_f(p.mde)} ({p.mde_method})" if p.mde is not None else "—"],
         ])
         if p.n_unpaired:
             out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
@@ -406,6 +437,14 @@ def to_markdown(report: Report) -> str:
         out += [r.training.label, "", *_table(["step", "epoch", "train tasks", "training mean score"], [
             [t.step, t.epoch, t.tasks, _f(t.mean_score)] for t in r.training.steps])]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _methods_by_selector(selectors: list[SelectorReport]) -> str:
+    """Which interval method each selector's row used, e.g. ``none, root: score; final: no-spread``."""
+    by: dict[str, list[str]] = {}
+    for s in selectors:
+        by.setdefault(s.stats.ci_method or "none", []).append(s.label)
+    return "; ".join(f"{', '.join(labels)}: {m}" for m, labels in by.items())
 
 
 def _short(value: Any) -> str:

@@ -112,7 +112,15 @@ def interval(low: float | None, high: float | None, name: str = "95% CI") -> str
 
 
 def p_text(p: float | None) -> str:
-    return "p " + (NO_DATA if p is None else "< 0.001" if p < 0.001 else f"= {p:.3f}")
+    """``p = 0.051``; four decimals around 0.05 (a p-value above 0.05 never reads as 0.050)."""
+    if p is None:
+        return f"p {NO_DATA}"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.4f}" if 0.0495 <= p < 0.0505 else f"p = {p:.3f}"
+
+
+def interval_kind(method: str | None) -> str:
+    """The interval method in a word or two, after the interval: "(t)", "(score)", "(no-spread)"."""
+    return f" ({method})" if method else ""
 
 
 def cost_text(f: Facts) -> str:
@@ -131,7 +139,7 @@ def metric_texts(s: SelectorStats, f: Facts) -> dict[str, str]:
     if s.n_missing:
         sample += f"; {s.n_missing} tasks not attempted"
     return {
-        "mean": f"{num(s.mean)}  {interval(s.ci_low, s.ci_high)}".rstrip(),
+        "mean": f"{num(s.mean)}  {interval(s.ci_low, s.ci_high)}{interval_kind(s.ci_method)}".rstrip(),
         "sample": sample,
         "solved": f"{num(s.solved_once)}  {interval(*s.solved_once_ci, name='Wilson')}",
         "passk": (f"{num(s.pass_k)}  {interval(*s.pass_k_ci, name='Wilson')}" if s.pass_k is not None
@@ -153,8 +161,15 @@ def split_text(s: SelectorStats) -> str:
                      "meaningful solved rate for this benchmark: set a success threshold (command palette).")
     if s.n_ignored:
         notes.append(f"{s.n_ignored} attempts outside the test tasks or repeated were left out.")
+    notes += [_sentence(w.removeprefix(f"{s.label}: ")) for w in s.warnings]
+    if s.ci_method is not None:
+        notes.append(f"95% CI: {s.method}.")
     head = f"{s.label}: " + ("; ".join(parts) + ". " if parts else "")
     return head + " ".join(n for n in notes if n)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
 def pair_text(p: PairStats) -> Text:
@@ -166,13 +181,20 @@ def pair_text(p: PairStats) -> Text:
         return text
     text.append(f"{p.mean_diff:+.3f}", style="bold")
     ci = interval(p.ci_low, p.ci_high)
-    text.append(f"  {ci}" if ci else "")
+    text.append(f"  {ci}{interval_kind(p.ci_method)}" if ci else "")
     text.append(f"  (se {num(p.se)}; {p.n_paired} paired tasks" + (f", {p.n_unpaired} unpaired left out)"
                                                                     if p.n_unpaired else ")"))
     text.append(f"\n{p_text(p.p_value)}", style="bold")
-    text.append(f": {p.test}; sign test {p_text(p.sign_test_p)}")
+    sign = (f"sign test {p_text(p.sign_test_p)}" if p.sign_test_p is not None or not p.unequal_repeats
+            else "no sign test (not valid with unequal repeats)")
+    text.append(f": {p.test}; {sign}")
     text.append(f"\nwins {p.wins} · losses {p.losses} · ties {p.ties}", style="bold")
     text.append(f"  (tasks where {p.b}'s mean is higher / lower / equal)")
+    if p.ci_method is not None:
+        text.append(f"\n95% CI: {p.method}.")
+    for warning in p.warnings:
+        text.append(f"\n! {warning}")
+    text.append(f"\nVerdict rule: {p.rule}.", style="italic")
     return text
 
 
@@ -181,7 +203,7 @@ def power_text(p: PairStats) -> str:
         return "Minimum detectable difference: needs at least 2 paired tasks."
     k = f"{p.repeats_min}" if p.repeats_min == p.repeats_max else f"{p.repeats_min}-{p.repeats_max}"
     lines = [f"Minimum detectable difference: {p.mde:.3f} (two-sided α 0.05, power 0.8, {p.n_paired} paired tasks "
-             f"× {k} repeats)."]
+             f"× {k} repeats; {p.mde_method})."]
     if p.between_var is not None:
         split = f"Variance of a task's difference: between tasks {p.between_var:.4f}"
         if p.noise_var is not None:
@@ -453,7 +475,8 @@ class CompareScreen(Screen):
             self.query_one(f"#split-{side}", Static).update(Text(split_text(s)))
         self.query_one("#plot-scores", plots.DistributionPlot).show(r.histogram)
         self.query_one("#plot-means", plots.MeansPlot).show(
-            [plots.MeanCI(s.label, s.mean, s.ci_low, s.ci_high) for s in ((r.sa, r.sb) if r.a != r.b else (r.sa,))])
+            [plots.MeanCI(s.label, s.mean, s.ci_low, s.ci_high, s.ci_method)
+             for s in ((r.sa, r.sb) if r.a != r.b else (r.sa,))])
         self.query_one("#plot-diffs", plots.DifferencesPlot).show((r.a, r.b, r.diffs))
         self.query_one("#plot-running", plots.RunningPlot).show(r.running)
         status = self.query_one("#compare-status", Static)

@@ -39,6 +39,7 @@ class MeanCI:
     mean: float | None
     low: float | None
     high: float | None
+    method: str | None = None  # the interval's method: "t", "score" or "no-spread" (core.intervals)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,13 @@ class RunningPoint:
     mean: float | None
     low: float | None
     high: float | None
+    method: str | None = None
+
+
+def methods_used(methods) -> str:
+    """The interval methods of a plot's series, in order of appearance: "score", "score, then t"."""
+    used = list(dict.fromkeys(m for m in methods if m))
+    return ", then ".join(used) if used else "none yet"
 
 
 def task_means(stats: SelectorStats) -> list[float]:
@@ -83,7 +91,7 @@ def running_series(label: str, records: Sequence[Any], task_ids: Sequence[str] |
     out = []
     for n in checkpoints(len(records), k):
         s = selector_stats(label, records[:n], task_ids)
-        out.append(RunningPoint(n, s.mean, s.ci_low, s.ci_high))
+        out.append(RunningPoint(n, s.mean, s.ci_low, s.ci_high, s.ci_method))
     return out
 
 
@@ -208,7 +216,8 @@ class MeansPlot(StatPlot):
         if values:
             plt.xticks(nice_ticks(min(values), max(values)))
         plt.ylim(0.5, len(self.data) + 0.5)
-        plt.title("Mean score with its 95% interval (clustered by task)")
+        methods = "; ".join(f"{m.label}: {m.method}" for m in self.data if m.method)
+        plt.title(f"Mean score (mean of task means) with its 95% interval ({methods or 'no interval'})")
 
 
 class DifferencesPlot(StatPlot):
@@ -258,5 +267,6 @@ class RunningPlot(StatPlot):
         values = [v for pts in self.data.values() for p in pts for v in (p.mean, p.low, p.high) if v is not None]
         if values:
             plt.yticks(nice_ticks(min(values), max(values)))
-        plt.title("Running mean with its 95% interval as attempts arrive")
+        methods = methods_used(p.method for pts in self.data.values() for p in pts)
+        plt.title(f"Running mean with its 95% interval ({methods}) as attempts arrive")
         plt.xlabel("attempts")

@@ -75,7 +75,9 @@ def assert_numbers(screen: CompareScreen, store: EvalStore, a: str, b: str) -> N
     sa, sb, pair = expected_numbers(store, a, b)
     assert (text(screen, "#head-a"), text(screen, "#head-b")) == (a, b)
     for side, s in (("a", sa), ("b", sb)):
-        assert text(screen, f"#{side}-mean") == f"{s.mean:.3f}  95% CI {s.ci_low:.3f} to {s.ci_high:.3f}"
+        assert text(screen, f"#{side}-mean") == (f"{s.mean:.3f}  95% CI {s.ci_low:.3f} to {s.ci_high:.3f} "
+                                                 f"({s.ci_method})")
+        assert 0 <= s.ci_low and s.ci_high <= 1 and f"95% CI: {s.method}." in text(screen, f"#split-{side}")
         lo, hi = s.solved_once_ci
         assert text(screen, f"#{side}-solved") == f"{s.solved_once:.3f}  Wilson {lo:.3f} to {hi:.3f}"
         lo, hi = s.pass_k_ci
@@ -83,8 +85,10 @@ def assert_numbers(screen: CompareScreen, store: EvalStore, a: str, b: str) -> N
         assert text(screen, f"#{side}-sample") == "12 × 3 (36 attempts)"
         assert s.lever_note in text(screen, f"#split-{side}")
     figures = text(screen, "#pair-figures")
-    assert f"{b} − {a}: {pair.mean_diff:+.3f}  95% CI {pair.ci_low:.3f} to {pair.ci_high:.3f}" in figures
-    assert f"p = {pair.p_value:.3f}: paired permutation test" in figures
+    assert (f"{b} − {a}: {pair.mean_diff:+.3f}  95% CI {pair.ci_low:.3f} to {pair.ci_high:.3f} "
+            f"({pair.ci_method})") in figures
+    assert f"p = {pair.p_value:.3f}: paired randomisation test" in figures and "exact" in figures
+    assert f"95% CI: {pair.method}." in figures and "Verdict rule: 'an improvement'" in figures
     assert f"sign test p = {pair.sign_test_p:.3f}" in figures
     assert f"wins {pair.wins} · losses {pair.losses} · ties {pair.ties}" in figures
     assert text(screen, "#verdict") == pair.verdict
@@ -145,7 +149,7 @@ async def test_verdict_is_green_for_an_improvement_and_red_for_a_regression_afte
         assert text(screen, "#verdict").endswith(": an improvement.")
         assert verdict.has_class("-improvement") and not verdict.has_class("-neutral")
         # every one of 12 paired differences is +1: the exact permutation p is 2 / 2^12 = 0.00049
-        assert "p < 0.001: paired permutation test" in text(screen, "#pair-figures")
+        assert "p < 0.001: paired randomisation test" in text(screen, "#pair-figures")
         assert screen.paired.pair.p_value == pytest.approx(2 / 2 ** 12)
         # unknown cost is never shown as $0
         assert text(screen, "#a-cost") == "unknown (24 attempts)"
@@ -235,10 +239,11 @@ async def test_power_follows_the_difference_typed():
         assert f"tasks needed: {pair.tasks_needed(0.05)} paired tasks at 3 repeats" in needed
         assert "no number of repeats suffices with 12 tasks" in needed  # repeats_needed(0.05) is None here
         assert pair.repeats_needed(0.05) is None
-        screen.query_one("#delta", Input).value = "0.5"
+        screen.query_one("#delta", Input).value = "0.55"
         await pilot.pause()
-        assert f"tasks needed: {pair.tasks_needed(0.5)} paired tasks" in text(screen, "#power-needed")
-        assert f"repeats needed: {pair.repeats_needed(0.5)} per task" in text(screen, "#power-needed")
+        assert f"tasks needed: {pair.tasks_needed(0.55)} paired tasks" in text(screen, "#power-needed")
+        assert f"repeats needed: {pair.repeats_needed(0.55)} per task" in text(screen, "#power-needed")
+        assert pair.repeats_needed(0.55) == 18 and "paired t approximation" in text(screen, "#power-mde")
         screen.query_one("#delta", Input).value = "x"
         await pilot.pause()
         assert text(screen, "#power-needed").startswith("Enter a difference greater than 0")
@@ -255,8 +260,8 @@ async def test_plots_draw_the_series_computed_from_the_records():
         assert hist.counts == {"none": [7, 0, 0, 0, 0, 2, 0, 0, 0, 3], "final": [2, 0, 0, 0, 0, 1, 1, 0, 0, 8]}
         assert hist.edges[0] == 0.0 and hist.edges[-1] == 1.0 and len(hist.edges) == 11
         means = screen.query_one("#plot-means", plots.MeansPlot).data
-        assert means == [plots.MeanCI("none", sa.mean, sa.ci_low, sa.ci_high),
-                         plots.MeanCI("final", sb.mean, sb.ci_low, sb.ci_high)]
+        assert means == [plots.MeanCI("none", sa.mean, sa.ci_low, sa.ci_high, "score"),
+                         plots.MeanCI("final", sb.mean, sb.ci_low, sb.ci_high, "score")]
         a, b, diffs = screen.query_one("#plot-diffs", plots.DifferencesPlot).data
         assert (a, b) == ("none", "final")
         assert [t for t, _ in diffs] == ["t04", "t10", "t03", "t05", "t06", "t09", "t01", "t02", "t07", "t08",
@@ -269,11 +274,12 @@ async def test_plots_draw_the_series_computed_from_the_records():
             want = []
             for n in ns:
                 s = selector_stats(label, recs[:n], IDS)
-                want.append(plots.RunningPoint(n, s.mean, s.ci_low, s.ci_high))
+                want.append(plots.RunningPoint(n, s.mean, s.ci_low, s.ci_high, s.ci_method))
             assert running[label] == want
-        # by hand: the first 2 attempts of none (t01, t02, repeat 1) both score 0; the last point is the full mean
-        assert running["none"][0] == plots.RunningPoint(2, 0.0, 0.0, 0.0)
-        assert running["final"][-1] == plots.RunningPoint(36, sb.mean, sb.ci_low, sb.ci_high)
+        # by hand: the first 2 attempts of none (t01, t02, repeat 1) both score 0: no spread, so the interval is
+        # [0, 1 - 0.025^(1/2)], not zero-width; the last point is the full mean
+        assert running["none"][0] == plots.RunningPoint(2, 0.0, 0.0, pytest.approx(1 - 0.025 ** 0.5), "no-spread")
+        assert running["final"][-1] == plots.RunningPoint(36, sb.mean, sb.ci_low, sb.ci_high, "score")
         # each plot paints, with its legend / labels
         for tab, plot_id, words in (("tab-scores", "#plot-scores", ["none", "final"]),
                                     ("tab-means", "#plot-means", ["none", "final"]),

@@ -1,0 +1,109 @@
+"""The sequential comparison (stop when decided): its boundaries against a published table and an independent
+multivariate-normal computation, its decisions on clear cases, and a seeded A/A check of its false-claim rate."""
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal, norm
+
+from hermit_tui.core.sequential import (
+    METHOD, SequentialMonitor, obf_spending, round_boundaries, sequential_look, spending_boundaries,
+    variance_components,
+)
+
+
+def test_boundaries_match_the_published_obrien_fleming_type_table():
+    # Lan-DeMets O'Brien-Fleming-type spending, 5 equally spaced looks, 0.025 per side (Reboussin, DeMets, Kim &
+    # Lan 2000, the ldbounds program; the same in gsDesign): 4.8769, 3.3569, 2.6803, 2.2898, 2.0310
+    got = spending_boundaries((1, 2, 3, 4, 5), None)
+    assert got == pytest.approx([4.8769, 3.3569, 2.6803, 2.2898, 2.0310], abs=2e-4)
+    assert spending_boundaries((3.0,), None) == pytest.approx([norm.ppf(0.975)])  # one look: the fixed design
+    assert obf_spending(1.0) == pytest.approx(0.05) and obf_spending(0.0) == 0.0
+
+
+def test_boundaries_spend_as_promised_by_an_independent_multivariate_normal_computation():
+    info = (1.0, 1.7, 2.2, 3.1)
+    times = tuple(i / 3.1 for i in info)
+    cs = spending_boundaries(info, None)
+    corr = np.array([[math.sqrt(min(a, b) / max(a, b)) for b in info] for a in info])
+    stay_before = 1.0
+    for j in range(len(info)):
+        k = j + 1
+        lim = np.array(cs[:k])
+        stay = multivariate_normal(mean=np.zeros(k), cov=corr[:k, :k]).cdf(lim, lower_limit=-lim, rng=1)
+        exit_here = stay_before - stay
+        want = obf_spending(times[j]) - (obf_spending(times[j - 1]) if j else 0.0)
+        assert exit_here == pytest.approx(want, abs=2e-5)
+        stay_before = stay
+
+
+def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim():
+    rng = np.random.default_rng(1)
+    g = 60
+    p = rng.uniform(0.05, 0.35, size=g)
+    a = (rng.random((g, 1)) < p[:, None]).astype(float)
+    b = (rng.random((g, 1)) < (p + 0.6)[:, None]).astype(float)
+    look = sequential_look("none", "final", a, b, 8)
+    assert look.decision == "improvement" and look.decided_at == 1 and look.ci_low > 0 and look.ci_high <= 1
+    # round 1 of 8 spends alpha(1/8), each side: 2 - 2 Phi(z(1 - .05/4) / sqrt(1/8)) -> c = 6.232
+    assert look.boundary_z == pytest.approx(norm.ppf(1 - obf_spending(1 / 8) / 2)) == pytest.approx(6.232, abs=1e-3)
+    assert round_boundaries(8) == pytest.approx(spending_boundaries(tuple(range(1, 9)), None))
+    assert look.method == METHOD and look.summary() == {
+        "baseline": "none", "decision": "improvement", "rounds": 1, "max_rounds": 8, "method": METHOD,
+        "alpha": 0.05, "margin": None, "decided_at": 1, "interval": [look.ci_low, look.ci_high]}
+    worse = sequential_look("none", "root", b, a, 8)
+    assert worse.decision == "regression" and worse.ci_high < 0 and worse.ci_low >= -1
+    same = SequentialMonitor("none", "none-again", 3)
+    for r in range(3):
+        look = same.add_round(a[:, 0], a[:, 0])
+    assert look.decision == "undecided" and look.rounds == 3 and look.ci_low < 0 < look.ci_high
+    with pytest.raises(ValueError):
+        same.add_round(a[:, 0], a[:, 0])
+
+
+def test_equivalence_within_a_margin_and_the_monitor_keeps_its_first_decision():
+    rng = np.random.default_rng(2)
+    g = 400
+    p = rng.uniform(0.2, 0.8, size=g)
+    monitor = SequentialMonitor("none", "root", 4, margin=0.1)
+    looks = []
+    for _ in range(4):
+        a = (rng.random(g) < p).astype(float)
+        b = (rng.random(g) < p).astype(float)
+        looks.append(monitor.add_round(a, b))
+    decided = [lk for lk in looks if lk.decision != "undecided"]
+    assert decided and decided[0].decision == "equivalent" and -0.1 < decided[-1].ci_low < decided[-1].ci_high < 0.1
+    first = decided[0].decided_at
+    assert all(lk.decided_at == first and lk.decision == "equivalent" for lk in decided)
+    # the interval is the running intersection: never wider than before
+    widths = [lk.ci_high - lk.ci_low for lk in looks]
+    assert all(w2 <= w1 + 1e-12 for w1, w2 in zip(widths, widths[1:]))
+    with pytest.raises(ValueError):
+        SequentialMonitor("none", "root", 4, margin=0.0)
+
+
+def test_variance_components_by_hand():
+    # two tasks x 2 rounds of differences: task 1 [1, 0] (mean .5, var .5), task 2 [0, 0] (mean 0, var 0)
+    # within = (.5 + 0) / 2 = .25; Var(task means) = .125; between = max(0, .125 - .25/2) = 0
+    between, within = variance_components(np.array([[1.0, 0.0], [0.0, 0.0]]))
+    assert (between, within) == (pytest.approx(0.0), pytest.approx(0.25))
+    between, within = variance_components(np.array([[1.0, 1.0], [0.0, 0.0], [0.5, 0.5]]))
+    assert (between, within) == (pytest.approx(0.25), pytest.approx(0.0))
+    assert variance_components(np.array([[1.0], [0.0]]))[1] is None
+
+
+def test_aa_sequences_rarely_claim_a_difference():
+    # 300 seeded A/A launches of 30 pass/fail tasks, up to 4 rounds, stopping when decided: false claims <= 5%
+    # (the Monte-Carlo error of 300 runs at 5% is 1.3%; benchmarks/bench_stats.py runs thousands)
+    rng = np.random.default_rng(7)
+    claims = 0
+    runs = 300
+    for _ in range(runs):
+        p = rng.beta(1.0, 1.0, size=30)
+        monitor = SequentialMonitor("none", "root", 4)
+        for _ in range(4):
+            look = monitor.add_round((rng.random(30) < p).astype(float), (rng.random(30) < p).astype(float))
+            if monitor.decided:
+                break
+        claims += look.decision in ("improvement", "regression")
+    assert claims / runs <= 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / runs)
