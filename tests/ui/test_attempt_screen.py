@@ -181,8 +181,9 @@ async def test_log_opens_when_it_is_a_file_and_shows_the_end_of_a_long_one(tmp_p
     app = HermitApp(store=store, live_updates=False)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_attempt(pilot, app, "t01", "final", 2)
-        assert "(l: open)" in card_text(card(screen, "final", 2))
-        assert "(not a readable file)" in card_text(card(screen, "final", 3))
+        # The text wraps where a long temporary path ends: compare with whitespace collapsed.
+        assert "(l: open)" in " ".join(card_text(card(screen, "final", 2)).split())
+        assert "(not a readable file)" in " ".join(card_text(card(screen, "final", 3)).split())
         await pilot.press("l")
         await settle(pilot, "log")
         assert isinstance(app.screen, LogScreen)
