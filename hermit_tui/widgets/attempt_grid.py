@@ -1,7 +1,7 @@
 """The live grid: tasks down, selectors across, one mark per repeat, filling in as attempts finish.
 
 A Line-API widget: only the visible rows are drawn, from the store, so a repaint costs the same at 40 tasks as at
-11,000, and a batch of attempts is one repaint.
+11,000, and a batch of attempts is one repaint. The task column stays put when the selectors scroll sideways.
 """
 from __future__ import annotations
 
@@ -110,7 +110,9 @@ class AttemptGrid(ScrollView, can_focus=True):
         else:
             index = scroll_y + y - 1
             strip = self._row(index) if index < len(self.store.task_ids) else Strip.blank(width, self.rich_style)
-        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
+        fixed = ID_WIDTH + 1 if width > ID_WIDTH + 8 else 0  # the task column stays put when scrolled sideways
+        return Strip.join([strip.crop(0, fixed), strip.crop(fixed + scroll_x, scroll_x + width)]
+                          ).extend_cell_length(width, self.rich_style)
 
     def _header(self) -> Strip:
         style = self.rich_style + self.get_component_rich_style("attempt-grid--header", partial=True)
