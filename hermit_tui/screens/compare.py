@@ -14,13 +14,15 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Input, Label, Select, Static, TabbedContent, TabPane
+from textual.widgets import Header, Input, Label, Select, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
 from hermit_tui.core.fingerprint import differences, fingerprint_of
 from hermit_tui.core.stats import PairStats, SelectorStats
 from hermit_tui.paths import style
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
@@ -302,7 +304,7 @@ class CompareScreen(Screen):
                     yield Static("", id="power-mde")
                     with Horizontal(id="delta-bar"):
                         yield Label("Detect a difference of ")
-                        yield Input(f"{DEFAULT_DELTA:g}", id="delta", compact=True)
+                        yield TextField(f"{DEFAULT_DELTA:g}", id="delta", compact=True)
                     yield Static("", id="power-needed")
             with TabPane("Scores", id="tab-scores"):
                 yield plots.DistributionPlot(id="plot-scores")
@@ -323,6 +325,9 @@ class CompareScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.refresh_from_store()
+
+    def focus_main(self) -> None:
+        self.query_one("#compare-tabs Tabs").focus()
 
     def on_hermit_app_store_updated(self, message) -> None:
         self.refresh_from_store()
@@ -377,6 +382,10 @@ class CompareScreen(Screen):
         self._show_protocol()
         if self.a is None or self.b is None:
             self.query_one("#compare-status", Static).update("Two evaluations are needed to compare.")
+            shown = len(store.keys)
+            self.query_one("#verdict", Static).update(Text(
+                ("Only one evaluation is shown" if shown == 1 else "No evaluation is shown")
+                + ": launch two side by side from setup (escape, then l), or open earlier ones from history (h)."))
             return
         if (store.version, self.a, self.b) == self._computed:
             return
@@ -552,6 +561,12 @@ class CompareScreen(Screen):
 
     def action_prev_tab(self) -> None:
         self._tab(-1)
+
+    def action_review(self) -> None:
+        self.app.goto("review")
+
+    def action_history(self) -> None:
+        self.app.goto("history")
 
     def action_back(self) -> None:
         self.app.pop_screen()

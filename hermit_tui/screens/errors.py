@@ -9,12 +9,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Header, Static, Tree
+from textual.widgets import Button, Header, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from hermit_tui import bindings
 from hermit_tui.core.errors import InputError
 from hermit_tui.paths import style
+from hermit_tui.widgets.footer import Footer
 
 MAX_LABEL = 160  # characters of an error message shown in a tree label
 
