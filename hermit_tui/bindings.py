@@ -67,9 +67,9 @@ TASKS = [
 ]
 
 ATTEMPT = [
-    Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="["),
+    Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="[", show=False),
     Binding("right_square_bracket", "next_tab", "Next tab", key_display="]"),
-    Binding("left_curly_bracket", "prev_pair", "Prev pair", key_display="{"),
+    Binding("left_curly_bracket", "prev_pair", "Prev pair", key_display="{", show=False),
     Binding("right_curly_bracket", "next_pair", "Next pair", key_display="}"),
     Binding("l", "open_log", "Log"),
     Binding("escape", "back", "Back"),
@@ -90,7 +90,7 @@ HISTORY = [
 
 COMPARE = [
     Binding("s", "swap", "Swap a/b"),
-    Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="["),
+    Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="[", show=False),
     Binding("right_square_bracket", "next_tab", "Next tab", key_display="]"),
     Binding("p", "review", "Review"),
     Binding("h", "history", "History", show=False),
@@ -121,7 +121,8 @@ STOPPING = [
 HELP = [Binding("escape", "dismiss", "Close"), Binding("question_mark", "dismiss", "Close", show=False)]
 
 #: For the help screen: (screen title, bindings) in the order a user meets them.
-ALL = [("Everywhere", APP), ("In a text field", TEXT_FIELD), ("Config picker", PICKER), ("Setup", SETUP), ("Live run", RUN),
+ALL = [("Everywhere", APP), ("In a text field", TEXT_FIELD), ("Config picker", PICKER), ("Setup", SETUP),
+       ("Live run", RUN),
        ("Per-task table", TASKS), ("Drill-down", ATTEMPT), ("Errors", ERRORS), ("History", HISTORY),
        ("Compare", COMPARE), ("Review & publish", REVIEW), ("Quitting during a launch", QUIT),
        ("While a launch stops", STOPPING)]

@@ -19,8 +19,8 @@ from textual.widgets import Header, Label, Select, Static, TabbedContent, TabPan
 from hermit_tui import bindings
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.paths import style
-from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.diff_view import DiffView
+from hermit_tui.widgets.footer import Footer
 
 LOG_TAIL_BYTES = 200_000  # a log longer than this shows its end only
 SIDE = "side"

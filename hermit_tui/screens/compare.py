@@ -21,13 +21,14 @@ from hermit_tui import bindings
 from hermit_tui.core.fingerprint import differences, fingerprint_of
 from hermit_tui.core.stats import PairStats, SelectorStats
 from hermit_tui.paths import style
-from hermit_tui.widgets.footer import Footer
-from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
 
 LIVE_THROTTLE_S = 1.0  # while a run is live, recompute at most this often
+WIDE = 170  # columns from which the Numbers tab shows the means and differences plots beside the figures
 DEFAULT_DELTA = 0.05
 NO_DATA = "—"
 TRANSITION_NAMES = {"fixed": ("fixed", "✗ → ✓"), "broken": ("broken", "✓ → ✗"),
@@ -280,7 +281,7 @@ class CompareScreen(Screen):
             yield Static("", id="compare-status")
         yield Static("computing…", id="verdict", classes="-neutral")
         with TabbedContent(id="compare-tabs"):
-            with TabPane("Numbers", id="tab-numbers"):
+            with TabPane("Numbers", id="tab-numbers"), Horizontal(id="numbers-box"):
                 with VerticalScroll(id="numbers"):
                     with Grid(id="numbers-grid"):
                         yield Static("", classes="metric-name")
@@ -293,6 +294,9 @@ class CompareScreen(Screen):
                     yield Static("", id="pair-figures")
                     yield Static("", id="split-a", classes="split")
                     yield Static("", id="split-b", classes="split")
+                with Vertical(id="numbers-plots"):  # on a wide terminal: the intervals and differences beside
+                    yield plots.MeansPlot(id="side-means")
+                    yield plots.DifferencesPlot(id="side-diffs")
             with TabPane("Transitions", id="tab-transitions"):
                 with Horizontal(id="transitions-box"):
                     yield VirtualTable(id="transitions")
@@ -325,6 +329,9 @@ class CompareScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.refresh_from_store()
+
+    def on_resize(self) -> None:
+        self.query_one("#numbers-plots").display = self.app.size.width >= WIDE
 
     def focus_main(self) -> None:
         self.query_one("#compare-tabs Tabs").focus()
@@ -464,6 +471,8 @@ class CompareScreen(Screen):
         self.query_one("#plot-means", plots.MeansPlot).show(
             [plots.MeanCI(s.label, s.mean, s.ci_low, s.ci_high) for s in ((r.sa, r.sb) if r.a != r.b else (r.sa,))])
         self.query_one("#plot-diffs", plots.DifferencesPlot).show((r.a, r.b, r.diffs))
+        self.query_one("#side-means", plots.MeansPlot).show(self.query_one("#plot-means", plots.MeansPlot).data)
+        self.query_one("#side-diffs", plots.DifferencesPlot).show((r.a, r.b, r.diffs))
         self.query_one("#plot-running", plots.RunningPlot).show(r.running)
         status = self.query_one("#compare-status", Static)
         if r.pair is None:

@@ -19,11 +19,11 @@ from hermit_tui import bindings
 from hermit_tui.core import evalstore
 from hermit_tui.core.evalstore import StoredEvaluation
 from hermit_tui.paths import style
-from hermit_tui.widgets.footer import Footer
-from hermit_tui.widgets.textfield import TextField
 from hermit_tui.screens.picker import display_path
 from hermit_tui.store import selector_rank
 from hermit_tui.widgets.banners import DEMO_TEXT
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
 
 COLUMNS = [  # the mark and the label stay put when the table scrolls sideways; the figures come first

@@ -10,9 +10,9 @@ from textual.widgets import Header, RichLog, Static
 
 from hermit_tui import bindings
 from hermit_tui.paths import style
-from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, PENDING, AttemptGrid
 from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.selector_progress import SelectorProgress
 
 LEGEND = (f"● solved  ◐ partial  ○ failed  [b]{ERROR}[/b] pipeline error  [b]{JUDGE_ERROR}[/b] judge error  "

@@ -18,10 +18,10 @@ from textual.widgets.selection_list import Selection
 
 from hermit_tui import bindings
 from hermit_tui.paths import style
-from hermit_tui.widgets.footer import Footer
-from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.checklist import CheckList
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 
 DEFAULT_PICKS = ("none", "root", "final")
 EXECUTORS = [("threads", "threads"), ("processes (killable)", "processes"), ("Ray cluster ($RAY_ADDRESS)", "ray")]

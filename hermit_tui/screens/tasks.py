@@ -19,12 +19,12 @@ from textual.worker import get_current_worker
 
 from hermit_tui import bindings
 from hermit_tui.paths import style
-from hermit_tui.widgets.footer import Footer
-from hermit_tui.widgets.textfield import TextField
 from hermit_tui.store import FILTER_NAMES, FILTERS, Cell, EvalStore, Filter, TaskRow
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, mark_for
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.diff_view import diff_words
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
 
 WORKER_THRESHOLD = 2000  # more tasks than this: rows are computed off the event loop
@@ -250,7 +250,10 @@ class TasksScreen(Screen):
         if rec is None:
             return Text(NO_DATA, style=self._styles["muted"])
         glyph, cls = mark_for(rec.status, rec.judge.score, store.threshold)
-        text = Text(glyph + " ", style=self._styles["bad"] if rec.status != "ok" else "")
+        tone = {"attempt-grid--pass": "good", "attempt-grid--partial": "accent"}.get(cls, "bad")
+        text = Text()
+        text.append(glyph, style=self._styles[tone])
+        text.append(" ")
         mine = output_of(rec)
         base_col = store.columns.get(store.baseline) if store.baseline else None
         base = base_col.records.get((task_id, self.repeat)) if base_col is not None and key != store.baseline else None
@@ -299,8 +302,8 @@ class TasksScreen(Screen):
             if base:
                 text.append("  baseline", style=self._styles["accent"])
         if store.columns and self.outputs:
-            text.append(f"\noutputs of repeat {self.repeat}/{store.repeats} ([ ] another) · what differs from "
-                        f"{store.baseline} highlighted · o: the scores", style="dim")
+            text.append(f"\noutputs, repeat {self.repeat}/{store.repeats} ([ ]) · differences from {store.baseline} "
+                        "highlighted · o: scores", style="dim")
         elif store.columns:
             text.append(f"\nmeans ({ERROR} pipeline, {JUDGE_ERROR} judge error = 0) · ✓ solved once · Δ vs "
                         f"{store.baseline} (b) · o outputs", style="dim")

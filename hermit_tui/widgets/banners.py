@@ -30,14 +30,9 @@ def banner_lines(store: EvalStore, *, is_demo: bool) -> list[tuple[str, str]]:
     if store.threshold != 1.0:
         lines.append(("warning-banner", f"Success threshold {store.threshold:g} in these views (hermit's files and "
                                         "summaries keep 1.0)"))
-    mismatches = store.mismatches()
-    for m in mismatches:
+    for m in store.mismatches():  # (evaluations without a fingerprint: the compare screen says so for its pair)
         if m.reasons:
             lines.append(("warning-banner", f"Not comparable: {m.text()}"))
-    unchecked = [m.label for m in mismatches if m.unchecked and not m.reasons]
-    if unchecked:
-        lines.append(("warning-banner", f"Protocol unchecked: {', '.join(unchecked)} recorded no protocol fingerprint "
-                                        "(written by hermit eval); only tasks and repeats were compared"))
     for key, col in store.columns.items():
         s = col.summary
         if s is None:
