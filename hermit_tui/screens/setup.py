@@ -278,13 +278,18 @@ class SetupScreen(Screen):
         return any(selections.get_option_at_index(i).value == value for i in range(selections.option_count))
 
     # -- remembering the choices ----------------------------------------------------------------------------------
+    def ticked(self) -> list[str]:
+        """The ticked versions in list order (none, root, checkpoints, final, then those typed in)."""
+        selections = self.query_one("#versions", SelectionList)
+        chosen = set(selections.selected)
+        values = [selections.get_option_at_index(i).value for i in range(selections.option_count)]
+        return [v for v in values if v in chosen]
+
     def choices(self) -> dict:
         """What the user chose on this screen, as kept in the settings file."""
-        selections = self.query_one("#versions", SelectionList)
-        values = [selections.get_option_at_index(i).value for i in range(selections.option_count)]
         out = {k: self.query_one(f"#{k}", Input).value for k in FIELDS}
         out["executor"] = str(self.query_one("#executor", Select).value)
-        out["picks"] = [v for v in values if v in set(selections.selected)]
+        out["picks"] = self.ticked()
         out["added"] = list(dict.fromkeys([*self.saved.get("added", []), *self._added]))
         return out
 
@@ -351,7 +356,7 @@ class SetupScreen(Screen):
         if self.app.running:  # one launch at a time: show it
             self.app.goto("run")
             return
-        picks = list(self.query_one("#versions", SelectionList).selected)
+        picks = self.ticked()
         if not picks:
             self.notify("Tick at least one version to evaluate (space ticks)", severity="warning")
             return
