@@ -227,6 +227,8 @@ class ReviewScreen(Screen):
         self.run_worker(compute, thread=True, exclusive=True, group="review-plan", name="plan-publish")
 
     def _failed(self, message: str) -> None:
+        if self not in self.app.screen_stack:  # closed while the review was being worked out
+            return
         self.plan = None
         self.pending = None
         self.ready = True
@@ -235,6 +237,8 @@ class ReviewScreen(Screen):
         self._show_actions()
 
     def _show(self, plan, entry: dict | None, problem: str | None, others: list[str]) -> None:
+        if self not in self.app.screen_stack:  # closed while the review was being worked out
+            return
         self.plan, self.undo_entry, self.undo_problem = plan, entry, problem
         self.ready = True
         self.mismatches = [m for m in rows_mismatches(plan.rows) if m.reasons]
@@ -413,6 +417,10 @@ class ReviewScreen(Screen):
 
     def _done(self, message: str, failed: bool) -> None:
         self.busy = False
+        if self not in self.app.screen_stack:
+            self.app.notify(message, title="Not done" if failed else "Done",
+                            severity="error" if failed else "information", timeout=10, markup=False)
+            return
         self.notify(message, title="Not done" if failed else "Done", severity="error" if failed else "information",
                     timeout=10, markup=False)
         self.refresh_plan()

@@ -6,13 +6,10 @@ disk are shown at once in launch order with baseline none."""
 from __future__ import annotations
 
 import json
-import subprocess
-import time
-from pathlib import Path
+import shutil
 
-import pytest
+from journey_kit import FAST, git, settle, setup_ready, type_text, wait_for
 from textual.widgets import Input, SelectionList, Static
-from textual.worker import WorkerCancelled
 
 from hermit_tui.app import HermitApp
 from hermit_tui.core.config import load_config
@@ -23,71 +20,6 @@ from hermit_tui.screens.run import RunScreen
 from hermit_tui.screens.setup import AddSelectorScreen, SetupScreen
 from hermit_tui.settings import settings_path
 from hermit_tui.widgets.checklist import TickBox
-
-FAST = ["agent.params.latency_scale=0.01"]
-
-
-async def wait_for(pilot, predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
-
-
-def git(path: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, check=True).stdout
-
-
-class Workspace:
-    """The demo's files that publishing may touch: CARD.md in the checkout, every tag and branch of the tree."""
-
-    def __init__(self, config_path: Path):
-        self.root = config_path.parent
-        self.config_path = config_path
-        self.tree = self.root / "runs" / "trees" / "demo-notes"
-        self.checkout = self.root / "runs" / "demo" / "checkout"
-        self.eval = self.root / "runs" / "demo" / "eval"
-
-    def refs(self) -> str:
-        return git(self.tree, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags", "refs/heads")
-
-    def card(self) -> bytes:
-        return (self.checkout / "CARD.md").read_bytes()
-
-    def tag(self) -> str:
-        return git(self.tree, "rev-parse", "demo/final^{commit}").strip()
-
-    def summary(self, label: str) -> dict:
-        return json.loads((self.eval / label / "summary.json").read_text())
-
-
-@pytest.fixture
-def demo(demo_config, monkeypatch) -> Workspace:
-    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(demo_config.parent.parent / "settings"))
-    return Workspace(demo_config)
-
-
-def setup_ready(app) -> bool:
-    screen = app.screen
-    return (isinstance(screen, SetupScreen) and screen._restored
-            and screen.query_one("#versions", SelectionList).option_count > 1)
-
-
-async def settle(pilot, prefix: str = "review") -> None:
-    await pilot.pause()
-    for _ in range(3):
-        for worker in list(pilot.app.workers):
-            if worker.group.startswith(prefix) and not worker.is_finished:
-                try:
-                    await worker.wait()
-                except WorkerCancelled:
-                    pass
-        await pilot.pause()
-
-
-async def type_text(pilot, text: str) -> None:
-    await pilot.press(*("space" if ch == " " else ch for ch in text))
 
 
 async def test_a_launch_with_final_publishes_nothing_then_review_publishes_and_undoes(demo):
@@ -262,28 +194,10 @@ async def test_quit_and_cancel_shows_the_launch_stopping_then_leaves(demo):
     assert demo.card() == card and demo.refs() == refs
 
 
-@pytest.fixture(scope="module")
-def evaluated(demo_template, tmp_path_factory) -> Path:
-    """A demo copy with none, root and final evaluated (3 repeats), nothing published."""
-    from test_review_screen import copy_demo
-    config = copy_demo(demo_template, tmp_path_factory.mktemp("journey-evaluated") / "demo")
-    EvalRun(load_config(config, ["agent.params.latency_scale=0"]), ["none", "root", "final"],
-            update_card=False).run_sync()
-    return config
-
-
-@pytest.fixture
-def evaluated_copy(evaluated, tmp_path, monkeypatch) -> Workspace:
-    from test_review_screen import copy_demo
-    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
-    return Workspace(copy_demo(evaluated.parent, tmp_path / "demo"))
-
-
 async def test_review_refuses_rows_that_do_not_compare_unless_told_publish_anyway(evaluated_copy):
     demo = evaluated_copy
     await EvalRun(load_config(demo.config_path, ["agent.params.latency_scale=0"]), ["none"], repeats=1,
                   update_card=False).run()  # none again, with 1 repeat beside final's 3
-    import shutil
     shutil.rmtree(demo.eval / "none" / "archive")  # (else the plan takes the archived one, measured like final)
     before = demo.tag()
     app = HermitApp(demo.config_path)
