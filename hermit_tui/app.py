@@ -134,6 +134,8 @@ class HermitApp(App):
         if self.running:
             self.notify("An evaluation is already running: cancel it first (c)", severity="warning")
             return
+        if executor == "processes":
+            start_resource_tracker()
         options = dict(repeats=repeats, concurrency=concurrency, limit=limit, retry=retry, resume=resume,
                        executor=executor, timeout_min=timeout_min)
         if executor == "ray":
@@ -370,6 +372,17 @@ class HermitApp(App):
             await shown
         if isinstance(self.screen, SCREENS[name]):
             await self.screen.run_action(action)
+
+
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now, its stderr on /dev/null. Worker processes start it on first
+    use, passing ``sys.stderr.fileno()`` to the new process; inside the dashboard, Textual has replaced sys.stderr
+    with a capture whose fileno() is -1, and the launch failed with "bad value(s) in fds_to_keep". Started once, it
+    is reused."""
+    import contextlib
+    from multiprocessing import resource_tracker
+    with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
+        resource_tracker.ensure_running()
 
 
 def current_evaluations(config) -> list:

@@ -246,3 +246,22 @@ async def test_evaluations_on_disk_are_shown_at_once_in_launch_order_with_baseli
         await wait_for(pilot, lambda: getattr(app.screen, "paired", None) is not None, timeout=30)
         assert (app.screen.a, app.screen.b) == ("none", "final")
         assert str(app.screen.query_one("#verdict", Static).content).startswith("final scores")
+
+
+async def test_a_launch_in_worker_processes_runs_from_the_dashboard(demo):
+    """Textual replaces sys.stderr with a capture whose fileno() is -1: starting worker processes from the dashboard
+    failed with "bad value(s) in fds_to_keep" until the resource tracker was started on /dev/null."""
+    app = HermitApp(demo.config_path, overrides=FAST)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: setup_ready(app))
+        setup = app.screen
+        setup.query_one("#executor").value = "processes"
+        setup.query_one("#limit", Input).value = "2"
+        setup.query_one("#repeats", Input).value = "1"
+        await pilot.press("l")
+        await wait_for(pilot, lambda: not app.running and len(app.store.columns) == 3
+                       and all(c.summary for c in app.store.columns.values()))
+        assert not [n for n in app._notifications if n.severity == "error"]
+    for label in ("none", "root", "final"):
+        s = demo.summary(label)
+        assert (s["executor"], s["complete"], s["attempts"]) == ("processes", True, 2)
