@@ -103,8 +103,8 @@ class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="adddir-box"):
-            yield Label("Add an adapter directory (holds adapter.yaml; relative to the config's folder), a tag or "
-                        "a commit (abbreviated is fine)")
+            yield Static("Add an adapter directory (holds adapter.yaml; relative to the config's folder), a tag or "
+                         "a commit (abbreviated is fine)", id="adddir-prompt")
             yield Input(placeholder="e.g. adapters/my-variant, demo/ckpt-step-2, 1a2b3c4", id="adddir-input")
             yield Static("", id="adddir-error")
             with Horizontal(id="adddir-buttons"):
