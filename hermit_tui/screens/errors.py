@@ -169,7 +169,10 @@ class ErrorsScreen(Screen):
         banner.display = bool(retried)
         banner.update(Text("\n".join(f"{k}: the mean includes {n} retried attempt{'s' * (n != 1)} (only failed "
                                      "attempts were re-run, which can bias it)" for k, n in retried)))
-        self.query_one("#errors-empty").display = failed == 0
+        empty = self.query_one("#errors-empty", Static)
+        empty.display = failed == 0
+        empty.update("No errors" if store.columns else "No evaluations yet: go back to setup (escape), then launch "
+                     "(l) or open earlier ones from history (h).")
         tree = self.query_one(Tree)
         tree.display = failed > 0
         self.query_one("#errors-detail").display = failed > 0

@@ -74,12 +74,15 @@ class RunScreen(Screen):
         running = self.app.running
         done = sum(c.done for c in store.columns.values())
         expected = sum(c.expected for c in store.columns.values())
-        state = ("running" if running else "cancelled" if store.run_cancelled else "finished" if expected else
-                 "nothing launched yet")
-        self.query_one("#run-status", Static).update(
-            f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
-            f"{len(store.columns)} selectors × {store.repeats} repeats"
-            )
+        launched = any(c.source == "live" for c in store.columns.values())
+        if running or launched:
+            state = "running" if running else "cancelled" if store.run_cancelled else "finished"
+            status = (f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
+                      f"{len(store.columns)} selectors × {store.repeats} repeats")
+        else:
+            status = ("[b]nothing launched yet[/b]: go to setup (s) and launch (l)"
+                      + (f"  ·  showing {len(store.columns)} evaluations read from disk" if store.columns else ""))
+        self.query_one("#run-status", Static).update(status)
         self._show_offer(store)
         self.query_one(AttemptGrid).sync()
         log = self.query_one(RichLog)
