@@ -50,6 +50,10 @@ class HermitApp(App):
         self.store = store or EvalStore()
         self.current_run = None
         self.is_demo = False
+        self.launch_settings: dict = {}  # the setup screen's choices for this config (also in the settings file)
+        self.banners_expanded: bool | None = None  # None: expanded on a tall terminal, collapsed on a short one
+        self.quitting = False  # the user chose to cancel the launch and quit: exit when it has stopped
+        self.abandoned = False  # attempts in flight were abandoned (their threads may still be running)
         self._events: deque = deque()
         self._live_updates = live_updates
 
@@ -77,7 +81,7 @@ class HermitApp(App):
         from hermit_tui.core.config import load_config
         from hermit_tui.core.tasks import load_tasks
         from hermit_tui.demo import is_demo_config
-        from hermit_tui.settings import remember_config
+        from hermit_tui.settings import launch_settings, remember_config
         try:
             config = load_config(path, overrides)
             taskset = load_tasks(config)
@@ -88,12 +92,16 @@ class HermitApp(App):
         if get_current_worker().is_cancelled:
             return
         remember_config(config.path)
-        self.call_from_thread(self._config_loaded, config, taskset, is_demo_config(config.path))
+        found = current_evaluations(config)  # shown at once, as a launch would show them
+        self.call_from_thread(self._config_loaded, config, taskset, is_demo_config(config.path),
+                              launch_settings(config.path))
+        self.call_from_thread(lambda: self.add_stored(found, beside_live=False))
 
-    def _config_loaded(self, config, taskset, is_demo: bool) -> None:
+    def _config_loaded(self, config, taskset, is_demo: bool, launch: dict | None = None) -> None:
         from hermit_tui.screens.setup import SetupScreen
         self.config, self.taskset, self.is_demo = config, taskset, is_demo
         self.config_path = config.path
+        self.launch_settings = dict(launch or {})
         gc.unfreeze()  # the previous store's records may now be collected
         self.store = EvalStore(taskset.tasks, taskset.test_ids)
         self.store.warnings = protocol_warnings(config, taskset)
@@ -102,6 +110,13 @@ class HermitApp(App):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.push_screen(SetupScreen())
+
+    def remember_launch(self, values: dict) -> None:
+        """The setup screen's choices: kept for this session and written to the settings file (not run.yaml)."""
+        from hermit_tui.settings import remember_launch
+        self.launch_settings = dict(values)
+        if self.config is not None:
+            remember_launch(self.config.path, values)
 
     # -- launching ------------------------------------------------------------------------------------------------
     @property
@@ -120,6 +135,8 @@ class HermitApp(App):
         if self.running:
             self.notify("An evaluation is already running: cancel it first (c)", severity="warning")
             return
+        if executor == "processes":
+            start_resource_tracker()
         options = dict(repeats=repeats, concurrency=concurrency, limit=limit, retry=retry, resume=resume,
                        executor=executor, timeout_min=timeout_min, max_cost=max_cost)
         if executor == "ray":
@@ -130,7 +147,10 @@ class HermitApp(App):
     def _run(self, selectors, options: dict) -> None:
         from hermit_tui.core.runner import EvalRun
         try:
-            run = EvalRun(self.config, selectors, on_event=self._events.append, tasks=self.taskset, **options)
+            # The dashboard never publishes by itself: CARD.md and the final tag move only through Review & publish
+            # (a typed confirmation, and undo). The headless `hermit-tui eval` keeps hermit's card update.
+            run = EvalRun(self.config, selectors, on_event=self._events.append, tasks=self.taskset,
+                          update_card=False, **options)
         except InputError as exc:
             self.call_from_thread(self.notify, str(exc), title="Cannot launch", severity="error", timeout=10)
             return
@@ -154,6 +174,9 @@ class HermitApp(App):
 
     def _run_ended(self, cancelled: bool, error: str | None) -> None:
         self.drain_events()
+        if self.quitting:
+            self.exit()
+            return
         if error:
             self.notify(error, title="The evaluation stopped", severity="error", timeout=15)
         elif cancelled:
@@ -166,14 +189,58 @@ class HermitApp(App):
             self.notify("Evaluation finished", timeout=5)
         self.screen.post_message(self.RunEnded(cancelled, error))
 
-    def cancel_run(self, *, force: bool = False) -> None:
+    def cancel_run(self, *, force: bool = False, quiet: bool = False) -> None:
         run = self.current_run
         if run is None:
-            self.notify("Nothing is running", severity="warning")
+            if not quiet:
+                self.notify("Nothing is running", severity="warning")
             return
         run.cancel(force=force)
-        self.notify("Cancelling: the attempts in flight finish and are kept (cancel again to abandon them)"
-                    if not force else "Abandoning the attempts in flight", severity="warning")
+        self.abandoned = self.abandoned or force
+        if not quiet:
+            self.notify("Cancelling: the attempts in flight finish and are kept (cancel again to abandon them)"
+                        if not force else "Abandoning the attempts in flight", severity="warning")
+
+    # -- quitting -------------------------------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """Quit; during a launch, ask first (cancel it and quit, cancel it and stay, or keep it running)."""
+        from hermit_tui.screens.quit import QuitScreen, StoppingScreen
+        if self.quitting:
+            if isinstance(self.screen, StoppingScreen):
+                self.screen.action_abandon()
+            return
+        if not self.running:
+            self.exit()
+            return
+        if isinstance(self.screen, QuitScreen):
+            return
+        self.push_screen(QuitScreen(), self._quit_chosen)
+
+    def _quit_chosen(self, choice: str | None) -> None:
+        from hermit_tui.screens.quit import StoppingScreen
+        if choice == "cancel":
+            self.cancel_run()
+        elif choice == "quit":
+            if not self.running:
+                self.exit()
+                return
+            self.quitting = True
+            self.cancel_run(quiet=True)
+            self.push_screen(StoppingScreen())
+
+    def action_toggle_banners(self) -> None:
+        """Expand the warnings collapsed to one line, or collapse them."""
+        from hermit_tui.widgets.banners import Banners
+        shown = self.screen.query(Banners)
+        current = shown.first().expanded() if shown else bool(self.banners_expanded)
+        self.banners_expanded = not current
+        for banner in shown:
+            banner.redraw()
+
+    def on_resize(self) -> None:
+        from hermit_tui.widgets.banners import Banners
+        for banner in self.screen.query(Banners):
+            banner.redraw()
 
     def drain_events(self) -> None:
         """Apply the engine's pending events to the store in one batch, then tell the active screen once."""
@@ -190,19 +257,37 @@ class HermitApp(App):
         self.screen.post_message(self.StoreUpdated())
 
     # -- history --------------------------------------------------------------------------------------------------
-    def add_stored(self, evaluations: list[Any]) -> None:
-        """Put evaluations read from disk beside the others (reading them in a worker)."""
+    def add_stored(self, evaluations: list[Any], *, beside_live: bool = True) -> None:
+        """Put evaluations read from disk beside the others: read in a worker, then added to the store in one go
+        (ordered as a launch orders them, baseline none). ``beside_live`` False: one whose label a launch is
+        already showing is left out (the launch replaces it)."""
+        if not evaluations:
+            return
+        store = self.store
+
         def load() -> None:
-            problems = []
+            problems, loaded = [], []
             for stored in evaluations:
                 try:
-                    self.call_from_thread(self.store.add_stored, stored)
+                    loaded.append((stored, stored.load_results()))
                 except InputError as exc:
                     problems.append(str(exc))
-            for problem in problems:
-                self.call_from_thread(self.notify, problem, severity="error", timeout=10)
-            self.call_from_thread(lambda: self.screen.post_message(self.StoreUpdated()))
+            if get_current_worker().is_cancelled:
+                return
+            self.call_from_thread(self._stored_loaded, store, loaded, problems, beside_live)
         self.run_worker(load, thread=True, group="history", name="open-history")
+
+    def _stored_loaded(self, store: EvalStore, loaded: list, problems: list[str], beside_live: bool) -> None:
+        if store is not self.store:  # another config was opened meanwhile
+            return
+        for stored, results in loaded:
+            shown = store.columns.get(stored.name)
+            if not beside_live and shown is not None and shown.source == "live":
+                continue
+            store.add_stored(stored, results=results)
+        for problem in problems:
+            self.notify(problem, severity="error", timeout=10)
+        self.screen.post_message(self.StoreUpdated())
 
     # -- actions --------------------------------------------------------------------------------------------------
     def action_help(self) -> None:
@@ -260,16 +345,57 @@ class HermitApp(App):
             self.call_from_thread(self.notify, f"Report written to {folder}", title="Report", timeout=10)
         self.run_worker(export, thread=True, exclusive=True, group="report", name="export-report")
 
-    def goto(self, name: str, **kwargs: Any) -> None:
-        """Show a screen by name (used by bindings and palette commands)."""
+    def goto(self, name: str, **kwargs: Any):
+        """Show a screen by name (used by bindings and palette commands). A screen already open lower in the stack
+        is shown again as it was (what was above it is closed) rather than opened twice."""
         from hermit_tui.screens import SCREENS
         if self.config is None and name not in ("picker", "help"):
             self.notify("Open a config first", severity="warning")
-            return
+            return None
         screen_cls = SCREENS[name]
         if isinstance(self.screen, screen_cls) and not kwargs:
-            return
-        self.push_screen(screen_cls(**kwargs))
+            return None
+        if not kwargs and name not in ("help", "picker"):
+            below = [s for s in self.screen_stack[1:-1] if isinstance(s, screen_cls)]
+            if below:
+                return self.pop_screen_until(below[-1])
+        return self.push_screen(screen_cls(**kwargs))
+
+    def pop_screen_until(self, screen):
+        """Close the screens above ``screen``."""
+        awaitable = None
+        while self.screen is not screen and len(self.screen_stack) > 1:
+            awaitable = self.pop_screen()
+        return awaitable
+
+    async def run_on(self, name: str, action: str) -> None:
+        """Show screen ``name`` and run one of its actions there (palette commands such as "Swap a/b")."""
+        from hermit_tui.screens import SCREENS
+        shown = self.goto(name)
+        if shown is not None:
+            await shown
+        if isinstance(self.screen, SCREENS[name]):
+            await self.screen.run_action(action)
+
+
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now, its stderr on /dev/null. Worker processes start it on first
+    use, passing ``sys.stderr.fileno()`` to the new process; inside the dashboard, Textual has replaced sys.stderr
+    with a capture whose fileno() is -1, and the launch failed with "bad value(s) in fds_to_keep". Started once, it
+    is reused."""
+    import contextlib
+    from multiprocessing import resource_tracker
+    with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
+        resource_tracker.ensure_running()
+
+
+def current_evaluations(config) -> list:
+    """The current (not archived) evaluations under the run's eval folder, readable ones only."""
+    from hermit_tui.core.evalstore import list_evaluations
+    try:
+        return [e for e in list_evaluations(config.run_dir, include_archived=False) if e.summary is not None]
+    except (InputError, OSError):
+        return []
 
 
 def protocol_warnings(config, taskset) -> list[str]:
@@ -279,5 +405,21 @@ def protocol_warnings(config, taskset) -> list[str]:
 
 
 def run_app(config_path: Path | None = None, overrides: list[str] | None = None) -> int:
-    HermitApp(config_path, overrides=overrides).run()
+    app = HermitApp(config_path, overrides=overrides)
+    app.run()
+    run = app.current_run
+    if run is not None:  # the app stopped some other way during a launch: nothing may go on after it
+        import time
+        run.cancel(force=True)
+        app.abandoned = True
+        deadline = time.monotonic() + 10
+        while app.current_run is not None and time.monotonic() < deadline:  # the summaries are being written
+            time.sleep(0.05)
+    if app.abandoned:
+        # Abandoned attempts may still run in threads that cannot be killed, and the interpreter would wait for
+        # them at exit: their results are not recorded and the summaries are written, so leave now.
+        import sys
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0

@@ -1,14 +1,21 @@
-"""Key bindings, as data: one list per screen. The Footer shows them, the help screen (?) lists them all."""
+"""Key bindings, as data: one list per screen. The Footer shows them, the help screen (?) lists them all.
+
+A binding with ``show=False`` is in the help screen only (the footer must fit 80 columns); every action also has a
+command-palette entry (``commands.py``)."""
 from __future__ import annotations
 
 from textual.binding import Binding
 
 APP = [
     Binding("question_mark", "help", "Help", key_display="?"),
-    Binding("ctrl+p", "command_palette", "Commands", show=False),
-    Binding("ctrl+t", "toggle_dark", "Theme", show=False),
     Binding("q", "quit", "Quit"),
+    Binding("ctrl+c", "quit", "Quit (asks first during a launch)", show=False, priority=True),
+    Binding("ctrl+p", "command_palette", "Commands", show=False),
+    Binding("exclamation_mark", "toggle_banners", "Warnings: expand or collapse", key_display="!", show=False),
+    Binding("ctrl+t", "toggle_dark", "Theme", show=False),
 ]
+
+TEXT_FIELD = [Binding("escape", "leave", "Leave the field (the screen's keys work again)", show=False)]
 
 PICKER = [
     Binding("d", "open_demo", "Demo"),
@@ -19,13 +26,13 @@ PICKER = [
 
 SETUP = [
     Binding("l", "launch", "Launch"),
-    Binding("r", "resume", "Resume"),
-    Binding("a", "add_directory", "Add dir…"),
+    Binding("r", "resume", "Resume", show=False),
+    Binding("a", "add_selector", "Add…"),
     Binding("h", "history", "History"),
     Binding("t", "tasks", "Tasks"),
     Binding("v", "compare", "Compare"),
-    Binding("p", "review", "Publish…"),
-    Binding("o", "open_config", "Open config", show=False),
+    Binding("p", "review", "Review"),
+    Binding("o", "open_config", "Open another config", show=False),
 ]
 
 RUN = [
@@ -33,13 +40,14 @@ RUN = [
     Binding("t", "tasks", "Tasks"),
     Binding("e", "errors", "Errors"),
     Binding("v", "compare", "Compare"),
+    Binding("p", "review", "Review"),
     Binding("s", "setup", "Setup"),
     Binding("enter", "drill", "Drill down", show=False),
 ]
 
 TASKS = [
-    Binding("slash", "search", "Search", key_display="/"),
-    Binding("f", "next_filter", "Filter"),
+    Binding("slash", "search", "Search", key_display="/", show=False),
+    Binding("f", "next_filter", "Filter (or 1-6)", show=False),
     Binding("1", "set_filter('all')", "All tasks", show=False),
     Binding("2", "set_filter('errors')", "Errors only", show=False),
     Binding("3", "set_filter('regressions')", "Regressions", show=False),
@@ -47,15 +55,22 @@ TASKS = [
     Binding("5", "set_filter('flaky')", "Flaky", show=False),
     Binding("6", "set_filter('unknown_cost')", "Unknown cost", show=False),
     Binding("s", "sort", "Sort"),
-    Binding("r", "reverse", "Reverse"),
+    Binding("r", "reverse", "Reverse", show=False),
     Binding("b", "baseline", "Baseline"),
-    Binding("e", "errors", "Errors"),
+    Binding("o", "toggle_outputs", "Outputs"),
+    Binding("left_square_bracket", "prev_repeat", "Outputs: previous repeat", key_display="[", show=False),
+    Binding("right_square_bracket", "next_repeat", "Outputs: next repeat", key_display="]", show=False),
+    Binding("e", "errors", "Errors", show=False),
+    Binding("h", "history", "History", show=False),
+    Binding("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
 
 ATTEMPT = [
-    Binding("left_square_bracket", "prev_pair", "Prev pair", key_display="["),
-    Binding("right_square_bracket", "next_pair", "Next pair", key_display="]"),
+    Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="[", show=False),
+    Binding("right_square_bracket", "next_tab", "Next tab", key_display="]"),
+    Binding("left_curly_bracket", "prev_pair", "Prev pair", key_display="{", show=False),
+    Binding("right_curly_bracket", "next_pair", "Next pair", key_display="}"),
     Binding("l", "open_log", "Log"),
     Binding("x", "transcript", "Transcript"),
     Binding("escape", "back", "Back"),
@@ -77,31 +92,48 @@ ERRORS = [
 ]
 
 HISTORY = [
-    Binding("space", "toggle", "Select", show=False),
+    Binding("space", "toggle", "Select"),
     Binding("enter", "open_selected", "Side by side"),
+    Binding("slash", "open_folder", "Open folder…", key_display="/", show=False),
     Binding("escape", "back", "Back"),
 ]
 
 COMPARE = [
     Binding("s", "swap", "Swap a/b"),
-    Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="["),
+    Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="[", show=False),
     Binding("right_square_bracket", "next_tab", "Next tab", key_display="]"),
+    Binding("p", "review", "Review"),
+    Binding("h", "history", "History", show=False),
     Binding("escape", "back", "Back"),
 ]
 
 REVIEW = [
     Binding("p", "publish", "Publish…"),
-    Binding("u", "undo", "Undo publish…"),
+    Binding("u", "undo", "Undo…"),
     Binding("c", "show_tab('tab-card')", "Card"),
     Binding("d", "show_tab('tab-diff')", "Diff"),
-    Binding("r", "refresh", "Refresh", show=False),
+    Binding("r", "show_tab('tab-rows')", "Rows"),
+    Binding("f5", "refresh", "Refresh", show=False),
     Binding("escape", "back", "Back"),
+]
+
+QUIT = [
+    Binding("q", "choose('quit')", "Cancel the launch and quit"),
+    Binding("c", "choose('cancel')", "Cancel the launch, stay"),
+    Binding("k", "choose('keep')", "Keep running"),
+    Binding("escape", "choose('keep')", "Keep running", show=False),
+]
+
+STOPPING = [
+    Binding("a", "abandon", "Abandon the attempts in flight"),
 ]
 
 HELP = [Binding("escape", "dismiss", "Close"), Binding("question_mark", "dismiss", "Close", show=False)]
 
 #: For the help screen: (screen title, bindings) in the order a user meets them.
-ALL = [("Everywhere", APP), ("Config picker", PICKER), ("Setup", SETUP), ("Live run", RUN),
+ALL = [("Everywhere", APP), ("In a text field", TEXT_FIELD), ("Config picker", PICKER), ("Setup", SETUP),
+       ("Live run", RUN),
        ("Per-task table", TASKS), ("Drill-down", ATTEMPT), ("Errors", ERRORS), ("History", HISTORY),
-       ("Compare", COMPARE), ("Review & publish", REVIEW)]
+       ("Compare", COMPARE), ("Review & publish", REVIEW), ("Quitting during a launch", QUIT),
+       ("While a launch stops", STOPPING)]
 ALL.insert(ALL.index(("Drill-down", ATTEMPT)) + 1, ("Transcript tab", TRANSCRIPT + TRANSCRIPT_TURN))

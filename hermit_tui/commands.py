@@ -1,34 +1,61 @@
-"""Command-palette commands (ctrl+p) for every main action."""
+"""Command-palette commands (ctrl+p): every action of the dashboard by name. An action that belongs to one screen
+("Swap the compared selectors") shows that screen first, then runs there."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 
+def palette_commands(app) -> list[tuple[str, str, Callable]]:
+    """(name, help, callback) of every palette command, in the order they are listed."""
+    on = app.run_on
+    return [
+        ("Open config…", "choose a run.yaml", partial(app.goto, "picker")),
+        ("Open the built-in demo", "a teaching demonstration, not evidence", app.action_open_demo),
+        ("Setup: choose selectors and launch", "the protocol at a glance", partial(app.goto, "setup")),
+        ("Launch the ticked selectors side by side", "writes results and summaries only; never publishes",
+         partial(on, "setup", "launch")),
+        ("Resume interrupted evaluations", "only the missing attempts run, under the recorded protocol",
+         partial(on, "setup", "resume")),
+        ("Add an adapter directory, tag or commit…", "a selector typed in, checked before it is added",
+         partial(on, "setup", "add_selector")),
+        ("Live run", "progress, grid and event log", partial(app.goto, "run")),
+        ("Cancel the launch", "finished attempts are kept; summaries marked incomplete", app.cancel_run),
+        ("Per-task table", "sort, filter, search", partial(app.goto, "tasks")),
+        ("Filter the per-task table (next filter)", "all, errors, regressions, improvements, flaky, unknown cost",
+         partial(on, "tasks", "next_filter")),
+        ("Sort the per-task table (next column)", "by id, mean, solved or delta of any selector",
+         partial(on, "tasks", "sort")),
+        ("Baseline: next selector", "the deltas and the regression filters compare against it",
+         partial(on, "tasks", "baseline")),
+        ("Outputs side by side per task", "each selector's output, the differences highlighted",
+         partial(on, "tasks", "toggle_outputs")),
+        ("Errors", "every error and judge_error, grouped", partial(app.goto, "errors")),
+        ("Re-run failed attempts…", "asks first: re-running only failures can bias a mean",
+         partial(on, "errors", "rerun_failed")),
+        ("History", "open earlier evaluations side by side", partial(app.goto, "history")),
+        ("Compare two selectors", "intervals, paired difference, verdict, plots", partial(app.goto, "compare")),
+        ("Swap the compared selectors", "a and b change places", partial(on, "compare", "swap")),
+        ("Review & publish the final card", "diff, warnings, explicit confirm; undo", partial(app.goto, "review")),
+        ("Publish the final card…", "asks for a typed confirmation first", partial(on, "review", "publish")),
+        ("Undo the last publish…", "moves the final tag back; asks first", partial(on, "review", "undo")),
+        ("Export the report", "Markdown, JSON and CSV beside the evaluations", app.action_export_report),
+        ("Set the success threshold…", "what counts as solved in the views (files keep 1.0)",
+         app.action_set_threshold),
+        ("Warnings: expand or collapse", "the banners at the top of the screen (!)", app.action_toggle_banners),
+        ("Toggle dark/light theme", "", app.action_toggle_dark),
+        ("Help", "every key binding", app.action_help),
+        ("Quit", "asks first during a launch", app.action_quit),
+    ]
+
+
 class HermitCommands(Provider):
-    """The dashboard's main actions, by name."""
+    """The dashboard's actions, by name."""
 
     def _commands(self):
-        app = self.app
-        return [
-            ("Open config…", "choose a run.yaml", partial(app.goto, "picker")),
-            ("Open the built-in demo", "a teaching demonstration, not evidence", app.action_open_demo),
-            ("Setup: choose selectors and launch", "the protocol at a glance", partial(app.goto, "setup")),
-            ("Live run", "progress, grid and event log", partial(app.goto, "run")),
-            ("Cancel the run", "finished attempts are kept", app.cancel_run),
-            ("Per-task table", "sort, filter, search", partial(app.goto, "tasks")),
-            ("Errors", "every error and judge_error, grouped", partial(app.goto, "errors")),
-            ("History", "open earlier evaluations side by side", partial(app.goto, "history")),
-            ("Compare two selectors", "intervals, paired difference, verdict, plots", partial(app.goto, "compare")),
-            ("Review & publish the final card", "diff, warnings, explicit confirm; undo",
-             partial(app.goto, "review")),
-            ("Export the report", "Markdown, JSON and CSV beside the evaluations", app.action_export_report),
-            ("Set the success threshold…", "what counts as solved in the views (files keep 1.0)",
-             app.action_set_threshold),
-            ("Toggle dark/light theme", "", app.action_toggle_dark),
-            ("Help", "every key binding", app.action_help),
-        ]
+        return palette_commands(self.app)
 
     async def discover(self) -> Hits:
         for name, help_text, callback in self._commands():

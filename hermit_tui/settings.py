@@ -1,4 +1,4 @@
-"""hermit-tui's own settings file (never run.yaml): recent configs.
+"""hermit-tui's own settings file (never run.yaml): recent configs, and the launch settings chosen per config.
 
 ``$HERMIT_TUI_CONFIG_DIR/settings.json``, else ``$XDG_CONFIG_HOME/hermit-tui/settings.json``, else
 ``~/.config/hermit-tui/settings.json``.
@@ -41,9 +41,49 @@ def remember_config(path: Path) -> None:
     path = str(Path(path).resolve())
     recent = [p for p in data.get("recent", []) if isinstance(p, str) and p != path]
     data["recent"] = [path, *recent][:MAX_RECENT]
+    _write(data)
+
+
+# -- launch settings, per config ------------------------------------------------------------------------------------
+MAX_LAUNCH_CONFIGS = 50
+#: key -> the type its value must have (anything else in the file is ignored when read)
+LAUNCH_KEYS: dict[str, type | tuple[type, ...]] = {
+    "picks": list, "added": list, "repeats": str, "concurrency": str, "limit": str, "timeout": str, "executor": str,
+}
+
+
+def _write(data: dict) -> None:
     try:
         target = settings_path()
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(target, json.dumps(data, indent=1))
     except OSError:
         pass
+
+
+def launch_settings(config_path: Path) -> dict:
+    """What was last chosen on the setup screen for this config: ticked selectors (``picks``), adapter directories
+    and refs typed in (``added``), and the launch fields as typed (strings). Values of the wrong type are dropped."""
+    entry = load_settings().get("launch", {})
+    entry = entry.get(str(Path(config_path).resolve())) if isinstance(entry, dict) else None
+    if not isinstance(entry, dict):
+        return {}
+    out = {}
+    for key, kind in LAUNCH_KEYS.items():
+        value = entry.get(key)
+        if isinstance(value, kind):
+            out[key] = [v for v in value if isinstance(v, str)] if isinstance(value, list) else value
+    return out
+
+
+def remember_launch(config_path: Path, values: dict) -> None:
+    """Keep the setup screen's choices for this config (the most recent configs only). Not being able to write the
+    settings file is not an error."""
+    data = load_settings()
+    launch = data.get("launch")
+    launch = dict(launch) if isinstance(launch, dict) else {}
+    key = str(Path(config_path).resolve())
+    launch.pop(key, None)
+    launch[key] = {k: v for k, v in values.items() if k in LAUNCH_KEYS and isinstance(v, LAUNCH_KEYS[k])}
+    data["launch"] = dict(list(launch.items())[-MAX_LAUNCH_CONFIGS:])
+    _write(data)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import math
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -157,6 +158,28 @@ class Column:
         return sorted((r for (t, _), r in self.records.items() if t == task_id), key=lambda r: r.repeat)
 
 
+_STEP = re.compile(r"ckpt-step-(\d+)$")
+
+
+def selector_rank(selector: str, label: str = "", archived: bool = False) -> tuple:
+    """Where a column goes, as a launch puts them: none, root, checkpoints by step, other tags, commits and
+    directories (in the order they came), final; archived evaluations after the current ones of their kind. A sort
+    by this key must be stable."""
+    text = selector or label
+    step = _STEP.search(text)
+    if text == "none":
+        kind: tuple = (0,)
+    elif text == "root":
+        kind = (1,)
+    elif step:
+        kind = (2, int(step.group(1)))
+    elif text == "final" or text.endswith("/final"):
+        kind = (4,)
+    else:
+        kind = (3,)
+    return (*kind, archived)
+
+
 @dataclass(slots=True)
 class TaskRow:
     """A row of the per-task table."""
@@ -197,6 +220,8 @@ class EvalStore:
         self.run_cancelled = False
         self.warnings: list[str] = []
         self.threshold = SOLVED_THRESHOLD
+        self.baseline_chosen = False  # the user picked a baseline: keep it when columns come and go
+        self.in_flight: set[tuple[str, str, int]] = set()  # (label, task, repeat) started, not finished yet
         self._search_text: dict[str, str] = {}
         self.max_cost: float | None = None  # the launch's --max-cost (USD)
         self.stop_reason: str | None = None  # why the last launch stopped early without a cancel
@@ -211,6 +236,9 @@ class EvalStore:
             col = self.columns.get(event.label)
             if col is not None:
                 col.add(event.record, event.traceback)
+            self.in_flight.discard((event.label, event.record.id, event.record.repeat))
+        elif isinstance(event, ev.AttemptStarted):
+            self.in_flight.add((event.label, event.task_id, event.repeat))
         elif isinstance(event, ev.RunStarted):
             known = self._known_ids()
             for tid in event.task_ids:
@@ -226,8 +254,7 @@ class EvalStore:
                                                source="live", commit=event.commit, expected=event.total,
                                                running=True, threshold=self.threshold,
                                                folder=Path(event.folder) if event.folder else None)
-            if self.baseline is None:
-                self.baseline = event.label
+            self.order_columns()
         elif isinstance(event, ev.SelectorFinished):
             col = self.columns.get(event.label)
             if col is not None:
@@ -242,6 +269,7 @@ class EvalStore:
         elif isinstance(event, ev.RunFinished):
             self.run_active = False
             self.stop_reason = event.stop_reason
+            self.in_flight.clear()
             for col in self.columns.values():
                 col.running = False
         self._touch()
@@ -256,7 +284,7 @@ class EvalStore:
     def _known_ids(self) -> set[str]:
         return set(self.task_ids)
 
-    def add_stored(self, stored: StoredEvaluation, *, key: str | None = None) -> Column:
+    def add_stored(self, stored: StoredEvaluation, *, key: str | None = None, results=None) -> Column:
         """Put an evaluation read from disk beside the others.
 
         Reading 100,000 records creates millions of objects that live as long as the store: the cyclic garbage
@@ -265,14 +293,15 @@ class EvalStore:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._add_stored(stored, key=key)
+            return self._add_stored(stored, key=key, results=results)
         finally:
             gc.freeze()
             if enabled:
                 gc.enable()
 
-    def _add_stored(self, stored: StoredEvaluation, *, key: str | None) -> Column:
-        results = stored.load_results()
+    def _add_stored(self, stored: StoredEvaluation, *, key: str | None, results=None) -> Column:
+        """``results``: the evaluation's results file already read (off the event loop), else read here."""
+        results = results if results is not None else stored.load_results()
         key = key or (stored.name if stored.name not in self.columns or self.columns[stored.name].source == "disk"
                       else f"{stored.name} (disk)")
         s = stored.summary
@@ -292,10 +321,30 @@ class EvalStore:
         if s is not None:
             self.repeats = max(self.repeats, s.repeats)
         self.columns[key] = col
-        if self.baseline is None:
-            self.baseline = key
+        self.order_columns()
         self._touch()
         return col
+
+    def order_columns(self) -> None:
+        """Columns as a launch shows them (none, root, checkpoints by step, others, final), and the baseline none
+        unless the user chose another that is still shown."""
+        ordered = sorted(self.columns.values(), key=lambda c: selector_rank(c.selector, c.label, c.archived))  # stable
+        self.columns = {c.key: c for c in ordered}
+        if not (self.baseline_chosen and self.baseline in self.columns):
+            self.baseline_chosen = False
+            self.baseline = "none" if "none" in self.columns else next(iter(self.columns), None)
+
+    def set_baseline(self, key: str) -> None:
+        """The user's choice of baseline: kept until that column goes."""
+        if key in self.columns:
+            self.baseline, self.baseline_chosen = key, True
+            self._touch()
+
+    def mismatches(self):
+        """The columns that do not compare with final (else the first), by their summaries (``core.comparable``)."""
+        from hermit_tui.core.comparable import summaries_mismatches
+        summaries = {k: c.summary for k, c in self.columns.items() if c.summary is not None}
+        return summaries_mismatches(summaries)
 
     def set_threshold(self, threshold: float) -> None:
         """The success threshold the views use for solved-at-least-once, pass^k and the grid's marks (hermit's
@@ -316,8 +365,7 @@ class EvalStore:
 
     def remove_column(self, key: str) -> None:
         self.columns.pop(key, None)
-        if self.baseline == key:
-            self.baseline = next(iter(self.columns), None)
+        self.order_columns()
         self._touch()
 
     # -- reading --------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Regenerate screenshots/*.svg and *.png: every screen on fixed data, at 120x40 (and 80x24 for a few).
+"""Regenerate screenshots/*.svg and *.png: every screen on fixed data, at 120x40, 80x24 and 200x50.
 
     python screenshots/make_screenshots.py
 
@@ -17,31 +17,23 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from fixture_data import fixture_app  # noqa: E402
 
-# (file name, screen, screen kwargs, size, keys to press first)
-SHOTS = [
-    ("setup", "setup", {}, (120, 40), []),
-    ("run", "run", {}, (120, 40), []),
-    ("tasks", "tasks", {}, (120, 40), []),
-    ("attempt", "attempt", {"task_id": "t09"}, (120, 40), []),
-    ("errors", "errors", {}, (120, 40), []),
-    ("history", "history", {}, (120, 40), []),
-    ("compare", "compare", {}, (120, 40), ["wait:2000"]),
-    ("review", "review", {}, (120, 40), ["wait:2000"]),
-    ("picker", "picker", {}, (120, 40), []),
-    ("help", "help", {}, (120, 40), []),
-    ("setup-80x24", "setup", {}, (80, 24), []),
-    ("run-80x24", "run", {}, (80, 24), []),
-    ("tasks-80x24", "tasks", {}, (80, 24), []),
-    ("attempt-80x24", "attempt", {"task_id": "t09"}, (80, 24), []),
-    ("errors-80x24", "errors", {}, (80, 24), []),
-    ("history-80x24", "history", {}, (80, 24), []),
-    ("compare-80x24", "compare", {}, (80, 24), ["wait:1500"]),
-    ("review-80x24", "review", {}, (80, 24), ["wait:1500"]),
-    ("picker-80x24", "picker", {}, (80, 24), []),
-    ("run-200x50", "run", {}, (200, 50), []),
-    ("tasks-200x50", "tasks", {}, (200, 50), []),
-    ("compare-200x50", "compare", {}, (200, 50), ["wait:1500"]),
+# (file name, screen, screen kwargs, keys to press first): each at 120x40 (<name>.svg), 80x24 and 200x50
+SCREENS = [
+    ("setup", "setup", {}, ["wait:500"]),
+    ("run", "run", {}, []),
+    ("tasks", "tasks", {}, []),
+    ("tasks-outputs", "tasks", {}, ["o"]),
+    ("attempt", "attempt", {"task_id": "t09"}, []),
+    ("errors", "errors", {}, []),
+    ("history", "history", {}, []),
+    ("compare", "compare", {}, ["wait:2000"]),
+    ("review", "review", {}, ["wait:2000"]),
+    ("picker", "picker", {}, []),
+    ("help", "help", {}, []),
 ]
+SIZES = [((120, 40), ""), ((80, 24), "-80x24"), ((200, 50), "-200x50")]
+SHOTS = [(name + suffix, screen, kwargs, size, keys) for name, screen, kwargs, keys in SCREENS
+         for size, suffix in SIZES]
 
 
 async def shoot(config: Path, name: str, screen: str, kwargs: dict, size: tuple[int, int], keys: list[str]) -> Path:

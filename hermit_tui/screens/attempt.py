@@ -14,13 +14,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Label, Select, Static, TabbedContent, TabPane, TextArea
+from textual.widgets import Header, Label, Select, Static, TabbedContent, TabPane, TextArea
 
 from hermit_tui import bindings
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.paths import style
 from hermit_tui.widgets.diff_view import DiffView
 from hermit_tui.widgets.transcript_view import TranscriptPanel
+from hermit_tui.widgets.footer import Footer
 
 LOG_TAIL_BYTES = 200_000  # a log longer than this shows its end only
 SIDE = "side"
@@ -172,9 +173,10 @@ class AttemptScreen(Screen):
     CSS_PATH = [style("attempt.tcss")]
     BINDINGS = bindings.ATTEMPT
 
-    def __init__(self, task_id: str, key: str | None = None, repeat: int | None = None):
+    def __init__(self, task_id: str, key: str | None = None, repeat: int | None = None, tab: str | None = None):
         super().__init__()
         self.task_id, self.key, self.repeat = task_id, key, repeat
+        self.tab = tab  # "side": open on the side-by-side tab
         self._panes: dict[str, str] = {}  # column key -> tab pane id
         self._seen: dict[str, tuple] = {}  # column key -> what its tab shows (to rebuild only what changed)
         self._attempt_cache: dict[str, tuple[tuple, list[AttemptRecord]]] = {}
@@ -197,6 +199,8 @@ class AttemptScreen(Screen):
         for key in keys:
             self._pane_id(key)
         initial = self._pane_id(self.key) if self.key in keys else (self._pane_id(keys[0]) if keys else SIDE)
+        if self.tab == SIDE:
+            initial = SIDE
         yield Header()
         yield Static(id="attempt-title")
         with VerticalScroll(id="attempt-task"):
@@ -372,6 +376,19 @@ class AttemptScreen(Screen):
         self.query_one(TabbedContent).active = SIDE
         self.query_one(DiffView).focus()
         self._update_diff()
+
+    def _tab(self, step: int) -> None:
+        """The next (or previous) tab: each selector's attempts, then side by side, then the transcript."""
+        tabs = self.query_one(TabbedContent)
+        order = [self._panes[k] for k in self.store.keys if k in self._panes] + [SIDE, TRANSCRIPT]
+        i = order.index(tabs.active) if tabs.active in order else 0
+        tabs.active = order[(i + step) % len(order)]
+
+    def action_prev_tab(self) -> None:
+        self._tab(-1)
+
+    def action_next_tab(self) -> None:
+        self._tab(1)
 
     def action_prev_pair(self) -> None:
         self._cycle(-1)

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Input, Label, Select, Static, TabbedContent, TabPane
+from textual.widgets import Header, Input, Label, Select, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
@@ -23,9 +23,12 @@ from hermit_tui.core.stats import PairStats, SelectorStats
 from hermit_tui.paths import style
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
 
 LIVE_THROTTLE_S = 1.0  # while a run is live, recompute at most this often
+WIDE = 170  # columns from which the Numbers tab shows the means and differences plots beside the figures
 DEFAULT_DELTA = 0.05
 NO_DATA = "—"
 TRANSITION_NAMES = {"fixed": ("fixed", "✗ → ✓"), "broken": ("broken", "✓ → ✗"),
@@ -300,7 +303,7 @@ class CompareScreen(Screen):
             yield Static("", id="compare-status")
         yield Static("computing…", id="verdict", classes="-neutral")
         with TabbedContent(id="compare-tabs"):
-            with TabPane("Numbers", id="tab-numbers"):
+            with TabPane("Numbers", id="tab-numbers"), Horizontal(id="numbers-box"):
                 with VerticalScroll(id="numbers"):
                     with Grid(id="numbers-grid"):
                         yield Static("", classes="metric-name")
@@ -313,6 +316,9 @@ class CompareScreen(Screen):
                     yield Static("", id="pair-figures")
                     yield Static("", id="split-a", classes="split")
                     yield Static("", id="split-b", classes="split")
+                with Vertical(id="numbers-plots"):  # on a wide terminal: the intervals and differences beside
+                    yield plots.MeansPlot(id="side-means")
+                    yield plots.DifferencesPlot(id="side-diffs")
             with TabPane("Transitions", id="tab-transitions"):
                 with Horizontal(id="transitions-box"):
                     yield VirtualTable(id="transitions")
@@ -324,7 +330,7 @@ class CompareScreen(Screen):
                     yield Static("", id="power-mde")
                     with Horizontal(id="delta-bar"):
                         yield Label("Detect a difference of ")
-                        yield Input(f"{DEFAULT_DELTA:g}", id="delta", compact=True)
+                        yield TextField(f"{DEFAULT_DELTA:g}", id="delta", compact=True)
                     yield Static("", id="power-needed")
             with TabPane("Scores", id="tab-scores"):
                 yield plots.DistributionPlot(id="plot-scores")
@@ -345,6 +351,12 @@ class CompareScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.refresh_from_store()
+
+    def on_resize(self) -> None:
+        self.query_one("#numbers-plots").display = self.app.size.width >= WIDE
+
+    def focus_main(self) -> None:
+        self.query_one("#compare-tabs Tabs").focus()
 
     def on_hermit_app_store_updated(self, message) -> None:
         self.refresh_from_store()
@@ -399,6 +411,10 @@ class CompareScreen(Screen):
         self._show_protocol()
         if self.a is None or self.b is None:
             self.query_one("#compare-status", Static).update("Two evaluations are needed to compare.")
+            shown = len(store.keys)
+            self.query_one("#verdict", Static).update(Text(
+                ("Only one evaluation is shown" if shown == 1 else "No evaluation is shown")
+                + ": launch two side by side from setup (escape, then l), or open earlier ones from history (h)."))
             return
         if (store.version, self.a, self.b) == self._computed:
             return
@@ -478,6 +494,8 @@ class CompareScreen(Screen):
             [plots.MeanCI(s.label, s.mean, s.ci_low, s.ci_high, s.ci_method)
              for s in ((r.sa, r.sb) if r.a != r.b else (r.sa,))])
         self.query_one("#plot-diffs", plots.DifferencesPlot).show((r.a, r.b, r.diffs))
+        self.query_one("#side-means", plots.MeansPlot).show(self.query_one("#plot-means", plots.MeansPlot).data)
+        self.query_one("#side-diffs", plots.DifferencesPlot).show((r.a, r.b, r.diffs))
         self.query_one("#plot-running", plots.RunningPlot).show(r.running)
         status = self.query_one("#compare-status", Static)
         if r.pair is None:
@@ -575,6 +593,12 @@ class CompareScreen(Screen):
 
     def action_prev_tab(self) -> None:
         self._tab(-1)
+
+    def action_review(self) -> None:
+        self.app.goto("review")
+
+    def action_history(self) -> None:
+        self.app.goto("history")
 
     def action_back(self) -> None:
         self.app.pop_screen()

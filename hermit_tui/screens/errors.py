@@ -9,12 +9,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Header, Static, Tree
+from textual.widgets import Button, Header, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from hermit_tui import bindings
 from hermit_tui.core.errors import InputError
 from hermit_tui.paths import style
+from hermit_tui.widgets.footer import Footer
 
 MAX_LABEL = 160  # characters of an error message shown in a tree label
 
@@ -168,7 +169,10 @@ class ErrorsScreen(Screen):
         banner.display = bool(retried)
         banner.update(Text("\n".join(f"{k}: the mean includes {n} retried attempt{'s' * (n != 1)} (only failed "
                                      "attempts were re-run, which can bias it)" for k, n in retried)))
-        self.query_one("#errors-empty").display = failed == 0
+        empty = self.query_one("#errors-empty", Static)
+        empty.display = failed == 0
+        empty.update("No errors" if store.columns else "No evaluations yet: go back to setup (escape), then launch "
+                     "(l) or open earlier ones from history (h).")
         tree = self.query_one(Tree)
         tree.display = failed > 0
         self.query_one("#errors-detail").display = failed > 0

@@ -1,7 +1,10 @@
 """The ``?`` help screen: every key binding, screen by screen, read from the binding data."""
 from __future__ import annotations
 
+from rich.columns import Columns
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
@@ -11,18 +14,21 @@ from hermit_tui import bindings
 from hermit_tui.paths import style
 
 
-def bindings_table() -> Table:
+def section(title: str, items) -> Group:
+    """One screen's keys under its title."""
     table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column()
-    for title, items in bindings.ALL:
-        table.add_row(f"[b]{title}[/b]", "")
-        for b in items:
-            if b.action == "command_palette" and title != "Everywhere":
-                continue
-            table.add_row(b.key_display or b.key, b.description)
-        table.add_row("", "")
-    return table
+    table.add_column(style="bold", no_wrap=True, min_width=6)
+    table.add_column(max_width=44)
+    for b in items:
+        if b.action == "command_palette" and title != "Everywhere":
+            continue
+        table.add_row(b.key_display or b.key, b.description)
+    return Group(Text(title, style="bold reverse"), table)
+
+
+def bindings_table() -> Columns:
+    """Every screen's keys, side by side as far as the width allows."""
+    return Columns([section(title, items) for title, items in bindings.ALL], padding=(1, 3))
 
 
 class HelpScreen(ModalScreen[None]):
@@ -33,8 +39,8 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-box"):
             yield Static("hermit-tui: keys", id="help-title")
             yield Static(bindings_table(), id="help-keys")
-            yield Static("Every main action is also in the command palette (ctrl+p). The mouse works too.",
-                         id="help-foot")
+            yield Static("Every action is also in the command palette (ctrl+p). The mouse works too. "
+                         "escape closes this.", id="help-foot")
 
     def action_dismiss(self, result=None) -> None:
         self.dismiss(None)

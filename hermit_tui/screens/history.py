@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
@@ -20,23 +20,27 @@ from hermit_tui.core import evalstore
 from hermit_tui.core.evalstore import StoredEvaluation
 from hermit_tui.paths import style
 from hermit_tui.screens.picker import display_path
+from hermit_tui.store import selector_rank
 from hermit_tui.widgets.banners import DEMO_TEXT
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
 
-COLUMNS = [
+COLUMNS = [  # the mark and the label stay put when the table scrolls sideways; the figures come first
     VColumn("mark", "", width=3),
     VColumn("label", "label"),
-    VColumn("when", "archived (UTC)", width=19),
-    VColumn("adapter", "adapter"),
-    VColumn("commit", "commit", width=7),
-    VColumn("size", "tasks×rep", justify="right"),
     VColumn("mean", "mean", width=5, justify="right"),
+    VColumn("size", "tasks×rep", justify="right"),
     VColumn("solved", "solved once", justify="right"),
     VColumn("errors", "errors", justify="right"),
     VColumn("cost", "cost", justify="right"),
+    VColumn("when", "archived (UTC)", width=19),
+    VColumn("commit", "commit", width=7),
+    VColumn("adapter", "adapter"),
     VColumn("source", "source"),
     VColumn("notes", "notes", width=56),  # cut with …: the detail below spells it out
 ]
+FIXED = 2
 
 
 def tasks(n: int) -> str:
@@ -129,7 +133,7 @@ class HistoryTable(VirtualTable):
         offset = event.get_content_offset(self)
         if offset is None or offset.y == 0:
             return
-        col = self.column_at(offset.x + round(self.scroll_x))
+        col = self.column_at_screen(offset.x)
         row = offset.y - 1 + round(self.scroll_y)
         if col is not None and col.key == "mark" and row < self.row_count:
             event.prevent_default()  # not the plain table's click (which would open on the cursor row)
@@ -156,13 +160,13 @@ class HistoryScreen(Screen):
         if getattr(self.app, "is_demo", False):
             yield Static(DEMO_TEXT, classes="demo-banner")
         yield Static("", id="history-title", classes="section-title")
-        yield HistoryTable(id="history-table")
+        yield HistoryTable(id="history-table", fixed_columns=FIXED)
         yield Static("", id="history-empty", classes="muted")
         yield Static("", id="history-detail")
         yield Static("", id="history-status", classes="muted")
         with Horizontal(id="open-row"):
             yield Static("Open folder…", id="open-label")
-            yield Input(placeholder="path of an eval folder (results.jsonl), then Enter",
+            yield TextField(placeholder="path of an eval folder (results.jsonl), then Enter",
                         id="open-folder")
         yield Footer()
 
@@ -200,6 +204,11 @@ class HistoryScreen(Screen):
         self.run_worker(read, thread=True, exclusive=True, group="history-list", name="list-evaluations")
 
     def _listed(self, found: list[StoredEvaluation]) -> None:
+        # as a launch orders its columns (none, root, checkpoints by step, final); each label's archive after it,
+        # newest first (list_evaluations' order within a label)
+        rank = {id(e): i for i, e in enumerate(found)}
+        found = sorted(found, key=lambda e: (selector_rank(e.summary.adapter if e.summary else e.label)[:-1],
+                                             rank[id(e)]))
         self.evaluations = found
         folders = {e.folder for e in found}
         self.selected &= folders
@@ -208,7 +217,8 @@ class HistoryScreen(Screen):
         empty = self.query_one("#history-empty", Static)
         empty.display = not found
         where = display_path(evalstore.eval_root(self.run_dir)) if self.run_dir else "this run (open a config)"
-        empty.update(f"No evaluations yet under {where}")
+        empty.update(f"No evaluations yet under {where}: go back to setup (escape) and launch some (l), or type the "
+                     "path of an evaluation folder below (/).")
         self._show_rows()
 
     def _show_rows(self) -> None:
@@ -230,6 +240,10 @@ class HistoryScreen(Screen):
             return
         text = Text(display_path(stored.folder), style="bold")
         s = stored.summary
+        if s is not None:
+            text.append(f"  {s.adapter} · {s.commit[:7] if s.commit else 'no commit'} · "
+                        f"{'current' if not stored.archived else 'archived ' + archived_text(stored.archived_at)} · "
+                        f"by {'hermit' if s.written_by_hermit else 'hermit-tui'}", style="dim")
         if s is None:
             text.append(f"\n{problem_text(stored)}", style="red")
         else:
@@ -307,6 +321,16 @@ class HistoryScreen(Screen):
             stored = evalstore.open_evaluation(folder)
             self.app.call_from_thread(self.open, [stored])
         self.run_worker(read, thread=True, exclusive=True, group="history-open", name="open-folder")
+
+    def focus_main(self) -> None:
+        table = self.query_one(HistoryTable)
+        if table.display:
+            table.focus()
+        else:
+            self.set_focus(None)
+
+    def action_open_folder(self) -> None:
+        self.query_one("#open-folder", Input).focus()
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -10,11 +10,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Button, DirectoryTree, Footer, Header, Input, OptionList, Static
+from textual.widgets import Button, DirectoryTree, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hermit_tui import bindings, settings
 from hermit_tui.paths import style
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 
 YAML_SUFFIXES = (".yaml", ".yml")
 SKIPPED_DIRS = frozenset({"__pycache__", ".git", "node_modules"})
@@ -83,7 +85,7 @@ class PickerScreen(Screen):
                 yield YamlTree(Path.cwd(), id="files")
         with Horizontal(id="path-row"):
             yield Static("Path", id="path-label")
-            yield Input(placeholder="type or paste the path of a run.yaml, then Enter", id="path")
+            yield TextField(placeholder="type or paste the path of a run.yaml, then Enter", id="path")
         with Horizontal(id="demo-row"):
             yield Button("Open the built-in demo (d)", id="demo", variant="primary")
             yield Static(DEMO_NOTE, id="demo-note")
@@ -155,6 +157,10 @@ class PickerScreen(Screen):
         recent = self.query_one("#recent", OptionList)
         if recent.display:
             recent.focus()
+
+    def focus_main(self) -> None:
+        recent = self.query_one("#recent", OptionList)
+        (recent if recent.display else self.query_one("#files", YamlTree)).focus()
 
     def action_focus_files(self) -> None:
         self.query_one("#files", YamlTree).focus()

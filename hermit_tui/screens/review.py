@@ -1,5 +1,7 @@
 """Review & publish: the card as it will be, the diff, the Evaluation table and the warnings to read first; then
-a deliberate publish (a key, then a typed or ticked-and-clicked confirm) and its undo.
+a deliberate publish (a key, then a typed or ticked-and-clicked confirm) and its undo. Rows that do not compare with
+final (other repeats, other test tasks, another judge or pipeline, unfinished) are named in red, and publishing them
+takes typing ``publish anyway``.
 
 The plan (``core.publish.plan_publish``: git calls, results files, statistics), the publish and the undo all run in
 thread workers; the screen only shows what they return.
@@ -13,17 +15,22 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import (
-    Button, Checkbox, DataTable, Footer, Header, Input, Markdown, SelectionList, Static, TabbedContent, TabPane,
+    Button, Checkbox, DataTable, Header, Input, Markdown, SelectionList, Static, TabbedContent, TabPane,
 )
 from textual.widgets.selection_list import Selection
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
+from hermit_tui.core.comparable import rows_mismatches
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import list_evaluations
 from hermit_tui.core.publish import DEFAULT_LABELS, plan_publish, publish, undo_check, undo_publish
 from hermit_tui.paths import style
+from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.banners import DEMO_TEXT
+from hermit_tui.widgets.checklist import CheckList, TickBox
+
+OVERRIDE_WORD = "publish anyway"
 
 TABLE_COLUMNS = ("adapter", "commit", "tasks×rep", "mean [95% CI]", "solved", "errors", "cost USD")
 
@@ -82,11 +89,12 @@ def bullet_list(items: list[str], mark: str, style: str) -> Text:
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """A deliberate confirmation: type ``word`` (Enter), or tick the box and click the button."""
+    """A deliberate confirmation: type ``word`` (Enter), or tick the box and click the button (no box when ``tick``
+    is None: then only typing confirms)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, body: str, *, word: str, tick: str, ok: str, warnings: int = 0):
+    def __init__(self, title: str, body: str, *, word: str, tick: str | None, ok: str, warnings: int = 0):
         super().__init__()
         self.title_text, self.body, self.word, self.tick, self.ok, self.warnings = title, body, word, tick, ok, warnings
 
@@ -98,8 +106,9 @@ class ConfirmScreen(ModalScreen[bool]):
                 n = self.warnings
                 yield Static(f"{n} warning{'s' if n > 1 else ''} on the review screen.", id="confirm-warnings")
             yield Input(placeholder=f"type {self.word} to confirm, then Enter", id="confirm-word", compact=True)
-            yield Static("or", classes="muted")
-            yield Checkbox(self.tick, id="confirm-read", compact=True)
+            if self.tick is not None:
+                yield Static("or", classes="muted")
+                yield TickBox(self.tick, id="confirm-read", compact=True)
             with Horizontal(id="confirm-buttons"):
                 yield Button(self.ok, variant="error", id="confirm-ok", disabled=True, compact=True)
                 yield Button("Cancel", id="confirm-cancel", compact=True)
@@ -108,8 +117,9 @@ class ConfirmScreen(ModalScreen[bool]):
         self.query_one("#confirm-word", Input).focus()
 
     def _ready(self) -> bool:
+        ticked = self.query("#confirm-read")
         return (self.query_one("#confirm-word", Input).value.strip() == self.word
-                or self.query_one("#confirm-read", Checkbox).value)
+                or (bool(ticked) and ticked.first(Checkbox).value))
 
     @on(Input.Changed, "#confirm-word")
     @on(Checkbox.Changed, "#confirm-read")
@@ -147,7 +157,10 @@ class ReviewScreen(Screen):
         self.plan = None
         self.undo_entry: dict | None = None
         self.undo_problem: str | None = None
+        self.mismatches: list = []  # rows that do not compare with final's (core.comparable)
         self.busy = False
+        self.pending: str | None = None  # "publish" or "undo" asked for before the review was ready
+        self.ready = False  # the review was worked out (or failed) at least once
         self._table_width = 0
 
     def compose(self) -> ComposeResult:
@@ -157,6 +170,7 @@ class ReviewScreen(Screen):
         yield Static("Reading the evaluations and the checkout…", id="review-title", classes="section-title")
         with Vertical(id="review-body"):
             yield Static("", id="review-refusals")
+            yield Static("", id="review-mismatch")
             yield Static("", id="review-warnings")
             yield DataTable(id="review-table", cursor_type="none")
             with TabbedContent(id="review-tabs"):
@@ -169,14 +183,16 @@ class ReviewScreen(Screen):
                 with TabPane("Rows", id="tab-rows"):
                     yield Static("Other evaluated selectors to put on the card beside none, root and final:",
                                  classes="muted")
-                    yield SelectionList[str](id="review-rows")
+                    yield CheckList(id="review-rows")
         yield Static("", id="review-actions")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#review-refusals").display = False
+        self.query_one("#review-mismatch").display = False
         self.query_one("#review-body").loading = True
         self.query_one("#review-warnings").border_title = "Warnings"
+        self.query_one("#review-table", DataTable).fixed_columns = 1  # the adapter stays put when scrolled sideways
 
     # -- computing the plan ---------------------------------------------------------------------------------------
     def on_screen_resume(self) -> None:
@@ -211,21 +227,37 @@ class ReviewScreen(Screen):
         self.run_worker(compute, thread=True, exclusive=True, group="review-plan", name="plan-publish")
 
     def _failed(self, message: str) -> None:
+        if self not in self.app.screen_stack:  # closed while the review was being worked out
+            return
         self.plan = None
+        self.pending = None
+        self.ready = True
         self.query_one("#review-body").loading = False
         self.query_one("#review-title", Static).update(Text(message, style="bold red"))
         self._show_actions()
 
     def _show(self, plan, entry: dict | None, problem: str | None, others: list[str]) -> None:
+        if self not in self.app.screen_stack:  # closed while the review was being worked out
+            return
         self.plan, self.undo_entry, self.undo_problem = plan, entry, problem
+        self.ready = True
+        self.mismatches = [m for m in rows_mismatches(plan.rows) if m.reasons]
         self.query_one("#review-body").loading = False
         title = Text(f"Card of {plan.tag}")
         if plan.measured_commit:
             title.append(f" · measured at {plan.measured_commit[:7]}")
         state = ("cannot be published" if not plan.can_publish else "already published" if plan.up_to_date
-                 else "ready to publish")
-        title.append(f" · {state}", style="" if plan.can_publish else "red")
+                 else f"{len(self.mismatches)} row{'s' if len(self.mismatches) != 1 else ''} not comparable with "
+                      "final" if self.mismatches else "ready to publish")
+        title.append(f" · {state}", style="bold red" if not plan.can_publish or self.mismatches else "")
         self.query_one("#review-title", Static).update(title)
+
+        mismatch = self.query_one("#review-mismatch", Static)
+        mismatch.display = bool(self.mismatches) and plan.can_publish and not plan.up_to_date
+        mismatch.border_title = f"Not comparable with final: publishing them takes typing '{OVERRIDE_WORD}'"
+        mismatch.update(bullet_list([m.text() for m in self.mismatches]
+                                    + ["re-run them with final's settings (setup, then l), or publish them anyway: "
+                                       "the card names the differences"], "≠", "bold red"))
 
         refusals = self.query_one("#review-refusals", Static)
         refusals.display = bool(plan.refusals)
@@ -260,6 +292,9 @@ class ReviewScreen(Screen):
             rows.clear_options()
             rows.add_options([Selection(Text(label), label, label in chosen) for label in others])
         self._show_actions()
+        if self.pending:
+            pending, self.pending = self.pending, None
+            self.call_after_refresh(self.run_action, pending)
 
     def _fit_table(self) -> None:
         """Every row visible, plus a line for the horizontal scrollbar when the columns are wider than the screen."""
@@ -293,6 +328,9 @@ class ReviewScreen(Screen):
             text.append("Publishing is disabled until the refusals above are fixed.", style="red")
         elif plan is not None and plan.up_to_date:
             text.append(f"Published: the card and {plan.tag} hold this evaluation.", style="green")
+        elif plan is not None and self.mismatches:
+            text.append("p", style="bold")
+            text.append(f" publish… (rows not comparable: type '{OVERRIDE_WORD}')", style="red")
         elif plan is not None:
             text.append("p", style="bold")
             text.append(" publish… (asks for a confirmation)")
@@ -314,8 +352,14 @@ class ReviewScreen(Screen):
 
     def action_publish(self) -> None:
         plan = self.plan
-        if self.busy or plan is None:
-            self.notify("The review is still being prepared", severity="warning", markup=False)
+        if not self.ready:
+            self.pending = "publish"
+            self.notify("The review is still being prepared: the confirmation follows", markup=False)
+            return
+        if self.busy:
+            return
+        if plan is None:
+            self.notify("Nothing to publish: the review could not be prepared", severity="warning", markup=False)
             return
         if plan.refusals:
             self.notify("; ".join(plan.refusals), title="Publishing is refused", severity="error", timeout=10,
@@ -329,13 +373,22 @@ class ReviewScreen(Screen):
                 f"Move {plan.tag} from {plan.tag_target[:7]} to the head of branch {plan.run}, whose card already "
                 "holds this evaluation.")
         body = f"{what}\nThe commit message: {plan.message}\nUndo (u) moves the tag back."
-        self.app.push_screen(ConfirmScreen(f"Publish the card of {plan.tag}?", body, word="publish",
-                                           tick="I have read the warnings and the diff", ok="Publish",
+        if self.mismatches:
+            body += ("\n\nNOT COMPARABLE WITH FINAL:\n" + "\n".join(f"≠ {m.text()}" for m in self.mismatches)
+                     + f"\nType '{OVERRIDE_WORD}' to publish these rows anyway.")
+        self.app.push_screen(ConfirmScreen(f"Publish the card of {plan.tag}?", body,
+                                           word=OVERRIDE_WORD if self.mismatches else "publish",
+                                           tick=None if self.mismatches else "I have read the warnings and the diff",
+                                           ok="Publish anyway" if self.mismatches else "Publish",
                                            warnings=len(plan.warnings)),
                              lambda ok: self._run("publish") if ok else None)
 
     def action_undo(self) -> None:
         if self.busy:
+            return
+        if not self.ready:
+            self.pending = "undo"
+            self.notify("The review is still being prepared: the confirmation follows", markup=False)
             return
         if self.undo_entry is None:
             self.notify(self.undo_problem or "Nothing to undo", title="Cannot undo", severity="warning", timeout=8,
@@ -364,6 +417,10 @@ class ReviewScreen(Screen):
 
     def _done(self, message: str, failed: bool) -> None:
         self.busy = False
+        if self not in self.app.screen_stack:
+            self.app.notify(message, title="Not done" if failed else "Done",
+                            severity="error" if failed else "information", timeout=10, markup=False)
+            return
         self.notify(message, title="Not done" if failed else "Done", severity="error" if failed else "information",
                     timeout=10, markup=False)
         self.refresh_plan()

@@ -1,17 +1,19 @@
-"""The live run: a progress bar per selector, the tasks × selectors grid, and the event log."""
+"""The live run: a progress bar per selector, the tasks × selectors grid, and the event log. A launch never publishes:
+when final has finished, the screen offers Review & publish (p)."""
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, RichLog, Static
+from textual.widgets import Header, RichLog, Static
 
 from hermit_tui import bindings
 from hermit_tui.core.costs import cost_phrase, money
 from hermit_tui.paths import style
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, PENDING, AttemptGrid
 from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.selector_progress import SelectorProgress
 
 LEGEND = (f"● solved  ◐ partial  ○ failed  [b]{ERROR}[/b] pipeline error  [b]{JUDGE_ERROR}[/b] judge error  "
@@ -44,6 +46,7 @@ class RunScreen(Screen):
         yield Banners(id="run-banners")
         yield Static("", id="run-status")
         yield Static("", id="run-cost")
+        yield Static("", id="run-offer")
         yield Vertical(id="run-progress")
         yield Static(LEGEND, id="run-legend", classes="muted")
         yield AttemptGrid(self.app.store, id="run-grid")
@@ -85,14 +88,18 @@ class RunScreen(Screen):
         running = self.app.running
         done = sum(c.done for c in store.columns.values())
         expected = sum(c.expected for c in store.columns.values())
-        state = ("running" if running else "cancelled" if store.run_cancelled else
-                 "stopped at the max cost" if store.stop_reason else "finished" if expected else
-                 "nothing launched yet")
-        self.query_one("#run-status", Static).update(
-            f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
-            f"{len(store.columns)} selectors × {store.repeats} repeats"
-            )
+        launched = any(c.source == "live" for c in store.columns.values())
+        if running or launched:
+            state = ("running" if running else "cancelled" if store.run_cancelled else
+                     "stopped at the max cost" if store.stop_reason else "finished")
+            status = (f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
+                      f"{len(store.columns)} selectors × {store.repeats} repeats")
+        else:
+            status = ("[b]nothing launched yet[/b]: go to setup (s) and launch (l)"
+                      + (f"  ·  showing {len(store.columns)} evaluations read from disk" if store.columns else ""))
+        self.query_one("#run-status", Static).update(status)
         self.query_one("#run-cost", Static).update(cost_line(store, running))
+        self._show_offer(store)
         self.query_one(AttemptGrid).sync()
         log = self.query_one(RichLog)
         for level, message in store.log[self._log_seen:]:
@@ -100,7 +107,23 @@ class RunScreen(Screen):
             log.write(prefix + message)
         self._log_seen = len(store.log)
 
+    def _show_offer(self, store) -> None:
+        """Once final's launch has finished complete: nothing was published, Review & publish is one key away."""
+        final = store.columns.get("final")
+        s = final.summary if final is not None else None
+        ready = (final is not None and final.source == "live" and not final.running and s is not None
+                 and s.is_complete and not s.cancelled and not s.is_smoke)
+        offer = self.query_one("#run-offer", Static)
+        offer.display = ready
+        if ready:
+            tag = f"{self.app.config.run_name}/final" if self.app.config is not None else "the final tag"
+            offer.update(Text.assemble(("final finished", "bold"), f" · CARD.md and {tag} untouched · ",
+                                       ("Review & publish: p", "bold reverse")))
+
     # -- actions --------------------------------------------------------------------------------------------------
+    def action_review(self) -> None:
+        self.app.goto("review")
+
     def action_cancel(self) -> None:
         run = self.app.current_run
         self.app.cancel_run(force=bool(run is not None and run.cancel_requested))

@@ -1,4 +1,6 @@
-"""Setup: the protocol at a glance, the selectable adapter versions, repeats and concurrency, launch."""
+"""Setup: the protocol at a glance, the selectable adapter versions (plus directories, tags and commits typed in),
+the launch settings, launch. The choices survive screen changes and are remembered per config in hermit-tui's own
+settings file (never in run.yaml)."""
 from __future__ import annotations
 
 import os
@@ -10,14 +12,21 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Header, Input, Label, Select, SelectionList, Static
+from textual.timer import Timer
+from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from hermit_tui import bindings
 from hermit_tui.paths import style
 from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.checklist import CheckList
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 
 DEFAULT_PICKS = ("none", "root", "final")
+EXECUTORS = [("threads", "threads"), ("processes (killable)", "processes"), ("Ray cluster ($RAY_ADDRESS)", "ray")]
+FIELDS = ("repeats", "concurrency", "limit", "timeout")  # the launch fields, as typed (kept per config)
+SAVE_DELAY_S = 0.5
 
 
 def _rel(path: Path | None, base: Path) -> str:
@@ -61,11 +70,12 @@ def protocol_table(config, taskset, checks=None) -> Table:
     return table
 
 
-def version_prompt(value: str, version=None) -> Text:
+def version_prompt(value: str, version=None, note: str | None = None) -> Text:
+    """One line of the versions list: the selector, then its commit, date and message (or what it is)."""
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"{value:<18}", style="bold")
     if version is None:
-        text.append("no adapter: the baseline" if value == "none" else "adapter directory", style="dim")
+        text.append(note or ("no adapter: the baseline" if value == "none" else "adapter directory"), style="dim")
         return text
     text.append(f" {version.commit[:7]} ", style="yellow")
     text.append(version.date.strftime("%Y-%m-%d %H:%M") + " ", style="dim")
@@ -73,24 +83,57 @@ def version_prompt(value: str, version=None) -> Text:
     return text
 
 
-class AddDirectoryScreen(ModalScreen[str | None]):
-    """Ask for an adapter directory (relative to the config, as hermit resolves it)."""
+def describe_selector(text: str, config) -> str:
+    """What a typed selector names ("adapter directory", "tag · 1a2b3c4", "commit 1a2b3c4"), or InputError (one
+    line) when it names nothing usable. Text that looks like an option never reaches git."""
+    from hermit_tui.core.selectors import resolve_selector
+    sel = resolve_selector(text, config)
+    if sel.kind == "directory":
+        return f"adapter directory {sel.path}"
+    if sel.kind in ("root", "final", "tag"):
+        return f"tag · {str(sel.commit)[:7]}"
+    return f"commit {str(sel.commit)[:7]}"
+
+
+class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
+    """Ask for a selector to add: an adapter directory (relative to the config, as hermit resolves it), a tag or a
+    commit (abbreviated is fine). It is checked before it is added; a problem is shown here, the field kept."""
 
     BINDINGS = [("escape", "cancel", "Cancel")]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="adddir-box"):
-            yield Label("Adapter directory (holds adapter.yaml; relative paths start at the config's folder)")
-            yield Input(placeholder="e.g. adapters/my-variant", id="adddir-input")
+            yield Static("Add an adapter directory (holds adapter.yaml; relative to the config's folder), a tag or "
+                         "a commit (abbreviated is fine)", id="adddir-prompt")
+            yield Input(placeholder="e.g. adapters/my-variant, demo/ckpt-step-2, 1a2b3c4", id="adddir-input")
+            yield Static("", id="adddir-error")
             with Horizontal(id="adddir-buttons"):
-                yield Button("Add", variant="primary", id="adddir-ok")
-                yield Button("Cancel", id="adddir-cancel")
+                yield Button("Add", variant="primary", id="adddir-ok", compact=True)
+                yield Button("Cancel (escape)", id="adddir-cancel", compact=True)
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#adddir-ok")
     def _ok(self) -> None:
         value = self.query_one(Input).value.strip()
-        self.dismiss(value or None)
+        if not value:
+            self.query_one("#adddir-error", Static).update("Type a directory, a tag or a commit (escape cancels)")
+            return
+        config = self.app.config
+        self.query_one("#adddir-error", Static).update("checking…")
+
+        def check() -> None:
+            from hermit_tui.core.errors import InputError
+            try:
+                note = describe_selector(value, config)
+            except InputError as exc:
+                self.app.call_from_thread(self._refused, str(exc))
+                return
+            self.app.call_from_thread(self.dismiss, (value, note))
+        self.run_worker(check, thread=True, exclusive=True, group="add-selector", name="check-selector")
+
+    def _refused(self, message: str) -> None:
+        self.query_one("#adddir-error", Static).update(Text(message, style="bold red"))
+        self.query_one(Input).focus()
 
     @on(Button.Pressed, "#adddir-cancel")
     def action_cancel(self) -> None:
@@ -101,8 +144,23 @@ class SetupScreen(Screen):
     CSS_PATH = [style("setup.tcss")]
     BINDINGS = bindings.SETUP
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._restored = False  # the saved choices were applied to the versions list
+        self._save_timer: Timer | None = None
+        self._added: list[str] = []  # directories and refs typed in on this screen
+
+    @property
+    def saved(self) -> dict:
+        return getattr(self.app, "launch_settings", None) or {}
+
     def compose(self) -> ComposeResult:
         config = self.app.config
+        saved = self.saved
+        defaults = {"repeats": str(config.repeats), "concurrency": str(config.concurrency), "limit": "",
+                    "timeout": "" if not config.timeout_min else f"{config.timeout_min:g}"}
+        value = {k: saved.get(k, defaults[k]) for k in FIELDS}
+        executor = saved.get("executor") if saved.get("executor") in {v for _, v in EXECUTORS} else "threads"
         yield Header()
         yield Banners(id="setup-banners")
         with Horizontal(id="setup-top"):
@@ -110,35 +168,32 @@ class SetupScreen(Screen):
                 yield Static("Protocol (kept fixed for every selector)", classes="section-title")
                 yield Static(protocol_table(config, self.app.taskset, self._checks()), id="protocol")
             with Vertical(id="setup-launch"):
-                yield Static("Launch", classes="section-title")
+                yield Static("Launch settings", classes="section-title")
                 with Horizontal(classes="field"):
                     yield Label("repeats", classes="field-label")
-                    yield Input(str(config.repeats), type="integer", id="repeats", compact=True)
+                    yield TextField(value["repeats"], type="integer", id="repeats", compact=True)
                 with Horizontal(classes="field"):
                     yield Label("concurrency", classes="field-label")
-                    yield Input(str(config.concurrency), type="integer", id="concurrency", compact=True)
+                    yield TextField(value["concurrency"], type="integer", id="concurrency", compact=True)
                 with Horizontal(classes="field"):
                     yield Label("smoke limit", classes="field-label")
-                    yield Input("", type="integer", placeholder="all tasks", id="limit", compact=True)
+                    yield TextField(value["limit"], type="integer", placeholder="all tasks", id="limit", compact=True)
                 with Horizontal(classes="field"):
                     yield Label("timeout min", classes="field-label")
-                    yield Input("" if not config.timeout_min else f"{config.timeout_min:g}", type="number",
-                                placeholder="none", id="timeout", compact=True)
+                    yield TextField(value["timeout"], type="number", placeholder="none", id="timeout", compact=True)
                 with Horizontal(classes="field"):
                     yield Label("max cost $", classes="field-label")
                     yield Input("", type="number", placeholder="no limit", id="max-cost", compact=True)
                 with Horizontal(classes="field"):
                     yield Label("run in", classes="field-label")
-                    yield Select([("threads", "threads"), ("processes (killable)", "processes"),
-                                  ("Ray cluster ($RAY_ADDRESS)", "ray")], value="threads", allow_blank=False,
-                                 id="executor", compact=True)
-                yield Button("Launch side by side (l)", variant="primary", id="launch", compact=True)
-                yield Button("Resume interrupted (r)", id="resume", compact=True)
-        yield Static("Versions: pick several to put side by side (space toggles)", classes="section-title",
-                     id="versions-title")
-        yield SelectionList[str](id="versions")
+                    yield Select(EXECUTORS, value=executor, allow_blank=False, id="executor", compact=True)
+        yield Static("Versions to put side by side (space ticks; a adds a directory, tag or commit)",
+                     classes="section-title", id="versions-title")
+        yield CheckList(id="versions")
         with Horizontal(id="setup-actions"):
-            yield Button("Add adapter directory… (a)", id="add-dir", compact=True)
+            yield Button("Launch side by side (l)", variant="primary", id="launch", compact=True)
+            yield Button("Resume (r)", id="resume", compact=True)
+            yield Button("Add… (a)", id="add-dir", compact=True)
             yield Button("History (h)", id="history", compact=True)
             yield Static("", id="tree-note", classes="muted")
         yield Footer()
@@ -153,16 +208,32 @@ class SetupScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one(Banners).show_for(self.app, self.app.store)
-        self.query_one("#versions", SelectionList).add_option(Selection(version_prompt("none"), "none", True))
+        picks = self.saved.get("picks")
+        self.query_one("#versions", SelectionList).add_option(
+            Selection(version_prompt("none"), "none", "none" in (picks if picks is not None else DEFAULT_PICKS)))
+        self.focus_main()
         self.run_worker(self._load_versions, thread=True, exclusive=True, group="versions", name="versions")
 
+    def focus_main(self) -> None:
+        self.query_one("#versions", SelectionList).focus()
+
     def on_screen_resume(self) -> None:
+        self.query_one(Banners).show_for(self.app, self.app.store)
+        self._update_launch_label()
+
+    def on_hermit_app_store_updated(self, message) -> None:
         self.query_one(Banners).show_for(self.app, self.app.store)
 
     def _load_versions(self) -> None:
         from hermit_tui.core.errors import InputError
         from hermit_tui.core.tree import AdapterTree
         config = self.app.config
+        added = []
+        for text in self.saved.get("added", []):  # typed in earlier: checked again (a folder or tag may be gone)
+            try:
+                added.append((text, describe_selector(text, config), None))
+            except InputError as exc:
+                added.append((text, None, str(exc)))
         try:
             tree = AdapterTree(config.tree_dir)
             try:
@@ -170,27 +241,101 @@ class SetupScreen(Screen):
             finally:
                 tree.close()
         except InputError as exc:
-            self.app.call_from_thread(self._show_versions, [], str(exc))
+            self.app.call_from_thread(self._show_versions, [], added, str(exc))
             return
-        self.app.call_from_thread(self._show_versions, versions, None)
+        self.app.call_from_thread(self._show_versions, versions, added, None)
 
-    def _show_versions(self, versions, problem: str | None) -> None:
+    def _show_versions(self, versions, added: list[tuple[str, str | None, str | None]], problem: str | None) -> None:
         selections = self.query_one("#versions", SelectionList)
         run = self.app.config.run_name
-        for v in versions:
-            if not v.valid:
-                continue
-            if v.kind == "root":
-                value = "root"
-            elif v.kind == "final" and v.run == run:
-                value = "final"
-            elif v.kind == "commit":
-                value = v.commit[:12]
-            else:
-                value = v.name
-            selections.add_option(Selection(version_prompt(value, v), value, value in DEFAULT_PICKS))
+        saved_picks = self.saved.get("picks")
+        picks = set(saved_picks if saved_picks is not None else DEFAULT_PICKS)
+        with selections.prevent(SelectionList.SelectedChanged):
+            for v in versions:
+                if not v.valid:
+                    continue
+                if v.kind == "root":
+                    value = "root"
+                elif v.kind == "final" and v.run == run:
+                    value = "final"
+                elif v.kind == "commit":
+                    value = v.commit[:12]
+                else:
+                    value = v.name
+                selections.add_option(Selection(version_prompt(value, v), value, value in picks))
+            gone = []
+            for text, note, refused in added:
+                if refused is not None:
+                    gone.append(f"{text}: {refused}")
+                elif not self._has_option(text):
+                    selections.add_option(Selection(version_prompt(text, note=note), text, text in picks))
+        self._restored = True
         note = self.query_one("#tree-note", Static)
         note.update(problem or f"{len(versions)} versions in the adapter tree")
+        for message in gone:
+            self.notify(message, title="Left out of the versions", severity="warning", timeout=8)
+        self._update_launch_label()
+
+    def _has_option(self, value: str) -> bool:
+        selections = self.query_one("#versions", SelectionList)
+        return any(selections.get_option_at_index(i).value == value for i in range(selections.option_count))
+
+    # -- remembering the choices ----------------------------------------------------------------------------------
+    def ticked(self) -> list[str]:
+        """The ticked versions in list order (none, root, checkpoints, final, then those typed in)."""
+        selections = self.query_one("#versions", SelectionList)
+        chosen = set(selections.selected)
+        values = [selections.get_option_at_index(i).value for i in range(selections.option_count)]
+        return [v for v in values if v in chosen]
+
+    def choices(self) -> dict:
+        """What the user chose on this screen, as kept in the settings file."""
+        out = {k: self.query_one(f"#{k}", Input).value for k in FIELDS}
+        out["executor"] = str(self.query_one("#executor", Select).value)
+        out["picks"] = self.ticked()
+        out["added"] = list(dict.fromkeys([*self.saved.get("added", []), *self._added]))
+        return out
+
+    def _changed(self) -> None:
+        """Keep the choices in the app at once (another screen, or this one again, starts from them) and write the
+        settings file shortly after."""
+        if not self._restored:
+            return
+        self.app.launch_settings = self.choices()
+        if self._save_timer is not None:
+            self._save_timer.stop()
+        self._save_timer = self.set_timer(SAVE_DELAY_S, self._save)
+
+    def _save(self) -> None:
+        self._save_timer = None
+        if self._restored:
+            self.app.remember_launch(self.choices())
+
+    def on_screen_suspend(self) -> None:
+        if self._save_timer is not None:
+            self._save_timer.stop()
+            self._save()
+
+    @on(Input.Changed)
+    @on(Select.Changed, "#executor")
+    def _field_changed(self) -> None:
+        self._changed()
+
+    @on(SelectionList.SelectedChanged, "#versions")
+    def _picks_changed(self) -> None:
+        self._changed()
+        self._update_launch_label()
+
+    def _update_launch_label(self) -> None:
+        n = len(self.query_one("#versions", SelectionList).selected)
+        button = self.query_one("#launch", Button)
+        button.label = ("Show the running launch (l)" if self.app.running else f"Launch {n} side by side (l)"
+                        if n > 1 else "Launch (l)" if n == 1 else "Tick a version to launch")
+        button.refresh(layout=True)  # the label is not a layout reactive: the width follows it only so
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.focus_main()
 
     # -- actions --------------------------------------------------------------------------------------------------
     def _int(self, widget_id: str, name: str, allow_empty: bool = False) -> int | None:
@@ -222,9 +367,12 @@ class SetupScreen(Screen):
 
     @on(Button.Pressed, "#launch")
     def action_launch(self, resume: bool = False) -> None:
-        picks = list(self.query_one("#versions", SelectionList).selected)
+        if self.app.running:  # one launch at a time: show it
+            self.app.goto("run")
+            return
+        picks = self.ticked()
         if not picks:
-            self.notify("Pick at least one version to evaluate", severity="warning")
+            self.notify("Tick at least one version to evaluate (space ticks)", severity="warning")
             return
         try:
             repeats = self._int("repeats", "repeats")
@@ -239,21 +387,27 @@ class SetupScreen(Screen):
             self.notify(str(exc), severity="error")
             return
         executor = str(self.query_one("#executor", Select).value)
+        if self._restored:
+            self.app.remember_launch(self.choices())
         self.app.launch(picks, repeats=repeats, concurrency=concurrency, limit=limit, resume=resume,
                         executor=executor, timeout_min=timeout, max_cost=max_cost)
 
     @on(Button.Pressed, "#add-dir")
-    def action_add_directory(self) -> None:
-        def added(value: str | None) -> None:
-            if not value:
+    def action_add_selector(self) -> None:
+        def added(result: tuple[str, str] | None) -> None:
+            if not result:
                 return
-            path = self.app.config.resolve_path(value)
-            if path is None or not (path / "adapter.yaml").is_file():
-                self.notify(f"{value}: not an adapter directory (no adapter.yaml)", severity="error")
-                return
+            value, note = result
             selections = self.query_one("#versions", SelectionList)
-            selections.add_option(Selection(version_prompt(value), value, True))
-        self.app.push_screen(AddDirectoryScreen(), added)
+            if self._has_option(value):
+                selections.select(value)
+                self.notify(f"{value} is in the list: ticked", timeout=4)
+            else:
+                selections.add_option(Selection(version_prompt(value, note=note), value, True))
+                self._added.append(value)
+                self._changed()
+            self._update_launch_label()
+        self.app.push_screen(AddSelectorScreen(), added)
 
     @on(Button.Pressed, "#history")
     def action_history(self) -> None:

@@ -1,5 +1,7 @@
-"""The per-task table: one row per task, each selector's mean, solved-at-least-once and delta to the baseline, with
-filters, search and sort. Rows come from ``EvalStore.rows``; a large store computes them in a worker thread."""
+"""The per-task table: one row per task, each selector's mean (failed attempts marked as in the grid: ✗ pipeline
+error, J judge error), solved-at-least-once and delta to the baseline, with filters, search and sort; and an outputs
+mode (o) with each selector's output side by side per task, the words that differ from the baseline's highlighted.
+Rows come from ``EvalStore.rows``; a large store computes them in a worker thread."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,18 +14,22 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
 from hermit_tui.paths import style
-from hermit_tui.store import FILTER_NAMES, FILTERS, EvalStore, Filter, TaskRow
+from hermit_tui.store import FILTER_NAMES, FILTERS, Cell, EvalStore, Filter, TaskRow
+from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, mark_for
 from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.diff_view import diff_words
+from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
 
 WORKER_THRESHOLD = 2000  # more tasks than this: rows are computed off the event loop
 SEARCH_DEBOUNCE_S = 0.15
-TEXT_WIDTH = 60  # widest the task-text column gets (longer text is cut with an ellipsis)
+TEXT_WIDTH = 120  # widest the task-text column gets (longer text is cut with an ellipsis)
 NO_DATA = "—"
 CHIPS = {"all": "all", "errors": "errors", "regressions": "regressions", "improvements": "improvements",
          "flaky": "flaky", "unknown_cost": "unknown cost"}
@@ -42,6 +48,23 @@ def task_text(store: EvalStore, task_id: str) -> str:
     """The task's fields other than its id, on one line."""
     row = store.tasks.get(task_id) or {}
     return " · ".join(str(v) for k, v in row.items() if k != "id" and v != task_id)
+
+
+def error_marks(cell: Cell) -> str:
+    """The grid's marks for a cell's failed attempts: ✗ (pipeline error), J (judge error), both, or ""."""
+    return (ERROR if cell.errors else "") + (JUDGE_ERROR if cell.judge_errors else "")
+
+
+def one_line(text: str) -> str:
+    return " ⏎ ".join(line.strip() for line in text.strip().splitlines()) if "\n" in text else text.strip()
+
+
+def output_of(rec) -> str:
+    """An attempt's output on one line (its error when it has no output)."""
+    if rec is None:
+        return ""
+    from hermit_tui.screens.attempt import output_text
+    return one_line(output_text(rec))
 
 
 def sort_keys(store: EvalStore) -> list[str]:
@@ -71,6 +94,8 @@ class TasksScreen(Screen):
         self._styles_theme = ""
         self._shown = 0
         self._layout: tuple[list[str], int, int] = ([], 4, 0)  # keys, id width, natural text width
+        self.outputs = False  # the outputs mode (o): each selector's output side by side
+        self.repeat = 1  # the repeat whose outputs are shown
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -78,9 +103,9 @@ class TasksScreen(Screen):
         yield Static("", id="tasks-columns")
         yield Static("", id="tasks-filters")
         with Horizontal(id="tasks-bar"):
-            yield Input(self.search, placeholder="/ search id or text", id="tasks-search", compact=True)
+            yield TextField(self.search, placeholder="/ search id or text", id="tasks-search", compact=True)
             yield Static("", id="tasks-count")
-        yield VirtualTable(id="tasks-table", zebra_stripes=True)
+        yield VirtualTable(id="tasks-table", zebra_stripes=True, fixed_columns=1)
         yield Footer()
 
     @property
@@ -89,6 +114,9 @@ class TasksScreen(Screen):
 
     def on_mount(self) -> None:
         self.watch(self.app, "theme", lambda: self.refresh_from_store(), init=False)
+        self.table.focus()
+
+    def focus_main(self) -> None:
         self.table.focus()
 
     def on_screen_resume(self) -> None:
@@ -163,8 +191,17 @@ class TasksScreen(Screen):
             return VColumn(key, text, max(width, text.cell_len), justify)  # type: ignore[arg-type]
 
         cols = [column("id", "task", max(id_width, 4) + 2, "left")]
+        if self.outputs:
+            room = self.table.size.width - 2 - (cols[0].width + 2)
+            each = max(24, room // max(len(keys), 1) - 2)
+            for key in keys:
+                label = Text(key, style="bold")
+                if key == store.baseline:
+                    label.append(" (baseline)", style=self._styles["accent"])
+                cols.append(VColumn(f"out:{key}", label, each, "left"))
+            return cols
         for key in keys:
-            cols.append(column(f"mean:{key}", key, max(len(key), 4) + 1))
+            cols.append(column(f"mean:{key}", key, max(len(key), 6) + 1))
             cols.append(column(f"solved:{key}", "✓", 1, "left"))
             if key != store.baseline:
                 cols.append(column(f"delta:{key}", "Δ", 5))
@@ -182,12 +219,19 @@ class TasksScreen(Screen):
         if key == "text":
             return Text(task_text(self.app.store, row.task_id), style=self._styles["muted"])
         kind, _, name = key.partition(":")
+        if kind == "out":
+            return self._output_cell(row.task_id, name)
         i = self._col_index.get(name)
         cell = row.cells[i] if i is not None and i < len(row.cells) else None
         if cell is None or cell.mean is None:
             return Text(NO_DATA, style=self._styles["muted"])
         if kind == "mean":
-            return f"{cell.mean:.2f}"
+            marks = error_marks(cell)
+            if not marks:
+                return f"{cell.mean:.2f}"
+            if cell.errors + cell.judge_errors >= cell.n:  # nothing but failures: no score to speak of
+                return Text(marks, style=self._styles["bad"] + Style(bold=True))
+            return Text.assemble(f"{cell.mean:.2f}", (marks, self._styles["bad"] + Style(bold=True)))
         if kind == "solved":
             return Text("✓", style=self._styles["good"]) if cell.solved_once else Text("·", self._styles["muted"])
         delta = row.deltas[i]
@@ -196,6 +240,29 @@ class TasksScreen(Screen):
         if abs(delta) < 0.005:
             return Text("0.00", style=self._styles["muted"])
         return Text(f"{delta:+.2f}", style=self._styles["good" if delta > 0 else "bad"])
+
+    def _output_cell(self, task_id: str, key: str) -> Text:
+        """One selector's output for a task (the repeat chosen with [ and ]), its mark first; the words that differ
+        from the baseline's output are highlighted (bold and underlined: legible without colour)."""
+        store: EvalStore = self.app.store
+        col = store.columns.get(key)
+        rec = col.records.get((task_id, self.repeat)) if col is not None else None
+        if rec is None:
+            return Text(NO_DATA, style=self._styles["muted"])
+        glyph, cls = mark_for(rec.status, rec.judge.score, store.threshold)
+        tone = {"attempt-grid--pass": "good", "attempt-grid--partial": "accent"}.get(cls, "bad")
+        text = Text()
+        text.append(glyph, style=self._styles[tone])
+        text.append(" ")
+        mine = output_of(rec)
+        base_col = store.columns.get(store.baseline) if store.baseline else None
+        base = base_col.records.get((task_id, self.repeat)) if base_col is not None and key != store.baseline else None
+        if base is None:
+            text.append(mine, style=self._styles["muted"] if rec.status != "ok" else "")
+            return text
+        for part, kind in diff_words(output_of(base), mine)[1]:
+            text.append(part, style=self._styles["changed"] if kind == "added" else "")
+        return text
 
     def _theme_styles(self) -> None:
         """Rich styles for the cells from the current theme's colours (worked out again when the theme changes)."""
@@ -211,7 +278,8 @@ class TasksScreen(Screen):
 
         self._styles_theme = self.app.theme
         self._styles = {"good": colour("success", "green"), "bad": colour("error", "red"),
-                        "accent": colour("accent", "cyan"), "muted": Style(dim=True)}
+                        "accent": colour("accent", "cyan"), "muted": Style(dim=True),
+                        "changed": colour("warning", "yellow") + Style(bold=True, underline=True)}
 
     # -- header lines ---------------------------------------------------------------------------------------------
     def _show_columns(self, store: EvalStore) -> None:
@@ -233,12 +301,15 @@ class TasksScreen(Screen):
                 text.append(f"  running {col.done}/{col.expected}", style=self._styles["accent"])
             if base:
                 text.append("  baseline", style=self._styles["accent"])
-        if store.columns:
-            text.append(f"\nmean over repeats · ✓ solved at least once · Δ against baseline {store.baseline} (b)",
-                        style="dim")
+        if store.columns and self.outputs:
+            text.append(f"\noutputs, repeat {self.repeat}/{store.repeats} ([ ]) · differences from {store.baseline} "
+                        "highlighted · o: scores", style="dim")
+        elif store.columns:
+            text.append(f"\nmeans ({ERROR} pipeline, {JUDGE_ERROR} judge error = 0) · ✓ solved once · Δ vs "
+                        f"{store.baseline} (b) · o outputs", style="dim")
         else:
-            text.append("No evaluations yet: launch some from the setup screen, or open earlier ones in history.",
-                        style="dim")
+            text.append("No evaluations yet: go back to setup (escape) and launch (l), or open earlier ones from "
+                        "history (h).", style="dim")
         self.query_one("#tasks-columns", Static).update(text)
 
     def _show_filters(self, store: EvalStore) -> None:
@@ -284,14 +355,38 @@ class TasksScreen(Screen):
         keys = store.keys
         if not keys:
             return
-        store.baseline = keys[(keys.index(store.baseline) + 1) % len(keys)] if store.baseline in keys else keys[0]
+        store.set_baseline(keys[(keys.index(store.baseline) + 1) % len(keys)] if store.baseline in keys else keys[0])
         if self.sort == f"delta:{store.baseline}":  # the baseline has no delta column any more
             self.sort, self.reverse = "id", False
         self.notify(f"Baseline: {store.baseline}", timeout=3)
         self.refresh_from_store()
 
+    def action_toggle_outputs(self) -> None:
+        self.outputs = not self.outputs
+        self.refresh_from_store()
+
+    def _step_repeat(self, step: int) -> None:
+        if not self.outputs:
+            self.outputs = True
+        else:
+            n = max(self.app.store.repeats, 1)
+            self.repeat = (self.repeat - 1 + step) % n + 1
+        self.refresh_from_store()
+
+    def action_prev_repeat(self) -> None:
+        self._step_repeat(-1)
+
+    def action_next_repeat(self) -> None:
+        self._step_repeat(1)
+
     def action_errors(self) -> None:
         self.app.goto("errors")
+
+    def action_history(self) -> None:
+        self.app.goto("history")
+
+    def action_review(self) -> None:
+        self.app.goto("review")
 
     def action_back(self) -> None:
         if isinstance(self.focused, Input):
@@ -301,12 +396,15 @@ class TasksScreen(Screen):
 
     # -- events ---------------------------------------------------------------------------------------------------
     def on_virtual_table_header_clicked(self, message: VirtualTable.HeaderClicked) -> None:
-        if message.column_key == "text":
+        if message.column_key == "text" or message.column_key.startswith("out:"):
             return
         self.set_sort(message.column_key, not self.reverse if message.column_key == self.sort else False)
 
     def on_virtual_table_row_selected(self, message: VirtualTable.RowSelected) -> None:
-        self.app.goto("attempt", task_id=message.row.task_id)
+        if self.outputs:
+            self.app.goto("attempt", task_id=message.row.task_id, repeat=self.repeat, tab="side")
+        else:
+            self.app.goto("attempt", task_id=message.row.task_id)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id != "tasks-search":

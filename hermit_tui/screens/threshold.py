@@ -7,7 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label
+from textual.widgets import Button, Input, Label, Static
 
 from hermit_tui import bindings
 from hermit_tui.paths import style
@@ -25,8 +25,8 @@ class ThresholdScreen(ModalScreen[float | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="threshold-box"):
-            yield Label("Success threshold: an attempt scoring at least this counts as solved in the views. "
-                        "hermit's files and summaries keep 1.0.")
+            yield Static("Success threshold: an attempt scoring at least this counts as solved in the views. "
+                         "hermit's files and summaries keep 1.0.")
             yield Input(f"{self.current:g}", type="number", id="threshold-input")
             yield Label("", id="threshold-error")
             with Horizontal(id="threshold-buttons"):

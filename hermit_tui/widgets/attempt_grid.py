@@ -1,7 +1,7 @@
 """The live grid: tasks down, selectors across, one mark per repeat, filling in as attempts finish.
 
 A Line-API widget: only the visible rows are drawn, from the store, so a repaint costs the same at 40 tasks as at
-11,000, and a batch of attempts is one repaint.
+11,000, and a batch of attempts is one repaint. The task column stays put when the selectors scroll sideways.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from textual.strip import Strip
 from hermit_tui.core.records import SOLVED_THRESHOLD
 from hermit_tui.store import EvalStore
 
-ID_WIDTH = 18
+ID_WIDTH = 18  # the task column on a terminal narrower than WIDE; wider ones give long ids up to WIDE_ID
+WIDE, WIDE_ID = 160, 40
 PENDING, ERROR, JUDGE_ERROR = "·", "✗", "J"
 
 
@@ -78,6 +79,8 @@ class AttemptGrid(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.store = store
         self._shape: tuple[int, int, int] = (0, 0, 0)
+        self._longest_id = 4
+        self.id_width = ID_WIDTH
 
     # -- layout ---------------------------------------------------------------------------------------------------
     @property
@@ -92,13 +95,24 @@ class AttemptGrid(ScrollView, can_focus=True):
         """Call after the store changed: resizes when tasks or columns were added, then repaints."""
         shape = (len(self.store.task_ids), len(self.keys), self.store.repeats)
         if shape != self._shape:
+            if shape[0] != self._shape[0]:
+                self._longest_id = max((len(t) for t in self.store.task_ids[:20000]), default=4)
             self._shape = shape
-            width = ID_WIDTH + 1 + self._cell_width() * len(self.keys)
+            self._fit_ids()
+            width = self.id_width + 1 + self._cell_width() * len(self.keys)
             self.virtual_size = Size(width, len(self.store.task_ids) + 1)
             self.cursor = min(self.cursor, max(0, len(self.store.task_ids) - 1))
         self.refresh()
 
+    def _fit_ids(self) -> None:
+        room = WIDE_ID if self.app.size.width >= WIDE else ID_WIDTH
+        self.id_width = max(4, min(self._longest_id, room)) if self._longest_id > ID_WIDTH else ID_WIDTH
+
     def on_mount(self) -> None:
+        self.sync()
+
+    def on_resize(self) -> None:
+        self._shape = (-1, -1, -1)  # the task column may widen or narrow
         self.sync()
 
     # -- drawing --------------------------------------------------------------------------------------------------
@@ -110,12 +124,14 @@ class AttemptGrid(ScrollView, can_focus=True):
         else:
             index = scroll_y + y - 1
             strip = self._row(index) if index < len(self.store.task_ids) else Strip.blank(width, self.rich_style)
-        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
+        fixed = self.id_width + 1 if width > self.id_width + 8 else 0  # the task column stays put when scrolled sideways
+        return Strip.join([strip.crop(0, fixed), strip.crop(fixed + scroll_x, scroll_x + width)]
+                          ).extend_cell_length(width, self.rich_style)
 
     def _header(self) -> Strip:
         style = self.rich_style + self.get_component_rich_style("attempt-grid--header", partial=True)
         cw = self._cell_width()
-        text = "task".ljust(ID_WIDTH + 1) + "".join(k[: cw - 1].ljust(cw) for k in self.keys)
+        text = "task".ljust(self.id_width + 1) + "".join(k[: cw - 1].ljust(cw) for k in self.keys)
         return Strip([Segment(text, style)])
 
     def _row(self, index: int) -> Strip:
@@ -125,8 +141,9 @@ class AttemptGrid(ScrollView, can_focus=True):
         if index == self.cursor:
             base += self.get_component_rich_style("attempt-grid--cursor", partial=True)
         part = self.get_component_rich_style
-        label = tid if len(tid) <= ID_WIDTH else tid[: ID_WIDTH - 1] + "…"
-        segments = [Segment(label.ljust(ID_WIDTH + 1), base + part("attempt-grid--id", partial=True))]
+        w = self.id_width
+        label = tid if len(tid) <= w else tid[: w - 1] + "…"
+        segments = [Segment(label.ljust(w + 1), base + part("attempt-grid--id", partial=True))]
         repeats = self.store.repeats
         for key in self.keys:
             col = self.store.columns[key]

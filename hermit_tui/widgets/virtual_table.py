@@ -2,7 +2,7 @@
 
 ``VirtualTable`` keeps the caller's row objects as they are and asks ``render(row, column_key)`` for a cell only
 when that row is about to be painted (Textual's Line API). The header line stays put while the body scrolls
-vertically and moves with it horizontally.
+vertically and moves with it horizontally; the first ``fixed_columns`` columns stay put when it scrolls sideways.
 """
 from __future__ import annotations
 
@@ -132,9 +132,10 @@ class VirtualTable(ScrollView, can_focus=True):
             return self.table
 
     # -- setup ----------------------------------------------------------------------------------------------------
-    def __init__(self, *, zebra_stripes: bool = False, name: str | None = None, id: str | None = None,
-                 classes: str | None = None):
+    def __init__(self, *, zebra_stripes: bool = False, fixed_columns: int = 0, name: str | None = None,
+                 id: str | None = None, classes: str | None = None):
         super().__init__(name=name, id=id, classes=classes)
+        self.fixed_columns = fixed_columns
         self._columns: list[VColumn] = []
         self._widths: list[int] = []
         self._rows: Sequence[Any] = ()
@@ -286,7 +287,7 @@ class VirtualTable(ScrollView, can_focus=True):
             self.post_message(self.RowSelected(self, self.cursor_row, self._rows[self.cursor_row]))
 
     def column_at(self, x: int) -> VColumn | None:
-        """The column under virtual x coordinate ``x``."""
+        """The column under virtual x coordinate ``x`` (as if nothing were fixed)."""
         left = 0
         for col, width in zip(self._columns, self._widths):
             left += width + 2 * PAD
@@ -294,13 +295,24 @@ class VirtualTable(ScrollView, can_focus=True):
                 return col
         return None
 
+    @property
+    def fixed_width(self) -> int:
+        """Cells taken by the fixed columns on the left (0 when they would leave no room to scroll)."""
+        width = sum(w + 2 * PAD for w in self._widths[:self.fixed_columns])
+        return width if width < self.scrollable_content_region.width - 4 else 0
+
+    def column_at_screen(self, x: int) -> VColumn | None:
+        """The column under content x coordinate ``x`` as drawn: fixed columns stay put, the others scroll."""
+        fixed = self.fixed_width
+        return self.column_at(x if x < fixed else x + round(self.scroll_x))
+
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
         if offset is None:
             return
         event.stop()
         if offset.y == 0:
-            col = self.column_at(offset.x + round(self.scroll_x))
+            col = self.column_at_screen(offset.x)
             if col is not None:
                 self.post_message(self.HeaderClicked(self, col.key))
             return
@@ -364,4 +376,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if index >= len(self._rows):
                 return Strip.blank(width, self.rich_style)
             strip, style = self._row_strip(index)
-        return strip.crop_extend(scroll_x, scroll_x + width, style)
+        fixed = self.fixed_width
+        if not fixed:
+            return strip.crop_extend(scroll_x, scroll_x + width, style)
+        return Strip.join([strip.crop(0, fixed), strip.crop_extend(fixed + scroll_x, scroll_x + width, style)])

@@ -139,15 +139,15 @@ async def test_side_by_side_highlights_the_changed_words_and_cycles_pairs():
         red, green = removed.bgcolor.get_truecolor(), added.bgcolor.get_truecolor()
         assert red.red > red.green and green.green > green.red
 
-        await pilot.press("right_square_bracket")
+        await pilot.press("right_curly_bracket")
         assert screen.query_one(TabbedContent).active == "side"
         assert (screen.query_one("#side-left", Select).value, screen.query_one("#side-right", Select).value) == (
             "root", "final")
         assert changed_words(view.rows) == (["root", "0"], ["final", "1"])  # t02: root 0 -> final 1
-        await pilot.press("right_square_bracket")
+        await pilot.press("right_curly_bracket")
         assert (screen.query_one("#side-left", Select).value, screen.query_one("#side-right", Select).value) == (
             "none", "root")
-        await pilot.press("left_square_bracket")
+        await pilot.press("left_curly_bracket")
         assert (screen.query_one("#side-left", Select).value, screen.query_one("#side-right", Select).value) == (
             "root", "final")
 
@@ -260,5 +260,5 @@ def test_snapshot_attempt(snap_compare, size, private_settings):
 
 def test_snapshot_side_by_side(snap_compare, private_settings):
     """At 80 columns, where the two sides are narrowest."""
-    app, run_before = _snap_app("t09", "final", 2, ("right_square_bracket", "left_square_bracket"))
+    app, run_before = _snap_app("t09", "final", 2, ("right_curly_bracket", "left_curly_bracket"))
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -113,25 +113,30 @@ async def test_lists_current_archived_and_damaged_evaluations(config):
         assert str(screen.query_one("#history-title", Static).content) == "Evaluations under demo/runs/demo/eval"
         lines = table_lines(screen)
         assert len(lines) == 5
-        broken, none, archived, partial, root = (line.split() for line in lines)
-        assert none == ["[", "]", "none", "current", "none", "—", "2×2", "0.250", "0.500", "2", "unknown", "hermit"]
-        assert archived == ["[", "]", "none", "2026-01-02", "03:04:05", "none", "—", "2×2", "0.625", "0.500", "0",
-                            "$0.0040", "hermit"]
-        assert root == ["[", "]", "root", "current", "root", "abcdef0", "1×2", "1.000", "1.000", "0", "$0.0123",
+        # as a launch orders them: none (then its archive, newest first), root, then the others by label
+        none, archived, root, broken, partial = (line.split() for line in lines)
+        # the figures come right after the label (they stay on screen at 80 columns)
+        assert none == ["[", "]", "none", "0.250", "2×2", "0.500", "2", "unknown", "current", "—", "none", "hermit"]
+        assert archived == ["[", "]", "none", "0.625", "2×2", "0.500", "0", "$0.0040", "2026-01-02", "03:04:05", "—",
+                            "none", "hermit"]
+        assert root == ["[", "]", "root", "1.000", "1×2", "1.000", "0", "$0.0123", "current", "abcdef0", "root",
                         "hermit-tui", "incomplete,", "smoke", "(1", "task),", "3", "retried"]
-        assert broken[:3] == ["[", "]", "broken"] and broken[3:10] == ["current"] + ["—"] * 6
-        assert "summary.json: not an evaluation summary" in lines[0]
-        assert "no summary.json (interrupted, or still running)" in lines[3]
+        assert broken[:3] == ["[", "]", "broken"] and broken[3:12] == ["—"] * 5 + ["current"] + ["—"] * 3
+        assert "summary.json: not an evaluation summary" in lines[3]
+        assert "no summary.json (interrupted, or still running)" in lines[4]
         assert str(config.run_dir) not in "".join(lines)  # the problem names the file, not the whole path
-        # the highlighted row's folder and full problem are spelled out below the table
+        # the highlighted row's folder, what it measured, and its notes are spelled out below the table
         detail = str(screen.query_one("#history-detail", Static).content)
-        assert detail.splitlines()[0] == "demo/runs/demo/eval/broken"
-        assert detail.splitlines()[1].startswith("summary.json: not an evaluation summary")
+        assert detail.splitlines()[0] == "demo/runs/demo/eval/none  none · no commit · current · by hermit"
         assert [e.folder for e in screen.evaluations] == [folders[k] for k in
-                                                           ("broken", "none", "archived", "partial", "root")]
+                                                           ("none", "archived", "root", "broken", "partial")]
         await pilot.press("end")
+        detail = str(screen.query_one("#history-detail", Static).content)
+        assert detail.splitlines()[0] == "demo/runs/demo/eval/partial"
+        assert detail.splitlines()[1].startswith("no summary.json")
+        await pilot.press("up", "up")
         detail = str(screen.query_one("#history-detail", Static).content).splitlines()
-        assert detail[0] == "demo/runs/demo/eval/root"
+        assert detail[0] == "demo/runs/demo/eval/root  root · abcdef0 · current · by hermit-tui"
         assert [line.split(":")[0] for line in detail[1:]] == ["incomplete", "smoke subset of 1 task",
                                                                 "3 attempts re-run after failing"]
 
@@ -144,10 +149,10 @@ async def test_space_selects_and_enter_opens_exactly_those(config):
     app.goto = shown.append
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await show_history(pilot)
-        # rows: broken, none, none (archived), partial, root
-        await pilot.press("down", "space", "down", "down", "down", "space", "up", "space", "space")
+        # rows: none, none (archived), root, broken, partial
+        await pilot.press("space", "down", "down", "space", "down", "space", "space")
         lines = table_lines(screen)
-        assert [line[:3] for line in lines] == ["[ ]", "[x]", "[ ]", "[ ]", "[x]"]
+        assert [line[:3] for line in lines] == ["[x]", "[ ]", "[x]", "[ ]", "[ ]"]
         assert str(screen.query_one("#history-status", Static).content).startswith("2 selected")
         await pilot.press("enter")
         await pilot.pause()
@@ -164,7 +169,7 @@ async def test_enter_without_a_selection_opens_the_highlighted_archived_one(conf
     app.goto = lambda name: None
     async with app.run_test(size=(120, 40)) as pilot:
         await show_history(pilot)
-        await pilot.press("down", "down", "enter")
+        await pilot.press("down", "enter")
         await pilot.pause()
         [[stored]] = added
         assert (stored.folder, stored.label, stored.archived_at) == (folders["archived"], "none", ARCHIVE_STAMP)
@@ -217,7 +222,8 @@ async def test_empty_state_names_the_eval_folder(config):
         screen = await show_history(pilot)
         empty = screen.query_one("#history-empty", Static)
         assert empty.display and not screen.query_one(HistoryTable).display
-        assert str(empty.content) == "No evaluations yet under demo/runs/demo/eval"
+        assert str(empty.content) == ("No evaluations yet under demo/runs/demo/eval: go back to setup (escape) and "
+                                      "launch some (l), or type the path of an evaluation folder below (/).")
 
 
 async def test_opened_evaluations_reach_the_store(config):
@@ -227,7 +233,7 @@ async def test_opened_evaluations_reach_the_store(config):
     app.goto = lambda name: None
     async with app.run_test(size=(120, 40)) as pilot:
         await show_history(pilot)
-        await pilot.press("down", "enter")
+        await pilot.press("enter")
         await settle(pilot, "history")
         col = app.store.columns["none"]
         assert (col.source, col.done, col.errors) == ("disk", 4, 2)

@@ -1,0 +1,110 @@
+"""The command palette (ctrl+p): each listed action is found by its name and runs, on a demo with none, root and final
+evaluated (resume, add, re-run, swap, filter, sort, baseline, outputs, export, publish, undo...)."""
+from __future__ import annotations
+
+from journey_kit import settle, setup_ready, type_text, wait_for
+from textual.command import CommandInput, CommandList, CommandPalette
+
+from hermit_tui.app import HermitApp
+from hermit_tui.commands import palette_commands
+from hermit_tui.screens.compare import CompareScreen
+from hermit_tui.screens.errors import ConfirmRetry
+from hermit_tui.screens.review import ConfirmScreen, ReviewScreen
+from hermit_tui.screens.setup import AddSelectorScreen, SetupScreen
+from hermit_tui.screens.tasks import TasksScreen
+
+LISTED = ["Resume interrupted evaluations", "Add an adapter directory, tag or commit…",
+          "Re-run failed attempts…", "Swap the compared selectors", "Filter the per-task table (next filter)",
+          "Sort the per-task table (next column)", "Baseline: next selector", "Export the report",
+          "Publish the final card…", "Undo the last publish…"]
+
+
+async def run_command(pilot, name: str) -> None:
+    """ctrl+p, type the name, find it among the first hits, Enter."""
+    app = pilot.app
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+    app.screen.query_one(CommandInput).value = name  # as if typed (one search instead of one per key)
+    hits = app.screen.query_one(CommandList)
+
+    def found() -> int | None:
+        names = [hits.get_option_at_index(i).prompt.plain.split("\n")[0] for i in range(hits.option_count)]
+        return names.index(name) if name in names else None
+    try:
+        await wait_for(pilot, lambda: found() is not None, timeout=10)
+    except AssertionError:
+        raise AssertionError(f"{name!r} is not among the hits") from None
+    await pilot.pause(0.2)  # the search has settled
+    index = found()
+    assert index is not None and index < 3, f"{name!r} is hit number {index}"  # typing its name finds it near the top
+    hits.highlighted = index
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette))
+    await pilot.pause()
+
+
+def test_every_listed_action_is_in_the_palette():
+    app = HermitApp()
+    names = [name for name, _, _ in palette_commands(app)]
+    assert set(LISTED) <= set(names)
+    assert len(names) == len(set(names))
+
+
+async def test_walk_the_palette(evaluated_copy):
+    demo = evaluated_copy
+    app = HermitApp(demo.config_path, overrides=["agent.params.latency_scale=0"])
+    launches = []
+    app.launch = lambda selectors, **options: launches.append((selectors, options))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: setup_ready(app) and len(app.store.columns) == 3)
+
+        await run_command(pilot, "Resume interrupted evaluations")
+        assert launches[-1][0] == ["none", "root", "final"] and launches[-1][1]["resume"] is True
+        await run_command(pilot, "Launch the ticked selectors side by side")
+        assert launches[-1][1]["resume"] is False and len(launches) == 2
+
+        await run_command(pilot, "Add an adapter directory, tag or commit…")
+        assert isinstance(app.screen, AddSelectorScreen)
+        await pilot.press("escape")
+
+        await run_command(pilot, "Filter the per-task table (next filter)")
+        tasks = app.screen
+        assert isinstance(tasks, TasksScreen) and tasks.filter == "errors"
+        await run_command(pilot, "Sort the per-task table (next column)")
+        assert app.screen is tasks and tasks.sort == "mean:none"
+        await run_command(pilot, "Baseline: next selector")
+        assert app.store.baseline == "root"
+        await run_command(pilot, "Outputs side by side per task")
+        assert tasks.outputs
+
+        await run_command(pilot, "Re-run failed attempts…")
+        assert isinstance(app.screen, ConfirmRetry)
+        await pilot.press("escape")
+        await pilot.pause()
+
+        await run_command(pilot, "Swap the compared selectors")
+        compare = app.screen
+        assert isinstance(compare, CompareScreen) and (compare.a, compare.b) == ("final", "none")
+
+        reports = demo.root / "runs" / "demo" / "reports"
+        await run_command(pilot, "Export the report")
+        await wait_for(pilot, lambda: reports.is_dir() and any((d / "report.md").is_file()
+                                                                for d in reports.iterdir()))
+
+        before = demo.tag()
+        await run_command(pilot, "Publish the final card…")  # the confirmation follows once the review is ready
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), timeout=30)
+        await type_text(pilot, "publish")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and demo.tag() != before)
+        await settle(pilot)
+        await run_command(pilot, "Undo the last publish…")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert app.screen.word == "undo"
+        await type_text(pilot, "undo")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: demo.tag() == before)
+
+        await run_command(pilot, "Setup: choose selectors and launch")
+        assert isinstance(app.screen, SetupScreen)
+        assert len(app.screen_stack) == 2  # the setup screen already open was shown again, not opened twice
