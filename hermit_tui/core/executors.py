@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +188,8 @@ def _worker_main(conn, config_path: str, overrides: list[str]) -> None:
             continue
         try:
             out = normalize_output(call_pipeline(pipeline, attempt))
-            payload = asdict(out)
+            # field by field, not asdict(): no deep copy (an output may hold itself, or refuse to be copied)
+            payload = {f.name: getattr(out, f.name) for f in fields(out)}
             payload["log"] = str(out.log) if isinstance(out.log, (str, Path)) else out.log
         except PIPELINE_FAILURES as exc:
             import traceback

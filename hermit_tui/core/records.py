@@ -155,7 +155,7 @@ def summarize(records: Iterable[AttemptRecord], *, adapter: str, commit: str | N
             nonfinite += 1
         total += s if math.isfinite(s) else 0.0
         n += 1
-        if s >= SOLVED_THRESHOLD:
+        if math.isfinite(s) and s >= SOLVED_THRESHOLD:
             solved.add(rec.id)
         if rec.cost_usd is None or not math.isfinite(rec.cost_usd):
             unknown += 1
