@@ -394,9 +394,10 @@ def _validate(data: dict, where) -> None:
             raise fail(key, f"must be at most {most}, got {_short(value)}")
     timeout = _lookup(data, "agent.timeout_min")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or not math.isfinite(timeout) or timeout <= 0 or timeout > MAX_TIMEOUT_MIN):
-        raise fail("agent.timeout_min", f"must be a positive number of minutes up to {MAX_TIMEOUT_MIN} (a week) "
-                                        f"or null, got {_short(timeout)}")
+                                or math.isnan(timeout) or timeout <= 0):
+        raise fail("agent.timeout_min", f"must be a positive number of minutes or null, got {_short(timeout)}")
+    if timeout is not None and not timeout <= MAX_TIMEOUT_MIN:
+        raise fail("agent.timeout_min", f"must be at most {MAX_TIMEOUT_MIN} minutes (a week), got {_short(timeout)}")
     if not isinstance(_lookup(data, "data.shuffle"), bool):
         raise fail("data.shuffle", f"must be true or false, got {_lookup(data, 'data.shuffle')!r}")
     run_name = _lookup(data, "trainer.run_name")
