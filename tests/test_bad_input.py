@@ -2,7 +2,6 @@
 leaves every file already on disk as it was."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -250,7 +249,7 @@ def test_the_command_exits_promptly_while_hung_threads_live(what, executor, tmp_
     assert not (path.parent / "runs/t/eval/none/.hermit-tui.lock").exists()
 
 
-# -- class 6: output streams --------------------------------------------------------------------------------------------
+# -- class 6: output streams ------------------------------------------------------------------------------------------
 NOISY = '''
 import os, sys
 def run(task, adapter):
@@ -272,7 +271,7 @@ def test_a_pipeline_printing_to_stdout_does_not_corrupt_the_json(executor, tmp_p
     assert "chatty pipeline" in out.stderr  # what the pipeline printed is not lost either
 
 
-# -- class 4: resume ----------------------------------------------------------------------------------------------------
+# -- class 4: resume --------------------------------------------------------------------------------------------------
 @pytest.fixture
 def demo(demo_config):
     return demo_config

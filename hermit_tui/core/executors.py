@@ -31,7 +31,7 @@ from typing import Any
 
 from hermit_tui.core.attempts import (PIPELINE_FAILURES, TRACEBACK_CHARS, Attempt, Progress, call_pipeline,
                                       call_pipeline_async, describe, failed_record, judge_failed, judge_output,
-                                      pipeline_failed, run_attempt, run_attempt_async)
+                                      pipeline_failed, run_attempt)
 from hermit_tui.core.records import AttemptRecord
 
 Outcome = tuple[AttemptRecord, "str | None"]

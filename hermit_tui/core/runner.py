@@ -460,8 +460,8 @@ class EvalRun:
         if self.warnings:
             extra["protocol_warnings"] = self.warnings
         wall = time.perf_counter() - journal.started + (earlier.wall_s if earlier else 0.0)
-        return summarize([*journal.records.values(), *journal.foreign], adapter=sel.text, commit=sel.commit, task_ids=self.task_ids,
-                         repeats=self.repeats, wall_s=wall, **extra)
+        return summarize([*journal.records.values(), *journal.foreign], adapter=sel.text, commit=sel.commit,
+                         task_ids=self.task_ids, repeats=self.repeats, wall_s=wall, **extra)
 
     def _write_summary(self, journal: SelectorJournal, *, final: bool) -> Summary:
         summary = self._summary(journal, final=final)

@@ -223,5 +223,5 @@ def remove_stale_exports(folder: Path | None = None) -> list[Path]:
     return removed
 
 
-__all__ = ["MANIFEST", "remove_stale_exports", "Selector", "check_selector_text", "directory_hash", "label_for", "materialize",
-           "resolve_selector", "resolve_selectors"]
+__all__ = ["MANIFEST", "Selector", "check_selector_text", "directory_hash", "label_for", "materialize",
+           "remove_stale_exports", "resolve_selector", "resolve_selectors"]
