@@ -124,11 +124,14 @@ class _StdoutKept:
             fd = None  # not a real file (captured): only the Python-level stream is redirected
         if fd is not None:
             try:
+                err = sys.stderr.fileno()
                 self.stream.flush()
-                self.saved_fd, self.fd = os.dup(fd), fd
-                os.dup2(sys.stderr.fileno(), fd)
+                saved = os.dup(fd)
             except (AttributeError, OSError, ValueError):
-                self.saved_fd = None
+                pass
+            else:
+                os.dup2(err, fd)
+                self.saved_fd, self.fd = saved, fd
         sys.stdout = sys.stderr
         return self
 

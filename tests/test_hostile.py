@@ -494,6 +494,43 @@ def test_write_atomic_cleans_up_and_keeps_the_mode(tmp_path, monkeypatch):
     assert target.read_text() == '{"a": 1}'
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_in_an_adapter_folder_is_one_line(tmp_path):
+    from hermit_tui.core.selectors import directory_hash
+    folder = tmp_path / "adapter"
+    folder.mkdir()
+    (folder / "adapter.yaml").write_text("template: {id: x}\n")
+    secret = folder / "secret.md"
+    secret.write_text("no\n")
+    secret.chmod(0)
+    try:
+        with time_limit(LIMIT_S, "unreadable"), pytest.raises(InputError, match="secret.md"):
+            directory_hash(folder)
+    finally:
+        secret.chmod(0o644)
+
+
+ODD_IDS = ["..", ".", "../x", "a/b", "a_b", "/etc/passwd", "x" * 500, "\x00", "é", "-rf", "a b", ".hidden", ""]
+
+
+def test_safe_file_names_stay_in_their_folder_and_apart(tmp_path):
+    from hermit_tui.core.context import _CURRENT, AttemptContext, attempt_log_path, safe_file_name
+    names = [safe_file_name(i) for i in ODD_IDS]
+    assert len(set(names)) == len(names)  # distinct ids, distinct files
+    for name in names:
+        assert "/" not in name and not name.startswith(".") and 0 < len(name) <= 100
+        assert (tmp_path / name).resolve().parent == tmp_path.resolve()
+    token = _CURRENT.set(AttemptContext("none", "../../up", 2, tmp_path / "logs"))
+    try:
+        path = attempt_log_path(".txt")
+        assert path.parent == tmp_path / "logs" and path.name.endswith(".r2.txt")
+        with pytest.raises(ValueError):
+            attempt_log_path("/../../x")
+    finally:
+        _CURRENT.reset(token)
+    assert attempt_log_path() is None  # outside an attempt
+
+
 def test_the_corpus_has_at_least_120_cases():
     import test_bad_input
     runtime = 0
