@@ -25,13 +25,18 @@ def time_limit(seconds: float, what: str = "the case"):
     def expired(signum, frame):
         raise TimeLimitExceeded(f"{what} ran longer than {seconds:g} s")
 
+    import time
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]  # an enclosing limit goes on after this one
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds if not outer else min(seconds, outer))
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
 
 
 def snapshot(ws: Path, exclude: tuple[str, ...] = ()) -> dict[str, str]:

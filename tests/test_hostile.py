@@ -27,6 +27,13 @@ from hostile_util import snapshot, time_limit
 LIMIT_S = 90  # per case: a hang fails the case instead of the whole suite
 
 
+@pytest.fixture(autouse=True)
+def limited():
+    """Every case of this file runs under a time limit (subprocesses also under their own timeout)."""
+    with time_limit(LIMIT_S * 2, "the case"):
+        yield
+
+
 def lines_of(path: Path) -> list[dict]:
     """Strict JSON (no NaN or Infinity): what any reader of hermit's files can parse."""
     def refuse(token):
@@ -158,8 +165,10 @@ def test_hung_threads_never_starve_a_healthy_attempt_into_a_timeout(tmp_path):
     """More hung attempts than threads in any pool: every healthy attempt still runs and is recorded ok."""
     ids = [f"hang{i}" for i in range(8)] + [f"ok{i}" for i in range(6)]
     path = workspace(tmp_path, ids, HANGS, timeout_min=0.01, concurrency=2)
+    before = snapshot(path.parent)
     with time_limit(LIMIT_S, "hung attempts"):
         summary = EvalRun(load_config(path), ["none"]).run_sync()["none"]
+    assert snapshot(path.parent, exclude=("runs/t/eval/none",)) == before
     rows = results(path.parent)
     for i in range(6):
         assert rows[f"ok{i}"]["status"] == "ok", rows[f"ok{i}"]
@@ -189,8 +198,10 @@ def test_the_timeout_clock_starts_when_the_attempt_starts(tmp_path):
     """Attempts that wait for a slot are not charged for the wait."""
     pipeline = "import time\ndef run(task, adapter):\n    time.sleep(0.5)\n    return {'output': 1}\n"
     path = workspace(tmp_path, [f"t{i}" for i in range(6)], pipeline, timeout_min=0.015, concurrency=1)
+    before = snapshot(path.parent)
     with time_limit(LIMIT_S, "clock"):
         summary = EvalRun(load_config(path), ["none"]).run_sync()["none"]
+    assert snapshot(path.parent, exclude=("runs/t/eval/none",)) == before
     assert summary.errors == 0  # 6 x 0.5 s in one slot is 3 s, each attempt within its 0.9 s
 
 
@@ -198,8 +209,10 @@ def test_a_hung_judge_under_threads_keeps_the_output(tmp_path):
     judge = ("import time\ndef score(task, output):\n    if task['id'] == 'stuck':\n        time.sleep(3600)\n"
              "    return 1.0\n")
     path = workspace(tmp_path, ["ok", "stuck"], HANGS, judge, timeout_min=0.01)
+    before = snapshot(path.parent)
     with time_limit(LIMIT_S, "hung judge"):
         EvalRun(load_config(path), ["none"]).run_sync()
+    assert snapshot(path.parent, exclude=("runs/t/eval/none",)) == before
     rows = results(path.parent)
     assert rows["ok"]["status"] == "ok"
     assert rows["stuck"]["status"] == "judge_error" and "judge" in rows["stuck"]["error"]
@@ -210,8 +223,10 @@ def test_a_hung_judge_under_processes_is_bounded(tmp_path):
     judge = ("import time\ndef score(task, output):\n    if task['id'] == 'stuck':\n        time.sleep(3600)\n"
              "    return 1.0\n")
     path = workspace(tmp_path, ["ok", "stuck", "ok2"], HANGS, judge, timeout_min=0.01)
+    before = snapshot(path.parent)
     with time_limit(LIMIT_S, "hung judge in processes"):
         summary = EvalRun(load_config(path), ["none"], executor="processes").run_sync()["none"]
+    assert snapshot(path.parent, exclude=("runs/t/eval/none",)) == before
     rows = results(path.parent)
     assert rows["ok"]["status"] == rows["ok2"]["status"] == "ok"
     assert rows["stuck"]["status"] == "judge_error" and "judge" in rows["stuck"]["error"]
@@ -222,8 +237,10 @@ def test_an_async_pipeline_that_never_returns_times_out(tmp_path):
     pipeline = ("import asyncio\nasync def run(task, adapter):\n    if task['id'] == 'hang':\n"
                 "        await asyncio.sleep(3600)\n    return {'output': 1}\n")
     path = workspace(tmp_path, ["hang", "ok"], pipeline, timeout_min=0.01)
+    before = snapshot(path.parent)
     with time_limit(LIMIT_S, "async hang"):
         EvalRun(load_config(path), ["none"]).run_sync()
+    assert snapshot(path.parent, exclude=("runs/t/eval/none",)) == before
     rows = results(path.parent)
     assert rows["ok"]["status"] == "ok" and "timeout_min" in rows["hang"]["error"]
 
@@ -242,7 +259,9 @@ def test_the_command_exits_promptly_while_hung_threads_live(what, executor, tmp_
              "    return 1.0\n") if what == "judge" else "def score(task, output):\n    return 1.0\n"
     pipeline = HANGS.replace('task["id"].startswith("hang")', 'False') if what == "judge" else HANGS
     path = workspace(tmp_path, ["ok", "hang"], pipeline, judge, timeout_min=0.01)
+    before = snapshot(path.parent)
     out = _cli(path, "--executor", executor, timeout=90)  # a hang raises TimeoutExpired here
+    assert snapshot(path.parent, exclude=("runs/t/eval/none",)) == before
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["attempts"] == 2 and payload["errors"] == 1 and payload["complete"] is True
@@ -264,7 +283,9 @@ def run(task, adapter):
 def test_a_pipeline_printing_to_stdout_does_not_corrupt_the_json(executor, tmp_path):
     judge = "def score(task, output):\n    print('judge talks too')\n    return 1.0\n"
     path = workspace(tmp_path, ["a", "b", "c"], NOISY, judge)
+    before = snapshot(path.parent)
     out = _cli(path, "--executor", executor)
+    assert snapshot(path.parent, exclude=("runs/t/eval/none",)) == before
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)  # the whole of stdout is the command's JSON
     assert payload["attempts"] == 3 and payload["mean_score"] == 1.0
@@ -317,6 +338,7 @@ def test_records_outside_the_protocol_are_ignored_with_a_warning_and_kept(demo):
     rows = lines_of(path)
     foreign = [dict(rows[0], id="not-in-the-split"), dict(rows[0], repeat=7)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows[:2] + foreign))
+    before = snapshot(demo.parent, exclude=("runs/demo/eval/none",))
     seen = []
     with time_limit(LIMIT_S, "foreign records"):
         summary = EvalRun(config, ["none"], repeats=1, limit=3, resume=True, on_event=seen.append).run_sync()["none"]
@@ -325,6 +347,7 @@ def test_records_outside_the_protocol_are_ignored_with_a_warning_and_kept(demo):
     assert any(isinstance(e, ev.RunLog) and e.level == "warning" and "ignored" in e.message for e in seen)
     after = lines_of(path)
     assert {(r["id"], r["repeat"]) for r in foreign} <= {(r["id"], r["repeat"]) for r in after}  # kept on disk
+    assert snapshot(demo.parent, exclude=("runs/demo/eval/none",)) == before
 
 
 def test_stale_temporary_files_of_a_killed_run_are_removed_on_the_next_start(demo, tmp_path):
@@ -396,6 +419,7 @@ def test_non_finite_scores_on_disk_are_flagged(demo):
     text[0] = re.sub(r'"score": [0-9.]+', '"score": NaN', text[0], count=1)
     text[1] = re.sub(r'"score": [0-9.]+', '"score": Infinity', text[1], count=1)
     path.write_text("\n".join(text) + "\n")
+    before = snapshot(demo.parent)
     records = read_results(path).records
     summary = summarize(records, adapter="none", commit=None, task_ids=[r.id for r in records], repeats=1, wall_s=0)
     assert summary.model_extra["nonfinite_scores"] == 2 and math.isfinite(summary.mean_score)
@@ -403,6 +427,7 @@ def test_non_finite_scores_on_disk_are_flagged(demo):
         code = main(["report", "--config", str(demo), "--format", "json", "--output", str(demo.parent / "r.json"),
                      *FAST])
     assert code == 0
+    assert snapshot(demo.parent, exclude=("r.json",)) == before  # the report reads, it writes only its output
     warnings = json.loads((demo.parent / "r.json").read_text())["warnings"]
     assert any("2" in w and "NaN" in w for w in warnings), warnings
 
@@ -422,8 +447,10 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(demo):
     config = load_config(demo, FAST)
     EvalRun(config, ["none", "=evil"], repeats=1).run_sync()
     out = demo.parent / "r.csv"
+    before = snapshot(demo.parent)
     with time_limit(LIMIT_S, "csv"):
         assert main(["report", "--config", str(demo), "--format", "csv", "--output", str(out), *FAST]) == 0
+    assert snapshot(demo.parent, exclude=("r.csv",)) == before
     import csv
     rows = list(csv.reader(out.read_text().splitlines()))
     cells = [c for row in rows for c in row]
