@@ -115,7 +115,57 @@ def _progress(run, stream):
     return rich_sink, progress
 
 
+class _StdoutKept:
+    """While a run goes on, whatever pipelines and judges print (``print``, ``sys.stdout``, or straight to file
+    descriptor 1, worker processes included) goes to stderr: the command's stdout carries only its own JSON."""
+
+    def __enter__(self):
+        self.stream = sys.stdout
+        self.saved_fd = None
+        try:
+            fd = self.stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            fd = None  # not a real file (captured): only the Python-level stream is redirected
+        if fd is not None:
+            try:
+                err = sys.stderr.fileno()
+                self.stream.flush()
+                saved = os.dup(fd)
+            except (AttributeError, OSError, ValueError):
+                pass
+            else:
+                os.dup2(err, fd)
+                self.saved_fd, self.fd = saved, fd
+        sys.stdout = sys.stderr
+        return self
+
+    def write(self, text: str) -> None:
+        """The command's own output, to the real stdout."""
+        if self.saved_fd is not None:
+            data = text.encode("utf-8")
+            while data:
+                data = data[os.write(self.saved_fd, data):]
+        else:
+            self.stream.write(text)
+            self.stream.flush()
+
+    def __exit__(self, *exc) -> None:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        sys.stdout = self.stream
+        if self.saved_fd is not None:
+            os.dup2(self.saved_fd, self.fd)
+            os.close(self.saved_fd)
+
+
 def cmd_eval(args) -> int:
+    with _StdoutKept() as out:
+        return _cmd_eval(args, out)
+
+
+def _cmd_eval(args, out: _StdoutKept) -> int:
     from hermit_tui.core.config import load_config
     from hermit_tui.core.runner import EvalRun
 
@@ -147,7 +197,7 @@ def cmd_eval(args) -> int:
         payload = json.loads(next(iter(summaries.values())).to_json())
     else:
         payload = {label: json.loads(s.to_json()) for label, s in summaries.items()}
-    print(json.dumps(payload, indent=1))
+    out.write(json.dumps(payload, indent=1) + "\n")
     if run.cancelled:
         sys.stderr.write("cancelled: the summaries are marked incomplete\n")
         return EXIT_FAILED

@@ -2,7 +2,6 @@
 leaves every file already on disk as it was."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hermit_tui.cli import main
+from hostile_util import snapshot, time_limit
 
 Mutation = Callable[[Path], None]
 
@@ -135,13 +135,237 @@ CASES: list[tuple[str, Mutation, list[str], str]] = [
 ]
 
 
-def snapshot(ws: Path) -> dict[str, str]:
-    """Every file under the workspace and its content hash (git internals included)."""
-    out = {}
-    for path in sorted(ws.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            out[str(path.relative_to(ws))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+# -- part 2 (issue 12): inputs that crashed or hung instead of giving one line ----------------------------------------
+EVAL = "runs/demo/eval"
+FAST = ["agent.params.latency_scale=0"]
+RESUME = ["--limit", "2", "eval.repeats=1", *FAST, "--resume"]
+
+
+def fifo(path: str) -> Mutation:
+    """Replace ``path`` by a named pipe nobody writes to: reading it would block forever."""
+    def apply(ws: Path) -> None:
+        target = ws / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists() or target.is_symlink():
+            remove(path)(ws)
+        os.mkfifo(target)
+    return apply
+
+
+def link(path: str, to: str) -> Mutation:
+    def apply(ws: Path) -> None:
+        target = ws / path
+        if target.exists() or target.is_symlink():
+            remove(path)(ws)
+        target.symlink_to(to)
+    return apply
+
+
+def socket_file(path: str) -> Mutation:
+    """A Unix socket: it cannot be opened for reading, even by root."""
+    def apply(ws: Path) -> None:
+        import socket
+        target = ws / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(target))
+        sock.close()
+    return apply
+
+
+def steps(*mutations: Mutation) -> Mutation:
+    def apply(ws: Path) -> None:
+        for m in mutations:
+            m(ws)
+    return apply
+
+
+def earlier(label: str = "none") -> Mutation:
+    """An earlier evaluation, as hermit eval writes it: it must be neither archived nor touched."""
+    record = {"repeat": 1, "id": "arith-01", "status": "ok", "error": None, "output": "1776",
+              "judge": {"score": 1.0, "feedback": "right", "extra": {}}, "cost_usd": 0.001, "wall_s": 0.1,
+              "api_speed": None, "tokens": 10, "log": None}
+    summary = {"adapter": label, "commit": None, "tasks": 1, "repeats": 1, "mean_score": 1.0, "solved_once": 1.0,
+               "cost_usd": 0.001, "unknown_cost_tasks": 0, "errors": 0, "wall_s": 0.1}
+    return steps(write(f"{EVAL}/{label}/results.jsonl", json.dumps(record) + "\n"),
+                 write(f"{EVAL}/{label}/summary.json", json.dumps(summary, indent=1)))
+
+
+def evaluated(*labels: str) -> Mutation:
+    """Earlier hermit-tui evaluations of ``labels`` under the RESUME protocol (2 tasks, 1 repeat)."""
+    def apply(ws: Path) -> None:
+        from hermit_tui.core.config import load_config
+        from hermit_tui.core.runner import EvalRun
+        EvalRun(load_config(ws / "run.yaml", FAST), list(labels), repeats=1, limit=2, update_card=False).run_sync()
+    return apply
+
+
+def cut_last_line(label: str) -> Mutation:
+    def apply(ws: Path) -> None:
+        path = ws / EVAL / label / "results.jsonl"
+        path.write_bytes(path.read_bytes()[:-25])
+    return apply
+
+
+def garble_first_line(label: str) -> Mutation:
+    def apply(ws: Path) -> None:
+        path = ws / EVAL / label / "results.jsonl"
+        lines = path.read_bytes().split(b"\n")
+        path.write_bytes(b"\n".join([lines[0][:30], *lines[1:]]))
+    return apply
+
+
+def lock(content: str | bytes) -> Mutation:
+    return steps(earlier(), write(f"{EVAL}/none/.hermit-tui.lock", content))
+
+
+def adapter_dir(name: str) -> Mutation:
+    return write(f"adapters/{name}/adapter.yaml", "template: {id: demo-notes}\n")
+
+
+HOST = os.uname().nodename
+RECURSIVE = "agent:\n  name: pipeline.py:run\n  params: &loop\n    again: *loop\n"
+BOMB = "".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 12))
+DEEP = 3000
+
+CASES += [
+    # YAML that recurses, explodes or nests too deep: in run.yaml, in an override, in a template manifest
+    ("recursive yaml alias in run.yaml", edit("run.yaml", "agent:\n  name: pipeline.py:run\n", RECURSIVE),
+     ["--adapter", "none"], "run.yaml"),
+    ("recursive alias at the top level", lambda ws: write("run.yaml", "&top {data: *top}\n")(ws),
+     ["--adapter", "none"], "run.yaml"),
+    ("recursive alias in a list", edit("run.yaml", "agent:\n  name: pipeline.py:run\n",
+                                       "agent:\n  name: pipeline.py:run\n  params: {x: &l [1, *l]}\n"),
+     ["--adapter", "none"], "run.yaml"),
+    ("alias bomb in run.yaml", edit("run.yaml", "agent:\n  name: pipeline.py:run\n",
+                                    "agent:\n  name: pipeline.py:run\n  params:\n    "
+                                    + BOMB.replace("\n", "\n    ").rstrip() + "\n"),
+     ["--adapter", "none"], "run.yaml"),
+    ("deeply nested yaml flow", edit("run.yaml", "agent:\n  name: pipeline.py:run\n",
+                                     "agent:\n  name: pipeline.py:run\n  params: {x: " + "[" * DEEP + "]" * DEEP
+                                     + "}\n"), ["--adapter", "none"], "run.yaml"),
+    ("nested yaml past the depth limit", edit("run.yaml", "agent:\n  name: pipeline.py:run\n",
+                                              "agent:\n  name: pipeline.py:run\n  params: {x: " + "[" * 400
+                                              + "]" * 400 + "}\n"), ["--adapter", "none"], "run.yaml"),
+    ("deeply nested yaml blocks", edit("run.yaml", "agent:\n  name: pipeline.py:run\n",
+                                       "agent:\n  name: pipeline.py:run\n  params:\n" + "".join(
+                                           "  " * (i + 2) + f"k{i}:\n" for i in range(300)) + "\n"),
+     ["--adapter", "none"], "run.yaml"),
+    ("recursive alias in an override", nothing, ["--adapter", "none", "agent.params.x=&a [*a]"], "override"),
+    ("alias bomb in an override", nothing,
+     ["--adapter", "none", "agent.params.x=" + "{" + ", ".join(
+         f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" if i else "l0: &l0 [x]" for i in range(12))
+      + "}"], "override"),
+    ("deeply nested override", nothing, ["--adapter", "none", "agent.params.x=" + "[" * DEEP + "]" * DEEP],
+     "override"),
+    ("nested override past the depth limit", nothing,
+     ["--adapter", "none", "agent.params.x=" + "{a: " * 300 + "1" + "}" * 300], "override"),
+    ("recursive alias in the template manifest",
+     lambda ws: write("template/adapter.yaml", (ws / "template/adapter.yaml").read_text()
+                      + "loop: &m [*m]\n")(ws), ["--adapter", "root"], "adapter.yaml"),
+    # task rows nested too deep
+    ("deeply nested task row", lambda ws: write("tasks.jsonl", (ws / "tasks.jsonl").read_text()
+                                                + '{"id": "deep", "x": ' + "[" * DEEP + "]" * DEEP + "}\n")(ws),
+     ["--adapter", "none"], "tasks.jsonl:41"),
+    ("task row past the depth limit", lambda ws: write("tasks.jsonl", (ws / "tasks.jsonl").read_text()
+                                                       + '{"id": "deep", "x": ' + '{"a": ' * 400 + "1"
+                                                       + "}" * 400 + "}\n")(ws),
+     ["--adapter", "none"], "tasks.jsonl:41"),
+    # FIFOs, devices and sockets where files are read
+    ("run.yaml is a FIFO", fifo("run.yaml"), ["--adapter", "none"], "run.yaml"),
+    ("tasks file is a FIFO", fifo("tasks.jsonl"), ["--adapter", "none"], "tasks.jsonl"),
+    ("test split is a FIFO", fifo("test.txt"), ["--adapter", "none"], "test.txt"),
+    ("train split is a FIFO", fifo("train.txt"), ["--adapter", "none"], "train.txt"),
+    ("judge file is a FIFO", fifo("judge.py"), ["--adapter", "none"], "judge.py"),
+    ("pipeline file is a FIFO", fifo("pipeline.py"), ["--adapter", "none"], "pipeline.py"),
+    ("tasks file is /dev/zero", link("tasks.jsonl", "/dev/zero"), ["--adapter", "none"], "/dev/zero"),
+    ("test split is /dev/zero", link("test.txt", "/dev/zero"), ["--adapter", "none"], "/dev/zero"),
+    ("run.yaml is /dev/zero", link("run.yaml", "/dev/zero"), ["--adapter", "none"], "run.yaml"),
+    ("tasks file is a socket", steps(remove("tasks.jsonl"), socket_file("tasks.jsonl")), ["--adapter", "none"],
+     "tasks.jsonl"),
+    ("template manifest is a FIFO", fifo("template/adapter.yaml"), ["--adapter", "root"], "adapter.yaml"),
+    ("a FIFO inside an adapter folder", steps(adapter_dir("piped"), fifo("adapters/piped/notes.md")),
+     ["--adapter", "adapters/piped"], "notes.md"),
+    ("adapter.yaml is a FIFO", fifo("adapters/piped2/adapter.yaml"), ["--adapter", "adapters/piped2"],
+     "adapters/piped2"),
+    ("a socket inside an adapter folder", steps(adapter_dir("sock"), socket_file("adapters/sock/agent.sock")),
+     ["--adapter", "adapters/sock"], "agent.sock"),
+    ("a FIFO deep inside an adapter folder", steps(adapter_dir("deep"), fifo("adapters/deep/skills/a/b/c.md")),
+     ["--adapter", "adapters/deep"], "c.md"),
+    ("ADAPTER.md is a socket", steps(adapter_dir("sock2"), socket_file("adapters/sock2/ADAPTER.md")),
+     ["--adapter", "adapters/sock2"], "ADAPTER.md"),
+    # absurd numbers, with an earlier evaluation that must not be archived first
+    ("repeats astronomically many", earlier(), ["--adapter", "none", "eval.repeats=1000000000000"],
+     "eval.repeats"),
+    ("repeats past a 64-bit integer", earlier(), ["--adapter", "none", "eval.repeats=" + "9" * 25],
+     "eval.repeats"),
+    ("concurrency a billion", earlier(), ["--adapter", "none", "agent.concurrency=1000000000"],
+     "agent.concurrency"),
+    ("--concurrency a billion", earlier(), ["--adapter", "none", "--concurrency", "1000000000"], "concurrency"),
+    ("old pipeline.concurrency a billion", earlier(), ["--adapter", "none", "pipeline.concurrency=1000000000"],
+     "concurrency"),
+    ("processes a hundred thousand", earlier(), ["--adapter", "none", "--executor", "processes",
+                                                 "--concurrency", "100000"], "concurrency"),
+    ("timeout infinite", earlier(), ["--adapter", "none", "agent.timeout_min=.inf"], "agent.timeout_min"),
+    ("timeout 1e308 minutes", earlier(), ["--adapter", "none", "agent.timeout_min=1e308"], "agent.timeout_min"),
+    ("timeout a million years", earlier(), ["--adapter", "none", "agent.timeout_min=525600000000"],
+     "agent.timeout_min"),
+    ("timeout a boolean", earlier(), ["--adapter", "none", "agent.timeout_min=true"], "agent.timeout_min"),
+    ("--limit past a 64-bit integer", earlier(), ["--adapter", "none", "--limit", "9" * 30], "--limit"),
+    ("attempts beyond any machine", earlier(), ["--adapter", "none", "--adapter", "root", "eval.repeats=100000"],
+     "repeats"),
+    # lock files holding garbage, with an earlier evaluation beside them
+    ("lock holds a list", lock("[1, 2, 3]"), ["--adapter", "none"], ".hermit-tui.lock"),
+    ("lock holds a 20-digit pid", lock(json.dumps({"pid": 10 ** 20, "host": HOST})), ["--adapter", "none"],
+     ".hermit-tui.lock"),
+    ("lock holds a negative pid", lock(json.dumps({"pid": -1, "host": HOST})), ["--adapter", "none"],
+     ".hermit-tui.lock"),
+    ("lock holds pid 0", lock(json.dumps({"pid": 0, "host": HOST})), ["--adapter", "none"], ".hermit-tui.lock"),
+    ("lock holds a text pid", lock(json.dumps({"pid": "4242", "host": HOST})), ["--adapter", "none"],
+     ".hermit-tui.lock"),
+    ("lock holds a float pid", lock(json.dumps({"pid": 1e300, "host": HOST})), ["--adapter", "none"],
+     ".hermit-tui.lock"),
+    ("lock holds a number", lock("12345"), ["--adapter", "none"], ".hermit-tui.lock"),
+    ("lock holds binary garbage", lock(b"\xff\xfe\x00garbage"), ["--adapter", "none"], ".hermit-tui.lock"),
+    ("lock holds a deep json", lock("[" * DEEP + "]" * DEEP), ["--adapter", "none"], ".hermit-tui.lock"),
+    ("lock is a folder", steps(earlier(), lambda ws: (ws / EVAL / "none/.hermit-tui.lock").mkdir()),
+     ["--adapter", "none"], ".hermit-tui.lock"),
+    ("lock is a FIFO", steps(earlier(), fifo(f"{EVAL}/none/.hermit-tui.lock")), ["--adapter", "none"],
+     ".hermit-tui.lock"),
+    ("second selector's lock is garbage", steps(earlier("root"), lock("[]")), ["--adapter", "root",
+                                                                                "--adapter", "none"],
+     ".hermit-tui.lock"),
+    # the evaluation folders themselves
+    ("eval/<label> is a file", write(f"{EVAL}/none", "not a folder\n"), ["--adapter", "none"], "eval/none"),
+    ("second eval/<label> is a file", steps(earlier("none"), write(f"{EVAL}/root", "x\n")),
+     ["--adapter", "none", "--adapter", "root"], "eval/root"),
+    ("eval is a file", write(f"{EVAL}", "not a folder\n"), ["--adapter", "none"], "eval"),
+    ("archive is a file", steps(earlier(), write(f"{EVAL}/none/archive", "x\n")), ["--adapter", "none"],
+     "archive"),
+    ("results.jsonl is a folder", lambda ws: (ws / EVAL / "none/results.jsonl").mkdir(parents=True),
+     ["--adapter", "none"], "results.jsonl"),
+    ("summary.json is a FIFO", steps(earlier(), fifo(f"{EVAL}/none/summary.json")), ["--adapter", "none"],
+     "summary.json"),
+    # resume: validate every selector's files before touching any
+    ("refused resume leaves a cut line alone", steps(evaluated("none", "root"), cut_last_line("none"),
+                                                     garble_first_line("root")),
+     ["--adapter", "none", "--adapter", "root", *RESUME], "root/results.jsonl"),
+    ("resume under another protocol", steps(evaluated("none", "root"), cut_last_line("none")),
+     ["--adapter", "none", "--adapter", "root", "--limit", "2", "eval.repeats=2", *FAST, "--resume"],
+     "repeats"),
+    ("resume of a results.jsonl FIFO", steps(evaluated("none"), fifo(f"{EVAL}/none/results.jsonl")),
+     ["--adapter", "none", *RESUME], "results.jsonl"),
+    ("resume of a summary.json FIFO", steps(evaluated("none"), fifo(f"{EVAL}/none/summary.json")),
+     ["--adapter", "none", *RESUME], "summary.json"),
+    ("resume with a garbled summary", steps(evaluated("none"), write(f"{EVAL}/none/summary.json", "[1]")),
+     ["--adapter", "none", *RESUME], "summary.json"),
+    ("resume with a results line nested too deep",
+     steps(evaluated("none"), lambda ws: write(f"{EVAL}/none/results.jsonl", "[" * DEEP + "]" * DEEP + "\n"
+                                                + (ws / EVAL / "none/results.jsonl").read_text())(ws)),
+     ["--adapter", "none", *RESUME], "results.jsonl:1"),
+    ("resume whose results lock is garbage", steps(evaluated("none"), write(f"{EVAL}/none/.hermit-tui.lock", "[]")),
+     ["--adapter", "none", *RESUME], ".hermit-tui.lock"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +375,7 @@ def pristine(tmp_path_factory) -> Path:
 
 
 def test_the_corpus_is_large_enough():
-    assert len(CASES) >= 40
+    assert len(CASES) >= 90
 
 
 @pytest.mark.parametrize("name, mutate, args, needle", CASES, ids=[c[0] for c in CASES])
@@ -162,7 +386,8 @@ def test_bad_input(name, mutate, args, needle, pristine, tmp_path, capsys, monke
     monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
     mutate(ws)
     before = snapshot(ws)
-    code = main(["eval", "--config", "run.yaml", *args])
+    with time_limit(60, name):
+        code = main(["eval", "--config", "run.yaml", *args])
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert code == 2, captured.err

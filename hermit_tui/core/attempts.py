@@ -6,6 +6,9 @@ cost), a failing judge a ``judge_error`` record (output and cost kept), as hermi
 from __future__ import annotations
 
 import copy
+import json
+import math
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -14,6 +17,7 @@ from typing import Any
 
 from hermit_tui.core.callables import normalize_judge, normalize_output
 from hermit_tui.core.context import _CURRENT, AttemptContext
+from hermit_tui.core.outputs import RunOutput
 from hermit_tui.core.records import AttemptRecord, Judged
 from hermit_tui.core.transcripts import jsonable
 
@@ -25,10 +29,11 @@ PIPELINE_FAILURES = (Exception, SystemExit)
 class Attempt:
     """One unit of work: a task, a repeat, a selector's adapter."""
 
-    __slots__ = ("label", "task", "repeat", "adapter")
+    __slots__ = ("label", "task", "repeat", "adapter", "log_dir")
 
-    def __init__(self, label: str, task: dict, repeat: int, adapter: Path | None):
+    def __init__(self, label: str, task: dict, repeat: int, adapter: Path | None, log_dir: Path | None = None):
         self.label, self.task, self.repeat, self.adapter = label, task, repeat, adapter
+        self.log_dir = log_dir  # where the attempt's log may go (hermit_tui.core.context.attempt_log_path)
 
     @property
     def task_id(self) -> str:
@@ -45,66 +50,172 @@ def failed_record(attempt: Attempt, message: str, wall_s: float, tb: str | None 
     return record
 
 
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of an exception, even when its message cannot be turned into text."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "(its message cannot be shown)"
+    return f"{type(exc).__name__}: {text}"
+
+
 def pipeline_failed(attempt: Attempt, exc: BaseException, started: float) -> tuple[AttemptRecord, str]:
     tb = traceback.format_exc()[-TRACEBACK_CHARS:]
-    message = f"{type(exc).__name__}: {exc}"
+    message = describe(exc)
     return failed_record(attempt, message, time.perf_counter() - started, tb), tb
 
 
-def judge_output(judge: Callable, attempt: Attempt, value: Any, started: float) -> tuple[AttemptRecord, str | None]:
-    """Judge what the pipeline returned. A wrong return type is the pipeline's error; a failing judge (or a score
-    that is not a finite number) is a judge_error that keeps the output and cost."""
+class Progress:
+    """How far an attempt running in a thread got, for the executor that gives up on it at its timeout: a judge
+    that hangs is the judge's failure (the pipeline's output is kept), not the pipeline's."""
+
+    __slots__ = ("phase", "output")
+
+    def __init__(self):
+        self.phase = "pipeline"
+        self.output: RunOutput | None = None
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def json_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be written as standard JSON (no NaN, no Infinity, no arbitrary object), or None."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except RecursionError:
+        return "it is nested too deeply (or holds itself)"
+    except (TypeError, ValueError) as exc:
+        return " ".join(str(exc).split())[:200]
+    except Exception as exc:  # a mapping or sequence whose own methods fail
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+    return None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def output_problem(out: RunOutput) -> str | None:
+    """Why what the pipeline returned cannot be recorded, as the attempt's error; None when it can."""
+    problem = json_problem(out.output)
+    if problem:
+        return f"TypeError: the pipeline's output cannot be written as JSON ({problem})"
+    if out.cost_usd is not None and not _finite(out.cost_usd):
+        return f"TypeError: the pipeline's cost_usd is {_shown(out.cost_usd)}, not a finite number of dollars or None"
+    if out.wall_s and not _finite(out.wall_s):
+        return f"TypeError: the pipeline's wall_s is {_shown(out.wall_s)}, not a finite number of seconds"
+    for name in ("tokens", "api_speed"):
+        problem = json_problem(getattr(out, name))
+        if problem:
+            return f"TypeError: the pipeline's {name} cannot be written as JSON ({problem})"
+    if out.log is not None and not isinstance(out.log, (str, os.PathLike)):
+        return f"TypeError: the pipeline's log is {_shown(out.log)}, not a path"
+    return None
+
+
+def _record(attempt: Attempt, out: RunOutput, status: str, error: str | None, judged: Judged,
+            started: float) -> AttemptRecord:
+    return AttemptRecord(
+        repeat=attempt.repeat, id=attempt.task_id, status=status, error=error, output=out.output, judge=judged,
+        cost_usd=out.cost_usd, wall_s=round(out.wall_s or (time.perf_counter() - started), 2),
+        api_speed=out.api_speed, tokens=out.tokens, log=os.fspath(out.log) if out.log else None)
+
+
+def judge_failed(attempt: Attempt, out: RunOutput, message: str, started: float) -> AttemptRecord:
+    """A ``judge_error`` record that keeps the pipeline's output and cost (a judge that failed or hung)."""
+    return _record(attempt, out, "judge_error", message, Judged(score=0.0, feedback=f"the judge failed: {message}"),
+                   started)
+
+
+def writable(record: AttemptRecord, attempt: Attempt, started: float) -> AttemptRecord:
+    """The record itself, or an ``error`` record saying why it cannot be written (the run goes on)."""
+    try:
+        record.to_json_line()
+    except Exception as exc:
+        return failed_record(attempt, f"TypeError: the attempt cannot be written as JSON "
+                                      f"({' '.join(str(exc).split())[:200]})", time.perf_counter() - started)
+    return record
+
+
+def judge_output(judge: Callable, attempt: Attempt, value: Any, started: float,
+                 progress: Progress | None = None) -> tuple[AttemptRecord, str | None]:
+    """Judge what the pipeline returned. A wrong return type, or a value that cannot be written (an arbitrary
+    object, a NaN cost...), is the pipeline's error; a failing judge (a score that is not a finite number, an extra
+    that cannot be written) is a judge_error that keeps the output and cost."""
     try:
         out = normalize_output(value)
-    except TypeError as exc:
+    except Exception as exc:
         return pipeline_failed(attempt, exc, started)
+    problem = output_problem(out)
+    if problem:
+        return failed_record(attempt, problem, time.perf_counter() - started), None
+    if progress is not None:
+        progress.output, progress.phase = out, "judge"
     status, error, tb = "ok", None, None
     try:
         score, feedback, extra = normalize_judge(judge(copy.deepcopy(attempt.task), out))
+        problem = json_problem(extra)
+        if problem:
+            raise TypeError(f"the judge's extra cannot be written as JSON ({problem})")
         judged = Judged(score=score, feedback=feedback, extra=extra)
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
+    except PIPELINE_FAILURES as exc:
+        error = describe(exc)
         status, tb = "judge_error", traceback.format_exc()[-TRACEBACK_CHARS:]
         judged = Judged(score=0.0, feedback=f"the judge failed: {error}")
-    record = AttemptRecord(
-        repeat=attempt.repeat, id=attempt.task_id, status=status, error=error, output=out.output, judge=judged,
-        cost_usd=out.cost_usd, wall_s=round(out.wall_s or (time.perf_counter() - started), 2),
-        api_speed=out.api_speed, tokens=out.tokens, log=str(out.log) if out.log else None)
+    record = _record(attempt, out, status, error, judged, started)
     if tb:
         record.traceback = tb
-    record._messages = jsonable(out.messages)
-    return record, tb
+    record = writable(record, attempt, started)
+    if record.status != "error":
+        record._messages = jsonable(out.messages)
+    return record, (tb if record.status != "error" else None)
+
+
+def _context(attempt: Attempt) -> AttemptContext:
+    return AttemptContext(attempt.label, attempt.task_id, attempt.repeat, getattr(attempt, "log_dir", None))
 
 
 def call_pipeline(pipeline: Callable, attempt: Attempt) -> Any:
     """Call the pipeline with a fresh copy of the task row, telling it which attempt this is."""
-    token = _CURRENT.set(AttemptContext(attempt.label, attempt.task_id, attempt.repeat))
+    token = _CURRENT.set(_context(attempt))
     try:
         return pipeline(copy.deepcopy(attempt.task), attempt.adapter)
     finally:
         _CURRENT.reset(token)
 
 
-def run_attempt(pipeline: Callable, judge: Callable, attempt: Attempt) -> tuple[AttemptRecord, str | None]:
+def run_attempt(pipeline: Callable, judge: Callable, attempt: Attempt,
+                progress: Progress | None = None) -> tuple[AttemptRecord, str | None]:
     """Run and judge one attempt in the calling thread."""
     started = time.perf_counter()
     try:
         value = call_pipeline(pipeline, attempt)
     except PIPELINE_FAILURES as exc:
         return pipeline_failed(attempt, exc, started)
-    return judge_output(judge, attempt, value, started)
+    return judge_output(judge, attempt, value, started, progress)
+
+
+async def call_pipeline_async(pipeline: Callable, attempt: Attempt) -> Any:
+    """``call_pipeline`` for a pipeline written as ``async def``."""
+    token = _CURRENT.set(_context(attempt))
+    try:
+        return await pipeline(copy.deepcopy(attempt.task), attempt.adapter)
+    finally:
+        _CURRENT.reset(token)
 
 
 async def run_attempt_async(pipeline: Callable, judge: Callable, attempt: Attempt) -> tuple[AttemptRecord,
                                                                                                str | None]:
     """The same for a pipeline written as ``async def``."""
-    token = _CURRENT.set(AttemptContext(attempt.label, attempt.task_id, attempt.repeat))
     started = time.perf_counter()
     try:
-        try:
-            value = await pipeline(copy.deepcopy(attempt.task), attempt.adapter)
-        except PIPELINE_FAILURES as exc:
-            return pipeline_failed(attempt, exc, started)
-    finally:
-        _CURRENT.reset(token)
+        value = await call_pipeline_async(pipeline, attempt)
+    except PIPELINE_FAILURES as exc:
+        return pipeline_failed(attempt, exc, started)
     return judge_output(judge, attempt, value, started)

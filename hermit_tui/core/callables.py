@@ -32,6 +32,8 @@ def _import_source(spec: str, base: Path, key: str) -> Any:
     if module_part.endswith(".py"):
         path = (Path(base) / module_part).expanduser().resolve()
         if not path.is_file():
+            if path.exists():
+                raise InputError(f"{key}: {path} is not a regular file")
             raise InputError(f"{key}: file {path} does not exist")
         digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
         mod_name = f"_hermit_tui_task_{path.stem}_{digest}"
@@ -147,4 +149,12 @@ def normalize_judge(value: Any) -> tuple[float, str, dict]:
     score = float(raw)
     if not math.isfinite(score):
         raise ValueError(f"the judge's score is {score}, not a finite number")
-    return score, "" if feedback is None else str(feedback), extra
+    try:
+        text = "" if feedback is None else str(feedback)
+    except Exception as exc:
+        raise TypeError(f"the judge's feedback cannot be turned into text ({type(exc).__name__})") from None
+    try:
+        extra = dict(extra)
+    except Exception as exc:
+        raise TypeError(f"the judge's extra is not a mapping ({type(exc).__name__})") from None
+    return score, text, extra

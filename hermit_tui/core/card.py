@@ -8,6 +8,7 @@ commit and tag move that publishing uses too).
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -131,8 +132,22 @@ def commit_card(repo: git.Repo, head: str, message: str) -> str:
 def write_card(path: Path, data: bytes) -> None:
     """Replace the file at ``path`` with ``data`` in one rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)  # publishing keeps the card's permissions
+    except OSError:
+        mode = None
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)  # a failed publish leaves no temporary card behind
+        except OSError:
+            pass
+        raise
 
 
 def move_branch(repo: git.Repo, branch: str, new: str, old: str, message: str) -> None:

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.files import load_yaml, read_bytes
 
 #: Sections whose keys are not checked, wherever they sit.
 FREE_SECTIONS: frozenset[str] = frozenset({"params", "llm", "backends", "profiles"})
@@ -50,6 +51,10 @@ DEFAULTS: dict = {
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][\w.-]{0,80}")
 TEMPLATE_ID = re.compile(r"[a-z][a-z0-9-]{0,63}")
+#: Bounds past which a number is a mistake that would only fail later (after an earlier evaluation was archived).
+MAX_CONCURRENCY = 1024
+MAX_REPEATS = 1000
+MAX_TIMEOUT_MIN = 7 * 24 * 60
 PATH_KEYS = ("data.tasks", "data.train", "data.val", "data.test", "judge.path", "trainer.output_dir",
              "trainer.tree_dir")
 _LEAF = object()   # schema marker: a key with a non-null scalar or list default, nothing below it
@@ -96,13 +101,13 @@ def _merge(schema: Mapping, base: dict, given: Mapping, prefix: str, where: str)
 
 def _apply_override(data: dict, item: str) -> str:
     """Apply one ``key.sub=value`` to `data` in place; returns the dotted key it set."""
-    where = f"override '{item}'"
+    where = f"override '{item if len(item) <= 80 else item[:77] + '...'}'"
     key, sep, raw = item.partition("=")
     parts = key.strip().split(".")
     if not sep or not all(parts):
         raise InputError(f"{where}: expected key.sub=value")
     try:
-        value = yaml.safe_load(raw) if raw != "" else None
+        value = load_yaml(raw, where) if raw != "" else None
     except yaml.YAMLError as exc:
         raise InputError(f"{where}: the value is not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
     node, schema = data, DEFAULTS
@@ -138,7 +143,7 @@ def _apply_override(data: dict, item: str) -> str:
 
 def _read_yaml(path: Path, shown: str) -> Any:
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path)
     except FileNotFoundError:
         raise InputError(f"{shown}: config file not found") from None
     except IsADirectoryError:
@@ -151,7 +156,7 @@ def _read_yaml(path: Path, shown: str) -> Any:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(f"{shown}:{line}: not UTF-8 text") from None
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text, shown)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}" if mark is not None else ""
@@ -166,6 +171,11 @@ def _lookup(data: Mapping, dotted: str, default: Any = None) -> Any:
             return default
         node = node[part]
     return node
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_int(value: Any) -> bool:
@@ -378,11 +388,16 @@ def _validate(data: dict, where) -> None:
         if key.startswith("pipeline") and value is None:
             continue
         if not _is_int(value) or value < 1:
-            raise fail(key, f"must be a positive integer, got {value!r}")
+            raise fail(key, f"must be a positive integer, got {_short(value)}")
+        most = MAX_REPEATS if key == "eval.repeats" else MAX_CONCURRENCY
+        if value > most:
+            raise fail(key, f"must be at most {most}, got {_short(value)}")
     timeout = _lookup(data, "agent.timeout_min")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or math.isnan(timeout) or timeout <= 0):
-        raise fail("agent.timeout_min", f"must be a positive number of minutes or null, got {timeout!r}")
+        raise fail("agent.timeout_min", f"must be a positive number of minutes or null, got {_short(timeout)}")
+    if timeout is not None and not timeout <= MAX_TIMEOUT_MIN:
+        raise fail("agent.timeout_min", f"must be at most {MAX_TIMEOUT_MIN} minutes (a week), got {_short(timeout)}")
     if not isinstance(_lookup(data, "data.shuffle"), bool):
         raise fail("data.shuffle", f"must be true or false, got {_lookup(data, 'data.shuffle')!r}")
     run_name = _lookup(data, "trainer.run_name")

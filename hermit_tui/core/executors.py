@@ -6,8 +6,13 @@ returns ``(record, traceback)`` and applies the attempt timeout itself, ``abando
 flight (a forced cancel), ``await close()``.
 
 Threads cannot be killed: an attempt past its timeout is recorded as an error and its thread is left to finish.
-Worker processes can: a hung attempt's process is killed and replaced, and a pipeline that crashes the process
-(a segfault, ``os._exit``) is recorded as an error instead of taking the run down.
+Each attempt gets a thread of its own that starts with it (its timeout counts from then), so abandoned threads never
+hold up a healthy attempt; they are daemon threads, so the command exits after its last attempt even while one
+hangs. When HUNG_THREAD_LIMIT of them are still alive the run stops and says so (CapacityExhausted) rather than
+pile up more. A segfault or ``os._exit`` in a thread ends the whole process.
+Worker processes can be killed: a hung attempt's process is killed and replaced, and a pipeline that crashes the
+process (a segfault, ``os._exit``) is recorded as an error instead of taking the run down. Their judge runs in the
+driver, in a daemon thread bounded by the same timeout.
 """
 from __future__ import annotations
 
@@ -16,21 +21,61 @@ import contextvars
 import inspect
 import multiprocessing
 import signal
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from hermit_tui.core.attempts import (PIPELINE_FAILURES, TRACEBACK_CHARS, Attempt, call_pipeline, failed_record,
-                                      judge_output, run_attempt, run_attempt_async)
+from hermit_tui.core.attempts import (PIPELINE_FAILURES, TRACEBACK_CHARS, Attempt, Progress, call_pipeline,
+                                      call_pipeline_async, describe, failed_record, judge_failed, judge_output,
+                                      pipeline_failed, run_attempt)
 from hermit_tui.core.records import AttemptRecord
 
 Outcome = tuple[AttemptRecord, "str | None"]
+#: Abandoned (timed-out) threads still alive at which a run stops instead of starting more attempts.
+HUNG_THREAD_LIMIT = 64
+
+
+class CapacityExhausted(Exception):
+    """Too many abandoned threads are still running: the run stops (honestly incomplete)."""
 
 
 def timeout_message(seconds: float) -> str:
     return f"TimeoutError: the attempt ran longer than agent.timeout_min ({seconds / 60:g} min)"
+
+
+def judge_timeout_message(seconds: float) -> str:
+    return f"TimeoutError: the judge ran longer than agent.timeout_min ({seconds / 60:g} min)"
+
+
+def in_daemon_thread(fn, *args, name: str) -> tuple[asyncio.Future, threading.Thread]:
+    """Run ``fn(*args)`` in a new daemon thread (in a copy of the current context); the future gets its result.
+    A daemon thread that never returns does not keep the process alive at exit."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def deliver(ok: bool, value) -> None:
+        if not future.done():
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def body() -> None:
+        try:
+            ok, value = True, ctx.run(fn, *args)
+        except Exception as exc:
+            ok, value = False, exc
+        except BaseException as exc:  # never hand SystemExit or KeyboardInterrupt to the event loop
+            ok, value = False, RuntimeError(describe(exc))
+        try:
+            loop.call_soon_threadsafe(deliver, ok, value)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for this any more
+
+    thread = threading.Thread(target=body, name=name, daemon=True)
+    thread.start()
+    return future, thread
 
 
 class Executor:
@@ -54,6 +99,23 @@ class Executor:
     async def close(self) -> None:
         pass
 
+    # -- threads left running past their timeout (shared by the thread and process executors) --
+    def _abandon_thread(self, thread: threading.Thread) -> None:
+        if thread.is_alive():
+            self.__dict__.setdefault("_hung", set()).add(thread)
+
+    def hung_threads(self) -> int:
+        hung = self.__dict__.setdefault("_hung", set())
+        hung.difference_update([t for t in hung if not t.is_alive()])
+        return len(hung)
+
+    def _check_capacity(self) -> None:
+        if self.hung_threads() >= HUNG_THREAD_LIMIT:
+            raise CapacityExhausted(
+                f"{self.hung_threads()} attempts hung past agent.timeout_min and their threads cannot be killed, so "
+                "no further attempt was started; re-run with --executor processes (hung attempts are killed there) "
+                "and --resume")
+
 
 class ThreadExecutor(Executor):
     """Synchronous pipelines in worker threads, ``async def`` pipelines on the loop."""
@@ -61,25 +123,43 @@ class ThreadExecutor(Executor):
     name = "threads"
 
     async def start(self) -> None:
-        # A few spare threads, so that an attempt abandoned after its timeout does not shrink the concurrency.
-        self._pool = ThreadPoolExecutor(max_workers=self.concurrency + 4, thread_name_prefix="hermit-tui-attempt")
         self._is_async = inspect.iscoroutinefunction(self.pipeline)
 
     async def run(self, attempt: Attempt) -> Outcome:
+        self._check_capacity()
+        progress = Progress()
         started = time.perf_counter()
+        thread = None
         if self._is_async:
-            work = run_attempt_async(self.pipeline, self.judge, attempt)
-        else:
-            loop = asyncio.get_running_loop()
-            work = loop.run_in_executor(self._pool, contextvars.copy_context().run, run_attempt, self.pipeline,
-                                        self.judge, attempt)
+            work = asyncio.ensure_future(self._run_async(attempt, progress, started))
+        else:  # a thread of its own, started now: the timeout counts from the start of the attempt
+            work, thread = in_daemon_thread(run_attempt, self.pipeline, self.judge, attempt, progress,
+                                            name=f"hermit-tui-attempt-{attempt.label}-{attempt.task_id}")
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except asyncio.TimeoutError:
+            if thread is not None:
+                self._abandon_thread(thread)
+            if progress.phase == "judge" and progress.output is not None:
+                return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
             return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started), None
 
+    async def _run_async(self, attempt: Attempt, progress: Progress, started: float) -> Outcome:
+        """An ``async def`` pipeline on the loop; its (synchronous) judge in a daemon thread."""
+        try:
+            value = await call_pipeline_async(self.pipeline, attempt)
+        except PIPELINE_FAILURES as exc:
+            return pipeline_failed(attempt, exc, started)
+        work, thread = in_daemon_thread(judge_output, self.judge, attempt, value, started, progress,
+                                        name="hermit-tui-judge")
+        try:
+            return await work
+        except asyncio.CancelledError:
+            self._abandon_thread(thread)
+            raise
+
     async def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        pass
 
 
 # -- worker processes ------------------------------------------------------------------------------------------------
@@ -101,20 +181,23 @@ def _worker_main(conn, config_path: str, overrides: list[str]) -> None:
             return
         if job is None:
             return
-        label, task, repeat, adapter = job
-        attempt = Attempt(label, task, repeat, Path(adapter) if adapter else None)
+        label, task, repeat, adapter, log_dir = job
+        attempt = Attempt(label, task, repeat, Path(adapter) if adapter else None, Path(log_dir) if log_dir else None)
         if pipeline is None:
             conn.send(("error", load_error, None))
             continue
         try:
             out = normalize_output(call_pipeline(pipeline, attempt))
-            conn.send(("ok", output_payload(out), None))  # the trajectory as JSON values: always picklable
+            payload = output_payload(out)  # field by field (no deep copy); the trajectory as JSON values
         except PIPELINE_FAILURES as exc:
             import traceback
-            conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-TRACEBACK_CHARS:]))
+            conn.send(("error", describe(exc), traceback.format_exc()[-TRACEBACK_CHARS:]))
+            continue
+        try:
+            conn.send(("ok", payload, None))
         except Exception as exc:  # the output could not be sent (not picklable)
-            conn.send(("error", f"TypeError: the pipeline's output cannot be sent back from its process: {exc}",
-                       None))
+            conn.send(("error", f"TypeError: the pipeline's output cannot be sent back from its process: "
+                                f"{' '.join(describe(exc).split())[:200]}", None))
 
 
 class _Worker:
@@ -195,11 +278,13 @@ class ProcessExecutor(Executor):
             self._idle.put_nowait(w)
 
     async def run(self, attempt: Attempt) -> Outcome:
+        self._check_capacity()  # hung judges
         loop = asyncio.get_running_loop()
         worker = await self._idle.get()
         self._busy.add(worker)
         started = time.perf_counter()
-        job = (attempt.label, attempt.task, attempt.repeat, str(attempt.adapter) if attempt.adapter else None)
+        job = (attempt.label, attempt.task, attempt.repeat, str(attempt.adapter) if attempt.adapter else None,
+               str(attempt.log_dir) if attempt.log_dir else None)
         replace = False
         try:
             kind, payload, tb = await loop.run_in_executor(self._threads, worker.exchange, job, self.timeout_s)
@@ -212,6 +297,11 @@ class ProcessExecutor(Executor):
             worker.process.join(2)
             return failed_record(attempt, _death_message(worker.process.exitcode),
                                  time.perf_counter() - started), None
+        except Exception as exc:  # the answer arrived but cannot be rebuilt here (unpickling failed)
+            replace = True
+            return failed_record(attempt, "TypeError: the pipeline's output cannot be received from its process "
+                                          f"({' '.join(describe(exc).split())[:200]})",
+                                 time.perf_counter() - started), None
         finally:
             self._busy.discard(worker)
             if replace:
@@ -221,8 +311,17 @@ class ProcessExecutor(Executor):
         if kind == "error":
             return failed_record(attempt, payload, time.perf_counter() - started, tb), tb
         from hermit_tui.core.outputs import RunOutput
-        return await loop.run_in_executor(self._threads, judge_output, self.judge, attempt, RunOutput(**payload),
-                                          started)
+        progress = Progress()
+        judged = time.perf_counter()  # the judge's own bound counts from its start
+        work, thread = in_daemon_thread(judge_output, self.judge, attempt, RunOutput(**payload), started, progress,
+                                        name="hermit-tui-judge")
+        try:
+            return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
+        except asyncio.TimeoutError:
+            self._abandon_thread(thread)
+            if progress.output is None:  # still checking the output: cannot be the judge's fault
+                return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judged), None
+            return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
 
     def abandon(self) -> None:
         for worker in list(self._busy):

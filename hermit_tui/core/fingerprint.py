@@ -44,6 +44,9 @@ class Fingerprint(BaseModel):
     hermit_tui_version: str
 
 
+from hermit_tui.core.files import read_bytes  # noqa: E402 - beside its one use
+
+
 def _digest(value: Any) -> str:
     data = value if isinstance(value, bytes) else json.dumps(value, sort_keys=True, default=str).encode()
     return hashlib.sha256(data).hexdigest()
@@ -51,7 +54,7 @@ def _digest(value: Any) -> str:
 
 def _file_digest(path: Path | None) -> str | None:
     try:
-        return _digest(Path(path).read_bytes()) if path else None
+        return _digest(read_bytes(path)) if path else None
     except OSError:
         return None
 

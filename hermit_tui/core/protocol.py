@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.files import load_yaml, read_text
 from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord
 
 ANSWER_FIELDS = frozenset({"answer", "answers", "expected", "expected_output", "label", "labels", "solution",
@@ -84,8 +85,8 @@ class _Training:
         path = self.run_dir / "config.yaml" if self.run_dir else None
         if path is not None and path.is_file():
             try:
-                resolved = yaml.safe_load(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                resolved = load_yaml(read_text(path), str(path))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError, InputError):
                 resolved = None
             if isinstance(resolved, Mapping) and isinstance(resolved.get("config"), Mapping):
                 self.data, self.source, self.from_run = resolved["config"], _shown(path, config.base), True
@@ -93,9 +94,9 @@ class _Training:
         summary = self.run_dir / "summary.json" if self.run_dir else None
         if summary is not None and summary.is_file():
             try:
-                found = json.loads(summary.read_text(encoding="utf-8"))
+                found = json.loads(read_text(summary))
                 self.run_warnings += [str(w) for w in found.get("warnings") or [] if w]
-            except (OSError, ValueError, AttributeError):
+            except (OSError, ValueError, AttributeError, RecursionError):
                 pass
 
     def get(self, dotted: str, default: Any = None) -> Any:
@@ -111,7 +112,7 @@ class _Training:
 def _split_ids(path: Path | None) -> list[str] | None:
     """The ids of a split file, read leniently (None when it cannot be read)."""
     try:
-        text = path.read_text(encoding="utf-8") if path else None
+        text = read_text(path) if path else None
     except (OSError, UnicodeDecodeError):
         return None
     if text is None:
@@ -122,14 +123,14 @@ def _split_ids(path: Path | None) -> list[str] | None:
 def _row_ids(path: Path) -> list[str] | None:
     """The ids of a JSONL task file, read leniently."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text(path).splitlines()
     except (OSError, UnicodeDecodeError):
         return None
     out = []
     for line in lines:
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(row, dict) and ("id" in row or "task_id" in row):
             out.append(str(row["id"] if "id" in row else row["task_id"]))

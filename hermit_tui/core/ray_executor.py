@@ -348,9 +348,18 @@ class RayExecutor(Executor):
         if result["kind"] == "error":
             tb = result["traceback"]
             return failed_record(attempt, result["message"], result["wall_s"], tb), tb
+        from hermit_tui.core.attempts import Progress, judge_failed
+        from hermit_tui.core.executors import in_daemon_thread, judge_timeout_message
         from hermit_tui.core.outputs import RunOutput
-        return await self._loop.run_in_executor(self._threads, judge_output, self.judge, attempt,
-                                                RunOutput(**result["output"]), started)
+        progress = Progress()  # the driver's judge: a daemon thread bounded by the attempt timeout
+        work, thread = in_daemon_thread(judge_output, self.judge, attempt, RunOutput(**result["output"]), started,
+                                        progress, name="hermit-tui-judge")
+        try:
+            return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
+        except asyncio.TimeoutError:
+            if progress.output is None:
+                return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started), None
+            return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
 
     def abandon(self) -> None:
         for gen in list(self._inflight):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.files import read_bytes
 
 Status = Literal["ok", "error", "judge_error"]
 
@@ -134,6 +136,10 @@ def summarize(records: Iterable[AttemptRecord], *, adapter: str, commit: str | N
     tasks with an attempt scoring at least 1.0, ``cost_usd`` is the sum of known costs or None when any attempt's
     cost is unknown, ``unknown_cost_tasks`` counts attempts with unknown cost, ``errors`` counts error and
     judge_error attempts.
+
+    Attempts on ids outside ``task_ids`` or repeats outside 1..``repeats`` are not counted (``ignored_attempts``
+    says how many); a score that is not a finite number (NaN, infinity: only a file written by another tool can
+    hold one) counts 0 and ``nonfinite_scores`` says how many.
     """
     total = 0.0
     n = 0
@@ -141,13 +147,20 @@ def summarize(records: Iterable[AttemptRecord], *, adapter: str, commit: str | N
     known_cost = 0.0
     unknown = 0
     pipeline_errors = judge_errors = 0
+    ignored = nonfinite = 0
+    wanted = set(task_ids)
     for rec in records:
+        if rec.id not in wanted or not 1 <= rec.repeat <= repeats:
+            ignored += 1
+            continue
         s = rec.judge.score
+        if not math.isfinite(s):
+            nonfinite += 1
         total += s if math.isfinite(s) else 0.0
         n += 1
-        if s >= SOLVED_THRESHOLD:
+        if math.isfinite(s) and s >= SOLVED_THRESHOLD:
             solved.add(rec.id)
-        if rec.cost_usd is None:
+        if rec.cost_usd is None or not math.isfinite(rec.cost_usd):
             unknown += 1
         else:
             known_cost += rec.cost_usd
@@ -156,7 +169,10 @@ def summarize(records: Iterable[AttemptRecord], *, adapter: str, commit: str | N
         elif rec.status == "judge_error":
             judge_errors += 1
     tasks = len(task_ids)
-    wanted = set(task_ids)
+    if ignored:
+        extra["ignored_attempts"] = ignored
+    if nonfinite:
+        extra["nonfinite_scores"] = nonfinite
     return Summary(
         adapter=adapter, commit=commit, tasks=tasks, repeats=repeats,
         mean_score=total / n if n else 0.0,
@@ -181,7 +197,7 @@ def read_results(path: Path) -> ResultsFile:
     anywhere else is an error naming the file and line."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     lines = raw.split(b"\n")
@@ -208,7 +224,7 @@ def read_results(path: Path) -> ResultsFile:
 def read_summary(path: Path) -> Summary:
     path = Path(path)
     try:
-        return Summary.model_validate_json(path.read_bytes())
+        return Summary.model_validate_json(read_bytes(path))
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except ValueError as exc:
@@ -221,8 +237,21 @@ def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` so that a reader sees the old or the new file, never half of one."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)  # the file keeps its permissions
+    except OSError:
+        mode = None
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

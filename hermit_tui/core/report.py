@@ -152,6 +152,9 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: l
                          "a mean)")
     if stats.n_missing and (s is None or not s.is_smoke):
         flags.append(f"{stored.label}: {stats.n_missing} test tasks have no attempt")
+    if stats.nonfinite_scores:
+        flags.append(f"{stored.label}: {stats.nonfinite_scores} attempts have a score that is not a finite number "
+                     "(NaN or infinity), counted as 0")
     if stats.n_ignored:
         flags.append(f"{stored.label}: {stats.n_ignored} attempts ignored (ids outside the test split, or "
                      "repeated)")
@@ -463,6 +466,13 @@ def _num(x: float | None) -> str:
     return "" if x is None else repr(float(x))
 
 
+def _text_cell(value: Any) -> str:
+    """A text cell a spreadsheet will not run as a formula: one starting with = + - @ (or a tab or carriage return
+    before one) gets a leading apostrophe."""
+    text = str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 def to_csv(report: Report) -> str:
     """The per-task table: task id, then per selector mean, sd, n, solved_once, then per default pair b - a."""
     buf = io.StringIO()
@@ -471,10 +481,10 @@ def to_csv(report: Report) -> str:
     for s in report.selectors:
         header += [f"{s.label}_mean", f"{s.label}_sd", f"{s.label}_n", f"{s.label}_solved_once"]
     header += [f"{p.b}_minus_{p.a}" for p in report.pairs]
-    writer.writerow(header)
+    writer.writerow([_text_cell(h) for h in header])
     per = {s.label: s.stats.per_task for s in report.selectors}
     for tid in report.test_ids:
-        row: list[str] = [tid]
+        row: list[str] = [_text_cell(tid)]
         for s in report.selectors:
             ts = per[s.label].get(tid)
             row += ["", "", "0", ""] if ts is None else [_num(ts.mean), _num(ts.sd), str(ts.n), str(int(ts.solved > 0))]

@@ -22,17 +22,21 @@ from hermit_tui.core import events as ev
 from hermit_tui.core.attempts import Attempt
 from hermit_tui.core.callables import load_judge, load_pipeline
 from hermit_tui.core.costs import CostCap, check_max_cost
+from hermit_tui.core.config import MAX_CONCURRENCY, MAX_REPEATS, MAX_TIMEOUT_MIN
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.evalstore import RESULTS, SUMMARY, archive_existing, eval_root
-from hermit_tui.core.executors import EXECUTORS, Executor, ProcessExecutor
+from hermit_tui.core.executors import EXECUTORS, CapacityExhausted, Executor, ProcessExecutor
 from hermit_tui.core.fingerprint import differences, fingerprint_of
-from hermit_tui.core.journal import FolderLock, SelectorJournal, WriteFailed, now_iso
-from hermit_tui.core.records import Summary, read_results, read_summary, summarize, write_atomic
-from hermit_tui.core.selectors import Selector, materialize, resolve_selectors
+from hermit_tui.core.journal import (FolderLock, SelectorJournal, WriteFailed, check_eval_folder, now_iso,
+                                    remove_stale_temporaries)
+from hermit_tui.core.records import ResultsFile, Summary, read_results, read_summary, summarize, write_atomic
+from hermit_tui.core.selectors import Selector, materialize, remove_stale_exports, resolve_selectors
 from hermit_tui.core.tasks import TaskSet, load_tasks
 
 EventSink = Callable[[ev.Event], None]
 SUMMARY_EVERY_S = 2.0  # a running evaluation's summary.json (complete: false) is refreshed this often
+MAX_LIMIT = 10 ** 9
+MAX_ATTEMPTS = 2_000_000  # attempts of one launch (all selectors): beyond this the schedule alone fills memory
 
 
 def _version() -> str:
@@ -40,9 +44,11 @@ def _version() -> str:
     return __version__
 
 
-def _positive_int(value: Any, key: str) -> int:
+def _positive_int(value: Any, key: str, most: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{key} must be a positive whole number, got {value!r}")
+        raise InputError(f"{key} must be a positive whole number, got {str(repr(value))[:40]}")
+    if most is not None and value > most:
+        raise InputError(f"{key} must be at most {most}, got {str(value)[:40]}")
     return value
 
 
@@ -77,18 +83,22 @@ class EvalRun:
         self.config = config
         self.executor_name = executor
         self.concurrency = _positive_int(concurrency if concurrency is not None else config.concurrency,
-                                         "agent.concurrency")
+                                         "agent.concurrency" if concurrency is None else "--concurrency",
+                                         MAX_CONCURRENCY)
         self.update_card = update_card
         self.on_event = on_event or (lambda event: None)
         self.tasks = tasks or load_tasks(config)
         self.retry = {label: [(str(t), int(r)) for t, r in keys] for label, keys in (retry or {}).items()}
         self.resume = resume
         self.earlier: dict[str, Summary] = {}
+        self.recorded: dict[str, ResultsFile] = {}  # what a retry or a resume starts from, read before any write
+        self.stopped: str | None = None  # why the run stopped short (capacity exhausted), for the summary
         if self.retry:
             selectors, repeats, limit = self._read_earlier(list(self.retry))
-        self.repeats = _positive_int(repeats if repeats is not None else config.repeats, "eval.repeats")
+        self.repeats = _positive_int(repeats if repeats is not None else config.repeats, "eval.repeats",
+                                     MAX_REPEATS)
         if limit is not None:
-            _positive_int(limit, "--limit")
+            _positive_int(limit, "--limit", MAX_LIMIT)
         self.limit = limit
         rows = self.tasks.rows("test")
         self.test_rows = rows[:limit] if limit else rows
@@ -96,6 +106,11 @@ class EvalRun:
         if not selectors:
             raise InputError("no adapter selector given (e.g. --adapter none --adapter root --adapter final)")
         self.selectors = resolve_selectors(list(selectors), config)
+        if len(self.selectors) * len(self.task_ids) * self.repeats > MAX_ATTEMPTS:
+            raise InputError(f"{len(self.selectors)} selectors x {len(self.task_ids)} tasks x eval.repeats "
+                             f"{self.repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch")
+        for sel in self.selectors:  # a folder in the way, a lock holding garbage: refused before any write
+            check_eval_folder(eval_root(config.run_dir), sel.label)
         if self.resume:
             self._check_resumable()
         for sel in self.selectors:
@@ -115,8 +130,10 @@ class EvalRun:
             self.pipeline = load_pipeline(config)
             self.judge = load_judge(config)
         # -- end Ray ----------------------------------------------------------------------------------------------
-        if timeout_min is not None and not (isinstance(timeout_min, (int, float)) and timeout_min > 0):
-            raise InputError(f"the attempt timeout must be a positive number of minutes, got {timeout_min!r}")
+        if timeout_min is not None and (isinstance(timeout_min, bool) or not isinstance(timeout_min, (int, float))
+                                        or not 0 < timeout_min <= MAX_TIMEOUT_MIN):
+            raise InputError(f"the attempt timeout must be a positive number of minutes up to {MAX_TIMEOUT_MIN} "
+                             f"(a week), got {str(repr(timeout_min))[:40]}")
         minutes = timeout_min if timeout_min is not None else config.timeout_min
         self.timeout_s = float(minutes) * 60 if minutes else None
         from hermit_tui.core.fingerprint import compute_fingerprint
@@ -151,6 +168,7 @@ class EvalRun:
                 raise InputError(f"{path}: no summary to continue from (run the whole evaluation)")
             summary = read_summary(path)
             self.earlier[label] = summary
+            self.recorded[label] = read_results(path.parent / RESULTS)
             texts.append(summary.adapter)
             repeats.add(summary.repeats)
             limits.add(summary.smoke_limit)
@@ -195,6 +213,7 @@ class EvalRun:
                 raise InputError(f"{sel.label}: cannot resume, the protocol changed since it was recorded: "
                                  + "; ".join(changed))
             self.earlier[sel.label] = old
+            self.recorded[sel.label] = read_results(path.parent / RESULTS)  # every selector's, before any write
 
     # -- control -------------------------------------------------------------------------------------------------
     def cancel(self, *, force: bool = False) -> None:
@@ -239,6 +258,12 @@ class EvalRun:
         return EXECUTORS[self.executor_name](self.pipeline, self.judge, concurrency=self.concurrency,
                                             timeout_s=self.timeout_s)
 
+    def _reread_recorded(self, root: Path) -> None:
+        """Under the locks and before anything is written: read again what a retry or a resume starts from (it
+        may have changed since the launch was built); a file that cannot be read refuses the whole launch."""
+        for label in list(self.recorded):
+            self.recorded[label] = read_results(root / label / RESULTS)
+
     def _open_journal(self, sel: Selector, root: Path) -> SelectorJournal:
         folder = root / sel.label
         total = len(self.task_ids) * self.repeats
@@ -246,13 +271,24 @@ class EvalRun:
         if sel.label in self.retry or (self.resume and sel.label in self.earlier):
             if sel.label in self.retry:
                 kept = archive_existing(folder, copy=True)
-            read = read_results(folder / RESULTS)
+            read = self.recorded[sel.label]
             for warning in read.skipped:
                 self._emit(ev.RunLog(level="warning", message=warning))
-            earlier = {r.key: r for r in read.records}
+            wanted = set(self.task_ids)
+            earlier, foreign = {}, []
+            for r in read.records:
+                if r.id in wanted and 1 <= r.repeat <= self.repeats:
+                    earlier[r.key] = r
+                else:
+                    foreign.append(r)
+            if foreign:
+                self._emit(ev.RunLog(level="warning", message=(
+                    f"{sel.label}: {len(foreign)} recorded attempts are outside this evaluation (task ids not in the "
+                    f"test split, or repeats beyond {self.repeats}): ignored, and kept in {RESULTS}")))
             old = self.earlier[sel.label]
             retries = (old.retries or 0) + len(self.retry.get(sel.label, ()))
             journal = SelectorJournal(sel, folder, total, earlier, retries)
+            journal.foreign = foreign
             journal.started_at = old.started_at or journal.started_at
         else:
             kept = archive_existing(folder)
@@ -276,7 +312,7 @@ class EvalRun:
                             continue
                     elif (tid, r) in journal.records:  # resume: already recorded
                         continue
-                    order.append(Attempt(sel.label, task, r, adapters[sel.label]))
+                    order.append(Attempt(sel.label, task, r, adapters[sel.label], journal.log_dir))
                     journal.pending += 1
         return order
 
@@ -293,12 +329,17 @@ class EvalRun:
         journals: dict[str, SelectorJournal] = {}
         with contextlib.ExitStack() as stack:
             for sel in self.selectors:  # every lock first: a refusal writes nothing
+                check_eval_folder(root, sel.label)
                 lock = FolderLock(root / sel.label)
                 lock.acquire()
                 stack.callback(lock.release)
                 if lock.took_over:
                     self._emit(ev.RunLog(level="warning", message=f"{sel.label}: took over the lock of process "
                                          f"{lock.took_over.get('pid')}, which is no longer running"))
+            self._reread_recorded(root)
+            for sel in self.selectors:  # what a killed run left: temporary files of dead processes
+                remove_stale_temporaries(root / sel.label)
+            remove_stale_exports()
             # The executor starts before any earlier evaluation is archived: a cluster that cannot be reached
             # (or workers that cannot start) leaves every folder as it was.
             executor = self._executor = self._make_executor()
@@ -369,7 +410,14 @@ class EvalRun:
                 if self._cancel.is_set() or self._cost_reached():
                     return
                 self._emit(ev.AttemptStarted(label=attempt.label, task_id=attempt.task_id, repeat=attempt.repeat))
-                outcome = await one(attempt)
+                try:
+                    outcome = await one(attempt)
+                except CapacityExhausted as exc:
+                    if self.failure is None:
+                        self.failure = self.stopped = str(exc)
+                        self._emit(ev.RunLog(level="error", message=str(exc)))
+                    self.cancel()
+                    return
                 if outcome is None:
                     return
                 record, tb = outcome
@@ -448,11 +496,13 @@ class EvalRun:
             extra["max_cost_usd"] = self.cost_cap.max_usd
             if self.stop_reason and not complete:
                 extra["stop_reason"] = self.stop_reason
+        if self.stopped and journal.pending:
+            extra["stopped"] = self.stopped
         if self.warnings:
             extra["protocol_warnings"] = self.warnings
         wall = time.perf_counter() - journal.started + (earlier.wall_s if earlier else 0.0)
-        return summarize(journal.records.values(), adapter=sel.text, commit=sel.commit, task_ids=self.task_ids,
-                         repeats=self.repeats, wall_s=wall, **extra)
+        return summarize([*journal.records.values(), *journal.foreign], adapter=sel.text, commit=sel.commit,
+                         task_ids=self.task_ids, repeats=self.repeats, wall_s=wall, **extra)
 
     def _write_summary(self, journal: SelectorJournal, *, final: bool) -> Summary:
         summary = self._summary(journal, final=final)
@@ -471,7 +521,7 @@ class EvalRun:
         if journal.continues:
             try:
                 journal.compact(self.task_ids)
-            except OSError:
+            except (OSError, ValueError):
                 pass  # the appended file is still readable: a later line replaces an earlier one
         summary = self._write_summary(journal, final=True)
         sel = journal.selector

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
+import stat
 import tempfile
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -22,6 +24,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.files import kind_of, read_bytes
 from hermit_tui.core.tree import ROOT_TAG, AdapterTree
 
 MANIFEST = "adapter.yaml"
@@ -65,10 +68,17 @@ def check_selector_text(text: str) -> None:
 
 def directory_hash(path: Path) -> str:
     """sha256 over the folder's files: for each file in sorted relative-path order, its posix path, a NUL, its size,
-    a NUL and its bytes (a symlink contributes its target text). ``.git`` and ``__pycache__`` are skipped."""
+    a NUL and its bytes (a symlink contributes its target text). ``.git`` and ``__pycache__`` are skipped.
+
+    A FIFO, socket or device inside the folder (reading one could block forever), or a file or folder that cannot
+    be read, is an InputError naming it."""
     path = Path(path)
     entries: list[tuple[str, Path]] = []
-    for folder, dirs, files in os.walk(path):
+
+    def unreadable(exc: OSError) -> None:
+        raise InputError(f"adapter directory {path}: cannot read {exc.filename} ({exc.strerror or exc})")
+
+    for folder, dirs, files in os.walk(path, onerror=unreadable):
         dirs[:] = [d for d in dirs if d not in SKIPPED_NAMES]
         for name in files:
             if name not in SKIPPED_NAMES:
@@ -76,10 +86,16 @@ def directory_hash(path: Path) -> str:
                 entries.append((full.relative_to(path).as_posix(), full))
     digest = hashlib.sha256()
     for rel, full in sorted(entries):
-        if full.is_symlink():
-            data = b"symlink:" + os.readlink(full).encode()
-        else:
-            data = full.read_bytes()
+        try:
+            mode = os.lstat(full).st_mode
+            if stat.S_ISLNK(mode):
+                data = b"symlink:" + os.readlink(full).encode()
+            elif not stat.S_ISREG(mode):
+                raise InputError(f"adapter directory {path}: {rel} is {kind_of(mode)}, not a regular file")
+            else:
+                data = read_bytes(full)
+        except OSError as exc:
+            raise InputError(f"adapter directory {path}: cannot read {rel} ({exc.strerror or exc})") from None
         digest.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0")
         digest.update(data)
     return digest.hexdigest()
@@ -165,7 +181,7 @@ def materialize(selector: Selector, config) -> Iterator[Path | None]:
     if selector.kind == "directory":
         yield selector.path
         return
-    tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{_start_of(os.getpid()) or 0}-"))
     try:
         tree = _open_tree(config, selector.text)
         try:
@@ -177,5 +193,35 @@ def materialize(selector: Selector, config) -> Iterator[Path | None]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+_EXPORT = re.compile(re.escape(TEMP_PREFIX) + r"(\d{1,7})-(\d+)-")
+
+
+def _start_of(pid: int) -> str | None:
+    from hermit_tui.core.journal import _process_start
+    return _process_start(pid)
+
+
+def remove_stale_exports(folder: Path | None = None) -> list[Path]:
+    """Remove the temporary adapter exports that a killed process (kill -9 skips every cleanup) left in the temp
+    folder: only those whose process is gone (or whose pid now names another process)."""
+    from hermit_tui.core.journal import _alive
+    folder = Path(folder or tempfile.gettempdir())
+    removed = []
+    try:
+        entries = [p for p in folder.iterdir() if p.name.startswith(TEMP_PREFIX)]
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _EXPORT.match(entry.name)
+        if not m or not entry.is_dir() or entry.is_symlink():
+            continue
+        pid, start = int(m.group(1)), m.group(2)
+        if pid == os.getpid() or _alive(pid, None if start == "0" else start):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
 __all__ = ["MANIFEST", "Selector", "check_selector_text", "directory_hash", "label_for", "materialize",
-           "resolve_selector", "resolve_selectors"]
+           "remove_stale_exports", "resolve_selector", "resolve_selectors"]

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.files import MAX_DEPTH, read_bytes, too_deep
 
 SPLITS = ("train", "val", "test")
 
@@ -21,7 +22,7 @@ SPLITS = ("train", "val", "test")
 def _lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of `path`, decoded as UTF-8 line by line so a bad byte names its line."""
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path)
     except FileNotFoundError:
         raise InputError(f"{path}: {what} not found") from None
     except OSError as exc:
@@ -50,8 +51,12 @@ def read_tasks(path: Path) -> dict[str, dict]:
             row = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"{where}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise InputError(f"{where}: nested too deeply to read (more than {MAX_DEPTH} levels)") from None
         if not isinstance(row, dict):
             raise InputError(f"{where}: a task must be a JSON object, got {type(row).__name__}")
+        if too_deep(row):
+            raise InputError(f"{where}: the task nests more than {MAX_DEPTH} levels deep")
         raw = _task_id(row)
         if isinstance(raw, bool) or not isinstance(raw, (str, int)) or str(raw).strip() == "":
             raise InputError(f"{where}: the task has no usable 'id' or 'task_id' (got {raw!r})")

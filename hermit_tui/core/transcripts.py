@@ -68,14 +68,14 @@ def jsonable(messages: Any) -> list | None:
         messages = [messages]
     try:
         return json.loads(json.dumps(list(messages), default=_plain, ensure_ascii=False, allow_nan=False))
-    except (ValueError, TypeError, RecursionError) as exc:
-        return [{"role": "note", "content": f"the trajectory could not be kept: {type(exc).__name__}: {exc}"}]
+    except Exception as exc:  # any value a pipeline returns: its __str__ may raise too
+        return [{"role": "note", "content": f"the trajectory could not be kept: {type(exc).__name__}"}]
 
 
 def output_payload(out) -> dict:
     """A RunOutput as plain values, to send back from a worker process or a Ray worker."""
     payload = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
-    payload["log"] = str(out.log) if out.log else None
+    payload["log"] = str(out.log) if isinstance(out.log, (str, Path)) else out.log
     payload["messages"] = jsonable(out.messages)
     return payload
 

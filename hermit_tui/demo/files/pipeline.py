@@ -8,6 +8,10 @@ it with a probability set by the category's skill; otherwise it makes a typical 
 Every draw is a hash of (task id, repeat, sha256 of ADAPTER.md), so an attempt is reproducible per task, repeat and
 adapter. The repeat comes from hermit-tui's runner when it runs us; under ``hermit eval``, which runs repeats one
 after another, a per-process counter per (task, adapter) stands in for it.
+
+Each attempt writes a short log. Under hermit-tui it goes where ``attempt_log_path()`` says (inside the evaluation's
+folder); elsewhere to ``logs/`` beside this file. Either way the file name is made from the task id with anything but
+letters, digits, ``.``, ``_`` and ``-`` replaced, so an id such as ``../../x`` cannot write outside.
 """
 from __future__ import annotations
 
@@ -23,6 +27,12 @@ try:
     from hermit_tui.core.context import current_repeat
 except ImportError:  # run by hermit itself, without hermit-tui installed
     def current_repeat():
+        return None
+
+try:
+    from hermit_tui.core.context import attempt_log_path
+except ImportError:  # without hermit-tui (or an older one): logs/ beside this file
+    def attempt_log_path(suffix=".log"):
         return None
 
 try:
@@ -224,6 +234,14 @@ def attempt(task: dict, text: str | None, repeat: int) -> dict:
             "latency_s": 0.02 + 0.28 * u_time, "skill": level, "p": round(p, 3), "adapter_sha": sha[:12]}
 
 
+def safe_name(text: str) -> str:
+    """One file name from any text: unsafe characters replaced, no leading dot, a hash when anything changed."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", str(text)).lstrip(".")[:80]
+    if cleaned != str(text) or not cleaned:
+        cleaned = f"{cleaned or '_'}-{hashlib.sha256(str(text).encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+    return cleaned
+
+
 def _repeat(task_id: str, sha: str) -> int:
     repeat = current_repeat()
     if repeat is not None:
@@ -245,7 +263,7 @@ def run(task: dict, adapter: Path | None, params: dict | None = None, base: Path
     log = None
     root = Path(base) if base is not None else Path(__file__).resolve().parent
     try:
-        log = root / "logs" / result["adapter_sha"] / f"{task['id']}.r{repeat}.log"
+        log = attempt_log_path() or root / "logs" / result["adapter_sha"] / f"{safe_name(task['id'])}.r{repeat}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(f"task {task['id']} ({task['category']}), repeat {repeat}\nquestion: {task['input']}\n"
                        f"adapter: {'none' if text is None else result['adapter_sha']}, skill level "

@@ -1,0 +1,60 @@
+"""Helpers of the hostile corpus: a time limit for in-process cases, and the workspace's file hashes."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import stat
+import threading
+from pathlib import Path
+
+
+class TimeLimitExceeded(Exception):
+    """A hostile case ran past its time limit: something hangs."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str = "the case"):
+    """Raise TimeLimitExceeded in the main thread after ``seconds`` (SIGALRM also interrupts a blocking open() or
+    read(), e.g. of a FIFO). Outside the main thread (or without SIGALRM) it only runs the body."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise TimeLimitExceeded(f"{what} ran longer than {seconds:g} s")
+
+    import time
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]  # an enclosing limit goes on after this one
+    started = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds if not outer else min(seconds, outer))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
+
+
+def snapshot(ws: Path, exclude: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every regular file under ``ws`` and its content hash (git internals included), plus the kind of every
+    special file (FIFO, socket, device link). Paths under ``exclude`` (relative, posix) are left out."""
+    out = {}
+    for path in sorted(Path(ws).rglob("*")):
+        rel = path.relative_to(ws).as_posix()
+        if "__pycache__" in path.parts or any(rel == e or rel.startswith(e.rstrip("/") + "/") for e in exclude):
+            continue
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest() + f" {stat.S_IMODE(st.st_mode):o}"
+        elif stat.S_ISLNK(st.st_mode):
+            out[rel] = "link " + os.readlink(path)
+        elif not stat.S_ISDIR(st.st_mode):
+            out[rel] = f"special {stat.S_IFMT(st.st_mode):o}"
+    return out
