@@ -108,7 +108,7 @@ def _results(r: Report) -> str:
     unequal = any(s.stats.repeats is None and s.stats.n_tasks for s in r.selectors)
     header = ["selector", "mean score", "95% CI", "CI method",
               *(["hermit's mean_score (over attempts)"] if unequal else []), "tasks", "repeats",
-              f"solved once (≥ {_g(r.threshold)})", "Wilson 95% CI", "pass^k", "errors", "known cost (USD)",
+              "solved once", "Wilson 95% CI", "pass^k", "errors", "known cost (USD)",
               "unknown-cost attempts", "adapter", "commit measured", "written by"]
     text_columns = {"selector", "adapter", "commit measured", "CI method", "written by"}
     numeric = frozenset(i for i, h in enumerate(header) if h not in text_columns)
@@ -135,8 +135,8 @@ def _results(r: Report) -> str:
                     for text in (s.stats.rule_of_three, s.stats.lever_note) if text)
     methods = method_note([s.stats.ci_method for s in r.selectors])
     footnote = (f"Mean score: {ESTIMAND}. 95% CI ({_methods_by_selector(r.selectors)}): {methods}; {SE_METHOD}. "
-                f"Solved once and pass^k: shares of all {r.splits['test']} test tasks (hermit's denominator), Wilson "
-                "95% intervals.")
+                f"Solved once (a repeat scoring at least {_g(r.threshold)}) and pass^k (every repeat does): shares of all "
+                f"{r.splits['test']} test tasks (hermit's denominator), Wilson 95% intervals.")
     stats = [s.stats for s in r.selectors]
     plots = (f'<div class="plots wide"><figure>{means_plot(stats)}<figcaption>Mean score with its 95% interval '
              f"(dot and whisker), per selector.</figcaption></figure></div>"
