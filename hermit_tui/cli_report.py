@@ -18,8 +18,9 @@ FORMATS = ("md", "json", "csv", "html")
 
 def add_parser(subparsers):
     """Add the ``report`` subcommand to an argparse subparsers object; returns its parser."""
-    p = subparsers.add_parser("report", help="write the evaluation report of a run (Markdown, JSON, CSV or a self-contained HTML page) from "
-                              "the evaluations on disk, including ones `hermit eval` wrote")
+    p = subparsers.add_parser("report", help="write the evaluation report of a run (Markdown, JSON, CSV or one "
+                              "self-contained HTML page) from the evaluations on disk, including ones `hermit eval` "
+                              "wrote")
     p.add_argument("--config", required=True, help="hermit's run.yaml")
     p.add_argument("--adapter", action="append", metavar="SEL",
                    help="a selector whose current evaluation to include (repeatable, in this order); default: every "
