@@ -199,7 +199,8 @@ def test_every_string_from_the_data_is_escaped():
     ids = [page.children(row, "th")[0]["text"] for row in page.task_rows()]
     assert ids == report.test_ids  # the hostile ids are text, exactly as written
     assert all(h in ids for h in HOSTILE)
-    warnings = [e["text"] for e in page.elements if e["tag"] == "li" and e["parent"]["attrs"].get("class") == "warnings"]
+    warnings = [e["text"] for e in page.elements
+                if e["tag"] == "li" and e["parent"]["attrs"].get("class") == "warnings"]
     assert "A warning with <b>markup</b> & an id: <script>alert(1)</script>" in warnings
     titles = [e["text"] for e in page.elements if e["tag"] == "title" and "svg" in e["parents"]]
     assert any(t.startswith(HOSTILE[1] + ":") for t in titles)  # the per-task bars' tooltips too

@@ -135,8 +135,8 @@ def _results(r: Report) -> str:
                     for text in (s.stats.rule_of_three, s.stats.lever_note) if text)
     methods = method_note([s.stats.ci_method for s in r.selectors])
     footnote = (f"Mean score: {ESTIMAND}. 95% CI ({_methods_by_selector(r.selectors)}): {methods}; {SE_METHOD}. "
-                f"Solved once (a repeat scoring at least {_g(r.threshold)}) and pass^k (every repeat does): shares of all "
-                f"{r.splits['test']} test tasks (hermit's denominator), Wilson 95% intervals.")
+                f"Solved once (a repeat scoring at least {_g(r.threshold)}) and pass^k (every repeat does): shares "
+                f"of all {r.splits['test']} test tasks (hermit's denominator), Wilson 95% intervals.")
     stats = [s.stats for s in r.selectors]
     plots = (f'<div class="plots wide"><figure>{means_plot(stats)}<figcaption>Mean score with its 95% interval '
              f"(dot and whisker), per selector.</figcaption></figure></div>"
@@ -230,10 +230,11 @@ def _tasks(r: Report) -> str:
     else:
         body = "".join(
             f'<details{" open" if i == 0 else ""}><summary>Tasks {i + 1:,}–{min(i + PAGE_ROWS, len(rows)):,} of '
-            f"{len(rows):,}</summary>{table(rows[i:i + PAGE_ROWS])}</details>" for i in range(0, len(rows), PAGE_ROWS))
-    legend = (f"One row per test task (test split order): each selector's mean score over its repeats (✓: solved at "
-              f"least once, score ≥ {_g(r.threshold)}; n: repeats when fewer or more than the selector's most; —: no "
-              "attempt), then each pair's difference of task means. The same table with standard deviations: "
+            f"{len(rows):,}</summary>{table(rows[i:i + PAGE_ROWS])}</details>"
+            for i in range(0, len(rows), PAGE_ROWS))
+    legend = (f"One row per test task (test split order): each selector's mean score over its repeats (✓: solved "
+              f"at least once, score ≥ {_g(r.threshold)}; n: repeats when fewer or more than the selector's most; —: "
+              "no attempt), then each pair's difference of task means. The same table with standard deviations: "
               "<code>hermit-tui report --format csv</code>.")
     return (f'<section id="tasks"><h2>Per-task table ({len(rows):,} tasks)</h2><p class="note">{legend}</p>'
             f'<noscript><p class="note">JavaScript is off: the table is shown in pages of {PAGE_ROWS} rows, in '
