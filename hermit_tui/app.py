@@ -322,7 +322,7 @@ class HermitApp(App):
         self.push_screen(ThresholdScreen(self.store.threshold), chosen)
 
     def action_export_report(self) -> None:
-        """Write report.md, report.json and report.csv under <run dir>/reports/<UTC time>/ (in a worker)."""
+        """Write report.md, .json, .csv and .html under <run dir>/reports/<UTC time>/ (in a worker)."""
         if self.config is None:
             self.notify("Open a config first", severity="warning")
             return
@@ -333,11 +333,13 @@ class HermitApp(App):
 
             from hermit_tui.core.records import write_atomic
             from hermit_tui.core.report import build_report, to_csv, to_json, to_markdown
+            from hermit_tui.core.report_html import to_html
             try:
                 report = build_report(config, taskset, None, threshold=threshold)
                 folder = config.run_dir / "reports" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
                 folder.mkdir(parents=True, exist_ok=False)
-                for name, render in (("report.md", to_markdown), ("report.json", to_json), ("report.csv", to_csv)):
+                for name, render in (("report.md", to_markdown), ("report.json", to_json), ("report.csv", to_csv),
+                                     ("report.html", to_html)):
                     write_atomic(folder / name, render(report))
             except (InputError, OSError) as exc:
                 self.call_from_thread(self.notify, str(exc), title="Report not written", severity="error")

@@ -1,6 +1,6 @@
 """``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
 
-    hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv] [--output FILE] [--force]
+    hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html] [--output FILE] [--force]
                       [--threshold X] [key.sub=value ...]
 
 Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
@@ -13,18 +13,20 @@ from pathlib import Path
 
 from hermit_tui.core.errors import InputError
 
-FORMATS = ("md", "json", "csv")
+FORMATS = ("md", "json", "csv", "html")
 
 
 def add_parser(subparsers):
     """Add the ``report`` subcommand to an argparse subparsers object; returns its parser."""
-    p = subparsers.add_parser("report", help="write the evaluation report of a run (Markdown, JSON or CSV) from "
-                              "the evaluations on disk, including ones `hermit eval` wrote")
+    p = subparsers.add_parser("report", help="write the evaluation report of a run (Markdown, JSON, CSV or one "
+                              "self-contained HTML page) from the evaluations on disk, including ones `hermit eval` "
+                              "wrote")
     p.add_argument("--config", required=True, help="hermit's run.yaml")
     p.add_argument("--adapter", action="append", metavar="SEL",
                    help="a selector whose current evaluation to include (repeatable, in this order); default: every "
                    "current evaluation, in the order none, root, checkpoints, final, others")
-    p.add_argument("--format", choices=FORMATS, default="md", help="md (default), json, or csv (the per-task table)")
+    p.add_argument("--format", choices=FORMATS, default="md", help="md (default), json, csv (the per-task table), or html (one self-contained page: "
+                   "plots, sortable per-task table; fetches nothing)")
     p.add_argument("--output", metavar="FILE", help="write here instead of stdout (atomically)")
     p.add_argument("--force", action="store_true", help="with --output: replace an existing file")
     p.add_argument("--threshold", type=float, default=1.0, metavar="X",
@@ -64,6 +66,7 @@ def run(args) -> int:
     from hermit_tui.core.config import load_config
     from hermit_tui.core.records import write_atomic
     from hermit_tui.core.report import build_report, to_csv, to_json, to_markdown
+    from hermit_tui.core.report_html import to_html
     from hermit_tui.core.tasks import load_tasks
 
     if not math.isfinite(args.threshold):
@@ -75,7 +78,7 @@ def run(args) -> int:
     taskset = load_tasks(config)
     labels = [label_of(text, config) for text in args.adapter] if args.adapter else None
     report = build_report(config, taskset, labels, threshold=args.threshold)
-    text = {"md": to_markdown, "json": to_json, "csv": to_csv}[args.format](report)
+    text = {"md": to_markdown, "json": to_json, "csv": to_csv, "html": to_html}[args.format](report)
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -41,7 +41,7 @@ def palette_commands(app) -> list[tuple[str, str, Callable]]:
         ("Review & publish the final card", "diff, warnings, explicit confirm; undo", partial(app.goto, "review")),
         ("Publish the final card…", "asks for a typed confirmation first", partial(on, "review", "publish")),
         ("Undo the last publish…", "moves the final tag back; asks first", partial(on, "review", "undo")),
-        ("Export the report", "Markdown, JSON and CSV beside the evaluations", app.action_export_report),
+        ("Export the report", "Markdown, JSON, CSV and HTML beside the evaluations", app.action_export_report),
         ("Set the success threshold…", "what counts as solved in the views (files keep 1.0)",
          app.action_set_threshold),
         ("Warnings: expand or collapse", "the banners at the top of the screen (!)", app.action_toggle_banners),

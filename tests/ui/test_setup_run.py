@@ -165,13 +165,15 @@ async def test_export_report_from_the_dashboard(demo):
         app.action_export_report()
         reports = demo.parent / "runs" / "demo" / "reports"
         await wait_for(pilot, lambda: reports.is_dir() and any(
-            (d / "report.csv").exists() for d in reports.iterdir()))
+            (d / "report.html").exists() for d in reports.iterdir()))  # the last one written
         folder = next(reports.iterdir())
         data = json.loads((folder / "report.json").read_text())
         summary = json.loads((demo.parent / "runs/demo/eval/final/summary.json").read_text())
         assert json.dumps(summary["mean_score"]) in json.dumps(data)
         assert len((folder / "report.csv").read_text().splitlines()) == 1 + 16
         assert "final" in (folder / "report.md").read_text()
+        final = next(s for s in data["selectors"] if s["label"] == "final")["stats"]["mean"]
+        assert f'data-label="final" data-mean="{final!r}"' in (folder / "report.html").read_text()
 
 
 async def test_launch_errors_are_notifications_and_write_nothing(demo):

@@ -1,0 +1,254 @@
+"""The HTML report (no browser here; tests/test_browser.py opens it in Chromium): its figures are the JSON report's,
+every string from the data is escaped, nothing can be fetched, and it stays usable at 10,000 tasks.
+
+The page is read back with the standard library's HTML parser, independently of the code that wrote it."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conftest import _repair_worktree
+from hermit_tui.cli import main
+from hermit_tui.core.config import load_config
+from hermit_tui.core.report import Report
+from hermit_tui.core.report_html import PAGE_ROWS, to_html
+from hermit_tui.core.runner import EvalRun
+from report_data import HOSTILE, synthetic_report
+
+ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "main", "header", "nav", "section", "article",
+                "footer", "h1", "h2", "h3", "h4", "p", "ul", "li", "a", "code", "strong", "span", "div", "table",
+                "thead", "tbody", "tr", "th", "td", "details", "summary", "noscript", "figure", "figcaption",
+                "script", "svg", "g", "line", "rect", "circle", "text", "desc"}
+
+
+class Page(HTMLParser):
+    """Every element with its attributes, its text (its descendants' included) and its parent, as the standard
+    library's parser reads the page."""
+
+    VOID = {"meta", "br", "input", "img", "link"}
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[dict] = []
+        self.stack: list[dict] = []
+        self.scripts: list[str] = []
+        self.feed(text)
+        self.close()
+        for el in reversed(self.elements):  # children before their parents
+            el["text"] = "".join(c if isinstance(c, str) else c["text"] for c in el["content"])
+
+    def handle_starttag(self, tag, attrs):
+        el = {"tag": tag, "attrs": dict(attrs), "text": "", "parent": self.stack[-1] if self.stack else None,
+              "parents": [e["tag"] for e in self.stack], "classes": [e["attrs"].get("class") or "" for e in self.stack],
+              "children": [], "content": []}
+        if self.stack:
+            self.stack[-1]["children"].append(el)
+            self.stack[-1]["content"].append(el)
+        self.elements.append(el)
+        if tag not in self.VOID:
+            self.stack.append(el)
+
+    def handle_endtag(self, tag):
+        if any(e["tag"] == tag for e in self.stack):
+            while self.stack.pop()["tag"] != tag:
+                pass
+
+    def handle_data(self, data):
+        if self.stack:
+            self.stack[-1]["content"].append(data)
+        if self.stack and self.stack[-1]["tag"] == "script":
+            self.scripts.append(data)
+
+    def find(self, tag: str, **attrs) -> list[dict]:
+        return [e for e in self.elements if e["tag"] == tag
+                and all(e["attrs"].get(k.replace("_", "-")) == v for k, v in attrs.items())]
+
+    def children(self, el: dict, *tags: str) -> list[dict]:
+        return [e for e in el["children"] if not tags or e["tag"] in tags]
+
+    def task_rows(self) -> list[dict]:
+        """The rows of the per-task table(s), in order."""
+        return [e for e in self.elements if e["tag"] == "tr" and e["parents"][-1:] == ["tbody"]
+                and any("tasks" in c.split() for c in e["classes"])]
+
+
+@pytest.fixture(scope="module")
+def evaluated(demo_template, tmp_path_factory) -> Path:
+    """A demo workspace where none, root and final were evaluated."""
+    dest = tmp_path_factory.mktemp("html") / "demo"
+    shutil.copytree(demo_template, dest, symlinks=True)
+    _repair_worktree(demo_template, dest)
+    EvalRun(load_config(dest / "run.yaml", ["agent.params.latency_scale=0"]), ["none", "root", "final"]).run_sync()
+    return dest / "run.yaml"
+
+
+@pytest.fixture(scope="module")
+def both(evaluated, tmp_path_factory) -> tuple[dict, str]:
+    """The JSON and the HTML report of the same evaluations, both written by the CLI."""
+    out = tmp_path_factory.mktemp("out")
+    for fmt in ("json", "html"):
+        assert main(["report", "--config", str(evaluated), "--format", fmt, "--output", str(out / f"r.{fmt}")]) == 0
+    return json.loads((out / "r.json").read_text()), (out / "r.html").read_text(encoding="utf-8")
+
+
+def _float(text: str | None) -> float | None:
+    return None if text in (None, "") else float(text)
+
+
+def test_the_figures_are_the_json_reports(both):
+    data, text = both
+    page = Page(text)
+    rows = {r["attrs"]["data-label"]: r for r in page.find("tr") if "data-label" in r["attrs"]}
+    assert list(rows) == [s["label"] for s in data["selectors"]] == ["none", "root", "final"]
+    for sel in data["selectors"]:
+        st, row = sel["stats"], rows[sel["label"]]
+        attrs = row["attrs"]
+        for key, attr in (("mean", "data-mean"), ("ci_low", "data-ci-low"), ("ci_high", "data-ci-high"),
+                          ("attempt_mean", "data-attempt-mean"), ("solved_once", "data-solved-once"),
+                          ("pass_k", "data-pass-k")):
+            assert _float(attrs.get(attr)) == st[key], (sel["label"], key)  # exactly the same float
+        assert attrs["data-ci-method"] == st["ci_method"]
+        assert int(attrs["data-errors"]) == sel["errors"] and int(attrs["data-n-tasks"]) == st["n_tasks"]
+        cells = [c["text"] for c in page.children(row, "td")]
+        # the shown figures are the JSON's, rounded as the Markdown report rounds them
+        assert cells[:3] == [f"{st['mean']:.4f}", f"{st['ci_low']:.4f} to {st['ci_high']:.4f}", st["ci_method"]]
+        assert f"{st['solved_once']:.3f}" in cells and str(sel["errors"]) in cells
+
+    pairs = [a["attrs"] for a in page.find("article")]
+    assert [(p["data-a"], p["data-b"]) for p in pairs] == [(p["a"], p["b"]) for p in data["pairs"]]
+    for article, pair in zip(page.find("article"), data["pairs"]):
+        attrs = article["attrs"]
+        for key in ("mean_diff", "ci_low", "ci_high", "p_value"):
+            assert _float(attrs[f"data-{key.replace('_', '-')}"]) == pair[key]
+        assert attrs["data-decision"] == pair["decision"]
+        assert [int(attrs[k]) for k in ("data-wins", "data-losses", "data-ties")] == [
+            pair["wins"], pair["losses"], pair["ties"]]
+        assert pair["verdict"] in article["text"]
+        assert f"{pair['ci_low']:.4f} to {pair['ci_high']:.4f}" in article["text"]
+
+    rows = page.task_rows()
+    assert len(rows) == len(data["test_ids"]) == 16
+    labels = [s["label"] for s in data["selectors"]]
+    per = {s["label"]: s["stats"]["per_task"] for s in data["selectors"]}
+    for tid, row in zip(data["test_ids"], rows):
+        cells = page.children(row, "th", "td")
+        assert cells[0]["text"] == tid
+        expected = [per[label][tid]["mean"] for label in labels]
+        expected += [per[p["b"]][tid]["mean"] - per[p["a"]][tid]["mean"] for p in data["pairs"]]
+        assert [_float(c["attrs"].get("data-v")) for c in cells[1:]] == expected, tid
+        assert [c["text"] for c in cells[1:4]] == [f"{v:.3f}" for v in expected[:3]]
+        assert [("s" if per[label][tid]["solved"] else "u") for label in labels] == [
+            c["attrs"]["class"] for c in cells[1:4]]
+
+
+def test_warnings_come_first_and_the_demo_has_its_banner(both):
+    data, text = both
+    page = Page(text)
+    assert data["demo"] is True
+    banner = page.find("p", id="demo-banner")
+    assert len(banner) == 1 and banner[0]["text"] == data["warnings"][0]
+    assert data["warnings"][0].startswith("Teaching demonstration")
+    sections = [e["attrs"]["id"] for e in page.find("section")]
+    assert sections[:4] == ["warnings", "protocol", "results", "pairs"]
+    assert text.index('id="demo-banner"') < text.index('id="warnings"') < text.index('id="results"')
+    shown = [e["text"] for e in page.elements if e["tag"] == "li" and e["parent"]["attrs"].get("class") == "warnings"]
+    assert shown[:len(data["warnings"]) - 1] == data["warnings"][1:]
+    # the protocol's checks and the interval method of each selector are on the page
+    assert all(c["message"] in page.find("section", id="protocol")[0]["text"] for c in data["checks"])
+    results = page.find("section", id="results")[0]["text"]
+    assert "95% CI (none, root, final: score)" in results and "score interval with an effective sample size" \
+        in results
+    assert "TRAINING" in page.find("section", id="training")[0]["text"]
+    synthetic = Page(to_html(synthetic_report(20, demo=False)))
+    assert synthetic.find("p", id="demo-banner") == []
+
+
+def test_the_page_is_self_contained(both):
+    _, text = both
+    page = Page(text)
+    assert {e["tag"] for e in page.elements} <= ALLOWED_TAGS
+    assert len(page.find("script")) == 1 and "src" not in page.find("script")[0]["attrs"]
+    for e in page.elements:  # nothing refers outside the page
+        for name, value in e["attrs"].items():
+            if name in ("src", "href", "action", "data", "poster", "srcset") or name.startswith("xlink"):
+                assert (value or "").startswith("#"), (e["tag"], name, value)
+    assert "@import" not in text and "url(" not in text
+    csp = page.find("meta", http_equiv="Content-Security-Policy")[0]["attrs"]["content"]
+    assert "default-src 'none'" in csp
+    digest = base64.b64encode(hashlib.sha256(page.scripts[0].encode("utf-8")).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp  # the one script is allowed by its hash, and nothing else
+    assert "prefers-color-scheme:dark" in text.replace(" ", "")
+    assert len(text.encode("utf-8")) < 200_000  # the demo: a few tens of KB, far under a few hundred
+
+
+def test_every_string_from_the_data_is_escaped():
+    report = synthetic_report(60)
+    text = to_html(report)
+    page = Page(text)
+    assert {e["tag"] for e in page.elements} <= ALLOWED_TAGS
+    assert len(page.find("script")) == 1
+    assert not [(e["tag"], a) for e in page.elements for a in e["attrs"] if a.startswith("on")]
+    assert not page.find("img") and not page.find("style")[1:]
+    ids = [page.children(row, "th")[0]["text"] for row in page.task_rows()]
+    assert ids == report.test_ids  # the hostile ids are text, exactly as written
+    assert all(h in ids for h in HOSTILE)
+    warnings = [e["text"] for e in page.elements
+                if e["tag"] == "li" and e["parent"]["attrs"].get("class") == "warnings"]
+    assert "A warning with <b>markup</b> & an id: <script>alert(1)</script>" in warnings
+    titles = [e["text"] for e in page.elements if e["tag"] == "title" and "svg" in e["parents"]]
+    assert any(t.startswith(HOSTILE[1] + ":") for t in titles)  # the per-task bars' tooltips too
+    for raw in HOSTILE:
+        if "<" in raw:
+            assert raw not in text
+
+
+def test_ten_thousand_tasks_are_paged_and_all_there():
+    report = synthetic_report(10_000, hostile=False)
+    text = to_html(report)
+    page = Page(text)
+    pages = page.find("details")
+    assert len(pages) == 10_000 // PAGE_ROWS and "open" in pages[0]["attrs"]
+    assert all("open" not in p["attrs"] for p in pages[1:])
+    rows = page.task_rows()
+    assert [page.children(row, "th")[0]["text"] for row in rows] == report.test_ids
+    assert all("details" in row["parents"] for row in rows)
+    assert page.find("noscript")
+    # the per-pair plots become histograms (one bar per task would be 10,000 bars)
+    assert text.count("<rect") < 200
+    assert len(text.encode("utf-8")) < 5_000_000
+
+
+def test_fields_added_to_the_model_later_are_rendered():
+    """Another issue adds e.g. a failure taxonomy to the Report: the page shows it without being changed."""
+    class Later(Report):
+        failure_taxonomy: list[dict] = []
+
+    base = synthetic_report(12)
+    later = Later(**base.model_dump(), failure_taxonomy=[
+        {"label": "wrong format", "count": 3, "tasks": ["t1", "<i>t2</i>"]},
+        {"label": "<script>x()</script>", "count": 1, "tasks": []}])
+    page = Page(to_html(later))
+    section = page.find("section", id="extra-failure_taxonomy") or page.find("section", id="extra-failure-taxonomy")
+    assert section and "Failure taxonomy" in section[0]["text"]
+    assert "wrong format" in section[0]["text"] and "<script>x()</script>" in section[0]["text"]
+    assert len(page.find("script")) == 1 and not page.find("i")
+    assert any(a["attrs"].get("href") == f"#{section[0]['attrs']['id']}" for a in page.find("a"))
+
+
+def test_the_cli_writes_html_and_keeps_an_existing_file(evaluated, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    out.write_text("keep me")
+    assert main(["report", "--config", str(evaluated), "--format", "html", "--output", str(out)]) == 2
+    assert "already exists; pass --force" in capsys.readouterr().err and out.read_text() == "keep me"
+    assert main(["report", "--config", str(evaluated), "--format", "html", "--adapter", "root",
+                 "--adapter", "final"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("<!DOCTYPE html>") and re.search(r'data-label="final"', text)
+    assert 'data-label="none"' not in text

@@ -1,0 +1,157 @@
+"""``hermit-tui serve`` without a browser (tests/test_browser.py loads its page in Chromium): the session command,
+the loopback rule, one-line errors, the page it serves, and a clean stop."""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from hermit_tui import cli_serve
+
+textual_serve = pytest.importorskip("textual_serve", reason="the web extra is not installed (pip install -e '.[web]')")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(config: Path, port: int, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "hermit_tui", "serve", "--config", str(config), "--port", str(port),
+                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def wait_http(url: str, proc: subprocess.Popen, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                assert response.status == 200
+                return response.read().decode("utf-8")
+        except OSError:
+            if proc.poll() is not None:
+                raise AssertionError(f"serve exited with {proc.returncode}: {proc.stderr.read()}") from None
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Processes whose command line mentions ``text`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def stop(proc: subprocess.Popen) -> int:
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+
+
+def test_the_session_command_is_this_python_with_the_config_and_overrides_quoted(tmp_path):
+    config = tmp_path / "a folder; with $pace" / "run.yaml"
+    overrides = ["agent.params.note=it's $(rm -rf ~) `x` & y", "agent.concurrency=2"]
+    argv = shlex.split(cli_serve.session_command(config, overrides))
+    assert argv == [sys.executable, "-m", "hermit_tui", "--config", str(config),
+                    "--set", overrides[0], "--set", overrides[1]]
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("localhost", True), ("::1", True),
+                                            ("127.8.9.10", True), ("[::1]", True), ("0.0.0.0", False),
+                                            ("::", False), ("192.168.1.20", False), ("example.com", False)])
+def test_loopback_addresses(host, loopback):
+    assert cli_serve.is_loopback(host) is loopback
+
+
+def test_the_served_page_asks_no_third_party_and_names_the_run():
+    original = (Path(textual_serve.__file__).parent / "templates" / "app_index.html").read_text()
+    assert "fonts.googleapis.com" in original  # what this guards against: textual-serve's page fetches a web font
+    page = cli_serve.patched_template(original)
+    assert "googleapis" not in page and "https://" not in page and "http://" not in page.replace(
+        "http://www.w3.org/2000/svg", "")
+    assert "<title>{{ application.name|e }}</title>" in page
+    fonts = Path(textual_serve.__file__).parent / "static" / "fonts"
+    for name in ("RobotoMono-VariableFont_wght.ttf", "RobotoMono-Italic-VariableFont_wght.ttf"):
+        assert f"fonts/{name}" in page and (fonts / name).is_file()
+
+
+def run_cli(*argv: str, extra_code: str = "") -> subprocess.CompletedProcess:
+    code = extra_code + "from hermit_tui.cli import main; raise SystemExit(main(%r))" % (list(argv),)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def test_without_the_web_extra_one_line_and_exit_2(demo_config):
+    done = run_cli("serve", "--config", str(demo_config),
+                   extra_code="import sys; sys.modules['textual_serve'] = None\n")  # as if not installed
+    assert done.returncode == 2
+    assert done.stderr == ("hermit-tui: error: `hermit-tui serve` needs the web extra: "
+                           "pip install 'hermit-tui[web]'\n")
+
+
+def test_bad_input_is_one_line_and_exit_2(demo_config, tmp_path):
+    cases = [(["--config", str(tmp_path / "missing.yaml")], "config file not found"),
+             (["--config", str(demo_config), "--port", "70000"], "--port must be between 1 and 65535"),
+             (["--config", str(demo_config), "--public-url", "ftp://x"], "--public-url must start with http"),
+             (["--config", str(demo_config), "not-an-override"], "not-an-override")]
+    for argv, message in cases:
+        done = run_cli("serve", *argv)
+        assert done.returncode == 2, (argv, done.stderr)
+        assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_busy_port_and_another_host(demo_config):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = run_cli("serve", "--config", str(demo_config), "--port", str(port))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"hermit-tui: error: 127.0.0.1:{port}: cannot listen (")
+    # an address of another host (TEST-NET-1, never this machine's): the warning, then the bind fails
+    done = run_cli("serve", "--config", str(demo_config), "--host", "192.0.2.1", "--port", str(free_port()))
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and len(lines) == 2
+    assert lines[0] == ("hermit-tui: warning: serving on 192.0.2.1: anyone who can reach this address can drive the "
+                        "dashboard (launch evaluations, publish cards); there is no login")
+    assert lines[1].startswith("hermit-tui: error: 192.0.2.1:")
+
+
+def test_serve_answers_on_loopback_and_stops_cleanly(demo_config):
+    port = free_port()
+    proc = serve(demo_config, port)
+    try:
+        page = wait_http(f"http://127.0.0.1:{port}/", proc)
+        assert "<title>hermit-tui · demo</title>" in page
+        assert f'data-session-websocket-url="ws://127.0.0.1:{port}/ws"' in page
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/fonts/RobotoMono-VariableFont_wght.ttf") as r:
+            assert r.status == 200 and len(r.read()) > 10_000
+        with socket.socket() as s:  # bound to loopback only: another local address of this host is refused
+            addresses = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), port, socket.AF_INET)}
+            others = [a for a in addresses if not a.startswith("127.")]
+            if others:
+                assert s.connect_ex((others[0], port)) != 0
+    finally:
+        code = stop(proc)
+    assert code == 0, proc.stderr.read()
+    assert "hermit-tui: warning" not in proc.stderr.read()
