@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Literal
 
 from hermit_tui.core import events as ev
+from hermit_tui.core.annotations import (
+    DEFAULT_LABEL_SET, Annotation, AnnotationsFile, SelectorTaxonomy, applying, is_failure, pair_taxonomy,
+    read_annotations, selector_taxonomy,
+)
+from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation
 from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord, Summary
 
@@ -22,6 +27,22 @@ Filter = Literal["all", "errors", "regressions", "improvements", "flaky", "unkno
 FILTERS: tuple[Filter, ...] = ("all", "errors", "regressions", "improvements", "flaky", "unknown_cost")
 FILTER_NAMES = {"all": "all tasks", "errors": "errors only", "regressions": "regressions", "improvements":
                 "improvements", "flaky": "flaky", "unknown_cost": "unknown cost"}
+#: The per-task table's label filter, beside a label's own name: tasks with any label, tasks with a failure that
+#: carries none.
+ANY_LABEL, UNLABELLED = "\x00any", "\x00unlabelled"
+LABEL_FILTER_NAMES = {ANY_LABEL: "any label", UNLABELLED: "unlabelled failures"}
+#: The triage walk's groups, in the order it visits them.
+WALK_GROUPS = ("regression", "error", "flaky", "failure")
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failed attempt on the triage walk."""
+
+    key: str  # the column
+    task_id: str
+    repeat: int
+    group: str  # one of WALK_GROUPS
 
 
 @dataclass(slots=True)
@@ -89,6 +110,11 @@ class Column:
     known_cost: float = 0.0
     outside_unit: int = 0  # attempts scored outside [0, 1]
     note: str = ""
+    # the evaluation's triage annotations (annotations.jsonl), latest per (task, repeat); some may describe an
+    # earlier attempt that was re-run since: ``live_annotations`` leaves those out
+    annotations: dict[tuple[str, int], Annotation] = field(default_factory=dict)
+    changes: int = 0  # bumped when a record or an annotation changes (caches key on it)
+    _live: tuple[int, dict] | None = None
 
     @property
     def done(self) -> int:
@@ -115,6 +141,7 @@ class Column:
 
     def add(self, rec: AttemptRecord, tb: str | None = None) -> None:
         key = (rec.id, rec.repeat)
+        self.changes += 1
         if key in self.records:  # a retried attempt replaces the earlier one
             self._remove(self.records[key])
         self.records[key] = rec
@@ -156,6 +183,20 @@ class Column:
 
     def attempts_of(self, task_id: str) -> list[AttemptRecord]:
         return sorted((r for (t, _), r in self.records.items() if t == task_id), key=lambda r: r.repeat)
+
+    def live_annotations(self) -> dict[tuple[str, int], Annotation]:
+        """The annotations that describe the attempts recorded now."""
+        if self._live is None or self._live[0] != self.changes:
+            self._live = (self.changes, applying(self.annotations, self.records))
+        return self._live[1]
+
+    def annotation(self, task_id: str, repeat: int) -> Annotation | None:
+        return self.live_annotations().get((task_id, repeat))
+
+    def stale_annotation(self, task_id: str, repeat: int) -> Annotation | None:
+        """An annotation made on an earlier attempt at this task and repeat (re-run since), if any."""
+        ann = self.annotations.get((task_id, repeat))
+        return ann if ann is not None and (task_id, repeat) not in self.live_annotations() else None
 
 
 _STEP = re.compile(r"ckpt-step-(\d+)$")
@@ -225,6 +266,9 @@ class EvalStore:
         self._search_text: dict[str, str] = {}
         self.max_cost: float | None = None  # the launch's --max-cost (USD)
         self.stop_reason: str | None = None  # why the last launch stopped early without a cancel
+        self.label_set: list[str] = list(DEFAULT_LABEL_SET)  # the run's labels, keys 1-9 (hermit-tui's settings)
+        self.annotations_version = 0  # the part of ``version`` that annotation changes bumped
+        self._walk: tuple[tuple, list[Failure]] | None = None
 
     # -- feeding --------------------------------------------------------------------------------------------------
     def _touch(self) -> None:
@@ -250,10 +294,15 @@ class EvalStore:
             self.max_cost, self.stop_reason = event.max_cost_usd, None
         elif isinstance(event, ev.SelectorStarted):
             self.columns.pop(event.label, None)
-            self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
-                                               source="live", commit=event.commit, expected=event.total,
-                                               running=True, threshold=self.threshold,
-                                               folder=Path(event.folder) if event.folder else None)
+            col = self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
+                                                     source="live", commit=event.commit, expected=event.total,
+                                                     running=True, threshold=self.threshold,
+                                                     folder=Path(event.folder) if event.folder else None)
+            if col.folder is not None:  # a retry or a resume keeps the evaluation, and its annotations
+                try:
+                    col.annotations = read_annotations(col.folder).entries
+                except InputError as exc:
+                    self.log.append(("warning", str(exc)))
             self.order_columns()
         elif isinstance(event, ev.SelectorFinished):
             col = self.columns.get(event.label)
@@ -284,7 +333,8 @@ class EvalStore:
     def _known_ids(self) -> set[str]:
         return set(self.task_ids)
 
-    def add_stored(self, stored: StoredEvaluation, *, key: str | None = None, results=None) -> Column:
+    def add_stored(self, stored: StoredEvaluation, *, key: str | None = None, results=None,
+                   annotations: AnnotationsFile | None = None) -> Column:
         """Put an evaluation read from disk beside the others.
 
         Reading 100,000 records creates millions of objects that live as long as the store: the cyclic garbage
@@ -293,15 +343,22 @@ class EvalStore:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._add_stored(stored, key=key, results=results)
+            return self._add_stored(stored, key=key, results=results, annotations=annotations)
         finally:
             gc.freeze()
             if enabled:
                 gc.enable()
 
-    def _add_stored(self, stored: StoredEvaluation, *, key: str | None, results=None) -> Column:
-        """``results``: the evaluation's results file already read (off the event loop), else read here."""
+    def _add_stored(self, stored: StoredEvaluation, *, key: str | None, results=None,
+                    annotations: AnnotationsFile | None = None) -> Column:
+        """``results``: the evaluation's results file already read (off the event loop), else read here; the same
+        for ``annotations``."""
         results = results if results is not None else stored.load_results()
+        if annotations is None:
+            try:
+                annotations = read_annotations(stored.folder)
+            except InputError as exc:
+                annotations = AnnotationsFile(skipped=[str(exc)])
         key = key or (stored.name if stored.name not in self.columns or self.columns[stored.name].source == "disk"
                       else f"{stored.name} (disk)")
         s = stored.summary
@@ -311,8 +368,9 @@ class EvalStore:
                      expected=(s.expected_attempts or s.tasks * s.repeats) if s else len(results.records))
         for rec in results.records:
             col.add(rec, rec.model_extra.get("traceback") if rec.model_extra else None)
-        if results.skipped:
-            col.note = "; ".join(results.skipped)
+        col.annotations = dict(annotations.entries)
+        if results.skipped or annotations.skipped:
+            col.note = "; ".join([*results.skipped, *annotations.skipped])
         known = self._known_ids()
         for rec in results.records:
             if rec.id not in known:
@@ -368,6 +426,124 @@ class EvalStore:
         self.order_columns()
         self._touch()
 
+    # -- triage annotations ---------------------------------------------------------------------------------------
+    @property
+    def data_version(self) -> int:
+        """``version`` without the bumps of annotation changes: figures computed from the records only (the compare
+        screen's statistics) need not be computed again when a label changes."""
+        return self.version - self.annotations_version
+
+    def _annotations_touched(self, col: Column) -> None:
+        col.changes += 1
+        self.annotations_version += 1
+        self._touch()
+
+    def set_annotations(self, key: str, entries: dict[tuple[str, int], Annotation]) -> None:
+        """An evaluation's annotations as read from (or just written to) its annotations.jsonl."""
+        col = self.columns.get(key)
+        if col is not None:
+            col.annotations = dict(entries)
+            self._annotations_touched(col)
+
+    def put_annotation(self, key: str, annotation: Annotation) -> None:
+        """One attempt's new annotation (an empty one clears it)."""
+        col = self.columns.get(key)
+        if col is None:
+            return
+        if annotation.empty:
+            col.annotations.pop(annotation.key, None)
+        else:
+            col.annotations[annotation.key] = annotation
+        self._annotations_touched(col)
+
+    def set_label_set(self, labels: list[str]) -> None:
+        self.label_set = list(labels)
+        self.annotations_version += 1
+        self._touch()
+
+    def annotation(self, key: str, task_id: str, repeat: int) -> Annotation | None:
+        col = self.columns.get(key)
+        return col.annotation(task_id, repeat) if col is not None else None
+
+    def taxonomy(self) -> dict[str, SelectorTaxonomy]:
+        """Per column: attempts per label, failures and how many carry a label."""
+        return {k: selector_taxonomy(k, c.records, c.live_annotations(), self.threshold, self.label_set)
+                for k, c in self.columns.items()}
+
+    def pair_taxonomy(self, a: str, b: str):
+        """Per label, the tasks ``b`` fixed (``a`` had the label, ``b`` does not) and introduced (core.annotations)."""
+        ca, cb = self.columns[a], self.columns[b]
+        return pair_taxonomy(a, ca.records, ca.live_annotations(), b, cb.records, cb.live_annotations(),
+                             self.label_set, self.task_ids)
+
+    def labels_in_use(self) -> dict[str, int]:
+        """Every label some attempt carries (attempts per label), the run's set first, then the others."""
+        counts: dict[str, int] = {}
+        for col in self.columns.values():
+            for ann in col.live_annotations().values():
+                for name in ann.labels:
+                    counts[name] = counts.get(name, 0) + 1
+        rank = {name: i for i, name in enumerate(self.label_set)}
+        return dict(sorted(counts.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+
+    def failure_walk(self) -> list[Failure]:
+        """Every failed attempt of the current (not archived) evaluations in triage order: regressions against the
+        baseline first (the largest drops of a task's mean first), then pipeline and judge errors, then failures on
+        flaky tasks, then the other failures; within a group by task, then column, then repeat. A failure is an
+        attempt with status error/judge_error or a score below the success threshold (``core.annotations``)."""
+        cols = [c for c in self.columns.values() if not c.archived]
+        stamp = (self.data_version, self.threshold, self.baseline, tuple((c.key, c.changes) for c in cols))
+        if self._walk is not None and self._walk[0] == stamp:
+            return self._walk[1]
+        rank = {tid: i for i, tid in enumerate(self.task_ids)}
+        order = {c.key: i for i, c in enumerate(cols)}
+        base = self.columns.get(self.baseline) if self.baseline else None
+        keyed = []
+        for col in cols:
+            for (tid, rep), rec in col.records.items():
+                if not is_failure(rec, self.threshold):
+                    continue
+                cell = col.cells.get(tid)
+                bcell = base.cells.get(tid) if base is not None and col is not base else None
+                drop = (bcell.mean - cell.mean) if bcell and cell and bcell.mean is not None and cell.mean is not None \
+                    else 0.0
+                place = (rank.get(tid, len(rank)), tid, order[col.key], rep)
+                if drop > 1e-9:
+                    keyed.append(((0, -drop, *place), Failure(col.key, tid, rep, "regression")))
+                elif rec.status != "ok":
+                    keyed.append(((1, 0.0, *place), Failure(col.key, tid, rep, "error")))
+                elif cell is not None and cell.flaky:
+                    keyed.append(((2, 0.0, *place), Failure(col.key, tid, rep, "flaky")))
+                else:
+                    keyed.append(((3, 0.0, *place), Failure(col.key, tid, rep, "failure")))
+        keyed.sort(key=lambda kv: kv[0])
+        walk = [f for _, f in keyed]
+        self._walk = (stamp, walk)
+        return walk
+
+    def is_labelled(self, failure: Failure) -> bool:
+        ann = self.annotation(failure.key, failure.task_id, failure.repeat)
+        return ann is not None and bool(ann.labels)
+
+    def triage_progress(self) -> tuple[int, int]:
+        """(failures carrying a label, failures) over the current evaluations."""
+        walk = self.failure_walk()
+        return sum(1 for f in walk if self.is_labelled(f)), len(walk)
+
+    def next_unlabelled(self, after: tuple[str, str, int] | None = None) -> Failure | None:
+        """The first unlabelled failure after ``after`` (column, task, repeat) on the walk, wrapping around; from the
+        start when ``after`` is not a failure on it. None when every failure carries a label."""
+        walk = self.failure_walk()
+        start = 0
+        if after is not None:
+            at = next((i for i, f in enumerate(walk) if (f.key, f.task_id, f.repeat) == after), None)
+            start = 0 if at is None else at + 1
+        for i in range(len(walk)):
+            f = walk[(start + i) % len(walk)]
+            if not self.is_labelled(f):
+                return f
+        return None
+
     # -- reading --------------------------------------------------------------------------------------------------
     @property
     def keys(self) -> list[str]:
@@ -382,9 +558,11 @@ class EvalStore:
         return text
 
     def rows(self, *, keys: list[str] | None = None, filter: Filter = "all", search: str = "",
-             sort: str = "id", reverse: bool = False, compare: tuple[str, str] | None = None) -> list[TaskRow]:
+             sort: str = "id", reverse: bool = False, compare: tuple[str, str] | None = None,
+             label: str | None = None) -> list[TaskRow]:
         """The per-task table. ``compare`` = (baseline, candidate) for the regression/improvement filters
-        (default: the store's baseline and the last column)."""
+        (default: the store's baseline and the last column). ``label``: only tasks with an attempt carrying that
+        label (``ANY_LABEL``: any label; ``UNLABELLED``: a failure carrying none)."""
         keys = keys if keys is not None else self.keys
         cols = [self.columns[k] for k in keys if k in self.columns]
         base_key = self.baseline if self.baseline in self.columns else (keys[0] if keys else None)
@@ -392,8 +570,11 @@ class EvalStore:
         if compare is None and len(cols) >= 2:
             compare = (base_key or cols[0].key, cols[-1].key if cols[-1].key != base_key else cols[0].key)
         needle = search.strip().lower()
+        wanted = self._label_tasks(label, cols) if label is not None else None
         out: list[TaskRow] = []
         for tid in self.task_ids:
+            if wanted is not None and tid not in wanted:
+                continue
             if needle and needle not in self.search_text(tid):
                 continue
             cells = [c.cells.get(tid) for c in cols]
@@ -409,6 +590,20 @@ class EvalStore:
             missing = [r for r in out if r.value(sort, names)[0] != 0]
             present.sort(key=lambda r: r.value(sort, names), reverse=reverse)
             out = present + missing
+        return out
+
+    def _label_tasks(self, label: str, cols: list[Column]) -> set[str]:
+        """The tasks the label filter keeps, over ``cols``."""
+        out: set[str] = set()
+        for col in cols:
+            live = col.live_annotations()
+            if label == UNLABELLED:
+                for key, rec in col.records.items():
+                    ann = live.get(key)
+                    if (ann is None or not ann.labels) and is_failure(rec, self.threshold):
+                        out.add(key[0])
+            else:
+                out.update(k[0] for k, a in live.items() if a.labels and (label == ANY_LABEL or label in a.labels))
         return out
 
     def _keep(self, filter: Filter, tid: str, cells: list[Cell | None], compare) -> bool:
