@@ -86,7 +86,7 @@ def test_the_latest_line_wins_and_a_cleared_attempt_is_gone(tmp_path):
     r1, r2 = rec("t1", 1), rec("t2", 1)
     update_annotation(tmp_path, r1, Change(add=["format error"]))
     update_annotation(tmp_path, r2, Change(note="odd"))
-    new, read = update_annotation(tmp_path, r1, Change(add=["timeout"]))
+    new, _ = update_annotation(tmp_path, r1, Change(add=["timeout"]))
     assert new.labels == ["format error", "timeout"]
     assert [(e["id"], e["labels"]) for e in lines(tmp_path)] == [("t1", ["format error"]), ("t2", []),
                                                                   ("t1", ["format error", "timeout"])]
@@ -124,7 +124,7 @@ def test_a_folder_that_cannot_be_written_is_one_line_and_nothing_changes(tmp_pat
 
 
 def test_a_full_disk_is_one_line_and_the_file_is_as_it_was(tmp_path, monkeypatch):
-    import hermit_tui.core.annotations as annotations
+    from hermit_tui.core import annotations
     update_annotation(tmp_path, rec(), Change(add=["timeout"]))
     before = (tmp_path / ANNOTATIONS).read_bytes()
     real = os.write
@@ -230,10 +230,17 @@ def test_pair_taxonomy_says_which_labels_final_fixed_and_introduced():
          ("t10", 1): Annotation(repeat=1, id="t10", labels=["wrong reasoning"])}
     p = pair_taxonomy("none", ra, a, "final", rb, b, DEFAULT_LABEL_SET, [x["id"] for x in FIXED_TASKS])
     by = {c.label: c for c in p.labels}
+    # final's unlabelled failures are on t04 (r2, r3), t05 (r1, r2), t09 (r2), t10 (r2, r3); none's on every task it
+    # fails (t01 t02 t04 t05 t07 t08 t09 t11 t12): a label missing there is "not triaged", not fixed or introduced
     assert (by["format error"].fixed, by["format error"].introduced, by["format error"].both) == (["t01"], [], ["t05"])
-    assert (by["timeout"].fixed, by["timeout"].introduced) == (["t04"], [])
-    assert (by["wrong reasoning"].fixed, by["wrong reasoning"].introduced) == ([], ["t04", "t10"])
+    assert (by["timeout"].fixed, by["timeout"].untriaged) == ([], ["t04"])
+    assert (by["wrong reasoning"].introduced, by["wrong reasoning"].untriaged) == (["t10"], ["t04"])
     assert [c.label for c in p.labels] == ["format error", "wrong reasoning", "timeout"]  # most tasks first
+    # once final's failures on t04 all carry a label, timeout is fixed there
+    b[("t04", 2)] = Annotation(repeat=2, id="t04", labels=["format error"])
+    b[("t04", 3)] = Annotation(repeat=3, id="t04", labels=["format error"])
+    by = {c.label: c for c in pair_taxonomy("none", ra, a, "final", rb, b).labels}
+    assert (by["timeout"].fixed, by["timeout"].untriaged) == (["t04"], [])
 
 
 # ---------------------------------------------------------------------------------------------------- the store

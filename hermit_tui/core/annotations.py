@@ -322,9 +322,10 @@ class LabelChange(BaseModel):
     label: str
     a_tasks: int
     b_tasks: int
-    fixed: list[str]  # tasks where a had the label and b does not
-    introduced: list[str]  # tasks where b has the label and a did not
+    fixed: list[str]  # tasks where a had the label and b does not (every failure of b there carries a label)
+    introduced: list[str]  # tasks where b has the label and a did not (every failure of a there carries a label)
     both: list[str]
+    untriaged: list[str] = Field(default_factory=list)  # on one side only, the other side's failures there unlabelled
 
 
 class PairTaxonomy(BaseModel):
@@ -407,12 +408,24 @@ def task_labels(records: Mapping[Key, AttemptRecord], annotations: Mapping[Key, 
     return out
 
 
+def untriaged_tasks(records: Mapping[Key, AttemptRecord], annotations: Mapping[Key, Annotation],
+                    threshold: float = SOLVED_THRESHOLD) -> set[str]:
+    """Tasks with a failure that carries no label."""
+    live = applying(annotations, records)
+    return {k[0] for k, r in records.items() if is_failure(r, threshold) and not (k in live and live[k].labels)}
+
+
 def pair_taxonomy(a: str, records_a: Mapping[Key, AttemptRecord], annotations_a: Mapping[Key, Annotation],
                   b: str, records_b: Mapping[Key, AttemptRecord], annotations_b: Mapping[Key, Annotation],
-                  label_set: Sequence[str] = DEFAULT_LABEL_SET, task_order: Sequence[str] | None = None) -> PairTaxonomy:
+                  label_set: Sequence[str] = DEFAULT_LABEL_SET, task_order: Sequence[str] | None = None,
+                  threshold: float = SOLVED_THRESHOLD) -> PairTaxonomy:
     """Per label, on the tasks both evaluations attempted: the tasks where ``a`` had it and ``b`` does not (fixed),
-    where ``b`` has it and ``a`` did not (introduced), and where both do."""
+    where ``b`` has it and ``a`` did not (introduced), and where both do. A label missing on one side says something
+    only where that side was triaged: when that side has a failure on the task that carries no label, the task is
+    ``untriaged`` instead of fixed or introduced."""
     ta, tb = task_labels(records_a, annotations_a), task_labels(records_b, annotations_b)
+    open_a = untriaged_tasks(records_a, annotations_a, threshold)
+    open_b = untriaged_tasks(records_b, annotations_b, threshold)
     paired = {k[0] for k in records_a} & {k[0] for k in records_b}
     rank = {tid: i for i, tid in enumerate(task_order or [])}
 
@@ -424,8 +437,10 @@ def pair_taxonomy(a: str, records_a: Mapping[Key, AttemptRecord], annotations_a:
     for name in names:
         in_a = {t for t, v in ta.items() if name in v and t in paired}
         in_b = {t for t, v in tb.items() if name in v and t in paired}
-        out.append(LabelChange(label=name, a_tasks=len(in_a), b_tasks=len(in_b), fixed=order(in_a - in_b),
-                               introduced=order(in_b - in_a), both=order(in_a & in_b)))
+        only_a, only_b = in_a - in_b, in_b - in_a
+        out.append(LabelChange(label=name, a_tasks=len(in_a), b_tasks=len(in_b), fixed=order(only_a - open_b),
+                               introduced=order(only_b - open_a), both=order(in_a & in_b),
+                               untriaged=order((only_a & open_b) | (only_b & open_a))))
     set_rank = {label: i for i, label in enumerate(label_set)}
     out.sort(key=lambda c: (-(c.a_tasks + c.b_tasks), set_rank.get(c.label, len(set_rank)), c.label))
     return PairTaxonomy(a=a, b=b, labels=out)

@@ -248,7 +248,7 @@ def _taxonomy(stored: dict[str, StoredEvaluation], records: dict[str, list[Attem
         if t.stale:
             warnings.append(f"{t.label}: {t.stale} annotations were made on earlier attempts, re-run since; they are "
                             "not counted")
-    pairs = [pair_taxonomy(a, by_key[a], notes[a], b, by_key[b], notes[b], label_set, test_ids)
+    pairs = [pair_taxonomy(a, by_key[a], notes[a], b, by_key[b], notes[b], label_set, test_ids, threshold)
              for a, b in default_pairs(labels)]
     return FailureTaxonomy(threshold=threshold, label_set=list(label_set), selectors=selectors, pairs=pairs,
                            warnings=warnings)
@@ -515,11 +515,12 @@ def _taxonomy_markdown(r: Report) -> list[str]:
             continue
         out += ["", f"### Labels: {p.b} vs {p.a}", "",
                 f"Per label, on the tasks both attempted (a task carries a label when one of its attempts does): "
-                f"fixed = under {p.a}, not under {p.b}; introduced = under {p.b}, not under {p.a}.", ""]
-        out += _table(["label", f"tasks ({p.a})", f"tasks ({p.b})", "fixed", "introduced", "fixed tasks",
-                       "introduced tasks"],
-                      [[c.label, c.a_tasks, c.b_tasks, len(c.fixed), len(c.introduced), _tasks(c.fixed),
-                        _tasks(c.introduced)] for c in p.labels])
+                f"fixed = under {p.a}, not under {p.b}; introduced = under {p.b}, not under {p.a}; not triaged = on "
+                "one side only while the other side's failures on the task carry no label yet.", ""]
+        out += _table(["label", f"tasks ({p.a})", f"tasks ({p.b})", "fixed", "introduced", "not triaged",
+                       "fixed tasks", "introduced tasks"],
+                      [[c.label, c.a_tasks, c.b_tasks, len(c.fixed), len(c.introduced), len(c.untriaged),
+                        _tasks(c.fixed), _tasks(c.introduced)] for c in p.labels])
     return out + [""]
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from hermit_tui.core.annotations import PairTaxonomy, SelectorTaxonomy
@@ -64,7 +64,7 @@ class PairLabels(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="labels-counts")
-        with Horizontal(id="labels-box"):
+        with Vertical(id="labels-box"):
             yield VirtualTable(id="labels-table")
             with Vertical(id="labels-side"):
                 yield Static("enter on a label lists its tasks", id="labels-title")
@@ -85,13 +85,14 @@ class PairLabels(VerticalScroll):
         vt = self.query_one("#labels-table", VirtualTable)
         vt.set_columns([VColumn("label", "tasks with", max([10, *(len(c.label) for c in rows)])),
                         VColumn("a", a, max(3, len(a)), "right"), VColumn("b", b, max(3, len(b)), "right"),
-                        VColumn("fixed", "fixed", 5, "right"), VColumn("introduced", "introduced", 10, "right")])
+                        VColumn("fixed", "fixed", 5, "right"), VColumn("introduced", "introduced", 10, "right"),
+                        VColumn("untriaged", "not triaged", 11, "right")])
 
         def render(c, col: str) -> str:
             return {"label": c.label, "a": str(c.a_tasks), "b": str(c.b_tasks), "fixed": str(len(c.fixed)),
-                    "introduced": str(len(c.introduced))}[col]
+                    "introduced": str(len(c.introduced)), "untriaged": str(len(c.untriaged))}[col]
         vt.set_rows(rows, render, key=lambda c: c.label)
-        vt.styles.height = len(rows) + 1 if rows else 1
+        vt.styles.height = len(rows) + 2 if rows else 1  # a line for the scrollbar on a narrow terminal
         if not rows:
             self.query_one("#labels-title", Static).update(Text(
                 "No task carries a label under either selector yet: 1-9 label an attempt on the drill-down, the "
@@ -109,7 +110,8 @@ class PairLabels(VerticalScroll):
         text = Text()
         for name, tasks in ((f"fixed by {b} (under {a}, not under {b})", change.fixed),
                             (f"introduced by {b} (under {b}, not under {a})", change.introduced),
-                            ("under both", change.both)):
+                            ("under both", change.both),
+                            ("not triaged (the other side's failures there carry no label yet)", change.untriaged)):
             text.append(f"{name}: {len(tasks)}\n", style="bold")
             text.append((" ".join(tasks) or "—") + "\n")
         self.query_one("#labels-tasks", Static).update(text)
