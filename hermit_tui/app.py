@@ -286,10 +286,10 @@ class HermitApp(App):
                     problems.append(str(exc))
                     continue
                 try:
-                    annotations = read_annotations(stored.folder)
+                    notes = read_annotations(stored.folder)
                 except InputError as exc:
-                    annotations = AnnotationsFile(skipped=[str(exc)])
-                loaded.append((stored, results, annotations))
+                    notes = AnnotationsFile(skipped=[str(exc)])
+                loaded.append((stored, results, notes))
             if get_current_worker().is_cancelled:
                 return
             self.call_from_thread(self._stored_loaded, store, loaded, problems, beside_live)
@@ -298,11 +298,11 @@ class HermitApp(App):
     def _stored_loaded(self, store: EvalStore, loaded: list, problems: list[str], beside_live: bool) -> None:
         if store is not self.store:  # another config was opened meanwhile
             return
-        for stored, results, annotations in loaded:
+        for stored, results, notes in loaded:
             shown = store.columns.get(stored.name)
             if not beside_live and shown is not None and shown.source == "live":
                 continue
-            store.add_stored(stored, results=results, annotations=annotations)
+            store.add_stored(stored, results=results, annotations=notes)
         for problem in problems:
             self.notify(problem, severity="error", timeout=10)
         self.screen.post_message(self.StoreUpdated())

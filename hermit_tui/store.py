@@ -269,6 +269,8 @@ class EvalStore:
         self.label_set: list[str] = list(DEFAULT_LABEL_SET)  # the run's labels, keys 1-9 (hermit-tui's settings)
         self.annotations_version = 0  # the part of ``version`` that annotation changes bumped
         self._walk: tuple[tuple, list[Failure]] | None = None
+        self._walk_by_task: dict[str, list[Failure]] = {}
+        self._progress: tuple[tuple, tuple[int, int]] | None = None
 
     # -- feeding --------------------------------------------------------------------------------------------------
     def _touch(self) -> None:
@@ -474,7 +476,7 @@ class EvalStore:
         """Per label, the tasks ``b`` fixed (``a`` had the label, ``b`` does not) and introduced (core.annotations)."""
         ca, cb = self.columns[a], self.columns[b]
         return pair_taxonomy(a, ca.records, ca.live_annotations(), b, cb.records, cb.live_annotations(),
-                             self.label_set, self.task_ids)
+                             self.label_set, self.task_ids, self.threshold)
 
     def labels_in_use(self) -> dict[str, int]:
         """Every label some attempt carries (attempts per label), the run's set first, then the others."""
@@ -519,7 +521,15 @@ class EvalStore:
         keyed.sort(key=lambda kv: kv[0])
         walk = [f for _, f in keyed]
         self._walk = (stamp, walk)
+        self._walk_by_task = {}
+        for f in walk:
+            self._walk_by_task.setdefault(f.task_id, []).append(f)
         return walk
+
+    def failures_of(self, task_id: str) -> list[Failure]:
+        """A task's failures, in walk order."""
+        self.failure_walk()
+        return self._walk_by_task.get(task_id, [])
 
     def is_labelled(self, failure: Failure) -> bool:
         ann = self.annotation(failure.key, failure.task_id, failure.repeat)
@@ -528,7 +538,10 @@ class EvalStore:
     def triage_progress(self) -> tuple[int, int]:
         """(failures carrying a label, failures) over the current evaluations."""
         walk = self.failure_walk()
-        return sum(1 for f in walk if self.is_labelled(f)), len(walk)
+        stamp = (self._walk[0] if self._walk else None, self.annotations_version)
+        if self._progress is None or self._progress[0] != stamp:
+            self._progress = (stamp, (sum(1 for f in walk if self.is_labelled(f)), len(walk)))
+        return self._progress[1]
 
     def next_unlabelled(self, after: tuple[str, str, int] | None = None) -> Failure | None:
         """The first unlabelled failure after ``after`` (column, task, repeat) on the walk, wrapping around; from the

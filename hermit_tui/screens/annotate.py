@@ -28,6 +28,12 @@ from hermit_tui.store import Failure
 GROUP_NAMES = {"regression": "regression", "error": "error", "flaky": "flaky task", "failure": "failure"}
 
 
+def walk_group(store, key: str, task_id: str, repeat: int) -> str:
+    """Why the walk visits an attempt ("regression", "error", "flaky task", "failure"), or "" when it does not."""
+    found = next((f for f in store.failures_of(task_id) if (f.key, f.repeat) == (key, repeat)), None)
+    return GROUP_NAMES[found.group] if found is not None else ""
+
+
 def progress_text(store) -> str:
     """ "17 of 42 failures labelled" over the current evaluations."""
     done, total = store.triage_progress()
@@ -141,7 +147,8 @@ class LabelSetScreen(ModalScreen[list[str] | None]):
                 with Horizontal(classes="labelset-row"):
                     yield Label(f"{n}", classes="labelset-key")
                     if n == 1:
-                        yield Label(f"{JUDGE_DISAGREES}  (built in; n sets a corrected score)", classes="labelset-fixed")
+                        yield Label(f"{JUDGE_DISAGREES}  (built in; n sets a corrected score)",
+                                    classes="labelset-fixed")
                     else:
                         value = self.labels[n - 1] if n - 1 < len(self.labels) else ""
                         yield Input(value, placeholder="(free)", id=f"labelset-{n}", compact=True)
@@ -279,8 +286,8 @@ class Triage:
 
 
 def next_unlabelled(where, after: tuple[str, str, int] | None, show) -> None:
-    """Show (``show(failure)``) the first unlabelled failure after ``after`` on the triage walk, and say where it is
-    and how far triage went; or say that every failure carries a label."""
+    """Show (``show(failure)``) the first unlabelled failure after ``after`` on the triage walk, or say that every
+    failure carries a label."""
     store = where.app.store
     failure = store.next_unlabelled(after)
     if failure is None:
@@ -288,7 +295,4 @@ def next_unlabelled(where, after: tuple[str, str, int] | None, show) -> None:
         where.notify(f"Every one of the {total} failures carries a label" if total else "No failures to label",
                      timeout=4)
         return
-    show(failure)
-    done, total = store.triage_progress()
-    where.notify(f"{GROUP_NAMES[failure.group]}: {failure.key} · {failure.task_id} · repeat {failure.repeat}"
-                 f"   ({done} of {total} failures labelled)", timeout=3)
+    show(failure)  # the screens show where it is and the progress: no toast over them

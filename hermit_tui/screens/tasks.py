@@ -20,7 +20,9 @@ from textual.worker import get_current_worker
 from hermit_tui import bindings
 from hermit_tui.core.annotations import is_failure
 from hermit_tui.paths import style
-from hermit_tui.screens.annotate import LabelPickScreen, Triage, annotation_text, keys_text, progress_text
+from hermit_tui.screens.annotate import (
+    LabelPickScreen, Triage, annotation_text, keys_text, progress_text, walk_group,
+)
 from hermit_tui.store import (
     ANY_LABEL, FILTER_NAMES, FILTERS, LABEL_FILTER_NAMES, UNLABELLED, Cell, EvalStore, Failure, Filter, TaskRow,
 )
@@ -86,8 +88,9 @@ def label_filter_name(label: str | None) -> str:
 def row_attempts(store: EvalStore, task_id: str) -> list[tuple[str, str, int]]:
     """Every attempt of a task, (column, task, repeat): the failures first in triage order, then the others by
     column and repeat. The per-task table's target attempt cycles through them (a)."""
-    walk = [(f.key, f.task_id, f.repeat) for f in store.failure_walk() if f.task_id == task_id]
-    others = [(key, task_id, rec.repeat) for key, col in store.columns.items() for rec in col.attempts_of(task_id)]
+    walk = [(f.key, f.task_id, f.repeat) for f in store.failures_of(task_id)]
+    repeats = range(1, max(store.repeats, 1) + 1)  # read by key: a cursor move stays cheap on a large store
+    others = [(key, task_id, r) for key, col in store.columns.items() for r in repeats if (task_id, r) in col.records]
     return walk + [a for a in others if a not in walk]
 
 
@@ -116,7 +119,7 @@ class TasksScreen(Triage, Screen):
         self.label_filter: str | None = None  # a label, ANY_LABEL or UNLABELLED (store.rows' ``label``)
         self.target: tuple[str, str, int] | None = None  # the attempt the triage keys act on (column, task, repeat)
         self._pending_task: str | None = None  # a task to put the cursor on once the rows are shown
-        self._walked: tuple[str, str, int] | None = None  # the failure the triage walk showed last
+        self._walked: tuple[str, str, int] | None = None  # the attempt u (the walk) or a chose last
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -442,12 +445,13 @@ class TasksScreen(Triage, Screen):
             return
         current = self.chosen_attempt()
         i = attempts.index(current) if current in attempts else -1
-        self.target = attempts[(i + 1) % len(attempts)]
+        self.target = self._walked = attempts[(i + 1) % len(attempts)]
         self._show_triage()
 
     def _show_triage(self) -> None:
         """The target attempt (status, score, labels) and the triage progress, on one line."""
         store: EvalStore = self.app.store
+        self._theme_styles()
         strip = self.query_one("#tasks-triage", Static)
         target = self.chosen_attempt()
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -461,6 +465,8 @@ class TasksScreen(Triage, Screen):
         text.append("▶ ", style=self._styles.get("accent", ""))
         text.append(f"{key} · {task} · repeat {repeat}", style="bold")
         text.append(f"  {rec.status} {rec.judge.score:.2f}", style=self._styles["bad" if failed else "good"])
+        group = walk_group(store, key, task, repeat)
+        text.append(f" ({group})" if group else "", style="dim")
         ann = annotation_text(store.annotation(key, task, repeat), rec.judge.score)
         text.append("  ")
         text.append_text(Text(ann.plain.replace("\n", "  ")) if ann else Text("no label", style="dim"))
@@ -538,6 +544,9 @@ class TasksScreen(Triage, Screen):
     def on_virtual_table_row_selected(self, message: VirtualTable.RowSelected) -> None:
         if self.outputs:
             self.app.goto("attempt", task_id=message.row.task_id, repeat=self.repeat, tab="side")
+        elif self.target is not None and self.target == self._walked and self.target[1] == message.row.task_id:
+            # on the attempt the walk (u) or the user (a) chose
+            self.app.goto("attempt", task_id=message.row.task_id, key=self.target[0], repeat=self.target[2])
         else:
             self.app.goto("attempt", task_id=message.row.task_id)
 
