@@ -1,4 +1,5 @@
-"""hermit-tui's own settings file (never run.yaml): recent configs, and the launch settings chosen per config.
+"""hermit-tui's own settings file (never run.yaml): recent configs, the launch settings chosen per config, and the
+triage label set (keys 1-9) per run.
 
 ``$HERMIT_TUI_CONFIG_DIR/settings.json``, else ``$XDG_CONFIG_HOME/hermit-tui/settings.json``, else
 ``~/.config/hermit-tui/settings.json``.
