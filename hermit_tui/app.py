@@ -19,6 +19,7 @@ from hermit_tui.paths import style
 from hermit_tui.store import EvalStore
 
 DRAIN_INTERVAL_S = 0.1  # engine events are applied to the store and repainted in batches at this pace
+WALK_WORKER_THRESHOLD = 20_000  # attempts from which the triage walk is computed in a worker thread
 
 
 class HermitApp(App):
@@ -369,8 +370,28 @@ class HermitApp(App):
 
     def open_next_unlabelled(self) -> None:
         """The drill-down on the first unlabelled failure of the triage walk (from screens without attempts)."""
+        self.next_unlabelled(None, lambda f: self.goto("attempt", task_id=f.task_id, key=f.key, repeat=f.repeat),
+                             self)
+
+    def next_unlabelled(self, after, show, where) -> None:
+        """Show the next unlabelled failure after ``after`` (screens/annotate.next_unlabelled). On a large store whose
+        walk must be computed again, that is done in a worker thread first (half a second at 100,000 attempts)."""
         from hermit_tui.screens.annotate import next_unlabelled
-        next_unlabelled(self, None, lambda f: self.goto("attempt", task_id=f.task_id, key=f.key, repeat=f.repeat))
+        store = self.store
+        if store.walk_ready() or sum(c.done for c in store.columns.values()) < WALK_WORKER_THRESHOLD:
+            next_unlabelled(where, after, show)
+            return
+
+        def work() -> None:
+            for _ in range(5):  # a batch of a live run may change the store meanwhile: try again
+                try:
+                    store.failure_walk()
+                    break
+                except RuntimeError:
+                    continue
+            if not get_current_worker().is_cancelled and store is self.store:
+                self.call_from_thread(next_unlabelled, where, after, show)
+        self.run_worker(work, thread=True, exclusive=True, group="triage-walk", name="triage-walk")
 
     async def triage(self, action: str) -> None:
         """A triage action from the palette: on the current screen when it has a chosen attempt (drill-down,

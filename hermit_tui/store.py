@@ -12,12 +12,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from hermit_tui.core import events as ev
 from hermit_tui.core.annotations import (
-    DEFAULT_LABEL_SET, Annotation, AnnotationsFile, SelectorTaxonomy, applying, is_failure, pair_taxonomy,
-    read_annotations, selector_taxonomy,
+    DEFAULT_LABEL_SET, Annotation, AnnotationsFile, SelectorTaxonomy, applying, is_failure, pair_changes,
+    read_annotations,
 )
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation
@@ -35,8 +35,7 @@ LABEL_FILTER_NAMES = {ANY_LABEL: "any label", UNLABELLED: "unlabelled failures"}
 WALK_GROUPS = ("regression", "error", "flaky", "failure")
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(NamedTuple):
     """One failed attempt on the triage walk."""
 
     key: str  # the column
@@ -55,6 +54,7 @@ class Cell:
     errors: int = 0
     judge_errors: int = 0
     unknown_cost: int = 0
+    failed: int = 0  # attempts that did not solve the task (core.annotations.is_failure)
     lo: float = math.inf
     hi: float = -math.inf
 
@@ -79,6 +79,7 @@ class Cell:
         self.errors += rec.status == "error"
         self.judge_errors += rec.status == "judge_error"
         self.unknown_cost += rec.cost_usd is None
+        self.failed += rec.status != "ok" or not s >= threshold
         self.lo = min(self.lo, s)
         self.hi = max(self.hi, s)
 
@@ -109,6 +110,7 @@ class Column:
     unknown_cost: int = 0
     known_cost: float = 0.0
     outside_unit: int = 0  # attempts scored outside [0, 1]
+    failures: int = 0  # attempts that did not solve their task (core.annotations.is_failure at ``threshold``)
     note: str = ""
     # the evaluation's triage annotations (annotations.jsonl), latest per (task, repeat); some may describe an
     # earlier attempt that was re-run since: ``live_annotations`` leaves those out
@@ -150,6 +152,7 @@ class Column:
         else:
             self.tracebacks.pop(key, None)
         self.cells.setdefault(rec.id, Cell()).add(rec, self.threshold)
+        self.failures += is_failure(rec, self.threshold)
         self.score_sum += rec.judge.score
         self.errors += rec.status == "error"
         self.judge_errors += rec.status == "judge_error"
@@ -160,6 +163,7 @@ class Column:
             self.known_cost += rec.cost_usd
 
     def _remove(self, old: AttemptRecord) -> None:
+        self.failures -= is_failure(old, self.threshold)
         self.score_sum -= old.judge.score
         self.outside_unit -= not 0.0 <= old.judge.score <= 1.0
         self.errors -= old.status == "error"
@@ -178,8 +182,10 @@ class Column:
         """Recount what is solved under another success threshold."""
         self.threshold = threshold
         self.cells = {}
+        self.failures = 0
         for rec in self.records.values():
             self.cells.setdefault(rec.id, Cell()).add(rec, threshold)
+            self.failures += is_failure(rec, threshold)
 
     def attempts_of(self, task_id: str) -> list[AttemptRecord]:
         return sorted((r for (t, _), r in self.records.items() if t == task_id), key=lambda r: r.repeat)
@@ -197,6 +203,10 @@ class Column:
         """An annotation made on an earlier attempt at this task and repeat (re-run since), if any."""
         ann = self.annotations.get((task_id, repeat))
         return ann if ann is not None and (task_id, repeat) not in self.live_annotations() else None
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else 0.0
 
 
 _STEP = re.compile(r"ckpt-step-(\d+)$")
@@ -269,8 +279,6 @@ class EvalStore:
         self.label_set: list[str] = list(DEFAULT_LABEL_SET)  # the run's labels, keys 1-9 (hermit-tui's settings)
         self.annotations_version = 0  # the part of ``version`` that annotation changes bumped
         self._walk: tuple[tuple, list[Failure]] | None = None
-        self._walk_by_task: dict[str, list[Failure]] = {}
-        self._progress: tuple[tuple, tuple[int, int]] | None = None
 
     # -- feeding --------------------------------------------------------------------------------------------------
     def _touch(self) -> None:
@@ -468,15 +476,73 @@ class EvalStore:
         return col.annotation(task_id, repeat) if col is not None else None
 
     def taxonomy(self) -> dict[str, SelectorTaxonomy]:
-        """Per column: attempts per label, failures and how many carry a label."""
-        return {k: selector_taxonomy(k, c.records, c.live_annotations(), self.threshold, self.label_set)
-                for k, c in self.columns.items()}
+        """Per column: attempts per label, failures and how many carry a label (the figures of
+        ``core.annotations.selector_taxonomy``, from the column's running counts: the cost grows with the
+        annotations, not with the attempts)."""
+        return {k: self._column_taxonomy(c) for k, c in self.columns.items()}
+
+    def _column_taxonomy(self, col: Column) -> SelectorTaxonomy:
+        live = col.live_annotations()
+        counts: dict[str, int] = {}
+        failure_counts: dict[str, int] = {}
+        labelled_failures = labelled = notes = 0
+        corrected: dict[str, float] = {}  # task -> sum of (corrected - recorded) over its corrected attempts
+        for key, ann in live.items():
+            rec = col.records[key]
+            notes += bool(ann.note)
+            if ann.corrected_score is not None:
+                corrected[key[0]] = corrected.get(key[0], 0.0) + ann.corrected_score - _finite(rec.judge.score)
+            if not ann.labels:
+                continue
+            labelled += 1
+            failed = is_failure(rec, col.threshold)
+            labelled_failures += failed
+            for name in ann.labels:
+                counts[name] = counts.get(name, 0) + 1
+                if failed:
+                    failure_counts[name] = failure_counts.get(name, 0) + 1
+        recorded_mean = corrected_mean = None
+        if corrected:
+            means = {tid: (cell.total / cell.n, cell.n) for tid, cell in col.cells.items() if cell.n}
+            if means:
+                recorded_mean = sum(m for m, _ in means.values()) / len(means)
+                corrected_mean = recorded_mean + sum(d / means[tid][1] for tid, d in corrected.items()
+                                                     if tid in means) / len(means)
+        rank = {name: i for i, name in enumerate(self.label_set)}
+
+        def ordered(c: dict[str, int]) -> dict[str, int]:
+            return dict(sorted(c.items(), key=lambda kv: (-kv[1], rank.get(kv[0], len(rank)), kv[0])))
+        return SelectorTaxonomy(label=col.key, attempts=col.done, failures=col.failures,
+                                labelled_failures=labelled_failures, labelled_attempts=labelled,
+                                counts=ordered(counts), failure_counts=ordered(failure_counts), notes=notes,
+                                corrected=sum(1 for a in live.values() if a.corrected_score is not None),
+                                stale=len(col.annotations) - len(live), corrected_mean=corrected_mean,
+                                recorded_mean=recorded_mean)
 
     def pair_taxonomy(self, a: str, b: str):
-        """Per label, the tasks ``b`` fixed (``a`` had the label, ``b`` does not) and introduced (core.annotations)."""
+        """Per label, the tasks ``b`` fixed (``a`` had the label, ``b`` does not), introduced, and not triaged yet
+        (``core.annotations.pair_taxonomy``, from the columns' cells: the cost grows with the tasks)."""
         ca, cb = self.columns[a], self.columns[b]
-        return pair_taxonomy(a, ca.records, ca.live_annotations(), b, cb.records, cb.live_annotations(),
-                             self.label_set, self.task_ids, self.threshold)
+        paired = {t for t, c in ca.cells.items() if c.n} & {t for t, c in cb.cells.items() if c.n}
+        return pair_changes(a, b, self._task_labels(ca), self._task_labels(cb), self._untriaged(ca),
+                            self._untriaged(cb), paired, self.label_set, self.task_ids)
+
+    @staticmethod
+    def _task_labels(col: Column) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for key, ann in col.live_annotations().items():
+            if ann.labels:
+                out.setdefault(key[0], set()).update(ann.labels)
+        return out
+
+    @staticmethod
+    def _untriaged(col: Column) -> set[str]:
+        """Tasks with a failure that carries no label."""
+        labelled: dict[str, int] = {}
+        for key, ann in col.live_annotations().items():
+            if ann.labels and is_failure(col.records[key], col.threshold):
+                labelled[key[0]] = labelled.get(key[0], 0) + 1
+        return {tid for tid, cell in col.cells.items() if cell.failed > labelled.get(tid, 0)}
 
     def labels_in_use(self) -> dict[str, int]:
         """Every label some attempt carries (attempts per label), the run's set first, then the others."""
@@ -498,50 +564,49 @@ class EvalStore:
         if self._walk is not None and self._walk[0] == stamp:
             return self._walk[1]
         rank = {tid: i for i, tid in enumerate(self.task_ids)}
-        order = {c.key: i for i, c in enumerate(cols)}
         base = self.columns.get(self.baseline) if self.baseline else None
+        threshold, groups = self.threshold, WALK_GROUPS
         keyed = []
-        for col in cols:
-            for (tid, rep), rec in col.records.items():
-                if not is_failure(rec, self.threshold):
+        for c_index, col in enumerate(cols):
+            tasks = {}  # the tasks with a failure: (regression drop, flaky, rank)
+            for tid, cell in col.cells.items():
+                if not cell.failed:
                     continue
-                cell = col.cells.get(tid)
                 bcell = base.cells.get(tid) if base is not None and col is not base else None
-                drop = (bcell.mean - cell.mean) if bcell and cell and bcell.mean is not None and cell.mean is not None \
-                    else 0.0
-                place = (rank.get(tid, len(rank)), tid, order[col.key], rep)
-                if drop > 1e-9:
-                    keyed.append(((0, -drop, *place), Failure(col.key, tid, rep, "regression")))
-                elif rec.status != "ok":
-                    keyed.append(((1, 0.0, *place), Failure(col.key, tid, rep, "error")))
-                elif cell is not None and cell.flaky:
-                    keyed.append(((2, 0.0, *place), Failure(col.key, tid, rep, "flaky")))
-                else:
-                    keyed.append(((3, 0.0, *place), Failure(col.key, tid, rep, "failure")))
+                drop = bcell.mean - cell.mean if bcell is not None and bcell.n and cell.n else 0.0
+                tasks[tid] = (drop if drop > 1e-9 else 0.0, cell.flaky, rank.get(tid, len(rank)))
+            for (tid, rep), rec in col.records.items():
+                found = tasks.get(tid)
+                if found is None or (rec.status == "ok" and rec.judge.score >= threshold):
+                    continue
+                drop, flaky, place = found
+                group = 0 if drop else 1 if rec.status != "ok" else 2 if flaky else 3
+                keyed.append(((group, -drop, place, tid, c_index, rep), (col.key, tid, rep, groups[group])))
         keyed.sort(key=lambda kv: kv[0])
-        walk = [f for _, f in keyed]
+        walk = [Failure(*f) for _, f in keyed]
         self._walk = (stamp, walk)
-        self._walk_by_task = {}
-        for f in walk:
-            self._walk_by_task.setdefault(f.task_id, []).append(f)
         return walk
 
-    def failures_of(self, task_id: str) -> list[Failure]:
-        """A task's failures, in walk order."""
-        self.failure_walk()
-        return self._walk_by_task.get(task_id, [])
+    def walk_ready(self) -> bool:
+        """The walk is computed for the store as it is (``failure_walk`` returns at once)."""
+        cols = [c for c in self.columns.values() if not c.archived]
+        stamp = (self.data_version, self.threshold, self.baseline, tuple((c.key, c.changes) for c in cols))
+        return self._walk is not None and self._walk[0] == stamp
 
     def is_labelled(self, failure: Failure) -> bool:
         ann = self.annotation(failure.key, failure.task_id, failure.repeat)
         return ann is not None and bool(ann.labels)
 
     def triage_progress(self) -> tuple[int, int]:
-        """(failures carrying a label, failures) over the current evaluations."""
-        walk = self.failure_walk()
-        stamp = (self._walk[0] if self._walk else None, self.annotations_version)
-        if self._progress is None or self._progress[0] != stamp:
-            self._progress = (stamp, (sum(1 for f in walk if self.is_labelled(f)), len(walk)))
-        return self._progress[1]
+        """(failures carrying a label, failures) over the current evaluations (from running counts: cheap)."""
+        done = total = 0
+        for col in self.columns.values():
+            if col.archived:
+                continue
+            total += col.failures
+            done += sum(1 for k, a in col.live_annotations().items()
+                        if a.labels and is_failure(col.records[k], col.threshold))
+        return done, total
 
     def next_unlabelled(self, after: tuple[str, str, int] | None = None) -> Failure | None:
         """The first unlabelled failure after ``after`` (column, task, repeat) on the walk, wrapping around; from the

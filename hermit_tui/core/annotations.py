@@ -423,10 +423,16 @@ def pair_taxonomy(a: str, records_a: Mapping[Key, AttemptRecord], annotations_a:
     where ``b`` has it and ``a`` did not (introduced), and where both do. A label missing on one side says something
     only where that side was triaged: when that side has a failure on the task that carries no label, the task is
     ``untriaged`` instead of fixed or introduced."""
-    ta, tb = task_labels(records_a, annotations_a), task_labels(records_b, annotations_b)
-    open_a = untriaged_tasks(records_a, annotations_a, threshold)
-    open_b = untriaged_tasks(records_b, annotations_b, threshold)
-    paired = {k[0] for k in records_a} & {k[0] for k in records_b}
+    return pair_changes(a, b, task_labels(records_a, annotations_a), task_labels(records_b, annotations_b),
+                        untriaged_tasks(records_a, annotations_a, threshold),
+                        untriaged_tasks(records_b, annotations_b, threshold),
+                        {k[0] for k in records_a} & {k[0] for k in records_b}, label_set, task_order)
+
+
+def pair_changes(a: str, b: str, ta: Mapping[str, set[str]], tb: Mapping[str, set[str]], open_a: set[str],
+                 open_b: set[str], paired: set[str], label_set: Sequence[str] = DEFAULT_LABEL_SET,
+                 task_order: Sequence[str] | None = None) -> PairTaxonomy:
+    """:func:`pair_taxonomy` from its parts: each side's labels per task, its untriaged tasks, the paired tasks."""
     rank = {tid: i for i, tid in enumerate(task_order or [])}
 
     def order(ids: Iterable[str]) -> list[str]:
@@ -447,7 +453,7 @@ def pair_taxonomy(a: str, records_a: Mapping[Key, AttemptRecord], annotations_a:
 
 
 __all__ = ["ANNOTATIONS", "DEFAULT_LABEL_SET", "JUDGE_DISAGREES", "MAX_LABELS", "Annotation", "AnnotationsFile",
-           "Change", "FailureTaxonomy", "LabelChange", "PairTaxonomy", "SelectorTaxonomy", "applying",
+           "Change", "FailureTaxonomy", "LabelChange", "PairTaxonomy", "SelectorTaxonomy", "applying", "pair_changes",
            "attempt_digest", "check_label", "check_label_set", "check_note", "check_score", "is_failure",
            "pair_taxonomy", "parse_annotations", "read_annotations", "selector_taxonomy", "task_labels", "task_mean",
            "update_annotation"]

@@ -28,12 +28,6 @@ from hermit_tui.store import Failure
 GROUP_NAMES = {"regression": "regression", "error": "error", "flaky": "flaky task", "failure": "failure"}
 
 
-def walk_group(store, key: str, task_id: str, repeat: int) -> str:
-    """Why the walk visits an attempt ("regression", "error", "flaky task", "failure"), or "" when it does not."""
-    found = next((f for f in store.failures_of(task_id) if (f.key, f.repeat) == (key, repeat)), None)
-    return GROUP_NAMES[found.group] if found is not None else ""
-
-
 def progress_text(store) -> str:
     """ "17 of 42 failures labelled" over the current evaluations."""
     done, total = store.triage_progress()
@@ -280,14 +274,18 @@ class Triage:
     def action_label_set(self) -> None:
         self.app.edit_label_set()
 
+    def walk_from(self) -> tuple[str, str, int] | None:
+        """Where ``u`` continues the walk from (None: its start)."""
+        return self.chosen_attempt()
+
     def action_next_unlabelled(self) -> None:
         """The next failure that carries no label, in triage order (regressions, errors, flaky tasks, the rest)."""
-        next_unlabelled(self, self.chosen_attempt(), self.show_failure)
+        self.app.next_unlabelled(self.walk_from(), self.show_failure, self)
 
 
 def next_unlabelled(where, after: tuple[str, str, int] | None, show) -> None:
     """Show (``show(failure)``) the first unlabelled failure after ``after`` on the triage walk, or say that every
-    failure carries a label."""
+    failure carries a label. The walk must be computed (``store.failure_walk``) or small."""
     store = where.app.store
     failure = store.next_unlabelled(after)
     if failure is None:

@@ -21,7 +21,7 @@ from hermit_tui import bindings
 from hermit_tui.core.annotations import is_failure
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import (
-    LabelPickScreen, Triage, annotation_text, keys_text, progress_text, walk_group,
+    GROUP_NAMES, LabelPickScreen, Triage, annotation_text, keys_text, progress_text,
 )
 from hermit_tui.store import (
     ANY_LABEL, FILTER_NAMES, FILTERS, LABEL_FILTER_NAMES, UNLABELLED, Cell, EvalStore, Failure, Filter, TaskRow,
@@ -86,12 +86,14 @@ def label_filter_name(label: str | None) -> str:
 
 
 def row_attempts(store: EvalStore, task_id: str) -> list[tuple[str, str, int]]:
-    """Every attempt of a task, (column, task, repeat): the failures first in triage order, then the others by
-    column and repeat. The per-task table's target attempt cycles through them (a)."""
-    walk = [(f.key, f.task_id, f.repeat) for f in store.failures_of(task_id)]
-    repeats = range(1, max(store.repeats, 1) + 1)  # read by key: a cursor move stays cheap on a large store
-    others = [(key, task_id, r) for key, col in store.columns.items() for r in repeats if (task_id, r) in col.records]
-    return walk + [a for a in others if a not in walk]
+    """Every attempt of a task, (column, task, repeat): the failures first, then the others, each by column and
+    repeat. The per-task table's target attempt cycles through them (a). Read by key: a cursor move stays cheap on
+    a large store."""
+    repeats = range(1, max(store.repeats, 1) + 1)
+    found = [(key, col.records[(task_id, r)], col.threshold) for key, col in store.columns.items() for r in repeats
+             if (task_id, r) in col.records]
+    return ([(key, task_id, rec.repeat) for key, rec, t in found if is_failure(rec, t)]
+            + [(key, task_id, rec.repeat) for key, rec, t in found if not is_failure(rec, t)])
 
 
 class TasksScreen(Triage, Screen):
@@ -120,6 +122,7 @@ class TasksScreen(Triage, Screen):
         self.target: tuple[str, str, int] | None = None  # the attempt the triage keys act on (column, task, repeat)
         self._pending_task: str | None = None  # a task to put the cursor on once the rows are shown
         self._walked: tuple[str, str, int] | None = None  # the attempt u (the walk) or a chose last
+        self._walked_group = ""  # why the walk chose it
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -413,16 +416,14 @@ class TasksScreen(Triage, Screen):
             self.target = self._default_target()
         return self.target if self._target_valid(store) else None
 
-    def action_next_unlabelled(self) -> None:
-        """The next unlabelled failure after the one the walk showed last (from the top of the walk when the target
-        is not one it showed)."""
-        from hermit_tui.screens.annotate import next_unlabelled
-        walked = self.target if self.target is not None and self.target == self._walked else None
-        next_unlabelled(self, walked, self.show_failure)
+    def walk_from(self) -> tuple[str, str, int] | None:
+        """After the attempt the walk showed last; from the top of the walk when the target is not one it showed."""
+        return self.target if self.target is not None and self.target == self._walked else None
 
     def show_failure(self, failure: Failure) -> None:
         """Put the cursor on the failure's task (clearing the filters and search that hide it) and target it."""
         self.target = self._walked = (failure.key, failure.task_id, failure.repeat)
+        self._walked_group = GROUP_NAMES[failure.group]
         rows = self.table.rows
         index = next((i for i, r in enumerate(rows) if r.task_id == failure.task_id), None)
         if index is not None:
@@ -446,6 +447,7 @@ class TasksScreen(Triage, Screen):
         current = self.chosen_attempt()
         i = attempts.index(current) if current in attempts else -1
         self.target = self._walked = attempts[(i + 1) % len(attempts)]
+        self._walked_group = ""
         self._show_triage()
 
     def _show_triage(self) -> None:
@@ -465,8 +467,8 @@ class TasksScreen(Triage, Screen):
         text.append("▶ ", style=self._styles.get("accent", ""))
         text.append(f"{key} · {task} · repeat {repeat}", style="bold")
         text.append(f"  {rec.status} {rec.judge.score:.2f}", style=self._styles["bad" if failed else "good"])
-        group = walk_group(store, key, task, repeat)
-        text.append(f" ({group})" if group else "", style="dim")
+        if self._walked == target and self._walked_group:
+            text.append(f" ({self._walked_group})", style="dim")
         ann = annotation_text(store.annotation(key, task, repeat), rec.judge.score)
         text.append("  ")
         text.append_text(Text(ann.plain.replace("\n", "  ")) if ann else Text("no label", style="dim"))

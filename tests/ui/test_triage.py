@@ -350,3 +350,32 @@ VIEWS = [
 @pytest.mark.parametrize("name,before", VIEWS, ids=[v[0] for v in VIEWS])
 def test_snapshot(snap_compare, name, before, size):
     assert snap_compare(make_app(annotate_fixed(fixed_store())), terminal_size=size, run_before=before)
+
+
+async def test_on_a_large_store_the_walk_is_computed_in_a_worker(monkeypatch):
+    import hermit_tui.app as app_module
+    monkeypatch.setattr(app_module, "WALK_WORKER_THRESHOLD", 0)  # every store is "large"
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await push(pilot, TasksScreen())
+        assert not app.store.walk_ready()
+        await pilot.press("u")
+        await wait_for(pilot, lambda: screen.chosen_attempt() == ("final", "t04", 1))
+        assert app.store.walk_ready()
+        assert any(w.name == "triage-walk" for w in app.workers) or app.store.walk_ready()
+        await pilot.press("u")  # the walk is ready: at once
+        assert screen.chosen_attempt() == ("final", "t04", 2)
+
+
+def test_the_store_taxonomy_agrees_with_the_engine():
+    """The store keeps running counts; the report computes from the records: the figures must be the same."""
+    from hermit_tui.core.annotations import pair_taxonomy, selector_taxonomy
+    store = annotate_fixed(fixed_store())
+    for key, col in store.columns.items():
+        fast = store.taxonomy()[key]
+        slow = selector_taxonomy(key, col.records, col.annotations, store.threshold, store.label_set)
+        assert fast == slow, key
+    ca, cb = store.columns["none"], store.columns["final"]
+    assert store.pair_taxonomy("none", "final") == pair_taxonomy(
+        "none", ca.records, ca.annotations, "final", cb.records, cb.annotations, store.label_set, store.task_ids)
+    assert store.triage_progress() == (7, 54)
