@@ -19,6 +19,7 @@ from hermit_tui.paths import style
 from hermit_tui.store import EvalStore
 
 DRAIN_INTERVAL_S = 0.1  # engine events are applied to the store and repainted in batches at this pace
+WALK_WORKER_THRESHOLD = 20_000  # attempts from which the triage walk is computed in a worker thread
 
 
 class HermitApp(App):
@@ -31,6 +32,13 @@ class HermitApp(App):
 
     class StoreUpdated(Message):
         """The store changed (a batch of engine events, or evaluations read from disk)."""
+
+    class AnnotationSaved(Message):
+        """An annotation change reached (or could not reach) its annotations.jsonl (posted from the writer thread)."""
+
+        def __init__(self, store: EvalStore, key: str, folder: Path, result: Any):
+            super().__init__()
+            self.store, self.key, self.folder, self.result = store, key, folder, result
 
     class RunEnded(Message):
         """The launch in progress finished or was cancelled."""
@@ -56,6 +64,8 @@ class HermitApp(App):
         self.abandoned = False  # attempts in flight were abandoned (their threads may still be running)
         self._events: deque = deque()
         self._live_updates = live_updates
+        self._annotation_writer = None  # one thread: annotation changes reach the files in the order they were made
+        self.annotations_pending = 0
 
     # -- start ----------------------------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -105,6 +115,8 @@ class HermitApp(App):
         gc.unfreeze()  # the previous store's records may now be collected
         self.store = EvalStore(taskset.tasks, taskset.test_ids)
         self.store.warnings = protocol_warnings(config, taskset)
+        from hermit_tui.settings import label_set
+        self.store.label_set = label_set(config.run_dir)
         self.sub_title = f"{config.run_name}" + ("  ·  teaching demonstration" if is_demo else "")
         # The setup screen is the root of a config: drop whatever was above the default screen.
         while len(self.screen_stack) > 1:
@@ -266,12 +278,19 @@ class HermitApp(App):
         store = self.store
 
         def load() -> None:
+            from hermit_tui.core.annotations import AnnotationsFile, read_annotations
             problems, loaded = [], []
             for stored in evaluations:
                 try:
-                    loaded.append((stored, stored.load_results()))
+                    results = stored.load_results()
                 except InputError as exc:
                     problems.append(str(exc))
+                    continue
+                try:
+                    notes = read_annotations(stored.folder)
+                except InputError as exc:
+                    notes = AnnotationsFile(skipped=[str(exc)])
+                loaded.append((stored, results, notes))
             if get_current_worker().is_cancelled:
                 return
             self.call_from_thread(self._stored_loaded, store, loaded, problems, beside_live)
@@ -280,14 +299,119 @@ class HermitApp(App):
     def _stored_loaded(self, store: EvalStore, loaded: list, problems: list[str], beside_live: bool) -> None:
         if store is not self.store:  # another config was opened meanwhile
             return
-        for stored, results in loaded:
+        for stored, results, notes in loaded:
             shown = store.columns.get(stored.name)
             if not beside_live and shown is not None and shown.source == "live":
                 continue
-            store.add_stored(stored, results=results)
+            store.add_stored(stored, results=results, annotations=notes)
         for problem in problems:
             self.notify(problem, severity="error", timeout=10)
         self.screen.post_message(self.StoreUpdated())
+
+    # -- triage annotations ---------------------------------------------------------------------------------------
+    def annotate(self, key: str, task_id: str, repeat: int, change) -> None:
+        """Apply ``change`` (core.annotations.Change) to one attempt: appended to its evaluation's annotations.jsonl
+        on the annotation thread (in order), then put in the store. A column with no folder keeps it in memory."""
+        from hermit_tui.core.annotations import attempt_digest
+        store = self.store
+        col = store.columns.get(key)
+        rec = col.records.get((task_id, repeat)) if col is not None else None
+        if rec is None:
+            self.notify(f"No attempt {key} · {task_id} · repeat {repeat} to annotate", severity="warning")
+            return
+        if col.folder is None:
+            store.put_annotation(key, change.apply(col.annotation(task_id, repeat), rec.key, attempt_digest(rec)))
+            self.screen.post_message(self.StoreUpdated())
+            return
+        if self._annotation_writer is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._annotation_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="annotations")
+        folder = col.folder
+        self.annotations_pending += 1
+
+        def write() -> None:
+            from hermit_tui.core.annotations import update_annotation
+            try:
+                _, read = update_annotation(folder, rec, change)
+                result: Any = read
+            except InputError as exc:
+                result = exc
+            except Exception as exc:  # a failed write must not take the dashboard down
+                result = InputError(f"{folder}: {type(exc).__name__}: {exc}")
+            self.post_message(self.AnnotationSaved(store, key, folder, result))  # never blocks on the event loop
+        self._annotation_writer.submit(write)
+
+    def on_hermit_app_annotation_saved(self, message: AnnotationSaved) -> None:
+        store, key, folder, result = message.store, message.key, message.folder, message.result
+        self.annotations_pending -= 1
+        if isinstance(result, InputError):
+            self.notify(str(result), title="Annotation not saved", severity="error", timeout=10)
+            return
+        col = store.columns.get(key)
+        if store is self.store and col is not None and col.folder == folder:
+            store.set_annotations(key, result.entries)
+            self.screen.post_message(self.StoreUpdated())
+
+    def edit_label_set(self) -> None:
+        """The label set dialog; the new set goes to the settings file (per run) and the store."""
+        from hermit_tui.screens.annotate import LabelSetScreen
+        where = f" for {self.config.run_dir}" if self.config is not None else ""
+
+        def chosen(labels: list[str] | None) -> None:
+            if labels is None:
+                return
+            if self.config is not None:
+                from hermit_tui.settings import remember_label_set
+                remember_label_set(self.config.run_dir, labels)
+            self.store.set_label_set(labels)
+            self.notify(f"Label set: {', '.join(f'{i} {n}' for i, n in enumerate(labels, start=1))}", timeout=5)
+            self.screen.post_message(self.StoreUpdated())
+        self.push_screen(LabelSetScreen(self.store.label_set, where), chosen)
+
+    def open_next_unlabelled(self) -> None:
+        """The drill-down on the first unlabelled failure of the triage walk (from screens without attempts)."""
+        self.next_unlabelled(None, lambda f: self.goto("attempt", task_id=f.task_id, key=f.key, repeat=f.repeat),
+                             self)
+
+    def next_unlabelled(self, after, show, where) -> None:
+        """Show the next unlabelled failure after ``after`` (screens/annotate.next_unlabelled). On a large store whose
+        walk must be computed again, that is done in a worker thread first (half a second at 100,000 attempts)."""
+        from hermit_tui.screens.annotate import next_unlabelled
+        store = self.store
+        if store.walk_ready() or sum(c.done for c in store.columns.values()) < WALK_WORKER_THRESHOLD:
+            next_unlabelled(where, after, show)
+            return
+
+        def work() -> None:
+            for _ in range(5):  # a batch of a live run may change the store meanwhile: try again
+                try:
+                    store.failure_walk()
+                    break
+                except RuntimeError:
+                    continue
+            if not get_current_worker().is_cancelled and store is self.store:
+                self.call_from_thread(next_unlabelled, where, after, show)
+        self.run_worker(work, thread=True, exclusive=True, group="triage-walk", name="triage-walk")
+
+    async def triage(self, action: str) -> None:
+        """A triage action from the palette: on the current screen when it has a chosen attempt (drill-down,
+        per-task table, errors), else on the per-task table."""
+        from hermit_tui.screens.annotate import Triage
+        if isinstance(self.screen, Triage):
+            await self.screen.run_action(action)
+        elif action == "next_unlabelled":
+            self.open_next_unlabelled()
+        else:
+            await self.run_on("tasks", action)
+
+    def flush_annotations(self) -> None:
+        """Wait until every annotation change made is on disk (at exit)."""
+        if self._annotation_writer is not None:
+            self._annotation_writer.shutdown(wait=True)
+            self._annotation_writer = None
+
+    def on_unmount(self) -> None:
+        self.flush_annotations()
 
     # -- actions --------------------------------------------------------------------------------------------------
     def action_help(self) -> None:
@@ -327,6 +451,7 @@ class HermitApp(App):
             self.notify("Open a config first", severity="warning")
             return
         config, taskset, threshold = self.config, self.taskset, self.store.threshold
+        label_set = list(self.store.label_set)
 
         def export() -> None:
             from datetime import datetime, timezone
@@ -335,7 +460,7 @@ class HermitApp(App):
             from hermit_tui.core.report import build_report, to_csv, to_json, to_markdown
             from hermit_tui.core.report_html import to_html
             try:
-                report = build_report(config, taskset, None, threshold=threshold)
+                report = build_report(config, taskset, None, threshold=threshold, label_set=label_set)
                 folder = config.run_dir / "reports" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
                 folder.mkdir(parents=True, exist_ok=False)
                 for name, render in (("report.md", to_markdown), ("report.json", to_json), ("report.csv", to_csv),
@@ -409,6 +534,7 @@ def protocol_warnings(config, taskset) -> list[str]:
 def run_app(config_path: Path | None = None, overrides: list[str] | None = None) -> int:
     app = HermitApp(config_path, overrides=overrides)
     app.run()
+    app.flush_annotations()
     run = app.current_run
     if run is not None:  # the app stopped some other way during a launch: nothing may go on after it
         import time

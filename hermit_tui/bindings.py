@@ -45,15 +45,29 @@ RUN = [
     Binding("enter", "drill", "Drill down", show=False),
 ]
 
+#: Triage (screens/annotate.py), on the drill-down, the per-task table and the errors screen: the keys act on the
+#: chosen attempt (the focused card, the table's target attempt, the highlighted error).
+TRIAGE = [
+    Binding("1", "label(1)", "Label", key_display="1-9", show=False),  # the screens say so on a line of their own
+    *[Binding(str(n), f"label({n})", f"Toggle label {n}", show=False) for n in range(2, 10)],
+    Binding("0", "clear_annotation", "Clear the attempt's labels, note and corrected score", show=False),
+    Binding("n", "note", "Note and corrected score on the chosen attempt…", show=False),
+    Binding("u", "next_unlabelled", "Next unlabelled failure (regressions, errors, flaky tasks, the rest)",
+            show=False),
+    Binding("L", "label_set", "Edit the label set (keys 1-9)…", key_display="shift+l", show=False),
+]
+#: In the help screen once, as "1-9".
+HELP_HIDDEN = {f"label({n})" for n in range(2, 10)}
+TRIAGE_HELP = ("1-9 toggle a label of the run's set (several per attempt; 1 is the built-in \"judge disagrees\")"
+               " on the chosen attempt")
+
 TASKS = [
     Binding("slash", "search", "Search", key_display="/", show=False),
-    Binding("f", "next_filter", "Filter (or 1-6)", show=False),
-    Binding("1", "set_filter('all')", "All tasks", show=False),
-    Binding("2", "set_filter('errors')", "Errors only", show=False),
-    Binding("3", "set_filter('regressions')", "Regressions", show=False),
-    Binding("4", "set_filter('improvements')", "Improvements", show=False),
-    Binding("5", "set_filter('flaky')", "Flaky", show=False),
-    Binding("6", "set_filter('unknown_cost')", "Unknown cost", show=False),
+    Binding("f", "next_filter", "Filter: next (all, errors, regressions, improvements, flaky, unknown cost)",
+            show=False),
+    Binding("F", "label_filter", "Filter by label…", key_display="shift+f", show=False),
+    Binding("a", "next_attempt", "Target: the row's next attempt (what 1-9, 0 and n act on)", show=False),
+    *TRIAGE,
     Binding("s", "sort", "Sort"),
     Binding("r", "reverse", "Reverse", show=False),
     Binding("b", "baseline", "Baseline"),
@@ -73,6 +87,7 @@ ATTEMPT = [
     Binding("right_curly_bracket", "next_pair", "Next pair", key_display="}"),
     Binding("l", "open_log", "Log"),
     Binding("x", "transcript", "Transcript"),
+    *TRIAGE,
     Binding("escape", "back", "Back"),
 ]
 
@@ -88,6 +103,7 @@ TRANSCRIPT_TURN = [Binding("enter", "toggle_fold", "Fold/unfold")]
 ERRORS = [
     Binding("enter", "jump", "Jump to attempt"),
     Binding("R", "rerun_failed", "Re-run failed", key_display="shift+r"),
+    *TRIAGE,
     Binding("escape", "back", "Back"),
 ]
 
@@ -104,6 +120,7 @@ COMPARE = [
     Binding("right_square_bracket", "next_tab", "Next tab", key_display="]"),
     Binding("p", "review", "Review"),
     Binding("h", "history", "History", show=False),
+    Binding("u", "next_unlabelled", "Next unlabelled failure (drill-down)", show=False),
     Binding("escape", "back", "Back"),
 ]
 
@@ -113,6 +130,7 @@ REVIEW = [
     Binding("c", "show_tab('tab-card')", "Card"),
     Binding("d", "show_tab('tab-diff')", "Diff"),
     Binding("r", "show_tab('tab-rows')", "Rows"),
+    Binding("t", "toggle_taxonomy", "Failure labels line on the card (on/off)", show=False),
     Binding("f5", "refresh", "Refresh", show=False),
     Binding("escape", "back", "Back"),
 ]
@@ -137,3 +155,4 @@ ALL = [("Everywhere", APP), ("In a text field", TEXT_FIELD), ("Config picker", P
        ("Compare", COMPARE), ("Review & publish", REVIEW), ("Quitting during a launch", QUIT),
        ("While a launch stops", STOPPING)]
 ALL.insert(ALL.index(("Drill-down", ATTEMPT)) + 1, ("Transcript tab", TRANSCRIPT + TRANSCRIPT_TURN))
+ALL.insert(ALL.index(("Errors", ERRORS)) + 1, ("Triage (drill-down, per-task table, errors)", TRIAGE))

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hermit_tui import cli_publish, cli_report, cli_serve, cli_show
+from hermit_tui import cli_annotate, cli_publish, cli_report, cli_serve, cli_show
 from hermit_tui.core.errors import InputError, RunFailed
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_publish.add_parser(sub)
     cli_show.add_parser(sub)
     cli_serve.add_parser(sub)
+    cli_annotate.add_parser(sub)
 
     p_demo = sub.add_parser("demo", help="create the built-in demo workspace (a teaching demonstration) and open it")
     p_demo.add_argument("dir", nargs="?", help="where to create it (default: the user cache folder)")
@@ -247,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_show.run(args)
         if args.command == "serve":
             return cli_serve.run(args)
+        if args.command == "annotate":
+            return cli_annotate.run(args)
         return _open_dashboard(Path(args.config) if args.config else None, args.set)
     except InputError as exc:
         sys.stderr.write(f"hermit-tui: error: {exc}\n")

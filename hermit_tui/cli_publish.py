@@ -1,6 +1,7 @@
 """``hermit-tui publish``: review final's card on the command line, then publish it (or undo the last publish).
 
-    hermit-tui publish --config run.yaml [--adapter SEL ...] [--dry-run] [--yes] [--undo] [key.sub=value ...]
+    hermit-tui publish --config run.yaml [--adapter SEL ...] [--failure-labels] [--dry-run] [--yes] [--undo]
+                       [key.sub=value ...]
 
 The diff and the warnings are printed first. Publishing then needs the word "publish" typed on a terminal, or
 ``--yes``; without a terminal and without ``--yes`` nothing happens (exit 2). Refusals are one line, exit 2.
@@ -27,6 +28,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="another evaluated selector to put on the card beside none, root and final (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="print the diff and the warnings; change nothing")
     p.add_argument("--yes", action="store_true", help="publish without the typed confirmation (read --dry-run first)")
+    p.add_argument("--failure-labels", action="store_true",
+                   help="add a line with each row's failure labels (the triage labels in annotations.jsonl) under "
+                   "the card's table (off by default)")
     p.add_argument("--undo", action="store_true", help="move <run>/final back to where the last hermit-tui publish "
                    "found it (the card commit stays on the branch)")
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
@@ -70,7 +74,7 @@ def run(args, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stde
     config = load_config(args.config, args.overrides)
     if args.undo:
         return _undo(args, config, stdin, stdout, stderr)
-    plan = plan_publish(config, args.adapter)
+    plan = plan_publish(config, args.adapter, getattr(args, "failure_labels", False))
     _show(plan, stdout)
     if plan.refusals:
         raise InputError("cannot publish: " + "; ".join(plan.refusals))

@@ -77,7 +77,8 @@ def run(args) -> int:
     config = load_config(args.config, args.overrides or [])
     taskset = load_tasks(config)
     labels = [label_of(text, config) for text in args.adapter] if args.adapter else None
-    report = build_report(config, taskset, labels, threshold=args.threshold)
+    from hermit_tui.settings import label_set
+    report = build_report(config, taskset, labels, threshold=args.threshold, label_set=label_set(config.run_dir))
     text = {"md": to_markdown, "json": to_json, "csv": to_csv, "html": to_html}[args.format](report)
     if output is None:
         sys.stdout.write(text)

@@ -1,4 +1,5 @@
-"""hermit-tui's own settings file (never run.yaml): recent configs, and the launch settings chosen per config.
+"""hermit-tui's own settings file (never run.yaml): recent configs, the launch settings chosen per config, and the
+triage label set (keys 1-9) per run.
 
 ``$HERMIT_TUI_CONFIG_DIR/settings.json``, else ``$XDG_CONFIG_HOME/hermit-tui/settings.json``, else
 ``~/.config/hermit-tui/settings.json``.
@@ -87,3 +88,38 @@ def remember_launch(config_path: Path, values: dict) -> None:
     launch[key] = {k: v for k, v in values.items() if k in LAUNCH_KEYS and isinstance(v, LAUNCH_KEYS[k])}
     data["launch"] = dict(list(launch.items())[-MAX_LAUNCH_CONFIGS:])
     _write(data)
+
+
+# -- triage label sets, per run -------------------------------------------------------------------------------------
+MAX_LABEL_RUNS = 50
+
+
+def label_set(run_dir: Path) -> list[str]:
+    """The labels of keys 1-9 for this run (``<run dir>`` resolved): what was last saved from the dashboard, else the
+    default set. "judge disagrees" is always first; an entry that is not a valid set is ignored."""
+    from hermit_tui.core.annotations import DEFAULT_LABEL_SET, check_label_set
+    from hermit_tui.core.errors import InputError
+    entry = load_settings().get("labels", {})
+    entry = entry.get(str(Path(run_dir).resolve())) if isinstance(entry, dict) else None
+    if isinstance(entry, list) and all(isinstance(v, str) for v in entry):
+        try:
+            return check_label_set(entry)
+        except InputError:
+            pass
+    return list(DEFAULT_LABEL_SET)
+
+
+def remember_label_set(run_dir: Path, labels: list[str]) -> list[str]:
+    """Keep this run's label set (checked first: InputError on a bad one). Returns it as kept. Not being able to
+    write the settings file is not an error."""
+    from hermit_tui.core.annotations import check_label_set
+    labels = check_label_set(labels)
+    data = load_settings()
+    sets = data.get("labels")
+    sets = dict(sets) if isinstance(sets, dict) else {}
+    key = str(Path(run_dir).resolve())
+    sets.pop(key, None)
+    sets[key] = labels
+    data["labels"] = dict(list(sets.items())[-MAX_LABEL_RUNS:])
+    _write(data)
+    return labels

@@ -15,15 +15,20 @@ from pathlib import Path
 from typing import Literal
 
 from hermit_tui.core import events as ev
+from hermit_tui.core.annotations import (
+    DEFAULT_LABEL_SET, Annotation, AnnotationsFile, applying, is_failure, read_annotations,
+)
+from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation
 from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord, Summary
+from hermit_tui.store_triage import (  # noqa: F401 - the triage names are part of the store's API
+    ANY_LABEL, LABEL_FILTER_NAMES, UNLABELLED, WALK_GROUPS, Failure, TriageStore,
+)
 
 Filter = Literal["all", "errors", "regressions", "improvements", "flaky", "unknown_cost"]
 FILTERS: tuple[Filter, ...] = ("all", "errors", "regressions", "improvements", "flaky", "unknown_cost")
 FILTER_NAMES = {"all": "all tasks", "errors": "errors only", "regressions": "regressions", "improvements":
                 "improvements", "flaky": "flaky", "unknown_cost": "unknown cost"}
-
-
 @dataclass(slots=True)
 class Cell:
     """One task under one selector: its attempts aggregated."""
@@ -34,6 +39,7 @@ class Cell:
     errors: int = 0
     judge_errors: int = 0
     unknown_cost: int = 0
+    failed: int = 0  # attempts that did not solve the task (core.annotations.is_failure)
     lo: float = math.inf
     hi: float = -math.inf
 
@@ -58,6 +64,7 @@ class Cell:
         self.errors += rec.status == "error"
         self.judge_errors += rec.status == "judge_error"
         self.unknown_cost += rec.cost_usd is None
+        self.failed += rec.status != "ok" or not s >= threshold
         self.lo = min(self.lo, s)
         self.hi = max(self.hi, s)
 
@@ -88,7 +95,13 @@ class Column:
     unknown_cost: int = 0
     known_cost: float = 0.0
     outside_unit: int = 0  # attempts scored outside [0, 1]
+    failures: int = 0  # attempts that did not solve their task (core.annotations.is_failure at ``threshold``)
     note: str = ""
+    # the evaluation's triage annotations (annotations.jsonl), latest per (task, repeat); some may describe an
+    # earlier attempt that was re-run since: ``live_annotations`` leaves those out
+    annotations: dict[tuple[str, int], Annotation] = field(default_factory=dict)
+    changes: int = 0  # bumped when a record or an annotation changes (caches key on it)
+    _live: tuple[int, dict] | None = None
 
     @property
     def done(self) -> int:
@@ -115,6 +128,7 @@ class Column:
 
     def add(self, rec: AttemptRecord, tb: str | None = None) -> None:
         key = (rec.id, rec.repeat)
+        self.changes += 1
         if key in self.records:  # a retried attempt replaces the earlier one
             self._remove(self.records[key])
         self.records[key] = rec
@@ -123,6 +137,7 @@ class Column:
         else:
             self.tracebacks.pop(key, None)
         self.cells.setdefault(rec.id, Cell()).add(rec, self.threshold)
+        self.failures += is_failure(rec, self.threshold)
         self.score_sum += rec.judge.score
         self.errors += rec.status == "error"
         self.judge_errors += rec.status == "judge_error"
@@ -133,6 +148,7 @@ class Column:
             self.known_cost += rec.cost_usd
 
     def _remove(self, old: AttemptRecord) -> None:
+        self.failures -= is_failure(old, self.threshold)
         self.score_sum -= old.judge.score
         self.outside_unit -= not 0.0 <= old.judge.score <= 1.0
         self.errors -= old.status == "error"
@@ -151,11 +167,27 @@ class Column:
         """Recount what is solved under another success threshold."""
         self.threshold = threshold
         self.cells = {}
+        self.failures = 0
         for rec in self.records.values():
             self.cells.setdefault(rec.id, Cell()).add(rec, threshold)
+            self.failures += is_failure(rec, threshold)
 
     def attempts_of(self, task_id: str) -> list[AttemptRecord]:
         return sorted((r for (t, _), r in self.records.items() if t == task_id), key=lambda r: r.repeat)
+
+    def live_annotations(self) -> dict[tuple[str, int], Annotation]:
+        """The annotations that describe the attempts recorded now."""
+        if self._live is None or self._live[0] != self.changes:
+            self._live = (self.changes, applying(self.annotations, self.records))
+        return self._live[1]
+
+    def annotation(self, task_id: str, repeat: int) -> Annotation | None:
+        return self.live_annotations().get((task_id, repeat))
+
+    def stale_annotation(self, task_id: str, repeat: int) -> Annotation | None:
+        """An annotation made on an earlier attempt at this task and repeat (re-run since), if any."""
+        ann = self.annotations.get((task_id, repeat))
+        return ann if ann is not None and (task_id, repeat) not in self.live_annotations() else None
 
 
 _STEP = re.compile(r"ckpt-step-(\d+)$")
@@ -205,8 +237,8 @@ class TaskRow:
         return (1, 0.0) if v is None else (0, v)
 
 
-class EvalStore:
-    """Everything the dashboard shows about one config's evaluations."""
+class EvalStore(TriageStore):
+    """Everything the dashboard shows about one config's evaluations (the triage part: store_triage.py)."""
 
     def __init__(self, tasks: dict[str, dict] | None = None, task_ids: Iterable[str] = ()):
         self.tasks: dict[str, dict] = dict(tasks or {})
@@ -225,6 +257,9 @@ class EvalStore:
         self._search_text: dict[str, str] = {}
         self.max_cost: float | None = None  # the launch's --max-cost (USD)
         self.stop_reason: str | None = None  # why the last launch stopped early without a cancel
+        self.label_set: list[str] = list(DEFAULT_LABEL_SET)  # the run's labels, keys 1-9 (hermit-tui's settings)
+        self.annotations_version = 0  # the part of ``version`` that annotation changes bumped
+        self._walk: tuple[tuple, list[Failure]] | None = None
 
     # -- feeding --------------------------------------------------------------------------------------------------
     def _touch(self) -> None:
@@ -250,10 +285,15 @@ class EvalStore:
             self.max_cost, self.stop_reason = event.max_cost_usd, None
         elif isinstance(event, ev.SelectorStarted):
             self.columns.pop(event.label, None)
-            self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
-                                               source="live", commit=event.commit, expected=event.total,
-                                               running=True, threshold=self.threshold,
-                                               folder=Path(event.folder) if event.folder else None)
+            col = self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
+                                                     source="live", commit=event.commit, expected=event.total,
+                                                     running=True, threshold=self.threshold,
+                                                     folder=Path(event.folder) if event.folder else None)
+            if col.folder is not None:  # a retry or a resume keeps the evaluation, and its annotations
+                try:
+                    col.annotations = read_annotations(col.folder).entries
+                except InputError as exc:
+                    self.log.append(("warning", str(exc)))
             self.order_columns()
         elif isinstance(event, ev.SelectorFinished):
             col = self.columns.get(event.label)
@@ -284,7 +324,8 @@ class EvalStore:
     def _known_ids(self) -> set[str]:
         return set(self.task_ids)
 
-    def add_stored(self, stored: StoredEvaluation, *, key: str | None = None, results=None) -> Column:
+    def add_stored(self, stored: StoredEvaluation, *, key: str | None = None, results=None,
+                   annotations: AnnotationsFile | None = None) -> Column:
         """Put an evaluation read from disk beside the others.
 
         Reading 100,000 records creates millions of objects that live as long as the store: the cyclic garbage
@@ -293,15 +334,22 @@ class EvalStore:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._add_stored(stored, key=key, results=results)
+            return self._add_stored(stored, key=key, results=results, annotations=annotations)
         finally:
             gc.freeze()
             if enabled:
                 gc.enable()
 
-    def _add_stored(self, stored: StoredEvaluation, *, key: str | None, results=None) -> Column:
-        """``results``: the evaluation's results file already read (off the event loop), else read here."""
+    def _add_stored(self, stored: StoredEvaluation, *, key: str | None, results=None,
+                    annotations: AnnotationsFile | None = None) -> Column:
+        """``results``: the evaluation's results file already read (off the event loop), else read here; the same
+        for ``annotations``."""
         results = results if results is not None else stored.load_results()
+        if annotations is None:
+            try:
+                annotations = read_annotations(stored.folder)
+            except InputError as exc:
+                annotations = AnnotationsFile(skipped=[str(exc)])
         key = key or (stored.name if stored.name not in self.columns or self.columns[stored.name].source == "disk"
                       else f"{stored.name} (disk)")
         s = stored.summary
@@ -311,8 +359,9 @@ class EvalStore:
                      expected=(s.expected_attempts or s.tasks * s.repeats) if s else len(results.records))
         for rec in results.records:
             col.add(rec, rec.model_extra.get("traceback") if rec.model_extra else None)
-        if results.skipped:
-            col.note = "; ".join(results.skipped)
+        col.annotations = dict(annotations.entries)
+        if results.skipped or annotations.skipped:
+            col.note = "; ".join([*results.skipped, *annotations.skipped])
         known = self._known_ids()
         for rec in results.records:
             if rec.id not in known:
@@ -382,9 +431,11 @@ class EvalStore:
         return text
 
     def rows(self, *, keys: list[str] | None = None, filter: Filter = "all", search: str = "",
-             sort: str = "id", reverse: bool = False, compare: tuple[str, str] | None = None) -> list[TaskRow]:
+             sort: str = "id", reverse: bool = False, compare: tuple[str, str] | None = None,
+             label: str | None = None) -> list[TaskRow]:
         """The per-task table. ``compare`` = (baseline, candidate) for the regression/improvement filters
-        (default: the store's baseline and the last column)."""
+        (default: the store's baseline and the last column). ``label``: only tasks with an attempt carrying that
+        label (``ANY_LABEL``: any label; ``UNLABELLED``: a failure carrying none)."""
         keys = keys if keys is not None else self.keys
         cols = [self.columns[k] for k in keys if k in self.columns]
         base_key = self.baseline if self.baseline in self.columns else (keys[0] if keys else None)
@@ -392,8 +443,11 @@ class EvalStore:
         if compare is None and len(cols) >= 2:
             compare = (base_key or cols[0].key, cols[-1].key if cols[-1].key != base_key else cols[0].key)
         needle = search.strip().lower()
+        wanted = self._label_tasks(label, cols) if label is not None else None
         out: list[TaskRow] = []
         for tid in self.task_ids:
+            if wanted is not None and tid not in wanted:
+                continue
             if needle and needle not in self.search_text(tid):
                 continue
             cells = [c.cells.get(tid) for c in cols]

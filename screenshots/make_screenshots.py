@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from fixture_data import fixture_app  # noqa: E402
+from fixture_data import annotate_fixed, fixed_store, fixture_app  # noqa: E402
 
 # (file name, screen, screen kwargs, keys to press first): each at 120x40 (<name>.svg), 80x24 and 200x50
 SCREENS = [
@@ -27,6 +27,7 @@ SCREENS = [
     ("errors", "errors", {}, []),
     ("history", "history", {}, []),
     ("compare", "compare", {}, ["wait:2000"]),
+    ("compare-labels", "compare", {}, ["wait:2000", "right_square_bracket", "right_square_bracket"]),
     ("review", "review", {}, ["wait:2000"]),
     ("picker", "picker", {}, []),
     ("help", "help", {}, []),
@@ -37,7 +38,7 @@ SHOTS = [(name + suffix, screen, kwargs, size, keys) for name, screen, kwargs, k
 
 
 async def shoot(config: Path, name: str, screen: str, kwargs: dict, size: tuple[int, int], keys: list[str]) -> Path:
-    app = fixture_app(config, screen, **kwargs)
+    app = fixture_app(config, screen, store=annotate_fixed(fixed_store()), **kwargs)  # with a few triage labels
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         for key in keys:

@@ -89,3 +89,25 @@ def fixture_app(config_path=None, screen: str | None = "setup", *, store: EvalSt
                 self.goto(screen, **screen_kwargs)
 
     return FixtureApp(None, store=store if store is not None else fixed_store(), live_updates=False)
+
+
+#: Triage labels on the fixed store (column, task, repeat, labels, note, corrected score): none and final share a
+#: "wrong reasoning" on t04; final alone has "format error" on t05 and t10; root's t05 is a flaky infrastructure.
+FIXED_ANNOTATIONS = [
+    ("none", "t04", 1, ["wrong reasoning"], "", None),
+    ("final", "t04", 1, ["wrong reasoning"], "adds the units twice", None),
+    ("final", "t04", 2, ["wrong reasoning", "format error"], "", None),
+    ("final", "t05", 1, ["format error"], "", None),
+    ("final", "t10", 3, ["judge disagrees"], "0.5 looks right to me", 1.0),
+    ("root", "t05", 1, ["flaky infrastructure"], "", None),
+    ("none", "t07", 2, ["timeout"], "", None),
+]
+
+
+def annotate_fixed(store: EvalStore) -> EvalStore:
+    """``store`` with FIXED_ANNOTATIONS (in memory, a fixed time)."""
+    from hermit_tui.core.annotations import Annotation
+    for key, task, repeat, labels, note, score in FIXED_ANNOTATIONS:
+        store.put_annotation(key, Annotation(repeat=repeat, id=task, labels=labels, note=note,
+                                             corrected_score=score, at="2026-01-02T03:04:05.000000Z"))
+    return store

@@ -529,3 +529,55 @@ def test_cli_refusal_is_one_line(ws):
     assert "Publishing is refused:\n  x uncommitted changes" in out
     code, _, err = cli(["publish", "--config", str(ws.config.path), "--adapter", "nope", *FAST])
     assert code == 2 and "no evaluation of 'nope'" in err
+
+
+# ---------------------------------------------------------------------------------------------------- failure labels
+
+def _label(ws: Workspace, label: str, how_many: int, name: str) -> int:
+    """Label the first ``how_many`` failures of an evaluation; returns how many failures it has."""
+    from hermit_tui.core.annotations import Change, is_failure, update_annotation
+    from hermit_tui.core.records import read_results
+    folder = ws.run_dir / "eval" / label
+    failed = [r for r in read_results(folder / "results.jsonl").records if is_failure(r)]
+    for r in failed[:how_many]:
+        update_annotation(folder, r, Change(add=[name]))
+    return len(failed)
+
+
+def test_the_failure_labels_line_is_off_by_default_and_on_when_asked(ws):
+    plain = plan_publish(ws.config)
+    assert not plain.taxonomy and plain.taxonomy_line is None and "Failure labels" not in plain.new_card
+    empty = plan_publish(ws.config, taxonomy=True)
+    assert empty.taxonomy_line is None and empty.new_card == plain.new_card
+    assert any("no failure of the card's rows carries a label" in w for w in empty.warnings)
+
+    n_none = _label(ws, "none", 2, "format error")
+    n_final = _label(ws, "final", 1, "timeout")
+    assert plan_publish(ws.config).new_card == plain.new_card  # still off by default
+    plan = plan_publish(ws.config, taxonomy=True)
+    line = ("Failure labels (assigned by hand while reading the failures, with hermit-tui; a reading aid, not a "
+            f"measurement): none 2 of {n_none} failures labelled (format error 2); final 1 of {n_final} failures "
+            "labelled (timeout 1).")
+    assert plan.taxonomy_line == line
+    section = plan.new_card.split("## Evaluation", 1)[1]
+    assert section.index(line) > section.index("Mean score: the mean over test tasks")  # under the table's note
+    assert f"+{line}" in plan.diff
+
+    _label(ws, "root", 1, "tool misuse")  # a label added after the review: publishing asks for a new review
+    state = ws.state()
+    with pytest.raises(InputError, match="changed since the review"):
+        publish(plan)
+    assert ws.state() == state
+    result = publish(plan_publish(ws.config, taxonomy=True))
+    assert result.committed and "tool misuse 1" in ws.card().decode()
+
+
+def test_publish_cli_failure_labels_dry_run_shows_the_line(ws, capsys):
+    from hermit_tui.cli import main
+    _label(ws, "final", 2, "wrong reasoning")
+    state = ws.state()
+    code = main(["publish", "--config", str(ws.config.path), "--failure-labels", "--dry-run",
+                 "agent.params.latency_scale=0"])
+    out = capsys.readouterr().out
+    assert code == 0 and "+Failure labels (assigned by hand" in out and "final 2 of" in out
+    assert ws.state() == state

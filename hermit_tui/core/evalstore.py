@@ -14,6 +14,7 @@ from hermit_tui.core.records import ResultsFile, Summary, read_results, read_sum
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 TRANSCRIPTS = "transcripts.jsonl"  # hermit-tui's sidecar of trajectories (core/transcripts.py)
+ANNOTATIONS = "annotations.jsonl"  # hermit-tui's triage labels and notes (core/annotations.py)
 ARCHIVE = "archive"
 
 
@@ -22,10 +23,11 @@ def eval_root(run_dir: Path) -> Path:
 
 
 def archive_existing(label_dir: Path, *, copy: bool = False) -> Path | None:
-    """Move (or ``copy``) an earlier results.jsonl/summary.json pair (and its transcripts.jsonl) into
-    ``<label dir>/archive/<UTC time>/``; return that folder, or None when there was nothing to keep."""
+    """Move (or ``copy``) an earlier results.jsonl/summary.json pair (and its transcripts.jsonl and
+    annotations.jsonl) into ``<label dir>/archive/<UTC time>/``; return that folder, or None when there was nothing
+    to keep."""
     label_dir = Path(label_dir)
-    present = [label_dir / n for n in (RESULTS, SUMMARY, TRANSCRIPTS) if (label_dir / n).exists()]
+    present = [label_dir / n for n in (RESULTS, SUMMARY, TRANSCRIPTS, ANNOTATIONS) if (label_dir / n).exists()]
     if not present:
         return None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -99,7 +99,7 @@ def publish(plan_or_config, labels: Sequence[str] | None = None) -> PublishResul
     """
     if isinstance(plan_or_config, PublishPlan):
         reviewed = plan_or_config
-        plan = plan_publish(reviewed.config, reviewed.labels)
+        plan = plan_publish(reviewed.config, reviewed.labels, reviewed.taxonomy)
         if plan.reviewed_state() != reviewed.reviewed_state():
             raise InputError("the card, the checkout, the tag or the evaluations changed since the review: "
                              "review again before publishing")

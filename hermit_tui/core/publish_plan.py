@@ -99,6 +99,8 @@ class PublishPlan(BaseModel):
     message: str | None = None
     warnings: list[str] = Field(default_factory=list)
     refusals: list[str] = Field(default_factory=list)
+    taxonomy: bool = False  # asked for: a line with the rows' failure labels under the table (off by default)
+    taxonomy_line: str | None = None  # that line, when some row's failures carry labels
 
     @property
     def can_publish(self) -> bool:
@@ -122,8 +124,27 @@ class PublishPlan(BaseModel):
 
 # ---------------------------------------------------------------------------------------------------- the table
 
-def render_publish_table(rows: Sequence[EvalRow]) -> str:
-    """The Markdown body of the Evaluation section: the table, then one paragraph saying how to read it."""
+def taxonomy_line(rows: Sequence[EvalRow]) -> str | None:
+    """One paragraph with each row's failure labels (from its evaluation's annotations.jsonl), or None when no
+    failure of any row carries a label. Failures: error/judge_error or a score below hermit's 1.0."""
+    from hermit_tui.core.annotations import read_annotations, selector_taxonomy
+    parts = []
+    for row in rows:
+        records = {r.key: r for r in read_results(row.folder / "results.jsonl").records}
+        t = selector_taxonomy(row.label, records, read_annotations(row.folder).entries, SOLVED_THRESHOLD)
+        if not t.labelled_failures:
+            continue
+        counts = ", ".join(f"{name} {n}" for name, n in t.failure_counts.items())
+        parts.append(f"{row.adapter} {t.labelled_failures} of {t.failures} failures labelled ({counts})")
+    if not parts:
+        return None
+    return ("Failure labels (assigned by hand while reading the failures, with hermit-tui; a reading aid, not a "
+            "measurement): " + "; ".join(parts) + ".")
+
+
+def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None) -> str:
+    """The Markdown body of the Evaluation section: the table, then one paragraph saying how to read it (and
+    ``extra``, a paragraph of its own, when given)."""
     lines = [TABLE_HEADER, TABLE_RULE] + ["| " + " | ".join(r.cells()) + " |" for r in rows]
     final = next((r for r in rows if r.label == "final"), None)
     others = [r for r in rows if r.protocol and r is not final]
@@ -150,7 +171,7 @@ def render_publish_table(rows: Sequence[EvalRow]) -> str:
             f"sampling and never beyond the score range: {methods or 'none'}. Solved at least once: share of test "
             f"tasks with an attempt scoring at least {SOLVED_THRESHOLD}. Commit: the adapter version measured. "
             f"{protocol}")
-    return "\n".join(lines) + "\n\n" + note
+    return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
 
 
 def unified_diff(old: str, new: str) -> str:
@@ -284,18 +305,20 @@ def _inspect_checkout(plan: PublishPlan, tree: AdapterTree) -> git.Repo | None:
     return repo
 
 
-def plan_publish(config, labels: Sequence[str] | None = None) -> PublishPlan:
+def plan_publish(config, labels: Sequence[str] | None = None, taxonomy: bool = False) -> PublishPlan:
     """What publishing final's card would do now; changes nothing.
 
     ``labels`` adds rows for other selectors (a tag such as ``demo/ckpt-step-1`` or its label) beside none, root
-    and final. An unknown one is an InputError; a missing none or root is a warning.
+    and final. An unknown one is an InputError; a missing none or root is a warning. ``taxonomy`` adds a line with
+    the rows' failure labels under the table (when some failure carries one).
     """
     run = config.run_name
     extras = [lab for lab in dict.fromkeys(_label_of(t) for t in (labels or [])) if lab not in DEFAULT_LABELS]
     run_dir = Path(config.run_dir)
     checkout = run_dir / "checkout"
     plan = PublishPlan(config=config, labels=list(labels or []), run=run, tag=f"{run}/final",
-                       branch=f"refs/heads/{run}", checkout=checkout, card_path=checkout / CARD_NAME)
+                       branch=f"refs/heads/{run}", checkout=checkout, card_path=checkout / CARD_NAME,
+                       taxonomy=taxonomy)
     if not valid_ref_name(plan.tag):
         plan.refusals.append(f"run name '{run}' cannot name a tag")
         return plan
@@ -374,8 +397,16 @@ def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extr
     _warn(plan, config, tree, rows, found, final, final_fp)
 
     final_row = next((r for r in rows if r.label == "final"), None)
+    if plan.taxonomy:
+        try:
+            plan.taxonomy_line = taxonomy_line(rows)
+        except InputError as exc:
+            plan.warnings.append(f"the failure labels cannot be read: {exc}")
+        if plan.taxonomy_line is None:
+            plan.warnings.append("no failure of the card's rows carries a label: the card gets no failure-labels "
+                                 "line")
     if final_row is not None and plan.current_card is not None:
-        plan.table = render_publish_table(rows)
+        plan.table = render_publish_table(rows, plan.taxonomy_line)
         plan.new_card = replace_evaluation_section(plan.current_card, plan.table)
         plan.diff = unified_diff(plan.current_card, plan.new_card)
         plan.message = (f"card: evaluation of {plan.tag} ({final_row.tasks} tasks x {final_row.repeats}, "

@@ -18,6 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from hermit_tui.core.annotations import (
+    DEFAULT_LABEL_SET, FailureTaxonomy, pair_taxonomy, read_annotations, selector_taxonomy,
+)
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
@@ -98,6 +101,7 @@ class Report(BaseModel):
     test_reuse: TestReuse
     training: TrainingEvidence | None
     test_ids: list[str]
+    taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/annotations.py)
 
 
 # ---------------------------------------------------------------------------------------------------- building
@@ -226,8 +230,37 @@ def _open_tree(config):
         return None
 
 
-def build_report(config, taskset, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD) -> Report:
-    """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order)."""
+def _taxonomy(stored: dict[str, StoredEvaluation], records: dict[str, list[AttemptRecord]], labels: list[str],
+              test_ids: list[str], threshold: float, label_set: Sequence[str]) -> FailureTaxonomy:
+    """Attempts per label per selector, and per default pair the tasks fixed or introduced, from each evaluation's
+    annotations.jsonl (an unreadable one is a warning, not a failure of the report)."""
+    by_key = {label: {r.key: r for r in records[label]} for label in labels}
+    notes, warnings = {}, []
+    for label in labels:
+        try:
+            read = read_annotations(stored[label].folder)
+        except InputError as exc:
+            warnings.append(str(exc))
+            notes[label] = {}
+            continue
+        warnings += read.skipped
+        notes[label] = read.entries
+    selectors = [selector_taxonomy(label, by_key[label], notes[label], threshold, label_set, test_ids)
+                 for label in labels]
+    for t in selectors:
+        if t.stale:
+            warnings.append(f"{t.label}: {t.stale} annotations were made on earlier attempts, re-run since; they are "
+                            "not counted")
+    pairs = [pair_taxonomy(a, by_key[a], notes[a], b, by_key[b], notes[b], label_set, test_ids, threshold)
+             for a, b in default_pairs(labels)]
+    return FailureTaxonomy(threshold=threshold, label_set=list(label_set), selectors=selectors, pairs=pairs,
+                           warnings=warnings)
+
+
+def build_report(config, taskset, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD,
+                 label_set: Sequence[str] | None = None) -> Report:
+    """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
+    ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy."""
     from hermit_tui import __version__
     from hermit_tui.demo import is_demo_config
 
@@ -302,7 +335,9 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
         demo=demo, threshold=threshold, dataset_revision=_dataset_revision(selectors),
         splits={"tasks": len(taskset.tasks), **{k: len(taskset.splits.get(k, [])) for k in ("train", "val", "test")}},
         comparable=not diffs, differences=diffs, warnings=warnings, selectors=selectors, pairs=pairs, checks=checks,
-        test_reuse=reuse, training=_training(run_dir), test_ids=list(test_ids))
+        test_reuse=reuse, training=_training(run_dir), test_ids=list(test_ids),
+        taxonomy=_taxonomy(stored, records, labels, list(test_ids), threshold,
+                           list(label_set) if label_set is not None else list(DEFAULT_LABEL_SET)))
 
 
 # ---------------------------------------------------------------------------------------------------- rendering
@@ -414,6 +449,7 @@ def to_markdown(report: Report) -> str:
         if p.n_unpaired:
             out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
         out.append("")
+    out += _taxonomy_markdown(r)
     out += ["## Comparability", ""]
     if r.comparable:
         out.append("Every selector shares one protocol fingerprint (test ids and rows, judge, pipeline, params, model, "
@@ -440,6 +476,55 @@ def to_markdown(report: Report) -> str:
         out += [r.training.label, "", *_table(["step", "epoch", "train tasks", "training mean score"], [
             [t.step, t.epoch, t.tasks, _f(t.mean_score)] for t in r.training.steps])]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _tasks(ids: list[str], most: int = 12) -> str:
+    return ", ".join(ids[:most]) + (f", … ({len(ids) - most} more)" if len(ids) > most else "") if ids else "—"
+
+
+def _taxonomy_markdown(r: Report) -> list[str]:
+    """The "Failure taxonomy" section: attempts per label per selector, then per pair the tasks fixed/introduced."""
+    t = r.taxonomy
+    out = ["## Failure taxonomy", ""]
+    if t is None:
+        return out + ["Not computed.", ""]
+    labels = [s.label for s in t.selectors]
+    out += [f"Labels assigned by hand in hermit-tui's triage ({t.source}); counts are attempts. A failure is "
+            f"{t.failure} ({_g(t.threshold)}).", ""]
+    out += [f"- {w}" for w in t.warnings] + ([""] if t.warnings else [])
+    names: dict[str, int] = {}
+    for s in t.selectors:
+        for name, n in s.counts.items():
+            names[name] = names.get(name, 0) + n
+    rank = {name: i for i, name in enumerate(t.label_set)}
+    ordered = sorted(names, key=lambda name: (-names[name], rank.get(name, len(rank)), name))
+    rows = [[name, *(s.counts.get(name, 0) for s in t.selectors)] for name in ordered]
+    rows += [["*failures*", *(s.failures for s in t.selectors)],
+             ["*failures with a label*", *(s.labelled_failures for s in t.selectors)],
+             ["*failures without a label*", *(s.failures - s.labelled_failures for s in t.selectors)]]
+    if any(s.corrected for s in t.selectors):
+        rows.append(["*corrected scores*", *(s.corrected for s in t.selectors)])
+    out += _table(["label", *labels], rows)
+    if not ordered:
+        out += ["", "No attempt carries a label yet (`hermit-tui annotate`, or 1-9 in the dashboard)."]
+    corrected = [s for s in t.selectors if s.corrected_mean is not None]
+    if corrected:
+        out += ["", "With the corrected scores in place of the judge's (the files and every figure above keep the "
+                "judge's):", ""]
+        out += [f"- {s.label}: mean {_f(s.corrected_mean)} with {s.corrected} corrected score"
+                f"{'s' * (s.corrected != 1)} (recorded {_f(s.recorded_mean)})" for s in corrected]
+    for p in t.pairs:
+        if not p.labels:
+            continue
+        out += ["", f"### Labels: {p.b} vs {p.a}", "",
+                f"Per label, on the tasks both attempted (a task carries a label when one of its attempts does): "
+                f"fixed = under {p.a}, not under {p.b}; introduced = under {p.b}, not under {p.a}; not triaged = on "
+                "one side only while the other side's failures on the task carry no label yet.", ""]
+        out += _table(["label", f"tasks ({p.a})", f"tasks ({p.b})", "fixed", "introduced", "not triaged",
+                       "fixed tasks", "introduced tasks"],
+                      [[c.label, c.a_tasks, c.b_tasks, len(c.fixed), len(c.introduced), len(c.untriaged),
+                        _tasks(c.fixed), _tasks(c.introduced)] for c in p.labels])
+    return out + [""]
 
 
 def _methods_by_selector(selectors: list[SelectorReport]) -> str:

@@ -19,6 +19,8 @@ from textual.widgets import Header, Label, Select, Static, TabbedContent, TabPan
 from hermit_tui import bindings
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.paths import style
+from hermit_tui.screens.annotate import Triage, annotation_text, keys_text, progress_text
+from hermit_tui.store import Failure
 from hermit_tui.widgets.diff_view import DiffView
 from hermit_tui.widgets.transcript_view import TranscriptPanel
 from hermit_tui.widgets.footer import Footer
@@ -107,9 +109,11 @@ def _grid(rows: list[tuple[str, str]], width: int | None = None) -> Table:
 class AttemptCard(Vertical, can_focus=True):
     """Every field of one attempt."""
 
-    def __init__(self, key: str, record: AttemptRecord, traceback: str | None, *, id: str | None = None):
+    def __init__(self, key: str, record: AttemptRecord, traceback: str | None, *, id: str | None = None,
+                 annotation: Text | None = None):
         super().__init__(id=id, classes=f"attempt attempt-{record.status}")
         self.key, self.record, self.traceback = key, record, traceback
+        self.annotation = annotation or Text()
 
     def fields(self) -> list[tuple[str, str]]:
         rec = self.record
@@ -134,6 +138,9 @@ class AttemptCard(Vertical, can_focus=True):
             yield Label(f"{self.key} · repeat {rec.repeat}", classes="attempt-repeat")
             yield Label(STATUS_TEXT.get(rec.status, rec.status), classes=f"attempt-status status-{rec.status}")
             yield Label(f"score {rec.judge.score:.3f}", classes="attempt-score")
+        note = Static(self.annotation, classes="attempt-annotation")
+        note.display = bool(self.annotation)
+        yield note
         yield Static(_grid(self.fields(), width=11), classes="attempt-fields")
         yield Label("Output", classes="attempt-label")
         with VerticalScroll(classes="attempt-output"):
@@ -142,6 +149,17 @@ class AttemptCard(Vertical, can_focus=True):
             yield Label("Traceback", classes="attempt-label")
             with VerticalScroll(classes="attempt-traceback"):
                 yield Static(Text(self.traceback.rstrip("\n")), classes="attempt-traceback-text")
+
+
+    def show_annotation(self, text: Text) -> None:
+        """The attempt's labels, corrected score and note (from the store)."""
+        if text.plain == self.annotation.plain and text.spans == self.annotation.spans:
+            return
+        self.annotation = text
+        if self.is_mounted:
+            note = self.query_one(".attempt-annotation", Static)
+            note.update(text)
+            note.display = bool(text)
 
 
 class LogScreen(ModalScreen[None]):
@@ -167,8 +185,9 @@ class LogScreen(ModalScreen[None]):
 
 
 # -- the screen -------------------------------------------------------------------------------------------------------
-class AttemptScreen(Screen):
-    """A task and its attempts. ``key``/``repeat`` open that selector's tab scrolled to that attempt."""
+class AttemptScreen(Triage, Screen):
+    """A task and its attempts. ``key``/``repeat`` open that selector's tab scrolled to that attempt. The triage
+    keys (1-9, 0, n, u) act on the focused attempt."""
 
     CSS_PATH = [style("attempt.tcss")]
     BINDINGS = bindings.ATTEMPT
@@ -203,6 +222,7 @@ class AttemptScreen(Screen):
             initial = SIDE
         yield Header()
         yield Static(id="attempt-title")
+        yield Static(id="attempt-keys")
         with VerticalScroll(id="attempt-task"):
             yield Static(id="attempt-task-fields")
         with TabbedContent(id="attempt-tabs", initial=initial):
@@ -259,8 +279,17 @@ class AttemptScreen(Screen):
             holder = self.query_one(f"#{pane}-list", VerticalScroll)
             await holder.remove_children()
             await holder.mount_all(self._cards(key))
+        for card in self.query(AttemptCard):
+            card.show_annotation(self._annotation_text(card.key, card.record))
         self._sync_side()
         self._sync_transcript()
+
+    def _annotation_text(self, key: str, rec: AttemptRecord) -> Text:
+        col = self.store.columns.get(key)
+        if col is None:
+            return Text()
+        return annotation_text(col.annotation(rec.id, rec.repeat), rec.judge.score,
+                               col.stale_annotation(rec.id, rec.repeat))
 
     def _attempts(self, key: str) -> list[AttemptRecord]:
         """This task's attempts under column ``key``. A live column is read by key (one lookup per repeat), a
@@ -289,8 +318,8 @@ class AttemptScreen(Screen):
         self._seen[key] = self._signature(key)
         if not attempts:
             return [Static(Text(f"No attempt of {self.task_id} under {key} yet."), classes="muted")]
-        return [AttemptCard(key, r, col.tracebacks.get((self.task_id, r.repeat)), id=f"{pane}-r{r.repeat}")
-                for r in attempts]
+        return [AttemptCard(key, r, col.tracebacks.get((self.task_id, r.repeat)), id=f"{pane}-r{r.repeat}",
+                            annotation=self._annotation_text(key, r)) for r in attempts]
 
     def _show_task(self) -> None:
         store = self.store
@@ -298,8 +327,12 @@ class AttemptScreen(Screen):
         failed = sum(r.status != "ok" for r in attempts)
         title = Text.assemble(("Task ", "bold"), (self.task_id, "bold"),
                               f"   {len(attempts)} attempts under {len(store.columns)} selectors"
-                              + (f" · {failed} failed" if failed else ""))
+                              + (f" · {failed} failed" if failed else ""), ("   " + progress_text(store), "dim"),
+                              no_wrap=True, overflow="ellipsis")
         self.query_one("#attempt-title", Static).update(title)
+        keys = keys_text(store.label_set)
+        keys.append("   0 clear · n note · u next unlabelled · shift+l edit", style="dim")
+        self.query_one("#attempt-keys", Static).update(keys)
         row = store.tasks.get(self.task_id)
         fields = (_grid([(str(k), pretty(v)) for k, v in row.items()]) if row is not None else
                   Text("The task row is not loaded (open the config that names its tasks to see its fields).",
@@ -425,20 +458,48 @@ class AttemptScreen(Screen):
         else:
             panel.reload()
 
-    # -- log ------------------------------------------------------------------------------------------------------
-    def _log_target(self) -> AttemptRecord | None:
-        """The focused attempt, else the one the screen opened on, else the active tab's first with a log."""
+    # -- triage ---------------------------------------------------------------------------------------------------
+    def _chosen_card(self, with_log: bool = False) -> AttemptCard | None:
+        """The focused attempt, else the one the screen opened on, else the active tab's first (with a log)."""
         node = self.focused
         while node is not None and not isinstance(node, AttemptCard):
             node = node.parent
         if isinstance(node, AttemptCard):
-            return node.record
+            return node
         active = self.query_one(TabbedContent).active
+        if active == TRANSCRIPT:  # the attempt whose transcript is shown on the left
+            key, _, repeat = self.query_one(TranscriptPanel).sides
+            card = next((c for c in self.query(AttemptCard) if c.key == key and c.record.repeat == repeat), None)
+            if card is not None:
+                return card
         cards = [c for c in self.query(AttemptCard) if self._panes.get(c.key) == active]
         for card in cards:
             if card.key == self.key and card.record.repeat == self.repeat:
-                return card.record
-        return next((c.record for c in cards if c.record.log), cards[0].record if cards else None)
+                return card
+        if with_log:
+            return next((c for c in cards if c.record.log), cards[0] if cards else None)
+        return cards[0] if cards else None
+
+    def chosen_attempt(self) -> tuple[str, str, int] | None:
+        card = self._chosen_card()
+        return None if card is None else (card.key, card.record.id, card.record.repeat)
+
+    def show_failure(self, failure: Failure) -> None:
+        """Focus the failure's card here when it is one of this task's, else show its task instead of this one."""
+        if failure.task_id != self.task_id:
+            self.app.switch_screen(AttemptScreen(failure.task_id, failure.key, failure.repeat))
+            return
+        self.key, self.repeat = failure.key, failure.repeat
+        pane = self._panes.get(failure.key)
+        if pane is not None:
+            self.query_one(TabbedContent).active = pane
+        self.call_after_refresh(self._reveal)
+
+    # -- log ------------------------------------------------------------------------------------------------------
+    def _log_target(self) -> AttemptRecord | None:
+        """The focused attempt, else the one the screen opened on, else the active tab's first with a log."""
+        card = self._chosen_card(with_log=True)
+        return None if card is None else card.record
 
     def action_open_log(self) -> None:
         rec = self._log_target()

@@ -24,6 +24,7 @@ from hermit_tui.paths import style
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.taxonomy import PairLabels
 from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
 
@@ -36,7 +37,8 @@ TRANSITION_NAMES = {"fixed": ("fixed", "✗ → ✓"), "broken": ("broken", "✓
                     "flaky": ("flaky", "mixed")}
 METRICS = [("mean", "mean score"), ("sample", "tasks × repeats"), ("solved", "solved once"), ("passk", "pass^k"),
            ("errors", "errors"), ("cost", "cost")]
-TABS = ["tab-numbers", "tab-transitions", "tab-power", "tab-scores", "tab-means", "tab-diffs", "tab-running"]
+TABS = ["tab-numbers", "tab-transitions", "tab-labels", "tab-power", "tab-scores", "tab-means", "tab-diffs",
+        "tab-running"]
 
 
 # ---------------------------------------------------------------------------------------------------- figures
@@ -325,6 +327,8 @@ class CompareScreen(Screen):
                     with Vertical(id="transition-side"):
                         yield Static("enter on a transition lists its tasks", id="transition-title")
                         yield VirtualTable(id="transition-tasks")
+            with TabPane("Labels", id="tab-labels"):
+                yield PairLabels(id="pair-labels")
             with TabPane("Power", id="tab-power"):
                 with VerticalScroll(id="power"):
                     yield Static("", id="power-mde")
@@ -416,7 +420,8 @@ class CompareScreen(Screen):
                 ("Only one evaluation is shown" if shown == 1 else "No evaluation is shown")
                 + ": launch two side by side from setup (escape, then l), or open earlier ones from history (h)."))
             return
-        if (store.version, self.a, self.b) == self._computed:
+        self._show_labels()
+        if (store.data_version, self.a, self.b) == self._computed:  # a label changed, not the records
             return
         wait = self._last_start + LIVE_THROTTLE_S - time.monotonic()
         # A user's choice starts at once; store updates wait for the computation in flight, and while a run is
@@ -438,7 +443,7 @@ class CompareScreen(Screen):
         records_a, records_b = list(store.columns[a].records.values()), list(store.columns[b].records.values())
         task_ids = list(store.task_ids) or None
         threshold = store.threshold
-        key = self._computed = (store.version, a, b)
+        key = self._computed = (store.data_version, a, b)
         self._busy = True
         self._last_start = time.monotonic()
         self.query_one("#compare-status", Static).update("computing…")
@@ -476,7 +481,7 @@ class CompareScreen(Screen):
     @property
     def up_to_date(self) -> bool:
         """The figures on screen are those of the store as it is now."""
-        return self._shown == (self.app.store.version, self.a, self.b)
+        return self._shown == (self.app.store.data_version, self.a, self.b)
 
     def _show(self, r: Comparison, key: tuple) -> None:
         """Each selector's figures and the plots; then, once computed, the paired part."""
@@ -513,6 +518,23 @@ class CompareScreen(Screen):
         self.query_one("#pair-figures", Static).update(pair_text(r.pair))
         self._show_transitions(r)
         self._show_power()
+
+    def _show_labels(self) -> None:
+        """The failure taxonomy of a and b, and per label the tasks b fixed or introduced (cheap: on every update)."""
+        from hermit_tui.screens.annotate import progress_text
+        store = self.app.store
+        if self.a not in store.columns or self.b not in store.columns:
+            return
+        taxonomy = store.taxonomy()
+        self.query_one(PairLabels).show(self.a, self.b, taxonomy, store.pair_taxonomy(self.a, self.b),
+                                        store.label_set, progress_text(store))
+
+    def action_show_labels(self) -> None:
+        self.query_one(TabbedContent).active = "tab-labels"
+
+    def action_next_unlabelled(self) -> None:
+        """The drill-down on the next failure that carries no label."""
+        self.app.open_next_unlabelled()
 
     def _show_transitions(self, r: Comparison) -> None:
         table = self.query_one("#transitions", VirtualTable)

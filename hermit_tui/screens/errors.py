@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Header, Static, Tree
 from textual.widgets.tree import TreeNode
@@ -15,7 +15,9 @@ from textual.widgets.tree import TreeNode
 from hermit_tui import bindings
 from hermit_tui.core.errors import InputError
 from hermit_tui.paths import style
+from hermit_tui.screens.annotate import Triage, progress_text
 from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.taxonomy import corrected_text, counts_table
 
 MAX_LABEL = 160  # characters of an error message shown in a tree label
 
@@ -116,8 +118,9 @@ class ConfirmRetry(ModalScreen[bool]):
         self.dismiss(False)
 
 
-class ErrorsScreen(Screen):
-    """Failed attempts grouped by kind, then message; leaves are attempts (enter jumps to one)."""
+class ErrorsScreen(Triage, Screen):
+    """Failed attempts grouped by kind, then message; leaves are attempts (enter jumps to one; the triage keys label
+    the highlighted one). Above them, the failure taxonomy: attempts per label per selector."""
 
     CSS_PATH = [style("errors.tcss")]
     BINDINGS = bindings.ERRORS
@@ -131,6 +134,8 @@ class ErrorsScreen(Screen):
         yield Header()
         yield Static(id="errors-summary")
         yield Static(id="errors-retries", classes="warning-banner")
+        with VerticalScroll(id="errors-taxonomy-box", can_focus=False):
+            yield Static(id="errors-taxonomy")
         yield Static("No errors", id="errors-empty")
         tree: Tree[Any] = Tree("errors", id="errors-tree")
         tree.show_root = False
@@ -173,14 +178,30 @@ class ErrorsScreen(Screen):
         empty.display = failed == 0
         empty.update("No errors" if store.columns else "No evaluations yet: go back to setup (escape), then launch "
                      "(l) or open earlier ones from history (h).")
+        self._show_taxonomy(store)
         tree = self.query_one(Tree)
         tree.display = failed > 0
         self.query_one("#errors-detail").display = failed > 0
-        # regroup only when the failures changed, not on every batch of a live run
-        shape = tuple((k, id(c), c.errors, c.judge_errors) for k, c in store.columns.items())
+        # regroup only when the failures (or their labels) changed, not on every batch of a live run
+        shape = (store.annotations_version,
+                 *((k, id(c), c.errors, c.judge_errors) for k, c in store.columns.items()))
         if shape != self._shape:
             self._shape = shape
             self._fill(tree, store.keys, grouped(store))
+
+    def _show_taxonomy(self, store) -> None:
+        """Attempts per label per selector, the failures left unlabelled, and the progress of the triage."""
+        box = self.query_one("#errors-taxonomy", Static)
+        self.query_one("#errors-taxonomy-box").display = bool(store.columns)
+        if not store.columns:
+            return
+        from rich.console import Group
+        head = Text.assemble(("Failure labels", "bold"), f"  {progress_text(store)} ",
+                             (f"(error, judge error or score < {store.threshold:g})", "dim"),
+                             ("  1-9 label the highlighted attempt · u next unlabelled", "dim"))
+        taxonomy = store.taxonomy()
+        extra = corrected_text(taxonomy)
+        box.update(Group(head, counts_table(store.keys, taxonomy, store.label_set), *([extra] if extra else [])))
 
     def _fill(self, tree: Tree, keys: list[str], kinds: list[tuple[str, list[ErrorGroup]]]) -> None:
         """Rebuild the tree, keeping the cursor and what the user folded or unfolded."""
@@ -207,12 +228,21 @@ class ErrorsScreen(Screen):
                 for key in keys:
                     for task_id, repeat in g.attempts.get(key, []):
                         ref = AttemptRef(key, task_id, repeat)
+                        ann = self.app.store.annotation(key, task_id, repeat)
+                        labels = ("  " + " ".join(f"[{n}]" for n in ann.labels)) if ann and ann.labels else ""
                         leaf = group_node.add_leaf(Text.assemble((key.ljust(width), "bold"),
-                                                                 f"  {task_id}  repeat {repeat}"), data=ref)
+                                                                 f"  {task_id}  repeat {repeat}", (labels, "italic")),
+                                                   data=ref)
                         target = leaf if ref == current else target
         if target is not None:
-            tree.move_cursor(target)
+            tree.move_cursor(target)  # the new nodes have their lines once the tree is laid out: again then
+            self.call_after_refresh(self._restore_cursor, tree, target)
         self._show_detail(tree.cursor_node)
+
+    def _restore_cursor(self, tree: Tree, node: TreeNode) -> None:
+        if node.line >= 0 and tree.cursor_node is not node:
+            tree.move_cursor(node)
+            self._show_detail(node)
 
     def _show_detail(self, node: TreeNode | None) -> None:
         detail = self.query_one("#errors-detail", Static)
@@ -247,6 +277,12 @@ class ErrorsScreen(Screen):
             self._jump(event.node.data)
         else:
             event.node.toggle()
+
+    # -- triage ---------------------------------------------------------------------------------------------------
+    def chosen_attempt(self) -> tuple[str, str, int] | None:
+        node = self.query_one(Tree).cursor_node
+        data = node.data if node is not None else None
+        return (data.key, data.task_id, data.repeat) if isinstance(data, AttemptRef) else None
 
     # -- actions --------------------------------------------------------------------------------------------------
     def _jump(self, ref: AttemptRef) -> None:

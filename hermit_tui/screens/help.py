@@ -22,7 +22,11 @@ def section(title: str, items) -> Group:
     for b in items:
         if b.action == "command_palette" and title != "Everywhere":
             continue
-        table.add_row(b.key_display or b.key, b.description)
+        if b.action in bindings.HELP_HIDDEN:  # the label keys 2-9: listed once, as 1-9
+            continue
+        if items is not bindings.TRIAGE and any(b is t for t in bindings.TRIAGE):  # in their own section
+            continue
+        table.add_row(b.key_display or b.key, bindings.TRIAGE_HELP if b.action == "label(1)" else b.description)
     return Group(Text(title, style="bold reverse"), table)
 
 

@@ -161,6 +161,7 @@ class ReviewScreen(Screen):
         self.busy = False
         self.pending: str | None = None  # "publish" or "undo" asked for before the review was ready
         self.ready = False  # the review was worked out (or failed) at least once
+        self.taxonomy = False  # a line with the rows' failure labels under the card's table (off by default)
         self._table_width = 0
 
     def compose(self) -> ComposeResult:
@@ -184,6 +185,8 @@ class ReviewScreen(Screen):
                     yield Static("Other evaluated selectors to put on the card beside none, root and final:",
                                  classes="muted")
                     yield CheckList(id="review-rows")
+                    yield TickBox("Add a line with the failure labels (hand-made, from annotations.jsonl) under "
+                                  "the table  (t)", id="review-taxonomy", compact=True)
         yield Static("", id="review-actions")
         yield Footer()
 
@@ -210,11 +213,11 @@ class ReviewScreen(Screen):
         if config is None:
             self.query_one("#review-title", Static).update("Open a config first")
             return
-        labels = list(self.labels)
+        labels, taxonomy = list(self.labels), self.taxonomy
 
         def compute() -> None:
             try:
-                plan = plan_publish(config, labels)
+                plan = plan_publish(config, labels, taxonomy)
                 entry, problem = undo_check(config)
             except Exception as exc:  # a git or file failure is shown, not raised into the dashboard
                 if not get_current_worker().is_cancelled:
@@ -344,6 +347,18 @@ class ReviewScreen(Screen):
         picked = list(event.selection_list.selected)
         if picked != self.labels:
             self.labels = picked
+            self.refresh_plan()
+
+    def action_toggle_taxonomy(self) -> None:
+        """The failure-labels line on the card: on or off (the card and its diff follow)."""
+        self.query_one("#review-taxonomy", TickBox).value = not self.taxonomy
+
+    @on(Checkbox.Changed, "#review-taxonomy")
+    def _taxonomy_changed(self, event: Checkbox.Changed) -> None:
+        if event.value != self.taxonomy:
+            self.taxonomy = event.value
+            self.notify("The card gets a line with the failure labels" if self.taxonomy else
+                        "No failure-labels line on the card", timeout=3)
             self.refresh_plan()
 
     # -- publish and undo -----------------------------------------------------------------------------------------

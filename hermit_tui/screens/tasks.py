@@ -18,8 +18,14 @@ from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
+from hermit_tui.core.annotations import is_failure
 from hermit_tui.paths import style
-from hermit_tui.store import FILTER_NAMES, FILTERS, Cell, EvalStore, Filter, TaskRow
+from hermit_tui.screens.annotate import (
+    GROUP_NAMES, LabelPickScreen, Triage, annotation_text, keys_text, progress_text,
+)
+from hermit_tui.store import (
+    ANY_LABEL, FILTER_NAMES, FILTERS, LABEL_FILTER_NAMES, UNLABELLED, Cell, EvalStore, Failure, Filter, TaskRow,
+)
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, mark_for
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.diff_view import diff_words
@@ -75,8 +81,24 @@ def sort_keys(store: EvalStore) -> list[str]:
     return out
 
 
-class TasksScreen(Screen):
-    """One row per task across the selected evaluations."""
+def label_filter_name(label: str | None) -> str:
+    return "" if label is None else LABEL_FILTER_NAMES.get(label, f"label: {label}")
+
+
+def row_attempts(store: EvalStore, task_id: str) -> list[tuple[str, str, int]]:
+    """Every attempt of a task, (column, task, repeat): the failures first, then the others, each by column and
+    repeat. The per-task table's target attempt cycles through them (a). Read by key: a cursor move stays cheap on
+    a large store."""
+    repeats = range(1, max(store.repeats, 1) + 1)
+    found = [(key, col.records[(task_id, r)], col.threshold) for key, col in store.columns.items() for r in repeats
+             if (task_id, r) in col.records]
+    return ([(key, task_id, rec.repeat) for key, rec, t in found if is_failure(rec, t)]
+            + [(key, task_id, rec.repeat) for key, rec, t in found if not is_failure(rec, t)])
+
+
+class TasksScreen(Triage, Screen):
+    """One row per task across the selected evaluations. The triage keys act on the row's target attempt (its
+    first failure in triage order; a cycles through the row's attempts)."""
 
     CSS_PATH = [style("tasks.tcss")]
     BINDINGS = bindings.TASKS
@@ -96,6 +118,11 @@ class TasksScreen(Screen):
         self._layout: tuple[list[str], int, int] = ([], 4, 0)  # keys, id width, natural text width
         self.outputs = False  # the outputs mode (o): each selector's output side by side
         self.repeat = 1  # the repeat whose outputs are shown
+        self.label_filter: str | None = None  # a label, ANY_LABEL or UNLABELLED (store.rows' ``label``)
+        self.target: tuple[str, str, int] | None = None  # the attempt the triage keys act on (column, task, repeat)
+        self._pending_task: str | None = None  # a task to put the cursor on once the rows are shown
+        self._walked: tuple[str, str, int] | None = None  # the attempt u (the walk) or a chose last
+        self._walked_group = ""  # why the walk chose it
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -106,6 +133,7 @@ class TasksScreen(Screen):
             yield TextField(self.search, placeholder="/ search id or text", id="tasks-search", compact=True)
             yield Static("", id="tasks-count")
         yield VirtualTable(id="tasks-table", zebra_stripes=True, fixed_columns=1)
+        yield Static("", id="tasks-triage")
         yield Footer()
 
     @property
@@ -137,7 +165,7 @@ class TasksScreen(Screen):
         self._generation += 1
         generation = self._generation
         query = dict(filter=self.filter, search=self.search, sort=self.sort, reverse=self.reverse,
-                     compare=compare_pair(store))
+                     compare=compare_pair(store), label=self.label_filter)
         if len(store.task_ids) <= WORKER_THRESHOLD:
             self._show_rows(generation, *self._compute(store, query))
             return
@@ -174,7 +202,13 @@ class TasksScreen(Screen):
         table.set_columns(self._columns(store))
         table.set_rows(rows, self._cell, key=lambda r: r.task_id)
         self._shown = len(rows)
+        if self._pending_task is not None:
+            index = next((i for i, r in enumerate(rows) if r.task_id == self._pending_task), None)
+            self._pending_task = None
+            if index is not None:
+                table.cursor_row = index
         self._show_count(store)
+        self._show_triage()
 
     # -- columns and cells ----------------------------------------------------------------------------------------
     def _label(self, text: str, sort_key: str) -> Text:
@@ -314,17 +348,23 @@ class TasksScreen(Screen):
 
     def _show_filters(self, store: EvalStore) -> None:
         parts = []
-        for n, name in enumerate(FILTERS, start=1):
-            label = f" {n} {CHIPS[name]} "
+        for name in FILTERS:
+            label = f" {CHIPS[name]} "
             link = f"[@click=screen.set_filter('{name}')]{label}[/]"
             parts.append(f"[reverse b]{link}[/]" if name == self.filter else link)
-        self.query_one("#tasks-filters", Static).update(Content.from_markup("".join(parts)))
+        content = Content.from_markup("".join(parts) + "  ")
+        chip = f" {label_filter_name(self.label_filter)} × " if self.label_filter is not None else " label… "
+        link = Content.from_markup("[@click=screen.label_filter()]$chip[/]", chip=chip)
+        content += link.stylize("reverse bold") if self.label_filter is not None else link
+        self.query_one("#tasks-filters", Static).update(content)
 
     def _show_count(self, store: EvalStore) -> None:
         text = f"{self._shown} of {len(store.task_ids)} tasks · {FILTER_NAMES[self.filter]}"
         pair = compare_pair(store)
         if self.filter in ("regressions", "improvements"):
             text = (f"{text}: {pair[1]} vs {pair[0]}" if pair else f"{text}: needs two evaluations")
+        if self.label_filter is not None:
+            text += f" · {label_filter_name(self.label_filter)}"
         self.query_one("#tasks-count", Static).update(Text(text))
 
     # -- actions --------------------------------------------------------------------------------------------------
@@ -335,6 +375,109 @@ class TasksScreen(Screen):
 
     def action_next_filter(self) -> None:
         self.action_set_filter(FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)])
+
+    def set_label_filter(self, label: str | None) -> None:
+        self.label_filter = label
+        self.refresh_from_store()
+
+    def action_label_filter(self) -> None:
+        """Choose a label to filter by (or any label, or the failures without one); on the chip: clear it."""
+        store: EvalStore = self.app.store
+        in_use = store.labels_in_use()
+        done, total = store.triage_progress()
+        def attempts(n: int) -> str:
+            return f"{n} attempt{'s' * (n != 1)}"
+        choices = [("", "no label filter (every task)"), (ANY_LABEL, f"any label ({attempts(sum(in_use.values()))})"),
+                   (UNLABELLED, f"unlabelled failures ({attempts(total - done)})")]
+        names = list(dict.fromkeys([*store.label_set, *in_use]))
+        choices += [(name, f"{name} ({attempts(in_use.get(name, 0))})") for name in names]
+        self.app.push_screen(LabelPickScreen("Show the tasks with an attempt carrying", choices,
+                                             self.label_filter or ""),
+                             lambda value: None if value is None else self.set_label_filter(value or None))
+
+    # -- triage ---------------------------------------------------------------------------------------------------
+    def _target_valid(self, store: EvalStore) -> bool:
+        if self.target is None:
+            return False
+        col = store.columns.get(self.target[0])
+        return col is not None and (self.target[1], self.target[2]) in col.records
+
+    def _default_target(self) -> tuple[str, str, int] | None:
+        row = self.table.cursor_value
+        if row is None:
+            return None
+        attempts = row_attempts(self.app.store, row.task_id)
+        return attempts[0] if attempts else None
+
+    def chosen_attempt(self) -> tuple[str, str, int] | None:
+        store: EvalStore = self.app.store
+        row = self.table.cursor_value
+        if row is not None and (self.target is None or self.target[1] != row.task_id or not self._target_valid(store)):
+            self.target = self._default_target()
+        return self.target if self._target_valid(store) else None
+
+    def walk_from(self) -> tuple[str, str, int] | None:
+        """After the attempt the walk showed last; from the top of the walk when the target is not one it showed."""
+        return self.target if self.target is not None and self.target == self._walked else None
+
+    def show_failure(self, failure: Failure) -> None:
+        """Put the cursor on the failure's task (clearing the filters and search that hide it) and target it."""
+        self.target = self._walked = (failure.key, failure.task_id, failure.repeat)
+        self._walked_group = GROUP_NAMES[failure.group]
+        rows = self.table.rows
+        index = next((i for i, r in enumerate(rows) if r.task_id == failure.task_id), None)
+        if index is not None:
+            self.table.cursor_row = index
+            self._show_triage()
+            return
+        self.filter, self.label_filter, self.search = "all", None, ""
+        self.query_one("#tasks-search", Input).value = ""
+        self._pending_task = failure.task_id
+        self.refresh_from_store()
+
+    def action_next_attempt(self) -> None:
+        """Target the row's next attempt (what 1-9, 0 and n act on)."""
+        row = self.table.cursor_value
+        if row is None:
+            return
+        attempts = row_attempts(self.app.store, row.task_id)
+        if not attempts:
+            self.notify(f"No attempt of {row.task_id} yet", severity="warning")
+            return
+        current = self.chosen_attempt()
+        i = attempts.index(current) if current in attempts else -1
+        self.target = self._walked = attempts[(i + 1) % len(attempts)]
+        self._walked_group = ""
+        self._show_triage()
+
+    def _show_triage(self) -> None:
+        """The target attempt (status, score, labels) and the triage progress, on one line."""
+        store: EvalStore = self.app.store
+        self._theme_styles()
+        strip = self.query_one("#tasks-triage", Static)
+        target = self.chosen_attempt()
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if target is None:
+            text.append(progress_text(store), style="dim")
+            strip.update(text)
+            return
+        key, task, repeat = target
+        rec = store.columns[key].records[(task, repeat)]
+        failed = is_failure(rec, store.threshold)
+        text.append("▶ ", style=self._styles.get("accent", ""))
+        text.append(f"{key} · {task} · repeat {repeat}", style="bold")
+        text.append(f"  {rec.status} {rec.judge.score:.2f}", style=self._styles["bad" if failed else "good"])
+        if self._walked == target and self._walked_group:
+            text.append(f" ({self._walked_group})", style="dim")
+        ann = annotation_text(store.annotation(key, task, repeat), rec.judge.score)
+        text.append("  ")
+        text.append_text(Text(ann.plain.replace("\n", "  ")) if ann else Text("no label", style="dim"))
+        text.append(f"   {progress_text(store)} · a other attempt · n note · u next unlabelled · ", style="dim")
+        text.append_text(keys_text(store.label_set))
+        strip.update(text)
+
+    def on_virtual_table_row_highlighted(self, message: VirtualTable.RowHighlighted) -> None:
+        self._show_triage()
 
     def action_search(self) -> None:
         self.query_one("#tasks-search", Input).focus()
@@ -403,6 +546,9 @@ class TasksScreen(Screen):
     def on_virtual_table_row_selected(self, message: VirtualTable.RowSelected) -> None:
         if self.outputs:
             self.app.goto("attempt", task_id=message.row.task_id, repeat=self.repeat, tab="side")
+        elif self.target is not None and self.target == self._walked and self.target[1] == message.row.task_id:
+            # on the attempt the walk (u) or the user (a) chose
+            self.app.goto("attempt", task_id=message.row.task_id, key=self.target[0], repeat=self.target[2])
         else:
             self.app.goto("attempt", task_id=message.row.task_id)
 

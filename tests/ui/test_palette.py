@@ -16,7 +16,11 @@ from hermit_tui.screens.tasks import TasksScreen
 LISTED = ["Resume interrupted evaluations", "Add an adapter directory, tag or commit…",
           "Re-run failed attempts…", "Swap the compared selectors", "Filter the per-task table (next filter)",
           "Sort the per-task table (next column)", "Baseline: next selector", "Export the report",
-          "Publish the final card…", "Undo the last publish…"]
+          "Publish the final card…", "Undo the last publish…", "Triage: next unlabelled failure",
+          "Triage: toggle a label on the chosen attempt…", "Triage: note and corrected score on the chosen attempt…",
+          "Triage: clear the chosen attempt's labels and note", "Triage: edit the label set (keys 1-9)…",
+          "Filter the per-task table by label…", "Per-task table: target the row's next attempt",
+          "Compare: failure labels fixed and introduced", "Review: failure labels line on the card (on/off)"]
 
 
 async def run_command(pilot, name: str) -> None:
@@ -108,3 +112,64 @@ async def test_walk_the_palette(evaluated_copy):
         await run_command(pilot, "Setup: choose selectors and launch")
         assert isinstance(app.screen, SetupScreen)
         assert len(app.screen_stack) == 2  # the setup screen already open was shown again, not opened twice
+
+
+async def test_walk_the_triage_commands(evaluated_copy):
+    """Every triage action by name: the walk, a label, a note, clearing, the label set, the label filter, the
+    target, the compare view and the card line."""
+    from textual.widgets import OptionList
+
+    from hermit_tui.core.annotations import ANNOTATIONS, read_annotations
+    from hermit_tui.screens.annotate import LabelPickScreen, LabelSetScreen, NoteScreen
+    from hermit_tui.screens.attempt import AttemptScreen
+
+    demo = evaluated_copy
+    app = HermitApp(demo.config_path, overrides=["agent.params.latency_scale=0"])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: setup_ready(app) and len(app.store.columns) == 3)
+        first = app.store.next_unlabelled()
+        await run_command(pilot, "Triage: next unlabelled failure")  # from setup: the drill-down opens on it
+        assert isinstance(app.screen, AttemptScreen)
+        assert app.screen.chosen_attempt() == (first.key, first.task_id, first.repeat)
+
+        await run_command(pilot, "Triage: toggle a label on the chosen attempt…")
+        assert isinstance(app.screen, LabelPickScreen)
+        app.screen.query_one(OptionList).highlighted = 2  # the third label of the set: tool misuse
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.annotations_pending == 0
+                       and app.store.annotation(first.key, first.task_id, first.repeat) is not None)
+        assert app.store.annotation(first.key, first.task_id, first.repeat).labels == ["tool misuse"]
+        on_disk = read_annotations(demo.eval / first.key).entries[(first.task_id, first.repeat)]
+        assert on_disk.labels == ["tool misuse"]
+
+        await run_command(pilot, "Triage: note and corrected score on the chosen attempt…")
+        assert isinstance(app.screen, NoteScreen)
+        await type_text(pilot, "checked")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.annotations_pending == 0 and
+                       app.store.annotation(first.key, first.task_id, first.repeat).note == "checked")
+
+        await run_command(pilot, "Triage: clear the chosen attempt's labels and note")
+        await wait_for(pilot, lambda: app.annotations_pending == 0
+                       and app.store.annotation(first.key, first.task_id, first.repeat) is None)
+        assert len((demo.eval / first.key / ANNOTATIONS).read_text().splitlines()) == 3
+
+        await run_command(pilot, "Triage: edit the label set (keys 1-9)…")
+        assert isinstance(app.screen, LabelSetScreen)
+        await pilot.press("escape")
+
+        await run_command(pilot, "Filter the per-task table by label…")
+        assert isinstance(app.screen, LabelPickScreen)
+        await pilot.press("down", "down", "enter")  # unlabelled failures
+        tasks = app.screen
+        assert isinstance(tasks, TasksScreen) and tasks.label_filter is not None
+        before = tasks.chosen_attempt()
+        await run_command(pilot, "Per-task table: target the row's next attempt")
+        assert tasks.chosen_attempt() != before and tasks.chosen_attempt()[1] == before[1]
+
+        await run_command(pilot, "Compare: failure labels fixed and introduced")
+        assert isinstance(app.screen, CompareScreen)
+        assert app.screen.query_one("#compare-tabs").active == "tab-labels"
+
+        await run_command(pilot, "Review: failure labels line on the card (on/off)")
+        assert isinstance(app.screen, ReviewScreen) and app.screen.taxonomy
