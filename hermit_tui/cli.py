@@ -78,19 +78,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _progress(run, stream):
-    """An event sink that shows progress on stderr: a Rich bar on a terminal, one line per selector otherwise."""
+    """An event sink that shows progress on stderr, and the context it runs in: Rich bars on a terminal; plain
+    lines otherwise (each quarter of a selector's attempts and at least every 10 s: ``cli_progress``)."""
     from hermit_tui.core import events as ev
 
     if not stream.isatty():
-        def plain(event):
-            if isinstance(event, ev.SelectorFinished):
-                s = event.summary
-                stream.write(f"{event.label}: {s.attempts}/{s.expected_attempts} attempts, mean {s.mean_score:.3f}, "
-                             f"errors {s.errors}\n")
-            elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
-                stream.write(f"{event.message}\n")
-            stream.flush()
-        return plain, None
+        from hermit_tui.cli_progress import PlainProgress
+        plain = PlainProgress(stream)
+        return plain, plain
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
