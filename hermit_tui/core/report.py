@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
+from hermit_tui.core.evalstore import StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
 from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord
@@ -226,8 +226,10 @@ def _open_tree(config):
         return None
 
 
-def build_report(config, taskset, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD) -> Report:
-    """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order)."""
+def build_report(config, taskset, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD, *,
+                 smoke: bool = False) -> Report:
+    """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
+    Smoke subsets (``eval/<label>/smoke/``) are never among them, unless ``smoke``: then only they are."""
     from hermit_tui import __version__
     from hermit_tui.demo import is_demo_config
 
@@ -235,15 +237,18 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")
     threshold = float(threshold)
     run_dir = config.run_dir
-    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False)}
+    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False,
+                                                   which="smoke" if smoke else "full")}
+    kind = "smoke subset" if smoke else "evaluation"
     if not stored:
-        raise InputError(f"{eval_root(run_dir)}: no evaluations to report (run `hermit-tui eval` first)")
+        raise InputError(f"{eval_root(run_dir)}: no {kind}s to report (run `hermit-tui eval"
+                         f"{' --limit N' if smoke else ''}` first)")
     if labels is None:
         labels = default_labels(list(stored.values()), config.run_name)
     labels = list(dict.fromkeys(labels))
     for label in labels:
         if label not in stored:
-            raise InputError(f"{eval_root(run_dir) / label}: no evaluation of '{label}' "
+            raise InputError(f"{eval_folder(run_dir, label, smoke=smoke)}: no {kind} of '{label}' "
                              f"(evaluated: {', '.join(sorted(stored))})")
     if not labels:
         raise InputError("no selector to report")
