@@ -123,7 +123,7 @@ def test_improvement_passes_above_the_margin_and_fails_below(evaluated, capsys):
     code, lines, _ = gate(evaluated, "--require", "improvement", capsys=capsys)
     assert code == 0
     result, text = checks_of(lines)["improvement"]
-    assert result == "PASS" and f"lies above +0.0000" in text
+    assert result == "PASS" and "lies above +0.0000" in text
     margin = round(low + 0.01, 3)  # just above the interval's low end: no longer an improvement of that size
     code, lines, _ = gate(evaluated, "--require", "improvement", "--margin", str(margin), capsys=capsys)
     assert code == 3

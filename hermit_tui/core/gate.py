@@ -303,7 +303,7 @@ def check_comparable(b: SelectorFacts, c: SelectorFacts, allow_unchecked: bool =
                          figure=f"{b.label} and {c.label} share one protocol fingerprint "
                                 f"({fingerprint_id(c.fingerprint)})")
     missing = [f for f in (b, c) if f.fingerprint is None]
-    why = ", ".join(f"{f.label} ({'written by hermit eval' if f.written_by == 'hermit eval' else 'no readable summary'})"
+    why = ", ".join(f"{f.label} ({'written by hermit eval' if f.written_by == 'hermit eval' else 'no summary'})"
                     for f in missing)
     if not allow_unchecked or any(f.tasks is None for f in (b, c)):
         extra = "" if allow_unchecked else "; --allow-unchecked compares only the task count and repeats"
@@ -519,7 +519,8 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
             f"{f.pipeline_errors} + {f.judge_errors}", cost, f.written_by)) + " |")
     if result.interval is not None:
         iv = result.interval
-        out += ["", f"{result.candidate} - {result.baseline}: 95% CI {iv.low:+.4f} to {iv.high:+.4f} ({_md(iv.method)})."]
+        out += ["", f"{result.candidate} - {result.baseline}: 95% CI {iv.low:+.4f} to {iv.high:+.4f} "
+                    f"({_md(iv.method)})."]
     out += ["", "| check | result | figure |", "|---|---|---|"]
     out += [f"| {_md(c.name)} | {'PASS' if c.passed else '**FAIL**'} | {_md(c.figure)} |" for c in result.checks]
     code = f" (exit {exit_code})" if exit_code is not None else ""
@@ -530,4 +531,5 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
 __all__ = ["DEFAULT_REQUIRE", "FORMAT", "GateCheck", "GateInterval", "GateResult", "NEEDS_BASELINE", "REQUIREMENTS",
            "SelectorFacts", "check_comparable", "check_complete", "check_error_rate", "check_errors",
            "check_improvement", "check_margin", "check_no_regression", "decide", "gate_interval", "load_gate",
-           "parse_requirements", "selector_facts", "to_json", "to_markdown", "to_text", "verdict_detail", "verdict_line"]
+           "parse_requirements", "selector_facts", "to_json", "to_markdown", "to_text", "verdict_detail",
+           "verdict_line"]

@@ -47,7 +47,7 @@ class Workspace:
         return git(self.tree, "rev-parse", "demo/final^{commit}").strip()
 
     def summary(self, label: str, smoke: bool = False) -> dict:
-        """A label's summary.json; ``smoke``: its smoke subset's (a launch with a smoke limit writes eval/<label>/smoke/)."""
+        """A label's summary.json; ``smoke``: its smoke subset's (a smoke-limit launch writes eval/<label>/smoke/)."""
         return json.loads((self.eval / label / ("smoke" if smoke else "") / "summary.json").read_text())
 
 
