@@ -1,6 +1,7 @@
 """The command line: ``hermit-tui [--config run.yaml]``, ``hermit-tui eval``, ``hermit-tui demo``.
 
-Exit codes: 0 done, 2 bad input (one line on stderr, no traceback), 1 anything else (including a cancelled run).
+Exit codes: 0 done, 2 bad input (one line on stderr, no traceback), 3 a gate failed (``gate``, ``eval --require``),
+1 anything else (including a cancelled run).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hermit_tui import cli_annotate, cli_publish, cli_report, cli_serve, cli_show
+from hermit_tui import cli_annotate, cli_gate, cli_publish, cli_report, cli_serve, cli_show
 from hermit_tui.core.errors import InputError, RunFailed
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -62,9 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--max-cost", type=float, metavar="USD",
                         help="stop starting new attempts once this launch's attempts cost this much (unknown costs "
                         "count at the mean known cost); the ones in flight finish; continue later with --resume")
+    cli_gate.add_gate_options(p_eval, for_eval=True)
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
     cli_report.add_parser(sub)
+    cli_gate.add_parser(sub)
     cli_publish.add_parser(sub)
     cli_show.add_parser(sub)
     cli_serve.add_parser(sub)
@@ -79,19 +82,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _progress(run, stream):
-    """An event sink that shows progress on stderr: a Rich bar on a terminal, one line per selector otherwise."""
+    """An event sink that shows progress on stderr, and the context it runs in: Rich bars on a terminal; plain
+    lines otherwise (each quarter of a selector's attempts and at least every 10 s: ``cli_progress``)."""
     from hermit_tui.core import events as ev
 
     if not stream.isatty():
-        def plain(event):
-            if isinstance(event, ev.SelectorFinished):
-                s = event.summary
-                stream.write(f"{event.label}: {s.attempts}/{s.expected_attempts} attempts, mean {s.mean_score:.3f}, "
-                             f"errors {s.errors}\n")
-            elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
-                stream.write(f"{event.message}\n")
-            stream.flush()
-        return plain, None
+        from hermit_tui.cli_progress import PlainProgress
+        plain = PlainProgress(stream)
+        return plain, plain
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -177,6 +175,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
                   update_card=not args.no_card, resume=args.resume, executor=args.executor,
                   ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
                   retry_lost=args.retry_lost_once, max_cost=args.max_cost)
+    gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
     sink, progress = _progress(run, sys.stderr)
     run.on_event = sink
 
@@ -206,6 +205,8 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     if run.stop_reason:
         sys.stderr.write(f"stopped: {run.stop_reason}; the summaries are marked incomplete (continue with --resume)\n")
         return EXIT_FAILED
+    if gate is not None:
+        return cli_gate.gate_after_eval(gate, config, run.tasks, sys.stderr)
     return EXIT_OK
 
 
@@ -242,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_demo(args)
         if args.command == "report":
             return cli_report.run(args)
+        if args.command == "gate":
+            return cli_gate.run(args)
         if args.command == "publish":
             return cli_publish.run(args)
         if args.command == "show":

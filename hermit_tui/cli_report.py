@@ -1,7 +1,7 @@
 """``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
 
-    hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html] [--output FILE] [--force]
-                      [--threshold X] [key.sub=value ...]
+    hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html|junit] [--per task|attempt]
+                      [--smoke] [--output FILE] [--force] [--threshold X] [key.sub=value ...]
 
 Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hermit_tui.core.errors import InputError
 
-FORMATS = ("md", "json", "csv", "html")
+FORMATS = ("md", "json", "csv", "html", "junit")
 
 
 def add_parser(subparsers):
@@ -25,8 +25,14 @@ def add_parser(subparsers):
     p.add_argument("--adapter", action="append", metavar="SEL",
                    help="a selector whose current evaluation to include (repeatable, in this order); default: every "
                    "current evaluation, in the order none, root, checkpoints, final, others")
-    p.add_argument("--format", choices=FORMATS, default="md", help="md (default), json, csv (the per-task table), or html (one self-contained page: "
-                   "plots, sortable per-task table; fetches nothing)")
+    p.add_argument("--format", choices=FORMATS, default="md", help="md (default), json, csv (the per-task table), "
+                   "html (one self-contained page: plots, sortable per-task table; fetches nothing), or junit (JUnit "
+                   "XML for CI test reporters: a testcase per selector and task)")
+    p.add_argument("--per", choices=("task", "attempt"), default="task",
+                   help="with --format csv: one row per task (default) or per attempt (selector, task, repeat, "
+                   "status, score, error kind, cost, tokens, wall time)")
+    p.add_argument("--smoke", action="store_true", help="report the smoke subsets (eval --limit, under "
+                   "eval/<label>/smoke/) instead of the evaluations")
     p.add_argument("--output", metavar="FILE", help="write here instead of stdout (atomically)")
     p.add_argument("--force", action="store_true", help="with --output: replace an existing file")
     p.add_argument("--threshold", type=float, default=1.0, metavar="X",
@@ -71,6 +77,8 @@ def run(args) -> int:
 
     if not math.isfinite(args.threshold):
         raise InputError(f"--threshold must be a finite number, got {args.threshold}")
+    if args.per == "attempt" and args.format != "csv":
+        raise InputError(f"--per attempt goes with --format csv, not --format {args.format}")
     output = Path(args.output).expanduser() if args.output else None
     if output is not None:
         _check_output(output, args.force)
@@ -78,8 +86,13 @@ def run(args) -> int:
     taskset = load_tasks(config)
     labels = [label_of(text, config) for text in args.adapter] if args.adapter else None
     from hermit_tui.settings import label_set
-    report = build_report(config, taskset, labels, threshold=args.threshold, label_set=label_set(config.run_dir))
-    text = {"md": to_markdown, "json": to_json, "csv": to_csv, "html": to_html}[args.format](report)
+    report = build_report(config, taskset, labels, threshold=args.threshold, label_set=label_set(config.run_dir),
+                          smoke=args.smoke)
+    if args.format == "junit" or args.per == "attempt":
+        from hermit_tui.core.report_exports import read_attempts, to_attempts_csv, to_junit
+        text = (to_junit if args.format == "junit" else to_attempts_csv)(report, read_attempts(report))
+    else:
+        text = {"md": to_markdown, "json": to_json, "csv": to_csv, "html": to_html}[args.format](report)
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -138,7 +138,12 @@ CASES: list[tuple[str, Mutation, list[str], str]] = [
 # -- part 2 (issue 12): inputs that crashed or hung instead of giving one line ----------------------------------------
 EVAL = "runs/demo/eval"
 FAST = ["agent.params.latency_scale=0"]
-RESUME = ["--limit", "2", "eval.repeats=1", *FAST, "--resume"]
+RESUME = ["--limit", "2", "eval.repeats=1", *FAST, "--resume"]  # resumes the smoke subsets (eval/<label>/smoke/)
+
+
+def smoke_of(label: str) -> str:
+    return f"{EVAL}/{label}/smoke"
+
 
 
 def fifo(path: str) -> Mutation:
@@ -202,14 +207,14 @@ def evaluated(*labels: str) -> Mutation:
 
 def cut_last_line(label: str) -> Mutation:
     def apply(ws: Path) -> None:
-        path = ws / EVAL / label / "results.jsonl"
+        path = ws / smoke_of(label) / "results.jsonl"
         path.write_bytes(path.read_bytes()[:-25])
     return apply
 
 
 def garble_first_line(label: str) -> Mutation:
     def apply(ws: Path) -> None:
-        path = ws / EVAL / label / "results.jsonl"
+        path = ws / smoke_of(label) / "results.jsonl"
         lines = path.read_bytes().split(b"\n")
         path.write_bytes(b"\n".join([lines[0][:30], *lines[1:]]))
     return apply
@@ -349,21 +354,22 @@ CASES += [
     # resume: validate every selector's files before touching any
     ("refused resume leaves a cut line alone", steps(evaluated("none", "root"), cut_last_line("none"),
                                                      garble_first_line("root")),
-     ["--adapter", "none", "--adapter", "root", *RESUME], "root/results.jsonl"),
+     ["--adapter", "none", "--adapter", "root", *RESUME], "root/smoke/results.jsonl"),
     ("resume under another protocol", steps(evaluated("none", "root"), cut_last_line("none")),
      ["--adapter", "none", "--adapter", "root", "--limit", "2", "eval.repeats=2", *FAST, "--resume"],
      "repeats"),
-    ("resume of a results.jsonl FIFO", steps(evaluated("none"), fifo(f"{EVAL}/none/results.jsonl")),
+    ("resume of a results.jsonl FIFO", steps(evaluated("none"), fifo(f"{smoke_of('none')}/results.jsonl")),
      ["--adapter", "none", *RESUME], "results.jsonl"),
-    ("resume of a summary.json FIFO", steps(evaluated("none"), fifo(f"{EVAL}/none/summary.json")),
+    ("resume of a summary.json FIFO", steps(evaluated("none"), fifo(f"{smoke_of('none')}/summary.json")),
      ["--adapter", "none", *RESUME], "summary.json"),
-    ("resume with a garbled summary", steps(evaluated("none"), write(f"{EVAL}/none/summary.json", "[1]")),
+    ("resume with a garbled summary", steps(evaluated("none"), write(f"{smoke_of('none')}/summary.json", "[1]")),
      ["--adapter", "none", *RESUME], "summary.json"),
     ("resume with a results line nested too deep",
-     steps(evaluated("none"), lambda ws: write(f"{EVAL}/none/results.jsonl", "[" * DEEP + "]" * DEEP + "\n"
-                                                + (ws / EVAL / "none/results.jsonl").read_text())(ws)),
+     steps(evaluated("none"), lambda ws: write(f"{smoke_of('none')}/results.jsonl", "[" * DEEP + "]" * DEEP + "\n"
+                                                + (ws / smoke_of("none") / "results.jsonl").read_text())(ws)),
      ["--adapter", "none", *RESUME], "results.jsonl:1"),
-    ("resume whose results lock is garbage", steps(evaluated("none"), write(f"{EVAL}/none/.hermit-tui.lock", "[]")),
+    ("resume whose results lock is garbage",
+     steps(evaluated("none"), write(f"{smoke_of('none')}/.hermit-tui.lock", "[]")),
      ["--adapter", "none", *RESUME], ".hermit-tui.lock"),
 ]
 

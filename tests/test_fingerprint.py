@@ -17,7 +17,7 @@ def test_fingerprint_is_stored_and_names_what_differs(tmp_path):
     assert fp["test_ids_sha256"] == hashlib.sha256(json.dumps(ids).encode()).hexdigest()
     assert fp["judge_sha256"] == hashlib.sha256((tmp_path / "demo/judge.py").read_bytes()).hexdigest()
     assert fp["repeats"] == 1 and fp["smoke_limit"] == 2
-    on_disk = json.loads((config.run_dir / "eval/none/summary.json").read_text())
+    on_disk = json.loads((config.run_dir / "eval/none/smoke/summary.json").read_text())  # --limit
     assert on_disk["fingerprint"] == fp
     other = load_config(path, ["agent.params.latency_scale=0.02"])
     b = EvalRun(other, ["root"], repeats=2, limit=2).run_sync()["root"]

@@ -307,7 +307,7 @@ def test_a_killed_resume_after_a_cut_line_stays_recoverable(demo):
     base = [sys.executable, "-m", "hermit_tui", "eval", "--config", str(demo), "--adapter", "none", "--limit", "6",
             "--concurrency", "1", "eval.repeats=2", "agent.params.latency_scale=2"]
     subprocess.run(base, capture_output=True, timeout=120, check=True)
-    results_file = eval_dir / "none/results.jsonl"
+    results_file = eval_dir / "none/smoke/results.jsonl"  # --limit: a smoke subset, in its own folder
     data = results_file.read_bytes()
     cut = data[:len(data) // 2 - 7]  # several whole lines, then half of one
     results_file.write_bytes(cut)
@@ -325,8 +325,8 @@ def test_a_killed_resume_after_a_cut_line_stays_recoverable(demo):
     rows = lines_of(results_file)
     keys = Counter((r["id"], r["repeat"]) for r in rows)
     assert len(keys) == 12 and max(keys.values()) == 1
-    report = subprocess.run([sys.executable, "-m", "hermit_tui", "report", "--config", str(demo), "--format", "json"],
-                            capture_output=True, text=True, timeout=120)
+    report = subprocess.run([sys.executable, "-m", "hermit_tui", "report", "--config", str(demo), "--format", "json",
+                             "--smoke"], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
 
 
@@ -334,7 +334,7 @@ def test_records_outside_the_protocol_are_ignored_with_a_warning_and_kept(demo):
     from hermit_tui.core import events as ev
     config = load_config(demo, FAST)
     EvalRun(config, ["none"], repeats=1, limit=3).run_sync()
-    path = config.run_dir / "eval/none/results.jsonl"
+    path = config.run_dir / "eval/none/smoke/results.jsonl"
     rows = lines_of(path)
     foreign = [dict(rows[0], id="not-in-the-split"), dict(rows[0], repeat=7)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows[:2] + foreign))
@@ -361,7 +361,7 @@ def test_stale_temporary_files_of_a_killed_run_are_removed_on_the_next_start(dem
     (stale / "skills").mkdir(parents=True)
     (stale / "skills/x.md").write_text("left by a kill -9\n")
     live = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-"))
-    folder = config.run_dir / "eval/none"
+    folder = config.run_dir / "eval/none/smoke"  # --limit writes the smoke folder
     folder.mkdir(parents=True)
     (folder / f".summary.json.{dead.pid}.tmp").write_text("{")
     EvalRun(config, ["none", "root"], repeats=1, limit=2, update_card=False).run_sync()

@@ -250,7 +250,10 @@ def _no_final(w: Workspace):
 
 
 def _smoke_final(w: Workspace):
-    w.evaluate("final", limit=2)
+    """A smoke subset where an earlier hermit-tui wrote them, in eval/final/ itself (--limit now writes
+    eval/final/smoke/, which publishing never reads: test_a_smoke_check_never_changes_the_plan)."""
+    data = json.loads(w.summary_path.read_text())
+    w.summary_path.write_text(json.dumps({**data, "smoke_limit": 2}))
 
 
 def _incomplete_final(w: Workspace):
@@ -299,6 +302,18 @@ def test_refusals(ws, damage, refusal):
     with pytest.raises(InputError, match="cannot publish: "):
         publish(ws.config)
     assert {"head": ws.head(), "tag": ws.tag(), "log": ws.log_path.exists()} == before
+
+
+def test_a_smoke_check_never_changes_the_plan(ws):
+    """--limit writes eval/<label>/smoke/: the plan's rows, table and warnings are those of the full evaluations."""
+    before = plan_publish(ws.config)
+    summary = ws.summary_path.read_bytes()
+    ws.evaluate("none", "final", limit=2)
+    assert (ws.run_dir / "eval/final/smoke/summary.json").is_file() and ws.summary_path.read_bytes() == summary
+    after = plan_publish(ws.config)
+    assert after.refusals == [] and after.can_publish
+    assert [(r.label, r.tasks, r.mean) for r in after.rows] == [(r.label, r.tasks, r.mean) for r in before.rows]
+    assert after.table == before.table and after.warnings == before.warnings
 
 
 def test_another_adapter_is_the_only_refusal(ws):

@@ -170,8 +170,9 @@ def test_judging_on_the_workers_keeps_the_task_folder_off_the_driver(cluster, wo
 
 def test_trajectories_come_back_from_the_workers_whoever_judges(cluster, workspaces, demo_runs):
     """RunOutput.messages crosses from the Ray workers to the driver's transcripts.jsonl, as with local threads."""
-    def sidecar(folder: Path, label: str) -> dict:
+    def sidecar(folder: Path, label: str, smoke: bool = False) -> dict:
         return {(r["id"], r["repeat"]): r["messages"] for r in rows(folder / "runs/demo/eval" / label
+                                                                    / ("smoke" if smoke else "")
                                                                     / "transcripts.jsonl")}
     local = sidecar(demo_runs["local"], "final")
     assert len(local) == 16 * 3 - 3  # every attempt but the pipeline's failures
@@ -179,9 +180,9 @@ def test_trajectories_come_back_from_the_workers_whoever_judges(cluster, workspa
     folder = workspaces("judge-on-workers-transcripts")
     EvalRun(load_config(folder / "run.yaml", FAST), ["final"], update_card=False, executor="ray",
             ray_address=cluster, judge_on_workers=True, limit=4).run_sync()
-    remote = sidecar(folder, "final")  # the workers judged: the record and the trajectory came back together
+    remote = sidecar(folder, "final", smoke=True)  # the workers judged: the record and the trajectory came back together
     assert remote and remote == {k: v for k, v in local.items() if k in remote}
-    assert {k for k, _ in remote} == {r["id"] for r in rows(folder / "runs/demo/eval/final/results.jsonl")}
+    assert {k for k, _ in remote} == {r["id"] for r in rows(folder / "runs/demo/eval/final/smoke/results.jsonl")}
 
 
 def test_force_cancel_keeps_finished_attempts_and_cancels_the_cluster_work(cluster, workspaces, tmp_path):
@@ -278,7 +279,7 @@ def test_retry_lost_runs_a_lost_attempt_once_more_and_counts_it(cluster, workspa
     make = run._make_executor
     run._make_executor = lambda: made.append(make()) or made[-1]
     summary = run.run_sync()["none"]
-    recorded = {r["id"]: r for r in rows(folder / "runs/demo/eval/none/results.jsonl")}
+    recorded = {r["id"]: r for r in rows(folder / "runs/demo/eval/none/smoke/results.jsonl")}  # --limit
     shown = {tid: (r["status"], r["error"]) for tid, r in recorded.items()}
     assert (tmp_path / f"{victim}.crashed").exists()      # the first try did crash its worker
     assert recorded[victim]["status"] != "error", shown

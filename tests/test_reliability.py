@@ -85,7 +85,7 @@ def test_a_live_lock_refuses_and_names_the_process(demo):
         sleeper.kill()
         sleeper.wait()
     # the same lock, now of a dead process, is taken over
-    summary = EvalRun(config, ["none"], repeats=1, limit=2).run_sync()["none"]
+    summary = EvalRun(config, ["none"], repeats=1).run_sync()["none"]
     assert summary.complete and not (folder / ".hermit-tui.lock").exists()
 
 
@@ -189,8 +189,9 @@ def test_an_executor_that_cannot_start_leaves_earlier_evaluations_in_place(demo,
     from hermit_tui.core import executors
     config = load_config(demo, ["agent.params.latency_scale=0.01"])
     EvalRun(config, ["none"], repeats=1, limit=2).run_sync()
-    folder = config.run_dir / "eval" / "none"
+    folder = config.run_dir / "eval" / "none" / "smoke"  # --limit: the smoke folder
     before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    assert "results.jsonl" in before and "summary.json" in before
 
     async def cannot_start(self):
         raise InputError("the cluster at 10.0.0.1:6379 cannot be reached")

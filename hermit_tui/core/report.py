@@ -22,7 +22,7 @@ from hermit_tui.core.annotations import (
     DEFAULT_LABEL_SET, FailureTaxonomy, pair_taxonomy, read_annotations, selector_taxonomy,
 )
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
+from hermit_tui.core.evalstore import StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
 from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord
@@ -258,9 +258,10 @@ def _taxonomy(stored: dict[str, StoredEvaluation], records: dict[str, list[Attem
 
 
 def build_report(config, taskset, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD,
-                 label_set: Sequence[str] | None = None) -> Report:
+                 label_set: Sequence[str] | None = None, *, smoke: bool = False) -> Report:
     """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
-    ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy."""
+    ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy. Smoke subsets
+    (``eval/<label>/smoke/``) are never among them, unless ``smoke``: then only they are."""
     from hermit_tui import __version__
     from hermit_tui.demo import is_demo_config
 
@@ -268,15 +269,18 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")
     threshold = float(threshold)
     run_dir = config.run_dir
-    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False)}
+    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False,
+                                                   which="smoke" if smoke else "full")}
+    kind = "smoke subset" if smoke else "evaluation"
     if not stored:
-        raise InputError(f"{eval_root(run_dir)}: no evaluations to report (run `hermit-tui eval` first)")
+        raise InputError(f"{eval_root(run_dir)}: no {kind}s to report (run `hermit-tui eval"
+                         f"{' --limit N' if smoke else ''}` first)")
     if labels is None:
         labels = default_labels(list(stored.values()), config.run_name)
     labels = list(dict.fromkeys(labels))
     for label in labels:
         if label not in stored:
-            raise InputError(f"{eval_root(run_dir) / label}: no evaluation of '{label}' "
+            raise InputError(f"{eval_folder(run_dir, label, smoke=smoke)}: no {kind} of '{label}' "
                              f"(evaluated: {', '.join(sorted(stored))})")
     if not labels:
         raise InputError("no selector to report")

@@ -24,7 +24,7 @@ from hermit_tui.core.callables import load_judge, load_pipeline
 from hermit_tui.core.costs import CostCap, check_max_cost
 from hermit_tui.core.config import MAX_CONCURRENCY, MAX_REPEATS, MAX_TIMEOUT_MIN
 from hermit_tui.core.errors import InputError, RunFailed
-from hermit_tui.core.evalstore import RESULTS, SUMMARY, archive_existing, eval_root
+from hermit_tui.core.evalstore import RESULTS, SUMMARY, archive_existing, eval_folder, eval_root
 from hermit_tui.core.executors import EXECUTORS, CapacityExhausted, Executor, ProcessExecutor
 from hermit_tui.core.fingerprint import differences, fingerprint_of
 from hermit_tui.core.journal import (FolderLock, SelectorJournal, WriteFailed, check_eval_folder, now_iso,
@@ -93,6 +93,9 @@ class EvalRun:
         self.earlier: dict[str, Summary] = {}
         self.recorded: dict[str, ResultsFile] = {}  # what a retry or a resume starts from, read before any write
         self.stopped: str | None = None  # why the run stopped short (capacity exhausted), for the summary
+        # --limit N writes eval/<label>/smoke/ and never touches the label's evaluation; a retry re-runs attempts
+        # of the current evaluations, where they are (its limit is the one they were measured with)
+        self.smoke = limit is not None and not self.retry
         if self.retry:
             selectors, repeats, limit = self._read_earlier(list(self.retry))
         self.repeats = _positive_int(repeats if repeats is not None else config.repeats, "eval.repeats",
@@ -110,7 +113,7 @@ class EvalRun:
             raise InputError(f"{len(self.selectors)} selectors x {len(self.task_ids)} tasks x eval.repeats "
                              f"{self.repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch")
         for sel in self.selectors:  # a folder in the way, a lock holding garbage: refused before any write
-            check_eval_folder(eval_root(config.run_dir), sel.label)
+            check_eval_folder(*self._parent_and_name(sel.label))
         if self.resume:
             self._check_resumable()
         for sel in self.selectors:
@@ -141,7 +144,8 @@ class EvalRun:
         self.warnings = list(self.tasks.overlaps())
         if limit:
             self.warnings.append(f"smoke subset: the first {len(self.task_ids)} of {len(rows)} test tasks "
-                                 "(a wiring check, not an evaluation)")
+                                 "(a wiring check, not an evaluation)"
+                                 + (", written under eval/<label>/smoke/" if self.smoke else ""))
         self._cancel = threading.Event()
         self._force = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -163,7 +167,7 @@ class EvalRun:
         runs under the protocol they were measured with."""
         texts, repeats, limits = [], set(), set()
         for label in labels:
-            path = eval_root(self.config.run_dir) / label / SUMMARY
+            path = self._folder(label) / SUMMARY
             if not path.is_file():
                 raise InputError(f"{path}: no summary to continue from (run the whole evaluation)")
             summary = read_summary(path)
@@ -186,7 +190,7 @@ class EvalRun:
     def _check_resumable(self) -> None:
         """Refuse to resume under another protocol, and say what changed."""
         for sel in self.selectors:
-            path = eval_root(self.config.run_dir) / sel.label / SUMMARY
+            path = self._folder(sel.label) / SUMMARY
             if not (path.parent / RESULTS).is_file():
                 continue  # nothing recorded yet: it simply starts
             if not path.is_file():
@@ -214,6 +218,15 @@ class EvalRun:
                                  + "; ".join(changed))
             self.earlier[sel.label] = old
             self.recorded[sel.label] = read_results(path.parent / RESULTS)  # every selector's, before any write
+
+    # -- where each selector's evaluation goes ---------------------------------------------------------------------
+    def _folder(self, label: str) -> Path:
+        """``eval/<label>/``, or ``eval/<label>/smoke/`` for a smoke subset (``--limit``)."""
+        return eval_folder(self.config.run_dir, label, smoke=self.smoke)
+
+    def _parent_and_name(self, label: str) -> tuple[Path, str]:
+        folder = self._folder(label)
+        return folder.parent, folder.name
 
     # -- control -------------------------------------------------------------------------------------------------
     def cancel(self, *, force: bool = False) -> None:
@@ -262,10 +275,10 @@ class EvalRun:
         """Under the locks and before anything is written: read again what a retry or a resume starts from (it
         may have changed since the launch was built); a file that cannot be read refuses the whole launch."""
         for label in list(self.recorded):
-            self.recorded[label] = read_results(root / label / RESULTS)
+            self.recorded[label] = read_results(self._folder(label) / RESULTS)
 
     def _open_journal(self, sel: Selector, root: Path) -> SelectorJournal:
-        folder = root / sel.label
+        folder = self._folder(sel.label)
         total = len(self.task_ids) * self.repeats
         kept = None
         if sel.label in self.retry or (self.resume and sel.label in self.earlier):
@@ -329,8 +342,8 @@ class EvalRun:
         journals: dict[str, SelectorJournal] = {}
         with contextlib.ExitStack() as stack:
             for sel in self.selectors:  # every lock first: a refusal writes nothing
-                check_eval_folder(root, sel.label)
-                lock = FolderLock(root / sel.label)
+                check_eval_folder(*self._parent_and_name(sel.label))
+                lock = FolderLock(self._folder(sel.label))
                 lock.acquire()
                 stack.callback(lock.release)
                 if lock.took_over:
@@ -338,7 +351,7 @@ class EvalRun:
                                          f"{lock.took_over.get('pid')}, which is no longer running"))
             self._reread_recorded(root)
             for sel in self.selectors:  # what a killed run left: temporary files of dead processes
-                remove_stale_temporaries(root / sel.label)
+                remove_stale_temporaries(self._folder(sel.label))
             remove_stale_exports()
             # The executor starts before any earlier evaluation is archived: a cluster that cannot be reached
             # (or workers that cannot start) leaves every folder as it was.

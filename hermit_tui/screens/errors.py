@@ -298,7 +298,7 @@ class ErrorsScreen(Triage, Screen):
     def retry_plan(self) -> tuple[dict[str, list[tuple[str, int]]], list[str]]:
         """The failed attempts to re-run per folder label, and the columns left out (neither live nor stored under
         this run's eval folder, or archived: an archived evaluation is history, never re-run)."""
-        from hermit_tui.core.evalstore import eval_root
+        from hermit_tui.core.evalstore import SMOKE, eval_root
         config = self.app.config
         root = None
         if config is not None:
@@ -313,7 +313,9 @@ class ErrorsScreen(Triage, Screen):
             if not failed:
                 continue
             current = root is not None and col.folder is not None and col.folder == root / col.label
-            if col.source == "live" or (not col.archived and (current or (root is not None and col.folder is None
+            if col.folder is not None and col.folder.name == SMOKE and col.folder.parent.name == col.label:
+                skipped.append(key)  # a smoke check (eval/<label>/smoke/): launched again, never retried
+            elif col.source == "live" or (not col.archived and (current or (root is not None and col.folder is None
                                                                           and (root / col.label).is_dir()))):
                 plan.setdefault(col.label, set()).update(failed)
             else:
@@ -323,7 +325,7 @@ class ErrorsScreen(Triage, Screen):
     def action_rerun_failed(self) -> None:
         plan, skipped = self.retry_plan()
         if skipped:
-            self.notify(f"Not re-run (not stored under this run's eval folder): {', '.join(skipped)}",
+            self.notify(f"Not re-run (smoke checks, or not stored under this run's eval folder): {', '.join(skipped)}",
                         severity="warning")
         if not plan:
             self.notify("No failed attempt to re-run", severity="warning")

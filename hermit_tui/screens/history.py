@@ -1,5 +1,6 @@
 """History: earlier evaluations of this run read back from disk (current and archived, written by hermit-tui or by
-``hermit eval`` itself), chosen with space and put side by side with the ones already shown."""
+``hermit eval`` itself, and the smoke checks kept apart under ``eval/<label>/smoke/``), chosen with space and put side
+by side with the ones already shown."""
 from __future__ import annotations
 
 import re
@@ -73,7 +74,9 @@ def marks(stored: StoredEvaluation) -> list[tuple[str, str]]:
     out = []
     if not s.is_complete:
         out.append(("incomplete", "yellow"))
-    if s.is_smoke:
+    if stored.smoke:
+        out.append((f"smoke check ({tasks(s.smoke_limit) if s.smoke_limit else 'subset'})", "yellow"))
+    elif s.is_smoke:
         out.append((f"smoke ({tasks(s.smoke_limit)})", "yellow"))
     if s.retries:
         out.append((f"{s.retries} retried", "yellow"))
@@ -86,7 +89,9 @@ def cell(stored: StoredEvaluation, key: str) -> Text | str:
     if key == "label":
         return Text(stored.label, style="bold")
     if key == "when":
-        return archived_text(stored.archived_at) if stored.archived else Text("current", style="green")
+        if stored.archived:
+            return archived_text(stored.archived_at)
+        return Text("smoke check", style="yellow") if stored.smoke else Text("current", style="green")
     if key == "notes":
         text = Text()
         for i, (note, st) in enumerate(marks(stored)):
@@ -198,7 +203,7 @@ class HistoryScreen(Screen):
             return
 
         def read() -> None:
-            found = evalstore.list_evaluations(run_dir)
+            found = evalstore.list_evaluations(run_dir, which="all")  # the smoke checks too
             if not get_current_worker().is_cancelled:
                 self.app.call_from_thread(self._listed, found)
         self.run_worker(read, thread=True, exclusive=True, group="history-list", name="list-evaluations")
@@ -241,15 +246,20 @@ class HistoryScreen(Screen):
         text = Text(display_path(stored.folder), style="bold")
         s = stored.summary
         if s is not None:
+            when = "current" if not stored.archived else "archived " + archived_text(stored.archived_at)
             text.append(f"  {s.adapter} · {s.commit[:7] if s.commit else 'no commit'} · "
-                        f"{'current' if not stored.archived else 'archived ' + archived_text(stored.archived_at)} · "
+                        f"{'smoke check, ' if stored.smoke else ''}{when} · "
                         f"by {'hermit' if s.written_by_hermit else 'hermit-tui'}", style="dim")
         if s is None:
             text.append(f"\n{problem_text(stored)}", style="red")
         else:
             if not s.is_complete:
                 text.append("\nincomplete: not every attempt finished; it cannot be published", style="yellow")
-            if s.is_smoke:
+            if stored.smoke:
+                text.append(f"\nsmoke check{' of ' + tasks(s.smoke_limit) if s.smoke_limit else ''}: a wiring check "
+                            "kept apart from the evaluation; report, gate and publish use it only with --smoke",
+                            style="yellow")
+            elif s.is_smoke:
                 text.append(f"\nsmoke subset of {tasks(s.smoke_limit)}: a wiring check, not an evaluation",
                             style="yellow")
             if s.retries:

@@ -177,7 +177,9 @@ class SetupScreen(Screen):
                     yield TextField(value["concurrency"], type="integer", id="concurrency", compact=True)
                 with Horizontal(classes="field"):
                     yield Label("smoke limit", classes="field-label")
-                    yield TextField(value["limit"], type="integer", placeholder="all tasks", id="limit", compact=True)
+                    yield TextField(value["limit"], type="integer", placeholder="all tasks", id="limit", compact=True,
+                                    tooltip="A smoke check: only the first N test tasks, written under "
+                                    "eval/<label>/smoke/ (it never replaces an evaluation; History lists it)")
                 with Horizontal(classes="field"):
                     yield Label("timeout min", classes="field-label")
                     yield TextField(value["timeout"], type="number", placeholder="none", id="timeout", compact=True)

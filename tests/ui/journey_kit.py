@@ -46,8 +46,9 @@ class Workspace:
     def tag(self) -> str:
         return git(self.tree, "rev-parse", "demo/final^{commit}").strip()
 
-    def summary(self, label: str) -> dict:
-        return json.loads((self.eval / label / "summary.json").read_text())
+    def summary(self, label: str, smoke: bool = False) -> dict:
+        """A label's summary.json; ``smoke``: its smoke subset's (a smoke-limit launch writes eval/<label>/smoke/)."""
+        return json.loads((self.eval / label / ("smoke" if smoke else "") / "summary.json").read_text())
 
 
 def setup_ready(app) -> bool:

@@ -199,3 +199,20 @@ async def test_rerun_never_touches_an_archived_evaluation(monkeypatch, tmp_path)
         assert skipped == ["root"]
         assert sorted(plan) == ["final", "none"]
         assert plan["final"] == sorted(T05 + [("t09", 2)])
+
+
+async def test_rerun_never_retries_a_smoke_check_into_the_evaluation(tmp_path):
+    """A smoke launch's live column writes eval/<label>/smoke/; a retry re-runs attempts of eval/<label>/, so the
+    smoke check's failures are left out (launch the smoke check again instead)."""
+    store = fixed_store()
+    run = tmp_path / "run"
+    store.columns["final"].source = "live"
+    store.columns["final"].folder = run / "eval" / "final" / "smoke"
+    store.columns["root"].source = "disk"
+    store.columns["root"].folder = run / "eval" / "root" / "smoke"  # opened from History
+    app = HermitApp(store=store, live_updates=False)
+    app.config = SimpleNamespace(run_dir=run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_errors(pilot)
+        plan, skipped = screen.retry_plan()
+        assert sorted(skipped) == ["final", "root"] and sorted(plan) == ["none"]

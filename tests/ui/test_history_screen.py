@@ -249,3 +249,31 @@ async def _history(pilot) -> None:
 def test_snapshot(config, snap_compare, size):
     populate(config.run_dir)
     assert snap_compare(make_app(config), terminal_size=size, run_before=_history)
+
+
+async def test_smoke_checks_are_listed_as_such_beside_their_label(config):
+    """--limit writes eval/<label>/smoke/: History lists it (and its archive) as a smoke check after the label's
+    evaluations; the current evaluation of the label stays "current"."""
+    folders = populate(config.run_dir)
+    smoke_summary = {"adapter": "none", "commit": None, "tasks": 1, "repeats": 2, "mean_score": 0.5,
+                     "solved_once": 1.0, "cost_usd": 0.002, "unknown_cost_tasks": 0, "errors": 0, "wall_s": 0.4,
+                     "label": "none", "attempts": 2, "expected_attempts": 2, "complete": True, "smoke_limit": 1,
+                     "hermit_tui_version": "0.1.0"}
+    smoke = write_eval(folders["none"] / "smoke", [hermit_record(1, "t1", 1.0), hermit_record(2, "t1", 0.0)],
+                       smoke_summary)
+    old = write_eval(smoke / "archive" / ARCHIVE_STAMP, [hermit_record(1, "t1", 1.0)], smoke_summary)
+    app = make_app(config)
+    async with app.run_test(size=(220, 40)) as pilot:
+        screen = await show_history(pilot)
+        assert [e.folder for e in screen.evaluations] == [folders["none"], folders["archived"], smoke, old,
+                                                           folders["root"], folders["broken"], folders["partial"]]
+        lines = [line.split() for line in table_lines(screen)]
+        assert lines[0][8] == "current"
+        assert lines[2][2:9] == ["none", "0.500", "1×2", "1.000", "0", "$0.0020", "smoke"]
+        assert lines[2][9:] == ["check", "—", "none", "hermit-tui", "smoke", "check", "(1", "task)"]
+        assert lines[3][8:10] == ["2026-01-02", "03:04:05"] and lines[3][-4:] == ["smoke", "check", "(1", "task)"]
+        await pilot.press("down", "down")
+        detail = str(screen.query_one("#history-detail", Static).content).splitlines()
+        assert detail[0] == "demo/runs/demo/eval/none/smoke  none · no commit · smoke check, current · by hermit-tui"
+        assert detail[1].startswith("smoke check of 1 task: a wiring check kept apart from the evaluation; report, "
+                                    "gate and publish use it only with --smoke")

@@ -113,9 +113,11 @@ async def test_launch_settings_survive_screen_changes_and_are_remembered_per_con
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         await wait_for(pilot, lambda: not app.running and len(app.store.columns) >= 5
                        and all(c.summary for c in app.store.columns.values()))
-        # the launch ran with those settings: 2 tasks (smoke), 2 repeats, the typed selectors' own folders
-        assert demo.summary("my-variant")["repeats"] == 2 and demo.summary("my-variant")["tasks"] == 2
-        assert demo.summary(step1[:8])["commit"] == step1
+        # the launch ran with those settings: 2 tasks (smoke: eval/<label>/smoke/), 2 repeats, the typed selectors'
+        # own folders
+        assert demo.summary("my-variant", smoke=True)["repeats"] == 2
+        assert demo.summary("my-variant", smoke=True)["tasks"] == 2
+        assert demo.summary(step1[:8], smoke=True)["commit"] == step1
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
         setup = app.screen
@@ -263,5 +265,5 @@ async def test_a_launch_in_worker_processes_runs_from_the_dashboard(demo):
                        and all(c.summary for c in app.store.columns.values()))
         assert not [n for n in app._notifications if n.severity == "error"]
     for label in ("none", "root", "final"):
-        s = demo.summary(label)
+        s = demo.summary(label, smoke=True)
         assert (s["executor"], s["complete"], s["attempts"]) == ("processes", True, 2)
