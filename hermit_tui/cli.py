@@ -62,6 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--max-cost", type=float, metavar="USD",
                         help="stop starting new attempts once this launch's attempts cost this much (unknown costs "
                         "count at the mean known cost); the ones in flight finish; continue later with --resume")
+    p_eval.add_argument("--stop-when-decided", action="store_true",
+                        help="run whole rounds (every task once per selector; eval.repeats rounds at most) and stop "
+                        "after the first round at which every selector is decided against the baseline by a "
+                        "group-sequential test (improvement or regression at 95%%, or equivalent within --margin)")
+    p_eval.add_argument("--baseline", metavar="SEL", help="with --stop-when-decided: the selector the others are "
+                        "compared with (default none when given, else the first --adapter)")
+    p_eval.add_argument("--margin", type=float, metavar="M", help="with --stop-when-decided: also stop for "
+                        "'equivalent' once the difference is shown to lie within -M..M (mean scores)")
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
     cli_report.add_parser(sub)
@@ -175,7 +183,8 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     run = EvalRun(config, args.adapter, concurrency=args.concurrency, limit=args.limit,
                   update_card=not args.no_card, resume=args.resume, executor=args.executor,
                   ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
-                  retry_lost=args.retry_lost_once, max_cost=args.max_cost)
+                  retry_lost=args.retry_lost_once, max_cost=args.max_cost,
+                  stop_when_decided=args.stop_when_decided, baseline=args.baseline, margin=args.margin)
     sink, progress = _progress(run, sys.stderr)
     run.on_event = sink
 
