@@ -22,9 +22,10 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
 from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
-from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord
+from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord, SequentialEntry
 from hermit_tui.core.intervals import method_note
 from hermit_tui.core.scores import tabulate
+from hermit_tui.core.stopping import SEQUENTIAL_RULE, boundary_text, pair_look, sequential_pair
 from hermit_tui.core.stats import (
     ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, SelectorStats, default_pairs, pair_stats, selector_stats,
 )
@@ -56,6 +57,7 @@ class SelectorReport(BaseModel):
     complete: bool
     retries: int
     flags: list[str]
+    sequential: SequentialEntry | None = None  # summary.json's entry of a --stop-when-decided launch
 
 
 class Difference(BaseModel):
@@ -165,7 +167,19 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: l
         fingerprint=fingerprint_of(s) if s else None, stats=stats,
         errors=sum(r.status != "ok" for r in records), known_cost_usd=known, unknown_cost_attempts=unknown,
         smoke_limit=s.smoke_limit if s else None, complete=complete, retries=(s.retries or 0) if s else 0,
-        flags=flags)
+        flags=flags, sequential=s.sequential if s else None)
+
+
+def _sequential(pair: PairStats, stored: dict[str, StoredEvaluation], records: dict[str, list[AttemptRecord]],
+                test_ids: list[str]) -> PairStats:
+    """A candidate and its baseline of a --stop-when-decided launch: the sequential test's interval and decision
+    (recomputed from the records, core.stopping); other pairs as they are, with a note when the launch compared
+    them only with the baseline."""
+    a, b = pair.a, pair.b
+    look, notes = pair_look(a, stored[a].summary, records[a], b, stored[b].summary, records[b], test_ids)
+    if look is not None:
+        pair = sequential_pair(pair, look)
+    return pair.model_copy(update=dict(warnings=[*pair.warnings, *notes])) if notes else pair
 
 
 def _differences(selectors: list[SelectorReport]) -> list[Difference]:
@@ -258,6 +272,7 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
         selectors.append(_selector(stored[label], results.records, results.skipped, test_ids, threshold,
                                    tables[label]))
     pairs = [pair_stats(a, tables[a], b, tables[b], test_ids, threshold) for a, b in default_pairs(labels)]
+    pairs = [_sequential(p, stored, records, test_ids) for p in pairs]
 
     checks = protocol_checks(config, taskset)
     scale = score_scale_check(records, threshold)
@@ -359,6 +374,7 @@ def to_markdown(report: Report) -> str:
                                                      else " (set for this report; the files keep hermit's 1.0)")],
         ["comparable", "yes: every selector shares one protocol fingerprint" if r.comparable
                        else "NO: see Comparability"],
+        *([["stop when decided", text] for text in [sequential_protocol(r)] if text]),
     ])
     out += ["", "## Results on the test split", ""]
     rows = []
@@ -396,6 +412,8 @@ def to_markdown(report: Report) -> str:
     if r.pairs:
         out += [f"Verdict rule: {VERDICT_RULE}. Differences are b - a of task means, on the tasks both attempted.",
                 ""]
+        if any(p.sequential for p in r.pairs):
+            out += [f"Pairs of a stop-when-decided launch (candidate and baseline): {SEQUENTIAL_RULE}.", ""]
     for p in r.pairs:
         counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.transition_counts.items())
         out += [f"### {p.b} vs {p.a}", "", f"**Verdict:** {p.verdict}", ""]
@@ -410,6 +428,7 @@ def to_markdown(report: Report) -> str:
             ["wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"],
             ["transitions", counts],
             ["minimum detectable difference", f"{_f(p.mde)} ({p.mde_method})" if p.mde is not None else "—"],
+            *([["sequential boundary", boundary_text(p.sequential)]] if p.sequential else []),
         ])
         if p.n_unpaired:
             out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
@@ -440,6 +459,23 @@ def to_markdown(report: Report) -> str:
         out += [r.training.label, "", *_table(["step", "epoch", "train tasks", "training mean score"], [
             [t.step, t.epoch, t.tasks, _f(t.mean_score)] for t in r.training.steps])]
     return "\n".join(out).rstrip() + "\n"
+
+
+def sequential_protocol(r: Report) -> str:
+    """The protocol row of a --stop-when-decided launch: baseline, rounds run of the maximum, method."""
+    entries = [(s.label, s.sequential) for s in r.selectors if s.sequential is not None]
+    if not entries:
+        return ""
+    launches = {}
+    for label, e in entries:
+        launches.setdefault((e.baseline, e.rounds, e.max_rounds, e.margin), []).append(label)
+    parts = []
+    for (baseline, rounds, most, margin), labels in launches.items():
+        run = "stopped when decided" if rounds < most else "ran every round"
+        parts.append(f"{', '.join(x for x in labels if x != baseline) or 'no candidate'} against baseline "
+                     f"{baseline}: {rounds} of at most {most} rounds ({run})"
+                     + (f", equivalence margin ±{margin:g}" if margin is not None else ""))
+    return "; ".join(parts) + f". Method: {entries[0][1].method}, alpha {entries[0][1].alpha:g}."
 
 
 def _methods_by_selector(selectors: list[SelectorReport]) -> str:
@@ -495,5 +531,5 @@ def to_csv(report: Report) -> str:
     return buf.getvalue()
 
 
-__all__ = ["Report", "SelectorReport", "TrainingEvidence", "build_report", "default_labels", "to_csv", "to_json",
-           "to_markdown"]
+__all__ = ["Report", "SelectorReport", "TrainingEvidence", "build_report", "default_labels", "sequential_protocol",
+           "to_csv", "to_json", "to_markdown"]

@@ -210,8 +210,113 @@ def negated(look: SequentialLook) -> SequentialLook:
         z=None if look.z is None else -look.z))
 
 
-__all__ = ["RoundTracker", "SequentialPlan", "check_margin", "monitored_pair", "negated", "plan_for",
-           "replay", "round_scores"]
+def pair_look(a: str, summary_a, records_a, b: str, summary_b, records_b,
+              task_ids: Sequence[str]) -> tuple[SequentialLook | None, list[str]]:
+    """The sequential look for the pair b - a when a and b are a candidate and its baseline of one
+    ``--stop-when-decided`` launch (recomputed from the records, read as b - a), with what to warn about; (None,
+    warnings) otherwise."""
+    found = monitored_pair(a, summary_a, b, summary_b)
+    if found is None:
+        note = unmonitored_note(a, summary_a, b, summary_b)
+        return None, [note] if note else []
+    base, cand = found
+    entry = (summary_b if cand == b else summary_a).sequential
+    by_label = {a: records_a, b: records_b}
+    looks = replay(entry, by_label[base], by_label[cand], cand, task_ids)
+    if not looks:
+        return None, [f"{cand} vs {base}: the stop-when-decided launch's {entry.rounds} rounds are not all in the "
+                      "records, so its sequential test cannot be recomputed: the fixed design's figures are shown, "
+                      "and they ignore that the launch stopped on what it saw"]
+    look = looks[-1]
+    warnings = []
+    if look.decision != entry.decision:
+        warnings.append(f"{cand} vs {base}: the launch recorded '{entry.decision}', its records now give "
+                        f"'{look.decision}' (attempts re-run since the decision?)")
+    return (negated(look) if cand == a else look), warnings
+
+
+def unmonitored_note(a: str, summary_a, b: str, summary_b) -> str | None:
+    """Two candidates of one stop-when-decided launch were compared with the baseline, not with each other."""
+    ea, eb = getattr(summary_a, "sequential", None), getattr(summary_b, "sequential", None)
+    if ea is None or eb is None or ea.baseline != eb.baseline or a == ea.baseline or b == eb.baseline:
+        return None
+    return (f"{b} vs {a}: both were compared with {ea.baseline} by a stop-when-decided launch, not with each other; "
+            "this pair's fixed-design figures ignore that the launch stopped on what it saw")
+
+
+SEQUENTIAL_RULE = ("stop when decided: after each whole round, 'an improvement' ('a regression') when the repeated 95% "
+                   "confidence interval for the mean difference lies above (below) 0, 'equivalent' (with a margin M) "
+                   "when it lies within -M..M; the first decision is kept; otherwise 'undecided'")
+FIXED_P_NOTE = ("the p-value is the fixed design's, not adjusted for the looks after each round: for reference only "
+                "(the decision is the sequential test's)")
+
+
+def _num(x: float) -> str:
+    return f"{x:.2g}" if 0 < abs(x) < 0.01 else f"{x:.2f}"
+
+
+def sequential_text(look: SequentialLook, a: str, b: str) -> str:
+    """The verdict of a monitored pair, b - a, in one or two sentences."""
+    d = look.mean_diff
+    when = (f"decided at round {look.decided_at} of {look.max_rounds}" if look.decided_at is not None
+            else f"round {look.rounds} of {look.max_rounds}")
+    ci = "no interval yet" if look.ci_low is None else f"repeated 95% CI {_num(look.ci_low)} to {_num(look.ci_high)}"
+    if d is None:
+        return f"Undecided: no complete round of {a} and {b} yet."
+    if look.decision in ("improvement", "regression"):
+        higher = "higher" if d > 0 else "lower"
+        word = "an improvement" if look.decision == "improvement" else "a regression"
+        return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({ci}; {when}): {word}."
+    if look.decision == "equivalent":
+        return (f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; {when}): equivalent within "
+                f"±{look.margin:g}.")
+    reach = "includes 0" + (f" and reaches beyond ±{look.margin:g}" if look.margin is not None else "")
+    done = look.rounds >= look.max_rounds
+    head = f"Undecided after all {look.max_rounds} rounds" if done else f"Undecided so far ({when})"
+    return f"{head}: {b} − {a} = {d:+.3f} ({ci}); the interval {reach}."
+
+
+def sequential_method(look: SequentialLook) -> str:
+    """The interval's method, in words."""
+    from hermit_tui.core.intervals import METHOD_TEXT
+
+    text = f"repeated 95% confidence interval (the intersection over the rounds run): {look.method}"
+    if look.ci_method is not None and look.nominal_level is not None:
+        text += (f"; round {look.rounds}'s interval: {METHOD_TEXT[look.ci_method]} at the nominal level "
+                 f"{look.nominal_level:.5f}")
+    return text
+
+
+def boundary_text(look: SequentialLook) -> str:
+    """This look's boundary against what was observed: critical z, observed z, the interval against 0 and ±M."""
+    def z(x: float | None) -> str:
+        if x is None:
+            return "—"
+        return ("∞" if x > 0 else "−∞") if math.isinf(x) else f"{x:.2f}"
+
+    parts = [f"round {look.rounds} of {look.max_rounds}: boundary |z| ≥ {z(look.boundary_z)}, observed z "
+             f"{z(look.z)}"]
+    if look.ci_low is not None:
+        target = "0" + (f" and ±{look.margin:g}" if look.margin is not None else "")
+        parts.append(f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against {target}")
+    if look.alpha_spent is not None:
+        parts.append(f"α spent {look.alpha_spent:.4f} of {look.alpha:g}")
+    return "; ".join(parts)
+
+
+def sequential_pair(pair, look: SequentialLook):
+    """``pair`` (a ``core.stats.PairStats``, b - a) with the sequential look in place of the fixed design's interval,
+    decision, verdict and rule; ``look`` must read b - a (see :func:`negated`)."""
+    decision = {"undecided": "unclear"}.get(look.decision, look.decision)
+    return pair.model_copy(update=dict(
+        sequential=look, ci_low=look.ci_low, ci_high=look.ci_high, ci_method=look.ci_method, n_eff=None,
+        method=sequential_method(look), decision=decision, verdict=sequential_text(look, pair.a, pair.b),
+        rule=SEQUENTIAL_RULE, test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE))
+
+
+__all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "RoundTracker", "SequentialPlan", "boundary_text", "check_margin",
+           "monitored_pair", "negated", "pair_look", "plan_for", "unmonitored_note", "replay", "round_scores", "sequential_method", "sequential_pair",
+           "sequential_text"]
 
 
 class RoundGate:
