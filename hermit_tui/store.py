@@ -225,6 +225,11 @@ class EvalStore:
         self._search_text: dict[str, str] = {}
         self.max_cost: float | None = None  # the launch's --max-cost (USD)
         self.stop_reason: str | None = None  # why the last launch stopped early without a cancel
+        # --stop-when-decided: the launch's plan, and per candidate its looks against the baseline, round by round
+        self.sequential = None  # core.stopping.SequentialPlan of the live (or last) launch, None without one
+        self.sequential_looks: dict[str, list] = {}
+        self.sequential_stopped = False
+        self.sequential_tasks = 0  # test tasks of that launch (a round's attempts per selector)
 
     # -- feeding --------------------------------------------------------------------------------------------------
     def _touch(self) -> None:
@@ -248,6 +253,12 @@ class EvalStore:
             self.repeats = event.repeats
             self.run_active, self.run_cancelled = True, False
             self.max_cost, self.stop_reason = event.max_cost_usd, None
+            self.sequential, self.sequential_looks, self.sequential_stopped = event.sequential, {}, False
+            self.sequential_tasks = len(event.task_ids)
+        elif isinstance(event, ev.RoundChecked):
+            for look in event.looks:
+                self.sequential_looks.setdefault(look.candidate, []).append(look)
+            self.sequential_stopped = event.stopped
         elif isinstance(event, ev.SelectorStarted):
             self.columns.pop(event.label, None)
             self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,

@@ -169,12 +169,7 @@ def replay(entry: SequentialEntry, baseline_records: Mapping[tuple[str, int], An
            task_ids: Sequence[str]) -> list[SequentialLook] | None:
     """The looks of a candidate's recorded launch, recomputed from the records round by round (None when a round
     it ran is not complete in the records)."""
-    def by_key(records) -> Mapping[tuple[str, int], Any]:
-        if isinstance(records, Mapping):
-            return records
-        return {(r.id, r.repeat): r for r in records}
-
-    base, cand = by_key(baseline_records), by_key(candidate_records)
+    base, cand = _by_key(baseline_records), _by_key(candidate_records)
     plan = SequentialPlan(baseline=entry.baseline, candidates=[candidate], max_rounds=entry.max_rounds,
                           margin=entry.margin, alpha=entry.alpha, method=entry.method)
     tracker = RoundTracker(plan, task_ids)
@@ -211,28 +206,44 @@ def negated(look: SequentialLook) -> SequentialLook:
 
 
 def pair_look(a: str, summary_a, records_a, b: str, summary_b, records_b,
-              task_ids: Sequence[str]) -> tuple[SequentialLook | None, list[str]]:
-    """The sequential look for the pair b - a when a and b are a candidate and its baseline of one
-    ``--stop-when-decided`` launch (recomputed from the records, read as b - a), with what to warn about; (None,
-    warnings) otherwise."""
+              task_ids: Sequence[str] | None) -> tuple[SequentialLook | None, list[str]]:
+    """The last look of :func:`pair_looks` (None when the pair was not monitored), with what to warn about."""
+    looks, notes = pair_looks(a, summary_a, records_a, b, summary_b, records_b, task_ids)
+    return (looks[-1] if looks else None), notes
+
+
+def pair_looks(a: str, summary_a, records_a, b: str, summary_b, records_b,
+               task_ids: Sequence[str] | None) -> tuple[list[SequentialLook], list[str]]:
+    """The looks, round by round, of the pair b - a when a and b are a candidate and its baseline of one
+    ``--stop-when-decided`` launch (recomputed from the records, read as b - a), with what to warn about; ([],
+    warnings) otherwise. ``task_ids``: the test task ids (None, or more than the launch ran: those the baseline's
+    first round has, which must be as many as the candidate's summary says)."""
     found = monitored_pair(a, summary_a, b, summary_b)
     if found is None:
         note = unmonitored_note(a, summary_a, b, summary_b)
-        return None, [note] if note else []
+        return [], [note] if note else []
     base, cand = found
-    entry = (summary_b if cand == b else summary_a).sequential
-    by_label = {a: records_a, b: records_b}
-    looks = replay(entry, by_label[base], by_label[cand], cand, task_ids)
+    summary = summary_b if cand == b else summary_a
+    entry = summary.sequential
+    by_label = {a: _by_key(records_a), b: _by_key(records_b)}
+    first = {tid for (tid, rep) in by_label[base] if rep == 1}
+    ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
+    looks = replay(entry, by_label[base], by_label[cand], cand, ids) if len(ids) == summary.tasks else None
     if not looks:
-        return None, [f"{cand} vs {base}: the stop-when-decided launch's {entry.rounds} rounds are not all in the "
-                      "records, so its sequential test cannot be recomputed: the fixed design's figures are shown, "
-                      "and they ignore that the launch stopped on what it saw"]
-    look = looks[-1]
+        return [], [f"{cand} vs {base}: the stop-when-decided launch's {entry.rounds} rounds are not all in the "
+                    "records, so its sequential test cannot be recomputed: the fixed design's figures are shown, "
+                    "and they ignore that the launch stopped on what it saw"]
     warnings = []
-    if look.decision != entry.decision:
+    if looks[-1].decision != entry.decision:
         warnings.append(f"{cand} vs {base}: the launch recorded '{entry.decision}', its records now give "
-                        f"'{look.decision}' (attempts re-run since the decision?)")
-    return (negated(look) if cand == a else look), warnings
+                        f"'{looks[-1].decision}' (attempts re-run since the decision?)")
+    return ([negated(look) for look in looks] if cand == a else looks), warnings
+
+
+def _by_key(records) -> Mapping[tuple[str, int], Any]:
+    if isinstance(records, Mapping):
+        return records
+    return {(r.id, r.repeat): r for r in records}
 
 
 def unmonitored_note(a: str, summary_a, b: str, summary_b) -> str | None:
@@ -282,8 +293,8 @@ def sequential_method(look: SequentialLook) -> str:
 
     text = f"repeated 95% confidence interval (the intersection over the rounds run): {look.method}"
     if look.ci_method is not None and look.nominal_level is not None:
-        text += (f"; round {look.rounds}'s interval: {METHOD_TEXT[look.ci_method]} at the nominal level "
-                 f"{look.nominal_level:.5f}")
+        text += (f"; round {look.rounds}'s interval: {METHOD_TEXT[look.ci_method]} at the nominal confidence "
+                 f"1 − {1 - look.nominal_level:.2g}")
     return text
 
 
@@ -300,7 +311,7 @@ def boundary_text(look: SequentialLook) -> str:
         target = "0" + (f" and ±{look.margin:g}" if look.margin is not None else "")
         parts.append(f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against {target}")
     if look.alpha_spent is not None:
-        parts.append(f"α spent {look.alpha_spent:.4f} of {look.alpha:g}")
+        parts.append(f"α spent {look.alpha_spent:.2g} of {look.alpha:g}")
     return "; ".join(parts)
 
 
@@ -315,7 +326,7 @@ def sequential_pair(pair, look: SequentialLook):
 
 
 __all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "RoundTracker", "SequentialPlan", "boundary_text", "check_margin",
-           "monitored_pair", "negated", "pair_look", "plan_for", "unmonitored_note", "replay", "round_scores", "sequential_method", "sequential_pair",
+           "monitored_pair", "negated", "pair_look", "pair_looks", "plan_for", "unmonitored_note", "replay", "round_scores", "sequential_method", "sequential_pair",
            "sequential_text"]
 
 

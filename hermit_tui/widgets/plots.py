@@ -270,3 +270,42 @@ class RunningPlot(StatPlot):
         methods = methods_used(p.method for pts in self.data.values() for p in pts)
         plt.title(f"Running mean with its 95% interval ({methods}) as attempts arrive")
         plt.xlabel("attempts")
+
+
+@dataclass(frozen=True)
+class BoundarySeries:
+    """A stop-when-decided pair: the critical |z| of each planned round and the z observed at each round run."""
+
+    label: str  # "final − none"
+    boundaries: list[float]  # rounds 1..R (inf: nothing spent at that round)
+    observed: list[float | None]  # rounds run so far
+
+
+class BoundaryPlot(StatPlot):
+    """The group-sequential boundary (±critical z, per round) and the observed z round by round: the launch stops
+    once the observed z crosses it for every candidate (or, with a margin, once the interval lies within it)."""
+
+    EMPTY = "No round checked yet"
+    TOP = 8.0  # |z| drawn up to this (larger boundaries and observations sit at the edge)
+
+    data: BoundarySeries | None
+
+    def draw(self, plt) -> None:
+        d = self.data
+        rounds = list(range(1, len(d.boundaries) + 1))
+        drawn = [(r, min(c, self.TOP)) for r, c in zip(rounds, d.boundaries)]
+        edge = self.colour("error")
+        plt.plot([r for r, _ in drawn], [c for _, c in drawn], color=edge, marker="─", label="boundary")
+        plt.plot([r for r, _ in drawn], [-c for _, c in drawn], color=edge, marker="─")
+        plt.horizontal_line(0, color=self.colour("foreground"))
+        seen = [(r, max(-self.TOP, min(self.TOP, z))) for r, z in zip(rounds, d.observed) if z is not None]
+        if seen:
+            xs, ys = [r for r, _ in seen], [z for _, z in seen]
+            plt.plot(xs, ys, color=self.colour("primary"), marker="·")
+            plt.scatter(xs, ys, color=self.colour("primary"), marker="●", label="observed z")
+        plt.xlim(0.5, len(rounds) + 0.5)
+        plt.xticks(int_ticks(len(rounds), start=1))
+        plt.ylim(-self.TOP - 0.5, self.TOP + 0.5)
+        plt.yticks(nice_ticks(-self.TOP, self.TOP))
+        plt.title(f"{d.label}: observed z against the stopping boundary ±z per round (|z| shown up to {self.TOP:g})")
+        plt.xlabel("round")
