@@ -170,6 +170,22 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: l
         flags=flags, sequential=s.sequential if s else None)
 
 
+def _monitored_pairs(labels: list[str], stored: dict[str, StoredEvaluation]) -> list[tuple[str, str]]:
+    """(baseline, candidate) of every --stop-when-decided decision among ``labels`` that the default pairs leave
+    out: the report shows each decision."""
+    shown = {frozenset(p) for p in default_pairs(labels)}
+    out = []
+    for label in labels:
+        s = stored[label].summary
+        entry = s.sequential if s is not None else None
+        if entry is None or entry.decision is None or entry.baseline not in labels:
+            continue
+        if frozenset((entry.baseline, label)) not in shown:
+            shown.add(frozenset((entry.baseline, label)))
+            out.append((entry.baseline, label))
+    return out
+
+
 def _sequential(pair: PairStats, stored: dict[str, StoredEvaluation], records: dict[str, list[AttemptRecord]],
                 test_ids: list[str]) -> PairStats:
     """A candidate and its baseline of a --stop-when-decided launch: the sequential test's interval and decision
@@ -271,7 +287,8 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
         tables[label] = tabulate(results.records, test_ids, threshold)  # grouped once, for the selector and pairs
         selectors.append(_selector(stored[label], results.records, results.skipped, test_ids, threshold,
                                    tables[label]))
-    pairs = [pair_stats(a, tables[a], b, tables[b], test_ids, threshold) for a, b in default_pairs(labels)]
+    pairs = [pair_stats(a, tables[a], b, tables[b], test_ids, threshold)
+             for a, b in [*default_pairs(labels), *_monitored_pairs(labels, stored)]]
     pairs = [_sequential(p, stored, records, test_ids) for p in pairs]
 
     checks = protocol_checks(config, taskset)
@@ -413,7 +430,7 @@ def to_markdown(report: Report) -> str:
         out += [f"Verdict rule: {VERDICT_RULE}. Differences are b - a of task means, on the tasks both attempted.",
                 ""]
         if any(p.sequential for p in r.pairs):
-            out += [f"Pairs of a stop-when-decided launch (candidate and baseline): {SEQUENTIAL_RULE}.", ""]
+            out += [f"Verdict rule for a candidate and its baseline: {SEQUENTIAL_RULE}.", ""]
     for p in r.pairs:
         counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.transition_counts.items())
         out += [f"### {p.b} vs {p.a}", "", f"**Verdict:** {p.verdict}", ""]

@@ -198,8 +198,8 @@ def _pairs(r: Report) -> str:
         return '<section id="pairs"><h2>Paired comparisons</h2><p>One selector: nothing to compare.</p></section>'
     return (f'<section id="pairs"><h2>Paired comparisons (test split)</h2><p class="note">Verdict rule: '
             f"{esc(VERDICT_RULE)}. Differences are b − a of task means, on the tasks both attempted.</p>"
-            + (f'<p class="note">Pairs of a stop-when-decided launch (candidate and baseline): '
-               f"{esc(SEQUENTIAL_RULE)}.</p>" if any(p.sequential for p in r.pairs) else "")
+            + (f'<p class="note">Verdict rule for a candidate and its baseline: {esc(SEQUENTIAL_RULE)}.</p>'
+               if any(p.sequential for p in r.pairs) else "")
             + "".join(_pair(p, r) for p in r.pairs) + "</section>")
 
 

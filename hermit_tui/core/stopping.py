@@ -255,9 +255,9 @@ def unmonitored_note(a: str, summary_a, b: str, summary_b) -> str | None:
             "this pair's fixed-design figures ignore that the launch stopped on what it saw")
 
 
-SEQUENTIAL_RULE = ("stop when decided: after each whole round, 'an improvement' ('a regression') when the repeated 95% "
-                   "confidence interval for the mean difference lies above (below) 0, 'equivalent' (with a margin M) "
-                   "when it lies within -M..M; the first decision is kept; otherwise 'undecided'")
+SEQUENTIAL_RULE = ("after each whole round of a stop-when-decided launch, 'an improvement' ('a regression') when the "
+                   "repeated 95% confidence interval for the mean difference lies above (below) 0, 'equivalent' (with "
+                   "a margin M) when it lies within -M..M; the first decision is kept; otherwise 'undecided'")
 FIXED_P_NOTE = ("the p-value is the fixed design's, not adjusted for the looks after each round: for reference only "
                 "(the decision is the sequential test's)")
 
