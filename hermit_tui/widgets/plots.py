@@ -282,8 +282,9 @@ class BoundarySeries:
 
 
 class BoundaryPlot(StatPlot):
-    """The group-sequential boundary (±critical z, per round) and the observed z round by round: the launch stops
-    once the observed z crosses it for every candidate (or, with a margin, once the interval lies within it)."""
+    """The group-sequential boundary (±critical z, ▬, per planned round) and the z observed at each round run (●):
+    a candidate is decided once its observed z lies beyond the boundary (or, with a margin, once its interval lies
+    within the margin). Marks only, no lines: rounds are discrete looks."""
 
     EMPTY = "No round checked yet"
     TOP = 8.0  # |z| drawn up to this (larger boundaries and observations sit at the edge)
@@ -292,20 +293,28 @@ class BoundaryPlot(StatPlot):
 
     def draw(self, plt) -> None:
         d = self.data
-        rounds = list(range(1, len(d.boundaries) + 1))
-        drawn = [(r, min(c, self.TOP)) for r, c in zip(rounds, d.boundaries)]
+        finite = [(r, c) for r, c in enumerate(d.boundaries, 1) if math.isfinite(c)]
+        seen = [(r, z) for r, z in enumerate(d.observed, 1) if z is not None]
+        top = min(self.TOP, max([2.5, *(c for _, c in finite), *(abs(z) for _, z in seen if math.isfinite(z))]))
+        top = math.ceil(top + 0.5)
+
+        def clip(v: float) -> float:
+            return max(-top, min(top, v))
+
         edge = self.colour("error")
-        plt.plot([r for r, _ in drawn], [c for _, c in drawn], color=edge, marker="─", label="boundary")
-        plt.plot([r for r, _ in drawn], [-c for _, c in drawn], color=edge, marker="─")
+        if finite:
+            xs = [r for r, _ in finite]
+            plt.scatter(xs, [clip(c) for _, c in finite], color=edge, marker="▬")
+            plt.scatter(xs, [clip(-c) for _, c in finite], color=edge, marker="▬")
         plt.horizontal_line(0, color=self.colour("foreground"))
-        seen = [(r, max(-self.TOP, min(self.TOP, z))) for r, z in zip(rounds, d.observed) if z is not None]
         if seen:
-            xs, ys = [r for r, _ in seen], [z for _, z in seen]
-            plt.plot(xs, ys, color=self.colour("primary"), marker="·")
-            plt.scatter(xs, ys, color=self.colour("primary"), marker="●", label="observed z")
-        plt.xlim(0.5, len(rounds) + 0.5)
-        plt.xticks(int_ticks(len(rounds), start=1))
-        plt.ylim(-self.TOP - 0.5, self.TOP + 0.5)
-        plt.yticks(nice_ticks(-self.TOP, self.TOP))
-        plt.title(f"{d.label}: observed z against the stopping boundary ±z per round (|z| shown up to {self.TOP:g})")
-        plt.xlabel("round")
+            plt.scatter([r for r, _ in seen], [clip(z) for _, z in seen], color=self.colour("primary"), marker="●")
+        rounds = len(d.boundaries)
+        plt.xlim(0.5, rounds + 0.5)
+        plt.xticks(int_ticks(rounds, start=1))
+        plt.ylim(-top - 0.5, top + 0.5)
+        plt.yticks(nice_ticks(-top, top))
+        none = len(d.boundaries) - len(finite)
+        plt.title(f"{d.label}: observed z (●) against the boundary ±z (▬) at each round"
+                  + (f"; rounds 1-{none} spend nothing (no boundary)" if none else ""))
+        plt.xlabel("round (|z| drawn up to the edge)")
