@@ -259,6 +259,8 @@ class EvalStore:
             for look in event.looks:
                 self.sequential_looks.setdefault(look.candidate, []).append(look)
             self.sequential_stopped = event.stopped
+            if event.stopped:  # no further round starts: the launch has this many repeats
+                self.repeats = event.round
         elif isinstance(event, ev.SelectorStarted):
             self.columns.pop(event.label, None)
             self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
@@ -270,6 +272,8 @@ class EvalStore:
             col = self.columns.get(event.label)
             if col is not None:
                 col.summary, col.running, col.finished = event.summary, False, time.monotonic()
+                if event.summary.expected_attempts:  # a launch stopped when decided expects fewer
+                    col.expected = event.summary.expected_attempts
         elif isinstance(event, ev.RunLog):
             self.log.append((event.level, event.message))
         elif isinstance(event, ev.CardUpdated):

@@ -245,8 +245,8 @@ class EvalRun:
         if old.sequential is None:
             return ["it was not launched with --stop-when-decided"] if self.sequential else []
         if not self.sequential:
-            return ["it was launched with --stop-when-decided: resume it with --stop-when-decided (same baseline "
-                    "and margin)"]
+            return ["it was launched with --stop-when-decided: resume it with --stop-when-decided (the dashboard's "
+                    "stop early: when decided) and the same baseline and margin"]
         return self.sequential.same_design(old.sequential)
 
     # -- control -------------------------------------------------------------------------------------------------
