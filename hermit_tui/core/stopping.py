@@ -325,11 +325,6 @@ def sequential_pair(pair, look: SequentialLook):
         rule=SEQUENTIAL_RULE, test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE))
 
 
-__all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "RoundTracker", "SequentialPlan", "boundary_text", "check_margin",
-           "monitored_pair", "negated", "pair_look", "pair_looks", "plan_for", "unmonitored_note", "replay", "round_scores", "sequential_method", "sequential_pair",
-           "sequential_text"]
-
-
 class RoundGate:
     """The runner's round barrier: an attempt of round ``r`` starts only once round ``r - 1`` is checked, and none
     starts once every candidate is decided. Attempts within a round run concurrently; at a round's end the slots
@@ -385,4 +380,6 @@ class RoundGate:
             event.set()
 
 
-__all__ += ["RoundGate"]
+__all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "RoundGate", "RoundTracker", "SequentialPlan", "boundary_text",
+           "check_margin", "monitored_pair", "negated", "pair_look", "pair_looks", "plan_for", "replay", "round_scores",
+           "sequential_method", "sequential_pair", "sequential_text", "unmonitored_note"]
