@@ -5,9 +5,11 @@ selector) and, after each, compares every candidate with the baseline by the gro
 ``core.sequential``; the launch stops at the end of the first round after which every candidate is decided
 ("improvement", "regression", or with a margin "equivalent"), at the latest after ``eval.repeats`` rounds.
 
-This module holds what the runner needs for that (:class:`SequentialPlan`, :class:`RoundTracker`) and what the
-report and the dashboard need to show it again from the files (:func:`replay`, :func:`monitored_pair`): the looks are
-recomputed from results.jsonl, round by round, exactly as the launch computed them.
+This module holds what the runner needs for that (:class:`SequentialPlan`; :class:`RoundTracker`, one
+``SequentialMonitor`` per candidate; :class:`RoundGate`, the barrier that lets an attempt of round r + 1 start only
+once round r is checked) and what the report, the card and the dashboard need to show it again from the files
+(:func:`pair_looks`, :func:`sequential_pair`): the looks are recomputed from results.jsonl, round by round, exactly as
+the launch computed them (the score scale of each look is [0, 1] widened to the scores seen up to that round).
 """
 from __future__ import annotations
 
