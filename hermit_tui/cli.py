@@ -119,6 +119,8 @@ def _progress(run, stream):
             acc[1] += 1
             acc[2] += event.record.status != "ok"
             progress.update(bars[event.label], advance=1, note=f"mean {acc[0] / acc[1]:.3f}  errors {acc[2]}")
+        elif isinstance(event, ev.SelectorFinished) and event.summary.expected_attempts:
+            progress.update(bars[event.label], total=event.summary.expected_attempts)  # stopped when decided
         elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
             progress.console.print(event.message)
     return rich_sink, progress
