@@ -138,9 +138,11 @@ class HermitApp(App):
     def launch(self, selectors: list[str], *, repeats: int | None = None, concurrency: int | None = None,
                limit: int | None = None, retry: dict[str, list[tuple[str, int]]] | None = None,
                resume: bool = False, executor: str = "threads", timeout_min: float | None = None,
-               max_cost: float | None = None) -> None:
+               max_cost: float | None = None, stop_when_decided: bool = False, baseline: str | None = None,
+               margin: float | None = None) -> None:
         """Evaluate ``selectors`` side by side in a worker thread (or re-run only the given failed attempts, or
-        continue interrupted evaluations)."""
+        continue interrupted evaluations; ``stop_when_decided``: whole rounds until every candidate is decided
+        against ``baseline``)."""
         if self.config is None:
             self.notify("Open a config first", severity="warning")
             return
@@ -151,6 +153,8 @@ class HermitApp(App):
             start_resource_tracker()
         options = dict(repeats=repeats, concurrency=concurrency, limit=limit, retry=retry, resume=resume,
                        executor=executor, timeout_min=timeout_min, max_cost=max_cost)
+        if stop_when_decided:
+            options.update(stop_when_decided=True, baseline=baseline, margin=margin)
         if executor == "ray":
             options["ray_address"] = os.environ.get("RAY_ADDRESS") or None
         self.run_worker(lambda: self._run(selectors, options), thread=True, exclusive=True, group="eval",
@@ -197,6 +201,13 @@ class HermitApp(App):
         elif self.store.stop_reason:
             self.notify(f"Stopped, {self.store.stop_reason}: the summaries are marked incomplete; Resume "
                         "continues", severity="warning", timeout=10)
+        elif self.store.sequential is not None:
+            looks = [v[-1] for v in self.store.sequential_looks.values() if v]
+            rounds = max((look.rounds for look in looks), default=0)
+            decided = ", ".join(f"{look.candidate} {look.decision}" for look in looks)
+            self.notify(f"Stopped when decided after round {rounds} of {self.store.sequential.max_rounds}: {decided}"
+                        if self.store.sequential_stopped else f"Evaluation finished: all {rounds} rounds, "
+                        f"{decided} against {self.store.sequential.baseline}", timeout=8)
         else:
             self.notify("Evaluation finished", timeout=5)
         self.screen.post_message(self.RunEnded(cancelled, error))

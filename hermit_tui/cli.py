@@ -64,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="stop starting new attempts once this launch's attempts cost this much (unknown costs "
                         "count at the mean known cost); the ones in flight finish; continue later with --resume")
     cli_gate.add_gate_options(p_eval, for_eval=True)
+    p_eval.add_argument("--stop-when-decided", action="store_true",
+                        help="run whole rounds (every task once per selector; eval.repeats rounds at most) and stop "
+                        "after the first round at which every selector is decided against the baseline by a "
+                        "group-sequential test (improvement or regression at 95%%, or equivalent within --margin)")
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
     cli_report.add_parser(sub)
@@ -110,6 +114,8 @@ def _progress(run, stream):
             acc[1] += 1
             acc[2] += event.record.status != "ok"
             progress.update(bars[event.label], advance=1, note=f"mean {acc[0] / acc[1]:.3f}  errors {acc[2]}")
+        elif isinstance(event, ev.SelectorFinished) and event.summary.expected_attempts:
+            progress.update(bars[event.label], total=event.summary.expected_attempts)  # stopped when decided
         elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
             progress.console.print(event.message)
     return rich_sink, progress
@@ -174,7 +180,11 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     run = EvalRun(config, args.adapter, concurrency=args.concurrency, limit=args.limit,
                   update_card=not args.no_card, resume=args.resume, executor=args.executor,
                   ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
-                  retry_lost=args.retry_lost_once, max_cost=args.max_cost)
+                  retry_lost=args.retry_lost_once, max_cost=args.max_cost,
+                  stop_when_decided=args.stop_when_decided,
+                  # --baseline and --margin serve both the sequential test and the gate
+                  baseline=args.baseline if args.stop_when_decided else None,
+                  margin=args.margin if args.stop_when_decided else None)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
     sink, progress = _progress(run, sys.stderr)
     run.on_event = sink

@@ -35,13 +35,17 @@ def add_gate_options(p: argparse.ArgumentParser, *, for_eval: bool = False) -> N
                    help=f"a check to pass, repeatable or comma-separated: {', '.join(REQUIREMENTS)} (default: "
                    f"{' '.join(DEFAULT_REQUIRE)}){when}")
     p.add_argument("--margin", type=float, metavar="M",
-                   help="improvement: the 95%% interval of candidate - baseline must lie above +M; no-regression: it "
-                   "must not lie entirely below -M (default 0)")
+                   help="the smallest difference that matters. improvement: the 95%% interval of candidate - baseline "
+                   "must lie above +M; no-regression: it must not lie entirely below -M (default 0)"
+                   + ("; with --stop-when-decided also stop for 'equivalent' once the difference lies within -M..M"
+                      if for_eval else ""))
     p.add_argument("--max-error-rate", type=float, metavar="F",
                    help="fail a selector whose pipeline + judge errors exceed this share of its attempts")
     base = ("default: none when evaluated in this launch, else the first other selector" if for_eval
             else "default: none")
-    p.add_argument("--baseline", metavar="SEL", help=f"the selector compared against ({base})")
+    p.add_argument("--baseline", metavar="SEL", help=f"the selector compared against ({base})"
+                   + ("; with --stop-when-decided, the one the sequential test compares every other selector with"
+                      if for_eval else ""))
     p.add_argument("--candidate", metavar="SEL", help="the selector checked (default: final"
                    + (" when evaluated in this launch, else the last selector)" if for_eval else ")"))
     p.add_argument("--allow-unchecked", action="store_true",
@@ -64,8 +68,10 @@ def add_parser(subparsers):
 
 
 def gate_requested(args) -> bool:
-    return bool(args.require or args.margin is not None or args.max_error_rate is not None
-                or args.baseline or args.candidate or args.allow_unchecked)
+    """Whether ``eval`` gates after the launch: a gate option was given (with --stop-when-decided, --baseline and
+    --margin belong to the sequential test and do not ask for a gate by themselves)."""
+    shared = not getattr(args, "stop_when_decided", False) and (args.margin is not None or args.baseline)
+    return bool(args.require or args.max_error_rate is not None or args.candidate or args.allow_unchecked or shared)
 
 
 @dataclass

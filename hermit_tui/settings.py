@@ -50,6 +50,7 @@ MAX_LAUNCH_CONFIGS = 50
 #: key -> the type its value must have (anything else in the file is ignored when read)
 LAUNCH_KEYS: dict[str, type | tuple[type, ...]] = {
     "picks": list, "added": list, "repeats": str, "concurrency": str, "limit": str, "timeout": str, "executor": str,
+    "decide": str, "baseline": str, "margin": str,  # --stop-when-decided, --baseline, --margin
 }
 
 

@@ -260,6 +260,11 @@ class EvalStore(TriageStore):
         self.label_set: list[str] = list(DEFAULT_LABEL_SET)  # the run's labels, keys 1-9 (hermit-tui's settings)
         self.annotations_version = 0  # the part of ``version`` that annotation changes bumped
         self._walk: tuple[tuple, list[Failure]] | None = None
+        # --stop-when-decided: the launch's plan, and per candidate its looks against the baseline, round by round
+        self.sequential = None  # core.stopping.SequentialPlan of the live (or last) launch, None without one
+        self.sequential_looks: dict[str, list] = {}
+        self.sequential_stopped = False
+        self.sequential_tasks = 0  # test tasks of that launch (a round's attempts per selector)
 
     # -- feeding --------------------------------------------------------------------------------------------------
     def _touch(self) -> None:
@@ -283,6 +288,14 @@ class EvalStore(TriageStore):
             self.repeats = event.repeats
             self.run_active, self.run_cancelled = True, False
             self.max_cost, self.stop_reason = event.max_cost_usd, None
+            self.sequential, self.sequential_looks, self.sequential_stopped = event.sequential, {}, False
+            self.sequential_tasks = len(event.task_ids)
+        elif isinstance(event, ev.RoundChecked):
+            for look in event.looks:
+                self.sequential_looks.setdefault(look.candidate, []).append(look)
+            self.sequential_stopped = event.stopped
+            if event.stopped:  # no further round starts: the launch has this many repeats
+                self.repeats = event.round
         elif isinstance(event, ev.SelectorStarted):
             self.columns.pop(event.label, None)
             col = self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
@@ -299,6 +312,8 @@ class EvalStore(TriageStore):
             col = self.columns.get(event.label)
             if col is not None:
                 col.summary, col.running, col.finished = event.summary, False, time.monotonic()
+                if event.summary.expected_attempts:  # a launch stopped when decided expects fewer
+                    col.expected = event.summary.expected_attempts
         elif isinstance(event, ev.RunLog):
             self.log.append((event.level, event.message))
         elif isinstance(event, ev.CardUpdated):

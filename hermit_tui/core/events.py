@@ -6,6 +6,8 @@ from typing import Literal, Union
 from pydantic import BaseModel
 
 from hermit_tui.core.records import AttemptRecord, Summary
+from hermit_tui.core.sequential import SequentialLook
+from hermit_tui.core.stopping import SequentialPlan
 
 
 class Event(BaseModel):
@@ -20,6 +22,7 @@ class RunStarted(Event):
     concurrency: int
     total: int
     max_cost_usd: float | None = None  # --max-cost of the launch
+    sequential: SequentialPlan | None = None  # --stop-when-decided: the baseline, candidates and maximum rounds
 
 
 class SelectorStarted(Event):
@@ -70,6 +73,17 @@ class RunCancelled(Event):
     total: int
 
 
+class RoundChecked(Event):
+    """--stop-when-decided: round ``round`` is complete and every candidate was compared with the baseline."""
+
+    kind: Literal["round_checked"] = "round_checked"
+    round: int
+    max_rounds: int
+    baseline: str
+    looks: list[SequentialLook]
+    stopped: bool = False  # every candidate is decided: no further round starts
+
+
 class RunFinished(Event):
     kind: Literal["run_finished"] = "run_finished"
     summaries: dict[str, Summary]
@@ -79,4 +93,4 @@ class RunFinished(Event):
 
 
 AnyEvent = Union[RunStarted, SelectorStarted, AttemptStarted, AttemptFinished, SelectorFinished, CardUpdated, RunLog,
-                 RunCancelled, RunFinished]
+                 RunCancelled, RunFinished, RoundChecked]

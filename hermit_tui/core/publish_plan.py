@@ -101,6 +101,7 @@ class PublishPlan(BaseModel):
     refusals: list[str] = Field(default_factory=list)
     taxonomy: bool = False  # asked for: a line with the rows' failure labels under the table (off by default)
     taxonomy_line: str | None = None  # that line, when some row's failures carry labels
+    sequential: list[str] = Field(default_factory=list)  # the card's lines on --stop-when-decided decisions
 
     @property
     def can_publish(self) -> bool:
@@ -142,9 +143,10 @@ def taxonomy_line(rows: Sequence[EvalRow]) -> str | None:
             "measurement): " + "; ".join(parts) + ".")
 
 
-def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None) -> str:
-    """The Markdown body of the Evaluation section: the table, then one paragraph saying how to read it (and
-    ``extra``, a paragraph of its own, when given)."""
+def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequential: Sequence[str] = ()) -> str:
+    """The Markdown body of the Evaluation section: the table, then one paragraph saying how to read it (one on the
+    decisions of a --stop-when-decided launch, ``sequential``: see :func:`sequential_lines`; and ``extra``, a
+    paragraph of its own, when given)."""
     lines = [TABLE_HEADER, TABLE_RULE] + ["| " + " | ".join(r.cells()) + " |" for r in rows]
     final = next((r for r in rows if r.label == "final"), None)
     others = [r for r in rows if r.protocol and r is not final]
@@ -171,7 +173,41 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None) -> s
             f"sampling and never beyond the score range: {methods or 'none'}. Solved at least once: share of test "
             f"tasks with an attempt scoring at least {SOLVED_THRESHOLD}. Commit: the adapter version measured. "
             f"{protocol}")
+    if sequential:
+        note += ("\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets O'Brien-"
+                 "Fleming-type alpha spending over the planned rounds; Jennison & Turnbull 2000): "
+                 + "; ".join(sequential) + ". The decisions and their intervals stay valid although the launch "
+                 "stopped on what it saw; the per-adapter intervals in the table are the fixed design's.")
     return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
+
+
+def sequential_lines(chosen: dict[str, StoredEvaluation], rows: Sequence[EvalRow], task_ids: Sequence[str]
+                     ) -> list[str]:
+    """One phrase per candidate on the card whose baseline is on the card too, from one --stop-when-decided
+    launch: the difference with its repeated 95% interval and the decision, recomputed from the records."""
+    from hermit_tui.core.stopping import pair_look
+
+    names = {r.label: r.adapter for r in rows}
+    out = []
+    for row in rows:
+        s = chosen[row.label].summary
+        entry = s.sequential if s is not None else None
+        if entry is None or entry.decision is None or entry.baseline not in chosen:
+            continue
+        base, cand = chosen[entry.baseline], chosen[row.label]
+        try:
+            records_b, records_c = read_results(base.results_path).records, read_results(cand.results_path).records
+        except InputError:
+            continue
+        look, _ = pair_look(entry.baseline, base.summary, records_b, row.label, s, records_c, task_ids)
+        if look is None or look.mean_diff is None or look.ci_low is None:
+            continue
+        decision = {"improvement": "an improvement", "regression": "a regression"}.get(look.decision, "undecided")
+        if look.decision == "equivalent":
+            decision = f"equivalent within ±{look.margin:g}"
+        out.append(f"{names[row.label]} − {names[entry.baseline]} {look.mean_diff:+.3f} [{look.ci_low:.3f}, "
+                   f"{look.ci_high:.3f}]: {decision} (after {look.rounds} of at most {look.max_rounds} rounds)")
+    return out
 
 
 def unified_diff(old: str, new: str) -> str:
@@ -373,6 +409,7 @@ def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extr
     final_fp = fingerprint_of(final.summary) if final is not None else None
 
     rows: list[EvalRow] = []
+    chosen_by_label: dict[str, StoredEvaluation] = {}
     for label in ["none", "root", *extras, "final"]:
         if label == "final":
             chosen = final
@@ -387,6 +424,7 @@ def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extr
             continue
         try:
             rows.append(_row(chosen, final_fp, label == "final"))
+            chosen_by_label[label] = chosen
         except InputError as exc:
             (plan.refusals if label == "final" else plan.warnings).append(f"{label}: {exc}")
             continue
@@ -406,7 +444,12 @@ def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extr
             plan.warnings.append("no failure of the card's rows carries a label: the card gets no failure-labels "
                                  "line")
     if final_row is not None and plan.current_card is not None:
-        plan.table = render_publish_table(rows, plan.taxonomy_line)
+        if any(r.label in chosen_by_label and chosen_by_label[r.label].summary.sequential for r in rows):
+            try:
+                plan.sequential = sequential_lines(chosen_by_label, rows, load_tasks(config).test_ids)
+            except InputError as exc:
+                plan.warnings.append(f"the stop-when-decided decisions cannot be recomputed: {exc}")
+        plan.table = render_publish_table(rows, plan.taxonomy_line, plan.sequential)
         plan.new_card = replace_evaluation_section(plan.current_card, plan.table)
         plan.diff = unified_diff(plan.current_card, plan.new_card)
         plan.message = (f"card: evaluation of {plan.tag} ({final_row.tasks} tasks x {final_row.repeats}, "

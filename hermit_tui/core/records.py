@@ -76,6 +76,33 @@ class AttemptRecord(BaseModel):
         return json.dumps(ordered, default=str, allow_nan=False) + "\n"
 
 
+class SequentialEntry(BaseModel):
+    """summary.json's ``sequential`` object, written by a launch with ``--stop-when-decided`` (``core.sequential``).
+
+    On a candidate's summary: its ``decision`` against ``baseline`` after ``rounds`` whole rounds of at most
+    ``max_rounds`` (``eval.repeats``), the round it was decided at, and the repeated confidence interval for the
+    difference ``candidate - baseline`` of task means. On the baseline's own summary ``decision`` is absent and
+    ``candidates`` gives each candidate's decision."""
+
+    model_config = ConfigDict(extra="allow")
+
+    baseline: str
+    decision: Literal["improvement", "regression", "equivalent", "undecided"] | None = None
+    rounds: int
+    max_rounds: int
+    method: str
+    alpha: float
+    margin: float | None = None
+    decided_at: int | None = None
+    interval: tuple[float, float] | None = None
+    mean_diff: float | None = None
+    candidates: dict[str, str] | None = None
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.rounds < self.max_rounds
+
+
 class Summary(BaseModel):
     """An evaluation summary: hermit's ten keys, then hermit-tui's extra keys (all optional when reading)."""
 
@@ -107,6 +134,7 @@ class Summary(BaseModel):
     started_at: str | None = None
     finished_at: str | None = None
     hermit_tui_version: str | None = None
+    sequential: SequentialEntry | None = None  # --stop-when-decided: the decision against the baseline
 
     @property
     def written_by_hermit(self) -> bool:

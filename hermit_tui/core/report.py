@@ -25,9 +25,10 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
 from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
-from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord
+from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord, SequentialEntry
 from hermit_tui.core.intervals import method_note
 from hermit_tui.core.scores import tabulate
+from hermit_tui.core.stopping import SEQUENTIAL_RULE, boundary_text, pair_look, sequential_pair
 from hermit_tui.core.stats import (
     ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, SelectorStats, default_pairs, pair_stats, selector_stats,
 )
@@ -59,6 +60,7 @@ class SelectorReport(BaseModel):
     complete: bool
     retries: int
     flags: list[str]
+    sequential: SequentialEntry | None = None  # summary.json's entry of a --stop-when-decided launch
 
 
 class Difference(BaseModel):
@@ -169,7 +171,35 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: l
         fingerprint=fingerprint_of(s) if s else None, stats=stats,
         errors=sum(r.status != "ok" for r in records), known_cost_usd=known, unknown_cost_attempts=unknown,
         smoke_limit=s.smoke_limit if s else None, complete=complete, retries=(s.retries or 0) if s else 0,
-        flags=flags)
+        flags=flags, sequential=s.sequential if s else None)
+
+
+def _monitored_pairs(labels: list[str], stored: dict[str, StoredEvaluation]) -> list[tuple[str, str]]:
+    """(baseline, candidate) of every --stop-when-decided decision among ``labels`` that the default pairs leave
+    out: the report shows each decision."""
+    shown = {frozenset(p) for p in default_pairs(labels)}
+    out = []
+    for label in labels:
+        s = stored[label].summary
+        entry = s.sequential if s is not None else None
+        if entry is None or entry.decision is None or entry.baseline not in labels:
+            continue
+        if frozenset((entry.baseline, label)) not in shown:
+            shown.add(frozenset((entry.baseline, label)))
+            out.append((entry.baseline, label))
+    return out
+
+
+def _sequential(pair: PairStats, stored: dict[str, StoredEvaluation], records: dict[str, list[AttemptRecord]],
+                test_ids: list[str]) -> PairStats:
+    """A candidate and its baseline of a --stop-when-decided launch: the sequential test's interval and decision
+    (recomputed from the records, core.stopping); other pairs as they are, with a note when the launch compared
+    them only with the baseline."""
+    a, b = pair.a, pair.b
+    look, notes = pair_look(a, stored[a].summary, records[a], b, stored[b].summary, records[b], test_ids)
+    if look is not None:
+        pair = sequential_pair(pair, look)
+    return pair.model_copy(update=dict(warnings=[*pair.warnings, *notes])) if notes else pair
 
 
 def _differences(selectors: list[SelectorReport]) -> list[Difference]:
@@ -294,7 +324,9 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
         tables[label] = tabulate(results.records, test_ids, threshold)  # grouped once, for the selector and pairs
         selectors.append(_selector(stored[label], results.records, results.skipped, test_ids, threshold,
                                    tables[label]))
-    pairs = [pair_stats(a, tables[a], b, tables[b], test_ids, threshold) for a, b in default_pairs(labels)]
+    pairs = [pair_stats(a, tables[a], b, tables[b], test_ids, threshold)
+             for a, b in [*default_pairs(labels), *_monitored_pairs(labels, stored)]]
+    pairs = [_sequential(p, stored, records, test_ids) for p in pairs]
 
     checks = protocol_checks(config, taskset)
     scale = score_scale_check(records, threshold)
@@ -398,6 +430,7 @@ def to_markdown(report: Report) -> str:
                                                      else " (set for this report; the files keep hermit's 1.0)")],
         ["comparable", "yes: every selector shares one protocol fingerprint" if r.comparable
                        else "NO: see Comparability"],
+        *([["stop when decided", text] for text in [sequential_protocol(r)] if text]),
     ])
     out += ["", "## Results on the test split", ""]
     rows = []
@@ -435,6 +468,8 @@ def to_markdown(report: Report) -> str:
     if r.pairs:
         out += [f"Verdict rule: {VERDICT_RULE}. Differences are b - a of task means, on the tasks both attempted.",
                 ""]
+        if any(p.sequential for p in r.pairs):
+            out += [f"Verdict rule for a candidate and its baseline: {SEQUENTIAL_RULE}.", ""]
     for p in r.pairs:
         counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.transition_counts.items())
         out += [f"### {p.b} vs {p.a}", "", f"**Verdict:** {p.verdict}", ""]
@@ -449,6 +484,7 @@ def to_markdown(report: Report) -> str:
             ["wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"],
             ["transitions", counts],
             ["minimum detectable difference", f"{_f(p.mde)} ({p.mde_method})" if p.mde is not None else "—"],
+            *([["sequential boundary", boundary_text(p.sequential)]] if p.sequential else []),
         ])
         if p.n_unpaired:
             out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
@@ -531,6 +567,23 @@ def _taxonomy_markdown(r: Report) -> list[str]:
     return out + [""]
 
 
+def sequential_protocol(r: Report) -> str:
+    """The protocol row of a --stop-when-decided launch: baseline, rounds run of the maximum, method."""
+    entries = [(s.label, s.sequential) for s in r.selectors if s.sequential is not None]
+    if not entries:
+        return ""
+    launches = {}
+    for label, e in entries:
+        launches.setdefault((e.baseline, e.rounds, e.max_rounds, e.margin), []).append(label)
+    parts = []
+    for (baseline, rounds, most, margin), labels in launches.items():
+        run = "stopped when decided" if rounds < most else "ran every round"
+        parts.append(f"{', '.join(x for x in labels if x != baseline) or 'no candidate'} against baseline "
+                     f"{baseline}: {rounds} of at most {most} rounds ({run})"
+                     + (f", equivalence margin ±{margin:g}" if margin is not None else ""))
+    return "; ".join(parts) + f". Method: {entries[0][1].method}, alpha {entries[0][1].alpha:g}."
+
+
 def _methods_by_selector(selectors: list[SelectorReport]) -> str:
     """Which interval method each selector's row used, e.g. ``none, root: score; final: no-spread``."""
     by: dict[str, list[str]] = {}
@@ -584,5 +637,5 @@ def to_csv(report: Report) -> str:
     return buf.getvalue()
 
 
-__all__ = ["Report", "SelectorReport", "TrainingEvidence", "build_report", "default_labels", "to_csv", "to_json",
-           "to_markdown"]
+__all__ = ["Report", "SelectorReport", "TrainingEvidence", "build_report", "default_labels", "sequential_protocol",
+           "to_csv", "to_json", "to_markdown"]

@@ -18,10 +18,12 @@ from typing import Any
 from hermit_tui.core.fingerprint import FIELD_NAMES
 from hermit_tui.core.intervals import method_note
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS
-from hermit_tui.core.report import Report, SelectorReport, _ci, _f, _g, _methods_by_selector, _p, _short
+from hermit_tui.core.report import (Report, SelectorReport, _ci, _f, _g, _methods_by_selector, _p, _short,
+                                    sequential_protocol)
 from hermit_tui.core.report_html_assets import CSP, CSS, SCRIPT
 from hermit_tui.core.report_svg import BINS, differences_plot, distribution_plot, esc, means_plot
 from hermit_tui.core.stats import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats
+from hermit_tui.core.stopping import SEQUENTIAL_RULE, boundary_text
 
 PAGE_ROWS = 500  # per-task rows per page without JavaScript (the script shows 100 at a time, sorted)
 LONG_ID = 28  # task ids longer than this may wrap in the per-task table
@@ -94,6 +96,8 @@ def _protocol(r: Report) -> str:
             ("success threshold", esc(threshold)),
             ("comparable", "yes: every selector shares one protocol fingerprint" if r.comparable
              else '<strong class="check-error">NO</strong>: see <a href="#comparability">Comparability</a>')]
+    if sequential_protocol(r):
+        rows.append(("stop when decided", esc(sequential_protocol(r))))
     checks = "".join(f'<li><span class="check-{esc(c.level)}">{esc(c.level)}</span> (<code>{esc(c.code)}</code>): '
                      f"{esc(c.message)}</li>" for c in r.checks)
     return (f'<section id="protocol"><h2>Protocol</h2>{_kv(rows)}<h3 id="checks">Protocol checks</h3>'
@@ -164,19 +168,24 @@ def _pair(p: PairStats, r: Report) -> str:
             ("sign test p", esc(sign)),
             ("wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"),
             ("minimum detectable difference", esc(f"{_f(p.mde)} ({p.mde_method})" if p.mde is not None else "—"))]
+    if p.sequential is not None:
+        rows[2] = ("repeated 95% CI", esc(_ci(p.ci_low, p.ci_high)))
+        rows.append(("sequential boundary", esc(boundary_text(p.sequential))))
     if p.n_unpaired:
         rows.append(("left out (attempted by only one)", _ids(p.unpaired)))
     transitions = _grid(["transition", "tasks", "task ids"], [
         [esc(k.replace("_", " ")), str(p.transition_counts.get(k, len(ids))), _ids(ids) or "—"]
         for k, ids in p.transitions.items()], numeric=frozenset({1}))
-    word = {"improvement": "improvement", "regression": "regression"}.get(p.decision, "no clear difference")
+    word = {"improvement": "improvement", "regression": "regression", "equivalent": "equivalent"}.get(
+        p.decision, "undecided" if p.sequential is not None else "no clear difference")
     data = _data(a=p.a, b=p.b, n_paired=p.n_paired, mean_diff=p.mean_diff, ci_low=p.ci_low, ci_high=p.ci_high,
                  p_value=p.p_value, decision=p.decision, wins=p.wins, losses=p.losses, ties=p.ties)
     plot = ""
     if p.a in stats and p.b in stats and p.n_paired:
+        band = "repeated 95% interval (sequential)" if p.sequential is not None else "95% interval"
         plot = (f"<figure>{differences_plot(p, stats[p.a], stats[p.b])}<figcaption>Per-task differences "
                 f"{esc(p.b)} − {esc(p.a)} (green higher, red lower); the dashed line is the mean difference, the "
-                "shaded band its 95% interval.</figcaption></figure>")
+                f"shaded band its {band}.</figcaption></figure>")
     warn = "".join(f"<li>{esc(w)}</li>" for w in p.warnings)
     return (f'<article class="pair"{data}><h3>{esc(p.b)} vs {esc(p.a)}</h3>'
             f'<p class="verdict {esc(p.decision)}"><span class="tag">{esc(word)}</span>{esc(p.verdict)}</p>'
@@ -189,6 +198,8 @@ def _pairs(r: Report) -> str:
         return '<section id="pairs"><h2>Paired comparisons</h2><p>One selector: nothing to compare.</p></section>'
     return (f'<section id="pairs"><h2>Paired comparisons (test split)</h2><p class="note">Verdict rule: '
             f"{esc(VERDICT_RULE)}. Differences are b − a of task means, on the tasks both attempted.</p>"
+            + (f'<p class="note">Verdict rule for a candidate and its baseline: {esc(SEQUENTIAL_RULE)}.</p>'
+               if any(p.sequential for p in r.pairs) else "")
             + "".join(_pair(p, r) for p in r.pairs) + "</section>")
 
 

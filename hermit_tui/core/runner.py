@@ -68,6 +68,12 @@ class EvalRun:
     - ``executor`` is "threads" (default), "processes" (each attempt in a worker process that can be killed) or
       "ray" (attempts as tasks on a Ray cluster at ``ray_address``; the driver judges unless ``judge_on_workers``;
       ``retry_lost`` runs an attempt whose worker died once more).
+    - ``stop_when_decided`` runs whole rounds (round r = repeat r of every task under every selector; at most
+      ``repeats`` of them) and stops after the first round at which every candidate is decided against
+      ``baseline`` (default none when given, else the first selector) by the group-sequential test of
+      ``core.sequential`` (``margin``: also "equivalent within margin"). Attempts of round r + 1 start only once
+      round r is checked (core/stopping.py's RoundGate). A launch that stops after r rounds is complete with
+      ``repeats`` r; its summaries say so in ``sequential``.
     """
 
     def __init__(self, config, selectors: Sequence[str], *, repeats: int | None = None,
@@ -76,7 +82,8 @@ class EvalRun:
                  retry: dict[str, list[tuple[str, int]]] | None = None, resume: bool = False,
                  executor: str = "threads", timeout_min: float | None = None,
                  ray_address: str | None = None, judge_on_workers: bool = False, retry_lost: bool = False,
-                 max_cost: float | None = None):
+                 max_cost: float | None = None, stop_when_decided: bool = False, baseline: str | None = None,
+                 margin: float | None = None):
         config.require_for_eval()
         if executor not in EXECUTORS:
             raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -109,6 +116,7 @@ class EvalRun:
         if not selectors:
             raise InputError("no adapter selector given (e.g. --adapter none --adapter root --adapter final)")
         self.selectors = resolve_selectors(list(selectors), config)
+        self.sequential = self._plan_sequential(stop_when_decided, baseline, margin)
         if len(self.selectors) * len(self.task_ids) * self.repeats > MAX_ATTEMPTS:
             raise InputError(f"{len(self.selectors)} selectors x {len(self.task_ids)} tasks x eval.repeats "
                              f"{self.repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch")
@@ -161,6 +169,22 @@ class EvalRun:
         self.cost_cap = CostCap(max_usd=cap) if cap is not None else None
         self.stop_reason: str | None = None  # why the launch stopped early without a cancel (the cap)
 
+    # -- --stop-when-decided (core/stopping.py) -----------------------------------------------------------------------
+    def _plan_sequential(self, on: bool, baseline: str | None, margin: float | None):
+        self._rounds = None  # the RoundGate of a running launch
+        if not on:
+            if baseline is not None or margin is not None:
+                raise InputError(f"{'--baseline' if baseline is not None else '--margin'} is for "
+                                 "--stop-when-decided (add it, or drop the option)")
+            return None
+        if self.limit:
+            raise InputError("--stop-when-decided with --limit: a smoke subset is a wiring check, there is nothing "
+                             "to decide (drop one of the two)")
+        if self.retry:
+            raise InputError("--stop-when-decided cannot re-run chosen attempts (a retry): it decides on whole rounds")
+        from hermit_tui.core.stopping import plan_for
+        return plan_for(self.selectors, baseline, margin, self.repeats)
+
     # -- earlier evaluations (retry, resume) -----------------------------------------------------------------------
     def _read_earlier(self, labels: list[str]) -> tuple[list[str], int, int | None]:
         """Selectors, repeats and limit of earlier evaluations, read from their summaries: a retry or a resume
@@ -197,14 +221,15 @@ class EvalRun:
                 raise InputError(f"{path.parent}: results without a summary (written by another tool?): "
                                  "cannot check the protocol, re-run instead")
             old = read_summary(path)
-            changed = []
+            changed = self._sequential_changes(old)
             if old.adapter != sel.text:
                 changed.append(f"selector {old.adapter!r} -> {sel.text!r}")
             if old.commit != sel.commit:
                 changed.append(f"commit {str(old.commit)[:12]} -> {str(sel.commit)[:12]}")
             if old.content_hash != sel.content_hash:
                 changed.append("adapter directory content")
-            if old.repeats != self.repeats:
+            stopped = self.sequential and old.sequential and old.repeats == old.sequential.rounds
+            if old.repeats != self.repeats and not stopped:  # a launch that stopped when decided ran fewer rounds
                 changed.append(f"repeats {old.repeats} -> {self.repeats}")
             if old.smoke_limit != self.limit:
                 changed.append(f"limit {old.smoke_limit} -> {self.limit}")
@@ -228,11 +253,23 @@ class EvalRun:
         folder = self._folder(label)
         return folder.parent, folder.name
 
+    def _sequential_changes(self, old: Summary) -> list[str]:
+        """A stop-when-decided launch resumes only as one, with the same design."""
+        if old.sequential is None:
+            return ["it was not launched with --stop-when-decided"] if self.sequential else []
+        if not self.sequential:
+            return ["it was launched with --stop-when-decided: resume it with --stop-when-decided (the dashboard's "
+                    "stop early: when decided) and the same baseline and margin"]
+        return self.sequential.same_design(old.sequential)
+
     # -- control -------------------------------------------------------------------------------------------------
     def cancel(self, *, force: bool = False) -> None:
         """Stop scheduling; attempts in flight finish and are kept. ``force`` also abandons the attempts in flight
         (they are not recorded). Safe to call from any thread."""
         self._cancel.set()
+        gate, loop = self._rounds, self._loop
+        if gate is not None and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(gate.halt)
         if force:
             self._force.set()
             loop, forced = self._loop, self._forced
@@ -377,7 +414,8 @@ class EvalRun:
             self._emit(ev.RunLog(level="warning", message=warning))
         self._emit(ev.RunStarted(labels=self.labels, task_ids=self.task_ids, repeats=self.repeats,
                                  concurrency=self.concurrency, total=self.total,
-                                 max_cost_usd=self.cost_cap.max_usd if self.cost_cap else None))
+                                 max_cost_usd=self.cost_cap.max_usd if self.cost_cap else None,
+                                 sequential=self.sequential))
         adapters = {sel.label: stack.enter_context(materialize(sel, self.config)) for sel in self.selectors}
         for sel in self.selectors:
             journal = journals[sel.label] = self._open_journal(sel, root)
@@ -387,9 +425,13 @@ class EvalRun:
             for rec in journal.records.values():  # a retry or a resume shows the earlier records first
                 self._emit(ev.AttemptFinished(label=sel.label, record=rec))
         order = self._order(adapters, journals)
+        if self.sequential:
+            self._open_rounds(order, journals)
         for journal in journals.values():
             self._write_summary(journal, final=False)
         await self._execute(order, journals)
+        if self._rounds is not None and self._rounds.stopped:
+            self._close_rounds(journals)
         self.cancelled = self._cancel.is_set() and any(j.pending for j in journals.values())
         if not any(j.pending for j in journals.values()):
             self.stop_reason = None  # the cap was reached by the last attempts: nothing was left out
@@ -420,7 +462,11 @@ class EvalRun:
 
         async def worker() -> None:
             for attempt in queue:  # one shared iterator: each attempt is taken once, in order
+                if self._rounds is not None and not await self._rounds.admit(attempt.repeat):
+                    return  # every candidate is decided (or the launch is ending)
                 if self._cancel.is_set() or self._cost_reached():
+                    if self._rounds is not None:
+                        self._rounds.halt()  # attempts waiting for this round's end would wait forever
                     return
                 self._emit(ev.AttemptStarted(label=attempt.label, task_id=attempt.task_id, repeat=attempt.repeat))
                 try:
@@ -446,10 +492,12 @@ class EvalRun:
                 journal.pending -= 1
                 self._count_cost(record)
                 self._emit(ev.AttemptFinished(label=attempt.label, record=record, traceback=tb))
+                if self._rounds is not None:
+                    self._report_rounds(self._rounds.finished(attempt.repeat))
                 if not 0 <= record.judge.score <= 1:
                     self._emit(ev.RunLog(level="warning", message=f"{attempt.label}: {attempt.task_id} repeat "
                                          f"{attempt.repeat} scored {record.judge.score:g}, outside [0, 1]"))
-                if journal.pending == 0:
+                if journal.pending == 0 and self._rounds is None:  # sequential: all at the end, with the decision
                     journal.close()
                     self.summaries[attempt.label] = self._finish(journal)
                 elif time.monotonic() - journal.last_summary > SUMMARY_EVERY_S:
@@ -497,6 +545,13 @@ class EvalRun:
             retries=journal.retries or None, executor=self.executor_name,
             fingerprint=self.fingerprint.model_dump(),
         )
+        repeats = self.repeats
+        if self.sequential:
+            repeats = self._rounds_run()
+            extra["fingerprint"]["repeats"] = repeats
+            extra["sequential"] = (self._rounds.tracker if self._rounds else self._tracker()).entry(sel.label)
+        elif earlier is not None and earlier.sequential is not None and self.retry:
+            extra["sequential"] = earlier.sequential  # what the launch decided, before these attempts were re-run
         if not final:
             extra["in_progress"] = {"pid": os.getpid(), "updated_at": now_iso()}
         if self.retry_lost:  # the option shows even when no worker was lost
@@ -515,7 +570,53 @@ class EvalRun:
             extra["protocol_warnings"] = self.warnings
         wall = time.perf_counter() - journal.started + (earlier.wall_s if earlier else 0.0)
         return summarize([*journal.records.values(), *journal.foreign], adapter=sel.text, commit=sel.commit,
-                         task_ids=self.task_ids, repeats=self.repeats, wall_s=wall, **extra)
+                         task_ids=self.task_ids, repeats=repeats, wall_s=wall, **extra)
+
+    # -- rounds (--stop-when-decided) -----------------------------------------------------------------------------
+    def _tracker(self):
+        from hermit_tui.core.stopping import RoundTracker
+        return RoundTracker(self.sequential, self.task_ids)
+
+    def _open_rounds(self, order: list[Attempt], journals: dict[str, SelectorJournal]) -> None:
+        """The round barrier; rounds a resume finds complete are checked at once (the launch may be decided)."""
+        from hermit_tui.core.stopping import RoundGate
+        remaining: dict[int, int] = {}
+        for attempt in order:
+            remaining[attempt.repeat] = remaining.get(attempt.repeat, 0) + 1
+        self._rounds = RoundGate(self._tracker(), {label: j.records for label, j in journals.items()}, remaining)
+        self._report_rounds(self._rounds.advance())
+
+    def _report_rounds(self, checked) -> None:
+        gate = self._rounds
+        plan = self.sequential
+        for i, looks in enumerate(checked):
+            r = gate.tracker.rounds - len(checked) + i + 1
+            last = i == len(checked) - 1
+            self._emit(ev.RoundChecked(round=r, max_rounds=plan.max_rounds, baseline=plan.baseline, looks=looks,
+                                       stopped=last and gate.stopped))
+            parts = []
+            for look in looks:
+                ci = ("" if look.ci_low is None else
+                      f" (repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f})")
+                parts.append(f"{look.candidate} vs {plan.baseline}: {look.decision}{ci}")
+            self._emit(ev.RunLog(message=f"round {r} of {plan.max_rounds}: " + "; ".join(parts)))
+        if checked and gate.stopped:
+            r = gate.tracker.rounds
+            self._emit(ev.RunLog(message=f"every candidate is decided after round {r} of {plan.max_rounds}: no "
+                                 f"further round starts (the summaries say repeats {r})"))
+
+    def _rounds_run(self) -> int:
+        """What a sequential summary says for ``repeats``: the rounds run once the launch stopped when decided,
+        else the maximum (a running or unfinished launch)."""
+        gate = self._rounds
+        return gate.tracker.rounds if gate is not None and gate.stopped else self.repeats
+
+    def _close_rounds(self, journals: dict[str, SelectorJournal]) -> None:
+        """Every candidate decided after round r: the later rounds are not part of the launch (none started)."""
+        rounds = self._rounds.tracker.rounds
+        for journal in journals.values():
+            journal.pending = 0
+            journal.total = len(self.task_ids) * rounds
 
     def _write_summary(self, journal: SelectorJournal, *, final: bool) -> Summary:
         summary = self._summary(journal, final=final)

@@ -75,6 +75,7 @@ class SequentialLook(BaseModel):
     alpha_spent: float | None = None  # alpha(t_r)
     between_var: float | None = None
     within_var: float | None = None
+    z: float | None = None  # the observed mean difference over its standard error (sd of task differences / sqrt G)
 
     def summary(self) -> dict:
         """summary.json's ``sequential`` object: hermit-tui's key, beside hermit's."""
@@ -204,11 +205,13 @@ def sequential_look(baseline: str, candidate: str, a: np.ndarray, b: np.ndarray,
     if math.isfinite(c) and nominal < 1.0:
         interval = mean_interval(mean_diff, float(task_diffs.std(ddof=1)), g, -width, width, level=nominal)
     low, high = (interval.low, interval.high) if interval else (-width, width)
+    sd = float(task_diffs.std(ddof=1))
+    z = mean_diff / (sd / math.sqrt(g)) if sd > 0 else (0.0 if mean_diff == 0 else math.copysign(math.inf, mean_diff))
     decision = _decide(low, high, margin)
     return SequentialLook(**base, decision=decision, decided_at=r if decision != "undecided" else None,
                           ci_low=low, ci_high=high, ci_method=interval.method if interval else None,
                           boundary_z=c, nominal_level=nominal, spending_time=t_r,
-                          alpha_spent=obf_spending(t_r, alpha), between_var=between, within_var=within)
+                          alpha_spent=obf_spending(t_r, alpha), between_var=between, within_var=within, z=z)
 
 
 def _decide(low: float, high: float, margin: float | None) -> Decision:

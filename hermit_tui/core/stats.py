@@ -29,6 +29,7 @@ from hermit_tui.core.intervals import METHOD_TEXT, Interval, difference_interval
 from hermit_tui.core.paired_test import paired_randomisation_test
 from hermit_tui.core.records import SOLVED_THRESHOLD
 from hermit_tui.core.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
+from hermit_tui.core.sequential import SequentialLook
 
 ALPHA = 0.05
 POWER = 0.8
@@ -41,7 +42,7 @@ VERDICT_RULE = ("'an improvement' (or 'a regression') when the 95% interval for 
                 "above (below) 0 and the paired randomisation test gives p < 0.05; anything else is 'no clear "
                 "difference'")
 MDE_METHOD = "paired t approximation: (t(0.975, n-1) + t(0.80, n-1)) x se"
-Decision = Literal["improvement", "regression", "unclear", "nothing"]
+Decision = Literal["improvement", "regression", "unclear", "nothing", "equivalent"]  # equivalent: sequential only
 
 Attempts = Iterable[Attempt] | AttemptColumns | TaskTable
 
@@ -141,6 +142,9 @@ class PairStats(BaseModel):
     verdict: str
     rule: str = VERDICT_RULE
     warnings: list[str] = []
+    # --stop-when-decided: the candidate's last look against its baseline (read as b - a); when set, the interval,
+    # decision, verdict and rule above are the sequential test's (core.stopping.sequential_pair)
+    sequential: SequentialLook | None = None
 
     def tasks_needed(self, delta: float) -> int | None:
         """Paired tasks needed to detect a difference of ``delta`` (at the current repeats), or None if unknown."""

@@ -23,6 +23,7 @@ from hermit_tui.core.stats import PairStats, SelectorStats
 from hermit_tui.paths import style
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.banners import Banners
+from hermit_tui.widgets.boundary import SequentialPanel, SequentialView, live_rounds, with_sequential
 from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.taxonomy import PairLabels
 from hermit_tui.widgets.textfield import TextField
@@ -75,6 +76,7 @@ class Comparison:
     histogram: plots.Histogram
     diffs: list[tuple[str, float]]
     running: dict[str, list[plots.RunningPoint]]
+    sequential: SequentialView | None = None  # a candidate and its baseline of a --stop-when-decided launch
 
 
 def compare(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
@@ -185,8 +187,10 @@ def pair_text(p: PairStats) -> Text:
         text.append(f"no task has attempts from both ({p.n_unpaired} unpaired)")
         return text
     text.append(f"{p.mean_diff:+.3f}", style="bold")
-    ci = interval(p.ci_low, p.ci_high)
-    text.append(f"  {ci}{interval_kind(p.ci_method)}" if ci else "")
+    ci = interval(p.ci_low, p.ci_high, "repeated 95% CI" if p.sequential else "95% CI")
+    kind = (f" (sequential, after round {p.sequential.rounds})" if p.sequential
+            else interval_kind(p.ci_method))
+    text.append(f"  {ci}{kind}" if ci else "")
     text.append(f"  (se {num(p.se)}; {p.n_paired} paired tasks" + (f", {p.n_unpaired} unpaired left out)"
                                                                     if p.n_unpaired else ")"))
     text.append(f"\n{p_text(p.p_value)}", style="bold")
@@ -315,6 +319,7 @@ class CompareScreen(Screen):
                             yield Static(name, classes="metric-name")
                             yield Static("", id=f"a-{key}", classes="metric")
                             yield Static("", id=f"b-{key}", classes="metric")
+                    yield SequentialPanel(id="sequential")
                     yield Static("", id="pair-figures")
                     yield Static("", id="split-a", classes="split")
                     yield Static("", id="split-b", classes="split")
@@ -443,6 +448,8 @@ class CompareScreen(Screen):
         records_a, records_b = list(store.columns[a].records.values()), list(store.columns[b].records.values())
         task_ids = list(store.task_ids) or None
         threshold = store.threshold
+        summaries = (store.columns[a].summary, store.columns[b].summary)
+        live = live_rounds(store, a, b)
         key = self._computed = (store.data_version, a, b)
         self._busy = True
         self._last_start = time.monotonic()
@@ -456,6 +463,7 @@ class CompareScreen(Screen):
                     return
                 self.app.call_from_thread(self._show, first, key)
                 full = with_pair(first, records_a, records_b, task_ids, threshold)
+                full = with_sequential(full, summaries, records_a, records_b, task_ids, live)
             except Exception as exc:  # a bug in a figure must not leave the screen waiting forever
                 self.app.call_from_thread(self._failed, key, f"{type(exc).__name__}: {exc}")
                 return
@@ -516,6 +524,7 @@ class CompareScreen(Screen):
             verdict.set_class(kind == k, f"-{k}")
         verdict.update(Text(r.pair.verdict))
         self.query_one("#pair-figures", Static).update(pair_text(r.pair))
+        self.query_one(SequentialPanel).show(r.sequential)
         self._show_transitions(r)
         self._show_power()
 

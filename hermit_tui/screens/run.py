@@ -91,7 +91,8 @@ class RunScreen(Screen):
         launched = any(c.source == "live" for c in store.columns.values())
         if running or launched:
             state = ("running" if running else "cancelled" if store.run_cancelled else
-                     "stopped at the max cost" if store.stop_reason else "finished")
+                     "stopped at the max cost" if store.stop_reason else
+                     "stopped when decided" if store.sequential_stopped else "finished")
             status = (f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
                       f"{len(store.columns)} selectors × {store.repeats} repeats")
         else:

@@ -25,7 +25,8 @@ from hermit_tui.widgets.textfield import TextField
 
 DEFAULT_PICKS = ("none", "root", "final")
 EXECUTORS = [("threads", "threads"), ("processes (killable)", "processes"), ("Ray cluster ($RAY_ADDRESS)", "ray")]
-FIELDS = ("repeats", "concurrency", "limit", "timeout")  # the launch fields, as typed (kept per config)
+FIELDS = ("repeats", "concurrency", "limit", "timeout", "baseline", "margin")  # launch fields as typed (per config)
+DECIDE = [("no", "off"), ("when decided", "on")]  # --stop-when-decided
 SAVE_DELAY_S = 0.5
 
 
@@ -158,16 +159,18 @@ class SetupScreen(Screen):
         config = self.app.config
         saved = self.saved
         defaults = {"repeats": str(config.repeats), "concurrency": str(config.concurrency), "limit": "",
-                    "timeout": "" if not config.timeout_min else f"{config.timeout_min:g}"}
+                    "timeout": "" if not config.timeout_min else f"{config.timeout_min:g}", "baseline": "",
+                    "margin": ""}
         value = {k: saved.get(k, defaults[k]) for k in FIELDS}
         executor = saved.get("executor") if saved.get("executor") in {v for _, v in EXECUTORS} else "threads"
+        decide = "on" if saved.get("decide") == "on" else "off"
         yield Header()
         yield Banners(id="setup-banners")
         with Horizontal(id="setup-top"):
             with VerticalScroll(id="setup-protocol"):
                 yield Static("Protocol (kept fixed for every selector)", classes="section-title")
                 yield Static(protocol_table(config, self.app.taskset, self._checks()), id="protocol")
-            with Vertical(id="setup-launch"):
+            with VerticalScroll(id="setup-launch"):
                 yield Static("Launch settings", classes="section-title")
                 with Horizontal(classes="field"):
                     yield Label("repeats", classes="field-label")
@@ -189,6 +192,13 @@ class SetupScreen(Screen):
                 with Horizontal(classes="field"):
                     yield Label("run in", classes="field-label")
                     yield Select(EXECUTORS, value=executor, allow_blank=False, id="executor", compact=True)
+                with Horizontal(classes="field"):
+                    yield Label("stop early", classes="field-label")
+                    yield Select(DECIDE, value=decide, allow_blank=False, id="decide", compact=True)
+                with Horizontal(classes="field", id="decide-options"):
+                    yield Label("baseline ±M", classes="field-label")
+                    yield TextField(value["baseline"], placeholder="auto", id="baseline", compact=True)
+                    yield TextField(value["margin"], type="number", placeholder="off", id="margin", compact=True)
         yield Static("Versions to put side by side (space ticks; a adds a directory, tag or commit)",
                      classes="section-title", id="versions-title")
         yield CheckList(id="versions")
@@ -294,6 +304,7 @@ class SetupScreen(Screen):
         """What the user chose on this screen, as kept in the settings file."""
         out = {k: self.query_one(f"#{k}", Input).value for k in FIELDS}
         out["executor"] = str(self.query_one("#executor", Select).value)
+        out["decide"] = str(self.query_one("#decide", Select).value)
         out["picks"] = self.ticked()
         out["added"] = list(dict.fromkeys([*self.saved.get("added", []), *self._added]))
         return out
@@ -320,6 +331,7 @@ class SetupScreen(Screen):
 
     @on(Input.Changed)
     @on(Select.Changed, "#executor")
+    @on(Select.Changed, "#decide")
     def _field_changed(self) -> None:
         self._changed()
 
@@ -351,6 +363,20 @@ class SetupScreen(Screen):
         if value < 1:
             raise ValueError(f"{name} must be a positive whole number, got {raw!r}")
         return value
+
+    def _decide(self) -> dict:
+        """The stop-when-decided options of the launch; ValueError with a message for a margin that is no number."""
+        if self.query_one("#decide", Select).value != "on":
+            return {}
+        baseline = self.query_one("#baseline", Input).value.strip() or None
+        raw = self.query_one("#margin", Input).value.strip()
+        try:
+            margin = float(raw) if raw else None
+        except ValueError:
+            margin = -1.0
+        if margin is not None and not margin > 0:
+            raise ValueError(f"the margin must be a positive difference of mean scores (e.g. 0.05), got {raw!r}")
+        return dict(stop_when_decided=True, baseline=baseline, margin=margin)
 
     def _max_cost(self) -> float | None:
         """The launch's cost cap in USD (empty: none); ValueError with a message for anything else."""
@@ -385,6 +411,7 @@ class SetupScreen(Screen):
             if timeout is not None and timeout <= 0:
                 raise ValueError(f"timeout must be a positive number of minutes, got {raw_timeout!r}")
             max_cost = self._max_cost()
+            decide = self._decide()
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -392,7 +419,7 @@ class SetupScreen(Screen):
         if self._restored:
             self.app.remember_launch(self.choices())
         self.app.launch(picks, repeats=repeats, concurrency=concurrency, limit=limit, resume=resume,
-                        executor=executor, timeout_min=timeout, max_cost=max_cost)
+                        executor=executor, timeout_min=timeout, max_cost=max_cost, **decide)
 
     @on(Button.Pressed, "#add-dir")
     def action_add_selector(self) -> None:

@@ -270,3 +270,51 @@ class RunningPlot(StatPlot):
         methods = methods_used(p.method for pts in self.data.values() for p in pts)
         plt.title(f"Running mean with its 95% interval ({methods}) as attempts arrive")
         plt.xlabel("attempts")
+
+
+@dataclass(frozen=True)
+class BoundarySeries:
+    """A stop-when-decided pair: the critical |z| of each planned round and the z observed at each round run."""
+
+    label: str  # "final − none"
+    boundaries: list[float]  # rounds 1..R (inf: nothing spent at that round)
+    observed: list[float | None]  # rounds run so far
+
+
+class BoundaryPlot(StatPlot):
+    """The group-sequential boundary (±critical z, ▬, per planned round) and the z observed at each round run (●):
+    a candidate is decided once its observed z lies beyond the boundary (or, with a margin, once its interval lies
+    within the margin). Marks only, no lines: rounds are discrete looks."""
+
+    EMPTY = "No round checked yet"
+    TOP = 8.0  # |z| drawn up to this (larger boundaries and observations sit at the edge)
+
+    data: BoundarySeries | None
+
+    def draw(self, plt) -> None:
+        d = self.data
+        finite = [(r, c) for r, c in enumerate(d.boundaries, 1) if math.isfinite(c)]
+        seen = [(r, z) for r, z in enumerate(d.observed, 1) if z is not None]
+        top = min(self.TOP, max([2.5, *(c for _, c in finite), *(abs(z) for _, z in seen if math.isfinite(z))]))
+        top = math.ceil(top + 0.5)
+
+        def clip(v: float) -> float:
+            return max(-top, min(top, v))
+
+        edge = self.colour("error")
+        if finite:
+            xs = [r for r, _ in finite]
+            plt.scatter(xs, [clip(c) for _, c in finite], color=edge, marker="▬")
+            plt.scatter(xs, [clip(-c) for _, c in finite], color=edge, marker="▬")
+        plt.horizontal_line(0, color=self.colour("foreground"))
+        if seen:
+            plt.scatter([r for r, _ in seen], [clip(z) for _, z in seen], color=self.colour("primary"), marker="●")
+        rounds = len(d.boundaries)
+        plt.xlim(0.5, rounds + 0.5)
+        plt.xticks(int_ticks(rounds, start=1))
+        plt.ylim(-top - 0.5, top + 0.5)
+        plt.yticks(nice_ticks(-top, top))
+        none = len(d.boundaries) - len(finite)
+        plt.title(f"{d.label}: observed z (●) against the boundary ±z (▬) at each round"
+                  + (f"; rounds 1-{none} spend nothing (no boundary)" if none else ""))
+        plt.xlabel("round (|z| drawn up to the edge)")

@@ -1,0 +1,301 @@
+"""--stop-when-decided end to end on small synthetic projects (tests/sequential_project.py: pass/fail tasks with a
+known success probability, adapters that add a known boost; every draw a hash, so each launch is reproducible).
+
+A/B (boost 0.4 on 30 tasks, at most 6 rounds): stops after round 2 with an improvement. A/A (no boost): runs all 6
+rounds and stays undecided; with a margin of 0.2 it stops as equivalent. The files are checked independently of the
+runner: attempts run = rounds x tasks x selectors, nothing run twice, the round barrier held, summaries complete with
+repeats = rounds run, and each summary's sequential entry."""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from hermit_tui.cli import main
+from hermit_tui.core import events as ev
+from hermit_tui.core.config import load_config
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.sequential import METHOD, obf_spending, sequential_look
+from sequential_project import build
+
+TASKS, ROUNDS = 30, 6
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    # "clone" draws independently of none with the same probabilities (an A/A pair); "good" adds 0.4; "worse"
+    # takes 0.6 away (always fails)
+    return build(tmp_path / "p", tasks=TASKS, repeats=ROUNDS, seed=5,
+                 adapters={"good": 0.4, "clone": 0.0, "worse": -0.6})
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def launch(project: Path, selectors: list[str], **kw) -> tuple[dict, list]:
+    seen: list = []
+    summaries = EvalRun(load_config(project), selectors, stop_when_decided=True, on_event=seen.append,
+                        **kw).run_sync()
+    return summaries, seen
+
+
+def check_files(project: Path, labels: list[str], rounds: int) -> dict[str, list[dict]]:
+    """Every selector's results hold each (task, repeat) of rounds 1..rounds exactly once, and its summary says it
+    is a complete evaluation of ``rounds`` repeats."""
+    out = {}
+    ids = [f"t{i:03d}" for i in range(TASKS)]
+    for label in labels:
+        folder = project.parent / "runs" / "seq" / "eval" / label
+        rows = lines(folder / "results.jsonl")
+        keys = Counter((r["id"], r["repeat"]) for r in rows)
+        assert max(keys.values()) == 1, f"{label}: an attempt ran twice"
+        assert set(keys) == {(t, r) for t in ids for r in range(1, rounds + 1)}
+        summary = json.loads((folder / "summary.json").read_text())
+        assert (summary["repeats"], summary["attempts"], summary["expected_attempts"], summary["complete"]) == (
+            rounds, TASKS * rounds, TASKS * rounds, True)
+        assert summary["fingerprint"]["repeats"] == rounds
+        scores = [r["judge"]["score"] for r in rows]
+        assert summary["mean_score"] == pytest.approx(sum(scores) / len(scores))
+        out[label] = rows
+    return out
+
+
+def matrix(rows: list[dict], rounds: int) -> np.ndarray:
+    """Scores as tasks x rounds, from the file rows."""
+    ids = sorted({r["id"] for r in rows})
+    at = {(r["id"], r["repeat"]): r["judge"]["score"] for r in rows}
+    return np.array([[at[(t, k)] for k in range(1, rounds + 1)] for t in ids])
+
+
+def barrier_held(seen: list) -> None:
+    """No attempt of round r + 1 started before every attempt of round r finished (and was checked)."""
+    finished: Counter = Counter()
+    per_round = None
+    checked = 0
+    for e in seen:
+        if isinstance(e, ev.RunStarted):
+            per_round = len(e.labels) * len(e.task_ids)
+        elif isinstance(e, ev.AttemptFinished):
+            finished[e.record.repeat] += 1
+        elif isinstance(e, ev.RoundChecked):
+            assert finished[e.round] == per_round
+            checked = e.round
+        elif isinstance(e, ev.AttemptStarted) and e.repeat > 1:
+            assert finished[e.repeat - 1] == per_round and checked >= e.repeat - 1, e
+
+
+def test_ab_stops_early_with_an_improvement(project):
+    summaries, seen = launch(project, ["none", "adapters/good"], concurrency=4)
+    rows = check_files(project, ["none", "good"], rounds=2)
+    started = [e for e in seen if isinstance(e, ev.AttemptStarted)]
+    assert len(started) == 2 * TASKS * 2  # rounds x tasks x selectors: round 3 never started
+    barrier_held(seen)
+    checks = [e for e in seen if isinstance(e, ev.RoundChecked)]
+    assert [(e.round, e.stopped) for e in checks] == [(1, False), (2, True)]
+
+    good = json.loads((project.parent / "runs/seq/eval/good/summary.json").read_text())["sequential"]
+    assert {k: good[k] for k in ("baseline", "decision", "rounds", "max_rounds", "method", "alpha", "decided_at",
+                                 "margin")} == {
+        "baseline": "none", "decision": "improvement", "rounds": 2, "max_rounds": ROUNDS, "method": METHOD,
+        "alpha": 0.05, "decided_at": 2, "margin": None}
+    base = json.loads((project.parent / "runs/seq/eval/none/summary.json").read_text())["sequential"]
+    assert base["candidates"] == {"good": "improvement"} and base["rounds"] == 2 and base["decision"] is None
+    assert summaries["good"].sequential.decision == "improvement"
+
+    # the decision from the files: the mean difference of task means, and the round-2 interval (the one the
+    # unit-tested core.sequential computes on these matrices) lies above 0 while round 1's did not decide
+    a, b = matrix(rows["none"], 2), matrix(rows["good"], 2)
+    diff = float((b.mean(axis=1) - a.mean(axis=1)).mean())
+    assert good["mean_diff"] == pytest.approx(diff) and diff > 0.3
+    round1 = sequential_look("none", "good", a[:, :1], b[:, :1], ROUNDS)
+    round2 = sequential_look("none", "good", a, b, ROUNDS)
+    assert round1.decision == "undecided" and round2.decision == "improvement"
+    low, high = good["interval"]
+    assert 0 < low < diff < high <= 1
+    assert (low, high) == pytest.approx((max(round1.ci_low, round2.ci_low), min(round1.ci_high, round2.ci_high)))
+    # round 2's boundary spends what the O'Brien-Fleming-type function allows by t = 2/6 (an independent
+    # two-look multivariate normal computation, correlation sqrt(1/2))
+    c1, c2 = round1.boundary_z, round2.boundary_z
+    stay = multivariate_normal(mean=[0, 0], cov=[[1, math.sqrt(0.5)], [math.sqrt(0.5), 1]]).cdf(
+        [c1, c2], lower_limit=[-c1, -c2], rng=1)
+    assert 1 - stay == pytest.approx(obf_spending(2 / ROUNDS), abs=2e-5)
+
+
+def test_aa_runs_every_round_and_stays_undecided(project):
+    summaries, seen = launch(project, ["none", "adapters/clone"], concurrency=3)
+    check_files(project, ["none", "clone"], rounds=ROUNDS)
+    assert sum(isinstance(e, ev.AttemptStarted) for e in seen) == 2 * TASKS * ROUNDS
+    barrier_held(seen)
+    entry = summaries["clone"].sequential
+    assert (entry.decision, entry.rounds, entry.decided_at) == ("undecided", ROUNDS, None)
+    assert entry.interval[0] < 0 < entry.interval[1]
+
+
+def test_aa_with_a_margin_stops_as_equivalent(project):
+    summaries, seen = launch(project, ["none", "adapters/clone"], margin=0.2)
+    check_files(project, ["none", "clone"], rounds=5)
+    entry = summaries["clone"].sequential
+    assert (entry.decision, entry.rounds, entry.decided_at, entry.margin) == ("equivalent", 5, 5, 0.2)
+    assert -0.2 < entry.interval[0] < 0 < entry.interval[1] < 0.2
+
+
+def test_whole_rounds_go_on_until_every_candidate_is_decided(project):
+    # good is decided after round 2, worse after round 1 or 2, clone never: every round runs for every selector,
+    # and the earlier decisions are kept
+    summaries, seen = launch(project, ["adapters/good", "none", "adapters/clone", "adapters/worse"])
+    check_files(project, ["good", "none", "clone", "worse"], rounds=ROUNDS)
+    assert summaries["none"].sequential.candidates == {"good": "improvement", "clone": "undecided",
+                                                       "worse": "regression"}
+    good, worse = summaries["good"].sequential, summaries["worse"].sequential
+    assert (good.decision, good.decided_at, good.rounds) == ("improvement", 2, ROUNDS)
+    assert worse.decision == "regression" and worse.interval[1] < 0 and worse.decided_at <= 2
+
+
+def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision(project, tmp_path):
+    config = load_config(project)
+    stop_after = 3 * TASKS + 17  # in round 2 (3 selectors)
+    holder = {}
+
+    def sink(event):
+        if isinstance(event, ev.AttemptFinished):
+            holder["n"] = holder.get("n", 0) + 1
+            if holder["n"] == stop_after:
+                holder["run"].cancel()
+
+    run = holder["run"] = EvalRun(config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True,
+                                  concurrency=2, on_event=sink)
+    cut = run.run_sync()
+    assert run.cancelled and all(s.complete is False and s.repeats == ROUNDS for s in cut.values())
+    assert cut["good"].sequential.rounds == 1 and cut["good"].sequential.decision == "undecided"
+    recorded = sum(len(lines(project.parent / "runs/seq/eval" / k / "results.jsonl")) for k in cut)
+
+    for kwargs in (dict(), dict(stop_when_decided=True, margin=0.1),
+                   dict(stop_when_decided=True, baseline="adapters/clone")):
+        with pytest.raises(InputError, match="cannot resume"):
+            EvalRun(config, ["none", "adapters/good", "adapters/clone"], resume=True, **kwargs)
+
+    seen: list = []
+    resumed = EvalRun(config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True,
+                      on_event=seen.append).run_sync()
+    assert sum(isinstance(e, ev.AttemptStarted) for e in seen) == 3 * TASKS * ROUNDS - recorded
+    check_files(project, ["none", "good", "clone"], rounds=ROUNDS)
+    # the same as an uninterrupted launch of the same project
+    other = build(tmp_path / "q", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.4, "clone": 0.0})
+    whole, _ = launch(other, ["none", "adapters/good", "adapters/clone"])
+    for label in ("good", "clone"):
+        assert resumed[label].sequential == whole[label].sequential
+
+    # resuming a launch that stopped when decided runs nothing and keeps its decision
+    launch(project, ["none", "adapters/good"])
+    seen = []
+    again = EvalRun(config, ["none", "adapters/good"], stop_when_decided=True, resume=True,
+                    on_event=seen.append).run_sync()
+    assert not any(isinstance(e, ev.AttemptStarted) for e in seen)
+    assert again["good"].repeats == 2 and again["good"].sequential.decision == "improvement"
+
+
+@pytest.mark.parametrize("selectors, kwargs, message", [
+    (["none"], {}, "at least two --adapter"),
+    (["none", "adapters/good"], dict(baseline="root"), "--baseline 'root' is not among the selectors"),
+    (["none", "adapters/good"], dict(limit=3), "--stop-when-decided with --limit"),
+    (["none", "adapters/good"], dict(margin=0.0), "--margin must be a positive number"),
+    (["none", "adapters/good"], dict(margin=float("nan")), "--margin must be a positive number"),
+])
+def test_bad_combinations_are_refused_before_anything_is_written(project, selectors, kwargs, message):
+    with pytest.raises(InputError, match=message):
+        EvalRun(load_config(project), selectors, stop_when_decided=True, **kwargs)
+    with pytest.raises(InputError, match="is for --stop-when-decided"):
+        EvalRun(load_config(project), ["none", "adapters/good"], margin=0.1)
+    assert not (project.parent / "runs").exists()
+
+
+def test_cli_flags_and_bad_input(project, capsys):
+    code = main(["eval", "--config", str(project), "--adapter", "adapters/good", "--adapter", "none",
+                 "--stop-when-decided", "--baseline", "none"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["good"]["sequential"]["decision"] == "improvement" and payload["good"]["repeats"] == 2
+    assert payload["none"]["sequential"]["candidates"] == {"good": "improvement"}
+    assert "round 2 of 6: good vs none: improvement" in err
+    assert "every candidate is decided after round 2 of 6" in err
+    # the baseline can be given as typed or by its label; the default is none
+    code = main(["eval", "--config", str(project), "--adapter", "adapters/good", "--adapter", "adapters/clone",
+                 "--stop-when-decided", "--baseline", "clone", "--margin", "0.5"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["good"]["sequential"]["baseline"] == "clone"
+    before = sorted(p.name for p in (project.parent / "runs/seq/eval").iterdir())
+    for argv, message in [
+        (["--adapter", "none", "--stop-when-decided"], "at least two --adapter"),
+        (["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--baseline", "final"],
+         "--baseline 'final' is not among the selectors (none, good)"),
+        (["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--margin", "-1"],
+         "--margin must be a positive number"),
+        (["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--margin", "x"],
+         "argument --margin: invalid float value"),
+        (["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--limit", "2"],
+         "--stop-when-decided with --limit"),
+    ]:
+        code = main(["eval", "--config", str(project), *argv])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "" and message in err and err.count("\n") == 1, (argv, err)
+    assert sorted(p.name for p in (project.parent / "runs/seq/eval").iterdir()) == before
+    # without --stop-when-decided, --baseline and --margin are the gate's: the launch runs its fixed design, then gates
+    code = main(["eval", "--config", str(project), "--adapter", "none", "--adapter", "adapters/good",
+                 "--baseline", "none", "--margin", "0.1"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "sequential" not in json.loads(out)["good"] and "verdict: PASS" in err
+
+
+def test_the_report_uses_the_sequential_interval_and_says_so(project, capsys):
+    summaries, _ = launch(project, ["none", "adapters/good", "adapters/clone"])
+    entry = summaries["good"].sequential
+    assert main(["report", "--config", str(project), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    pairs = {(p["a"], p["b"]): p for p in report["pairs"]}
+    good = pairs[("none", "good")]
+    assert (good["ci_low"], good["ci_high"]) == pytest.approx(tuple(entry.interval))
+    assert good["decision"] == "improvement" and good["sequential"]["decided_at"] == 2
+    assert good["verdict"].startswith("Stopped when decided: good scores") and "repeated 95% CI" in good["verdict"]
+    assert METHOD in good["method"] and "not adjusted for the looks" in good["test"]
+    clone = pairs[("none", "clone")]
+    assert clone["decision"] == "unclear" and clone["verdict"].startswith(f"Undecided after all {ROUNDS} rounds")
+    assert clone["sequential"]["ci_low"] == pytest.approx(summaries["clone"].sequential.interval[0])
+    # two candidates were not compared with each other: fixed-design figures, with a warning
+    between = pairs[("good", "clone")] if ("good", "clone") in pairs else pairs[("clone", "good")]
+    assert between["sequential"] is None
+    assert any("not with each other" in w for w in between["warnings"])
+    assert main(["report", "--config", str(project)]) == 0
+    md = capsys.readouterr().out
+    assert "| stop when decided | clone, good against baseline none: 6 of at most 6 rounds (ran every round)" in md
+    assert "| sequential boundary | round 6 of 6: boundary |z| ≥" in md.replace("\\|", "|")
+    assert "Verdict rule for a candidate and its baseline: after each whole round of a stop-when-decided" in md
+    assert main(["report", "--config", str(project), "--format", "html"]) == 0
+    html = capsys.readouterr().out
+    assert "repeated 95% CI" in html and "sequential boundary" in html and "stop when decided" in html
+
+
+def test_the_card_carries_the_decisions_with_their_intervals(demo_config, capsys):
+    from hermit_tui.core.publish_plan import plan_publish
+
+    code = main(["eval", "--config", str(demo_config), "--adapter", "none", "--adapter", "root", "--adapter",
+                 "final", "--stop-when-decided", "--no-card", "agent.params.latency_scale=0.01", "eval.repeats=8"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0
+    rounds = payload["final"]["repeats"]
+    assert rounds == payload["final"]["sequential"]["rounds"] < 8
+    assert payload["final"]["sequential"]["decision"] == "improvement"
+    plan = plan_publish(load_config(demo_config, ["eval.repeats=8"]))
+    assert not plan.refusals and f"| final | {payload['final']['commit'][:7]} | 16 | {rounds} |" in plan.table
+    low, high = payload["final"]["sequential"]["interval"]
+    diff = payload["final"]["sequential"]["mean_diff"]
+    assert (f"final − none {diff:+.3f} [{low:.3f}, {high:.3f}]: an improvement (after {rounds} of at most 8 "
+            "rounds)") in plan.table
+    assert "Stopped when decided (group-sequential repeated confidence intervals" in plan.table
