@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _repair_worktree, score_interval_by_hand
+from demo_copies import repair_worktree
+from stats_by_hand import score_interval_by_hand
 from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.gate import (
@@ -41,7 +42,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
     """The demo with none, root and final evaluated in full (16 tasks x 3 repeats)."""
     dest = tmp_path_factory.mktemp("gate") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", FAST), ["none", "root", "final"], update_card=False).run_sync()
     return dest
 
@@ -51,7 +52,7 @@ def ws(evaluated, tmp_path) -> Path:
     """A private copy of the evaluated demo, for tests that change files."""
     dest = tmp_path / "demo"
     shutil.copytree(evaluated, dest, symlinks=True)
-    _repair_worktree(evaluated, dest)
+    repair_worktree(evaluated, dest)
     return dest
 
 
@@ -413,7 +414,7 @@ def test_comparable_checks():
 
 
 def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
-    """``sequential`` (--stop-when-decided) may arrive as an extra key of summary.json: read defensively."""
+    """``sequential`` (--stop-when-decided), as summary.json holds it: the candidate's interval against its baseline."""
     from hermit_tui.core.evalstore import StoredEvaluation
     from hermit_tui.core.gate import selector_facts
     seq = {"baseline": "none", "decision": "improvement", "rounds": 2, "max_rounds": 5, "method": "group-sequential",
@@ -426,8 +427,9 @@ def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
     recs = [AttemptRecord(repeat=r, id=f"t{i}", status="ok", judge={"score": 1.0}) for i in range(10)
             for r in (1, 2)]
     cand = selector_facts("candidate", stored, recs, [f"t{i}" for i in range(10)])
-    assert {k: cand.sequential[k] for k in seq if k != "interval"} == {k: v for k, v in seq.items() if k != "interval"}
-    assert list(cand.sequential["interval"]) == seq["interval"] and cand.present == 20 and cand.expected == 50
+    assert {k: getattr(cand.sequential, k) for k in seq if k != "interval"} == {k: v for k, v in seq.items()
+                                                                              if k != "interval"}
+    assert list(cand.sequential.interval) == seq["interval"] and cand.present == 20 and cand.expected == 50
     iv = gate_interval(facts("none", "baseline"), cand, None)
     assert (iv.low, iv.high, iv.source) == (0.12, 0.4, "sequential") and "after 2 rounds" in iv.method
     assert gate_interval(facts("root", "baseline"), cand, None) is None  # another baseline: not this interval

@@ -20,7 +20,8 @@ from hermit_tui.core.publish import plan_publish, publish, undo_publish
 from hermit_tui.core.runner import EvalRun
 from hermit_tui.core.tree import AdapterTree
 
-from conftest import score_interval_by_hand
+from demo_copies import copy_workspace
+from stats_by_hand import score_interval_by_hand
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hermit_eval"
 FAST = ["agent.params.latency_scale=0"]
@@ -70,33 +71,22 @@ class Workspace:
                 else None, self.log_path.read_bytes() if self.log_path.exists() else None, self.status())
 
 
-def copy_demo(template: Path, dest: Path) -> Path:
-    """A private copy of the demo workspace whose checkout is a worktree of the copy's own tree (a worktree's
-    links are absolute paths: both ends are rewritten)."""
-    shutil.copytree(template, dest, symlinks=True)
-    checkout = dest / "runs" / "demo" / "checkout"
-    admin = dest / "runs" / "trees" / "demo-notes" / ".git" / "worktrees" / "checkout"
-    (checkout / ".git").write_text(f"gitdir: {admin}\n")
-    (admin / "gitdir").write_text(f"{checkout / '.git'}\n")
-    return dest / "run.yaml"
-
-
 @pytest.fixture
 def demo_config(demo_template, tmp_path) -> Path:
-    return copy_demo(demo_template, tmp_path / "demo")
+    return copy_workspace(demo_template, tmp_path / "demo")
 
 
 @pytest.fixture(scope="session")
 def evaluated_template(demo_template, tmp_path_factory) -> Path:
     """The demo with none, root and final evaluated (update_card=False), built once and copied by each test."""
-    config = copy_demo(demo_template, tmp_path_factory.mktemp("evaluated") / "demo")
+    config = copy_workspace(demo_template, tmp_path_factory.mktemp("evaluated") / "demo")
     Workspace(config).evaluate("none", "root", "final")
     return config.parent
 
 
 @pytest.fixture
 def ws(evaluated_template, tmp_path) -> Workspace:
-    return Workspace(copy_demo(evaluated_template, tmp_path / "demo"))
+    return Workspace(copy_workspace(evaluated_template, tmp_path / "demo"))
 
 
 def task_means(results: Path) -> list[float]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _repair_worktree
+from demo_copies import repair_worktree
 from hermit_tui.core import events as ev
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
@@ -94,7 +94,7 @@ def workspaces(demo_template, tmp_path_factory):
     def make(name: str) -> Path:
         dest = root / name
         shutil.copytree(demo_template, dest, symlinks=True)
-        _repair_worktree(demo_template, dest)
+        repair_worktree(demo_template, dest)
         (dest / "wrapper.py").write_text(WRAPPER)
         return dest
     return make

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _repair_worktree, score_interval_by_hand
+from demo_copies import repair_worktree
+from stats_by_hand import score_interval_by_hand
 from hermit_tui import cli_report
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
@@ -32,7 +33,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
     """A demo workspace where none, root and final were evaluated (3 repeats, as the demo's run.yaml says)."""
     dest = tmp_path_factory.mktemp("report") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", ["agent.params.latency_scale=0"]), LABELS).run_sync()
     return dest / "run.yaml"
 
@@ -143,7 +144,7 @@ def test_csv_is_the_per_task_table(evaluated):
 def test_unequal_repeats_and_a_missing_task_are_said_and_use_one_estimand(evaluated, tmp_path):
     dest = tmp_path / "demo"
     shutil.copytree(evaluated.parent, dest, symlinks=True)
-    _repair_worktree(evaluated.parent, dest)
+    repair_worktree(evaluated.parent, dest)
     results = dest / "runs" / "demo" / "eval" / "final" / "results.jsonl"
     test_ids = (dest / "test.txt").read_text().split()
     gone, extra = test_ids[0], test_ids[1]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _repair_worktree
+from demo_copies import repair_worktree
 from hermit_tui.cli import main
 from hermit_tui.core.config import load_config
 from hermit_tui.core.report import Report
@@ -84,7 +84,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
     """A demo workspace where none, root and final were evaluated."""
     dest = tmp_path_factory.mktemp("html") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", ["agent.params.latency_scale=0"]), ["none", "root", "final"]).run_sync()
     return dest / "run.yaml"
 

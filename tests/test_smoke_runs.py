@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _repair_worktree
+from demo_copies import repair_worktree
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import list_evaluations, open_evaluation
@@ -27,7 +27,7 @@ FAST = ["agent.params.latency_scale=0"]
 def evaluated(demo_template, tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("smoke") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", FAST), ["none", "final"], update_card=False).run_sync()
     return dest
 
@@ -36,7 +36,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
 def ws(evaluated, tmp_path) -> Path:
     dest = tmp_path / "demo"
     shutil.copytree(evaluated, dest, symlinks=True)
-    _repair_worktree(evaluated, dest)
+    repair_worktree(evaluated, dest)
     return dest
 
 
