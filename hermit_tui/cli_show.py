@@ -85,11 +85,10 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
     out_attempts = []
     for rec in attempts:
         transcript = load_transcript(folder, rec)
-        extra = rec.model_extra or {}
         out_attempts.append({
             "repeat": rec.repeat, "status": rec.status, "score": rec.judge.score, "feedback": rec.judge.feedback,
             "judge_extra": rec.judge.extra, "output": rec.output, "error": rec.error,
-            "traceback": extra.get("traceback"), "cost_usd": rec.cost_usd,
+            "traceback": rec.traceback, "cost_usd": rec.cost_usd,
             "cost": "unknown" if rec.cost_usd is None else f"${rec.cost_usd:.4f}", "tokens": rec.tokens,
             "wall_s": rec.wall_s, "api_speed": rec.api_speed, "log": rec.log,
             "transcript": {"source": transcript.source, "path": transcript.path, "note": transcript.note or None,

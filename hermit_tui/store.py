@@ -373,7 +373,7 @@ class EvalStore(TriageStore):
                      threshold=self.threshold,
                      expected=(s.expected_attempts or s.tasks * s.repeats) if s else len(results.records))
         for rec in results.records:
-            col.add(rec, rec.model_extra.get("traceback") if rec.model_extra else None)
+            col.add(rec, rec.traceback)
         col.annotations = dict(annotations.entries)
         if results.skipped or annotations.skipped:
             col.note = "; ".join([*results.skipped, *annotations.skipped])

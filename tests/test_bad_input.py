@@ -451,6 +451,6 @@ def test_attempt_level_problems_are_recorded_not_fatal(tmp_path):
     assert rows["inf"]["status"] == "judge_error" and "finite" in rows["inf"]["error"]
     assert rows["big"]["status"] == "ok" and len(rows["big"]["output"]) == 3_000_000
     assert rows["out"]["judge"]["score"] == 7.5  # recorded as given ...
-    assert summary.model_extra["scores_outside_unit"] == 1  # ... and flagged
+    assert summary.scores_outside_unit == 1  # ... and flagged
     assert any(isinstance(e, ev.RunLog) and "outside [0, 1]" in e.message for e in seen)
     assert os.path.getsize(tmp_path / "runs/t/eval/none/results.jsonl") > 3_000_000

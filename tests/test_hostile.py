@@ -343,7 +343,7 @@ def test_records_outside_the_protocol_are_ignored_with_a_warning_and_kept(demo):
     with time_limit(LIMIT_S, "foreign records"):
         summary = EvalRun(config, ["none"], repeats=1, limit=3, resume=True, on_event=seen.append).run_sync()["none"]
     assert summary.attempts == 3 and summary.complete  # 3 of 3, not 5 of 3
-    assert summary.model_extra["ignored_attempts"] == 2
+    assert summary.ignored_attempts == 2
     assert any(isinstance(e, ev.RunLog) and e.level == "warning" and "ignored" in e.message for e in seen)
     after = lines_of(path)
     assert {(r["id"], r["repeat"]) for r in foreign} <= {(r["id"], r["repeat"]) for r in after}  # kept on disk
@@ -422,7 +422,7 @@ def test_non_finite_scores_on_disk_are_flagged(demo):
     before = snapshot(demo.parent)
     records = read_results(path).records
     summary = summarize(records, adapter="none", commit=None, task_ids=[r.id for r in records], repeats=1, wall_s=0)
-    assert summary.model_extra["nonfinite_scores"] == 2 and math.isfinite(summary.mean_score)
+    assert summary.nonfinite_scores == 2 and math.isfinite(summary.mean_score)
     with time_limit(LIMIT_S, "report"):
         code = main(["report", "--config", str(demo), "--format", "json", "--output", str(demo.parent / "r.json"),
                      *FAST])

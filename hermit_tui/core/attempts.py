@@ -46,7 +46,7 @@ def failed_record(attempt: Attempt, message: str, wall_s: float, tb: str | None 
                            judge=Judged(score=0.0, feedback=f"the pipeline failed: {message}"), cost_usd=None,
                            wall_s=round(wall_s, 2))
     if tb:
-        record.traceback = tb  # an extra key beside hermit's: hermit's readers ignore it
+        record.traceback = tb  # a key beside hermit's: hermit's readers ignore it
     return record
 
 

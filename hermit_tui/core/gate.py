@@ -32,8 +32,8 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
-from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
-from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord
+from hermit_tui.core.fingerprint import FIELD_NAMES, Fingerprint, differences
+from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord, SequentialEntry
 
 FORMAT = "hermit-tui gate 1"
 REQUIREMENTS = ("improvement", "no-regression", "comparable", "complete")
@@ -78,8 +78,8 @@ class SelectorFacts(BaseModel):
     ci_low: float | None = None
     ci_high: float | None = None
     ci_method: str | None = None
-    fingerprint: dict | None = None
-    sequential: dict | None = None
+    fingerprint: Fingerprint | None = None
+    sequential: SequentialEntry | None = None
 
     @property
     def errors(self) -> int:
@@ -172,19 +172,6 @@ def check_error_rate(rate: Any) -> float | None:
 # ---------------------------------------------------------------------------------------------------- facts
 
 
-def _sequential(summary) -> dict | None:
-    """The summary's ``sequential`` entry (``--stop-when-decided``), read defensively: a typed field or an extra
-    key, a model or a mapping; None when absent or not a mapping."""
-    if summary is None:
-        return None
-    value = getattr(summary, "sequential", None)
-    if value is None:
-        value = (getattr(summary, "model_extra", None) or {}).get("sequential")
-    if isinstance(value, BaseModel):
-        value = value.model_dump()
-    return dict(value) if isinstance(value, Mapping) else None
-
-
 def latest_on_test(records: Sequence[AttemptRecord], test_ids: Sequence[str]) -> dict[tuple[str, int], AttemptRecord]:
     """The records on the test tasks, one per (task, repeat): a later line replaces an earlier one."""
     wanted = set(test_ids)
@@ -218,7 +205,7 @@ def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[Attem
         mean=stats.mean if stats is not None else None, ci_low=stats.ci_low if stats is not None else None,
         ci_high=stats.ci_high if stats is not None else None,
         ci_method=stats.ci_method if stats is not None else None,
-        fingerprint=fingerprint_of(s) if s is not None else None, sequential=_sequential(s))
+        fingerprint=s.fingerprint if s is not None else None, sequential=s.sequential if s is not None else None)
 
 
 # ---------------------------------------------------------------------------------------------------- the interval
@@ -229,18 +216,12 @@ def gate_interval(baseline: SelectorFacts, candidate: SelectorFacts, pair=None) 
     summary has one, else the paired interval of ``pair`` (a ``core.stats.PairStats`` with a = baseline,
     b = candidate), else None."""
     seq = candidate.sequential
-    if seq and seq.get("baseline") == baseline.label:
-        bounds = seq.get("interval")
-        if isinstance(bounds, Mapping):
-            bounds = [bounds.get("low", bounds.get("ci_low")), bounds.get("high", bounds.get("ci_high"))]
-        if (isinstance(bounds, (list, tuple)) and len(bounds) == 2
-                and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in bounds)
-                and bounds[0] <= bounds[1]):
-            rounds = seq.get("rounds")
-            method = str(seq.get("method") or "group-sequential repeated confidence interval")
-            if isinstance(rounds, int):
-                method += f", after {rounds} round{'s' * (rounds != 1)}"
-            return GateInterval(low=float(bounds[0]), high=float(bounds[1]), method=method, source="sequential")
+    if seq is not None and seq.baseline == baseline.label and seq.interval is not None:
+        low, high = seq.interval
+        if math.isfinite(low) and math.isfinite(high) and low <= high:
+            method = seq.method or "group-sequential repeated confidence interval"
+            method += f", after {seq.rounds} round{'s' * (seq.rounds != 1)}"
+            return GateInterval(low=low, high=high, method=method, source="sequential")
     if pair is None or pair.ci_low is None or pair.ci_high is None:
         return None
     if (pair.a, pair.b) != (baseline.label, candidate.label):
@@ -287,9 +268,9 @@ def check_no_regression(b: str, c: str, iv: GateInterval | None, margin: float, 
                      value=iv.high)
 
 
-def fingerprint_id(fp: Mapping) -> str:
+def fingerprint_id(fp: Fingerprint) -> str:
     """A short name of a fingerprint: the protocol fields only (not the hermit-tui version)."""
-    data = json.dumps({k: fp.get(k) for k in FIELD_NAMES}, sort_keys=True, default=str).encode()
+    data = json.dumps({k: fp.field(k) for k in FIELD_NAMES}, sort_keys=True, default=str).encode()
     return hashlib.sha256(data).hexdigest()[:12]
 
 
@@ -323,12 +304,11 @@ def _decided_rounds(f: SelectorFacts, others: Sequence[SelectorFacts]) -> int | 
     """The rounds after which a sequential design stopped this evaluation when decided (its own ``sequential``
     entry, or the one of a candidate that names it as baseline), or None."""
     for seq in [f.sequential] + [o.sequential for o in others if o.sequential
-                                 and o.sequential.get("baseline") == f.label]:
-        if not seq:
+                                 and o.sequential.baseline == f.label]:
+        if seq is None:
             continue
-        rounds = seq.get("rounds")
-        if seq.get("decision") in DECIDED and isinstance(rounds, int) and not isinstance(rounds, bool) and rounds >= 1:
-            return rounds
+        if seq.decision in DECIDED and seq.rounds >= 1:
+            return seq.rounds
     return None
 
 

@@ -369,7 +369,7 @@ def test_reuse(run_dir: Path, tree, test_ids: list[str] | None = None) -> TestRe
     when its fingerprint's test ids match, or, for a summary written by hermit, when its task count matches.
     """
     from hermit_tui.core.evalstore import list_evaluations
-    from hermit_tui.core.fingerprint import _digest, fingerprint_of
+    from hermit_tui.core.fingerprint import _digest
 
     wanted = _digest([str(t) for t in test_ids]) if test_ids is not None else None
     run_name = Path(run_dir).name
@@ -385,8 +385,8 @@ def test_reuse(run_dir: Path, tree, test_ids: list[str] | None = None) -> TestRe
         if summary.adapter == "none" and summary.commit is None and summary.content_hash is None:
             continue
         if wanted is not None:
-            fp = fingerprint_of(summary)
-            same = fp.get("test_ids_sha256") == wanted if fp else summary.tasks == len(test_ids)
+            fp = summary.fingerprint
+            same = fp.test_ids_sha256 == wanted if fp else summary.tasks == len(test_ids)
             if not same:
                 other += 1
                 continue

@@ -24,7 +24,7 @@ from hermit_tui.core.publish_plan import (  # noqa: F401 - the plan's names are 
     CONFIRM_WORD, DEFAULT_LABELS, PUBLISH_LOG, UNDO_WORD, EvalRow,
     PublishPlan, _is_sha, _short, plan_publish, render_publish_table, same_adapter, unified_diff,
 )
-from hermit_tui.core.records import write_atomic
+from hermit_tui.core.records import read_summary, write_atomic
 from hermit_tui.core.tree import AdapterTree
 
 
@@ -217,10 +217,9 @@ def undo_publish(config) -> UndoResult:
             tree.move_tag(tag, previous)
             at = now_iso()
             if summary is not None and summary.is_file():
-                data = json.loads(summary.read_text(encoding="utf-8"))
-                published = data.get("published")
-                if isinstance(published, dict) and published.get("card_commit") == card_commit:
-                    record_in_summary(summary, "published", {**published, "undone_at": at})
+                published = read_summary(summary).published
+                if published is not None and published.card_commit == card_commit:
+                    record_in_summary(summary, "published", {**published.model_dump(), "undone_at": at})
             append_log(log, {"action": "undo", "run": config.run_name, "tag": tag, "card_commit": card_commit,
                              "restored_to": previous, "at": at})
         except Exception as exc:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from hermit_tui.core.card import CARD_NAME, checkout_branch, replace_evaluation_section, split_lines
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
-from hermit_tui.core.fingerprint import differences, fingerprint_of
+from hermit_tui.core.fingerprint import Fingerprint, differences
 from hermit_tui.core.records import SOLVED_THRESHOLD, read_results
 from hermit_tui.core.selectors import MANIFEST, directory_hash, label_for
 from hermit_tui.core.intervals import METHOD_TEXT
@@ -266,11 +266,11 @@ def _stats(stored: StoredEvaluation) -> tuple[Any, dict[str, int]]:
     return selector_stats(stored.label, records, None), counts
 
 
-def _row(stored: StoredEvaluation, final_fp: dict | None, is_final: bool) -> EvalRow:
+def _row(stored: StoredEvaluation, final_fp: Fingerprint | None, is_final: bool) -> EvalRow:
     s = stored.summary
     st, counts = _stats(stored)
     adapter = s.adapter if label_for(s.adapter) == stored.label else stored.label
-    fp = fingerprint_of(s)
+    fp = s.fingerprint
     if is_final:
         protocol = [] if fp else [NOT_RECORDED]
     else:
@@ -291,13 +291,13 @@ def _usable(stored: StoredEvaluation) -> bool:
     return s is not None and s.is_complete and not s.cancelled and not s.is_smoke
 
 
-def _pick(candidates: list[StoredEvaluation], final_fp: dict | None) -> StoredEvaluation | None:
+def _pick(candidates: list[StoredEvaluation], final_fp: Fingerprint | None) -> StoredEvaluation | None:
     """The current evaluation when it was measured under final's protocol, else the newest archived one that was,
     else the current one (whose mismatch is then a warning)."""
     readable = [c for c in candidates if c.summary is not None]
     if final_fp is not None:
         for c in readable:
-            if _usable(c) and not differences(final_fp, fingerprint_of(c.summary)):
+            if _usable(c) and not differences(final_fp, c.summary.fingerprint):
                 return c
     current = [c for c in readable if not c.archived]
     return current[0] if current else None
@@ -406,7 +406,7 @@ def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extr
             raise InputError(f"no evaluation of '{label}' under {eval_root(run_dir)}")
 
     final = _final_evaluation(plan, by_label.get("final", []), repo, run_dir)
-    final_fp = fingerprint_of(final.summary) if final is not None else None
+    final_fp = final.summary.fingerprint if final is not None and final.summary is not None else None
 
     rows: list[EvalRow] = []
     chosen_by_label: dict[str, StoredEvaluation] = {}
@@ -468,7 +468,7 @@ def _final_evaluation(plan: PublishPlan, found: list[StoredEvaluation], repo: gi
     if s is None:
         plan.refusals.append(f"no completed final evaluation: {current.problem}")
         return None
-    if not s.is_complete or s.cancelled or (s.model_extra or {}).get("in_progress"):
+    if not s.is_complete or s.cancelled or s.in_progress is not None:
         plan.refusals.append(f"no completed final evaluation: it is incomplete ({s.attempts} of "
                              f"{s.expected_attempts} attempts{', cancelled' if s.cancelled else ''})")
         return None
@@ -488,7 +488,7 @@ def _final_evaluation(plan: PublishPlan, found: list[StoredEvaluation], repo: gi
 
 
 def _warn(plan: PublishPlan, config, tree: AdapterTree, rows: list[EvalRow], found: list[StoredEvaluation],
-          final: StoredEvaluation | None, final_fp: dict | None) -> None:
+          final: StoredEvaluation | None, final_fp: Fingerprint | None) -> None:
     """Every warning a reader must see before confirming, most serious first."""
     w = plan.warnings
     for row in rows:
@@ -582,8 +582,8 @@ def _test_reuse(tree: AdapterTree, plan: PublishPlan, found: list[StoredEvaluati
         s = stored.summary
         if s is None or not _is_sha(s.commit):
             continue
-        if final_fp is not None and fingerprint_of(s) is not None:
-            if fingerprint_of(s).get("test_ids_sha256") != final_fp.get("test_ids_sha256"):
+        if final_fp is not None and s.fingerprint is not None:
+            if s.fingerprint.test_ids_sha256 != final_fp.test_ids_sha256:
                 continue
         elif s.tasks != final.summary.tasks or s.is_smoke:
             continue

@@ -23,7 +23,7 @@ from hermit_tui.core.annotations import (
 )
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_folder, eval_root, list_evaluations
-from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
+from hermit_tui.core.fingerprint import FIELD_NAMES, Fingerprint, differences
 from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord, SequentialEntry
 from hermit_tui.core.intervals import method_note
@@ -51,7 +51,7 @@ class SelectorReport(BaseModel):
     content_hash: str | None  # a directory selector's content
     written_by: str  # "hermit-tui", "hermit eval" (no extras), or "unknown" (no summary.json)
     summary: dict[str, Any] | None  # hermit's ten keys
-    fingerprint: dict[str, Any] | None
+    fingerprint: Fingerprint | None
     stats: SelectorStats
     errors: int  # error + judge_error attempts
     known_cost_usd: float
@@ -168,7 +168,7 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: l
         label=stored.label, folder=str(stored.folder), adapter=s.adapter if s else None,
         commit=s.commit if s else None, content_hash=s.content_hash if s else None, written_by=written_by,
         summary={k: getattr(s, k) for k in SUMMARY_KEYS} if s else None,
-        fingerprint=fingerprint_of(s) if s else None, stats=stats,
+        fingerprint=s.fingerprint if s else None, stats=stats,
         errors=sum(r.status != "ok" for r in records), known_cost_usd=known, unknown_cost_attempts=unknown,
         smoke_limit=s.smoke_limit if s else None, complete=complete, retries=(s.retries or 0) if s else 0,
         flags=flags, sequential=s.sequential if s else None)
@@ -220,7 +220,7 @@ def _differences(selectors: list[SelectorReport]) -> list[Difference]:
 
 
 def _dataset_revision(selectors: list[SelectorReport]) -> str:
-    found = {s.fingerprint.get("dataset_revision") for s in selectors if s.fingerprint}
+    found = {s.fingerprint.dataset_revision for s in selectors if s.fingerprint}
     found.discard(None)
     if not found:
         return NOT_RECORDED
@@ -498,7 +498,7 @@ def to_markdown(report: Report) -> str:
         out += [f"- **{d.a} vs {d.b}**: {'; '.join(d.differences)}" for d in r.differences]
     fields = list(FIELD_NAMES)
     out += ["", *_table(["selector", *fields], [
-        [s.label, *(_short(s.fingerprint.get(f)) for f in fields)] if s.fingerprint
+        [s.label, *(_short(s.fingerprint.field(f)) for f in fields)] if s.fingerprint
         else [s.label, "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing", *["—"] * (len(fields) - 1)] for s in r.selectors])]
     out += ["", "## Protocol checks", ""]
     out += [f"- **{c.level}** ({c.code}): {c.message}" for c in r.checks] or ["No finding."]

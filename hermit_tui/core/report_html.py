@@ -262,7 +262,7 @@ def _comparability(r: Report) -> str:
                                 "</li>" for d in r.differences) + "</ul>"
     fields = list(FIELD_NAMES)
     table = _grid(["selector", *fields], [
-        [esc(s.label), *(f"<code>{esc(_short(s.fingerprint.get(f)))}</code>" for f in fields)] if s.fingerprint
+        [esc(s.label), *(f"<code>{esc(_short(s.fingerprint.field(f)))}</code>" for f in fields)] if s.fingerprint
         else [esc(s.label), "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
               *["—"] * (len(fields) - 1)] for s in r.selectors])
     return f'<section id="comparability"><h2>Comparability</h2>{text}{table}</section>'

@@ -26,7 +26,7 @@ from hermit_tui.core.config import MAX_CONCURRENCY, MAX_REPEATS, MAX_TIMEOUT_MIN
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.evalstore import RESULTS, SUMMARY, archive_existing, eval_folder, eval_root
 from hermit_tui.core.executors import EXECUTORS, CapacityExhausted, Executor, ProcessExecutor
-from hermit_tui.core.fingerprint import differences, fingerprint_of
+from hermit_tui.core.fingerprint import differences
 from hermit_tui.core.journal import (FolderLock, SelectorJournal, WriteFailed, check_eval_folder, now_iso,
                                     remove_stale_temporaries)
 from hermit_tui.core.records import ResultsFile, Summary, read_results, read_summary, summarize, write_atomic
@@ -205,11 +205,11 @@ class EvalRun:
                              "at a time")
         return texts, repeats.pop(), limits.pop()
 
-    def _fingerprint_for_resume(self) -> dict:
+    def _fingerprint_for_resume(self):
         from hermit_tui.core.fingerprint import compute_fingerprint
         rows = self.tasks.rows("test")
         rows = rows[:self.limit] if self.limit else rows
-        return compute_fingerprint(self.config, rows, repeats=self.repeats, limit=self.limit).model_dump()
+        return compute_fingerprint(self.config, rows, repeats=self.repeats, limit=self.limit)
 
     def _check_resumable(self) -> None:
         """Refuse to resume under another protocol, and say what changed."""
@@ -233,7 +233,7 @@ class EvalRun:
                 changed.append(f"repeats {old.repeats} -> {self.repeats}")
             if old.smoke_limit != self.limit:
                 changed.append(f"limit {old.smoke_limit} -> {self.limit}")
-            recorded = fingerprint_of(old)
+            recorded = old.fingerprint
             if recorded is not None:
                 now = self._fingerprint_for_resume()
                 changed += [name for name in differences(recorded, now)

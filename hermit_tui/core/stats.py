@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from enum import StrEnum
 from typing import Literal
 
 import numpy as np
@@ -42,7 +43,19 @@ VERDICT_RULE = ("'an improvement' (or 'a regression') when the 95% interval for 
                 "above (below) 0 and the paired randomisation test gives p < 0.05; anything else is 'no clear "
                 "difference'")
 MDE_METHOD = "paired t approximation: (t(0.975, n-1) + t(0.80, n-1)) x se"
-Decision = Literal["improvement", "regression", "unclear", "nothing", "equivalent"]  # equivalent: sequential only
+
+
+class VerdictKind(StrEnum):
+    """What a verdict decides, for screens, reports and exports to act on (never parse the verdict's sentence)."""
+
+    IMPROVEMENT = "improvement"
+    REGRESSION = "regression"
+    UNCLEAR = "unclear"  # no clear difference (or, sequential, undecided so far)
+    NOTHING = "nothing"  # no task has attempts from both
+    EQUIVALENT = "equivalent"  # sequential only: within the margin
+
+
+Decision = VerdictKind
 
 Attempts = Iterable[Attempt] | AttemptColumns | TaskTable
 
@@ -138,7 +151,7 @@ class PairStats(BaseModel):
     noise_var: float | None  # the within part at the current repeats; between_var + noise_var == sd_diff^2
     mde: float | None  # minimum detectable difference, alpha 0.05 two-sided, power 0.8 (paired t approximation)
     mde_method: str = MDE_METHOD
-    decision: Decision = "unclear"
+    decision: VerdictKind = VerdictKind.UNCLEAR
     verdict: str
     rule: str = VERDICT_RULE
     warnings: list[str] = []
@@ -468,11 +481,11 @@ def p_text(p: float) -> str:
     return f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
 
 
-def _verdict(f: dict) -> tuple[Decision, str]:
+def _verdict(f: dict) -> tuple[VerdictKind, str]:
     """The decision and one or two plain sentences, by :data:`VERDICT_RULE`."""
     a, b, n = f["a"], f["b"], f["n_paired"]
     if not n:
-        return "nothing", f"No task has attempts from both {a} and {b}: nothing to compare."
+        return VerdictKind.NOTHING, f"No task has attempts from both {a} and {b}: nothing to compare."
     lo, hi, diff, mde, p = f["ci_low"], f["ci_high"], f["mean_diff"], f["mde"], f["p_value"]
     k = _repeats_text(f["repeats_min"], f["repeats_max"])
     sample = f"{n} task{'s' * (n != 1)} x {k} repeat{'s' * (k != '1')}"
@@ -480,7 +493,7 @@ def _verdict(f: dict) -> tuple[Decision, str]:
         sample += f"; {f['n_unpaired']} unpaired left out"
     ci = None if lo is None else f"95% CI {_num(lo)} to {_num(hi)}"
     if f["sd_diff"] == 0 and abs(diff) <= TIE_TOL:
-        return "unclear", (f"No clear difference: {b} and {a} have the same mean score on each of the {sample}"
+        return VerdictKind.UNCLEAR, (f"No clear difference: {b} and {a} have the same mean score on each of the {sample}"
                            + (f" ({ci}: tasks not in the sample may still differ)." if ci else "."))
     figures = ", ".join(x for x in (ci, p_text(p), sample) if x)
     if abs(diff) > TIE_TOL:
@@ -490,8 +503,9 @@ def _verdict(f: dict) -> tuple[Decision, str]:
     above, below = lo is not None and lo > 0, hi is not None and hi < 0
     significant = p < ALPHA
     if significant and (above or below):
-        return ("improvement", f"{headline}: an improvement.") if above else ("regression",
-                                                                             f"{headline}: a regression.")
+        if above:
+            return VerdictKind.IMPROVEMENT, f"{headline}: an improvement."
+        return VerdictKind.REGRESSION, f"{headline}: a regression."
     if lo is None:
         reason = "one paired task gives no interval"
     elif not (above or below) and not significant:
@@ -506,8 +520,8 @@ def _verdict(f: dict) -> tuple[Decision, str]:
     elif mde > abs(diff):
         text += (f" With {n} tasks, the smallest difference this sample detects with 80% power is {_num(mde)} "
                  "(paired t).")
-    return "unclear", text
+    return VerdictKind.UNCLEAR, text
 
 
-__all__ = ["ALPHA", "ESTIMAND", "MDE_METHOD", "PairStats", "SelectorStats", "TaskStat", "VERDICT_RULE",
+__all__ = ["ALPHA", "ESTIMAND", "MDE_METHOD", "PairStats", "SelectorStats", "TaskStat", "VERDICT_RULE", "VerdictKind",
            "default_pairs", "p_text", "pair_stats", "selector_stats", "sign_test_p", "wilson"]

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records import SequentialEntry
 from hermit_tui.core.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor
+from hermit_tui.core.stats import PairStats, VerdictKind
 
 class SequentialPlan(BaseModel):
     """Who is compared with whom in a ``--stop-when-decided`` launch (labels: the folders under eval/)."""
@@ -317,10 +318,10 @@ def boundary_text(look: SequentialLook) -> str:
     return "; ".join(parts)
 
 
-def sequential_pair(pair, look: SequentialLook):
+def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
     """``pair`` (a ``core.stats.PairStats``, b - a) with the sequential look in place of the fixed design's interval,
     decision, verdict and rule; ``look`` must read b - a (see :func:`negated`)."""
-    decision = {"undecided": "unclear"}.get(look.decision, look.decision)
+    decision = VerdictKind.UNCLEAR if look.decision == "undecided" else VerdictKind(look.decision)
     return pair.model_copy(update=dict(
         sequential=look, ci_low=look.ci_low, ci_high=look.ci_high, ci_method=look.ci_method, n_eff=None,
         method=sequential_method(look), decision=decision, verdict=sequential_text(look, pair.a, pair.b),

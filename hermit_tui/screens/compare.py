@@ -18,8 +18,8 @@ from textual.widgets import Header, Input, Label, Select, Static, TabbedContent,
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
-from hermit_tui.core.fingerprint import differences, fingerprint_of
-from hermit_tui.core.stats import PairStats, SelectorStats
+from hermit_tui.core.fingerprint import differences
+from hermit_tui.core.stats import PairStats, SelectorStats, VerdictKind
 from hermit_tui.paths import style
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.banners import Banners
@@ -238,13 +238,9 @@ def needed_text(p: PairStats, delta: float) -> str:
     return "\n".join(out)
 
 
-def verdict_kind(verdict: str) -> str:
-    """"improvement" or "regression" only when the verdict says so; "neutral" otherwise."""
-    if verdict.endswith(": an improvement."):
-        return "improvement"
-    if verdict.endswith(": a regression."):
-        return "regression"
-    return "neutral"
+def verdict_kind(kind: VerdictKind) -> str:
+    """The verdict's style: "improvement" or "regression" only when the verdict decides so; "neutral" otherwise."""
+    return kind.value if kind in (VerdictKind.IMPROVEMENT, VerdictKind.REGRESSION) else "neutral"
 
 
 def protocol_check(store, a: str, b: str) -> tuple[str, str]:
@@ -256,7 +252,7 @@ def protocol_check(store, a: str, b: str) -> tuple[str, str]:
     if unfinished:
         return "pending", (f"Protocol fingerprint of {', '.join(unfinished)} is checked when "
                            f"{'it finishes' if len(unfinished) == 1 else 'they finish'}.")
-    fa, fb = fingerprint_of(ca.summary), fingerprint_of(cb.summary)
+    fa, fb = ca.summary.fingerprint, cb.summary.fingerprint
     missing = [c.key for c, f in ((ca, fa), (cb, fb)) if f is None]
     if missing:
         return "unchecked", (f"Protocol cannot be checked: {' and '.join(missing)} carr"
@@ -519,7 +515,7 @@ class CompareScreen(Screen):
         self.paired, self._shown = r, key
         status.update("live: updating as attempts arrive" if self.app.store.run_active else "")
         verdict = self.query_one("#verdict", Static)
-        kind = verdict_kind(r.pair.verdict)
+        kind = verdict_kind(r.pair.decision)
         for k in ("improvement", "regression", "neutral"):
             verdict.set_class(kind == k, f"-{k}")
         verdict.update(Text(r.pair.verdict))

@@ -170,7 +170,7 @@ def with_fingerprints(**fingerprints: dict | None) -> EvalStore:
     store = fixed_store()
     for key, fp in fingerprints.items():
         data = store.columns[key].summary.model_dump()
-        store.columns[key].summary = Summary(**data, **({"fingerprint": fp} if fp is not None else {}))
+        store.columns[key].summary = Summary(**(data | {"fingerprint": fp}))
     return store
 
 
