@@ -15,6 +15,7 @@ from textual.worker import get_current_worker
 from hermit_tui import bindings
 from hermit_tui.commands import HermitCommands
 from hermit_tui.core.errors import InputError, RunFailed
+from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.paths import style
 from hermit_tui.store import EvalStore
 
@@ -135,38 +136,29 @@ class HermitApp(App):
     def running(self) -> bool:
         return self.current_run is not None
 
-    def launch(self, selectors: list[str], *, repeats: int | None = None, concurrency: int | None = None,
-               limit: int | None = None, retry: dict[str, list[tuple[str, int]]] | None = None,
-               resume: bool = False, executor: str = "threads", timeout_min: float | None = None,
-               max_cost: float | None = None, stop_when_decided: bool = False, baseline: str | None = None,
-               margin: float | None = None) -> None:
-        """Evaluate ``selectors`` side by side in a worker thread (or re-run only the given failed attempts, or
-        continue interrupted evaluations; ``stop_when_decided``: whole rounds until every candidate is decided
-        against ``baseline``)."""
+    def launch(self, options: LaunchOptions) -> None:
+        """Evaluate ``options.selectors`` side by side in a worker thread (or re-run only the given failed attempts,
+        or continue interrupted evaluations; see ``core.launch.LaunchOptions``). The dashboard never publishes by
+        itself: CARD.md and the final tag move only through Review & publish (a typed confirmation, and undo); the
+        headless `hermit-tui eval` keeps hermit's card update."""
         if self.config is None:
             self.notify("Open a config first", severity="warning")
             return
         if self.running:
             self.notify("An evaluation is already running: cancel it first (c)", severity="warning")
             return
-        if executor == "processes":
+        if options.executor == "processes":
             start_resource_tracker()
-        options = dict(repeats=repeats, concurrency=concurrency, limit=limit, retry=retry, resume=resume,
-                       executor=executor, timeout_min=timeout_min, max_cost=max_cost)
-        if stop_when_decided:
-            options.update(stop_when_decided=True, baseline=baseline, margin=margin)
-        if executor == "ray":
-            options["ray_address"] = os.environ.get("RAY_ADDRESS") or None
-        self.run_worker(lambda: self._run(selectors, options), thread=True, exclusive=True, group="eval",
-                        name="evaluation")
+        update: dict[str, Any] = {"update_card": False}
+        if options.executor == "ray" and options.ray_address is None:
+            update["ray_address"] = os.environ.get("RAY_ADDRESS") or None
+        options = options.model_copy(update=update)
+        self.run_worker(lambda: self._run(options), thread=True, exclusive=True, group="eval", name="evaluation")
 
-    def _run(self, selectors, options: dict) -> None:
+    def _run(self, options: LaunchOptions) -> None:
         from hermit_tui.core.runner import EvalRun
         try:
-            # The dashboard never publishes by itself: CARD.md and the final tag move only through Review & publish
-            # (a typed confirmation, and undo). The headless `hermit-tui eval` keeps hermit's card update.
-            run = EvalRun(self.config, selectors, on_event=self._events.append, tasks=self.taskset,
-                          update_card=False, **options)
+            run = EvalRun(self.config, options, on_event=self._events.append, tasks=self.taskset)
         except InputError as exc:
             self.call_from_thread(self.notify, str(exc), title="Cannot launch", severity="error", timeout=10)
             return

@@ -173,18 +173,19 @@ def cmd_eval(args) -> int:
 
 def _cmd_eval(args, out: _StdoutKept) -> int:
     from hermit_tui.core.config import load_config
+    from hermit_tui.core.launch import LaunchOptions
     from hermit_tui.core.runner import EvalRun
 
     config = load_config(args.config, args.overrides)
-    sink, progress = None, None
-    run = EvalRun(config, args.adapter, concurrency=args.concurrency, limit=args.limit,
-                  update_card=not args.no_card, resume=args.resume, executor=args.executor,
-                  ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
-                  retry_lost=args.retry_lost_once, max_cost=args.max_cost,
-                  stop_when_decided=args.stop_when_decided,
-                  # --baseline and --margin serve both the sequential test and the gate
-                  baseline=args.baseline if args.stop_when_decided else None,
-                  margin=args.margin if args.stop_when_decided else None)
+    options = LaunchOptions(selectors=args.adapter, concurrency=args.concurrency, limit=args.limit,
+                            update_card=not args.no_card, resume=args.resume, executor=args.executor,
+                            ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
+                            retry_lost=args.retry_lost_once, max_cost=args.max_cost,
+                            stop_when_decided=args.stop_when_decided,
+                            # --baseline and --margin serve both the sequential test and the gate
+                            baseline=args.baseline if args.stop_when_decided else None,
+                            margin=args.margin if args.stop_when_decided else None)
+    run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
     sink, progress = _progress(run, sys.stderr)
     run.on_event = sink

@@ -173,8 +173,13 @@ def socket_file(path: str) -> Mutation:
         target = ws / path
         target.parent.mkdir(parents=True, exist_ok=True)
         sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(target))
-        sock.close()
+        here = os.getcwd()
+        os.chdir(target.parent)  # bound by its name: a socket's path may be at most 107 bytes, a temp folder's longer
+        try:
+            sock.bind(target.name)
+        finally:
+            os.chdir(here)
+            sock.close()
     return apply
 
 

@@ -48,12 +48,15 @@ class CostCap(BaseModel):
     known_n: int = 0
     unknown_n: int = 0
 
-    def add(self, cost: float | None) -> None:
+    def add(self, cost: float | None) -> bool:
+        """Count one finished attempt; True when the cap has just become blind (only unknown costs so far)."""
+        was_blind = self.blind
         if cost is None:
             self.unknown_n += 1
         else:
             self.known += cost
             self.known_n += 1
+        return self.blind and not was_blind
 
     @property
     def estimated_unknown(self) -> float:

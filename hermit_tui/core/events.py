@@ -61,9 +61,12 @@ class CardUpdated(Event):
     message: str
 
 
+Level = Literal["info", "warning", "error"]
+
+
 class RunLog(Event):
     kind: Literal["log"] = "log"
-    level: Literal["info", "warning", "error"] = "info"
+    level: Level = "info"
     message: str
 
 

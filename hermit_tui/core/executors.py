@@ -1,9 +1,11 @@
 """Where attempts run: threads of this process (the default), isolated worker processes, or a Ray cluster
 (ray_executor.py, an optional extra).
 
-Both implement one interface, so the runner does not care which it has: ``await start()``, ``await run(attempt)``
+All implement one interface, so the runner does not care which it has: ``Executor.for_launch(config, options, ...)``
+builds one from a launch's options (each class knows what it needs), ``await start()``, ``await run(attempt)``
 returns ``(record, traceback)`` and applies the attempt timeout itself, ``abandon()`` gives up on the attempts in
-flight (a forced cancel), ``await close()``.
+flight (a forced cancel), ``await close()``, and ``summary_keys(label)`` adds what the executor alone knows to a
+selector's summary.
 
 Threads cannot be killed: an attempt past its timeout is recorded as an error and its thread is left to finish.
 Each attempt gets a thread of its own that starts with it (its timeout counts from then), so abandoned threads never
@@ -23,7 +25,6 @@ import multiprocessing
 import signal
 import threading
 import time
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ from typing import Any
 from hermit_tui.core.attempts import (PIPELINE_FAILURES, TRACEBACK_CHARS, Attempt, Progress, call_pipeline,
                                       call_pipeline_async, describe, failed_record, judge_failed, judge_output,
                                       pipeline_failed, run_attempt)
+from hermit_tui.core.callables import load_judge, load_pipeline
+from hermit_tui.core.config import Config
+from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.core.records import AttemptRecord
 
 Outcome = tuple[AttemptRecord, "str | None"]
@@ -86,6 +90,17 @@ class Executor:
     def __init__(self, pipeline, judge, *, concurrency: int, timeout_s: float | None):
         self.pipeline, self.judge = pipeline, judge
         self.concurrency, self.timeout_s = concurrency, timeout_s
+
+    @classmethod
+    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
+                   timeout_s: float | None) -> Executor:
+        """The executor of a launch, built from its options: the driver loads the pipeline and the judge (a bad
+        one is InputError before anything is written)."""
+        return cls(load_pipeline(config), load_judge(config), concurrency=concurrency, timeout_s=timeout_s)
+
+    def summary_keys(self, label: str) -> dict[str, Any]:
+        """What this executor adds to selector ``label``'s summary.json (none by default)."""
+        return {}
 
     async def start(self) -> None:
         pass
@@ -264,6 +279,14 @@ class ProcessExecutor(Executor):
         self.config_path, self.overrides = str(config_path), list(overrides)
         self._ctx = _worker_context()
 
+    @classmethod
+    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
+                   timeout_s: float | None) -> Executor:
+        """The workers load the pipeline from the config and its overrides; the driver loads it too, so that a bad
+        one is refused before any process starts."""
+        return cls(load_pipeline(config), load_judge(config), concurrency=concurrency, timeout_s=timeout_s,
+                   config_path=config.path, overrides=config.overrides)
+
     def _new_worker(self) -> _Worker:
         return _Worker(self._ctx, self.config_path, self.overrides)
 
@@ -336,32 +359,3 @@ class ProcessExecutor(Executor):
         for w in list(self._busy):
             w.kill()
         self._threads.shutdown(wait=False, cancel_futures=True)
-
-
-# -- the registry (Ray: hermit_tui/core/ray_executor.py) -------------------------------------------------------------
-
-class _Registry(Mapping):
-    """Executor name -> class. "ray" is imported only when asked for: without Ray installed, asking for it raises
-    InputError saying how to install it."""
-
-    def __init__(self, **eager: type[Executor]):
-        self._eager = eager
-
-    def __getitem__(self, name: str) -> type[Executor]:
-        if name in self._eager:
-            return self._eager[name]
-        if name == "ray":
-            from hermit_tui.core.ray_executor import RayExecutor, require_ray
-            require_ray()
-            return RayExecutor
-        raise KeyError(name)
-
-    def __iter__(self):
-        return iter([*self._eager, "ray"])
-
-    def __len__(self) -> int:
-        return len(self._eager) + 1
-
-
-EXECUTORS = _Registry(threads=ThreadExecutor, processes=ProcessExecutor)
-

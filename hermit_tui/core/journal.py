@@ -19,6 +19,7 @@ from pathlib import Path
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import ARCHIVE, RESULTS, SUMMARY
 from hermit_tui.core.files import kind_of, read_bytes
+from hermit_tui.core.processes import PID_MAX, alive, process_start
 from hermit_tui.core.records import AttemptRecord, write_atomic
 from hermit_tui.core.selectors import Selector
 from hermit_tui.core.transcripts import TranscriptLog
@@ -26,36 +27,12 @@ from hermit_tui.core.transcripts import TranscriptLog
 LOCK = ".hermit-tui.lock"
 LOGS = "logs"
 FSYNC_EVERY_S = 0.5
-PID_MAX = 1 << 22  # the kernel's largest possible pid (PID_MAX_LIMIT)
 EMPTY_LOCK_GRACE_S = 5.0  # an empty lock younger than this is being written by its owner
 _TEMPORARY = re.compile(r"^\..+\.(\d{1,7})\.tmp$")  # write_atomic's temporary files: .<name>.<pid>.tmp
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _process_start(pid: int) -> str | None:
-    """The kernel's start time of a process (guards against a reused pid), or None where /proc is missing."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[-1].split()[19]
-
-
-def _alive(pid: int, start: str | None) -> bool:
-    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid < PID_MAX:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, OSError):
-        return False
-    return start is None or _process_start(pid) in (None, start)
 
 
 def _refuse(path: Path, what: str) -> InputError:
@@ -127,7 +104,7 @@ def _refuse_if_alive(path: Path, other: dict) -> None:
         raise InputError(f"{path.parent}: another process is starting an evaluation of it; wait for it to finish")
     pid = other.get("pid")
     same_host = other.get("host", socket.gethostname()) == socket.gethostname()
-    if isinstance(pid, int) and (not same_host or _alive(pid, other.get("process_start"))):
+    if isinstance(pid, int) and (not same_host or alive(pid, other.get("process_start"))):
         where = "" if same_host else f" on {other.get('host')}"
         raise InputError(f"{path.parent}: already being evaluated by process {pid}{where} "
                          f"(since {other.get('started_at', '?')}); wait for it to finish or stop it")
@@ -142,7 +119,7 @@ def remove_stale_temporaries(folder: Path) -> list[Path]:
         return removed
     for path in entries:
         m = _TEMPORARY.match(path.name)
-        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1)), None) and path.is_file():
+        if m and int(m.group(1)) != os.getpid() and not alive(int(m.group(1)), None) and path.is_file():
             try:
                 path.unlink()
                 removed.append(path)
@@ -162,7 +139,7 @@ class FolderLock:
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso(),
-              "process_start": _process_start(os.getpid())}
+              "process_start": process_start(os.getpid())}
         for _ in range(3):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)

@@ -39,10 +39,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from hermit_tui.core.attempts import (PIPELINE_FAILURES, TRACEBACK_CHARS, Attempt, call_pipeline, failed_record,
-                                      judge_output, run_attempt)
+from hermit_tui.core.attempts import (PIPELINE_FAILURES, TRACEBACK_CHARS, Attempt, Progress, call_pipeline,
+                                      failed_record, judge_failed, judge_output, run_attempt)
+from hermit_tui.core.callables import load_judge
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.executors import Executor, Outcome, timeout_message
+from hermit_tui.core.executors import Executor, Outcome, in_daemon_thread, judge_timeout_message, timeout_message
+from hermit_tui.core.launch import LaunchOptions
+from hermit_tui.core.outputs import RunOutput
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.core.transcripts import output_payload
 
@@ -247,6 +251,23 @@ class RayExecutor(Executor):
         self._inflight: set = set()
         self._shipped: dict[str, asyncio.Future] = {}
 
+    @classmethod
+    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
+                   timeout_s: float | None) -> Executor:
+        """The driver never imports the pipeline (the workers load it from the shipped folder) and judges unless
+        ``judge_on_workers``; what the workers need must lie inside the config's folder. Without Ray installed:
+        InputError saying how to install it."""
+        require_ray()
+        check_shippable(config, judge_on_workers=options.judge_on_workers)
+        judge = None if options.judge_on_workers else load_judge(config)
+        return cls(None, judge, concurrency=concurrency, timeout_s=timeout_s, config=config,
+                   address=options.ray_address, judge_on_workers=options.judge_on_workers,
+                   retry_lost=options.retry_lost)
+
+    def summary_keys(self, label: str) -> dict[str, Any]:
+        """With --retry-lost-once: that it was on, and the attempts run once more after a lost worker."""
+        return {"retry_lost": True, "ray_retries": self.ray_retries.get(label, 0)} if self.retry_lost else {}
+
     def _job(self, attempt: Attempt, adapter) -> dict:
         return {"config": Path(self.config.path).name, "overrides": tuple(self.config.overrides),
                 "judge": self.judge_on_workers, "label": attempt.label, "task": attempt.task,
@@ -348,9 +369,6 @@ class RayExecutor(Executor):
         if result["kind"] == "error":
             tb = result["traceback"]
             return failed_record(attempt, result["message"], result["wall_s"], tb), tb
-        from hermit_tui.core.attempts import Progress, judge_failed
-        from hermit_tui.core.executors import in_daemon_thread, judge_timeout_message
-        from hermit_tui.core.outputs import RunOutput
         progress = Progress()  # the driver's judge: a daemon thread bounded by the attempt timeout
         work, thread = in_daemon_thread(judge_output, self.judge, attempt, RunOutput(**result["output"]), started,
                                         progress, name="hermit-tui-judge")

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.files import kind_of, read_bytes
+from hermit_tui.core.processes import alive, process_start
 from hermit_tui.core.tree import ROOT_TAG, AdapterTree
 
 MANIFEST = "adapter.yaml"
@@ -181,7 +182,7 @@ def materialize(selector: Selector, config) -> Iterator[Path | None]:
     if selector.kind == "directory":
         yield selector.path
         return
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{_start_of(os.getpid()) or 0}-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{process_start(os.getpid()) or 0}-"))
     try:
         tree = _open_tree(config, selector.text)
         try:
@@ -196,15 +197,9 @@ def materialize(selector: Selector, config) -> Iterator[Path | None]:
 _EXPORT = re.compile(re.escape(TEMP_PREFIX) + r"(\d{1,7})-(\d+)-")
 
 
-def _start_of(pid: int) -> str | None:
-    from hermit_tui.core.journal import _process_start
-    return _process_start(pid)
-
-
 def remove_stale_exports(folder: Path | None = None) -> list[Path]:
     """Remove the temporary adapter exports that a killed process (kill -9 skips every cleanup) left in the temp
     folder: only those whose process is gone (or whose pid now names another process)."""
-    from hermit_tui.core.journal import _alive
     folder = Path(folder or tempfile.gettempdir())
     removed = []
     try:
@@ -216,7 +211,7 @@ def remove_stale_exports(folder: Path | None = None) -> list[Path]:
         if not m or not entry.is_dir() or entry.is_symlink():
             continue
         pid, start = int(m.group(1)), m.group(2)
-        if pid == os.getpid() or _alive(pid, None if start == "0" else start):
+        if pid == os.getpid() or alive(pid, None if start == "0" else start):
             continue
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)

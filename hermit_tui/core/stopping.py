@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.launch import check_margin
 from hermit_tui.core.records import SequentialEntry
 from hermit_tui.core.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor
 from hermit_tui.core.stats import PairStats, VerdictKind
@@ -47,17 +48,6 @@ class SequentialPlan(BaseModel):
         if entry.alpha != self.alpha:
             changed.append(f"alpha {entry.alpha} -> {self.alpha}")
         return changed
-
-
-def check_margin(margin: Any) -> float | None:
-    """The equivalence margin, or InputError (one line)."""
-    if margin is None:
-        return None
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) \
-            or margin <= 0:
-        raise InputError(f"--margin must be a positive number (a difference of mean scores, e.g. 0.05), "
-                         f"got {str(margin)[:40]}")
-    return float(margin)
 
 
 def plan_for(selectors: Sequence[Any], baseline: str | None, margin: Any, max_rounds: int) -> SequentialPlan:
@@ -328,6 +318,20 @@ def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
         rule=SEQUENTIAL_RULE, test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE))
 
 
+def round_line(r: int, plan: SequentialPlan, looks: Sequence[SequentialLook]) -> str:
+    """What a launch logs when round ``r`` is checked: each candidate's decision against the baseline."""
+    parts = []
+    for look in looks:
+        ci = "" if look.ci_low is None else f" (repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f})"
+        parts.append(f"{look.candidate} vs {plan.baseline}: {look.decision}{ci}")
+    return f"round {r} of {plan.max_rounds}: " + "; ".join(parts)
+
+
+def decided_line(r: int, plan: SequentialPlan) -> str:
+    return (f"every candidate is decided after round {r} of {plan.max_rounds}: no further round starts (the "
+            f"summaries say repeats {r})")
+
+
 class RoundGate:
     """The runner's round barrier: an attempt of round ``r`` starts only once round ``r - 1`` is checked, and none
     starts once every candidate is decided. Attempts within a round run concurrently; at a round's end the slots
@@ -347,6 +351,21 @@ class RoundGate:
         self.halted = False  # cancelled, or the cost cap: waiting attempts give up
         self._events = {r: asyncio.Event() for r in range(0, tracker.plan.max_rounds + 1)}
         self._events[0].set()
+
+    @classmethod
+    def for_schedule(cls, plan: SequentialPlan, task_ids: Sequence[str],
+                     records: Mapping[str, Mapping[tuple[str, int], Any]], repeats: Sequence[int]) -> RoundGate:
+        """The gate of a launch whose scheduled attempts are of rounds ``repeats`` (one entry per attempt)."""
+        remaining: dict[int, int] = {}
+        for r in repeats:
+            remaining[r] = remaining.get(r, 0) + 1
+        return cls(RoundTracker(plan, task_ids), records, remaining)
+
+    @property
+    def rounds_run(self) -> int:
+        """What a sequential summary says for ``repeats``: the rounds run once the launch stopped when decided,
+        else the maximum (a running or unfinished launch)."""
+        return self.tracker.rounds if self.stopped else self.tracker.plan.max_rounds
 
     async def admit(self, r: int) -> bool:
         """Wait until round ``r - 1`` is checked; False when the attempt must not start."""
@@ -384,5 +403,6 @@ class RoundGate:
 
 
 __all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "RoundGate", "RoundTracker", "SequentialPlan", "boundary_text",
-           "check_margin", "monitored_pair", "negated", "pair_look", "pair_looks", "plan_for", "replay", "round_scores",
-           "sequential_method", "sequential_pair", "sequential_text", "unmonitored_note"]
+           "check_margin", "decided_line", "monitored_pair", "negated", "pair_look", "pair_looks", "plan_for", "replay",
+           "round_line", "round_scores", "sequential_method", "sequential_pair", "sequential_text",
+           "unmonitored_note"]

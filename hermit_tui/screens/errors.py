@@ -14,6 +14,7 @@ from textual.widgets.tree import TreeNode
 
 from hermit_tui import bindings
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import Triage, progress_text
 from hermit_tui.widgets.footer import Footer
@@ -333,7 +334,7 @@ class ErrorsScreen(Triage, Screen):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.app.launch(selectors=[], retry=plan)
+                self.app.launch(LaunchOptions(retry=plan))
 
         self.app.push_screen(ConfirmRetry(plan), confirmed)
 

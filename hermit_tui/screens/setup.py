@@ -17,6 +17,8 @@ from textual.widgets import Button, Header, Input, Label, Select, SelectionList,
 from textual.widgets.selection_list import Selection
 
 from hermit_tui import bindings
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.paths import style
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.checklist import CheckList
@@ -364,30 +366,34 @@ class SetupScreen(Screen):
             raise ValueError(f"{name} must be a positive whole number, got {raw!r}")
         return value
 
-    def _decide(self) -> dict:
-        """The stop-when-decided options of the launch; ValueError with a message for a margin that is no number."""
-        if self.query_one("#decide", Select).value != "on":
-            return {}
-        baseline = self.query_one("#baseline", Input).value.strip() or None
-        raw = self.query_one("#margin", Input).value.strip()
-        try:
-            margin = float(raw) if raw else None
-        except ValueError:
-            margin = -1.0
-        if margin is not None and not margin > 0:
-            raise ValueError(f"the margin must be a positive difference of mean scores (e.g. 0.05), got {raw!r}")
-        return dict(stop_when_decided=True, baseline=baseline, margin=margin)
-
-    def _max_cost(self) -> float | None:
-        """The launch's cost cap in USD (empty: none); ValueError with a message for anything else."""
-        from hermit_tui.core.costs import check_max_cost
-        raw = self.query_one("#max-cost", Input).value.strip()
+    def _number(self, widget_id: str, message: str) -> float | None:
+        """A number field (empty: None); ValueError with ``message`` (naming what was typed) for anything else that
+        is not a positive number."""
+        raw = self.query_one(f"#{widget_id}", Input).value.strip()
         if not raw:
             return None
         try:
-            return check_max_cost(float(raw))
+            value = float(raw)
         except ValueError:
-            raise ValueError(f"max cost must be a positive number of dollars, got {raw!r}") from None
+            value = -1.0
+        if not value > 0:
+            raise ValueError(f"{message}, got {raw!r}")
+        return value
+
+    def launch_options(self, resume: bool = False) -> LaunchOptions:
+        """The launch the fields describe; ValueError (a field that is not a number) or InputError (a value the
+        launch refuses), each with a message for the user."""
+        decide = self.query_one("#decide", Select).value == "on"
+        return LaunchOptions(
+            selectors=self.ticked(), resume=resume, repeats=self._int("repeats", "repeats"),
+            concurrency=self._int("concurrency", "concurrency"),
+            limit=self._int("limit", "smoke limit", allow_empty=True),
+            timeout_min=self._number("timeout", "timeout must be a positive number of minutes"),
+            max_cost=self._number("max-cost", "max cost must be a positive number of dollars"),
+            executor=str(self.query_one("#executor", Select).value), stop_when_decided=decide,
+            baseline=(self.query_one("#baseline", Input).value.strip() or None) if decide else None,
+            margin=self._number("margin", "the margin must be a positive difference of mean scores (e.g. 0.05)")
+            if decide else None)
 
     @on(Button.Pressed, "#resume")
     def action_resume(self) -> None:
@@ -398,28 +404,17 @@ class SetupScreen(Screen):
         if self.app.running:  # one launch at a time: show it
             self.app.goto("run")
             return
-        picks = self.ticked()
-        if not picks:
+        if not self.ticked():
             self.notify("Tick at least one version to evaluate (space ticks)", severity="warning")
             return
         try:
-            repeats = self._int("repeats", "repeats")
-            concurrency = self._int("concurrency", "concurrency")
-            limit = self._int("limit", "smoke limit", allow_empty=True)
-            raw_timeout = self.query_one("#timeout", Input).value.strip()
-            timeout = float(raw_timeout) if raw_timeout else None
-            if timeout is not None and timeout <= 0:
-                raise ValueError(f"timeout must be a positive number of minutes, got {raw_timeout!r}")
-            max_cost = self._max_cost()
-            decide = self._decide()
-        except ValueError as exc:
+            options = self.launch_options(resume)
+        except (ValueError, InputError) as exc:
             self.notify(str(exc), severity="error")
             return
-        executor = str(self.query_one("#executor", Select).value)
         if self._restored:
             self.app.remember_launch(self.choices())
-        self.app.launch(picks, repeats=repeats, concurrency=concurrency, limit=limit, resume=resume,
-                        executor=executor, timeout_min=timeout, max_cost=max_cost, **decide)
+        self.app.launch(options)
 
     @on(Button.Pressed, "#add-dir")
     def action_add_selector(self) -> None:
