@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 from collections import deque
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -453,18 +454,18 @@ class HermitApp(App):
         if self.config is None:
             self.notify("Open a config first", severity="warning")
             return
-        config, taskset, threshold = self.config, self.taskset, self.store.threshold
+        config, taskset, threshold, demo = self.config, self.taskset, self.store.threshold, self.is_demo
         label_set = list(self.store.label_set)
 
         def export() -> None:
-            from datetime import datetime, timezone
+            from datetime import datetime
 
             from hermit_tui.core.records import write_atomic
             from hermit_tui.core.report import build_report, to_csv, to_json, to_markdown
             from hermit_tui.core.report_html import to_html
             try:
-                report = build_report(config, taskset, None, threshold=threshold, label_set=label_set)
-                folder = config.run_dir / "reports" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+                report = build_report(config, taskset, None, threshold=threshold, label_set=label_set, demo=demo)
+                folder = config.run_dir / "reports" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
                 folder.mkdir(parents=True, exist_ok=False)
                 for name, render in (("report.md", to_markdown), ("report.json", to_json), ("report.csv", to_csv),
                                      ("report.html", to_html)):

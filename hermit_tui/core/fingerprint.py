@@ -14,6 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from hermit_tui.core.config import Config
+from hermit_tui.core.files import read_bytes
+from hermit_tui.core.version import __version__
+
 #: Field -> how a difference is named to the user.
 FIELD_NAMES = {
     "test_ids_sha256": "the test task ids",
@@ -53,7 +57,6 @@ class Fingerprint(BaseModel):
         return getattr(self, name, None)
 
 
-from hermit_tui.core.files import read_bytes  # noqa: E402 - beside its one use
 
 
 def _digest(value: Any) -> str:
@@ -68,7 +71,7 @@ def _file_digest(path: Path | None) -> str | None:
         return None
 
 
-def _pipeline_file(config) -> Path | None:
+def _pipeline_file(config: Config) -> Path | None:
     name = str(config.agent_name or "")
     module, _, _ = name.partition(":")
     if module.endswith(".py"):
@@ -76,7 +79,7 @@ def _pipeline_file(config) -> Path | None:
     return None
 
 
-def dataset_revision(config, rows: list[dict]) -> str | None:
+def dataset_revision(config: Config, rows: list[dict[str, Any]]) -> str | None:
     """``task_info.revision`` / ``task_info.dataset_revision`` when task_info is a mapping, else the one revision
     the test rows agree on (a ``dataset_revision`` or ``revision`` field)."""
     info = config.get("task_info")
@@ -93,8 +96,7 @@ def dataset_revision(config, rows: list[dict]) -> str | None:
     return None
 
 
-def compute_fingerprint(config, rows: list[dict], *, repeats: int, limit: int | None) -> Fingerprint:
-    from hermit_tui import __version__
+def compute_fingerprint(config: Config, rows: list[dict[str, Any]], *, repeats: int, limit: int | None) -> Fingerprint:
     params = dict(config.agent_params or {})
     model = {"model": config.get("model"), "llm": config.get("llm"), "agent.params.model": params.get("model")}
     return Fingerprint(

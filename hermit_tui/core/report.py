@@ -19,19 +19,35 @@ from typing import Any
 from pydantic import BaseModel
 
 from hermit_tui.core.annotations import (
-    DEFAULT_LABEL_SET, FailureTaxonomy, pair_taxonomy, read_annotations, selector_taxonomy,
+    DEFAULT_LABEL_SET,
+    Annotation,
+    FailureTaxonomy,
+    pair_taxonomy,
+    read_annotations,
+    selector_taxonomy,
 )
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import FIELD_NAMES, Fingerprint, differences
+from hermit_tui.core.intervals import method_note
 from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord, SequentialEntry
-from hermit_tui.core.intervals import method_note
-from hermit_tui.core.scores import tabulate
-from hermit_tui.core.stopping import SEQUENTIAL_RULE, boundary_text, pair_look, sequential_pair
+from hermit_tui.core.scores import TaskTable, tabulate
 from hermit_tui.core.stats import (
-    ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, SelectorStats, default_pairs, pair_stats, selector_stats,
+    ESTIMAND,
+    SE_METHOD,
+    VERDICT_RULE,
+    PairStats,
+    SelectorStats,
+    default_pairs,
+    pair_stats,
+    selector_stats,
 )
+from hermit_tui.core.stopping import SEQUENTIAL_RULE, boundary_text, pair_look, sequential_pair
+from hermit_tui.core.tasks import TaskSet
+from hermit_tui.core.tree import AdapterTree
+from hermit_tui.core.version import __version__
 
 FORMAT = "hermit-tui report 1"
 NOT_RECORDED = "not recorded"
@@ -114,7 +130,7 @@ def default_labels(stored: Sequence[StoredEvaluation], run_name: str) -> list[st
     labels = [s.label for s in stored if not s.archived]
     prefix = run_name.replace("/", "_")
 
-    def key(label: str) -> tuple:
+    def key(label: str) -> tuple[Any, ...]:
         if label == "none":
             return (0,)
         if label == "root":
@@ -135,7 +151,7 @@ def _costs(records: list[AttemptRecord]) -> tuple[float, int]:
 
 
 def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: list[str], test_ids: list[str],
-              threshold: float, table=None) -> SelectorReport:
+              threshold: float, table: TaskTable | None = None) -> SelectorReport:
     s = stored.summary
     stats = selector_stats(stored.label, table if table is not None else records, test_ids, threshold)
     known, unknown = _costs(records)
@@ -220,8 +236,8 @@ def _differences(selectors: list[SelectorReport]) -> list[Difference]:
 
 
 def _dataset_revision(selectors: list[SelectorReport]) -> str:
-    found = {s.fingerprint.dataset_revision for s in selectors if s.fingerprint}
-    found.discard(None)
+    found = {s.fingerprint.dataset_revision for s in selectors
+             if s.fingerprint and s.fingerprint.dataset_revision is not None}
     if not found:
         return NOT_RECORDED
     return found.pop() if len(found) == 1 else "differs between selectors: " + ", ".join(sorted(map(str, found)))
@@ -252,8 +268,7 @@ def _training(run_dir: Path) -> TrainingEvidence | None:
     return TrainingEvidence(source=str(path), steps=steps, skipped_lines=skipped)
 
 
-def _open_tree(config):
-    from hermit_tui.core.tree import AdapterTree
+def _open_tree(config: Config) -> AdapterTree | None:
     try:
         return AdapterTree(config.tree_dir)
     except InputError:
@@ -265,7 +280,8 @@ def _taxonomy(stored: dict[str, StoredEvaluation], records: dict[str, list[Attem
     """Attempts per label per selector, and per default pair the tasks fixed or introduced, from each evaluation's
     annotations.jsonl (an unreadable one is a warning, not a failure of the report)."""
     by_key = {label: {r.key: r for r in records[label]} for label in labels}
-    notes, warnings = {}, []
+    notes: dict[str, dict[tuple[str, int], Annotation]] = {}
+    warnings: list[str] = []
     for label in labels:
         try:
             read = read_annotations(stored[label].folder)
@@ -287,13 +303,13 @@ def _taxonomy(stored: dict[str, StoredEvaluation], records: dict[str, list[Attem
                            warnings=warnings)
 
 
-def build_report(config, taskset, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD,
-                 label_set: Sequence[str] | None = None, *, smoke: bool = False) -> Report:
+def build_report(config: Config, taskset: TaskSet, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD,
+                 label_set: Sequence[str] | None = None, *, smoke: bool = False, demo: bool = False) -> Report:
     """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
     ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy. Smoke subsets
-    (``eval/<label>/smoke/``) are never among them, unless ``smoke``: then only they are."""
-    from hermit_tui import __version__
-    from hermit_tui.demo import is_demo_config
+    (``eval/<label>/smoke/``) are never among them, unless ``smoke``: then only they are. ``demo``: the run is the
+    built-in teaching demonstration (the caller knows: ``hermit_tui.demo.is_demo_config``), which the report says
+    first."""
 
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")
@@ -339,7 +355,6 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
         if tree is not None:
             tree.close()
     diffs = _differences(selectors)
-    demo = is_demo_config(config.path)
 
     warnings = []
     if demo:
@@ -443,7 +458,8 @@ def to_markdown(report: Report) -> str:
                st.ci_method or "—"]
         if unequal:
             row.append(_f(st.attempt_mean))
-        rows.append(row + [_f(st.solved_once, 3), _ci(*(st.solved_once_ci or (None, None)), digits=3),
+        once_low, once_high = st.solved_once_ci or (None, None)
+        rows.append(row + [_f(st.solved_once, 3), _ci(once_low, once_high, digits=3),
                            _f(st.pass_k, 3), s.errors, f"{s.known_cost_usd:.4f}", s.unknown_cost_attempts,
                            s.written_by])
     out += _table(["selector", "adapter", "commit measured", "tasks", "repeats", "mean score", "95% CI",
@@ -499,7 +515,8 @@ def to_markdown(report: Report) -> str:
     fields = list(FIELD_NAMES)
     out += ["", *_table(["selector", *fields], [
         [s.label, *(_short(s.fingerprint.field(f)) for f in fields)] if s.fingerprint
-        else [s.label, "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing", *["—"] * (len(fields) - 1)] for s in r.selectors])]
+        else [s.label, "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
+              *["—"] * (len(fields) - 1)] for s in r.selectors])]
     out += ["", "## Protocol checks", ""]
     out += [f"- **{c.level}** ({c.code}): {c.message}" for c in r.checks] or ["No finding."]
     out += ["", "## Test reuse", ""]
@@ -572,7 +589,7 @@ def sequential_protocol(r: Report) -> str:
     entries = [(s.label, s.sequential) for s in r.selectors if s.sequential is not None]
     if not entries:
         return ""
-    launches = {}
+    launches: dict[tuple[str, int, int, float | None], list[str]] = {}
     for label, e in entries:
         launches.setdefault((e.baseline, e.rounds, e.max_rounds, e.margin), []).append(label)
     parts = []

@@ -16,11 +16,7 @@ from hermit_tui.core.executors import Executor
 from hermit_tui.core.fingerprint import Fingerprint
 from hermit_tui.core.journal import SelectorJournal, now_iso
 from hermit_tui.core.records import InProgress, SequentialEntry, Summary, summarize, write_atomic
-
-
-def hermit_tui_version() -> str:
-    from hermit_tui import __version__
-    return __version__
+from hermit_tui.core.version import __version__
 
 
 class SummaryWriter:
@@ -52,7 +48,7 @@ class SummaryWriter:
             label=sel.label, expected_attempts=journal.total, complete=complete,
             cancelled=True if (final and cancelled and journal.pending) else None,
             smoke_limit=self.limit, content_hash=sel.content_hash, started_at=journal.started_at,
-            finished_at=now_iso() if final else None, hermit_tui_version=hermit_tui_version(),
+            finished_at=now_iso() if final else None, hermit_tui_version=__version__,
             concurrency=self.concurrency, retries=journal.retries or None, executor=self.executor.name,
             fingerprint=fingerprint, sequential=sequential,
             in_progress=None if final else InProgress(pid=os.getpid(), updated_at=now_iso()),
@@ -73,4 +69,4 @@ class SummaryWriter:
         journal.last_summary = time.monotonic()
 
 
-__all__ = ["SummaryWriter", "hermit_tui_version"]
+__all__ = ["SummaryWriter"]
