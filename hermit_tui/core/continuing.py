@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.events import Level
 from hermit_tui.core.evalstore import RESULTS, SUMMARY, archive_existing
+from hermit_tui.core.events import Level
 from hermit_tui.core.fingerprint import Fingerprint, differences
 from hermit_tui.core.journal import SelectorJournal
 from hermit_tui.core.launch import RetryKeys

@@ -81,7 +81,7 @@ class CostCap(BaseModel):
         return text
 
 
-def check_max_cost(value) -> float | None:
+def check_max_cost(value: object) -> float | None:
     """A ``--max-cost`` value: None, or a positive finite number of dollars; anything else is a ValueError."""
     if value is None:
         return None

@@ -26,14 +26,19 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import FIELD_NAMES, Fingerprint, differences
 from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord, SequentialEntry
+from hermit_tui.core.tasks import TaskSet
+
+if TYPE_CHECKING:
+    from hermit_tui.core.stats import PairStats, SelectorStats
 
 FORMAT = "hermit-tui gate 1"
 REQUIREMENTS = ("improvement", "no-regression", "comparable", "complete")
@@ -183,7 +188,7 @@ def latest_on_test(records: Sequence[AttemptRecord], test_ids: Sequence[str]) ->
 
 
 def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[AttemptRecord], test_ids: Sequence[str],
-                   stats=None) -> SelectorFacts:
+                   stats: SelectorStats | None = None) -> SelectorFacts:
     """The facts of one evaluation; ``stats``: its ``core.stats.SelectorStats`` (for the summary table), if any."""
     s = stored.summary
     kept = latest_on_test(records, test_ids)
@@ -211,7 +216,8 @@ def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[Attem
 # ---------------------------------------------------------------------------------------------------- the interval
 
 
-def gate_interval(baseline: SelectorFacts, candidate: SelectorFacts, pair=None) -> GateInterval | None:
+def gate_interval(baseline: SelectorFacts, candidate: SelectorFacts, pair: PairStats | None = None
+                  ) -> GateInterval | None:
     """The interval for candidate - baseline: the candidate's sequential interval against this baseline when its
     summary has one, else the paired interval of ``pair`` (a ``core.stats.PairStats`` with a = baseline,
     b = candidate), else None."""
@@ -242,13 +248,14 @@ def _interval_text(b: str, c: str, iv: GateInterval) -> str:
     return f"{c} - {b} 95% CI [{_signed(iv.low)}, {_signed(iv.high)}] ({iv.method}{sample})"
 
 
-def _no_interval(b: str, c: str, pair) -> str:
+def _no_interval(b: str, c: str, pair: PairStats | None) -> str:
     n = pair.n_paired if pair is not None else 0
     return (f"no interval for {c} - {b}: {n} task{'s' * (n != 1)} attempted by both "
             "(at least 2 are needed)")
 
 
-def check_improvement(b: str, c: str, iv: GateInterval | None, margin: float, pair=None) -> GateCheck:
+def check_improvement(b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None
+                      ) -> GateCheck:
     if iv is None:
         return GateCheck(requirement="improvement", passed=False, figure=_no_interval(b, c, pair))
     ok = iv.low > margin
@@ -257,7 +264,8 @@ def check_improvement(b: str, c: str, iv: GateInterval | None, margin: float, pa
     return GateCheck(requirement="improvement", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}", value=iv.low)
 
 
-def check_no_regression(b: str, c: str, iv: GateInterval | None, margin: float, pair=None) -> GateCheck:
+def check_no_regression(b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None
+                        ) -> GateCheck:
     if iv is None:
         return GateCheck(requirement="no-regression", passed=False, figure=_no_interval(b, c, pair))
     floor = -margin if margin else 0.0
@@ -351,8 +359,8 @@ def check_errors(f: SelectorFacts, most: float) -> GateCheck:
 
 
 def decide(baseline: SelectorFacts | None, candidate: SelectorFacts, requirements: Sequence[str], margin: float,
-           max_error_rate: float | None, pair=None, *, allow_unchecked: bool = False, smoke: bool = False,
-           run_name: str = "", config: str = "") -> GateResult:
+           max_error_rate: float | None, pair: PairStats | None = None, *, allow_unchecked: bool = False,
+           smoke: bool = False, run_name: str = "", config: str = "") -> GateResult:
     """Every check, in the order of ``requirements`` (then the error rates); ``pair``: the ``PairStats`` of
     baseline (a) and candidate (b), needed for improvement and no-regression without a sequential interval."""
     for req in requirements:
@@ -366,11 +374,13 @@ def decide(baseline: SelectorFacts | None, candidate: SelectorFacts, requirement
     iv = gate_interval(baseline, candidate, pair) if baseline is not None else None
     checks: list[GateCheck] = []
     for req in requirements:
-        if req == "improvement":
+        if req in NEEDS_BASELINE and baseline is None:  # (refused above)
+            continue
+        if req == "improvement" and baseline is not None:
             checks.append(check_improvement(baseline.label, candidate.label, iv, margin, pair))
-        elif req == "no-regression":
+        elif req == "no-regression" and baseline is not None:
             checks.append(check_no_regression(baseline.label, candidate.label, iv, margin, pair))
-        elif req == "comparable":
+        elif req == "comparable" and baseline is not None:
             checks.append(check_comparable(baseline, candidate, allow_unchecked))
         else:
             checks += [check_complete(f, [o for o in present if o is not f]) for f in present]
@@ -386,7 +396,7 @@ def decide(baseline: SelectorFacts | None, candidate: SelectorFacts, requirement
 # ---------------------------------------------------------------------------------------------------- reading the disk
 
 
-def load_gate(config, taskset, baseline: str | None, candidate: str, requirements: Sequence[str], *,
+def load_gate(config: Config, taskset: TaskSet, baseline: str | None, candidate: str, requirements: Sequence[str], *,
               margin: float = 0.0, max_error_rate: float | None = None, smoke: bool = False,
               allow_unchecked: bool = False, baseline_optional: bool = False) -> GateResult:
     """The gate over the current evaluations of ``baseline`` and ``candidate`` (eval folder labels) on disk; smoke
@@ -423,7 +433,8 @@ def load_gate(config, taskset, baseline: str | None, candidate: str, requirement
     test_ids = list(taskset.test_ids)
     facts: dict[str, SelectorFacts] = {}
     tables = {}
-    for role, label in (("baseline", baseline), ("candidate", candidate)):
+    roles: tuple[tuple[Role, str | None], ...] = (("baseline", baseline), ("candidate", candidate))
+    for role, label in roles:
         if label is None:
             continue
         results = stored[label].load_results()

@@ -11,18 +11,19 @@ import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import git
 from pydantic import BaseModel, Field
 
 from hermit_tui.core.card import CARD_NAME, checkout_branch, replace_evaluation_section, split_lines
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import Fingerprint, differences
+from hermit_tui.core.intervals import METHOD_TEXT
 from hermit_tui.core.records import SOLVED_THRESHOLD, read_results
 from hermit_tui.core.selectors import MANIFEST, directory_hash, label_for
-from hermit_tui.core.intervals import METHOD_TEXT
 from hermit_tui.core.stats import selector_stats
 from hermit_tui.core.tasks import load_tasks
 from hermit_tui.core.tree import ROOT_TAG, AdapterTree, valid_ref_name
@@ -117,7 +118,7 @@ class PublishPlan(BaseModel):
         return (self.new_card is not None and not self.changes_card and self.head is not None
                 and self.head == self.tag_target)
 
-    def reviewed_state(self) -> tuple:
+    def reviewed_state(self) -> tuple[Any, ...]:
         """What a reader confirmed: publishing refuses when any of it changed since."""
         return (self.current_card, self.new_card, self.head, self.tag_target, self.measured_commit,
                 tuple(self.warnings), tuple(self.refusals))
@@ -217,7 +218,7 @@ def unified_diff(old: str, new: str) -> str:
 
 # ---------------------------------------------------------------------------------------------------- git helpers
 
-def _is_sha(value: Any) -> bool:
+def _is_sha(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(_SHA.fullmatch(value))
 
 
@@ -268,6 +269,8 @@ def _stats(stored: StoredEvaluation) -> tuple[Any, dict[str, int]]:
 
 def _row(stored: StoredEvaluation, final_fp: Fingerprint | None, is_final: bool) -> EvalRow:
     s = stored.summary
+    if s is None:  # (rows are chosen among readable evaluations)
+        raise InputError(f"{stored.folder}: no readable summary.json ({stored.problem})")
     st, counts = _stats(stored)
     adapter = s.adapter if label_for(s.adapter) == stored.label else stored.label
     fp = s.fingerprint
@@ -297,7 +300,7 @@ def _pick(candidates: list[StoredEvaluation], final_fp: Fingerprint | None) -> S
     readable = [c for c in candidates if c.summary is not None]
     if final_fp is not None:
         for c in readable:
-            if _usable(c) and not differences(final_fp, c.summary.fingerprint):
+            if _usable(c) and c.summary is not None and not differences(final_fp, c.summary.fingerprint):
                 return c
     current = [c for c in readable if not c.archived]
     return current[0] if current else None
@@ -341,7 +344,7 @@ def _inspect_checkout(plan: PublishPlan, tree: AdapterTree) -> git.Repo | None:
     return repo
 
 
-def plan_publish(config, labels: Sequence[str] | None = None, taxonomy: bool = False) -> PublishPlan:
+def plan_publish(config: Config, labels: Sequence[str] | None = None, taxonomy: bool = False) -> PublishPlan:
     """What publishing final's card would do now; changes nothing.
 
     ``labels`` adds rows for other selectors (a tag such as ``demo/ckpt-step-1`` or its label) beside none, root
@@ -375,7 +378,7 @@ def plan_publish(config, labels: Sequence[str] | None = None, taxonomy: bool = F
     return plan
 
 
-def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extras: list[str]) -> None:
+def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Path, extras: list[str]) -> None:
     repo = tree.repo
     plan.tag_target = tree.tag_target(plan.tag)
     if plan.tag_target is None:
@@ -444,7 +447,8 @@ def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extr
             plan.warnings.append("no failure of the card's rows carries a label: the card gets no failure-labels "
                                  "line")
     if final_row is not None and plan.current_card is not None:
-        if any(r.label in chosen_by_label and chosen_by_label[r.label].summary.sequential for r in rows):
+        summaries = [chosen_by_label[r.label].summary for r in rows if r.label in chosen_by_label]
+        if any(s is not None and s.sequential for s in summaries):
             try:
                 plan.sequential = sequential_lines(chosen_by_label, rows, load_tasks(config).test_ids)
             except InputError as exc:
@@ -487,7 +491,7 @@ def _final_evaluation(plan: PublishPlan, found: list[StoredEvaluation], repo: gi
     return current
 
 
-def _warn(plan: PublishPlan, config, tree: AdapterTree, rows: list[EvalRow], found: list[StoredEvaluation],
+def _warn(plan: PublishPlan, config: Config, tree: AdapterTree, rows: list[EvalRow], found: list[StoredEvaluation],
           final: StoredEvaluation | None, final_fp: Fingerprint | None) -> None:
     """Every warning a reader must see before confirming, most serious first."""
     w = plan.warnings
@@ -541,7 +545,7 @@ def _warn(plan: PublishPlan, config, tree: AdapterTree, rows: list[EvalRow], fou
                  "one aggregate evaluation may not be its protocol")
 
 
-def _stale(config, tree: AdapterTree, row: EvalRow, run: str) -> str | None:
+def _stale(config: Config, tree: AdapterTree, row: EvalRow, run: str) -> str | None:
     """Why a row's measurement no longer describes what its selector names now, or None."""
     text = row.selector
     if text == "none":
@@ -568,9 +572,9 @@ def _stale(config, tree: AdapterTree, row: EvalRow, run: str) -> str | None:
 
 
 def _test_reuse(tree: AdapterTree, plan: PublishPlan, found: list[StoredEvaluation],
-                final: StoredEvaluation | None, final_fp: dict | None) -> str | None:
+                final: StoredEvaluation | None, final_fp: Fingerprint | None) -> str | None:
     """Several adapters of this run measured on this test split: final may have been chosen on test."""
-    if final is None or plan.tag_target is None:
+    if final is None or final.summary is None or plan.tag_target is None:
         return None
     repo = tree.repo
     tip = plan.head if plan.head and _is_ancestor(repo, plan.tag_target, plan.head) else plan.tag_target

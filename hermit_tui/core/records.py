@@ -59,7 +59,7 @@ class AttemptRecord(BaseModel):
     traceback: str | None = None  # hermit-tui's, on a failed attempt: the Python traceback (hermit's readers ignore it)
     # The attempt's trajectory (RunOutput.messages) on its way from the executor to the journal, which writes it to
     # the transcripts sidecar and drops it: never a key of results.jsonl, never kept by the dashboard.
-    _messages: list | None = PrivateAttr(default=None)
+    _messages: list[Any] | None = PrivateAttr(default=None)
 
     @property
     def score(self) -> float:

@@ -52,13 +52,13 @@ def error_kind(rec: AttemptRecord) -> str:
     return m.group(1) if m else "unknown"
 
 
-def _number(x) -> str:
+def _number(x: object) -> str:
     if x is None or isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         return ""
     return str(x) if isinstance(x, int) else repr(float(x))
 
 
-def _tokens(value) -> str:
+def _tokens(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -83,7 +83,7 @@ def to_attempts_csv(report: Report, attempts: dict[str, list[AttemptRecord]]) ->
 # ---------------------------------------------------------------------------------------------------- JUnit
 
 
-def _xml_text(value, limit: int | None = MESSAGE_CHARS) -> str:
+def _xml_text(value: object, limit: int | None = MESSAGE_CHARS) -> str:
     """Text that XML 1.0 can hold (control characters replaced), cut to ``limit`` characters."""
     text = _NOT_XML.sub("\ufffd", str(value))
     return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"

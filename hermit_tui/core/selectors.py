@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.files import kind_of, read_bytes
 from hermit_tui.core.processes import alive, process_start
@@ -102,14 +103,14 @@ def directory_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _open_tree(config, text: str) -> AdapterTree:
+def _open_tree(config: Config, text: str) -> AdapterTree:
     try:
         return AdapterTree(Path(config.tree_dir))
     except InputError as exc:
         raise InputError(f"selector {text!r} needs the adapter tree: {exc}") from None
 
 
-def _as_directory(text: str, config) -> Path | None:
+def _as_directory(text: str, config: Config) -> Path | None:
     try:
         path = config.resolve_path(text)
     except (OSError, ValueError):
@@ -117,7 +118,7 @@ def _as_directory(text: str, config) -> Path | None:
     return None if path is None else Path(os.path.abspath(path))
 
 
-def resolve_selector(text: str, config) -> Selector:
+def resolve_selector(text: str, config: Config) -> Selector:
     """Resolve one ``--adapter`` text; InputError (one line) when it names nothing usable."""
     if text == "none":
         return Selector(text=text, kind="none", label="none")
@@ -155,7 +156,7 @@ def resolve_selector(text: str, config) -> Selector:
     return Selector(text=text, kind=kind, label=label, commit=commit, ref=ref)
 
 
-def resolve_selectors(texts: Sequence[str], config) -> list[Selector]:
+def resolve_selectors(texts: Sequence[str], config: Config) -> list[Selector]:
     """Resolve the selectors of one launch, refusing repeats and any two that would share ``eval/<label>/``."""
     seen: set[str] = set()
     for text in texts:
@@ -173,13 +174,13 @@ def resolve_selectors(texts: Sequence[str], config) -> list[Selector]:
 
 
 @contextmanager
-def materialize(selector: Selector, config) -> Iterator[Path | None]:
+def materialize(selector: Selector, config: Config) -> Iterator[Path | None]:
     """The adapter folder the pipeline receives: None, the directory itself, or a temporary export of the commit
     that is removed on exit (also when the body raises)."""
     if selector.kind == "none":
         yield None
         return
-    if selector.kind == "directory":
+    if selector.kind == "directory" or selector.commit is None:
         yield selector.path
         return
     tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{process_start(os.getpid()) or 0}-"))
@@ -201,7 +202,7 @@ def remove_stale_exports(folder: Path | None = None) -> list[Path]:
     """Remove the temporary adapter exports that a killed process (kill -9 skips every cleanup) left in the temp
     folder: only those whose process is gone (or whose pid now names another process)."""
     folder = Path(folder or tempfile.gettempdir())
-    removed = []
+    removed: list[Path] = []
     try:
         entries = [p for p in folder.iterdir() if p.name.startswith(TEMP_PREFIX)]
     except OSError:

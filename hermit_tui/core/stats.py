@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -229,7 +229,7 @@ def sign_test_p(wins: int, losses: int) -> float:
     return float(min(1.0, 2 * bdtr(min(wins, losses), n, 0.5)))
 
 
-def _per_task(table: TaskTable) -> dict[str, dict]:
+def _per_task(table: TaskTable) -> dict[str, dict[str, Any]]:
     """The per-task figures as plain dicts: the model's validation turns them into TaskStat in one call
     (pydantic-core, a few microseconds per task)."""
     ids = table.ids
@@ -239,7 +239,7 @@ def _per_task(table: TaskTable) -> dict[str, dict]:
                                      table.solved.tolist())}
 
 
-def _interval_fields(interval: Interval | None) -> dict:
+def _interval_fields(interval: Interval | None) -> dict[str, Any]:
     if interval is None:
         return dict(ci_low=None, ci_high=None, ci_method=None, n_eff=None)
     return dict(ci_low=interval.low, ci_high=interval.high, ci_method=interval.method, n_eff=interval.n_eff)
@@ -314,7 +314,7 @@ def selector_stats(label: str, records: Attempts, task_ids: Sequence[str] | None
     )
 
 
-def _split(table: TaskTable) -> dict:
+def _split(table: TaskTable) -> dict[str, Any]:
     """Between/within variance split of the task means and what more tasks or repeats would do to the se."""
     g = table.n_tasks
     means = table.mean
@@ -391,9 +391,10 @@ def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attem
     ``scale``: the range of a score (default: [0, 1] widened to the scores of both); differences lie in
     ``[lo - hi, hi - lo]``.
     """
-    if task_ids is None and not any(isinstance(r, (AttemptColumns, TaskTable)) for r in (a_records, b_records)):
+    if task_ids is None and not isinstance(a_records, (AttemptColumns, TaskTable)) \
+            and not isinstance(b_records, (AttemptColumns, TaskTable)):
         a_records, b_records = list(a_records), list(b_records)
-        seen = [r.id if hasattr(r, "id") else str(r[0]) for r in (*a_records, *b_records)]
+        seen = [str(r[0]) if isinstance(r, tuple) else r.id for r in (*a_records, *b_records)]
         task_ids = list(dict.fromkeys(seen))
     ta, tb = tabulate(a_records, task_ids, threshold), tabulate(b_records, task_ids, threshold)
     lo, hi = scale if scale is not None else score_range(ta, tb)
@@ -425,7 +426,7 @@ def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attem
         sign_p = sign_test_p(wins, losses)
 
     between = within = noise = None
-    if n > 1:
+    if sd is not None:  # n > 1
         sda, sdb = ta.sd[ia], tb.sd[ib]
         between = sd ** 2
         if (~np.isnan(sda)).any() and (~np.isnan(sdb)).any():
@@ -481,7 +482,7 @@ def p_text(p: float) -> str:
     return f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
 
 
-def _verdict(f: dict) -> tuple[VerdictKind, str]:
+def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
     """The decision and one or two plain sentences, by :data:`VERDICT_RULE`."""
     a, b, n = f["a"], f["b"], f["n_paired"]
     if not n:
@@ -493,8 +494,9 @@ def _verdict(f: dict) -> tuple[VerdictKind, str]:
         sample += f"; {f['n_unpaired']} unpaired left out"
     ci = None if lo is None else f"95% CI {_num(lo)} to {_num(hi)}"
     if f["sd_diff"] == 0 and abs(diff) <= TIE_TOL:
-        return VerdictKind.UNCLEAR, (f"No clear difference: {b} and {a} have the same mean score on each of the {sample}"
-                           + (f" ({ci}: tasks not in the sample may still differ)." if ci else "."))
+        return VerdictKind.UNCLEAR, (f"No clear difference: {b} and {a} have the same mean score on each of the "
+                                     f"{sample}" + (f" ({ci}: tasks not in the sample may still differ)." if ci
+                                                    else "."))
     figures = ", ".join(x for x in (ci, p_text(p), sample) if x)
     if abs(diff) > TIE_TOL:
         headline = f"{b} scores {_num(abs(diff))} {'higher' if diff > 0 else 'lower'} than {a} ({figures})"

@@ -22,9 +22,10 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.launch import check_margin
-from hermit_tui.core.records import SequentialEntry
+from hermit_tui.core.records import AttemptRecord, SequentialEntry, Summary
 from hermit_tui.core.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor
 from hermit_tui.core.stats import PairStats, VerdictKind
+
 
 class SequentialPlan(BaseModel):
     """Who is compared with whom in a ``--stop-when-decided`` launch (labels: the folders under eval/)."""
@@ -149,16 +150,22 @@ class RoundTracker:
         common = dict(baseline=plan.baseline, rounds=self.rounds, max_rounds=plan.max_rounds, method=plan.method,
                       alpha=plan.alpha, margin=plan.margin)
         if label == plan.baseline:
-            return SequentialEntry(**common, candidates={
-                c: (self.last(c).decision if self.last(c) else "undecided") for c in plan.candidates})
+            return SequentialEntry(**common, candidates={c: _decision(self.last(c)) for c in plan.candidates})
         look = self.last(label)
         if look is None:
             return SequentialEntry(**common, decision="undecided")
         return SequentialEntry(**look.summary(), mean_diff=look.mean_diff)
 
 
-def replay(entry: SequentialEntry, baseline_records: Mapping[tuple[str, int], Any] | Sequence[Any],
-           candidate_records: Mapping[tuple[str, int], Any] | Sequence[Any], candidate: str,
+def _decision(look: SequentialLook | None) -> str:
+    return look.decision if look is not None else "undecided"
+
+
+#: An evaluation's records, by (task id, repeat) or as read.
+Records = Mapping[tuple[str, int], AttemptRecord] | Sequence[AttemptRecord]
+
+
+def replay(entry: SequentialEntry, baseline_records: Records, candidate_records: Records, candidate: str,
            task_ids: Sequence[str]) -> list[SequentialLook] | None:
     """The looks of a candidate's recorded launch, recomputed from the records round by round (None when a round
     it ran is not complete in the records)."""
@@ -175,12 +182,12 @@ def replay(entry: SequentialEntry, baseline_records: Mapping[tuple[str, int], An
     return tracker.pairs[candidate].looks
 
 
-def monitored_pair(a: str, summary_a, b: str, summary_b) -> tuple[str, str] | None:
+def monitored_pair(a: str, summary_a: Summary | None, b: str, summary_b: Summary | None) -> tuple[str, str] | None:
     """(baseline, candidate) when evaluations ``a`` and ``b`` (labels, summaries) are a candidate and its baseline
     of one ``--stop-when-decided`` launch, else None."""
     for base, sb, cand, sc in ((a, summary_a, b, summary_b), (b, summary_b, a, summary_a)):
-        ec = getattr(sc, "sequential", None)
-        eb = getattr(sb, "sequential", None)
+        ec = sc.sequential if sc is not None else None
+        eb = sb.sequential if sb is not None else None
         if ec is None or eb is None or ec.decision is None or ec.baseline != base or eb.baseline != base:
             continue
         if eb.candidates is not None and cand in eb.candidates and eb.rounds == ec.rounds:
@@ -198,15 +205,15 @@ def negated(look: SequentialLook) -> SequentialLook:
         z=None if look.z is None else -look.z))
 
 
-def pair_look(a: str, summary_a, records_a, b: str, summary_b, records_b,
-              task_ids: Sequence[str] | None) -> tuple[SequentialLook | None, list[str]]:
+def pair_look(a: str, summary_a: Summary | None, records_a: Records, b: str, summary_b: Summary | None,
+              records_b: Records, task_ids: Sequence[str] | None) -> tuple[SequentialLook | None, list[str]]:
     """The last look of :func:`pair_looks` (None when the pair was not monitored), with what to warn about."""
     looks, notes = pair_looks(a, summary_a, records_a, b, summary_b, records_b, task_ids)
     return (looks[-1] if looks else None), notes
 
 
-def pair_looks(a: str, summary_a, records_a, b: str, summary_b, records_b,
-               task_ids: Sequence[str] | None) -> tuple[list[SequentialLook], list[str]]:
+def pair_looks(a: str, summary_a: Summary | None, records_a: Records, b: str, summary_b: Summary | None,
+               records_b: Records, task_ids: Sequence[str] | None) -> tuple[list[SequentialLook], list[str]]:
     """The looks, round by round, of the pair b - a when a and b are a candidate and its baseline of one
     ``--stop-when-decided`` launch (recomputed from the records, read as b - a), with what to warn about; ([],
     warnings) otherwise. ``task_ids``: the test task ids (None, or more than the launch ran: those the baseline's
@@ -217,7 +224,9 @@ def pair_looks(a: str, summary_a, records_a, b: str, summary_b, records_b,
         return [], [note] if note else []
     base, cand = found
     summary = summary_b if cand == b else summary_a
-    entry = summary.sequential
+    entry = summary.sequential if summary is not None else None
+    if summary is None or entry is None:  # (monitored_pair found both)
+        return [], []
     by_label = {a: _by_key(records_a), b: _by_key(records_b)}
     first = {tid for (tid, rep) in by_label[base] if rep == 1}
     ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
@@ -233,15 +242,16 @@ def pair_looks(a: str, summary_a, records_a, b: str, summary_b, records_b,
     return ([negated(look) for look in looks] if cand == a else looks), warnings
 
 
-def _by_key(records) -> Mapping[tuple[str, int], Any]:
+def _by_key(records: Records) -> Mapping[tuple[str, int], AttemptRecord]:
     if isinstance(records, Mapping):
         return records
     return {(r.id, r.repeat): r for r in records}
 
 
-def unmonitored_note(a: str, summary_a, b: str, summary_b) -> str | None:
+def unmonitored_note(a: str, summary_a: Summary | None, b: str, summary_b: Summary | None) -> str | None:
     """Two candidates of one stop-when-decided launch were compared with the baseline, not with each other."""
-    ea, eb = getattr(summary_a, "sequential", None), getattr(summary_b, "sequential", None)
+    ea = summary_a.sequential if summary_a is not None else None
+    eb = summary_b.sequential if summary_b is not None else None
     if ea is None or eb is None or ea.baseline != eb.baseline or a == ea.baseline or b == eb.baseline:
         return None
     return (f"{b} vs {a}: both were compared with {ea.baseline} by a stop-when-decided launch, not with each other; "
@@ -264,7 +274,8 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     d = look.mean_diff
     when = (f"decided at round {look.decided_at} of {look.max_rounds}" if look.decided_at is not None
             else f"round {look.rounds} of {look.max_rounds}")
-    ci = "no interval yet" if look.ci_low is None else f"repeated 95% CI {_num(look.ci_low)} to {_num(look.ci_high)}"
+    ci = ("no interval yet" if look.ci_low is None or look.ci_high is None
+          else f"repeated 95% CI {_num(look.ci_low)} to {_num(look.ci_high)}")
     if d is None:
         return f"Undecided: no complete round of {a} and {b} yet."
     if look.decision in ("improvement", "regression"):
