@@ -22,7 +22,7 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line and exit code 2 like every other bad input."""
 
-    def error(self, message: str):  # noqa: D401 - argparse's hook
+    def error(self, message: str):
         raise InputError(f"{self.prog}: {message}")
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from demo_copies import copy_workspace
+
 
 @pytest.fixture(autouse=True)
 def hermetic_git(tmp_path_factory, monkeypatch):

@@ -12,11 +12,22 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from fixture_data import FIXED_TASKS, fixed_records, fixed_store
+
 from hermit_tui.core.annotations import (
-    ANNOTATIONS, DEFAULT_LABEL_SET, JUDGE_DISAGREES, Annotation, Change, attempt_digest, check_label_set,
-    is_failure, pair_taxonomy, parse_annotations, read_annotations, selector_taxonomy, task_mean,
+    ANNOTATIONS,
+    DEFAULT_LABEL_SET,
+    JUDGE_DISAGREES,
+    Annotation,
+    Change,
+    attempt_digest,
+    check_label_set,
+    is_failure,
+    pair_taxonomy,
+    parse_annotations,
+    read_annotations,
+    selector_taxonomy,
+    task_mean,
     update_annotation,
 )
 from hermit_tui.core.config import load_config

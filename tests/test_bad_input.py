@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hostile_util import snapshot, time_limit
 
 from hermit_tui.cli import main
-from hostile_util import snapshot, time_limit
 
 Mutation = Callable[[Path], None]
 
@@ -451,7 +451,7 @@ def test_attempt_level_problems_are_recorded_not_fatal(tmp_path):
         "agent: {name: pipe.py:run}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n")
     seen = []
     summary = EvalRun(load_config(tmp_path / "run.yaml"), ["none"], on_event=seen.append).run_sync()["none"]
-    rows = {json.loads(l)["id"]: json.loads(l) for l in
+    rows = {json.loads(line)["id"]: json.loads(line) for line in
             (tmp_path / "runs/t/eval/none/results.jsonl").read_text().splitlines()}
     assert rows["inf"]["status"] == "judge_error" and "finite" in rows["inf"]["error"]
     assert rows["big"]["status"] == "ok" and len(rows["big"]["output"]) == 3_000_000

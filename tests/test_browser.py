@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
-
 from browser import Browser, find_chromium
 from demo_copies import repair_worktree
+from report_data import HOSTILE, synthetic_report
+
 from hermit_tui.cli import main
 from hermit_tui.core.config import load_config
 from hermit_tui.core.report_html import to_html
 from hermit_tui.core.runner import EvalRun
-from report_data import HOSTILE, synthetic_report
 
 pytestmark = pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
 ARTEFACTS = Path(__file__).resolve().parent.parent / "screenshots" / "browser"

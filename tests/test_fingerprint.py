@@ -14,7 +14,7 @@ def test_fingerprint_is_stored_and_names_what_differs(tmp_path):
     a = EvalRun(config, ["none"], repeats=1, limit=2).run_sync()["none"]
     fp = a.fingerprint
     assert fp is not None
-    ids = [l.strip() for l in (tmp_path / "demo/test.txt").read_text().splitlines() if l.strip()][:2]
+    ids = [t.strip() for t in (tmp_path / "demo/test.txt").read_text().splitlines() if t.strip()][:2]
     assert fp.test_ids_sha256 == hashlib.sha256(json.dumps(ids).encode()).hexdigest()
     assert fp.judge_sha256 == hashlib.sha256((tmp_path / "demo/judge.py").read_bytes()).hexdigest()
     assert fp.repeats == 1 and fp.smoke_limit == 2

@@ -15,16 +15,25 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from demo_copies import repair_worktree
 from stats_by_hand import score_interval_by_hand
+
 from hermit_tui.cli import main
+from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.gate import (
-    DEFAULT_REQUIRE, GateInterval, SelectorFacts, check_comparable, check_complete, check_errors, check_improvement,
-    check_no_regression, decide, gate_interval, parse_requirements,
+    DEFAULT_REQUIRE,
+    GateInterval,
+    SelectorFacts,
+    check_comparable,
+    check_complete,
+    check_errors,
+    check_improvement,
+    check_no_regression,
+    decide,
+    gate_interval,
+    parse_requirements,
 )
-from hermit_tui.core.config import load_config
 from hermit_tui.core.records import Summary
 from hermit_tui.core.runner import EvalRun
 

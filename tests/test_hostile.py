@@ -17,12 +17,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hostile_util import snapshot, time_limit
 
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.records import read_results
 from hermit_tui.core.runner import EvalRun
-from hostile_util import snapshot, time_limit
 
 LIMIT_S = 90  # per case: a hang fails the case instead of the whole suite
 
@@ -38,7 +38,7 @@ def lines_of(path: Path) -> list[dict]:
     """Strict JSON (no NaN or Infinity): what any reader of hermit's files can parse."""
     def refuse(token):
         raise ValueError(f"non-standard JSON token {token}")
-    return [json.loads(l, parse_constant=refuse) for l in path.read_text().splitlines() if l.strip()]
+    return [json.loads(line, parse_constant=refuse) for line in path.read_text().splitlines() if line.strip()]
 
 
 def workspace(tmp_path: Path, ids: list[str], pipeline: str, judge: str = "def score(task, output):\n"
@@ -460,7 +460,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(demo):
             continue  # a number, negative ones included, stays a number
         except ValueError:
             pass
-        assert not cell[:1] in ("=", "+", "-", "@", "\t", "\r"), cell
+        assert cell[:1] not in ("=", "+", "-", "@", "\t", "\r"), cell
     assert "'=1+1" in cells and any(c.startswith("'=evil") for c in rows[0])
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
@@ -49,7 +50,7 @@ def test_options_keep_what_was_given_and_fill_the_rest_from_the_config(demo_conf
     assert default.timeout_s_for(config) == (config.timeout_min * 60 if config.timeout_min else None)
     assert not default.smoke and LaunchOptions(selectors=["none"], limit=2).smoke
     assert not LaunchOptions(retry={"none": [("t1", 1)]}, limit=2).smoke  # a retry re-runs where they are
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         default.selectors = ["root"]  # frozen: what was validated stays as it was
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import git
 import pytest
+from demo_copies import copy_workspace
+from stats_by_hand import score_interval_by_hand
 
 from hermit_tui import cli_publish
 from hermit_tui.core import card as cardmod
@@ -19,9 +21,6 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.publish import plan_publish, publish, undo_publish
 from hermit_tui.core.runner import EvalRun
 from hermit_tui.core.tree import AdapterTree
-
-from demo_copies import copy_workspace
-from stats_by_hand import score_interval_by_hand
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hermit_eval"
 FAST = ["agent.params.latency_scale=0"]

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from demo_copies import repair_worktree
+
 from hermit_tui.core import events as ev
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
@@ -180,7 +180,8 @@ def test_trajectories_come_back_from_the_workers_whoever_judges(cluster, workspa
     folder = workspaces("judge-on-workers-transcripts")
     EvalRun(load_config(folder / "run.yaml", FAST), ["final"], update_card=False, executor="ray",
             ray_address=cluster, judge_on_workers=True, limit=4).run_sync()
-    remote = sidecar(folder, "final", smoke=True)  # the workers judged: the record and the trajectory came back together
+    # the workers judged: the record and the trajectory came back together
+    remote = sidecar(folder, "final", smoke=True)
     assert remote and remote == {k: v for k, v in local.items() if k in remote}
     assert {k for k, _ in remote} == {r["id"] for r in rows(folder / "runs/demo/eval/final/smoke/results.jsonl")}
 

@@ -4,8 +4,15 @@ import json
 import pytest
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.records import (RECORD_KEYS, SUMMARY_KEYS, AttemptRecord, Judged, read_results, read_summary,
-                                     summarize)
+from hermit_tui.core.records import (
+    RECORD_KEYS,
+    SUMMARY_KEYS,
+    AttemptRecord,
+    Judged,
+    read_results,
+    read_summary,
+    summarize,
+)
 
 
 def rec(tid, repeat, score, status="ok", cost=0.5):

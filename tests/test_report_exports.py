@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from demo_copies import repair_worktree
+
 from hermit_tui.cli import main
 from hermit_tui.core.config import load_config
 from hermit_tui.core.records import AttemptRecord

@@ -13,14 +13,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
 from demo_copies import repair_worktree
+from report_data import HOSTILE, synthetic_report
+
 from hermit_tui.cli import main
 from hermit_tui.core.config import load_config
 from hermit_tui.core.report import Report
 from hermit_tui.core.report_html import PAGE_ROWS, to_html
 from hermit_tui.core.runner import EvalRun
-from report_data import HOSTILE, synthetic_report
 
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "main", "header", "nav", "section", "article",
                 "footer", "h1", "h2", "h3", "h4", "p", "ul", "li", "a", "code", "strong", "span", "div", "table",

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from demo_copies import repair_worktree
+
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import list_evaluations, open_evaluation

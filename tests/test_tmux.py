@@ -91,7 +91,7 @@ def test_demo_in_a_real_terminal(tmp_path):
                      for label in ("none", "root", "final")}
         # the per-selector lines show the same means as the files
         for label, s in summaries.items():
-            line = next(l for l in text.splitlines() if l.strip().startswith(label) and "mean" in l)
+            line = next(ln for ln in text.splitlines() if ln.strip().startswith(label) and "mean" in ln)
             assert f"mean {s['mean_score']:.3f}" in line, line
         # the per-task table: every test task with its means
         keys(socket, "t")

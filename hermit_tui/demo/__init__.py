@@ -255,4 +255,4 @@ def _build(dest: Path) -> None:
 
 
 def _stamp(hour: int) -> str:
-    return dt.datetime.fromtimestamp(START + 3600 * hour, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return dt.datetime.fromtimestamp(START + 3600 * hour, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")

@@ -19,7 +19,13 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hermit_tui.core.annotations import (
-    JUDGE_DISAGREES, MAX_LABELS, Annotation, Change, check_label_set, check_note, check_score,
+    JUDGE_DISAGREES,
+    MAX_LABELS,
+    Annotation,
+    Change,
+    check_label_set,
+    check_note,
+    check_score,
 )
 from hermit_tui.core.errors import InputError
 from hermit_tui.paths import style

@@ -22,8 +22,8 @@ from hermit_tui.paths import style
 from hermit_tui.screens.annotate import Triage, annotation_text, keys_text, progress_text
 from hermit_tui.store import Failure
 from hermit_tui.widgets.diff_view import DiffView
-from hermit_tui.widgets.transcript_view import TranscriptPanel
 from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.transcript_view import TranscriptPanel
 
 LOG_TAIL_BYTES = 200_000  # a log longer than this shows its end only
 SIDE = "side"
@@ -269,7 +269,7 @@ class AttemptScreen(Triage, Screen):
             await tabs.remove_pane(self._panes.pop(key))
             self._seen.pop(key, None)
             self._attempt_cache.pop(key, None)
-        for key, col in store.columns.items():
+        for key in store.columns:
             pane = self._pane_id(key)
             if not self.query(f"#{pane}"):
                 await tabs.add_pane(TabPane(Content(key), VerticalScroll(id=f"{pane}-list", classes="attempt-list"),

@@ -15,7 +15,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import (
-    Button, Checkbox, DataTable, Header, Input, Markdown, SelectionList, Static, TabbedContent, TabPane,
+    Button,
+    Checkbox,
+    DataTable,
+    Header,
+    Input,
+    Markdown,
+    SelectionList,
+    Static,
+    TabbedContent,
+    TabPane,
 )
 from textual.widgets.selection_list import Selection
 from textual.worker import get_current_worker
@@ -26,9 +35,9 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import list_evaluations
 from hermit_tui.core.publish import DEFAULT_LABELS, plan_publish, publish, undo_check, undo_publish
 from hermit_tui.paths import style
-from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.banners import DEMO_TEXT
 from hermit_tui.widgets.checklist import CheckList, TickBox
+from hermit_tui.widgets.footer import Footer
 
 OVERRIDE_WORD = "publish anyway"
 

@@ -20,11 +20,18 @@ from textual.worker import get_current_worker
 from hermit_tui import bindings
 from hermit_tui.core.annotations import is_failure
 from hermit_tui.paths import style
-from hermit_tui.screens.annotate import (
-    GROUP_NAMES, LabelPickScreen, Triage, annotation_text, keys_text, progress_text,
-)
+from hermit_tui.screens.annotate import GROUP_NAMES, LabelPickScreen, Triage, annotation_text, keys_text, progress_text
 from hermit_tui.store import (
-    ANY_LABEL, FILTER_NAMES, FILTERS, LABEL_FILTER_NAMES, UNLABELLED, Cell, EvalStore, Failure, Filter, TaskRow,
+    ANY_LABEL,
+    FILTER_NAMES,
+    FILTERS,
+    LABEL_FILTER_NAMES,
+    UNLABELLED,
+    Cell,
+    EvalStore,
+    Failure,
+    Filter,
+    TaskRow,
 )
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, mark_for
 from hermit_tui.widgets.banners import Banners

@@ -124,7 +124,8 @@ class AttemptGrid(ScrollView, can_focus=True):
         else:
             index = scroll_y + y - 1
             strip = self._row(index) if index < len(self.store.task_ids) else Strip.blank(width, self.rich_style)
-        fixed = self.id_width + 1 if width > self.id_width + 8 else 0  # the task column stays put when scrolled sideways
+        # the task column stays put when scrolled sideways
+        fixed = self.id_width + 1 if width > self.id_width + 8 else 0
         return Strip.join([strip.crop(0, fixed), strip.crop(fixed + scroll_x, scroll_x + width)]
                           ).extend_cell_length(width, self.rich_style)
 

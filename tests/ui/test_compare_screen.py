@@ -18,6 +18,7 @@ unknown; final's t09 repeat 2 costs 0.002 instead of 0.009: $0.2030 + 6 unknown.
 from __future__ import annotations
 
 import pytest
+from fixture_data import fixed_store, fixture_app
 from textual.widgets import Input, Select, Static, TabbedContent
 
 from hermit_tui.app import HermitApp
@@ -29,7 +30,6 @@ from hermit_tui.screens.compare import CompareScreen
 from hermit_tui.store import EvalStore
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.virtual_table import VirtualTable
-from fixture_data import fixed_store, fixture_app
 
 IDS = [f"t{i:02d}" for i in range(1, 13)]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from fixture_data import FIXED_TASKS, fixed_store
 from textual.widgets import Tree
 
-from fixture_data import FIXED_TASKS, fixed_store
 from hermit_tui.app import HermitApp
 from hermit_tui.core import events as ev
 from hermit_tui.core.launch import LaunchOptions

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import git
 import pytest
+from demo_copies import copy_workspace
+from fixture_data import fixture_app
 from textual.widgets import Button, DataTable, Markdown, SelectionList, Static
 from textual.worker import WorkerCancelled
 
-from demo_copies import copy_workspace
-from fixture_data import fixture_app
 from hermit_tui.core.config import load_config
 from hermit_tui.core.publish import publish
 from hermit_tui.core.runner import EvalRun
