@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.present import cost_text
 
 FORMATS = ("text", "json")
 
@@ -89,7 +90,7 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
             "repeat": rec.repeat, "status": rec.status, "score": rec.judge.score, "feedback": rec.judge.feedback,
             "judge_extra": rec.judge.extra, "output": rec.output, "error": rec.error,
             "traceback": rec.traceback, "cost_usd": rec.cost_usd,
-            "cost": "unknown" if rec.cost_usd is None else f"${rec.cost_usd:.4f}", "tokens": rec.tokens,
+            "cost": cost_text(rec.cost_usd), "tokens": rec.tokens,
             "wall_s": rec.wall_s, "api_speed": rec.api_speed, "log": rec.log,
             "transcript": {"source": transcript.source, "path": transcript.path, "note": transcript.note or None,
                            "messages": transcript.messages},

@@ -262,7 +262,7 @@ def test_smoke_subsets_are_gated_only_when_asked(ws, capsys):
     code, lines, _ = gate(ws, "--smoke", capsys=capsys)
     checks = checks_of(lines)
     assert code == 3 and lines[0].endswith("smoke subsets")
-    assert checks["complete final"] == ("FAIL", "a smoke subset (--limit 2): a wiring check, not an evaluation")
+    assert checks["complete final"] == ("FAIL", "smoke subset of 2 tasks: a wiring check, not an evaluation")
     assert checks["comparable"][0] == "PASS"  # two smoke subsets of the same limit do compare
 
 

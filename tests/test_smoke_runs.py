@@ -142,6 +142,6 @@ def test_the_dashboard_report_and_test_reuse_read_only_full_evaluations(ws, caps
         build_report(config, load_tasks(config), ["root"])
     smoke = build_report(config, load_tasks(config), None, smoke=True)  # asked for explicitly
     assert [(s.label, s.smoke_limit, s.stats.n_tasks) for s in smoke.selectors] == [("none", 2, 2), ("root", 2, 2)]
-    assert "none is a smoke subset (--limit 2): a wiring check, not an evaluation" in smoke.warnings
+    assert "none: smoke subset of 2 tasks: a wiring check, not an evaluation" in smoke.warnings
     assert main(["report", "--config", str(ws / "run.yaml"), "--smoke", "--adapter", "root", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["selectors"][0]["smoke_limit"] == 2

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.present import cost_cell
 from hermit_tui.core.records import Summary
 from hermit_tui.core.tree import AdapterTree, valid_ref_name
 
@@ -54,8 +55,8 @@ def render_eval_table(rows: Sequence[CardRow]) -> str:
     """The Markdown table hermit writes (scores to 3 decimals, cost to 4 or ``unknown``); no trailing newline."""
     lines = [TABLE_HEADER, TABLE_RULE]
     for r in rows:
-        cost = "unknown" if r.cost_usd is None else f"{r.cost_usd:.4f}"
-        lines.append(f"| {r.adapter} | {r.tasks} | {r.repeats} | {r.mean_score:.3f} | {r.solved_once:.3f} | {cost} |")
+        lines.append(f"| {r.adapter} | {r.tasks} | {r.repeats} | {r.mean_score:.3f} | {r.solved_once:.3f} | "
+                     f"{cost_cell(r.cost_usd)} |")
     return "\n".join(lines)
 
 

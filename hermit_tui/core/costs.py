@@ -1,39 +1,12 @@
-"""Cost so far, cost at completion, and the ``--max-cost`` cap. An unknown cost is never counted as $0: it is shown
-as unknown, and the cap counts it at the mean known cost per attempt (an estimate, said as such)."""
+"""The ``--max-cost`` cap. An unknown cost is never counted as $0: the cap counts it at the mean known cost per
+attempt (an estimate, said as such). How a cost reads (so far, at completion) is core/present.py's."""
 from __future__ import annotations
 
 import math
 
 from pydantic import BaseModel
 
-
-def money(value: float) -> str:
-    """Dollars: cents from $1 up, four decimals below (the demo's attempts cost fractions of a cent)."""
-    return f"${value:,.2f}" if abs(value) >= 1 else f"${value:.4f}"
-
-
-def projected_cost(known: float, done: int, expected: int) -> float | None:
-    """The known cost at completion if the remaining attempts cost what the finished ones did on average (unknown
-    ones included in the average's denominator as they will be among the remaining); None before any attempt."""
-    if done <= 0 or expected <= 0:
-        return None
-    return known * max(expected, done) / done
-
-
-def cost_phrase(known: float, unknown: int, done: int, expected: int, *, running: bool) -> str:
-    """"$0.84 so far · ~$2.10 at the end · 3 unknown": what a live screen says about a launch's cost."""
-    if done == 0:
-        return "no attempt finished yet"
-    if unknown >= done:
-        parts = ["unknown so far"]
-    else:
-        parts = [f"{money(known)} so far" if running else money(known)]
-        end = projected_cost(known, done, expected)
-        if running and end is not None and done < expected:
-            parts.append(f"~{money(end)} at the end")
-    if unknown:
-        parts.append(f"{unknown} unknown")
-    return " · ".join(parts)
+from hermit_tui.core.present import money
 
 
 class CostCap(BaseModel):

@@ -34,6 +34,7 @@ from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import FIELD_NAMES, Fingerprint, differences
+from hermit_tui.core.present import partial_cost, smoke_caveat
 from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord, SequentialEntry
 from hermit_tui.core.tasks import TaskSet
 
@@ -328,7 +329,7 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
         return fail(f"no readable summary.json ({f.summary_problem}): {f.attempts} attempts recorded, how many were "
                     "expected is unknown")
     if f.smoke_limit is not None:
-        return fail(f"a smoke subset (--limit {f.smoke_limit}): a wiring check, not an evaluation")
+        return fail(smoke_caveat(f.smoke_limit))
     if f.tasks is not None and f.tasks != f.n_test:
         return fail(f"measured on {f.tasks} test tasks; the config's test split has {f.n_test}")
     expected, note = f.expected, ""
@@ -504,7 +505,7 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
     for f in result.selectors:
         expected = f"{f.present} of {f.expected}" if f.expected is not None else str(f.attempts)
         smoke = f" (smoke, --limit {f.smoke_limit})" if f.smoke_limit is not None else ""
-        cost = f"{f.known_cost_usd:.4f}" + (f" + {f.unknown_cost_attempts} unknown" if f.unknown_cost_attempts else "")
+        cost = partial_cost(f.known_cost_usd, f.unknown_cost_attempts, dollars=False)
         out.append("| " + " | ".join(_md(x) for x in (
             f.role, f.label + smoke, f.adapter or "—", (f.commit or "—")[:12], expected, _ci(f),
             f"{f.pipeline_errors} + {f.judge_errors}", cost, f.written_by)) + " |")

@@ -20,6 +20,7 @@ from hermit_tui.core.executors import Executor, ProcessExecutor, ThreadExecutor
 from hermit_tui.core.fingerprint import compute_fingerprint
 from hermit_tui.core.journal import FolderLock, check_eval_folder, remove_stale_temporaries
 from hermit_tui.core.launch import MAX_LIMIT, ExecutorName, LaunchOptions, positive_int
+from hermit_tui.core.present import smoke_caveat
 from hermit_tui.core.selectors import remove_stale_exports, resolve_selectors
 from hermit_tui.core.stopping import plan_for
 from hermit_tui.core.tasks import TaskSet, load_tasks
@@ -72,9 +73,9 @@ class LaunchPlan:
             config, options, concurrency=self.concurrency, timeout_s=options.timeout_s_for(config))
         self.warnings = list(self.tasks.overlaps())
         if limit:
-            self.warnings.append(f"smoke subset: the first {len(self.task_ids)} of {len(rows)} test tasks "
-                                 "(a wiring check, not an evaluation)"
-                                 + (", written under eval/<label>/smoke/" if self.smoke else ""))
+            self.warnings.append(f"{smoke_caveat(len(self.task_ids))} (the first {len(self.task_ids)} of "
+                                 f"{len(rows)} test tasks" + (", written under eval/<label>/smoke/)" if self.smoke
+                                                              else ")"))
 
     @property
     def smoke(self) -> bool:

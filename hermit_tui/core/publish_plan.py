@@ -22,6 +22,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import Fingerprint, differences
 from hermit_tui.core.intervals import METHOD_TEXT
+from hermit_tui.core.present import caveats, incomplete_caveat, partial_cost, smoke_caveat
 from hermit_tui.core.records import SOLVED_THRESHOLD, read_results
 from hermit_tui.core.selectors import MANIFEST, directory_hash, label_for
 from hermit_tui.core.stats import selector_stats
@@ -72,8 +73,7 @@ class EvalRow(BaseModel):
 
     def cells(self) -> list[str]:
         ci = f" [{self.ci_low:.3f}, {self.ci_high:.3f}]" if self.ci_low is not None else ""
-        cost = (f"{self.cost_usd:.4f}" if self.cost_usd is not None
-                else f"unknown ({self.unknown_cost_attempts} attempts)")
+        cost = partial_cost(self.cost_usd, self.unknown_cost_attempts, dollars=False)
         return [self.adapter, self.commit[:7] if self.commit else "—", str(self.tasks), str(self.repeats),
                 f"{self.mean:.3f}{ci}", f"{self.solved_once:.3f}", str(self.errors), cost]
 
@@ -473,12 +473,11 @@ def _final_evaluation(plan: PublishPlan, found: list[StoredEvaluation], repo: gi
         plan.refusals.append(f"no completed final evaluation: {current.problem}")
         return None
     if not s.is_complete or s.cancelled or s.in_progress is not None:
-        plan.refusals.append(f"no completed final evaluation: it is incomplete ({s.attempts} of "
-                             f"{s.expected_attempts} attempts{', cancelled' if s.cancelled else ''})")
+        plan.refusals.append("no completed final evaluation: it is "
+                             + incomplete_caveat(s.attempts, s.expected_attempts, cancelled=bool(s.cancelled)))
         return None
     if s.is_smoke:
-        plan.refusals.append(f"no completed final evaluation: it is a smoke subset of {s.smoke_limit} tasks (a "
-                             "wiring check, never published)")
+        plan.refusals.append(f"no completed final evaluation: it is a {smoke_caveat(s.smoke_limit)}")
         return None
     if not _is_sha(s.commit):
         plan.refusals.append(f"final's summary records no adapter commit ({s.commit!r})")
@@ -523,15 +522,9 @@ def _warn(plan: PublishPlan, config: Config, tree: AdapterTree, rows: list[EvalR
         overlaps = [f"the task splits cannot be read ({exc})"]
     w += [f"test overlap: {o}" for o in overlaps]
     for r in rows:
-        if not r.complete or r.cancelled:
-            w.append(f"{r.label}: incomplete evaluation ({r.attempts} of {r.tasks * r.repeats} attempts"
-                     f"{', cancelled' if r.cancelled else ''})")
-        if r.smoke_limit is not None:
-            w.append(f"{r.label}: smoke subset of {r.smoke_limit} tasks, a wiring check, not an evaluation")
-    for r in rows:
-        if r.retries:
-            w.append(f"{r.label}: {r.retries} attempts were re-run after failing (re-running only failures can bias "
-                     "the mean)")
+        w += [f"{r.label}: {caveat}" for caveat in caveats(
+            smoke_limit=r.smoke_limit, done=r.attempts, expected=r.tasks * r.repeats, complete=r.complete,
+            cancelled=r.cancelled, retries=r.retries)]
     failing = [r for r in rows if r.errors]
     if failing:
         w.append("errors: " + ", ".join(f"{r.label} {r.errors}/{r.attempts}" for r in failing)

@@ -31,6 +31,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import FIELD_NAMES, Fingerprint, differences
 from hermit_tui.core.intervals import method_note
+from hermit_tui.core.present import caveats, cost_cell, fixed, interval_text, p_value
 from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord, SequentialEntry
 from hermit_tui.core.scores import TaskTable, tabulate
@@ -163,15 +164,9 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: l
         written_by = "hermit eval" if s.written_by_hermit else "hermit-tui"
         expected = s.expected_attempts or s.tasks * s.repeats
         complete = s.is_complete and len(records) >= expected and not s.cancelled
-        if s.is_smoke:
-            flags.append(f"{stored.label} is a smoke subset (--limit {s.smoke_limit}): a wiring check, "
-                         "not an evaluation")
-        if not complete:
-            flags.append(f"{stored.label} is incomplete: {len(records)} of {expected} attempts"
-                         + (" (cancelled)" if s.cancelled else ""))
-        if s.retries:
-            flags.append(f"{stored.label}: {s.retries} attempts were re-run (re-running only failures can bias "
-                         "a mean)")
+        flags += [f"{stored.label}: {caveat}" for caveat in caveats(
+            smoke=s.is_smoke, smoke_limit=s.smoke_limit, done=len(records), expected=expected, complete=complete,
+            cancelled=bool(s.cancelled), retries=s.retries)]
     if stats.n_missing and (s is None or not s.is_smoke):
         flags.append(f"{stored.label}: {stats.n_missing} test tasks have no attempt")
     if stats.nonfinite_scores:
@@ -395,22 +390,18 @@ def build_report(config: Config, taskset: TaskSet, labels: list[str] | None, thr
 
 
 def _f(x: float | None, digits: int = 4) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+    return fixed(x, digits)
 
 
 def _ci(lo: float | None, hi: float | None, digits: int = 4) -> str:
-    return "—" if lo is None or hi is None else f"{lo:.{digits}f} to {hi:.{digits}f}"
+    return interval_text(lo, hi, digits)
 
 
 def _g(x: float) -> str:
     return f"{x:.1f}" if float(x).is_integer() else f"{x:g}"
 
 
-def _p(p: float | None) -> str:
-    """3 decimals; 4 around 0.05, so that a p-value above 0.05 never reads as 0.050."""
-    if p is None:
-        return "—"
-    return "< 0.001" if p < 0.001 else f"{p:.4f}" if 0.0495 <= p < 0.0505 else f"{p:.3f}"
+_p = p_value  # 3 decimals; 4 around 0.05, so that a p-value above 0.05 never reads as 0.050
 
 
 def _cell(value: Any) -> str:
@@ -423,8 +414,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return out
 
 
-def _cost(x: float | None) -> str:
-    return "unknown" if x is None else f"{x:.4f}"
+_cost = cost_cell  # an unknown cost reads "unknown", never 0
 
 
 def to_markdown(report: Report) -> str:

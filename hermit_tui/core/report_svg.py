@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+from hermit_tui.core.present import fixed
 from hermit_tui.core.stats import PairStats, SelectorStats
 
 SORTED_BARS_MAX = 120  # up to this many paired tasks, one bar per task; beyond it, a histogram
@@ -29,8 +30,7 @@ def _n(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".") if math.isfinite(x) else "0"
 
 
-def _fmt(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+_fmt = fixed  # a figure to 3 decimals (or as many as asked), "—" without one
 
 
 def _short(label: str, limit: int = 14) -> str:

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.intervals import METHOD_TEXT, Interval, difference_interval, task_mean_interval
 from hermit_tui.core.paired_test import paired_randomisation_test
+from hermit_tui.core.present import p_text, short_num
 from hermit_tui.core.records import SOLVED_THRESHOLD
 from hermit_tui.core.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
 from hermit_tui.core.sequential import SequentialLook
@@ -469,17 +470,7 @@ def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attem
 # ---------------------------------------------------------------------------------------------------- the verdict
 
 
-def _num(x: float) -> str:
-    return f"{x:.2g}" if 0 < abs(x) < 0.01 else f"{x:.2f}"
-
-
-def p_text(p: float) -> str:
-    """``p = 0.31``, ``p = 0.046``, ``p < 0.001``; never a rounded 0.05 (``p = 0.0502``)."""
-    if p < 0.001:
-        return "p < 0.001"
-    if 0.0495 <= p < 0.0505:
-        return f"p = {p:.4f}"
-    return f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
+_num = short_num  # a difference in a sentence
 
 
 def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.launch import check_margin
+from hermit_tui.core.present import short_num
 from hermit_tui.core.records import AttemptRecord, SequentialEntry, Summary
 from hermit_tui.core.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor
 from hermit_tui.core.stats import PairStats, VerdictKind
@@ -265,8 +266,7 @@ FIXED_P_NOTE = ("the p-value is the fixed design's, not adjusted for the looks a
                 "(the decision is the sequential test's)")
 
 
-def _num(x: float) -> str:
-    return f"{x:.2g}" if 0 < abs(x) < 0.01 else f"{x:.2f}"
+_num = short_num
 
 
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:

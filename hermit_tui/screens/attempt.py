@@ -17,6 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Header, Label, Select, Static, TabbedContent, TabPane, TextArea
 
 from hermit_tui import bindings
+from hermit_tui.core.present import cost_text
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import Triage, annotation_text, keys_text, progress_text
@@ -46,11 +47,6 @@ def pretty(value: Any) -> str:
         return json.dumps(value, indent=2, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)
-
-
-def cost_text(cost: float | None) -> str:
-    """A cost in dollars; an unreported cost is "unknown", never $0."""
-    return "unknown" if cost is None else f"${cost:.4f}"
 
 
 def tokens_text(tokens: Any) -> str:

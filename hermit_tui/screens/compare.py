@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 
 from hermit_tui import bindings
 from hermit_tui.core.fingerprint import differences
+from hermit_tui.core.present import p_text, partial_cost
 from hermit_tui.core.stats import PairStats, SelectorStats, VerdictKind
 from hermit_tui.paths import style
 from hermit_tui.widgets import plots
@@ -118,13 +119,6 @@ def interval(low: float | None, high: float | None, name: str = "95% CI") -> str
     return "" if low is None else f"{name} {low:.3f} to {high:.3f}"
 
 
-def p_text(p: float | None) -> str:
-    """``p = 0.051``; four decimals around 0.05 (a p-value above 0.05 never reads as 0.050)."""
-    if p is None:
-        return f"p {NO_DATA}"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.4f}" if 0.0495 <= p < 0.0505 else f"p = {p:.3f}"
-
-
 def interval_kind(method: str | None) -> str:
     """The interval method in a word or two, after the interval: "(t)", "(score)", "(no-spread)"."""
     return f" ({method})" if method else ""
@@ -133,8 +127,8 @@ def interval_kind(method: str | None) -> str:
 def cost_text(f: Facts) -> str:
     """Known cost plus a count of unknown ones; never $0 for costs nobody reported."""
     if not f.known:
-        return f"unknown ({f.unknown} attempts)" if f.unknown else NO_DATA
-    return f"${f.known_cost:.4f}" + (f" + {f.unknown} unknown" if f.unknown else "")
+        return partial_cost(None, f.unknown) if f.unknown else NO_DATA
+    return partial_cost(f.known_cost, f.unknown)
 
 
 def metric_texts(s: SelectorStats, f: Facts) -> dict[str, str]:

@@ -15,6 +15,7 @@ from textual.widgets.tree import TreeNode
 from hermit_tui import bindings
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.launch import LaunchOptions
+from hermit_tui.core.present import retry_caveat
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import Triage, progress_text
 from hermit_tui.widgets.footer import Footer
@@ -173,8 +174,7 @@ class ErrorsScreen(Triage, Screen):
         retried = [(k, c.summary.retries) for k, c in store.columns.items() if c.summary and c.summary.retries]
         banner = self.query_one("#errors-retries", Static)
         banner.display = bool(retried)
-        banner.update(Text("\n".join(f"{k}: the mean includes {n} retried attempt{'s' * (n != 1)} (only failed "
-                                     "attempts were re-run, which can bias it)" for k, n in retried)))
+        banner.update(Text("\n".join(f"{k}: {retry_caveat(n)}" for k, n in retried)))
         empty = self.query_one("#errors-empty", Static)
         empty.display = failed == 0
         empty.update("No errors" if store.columns else "No evaluations yet: go back to setup (escape), then launch "

@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 from hermit_tui import bindings
 from hermit_tui.core import evalstore
 from hermit_tui.core.evalstore import StoredEvaluation
+from hermit_tui.core.present import cost_text, incomplete_caveat, retry_caveat, smoke_caveat
 from hermit_tui.paths import style
 from hermit_tui.screens.picker import display_path
 from hermit_tui.store import selector_rank
@@ -113,7 +114,7 @@ def cell(stored: StoredEvaluation, key: str) -> Text | str:
     if key == "errors":
         return Text(str(s.errors), style="red" if s.errors else "")
     if key == "cost":
-        return Text("unknown", style="yellow") if s.cost_usd is None else f"${s.cost_usd:.4f}"
+        return Text(cost_text(None), style="yellow") if s.cost_usd is None else cost_text(s.cost_usd)
     if key == "source":
         return "hermit" if s.written_by_hermit else "hermit-tui"
     return ""
@@ -254,17 +255,15 @@ class HistoryScreen(Screen):
             text.append(f"\n{problem_text(stored)}", style="red")
         else:
             if not s.is_complete:
-                text.append("\nincomplete: not every attempt finished; it cannot be published", style="yellow")
+                text.append(f"\n{incomplete_caveat()}", style="yellow")
             if stored.smoke:
                 text.append(f"\nsmoke check{' of ' + tasks(s.smoke_limit) if s.smoke_limit else ''}: a wiring check "
                             "kept apart from the evaluation; report, gate and publish use it only with --smoke",
                             style="yellow")
             elif s.is_smoke:
-                text.append(f"\nsmoke subset of {tasks(s.smoke_limit)}: a wiring check, not an evaluation",
-                            style="yellow")
+                text.append(f"\n{smoke_caveat(s.smoke_limit)}", style="yellow")
             if s.retries:
-                text.append(f"\n{s.retries} attempts re-run after failing: retrying only failures can bias the "
-                            "mean", style="yellow")
+                text.append(f"\n{retry_caveat(s.retries)}", style="yellow")
         detail.update(text)
 
     def _show_status(self) -> None:

@@ -33,6 +33,7 @@ from hermit_tui import bindings
 from hermit_tui.core.comparable import rows_mismatches
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import list_evaluations
+from hermit_tui.core.present import cost_cell
 from hermit_tui.core.publish import DEFAULT_LABELS, plan_publish, publish, undo_check, undo_publish
 from hermit_tui.paths import style
 from hermit_tui.widgets.banners import DEMO_TEXT
@@ -47,7 +48,7 @@ TABLE_COLUMNS = ("adapter", "commit", "tasks×rep", "mean [95% CI]", "solved", "
 def table_cells(row) -> list[Text | str]:
     """One EvalRow as the screen's table shows it (shorter than the card's cells)."""
     ci = f" [{row.ci_low:.3f}, {row.ci_high:.3f}]" if row.ci_low is not None else ""
-    cost = Text("unknown", style="yellow") if row.cost_usd is None else f"{row.cost_usd:.4f}"
+    cost = Text(cost_cell(None), style="yellow") if row.cost_usd is None else cost_cell(row.cost_usd)
     return [Text(row.adapter, style="bold"), row.commit[:7] if row.commit else Text("—", style="dim"),
             f"{row.tasks}×{row.repeats}", f"{row.mean:.3f}{ci}", f"{row.solved_once:.3f}",
             Text(str(row.errors), style="red" if row.errors else ""), cost]

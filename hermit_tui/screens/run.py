@@ -9,7 +9,7 @@ from textual.screen import Screen
 from textual.widgets import Header, RichLog, Static
 
 from hermit_tui import bindings
-from hermit_tui.core.costs import cost_phrase, money
+from hermit_tui.core.present import cost_phrase, money
 from hermit_tui.paths import style
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, PENDING, AttemptGrid
 from hermit_tui.widgets.banners import Banners

@@ -7,7 +7,7 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.widgets import ProgressBar, Static
 
-from hermit_tui.core.costs import money, projected_cost
+from hermit_tui.core.present import money, projected_cost
 from hermit_tui.store import Column
 
 

@@ -87,9 +87,11 @@ def assert_numbers(screen: CompareScreen, store: EvalStore, a: str, b: str) -> N
     figures = text(screen, "#pair-figures")
     assert (f"{b} − {a}: {pair.mean_diff:+.3f}  95% CI {pair.ci_low:.3f} to {pair.ci_high:.3f} "
             f"({pair.ci_method})") in figures
-    assert f"p = {pair.p_value:.3f}: paired randomisation test" in figures and "exact" in figures
+    shown = f"{pair.p_value:.3f}" if pair.p_value < 0.1 else f"{pair.p_value:.2f}"  # 2 decimals from 0.1 up
+    assert f"p = {shown}: paired randomisation test" in figures and "exact" in figures
     assert f"95% CI: {pair.method}." in figures and "Verdict rule: 'an improvement'" in figures
-    assert f"sign test p = {pair.sign_test_p:.3f}" in figures
+    shown = f"{pair.sign_test_p:.3f}" if pair.sign_test_p < 0.1 else f"{pair.sign_test_p:.2f}"
+    assert f"sign test p = {shown}" in figures
     assert f"wins {pair.wins} · losses {pair.losses} · ties {pair.ties}" in figures
     assert text(screen, "#verdict") == pair.verdict
 

@@ -135,8 +135,7 @@ async def test_retried_columns_carry_a_banner_and_updates_refresh():
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_errors(pilot)
         banner = lines_of(screen.query_one("#errors-retries"))
-        assert banner == ["final: the mean includes 4 retried attempts (only failed attempts were re-run, which can "
-                          "bias it)"]
+        assert banner == ["final: 4 attempts re-run after failing: re-running only failures can bias the mean"]
         tree = screen.query_one(Tree)
         tree.root.children[0].collapse()  # folded by the user: stays folded when the tree is rebuilt
         store.apply(ev.AttemptFinished(label="root", record=AttemptRecord(
