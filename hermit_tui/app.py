@@ -217,6 +217,11 @@ class HermitApp(App):
             self.notify("Cancelling: the attempts in flight finish and are kept (cancel again to abandon them)"
                         if not force else "Abandoning the attempts in flight", severity="warning")
 
+    def cancel_or_abandon(self) -> None:
+        """Cancel the launch; asked again while it is cancelling, abandon the attempts in flight."""
+        run = self.current_run
+        self.cancel_run(force=run is not None and run.cancel_requested)
+
     # -- quitting -------------------------------------------------------------------------------------------------
     async def action_quit(self) -> None:
         """Quit; during a launch, ask first (cancel it and quit, cancel it and stay, or keep it running)."""

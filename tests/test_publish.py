@@ -585,3 +585,29 @@ def test_publish_cli_failure_labels_dry_run_shows_the_line(ws, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "+Failure labels (assigned by hand" in out and "final 2 of" in out
     assert ws.state() == state
+
+
+# ---------------------------------------------------------------------------------------------------- the review
+
+def test_the_review_gathers_the_plan_the_undo_and_the_other_evaluations_and_changes_nothing(ws):
+    ws.evaluate("demo/ckpt-step-1")
+    before = ws.state()
+    found = pub.review(ws.config)
+    assert ws.state() == before
+    assert found.plan.can_publish and [r.label for r in found.plan.rows] == ["none", "root", "final"]
+    assert found.others == ["demo_ckpt-step-1"]  # evaluated, not on the card unless ticked
+    assert found.undo_entry is None and found.undo_problem.startswith("nothing to undo: no publish by hermit-tui")
+    ticked = pub.review(ws.config, ["demo/ckpt-step-1"])
+    assert [r.label for r in ticked.plan.rows] == ["none", "root", "demo_ckpt-step-1", "final"]  # final last
+
+
+def test_carry_out_publishes_the_reviewed_plan_then_undoes_it(ws):
+    old_tag = ws.tag()
+    message = pub.carry_out("publish", pub.review(ws.config), ws.config)
+    card_commit = ws.head()
+    assert ws.tag() == card_commit != old_tag and "demo/final moved from" in message
+    after = pub.review(ws.config)
+    assert after.plan.up_to_date and after.undo_entry is not None and after.undo_problem is None
+    assert (after.undo_entry["card_commit"], after.undo_entry["previous_tag_target"]) == (card_commit, old_tag)
+    message = pub.carry_out("undo", after, ws.config)
+    assert ws.tag() == old_tag and message.startswith(f"demo/final moved back to {old_tag[:12]}")

@@ -7,11 +7,13 @@ journal from the records kept. A fresh launch has an empty plan: every journal s
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.evalstore import RESULTS, SUMMARY, archive_existing
+from hermit_tui.core.evalstore import RESULTS, SMOKE, SUMMARY, archive_existing, eval_root
 from hermit_tui.core.events import Level
 from hermit_tui.core.fingerprint import Fingerprint, differences
 from hermit_tui.core.journal import SelectorJournal
@@ -154,4 +156,45 @@ def _sequential_changes(old: Summary, sequential: SequentialPlan | None) -> list
     return sequential.same_design(old.sequential)
 
 
-__all__ = ["ContinuePlan"]
+__all__ = ["ContinuePlan", "RetryCandidate", "retry_targets"]
+
+
+# ---------------------------------------------------------------------------------------------------- retry targets
+
+@dataclass(frozen=True)
+class RetryCandidate:
+    """An evaluation the dashboard shows with failed attempts: could re-running them write to where it lives?"""
+
+    key: str  # its name in the views
+    label: str  # the eval folder it belongs to (eval/<label>/)
+    failed: Sequence[tuple[str, int]]  # (task id, repeat) of the attempts that did not finish ok
+    folder: Path | None = None  # where it was read from (a live one: where it is written), None when not known
+    live: bool = False  # launched in this session
+    archived: bool = False  # an earlier evaluation moved aside: history, never re-run
+
+
+def retry_targets(candidates: Iterable[RetryCandidate], config: Config | None) -> tuple[RetryKeys, list[str]]:
+    """The failed attempts to re-run per eval folder label, and the keys of the candidates left out: a smoke check
+    (eval/<label>/smoke/: launched again, never retried), an archived evaluation, or one stored anywhere but the
+    config's eval folder (no config, or one naming no run folder: only live evaluations can be retried)."""
+    root: Path | None = None
+    if config is not None:
+        try:
+            root = eval_root(config.run_dir)
+        except InputError:  # a config that names no run folder (trainer.output_dir unset)
+            root = None
+    plan: dict[str, set[tuple[str, int]]] = {}
+    skipped: list[str] = []
+    for c in candidates:
+        if not c.failed:
+            continue
+        folder = c.folder
+        current = root is not None and folder is not None and folder == root / c.label
+        unplaced_here = root is not None and folder is None and (root / c.label).is_dir()
+        if folder is not None and folder.name == SMOKE and folder.parent.name == c.label:
+            skipped.append(c.key)
+        elif c.live or (not c.archived and (current or unplaced_here)):
+            plan.setdefault(c.label, set()).update(c.failed)
+        else:
+            skipped.append(c.key)
+    return {label: sorted(keys) for label, keys in plan.items()}, skipped

@@ -286,6 +286,15 @@ def protocol_checks(config: Config, taskset: TaskSet) -> list[Check]:
     return sorted(checks, key=lambda c: order[c.level])
 
 
+def checks_for_display(config: Config, taskset: TaskSet) -> list[Check]:
+    """:func:`protocol_checks` for a view that must open whatever happens: a check that cannot run is itself a
+    warning, never an exception."""
+    try:
+        return protocol_checks(config, taskset)
+    except Exception as exc:  # a check that cannot run must not hide the screen that lists them
+        return [Check(level="warning", code="checks_failed", message=f"protocol checks failed: {exc}")]
+
+
 def score_scale_check(records_by_label: Mapping[str, Iterable[Any]], threshold: float = SOLVED_THRESHOLD
                       ) -> Check | None:
     """A check when some score falls outside [0, 1]; records are AttemptRecords, (id, repeat, score) or numbers."""
@@ -422,5 +431,5 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
 
 test_reuse.__test__ = False  # type: ignore[attr-defined]  # its name must not make pytest collect it where a test module imports it
 
-__all__ = ["ANSWER_FIELDS", "AdapterSeen", "Check", "TestReuse", "protocol_checks", "score_scale_check",
-           "test_reuse"]
+__all__ = ["ANSWER_FIELDS", "AdapterSeen", "Check", "TestReuse", "checks_for_display", "protocol_checks",
+           "score_scale_check", "test_reuse"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import git
 from pydantic import BaseModel
@@ -20,7 +20,7 @@ from hermit_tui.core import card as cardmod
 from hermit_tui.core.card import CARD_NAME, CardChange
 from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.evalstore import eval_root
+from hermit_tui.core.evalstore import eval_root, list_evaluations
 from hermit_tui.core.journal import now_iso
 from hermit_tui.core.publish_plan import (
     CONFIRM_WORD,
@@ -257,6 +257,34 @@ def undo_publish(config: Config) -> UndoResult:
                               "branch")
 
 
+# ---------------------------------------------------------------------------------------------------- the review
+
+class Review(BaseModel):
+    """Everything the Review & publish screen shows before anything happens: the plan, the publish an undo would
+    revert (or why there is none), and the current evaluations not on the card unless ticked."""
+
+    plan: PublishPlan
+    undo_entry: dict[str, Any] | None = None
+    undo_problem: str | None = None
+    others: list[str] = []
+
+
+def review(config: Config, labels: Sequence[str] | None = None, taxonomy: bool = False) -> Review:
+    """The plan (:func:`plan_publish`), the undo check and the other evaluations, at once (git calls and file reads:
+    call it off the UI thread). Changes nothing."""
+    plan = plan_publish(config, labels, taxonomy)
+    entry, problem = undo_check(config)
+    others = sorted({e.label for e in list_evaluations(config.run_dir, include_archived=False)} - set(DEFAULT_LABELS))
+    return Review(plan=plan, undo_entry=entry, undo_problem=problem, others=others)
+
+
+def carry_out(action: Literal["publish", "undo"], review: Review, config: Config) -> str:
+    """Publish the reviewed plan, or undo the last publish; the one-line message to show. Both restore everything
+    before raising."""
+    return publish(review.plan).message if action == "publish" else undo_publish(config).message
+
+
 __all__ = ["CONFIRM_WORD", "DEFAULT_LABELS", "PUBLISH_LOG", "UNDO_WORD", "EvalRow", "PublishPlan", "PublishResult",
-           "UndoResult", "last_publish", "plan_publish", "publish", "publish_log_path", "read_publish_log",
-           "render_publish_table", "same_adapter", "undo_check", "undo_publish", "unified_diff"]
+           "Review", "UndoResult", "carry_out", "last_publish", "plan_publish", "publish", "publish_log_path",
+           "read_publish_log", "render_publish_table", "review", "same_adapter", "undo_check", "undo_publish",
+           "unified_diff"]

@@ -27,7 +27,7 @@ from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.files import kind_of, read_bytes
 from hermit_tui.core.processes import alive, process_start
-from hermit_tui.core.tree import ROOT_TAG, AdapterTree
+from hermit_tui.core.tree import ROOT_TAG, AdapterTree, Version
 
 MANIFEST = "adapter.yaml"
 SKIPPED_NAMES = {".git", "__pycache__"}
@@ -219,5 +219,67 @@ def remove_stale_exports(folder: Path | None = None) -> list[Path]:
     return removed
 
 
-__all__ = ["MANIFEST", "Selector", "check_selector_text", "directory_hash", "label_for", "materialize",
-           "remove_stale_exports", "resolve_selector", "resolve_selectors"]
+# ---------------------------------------------------------------------------------------------------- choosing
+
+def describe_selector(text: str, config: Config) -> str:
+    """What a typed selector names (``adapter directory <path>``, ``tag · 1a2b3c4``, ``commit 1a2b3c4``), or
+    InputError (one line) when it names nothing usable. Text that looks like an option never reaches git."""
+    sel = resolve_selector(text, config)
+    if sel.kind == "directory":
+        return f"adapter directory {sel.path}"
+    if sel.kind in ("root", "final", "tag"):
+        return f"tag · {str(sel.commit)[:7]}"
+    return f"commit {str(sel.commit)[:7]}"
+
+
+def choice_value(version: Version, run: str) -> str:
+    """The selector a listed version is launched with: root, final (this run's), a tag's name, or a commit's
+    first 12 hex digits."""
+    if version.kind == "root":
+        return "root"
+    if version.kind == "final" and version.run == run:
+        return "final"
+    return version.commit[:12] if version.kind == "commit" else version.name
+
+
+class AddedChoice(BaseModel):
+    """A selector typed in earlier, checked again: what it names now, or why it can no longer be launched."""
+
+    text: str
+    note: str | None = None
+    refused: str | None = None
+
+
+class VersionChoices(BaseModel):
+    """What the setup screen offers to launch: the tree's valid versions (by their selector), the selectors typed
+    in earlier (checked again: a folder or tag may be gone), and why the tree could not be read (if so)."""
+
+    versions: list[tuple[str, Version]]
+    added: list[AddedChoice]
+    in_tree: int = 0  # versions in the tree, the invalid ones (not offered) included
+    problem: str | None = None
+
+
+def version_choices(config: Config, added: Sequence[str] = ()) -> VersionChoices:
+    """Open the adapter tree and list what can be launched (git and file reads: call it off the UI thread)."""
+    checked = []
+    for text in added:
+        try:
+            checked.append(AddedChoice(text=text, note=describe_selector(text, config)))
+        except InputError as exc:
+            checked.append(AddedChoice(text=text, refused=str(exc)))
+    try:
+        tree = AdapterTree(config.tree_dir)
+        try:
+            versions = tree.versions(config.run_name)
+        finally:
+            tree.close()
+    except InputError as exc:
+        return VersionChoices(versions=[], added=checked, problem=str(exc))
+    return VersionChoices(versions=[(choice_value(v, config.run_name), v) for v in versions if v.valid],
+                          added=checked, in_tree=len(versions))
+
+
+__all__ = ["MANIFEST", "AddedChoice", "Selector", "VersionChoices", "check_selector_text", "choice_value",
+           "describe_selector", "directory_hash", "label_for", "materialize", "remove_stale_exports",
+           "resolve_selector", "resolve_selectors", "version_choices"]

@@ -13,8 +13,8 @@ from textual.widgets import Button, Header, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from hermit_tui import bindings
-from hermit_tui.core.errors import InputError
-from hermit_tui.core.launch import LaunchOptions
+from hermit_tui.core.continuing import RetryCandidate, retry_targets
+from hermit_tui.core.launch import LaunchOptions, RetryKeys
 from hermit_tui.core.present import retry_caveat
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import Triage, progress_text
@@ -296,32 +296,14 @@ class ErrorsScreen(Triage, Screen):
         elif node is not None:
             node.toggle()
 
-    def retry_plan(self) -> tuple[dict[str, list[tuple[str, int]]], list[str]]:
-        """The failed attempts to re-run per folder label, and the columns left out (neither live nor stored under
-        this run's eval folder, or archived: an archived evaluation is history, never re-run)."""
-        from hermit_tui.core.evalstore import SMOKE, eval_root
-        config = self.app.config
-        root = None
-        if config is not None:
-            try:
-                root = eval_root(config.run_dir)
-            except InputError:  # a config that names no run folder: only live columns can be retried
-                root = None
-        plan: dict[str, set[tuple[str, int]]] = {}
-        skipped: list[str] = []
-        for key, col in self.app.store.columns.items():
-            failed = [k for k, rec in col.records.items() if rec.status != "ok"]
-            if not failed:
-                continue
-            current = root is not None and col.folder is not None and col.folder == root / col.label
-            if col.folder is not None and col.folder.name == SMOKE and col.folder.parent.name == col.label:
-                skipped.append(key)  # a smoke check (eval/<label>/smoke/): launched again, never retried
-            elif col.source == "live" or (not col.archived and (current or (root is not None and col.folder is None
-                                                                          and (root / col.label).is_dir()))):
-                plan.setdefault(col.label, set()).update(failed)
-            else:
-                skipped.append(key)
-        return {label: sorted(keys) for label, keys in plan.items()}, skipped
+    def retry_plan(self) -> tuple[RetryKeys, list[str]]:
+        """The failed attempts to re-run per folder label, and the columns left out (core.continuing.retry_targets:
+        smoke checks, archived evaluations, and those not stored under this run's eval folder)."""
+        candidates = [RetryCandidate(key=key, label=col.label, folder=col.folder, live=col.source == "live",
+                                     archived=col.archived,
+                                     failed=[k for k, rec in col.records.items() if rec.status != "ok"])
+                      for key, col in self.app.store.columns.items()]
+        return retry_targets(candidates, self.app.config)
 
     def action_rerun_failed(self) -> None:
         plan, skipped = self.retry_plan()

@@ -8,6 +8,8 @@ thread workers; the screen only shows what they return.
 """
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -32,9 +34,8 @@ from textual.worker import get_current_worker
 from hermit_tui import bindings
 from hermit_tui.core.comparable import rows_mismatches
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.evalstore import list_evaluations
 from hermit_tui.core.present import cost_cell
-from hermit_tui.core.publish import DEFAULT_LABELS, plan_publish, publish, undo_check, undo_publish
+from hermit_tui.core.publish import PublishPlan, Review, carry_out, review
 from hermit_tui.paths import style
 from hermit_tui.widgets.banners import DEMO_TEXT
 from hermit_tui.widgets.checklist import CheckList, TickBox
@@ -164,8 +165,9 @@ class ReviewScreen(Screen):
     def __init__(self, labels: list[str] | None = None, **kwargs):
         super().__init__(**kwargs)
         self.labels = list(labels or [])
-        self.plan = None
-        self.undo_entry: dict | None = None
+        self.review: Review | None = None  # what core.publish.review found, when it is ready
+        self.plan: PublishPlan | None = None
+        self.undo_entry: dict[str, Any] | None = None
         self.undo_problem: str | None = None
         self.mismatches: list = []  # rows that do not compare with final's (core.comparable)
         self.busy = False
@@ -227,32 +229,31 @@ class ReviewScreen(Screen):
 
         def compute() -> None:
             try:
-                plan = plan_publish(config, labels, taxonomy)
-                entry, problem = undo_check(config)
+                found = review(config, labels, taxonomy)
             except Exception as exc:  # a git or file failure is shown, not raised into the dashboard
                 if not get_current_worker().is_cancelled:
                     self.app.call_from_thread(self._failed, _reason(exc))
                 return
-            others = sorted({e.label for e in list_evaluations(config.run_dir, include_archived=False)}
-                            - set(DEFAULT_LABELS))
             if not get_current_worker().is_cancelled:
-                self.app.call_from_thread(self._show, plan, entry, problem, others)
+                self.app.call_from_thread(self._show, found)
         self.run_worker(compute, thread=True, exclusive=True, group="review-plan", name="plan-publish")
 
     def _failed(self, message: str) -> None:
         if self not in self.app.screen_stack:  # closed while the review was being worked out
             return
-        self.plan = None
+        self.review = self.plan = None
         self.pending = None
         self.ready = True
         self.query_one("#review-body").loading = False
         self.query_one("#review-title", Static).update(Text(message, style="bold red"))
         self._show_actions()
 
-    def _show(self, plan, entry: dict | None, problem: str | None, others: list[str]) -> None:
+    def _show(self, found: Review) -> None:
         if self not in self.app.screen_stack:  # closed while the review was being worked out
             return
-        self.plan, self.undo_entry, self.undo_problem = plan, entry, problem
+        self.review = found
+        plan, others = found.plan, found.others
+        self.plan, self.undo_entry, self.undo_problem = plan, found.undo_entry, found.undo_problem
         self.ready = True
         self.mismatches = [m for m in rows_mismatches(plan.rows) if m.reasons]
         self.query_one("#review-body").loading = False
@@ -426,14 +427,16 @@ class ReviewScreen(Screen):
                                            tick="Move the tag back", ok="Undo"),
                              lambda ok: self._run("undo") if ok else None)
 
-    def _run(self, what: str) -> None:
-        plan, config = self.plan, self.app.config
+    def _run(self, what: Literal["publish", "undo"]) -> None:
+        found, config = self.review, self.app.config
+        if found is None or config is None:
+            return
         self.busy = True
         self._show_actions()
 
         def work() -> None:
             try:
-                message = publish(plan).message if what == "publish" else undo_publish(config).message
+                message = carry_out(what, found, config)
             except Exception as exc:  # publish and undo restore everything before raising
                 self.app.call_from_thread(self._done, _reason(exc), True)
                 return

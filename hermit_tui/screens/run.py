@@ -58,9 +58,7 @@ class RunScreen(Screen):
         self.query_one(AttemptGrid).focus()
 
     def on_screen_resume(self) -> None:
-        grid = self.query_one(AttemptGrid)
-        grid.store = self.app.store
-        grid._shape = (0, 0, 0)
+        self.query_one(AttemptGrid).show(self.app.store)
         self._log_seen = 0
         self.query_one(RichLog).clear()
         self.refresh_from_store()
@@ -126,8 +124,7 @@ class RunScreen(Screen):
         self.app.goto("review")
 
     def action_cancel(self) -> None:
-        run = self.app.current_run
-        self.app.cancel_run(force=bool(run is not None and run.cancel_requested))
+        self.app.cancel_or_abandon()
 
     def action_tasks(self) -> None:
         self.app.goto("tasks")

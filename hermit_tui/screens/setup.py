@@ -19,6 +19,8 @@ from textual.widgets.selection_list import Selection
 from hermit_tui import bindings
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.launch import LaunchOptions
+from hermit_tui.core.protocol import checks_for_display
+from hermit_tui.core.selectors import VersionChoices, describe_selector, version_choices
 from hermit_tui.paths import style
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.checklist import CheckList
@@ -86,18 +88,6 @@ def version_prompt(value: str, version=None, note: str | None = None) -> Text:
     return text
 
 
-def describe_selector(text: str, config) -> str:
-    """What a typed selector names ("adapter directory", "tag · 1a2b3c4", "commit 1a2b3c4"), or InputError (one
-    line) when it names nothing usable. Text that looks like an option never reaches git."""
-    from hermit_tui.core.selectors import resolve_selector
-    sel = resolve_selector(text, config)
-    if sel.kind == "directory":
-        return f"adapter directory {sel.path}"
-    if sel.kind in ("root", "final", "tag"):
-        return f"tag · {str(sel.commit)[:7]}"
-    return f"commit {str(sel.commit)[:7]}"
-
-
 class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
     """Ask for a selector to add: an adapter directory (relative to the config, as hermit resolves it), a tag or a
     commit (abbreviated is fine). It is checked before it is added; a problem is shown here, the field kept."""
@@ -125,7 +115,6 @@ class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
         self.query_one("#adddir-error", Static).update("checking…")
 
         def check() -> None:
-            from hermit_tui.core.errors import InputError
             try:
                 note = describe_selector(value, config)
             except InputError as exc:
@@ -171,7 +160,8 @@ class SetupScreen(Screen):
         with Horizontal(id="setup-top"):
             with VerticalScroll(id="setup-protocol"):
                 yield Static("Protocol (kept fixed for every selector)", classes="section-title")
-                yield Static(protocol_table(config, self.app.taskset, self._checks()), id="protocol")
+                yield Static(protocol_table(config, self.app.taskset, checks_for_display(config, self.app.taskset)),
+                             id="protocol")
             with VerticalScroll(id="setup-launch"):
                 yield Static("Launch settings", classes="section-title")
                 with Horizontal(classes="field"):
@@ -212,14 +202,6 @@ class SetupScreen(Screen):
             yield Static("", id="tree-note", classes="muted")
         yield Footer()
 
-    def _checks(self):
-        from hermit_tui.core.protocol import protocol_checks
-        try:
-            return protocol_checks(self.app.config, self.app.taskset)
-        except Exception as exc:  # a check that cannot run must not hide the screen
-            from hermit_tui.core.protocol import Check
-            return [Check(level="warning", code="checks_failed", message=f"protocol checks failed: {exc}")]
-
     def on_mount(self) -> None:
         self.query_one(Banners).show_for(self.app, self.app.store)
         picks = self.saved.get("picks")
@@ -239,53 +221,26 @@ class SetupScreen(Screen):
         self.query_one(Banners).show_for(self.app, self.app.store)
 
     def _load_versions(self) -> None:
-        from hermit_tui.core.errors import InputError
-        from hermit_tui.core.tree import AdapterTree
-        config = self.app.config
-        added = []
-        for text in self.saved.get("added", []):  # typed in earlier: checked again (a folder or tag may be gone)
-            try:
-                added.append((text, describe_selector(text, config), None))
-            except InputError as exc:
-                added.append((text, None, str(exc)))
-        try:
-            tree = AdapterTree(config.tree_dir)
-            try:
-                versions = tree.versions(config.run_name)
-            finally:
-                tree.close()
-        except InputError as exc:
-            self.app.call_from_thread(self._show_versions, [], added, str(exc))
-            return
-        self.app.call_from_thread(self._show_versions, versions, added, None)
+        choices = version_choices(self.app.config, self.saved.get("added", []))
+        self.app.call_from_thread(self._show_versions, choices)
 
-    def _show_versions(self, versions, added: list[tuple[str, str | None, str | None]], problem: str | None) -> None:
+    def _show_versions(self, choices: VersionChoices) -> None:
         selections = self.query_one("#versions", SelectionList)
-        run = self.app.config.run_name
         saved_picks = self.saved.get("picks")
         picks = set(saved_picks if saved_picks is not None else DEFAULT_PICKS)
         with selections.prevent(SelectionList.SelectedChanged):
-            for v in versions:
-                if not v.valid:
-                    continue
-                if v.kind == "root":
-                    value = "root"
-                elif v.kind == "final" and v.run == run:
-                    value = "final"
-                elif v.kind == "commit":
-                    value = v.commit[:12]
-                else:
-                    value = v.name
+            for value, v in choices.versions:
                 selections.add_option(Selection(version_prompt(value, v), value, value in picks))
             gone = []
-            for text, note, refused in added:
-                if refused is not None:
-                    gone.append(f"{text}: {refused}")
-                elif not self._has_option(text):
-                    selections.add_option(Selection(version_prompt(text, note=note), text, text in picks))
+            for added in choices.added:
+                if added.refused is not None:
+                    gone.append(f"{added.text}: {added.refused}")
+                elif not self._has_option(added.text):
+                    selections.add_option(Selection(version_prompt(added.text, note=added.note), added.text,
+                                                    added.text in picks))
         self._restored = True
         note = self.query_one("#tree-note", Static)
-        note.update(problem or f"{len(versions)} versions in the adapter tree")
+        note.update(choices.problem or f"{choices.in_tree} versions in the adapter tree")
         for message in gone:
             self.notify(message, title="Left out of the versions", severity="warning", timeout=8)
         self._update_launch_label()

@@ -91,6 +91,12 @@ class AttemptGrid(ScrollView, can_focus=True):
         longest = max((len(k) for k in self.keys), default=4)
         return max(self.store.repeats, min(longest, 16)) + 2
 
+    def show(self, store: EvalStore) -> None:
+        """Draw ``store`` from scratch at the next sync: another store, or the same one reset (whose shape may
+        equal the old one's while its tasks differ)."""
+        self.store = store
+        self._shape = (0, 0, 0)
+
     def sync(self) -> None:
         """Call after the store changed: resizes when tasks or columns were added, then repaints."""
         shape = (len(self.store.task_ids), len(self.keys), self.store.repeats)
