@@ -7,7 +7,7 @@ import os
 from collections import deque
 from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.message import Message
@@ -19,6 +19,13 @@ from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.paths import style
 from hermit_tui.store import EvalStore
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hermit_tui.core.config import Config
+    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.tasks import TaskSet
 
 DRAIN_INTERVAL_S = 0.1  # engine events are applied to the store and repainted in batches at this pace
 WALK_WORKER_THRESHOLD = 20_000  # attempts from which the triage walk is computed in a worker thread
@@ -55,10 +62,10 @@ class HermitApp(App):
         super().__init__()
         self.config_path = Path(config_path) if config_path else None
         self.overrides = list(overrides or [])
-        self.config = None
-        self.taskset = None
+        self.config: Config | None = None
+        self.taskset: TaskSet | None = None
         self.store = store or EvalStore()
-        self.current_run = None
+        self.current_run: EvalRun | None = None
         self.is_demo = False
         self.launch_settings: dict = {}  # the setup screen's choices for this config (also in the settings file)
         self.banners_expanded: bool | None = None  # None: expanded on a tall terminal, collapsed on a short one
@@ -66,7 +73,8 @@ class HermitApp(App):
         self.abandoned = False  # attempts in flight were abandoned (their threads may still be running)
         self._events: deque = deque()
         self._live_updates = live_updates
-        self._annotation_writer = None  # one thread: annotation changes reach the files in the order they were made
+        # one thread: annotation changes reach the files in the order they were made
+        self._annotation_writer: ThreadPoolExecutor | None = None
         self.annotations_pending = 0
 
     # -- start ----------------------------------------------------------------------------------------------------

@@ -96,12 +96,12 @@ def _progress(run, stream):
         return plain, plain
 
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     console = Console(file=stream)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeRemainingColumn(), TextColumn("{task.fields[note]}"), console=console)
-    bars: dict[str, int] = {}
+    bars: dict[str, TaskID] = {}
     sums: dict[str, list[float]] = {}
 
     def rich_sink(event):

@@ -12,7 +12,6 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Header, Input, Label, Select, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
@@ -22,6 +21,7 @@ from hermit_tui.core.fingerprint import differences
 from hermit_tui.core.present import p_text, partial_cost
 from hermit_tui.core.stats import PairStats, SelectorStats, VerdictKind
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitScreen
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.boundary import SequentialPanel, SequentialView, live_rounds, with_sequential
@@ -261,7 +261,7 @@ def protocol_check(store, a: str, b: str) -> tuple[str, str]:
 # ---------------------------------------------------------------------------------------------------- screen
 
 
-class CompareScreen(Screen):
+class CompareScreen(HermitScreen[None]):
     """Any two evaluations of the store compared with error bars, paired statistics and plots."""
 
     CSS_PATH = [style("compare.tcss")]

@@ -8,7 +8,6 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Header, Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -18,6 +17,7 @@ from hermit_tui.core.launch import LaunchOptions, RetryKeys
 from hermit_tui.core.present import retry_caveat
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import Triage, progress_text
+from hermit_tui.screens.base import HermitModal, HermitScreen
 from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.taxonomy import corrected_text, counts_table
 
@@ -88,7 +88,7 @@ def _one_line(message: str) -> str:
     return line if len(line) <= MAX_LABEL else line[:MAX_LABEL - 1] + "…"
 
 
-class ConfirmRetry(ModalScreen[bool]):
+class ConfirmRetry(HermitModal[bool]):
     """Re-run only the failed attempts? Says how many and that it can bias the mean."""
 
     CSS_PATH = [style("errors.tcss")]
@@ -120,7 +120,7 @@ class ConfirmRetry(ModalScreen[bool]):
         self.dismiss(False)
 
 
-class ErrorsScreen(Triage, Screen):
+class ErrorsScreen(Triage, HermitScreen[None]):
     """Failed attempts grouped by kind, then message; leaves are attempts (enter jumps to one; the triage keys label
     the highlighted one). Above them, the failure taxonomy: attempts per label per selector."""
 

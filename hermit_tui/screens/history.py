@@ -12,7 +12,6 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
 
@@ -21,6 +20,7 @@ from hermit_tui.core import evalstore
 from hermit_tui.core.evalstore import StoredEvaluation
 from hermit_tui.core.present import cost_text, incomplete_caveat, retry_caveat, smoke_caveat
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitScreen
 from hermit_tui.screens.picker import display_path
 from hermit_tui.store import selector_rank
 from hermit_tui.widgets.banners import DEMO_TEXT
@@ -78,7 +78,7 @@ def marks(stored: StoredEvaluation) -> list[tuple[str, str]]:
     if stored.smoke:
         out.append((f"smoke check ({tasks(s.smoke_limit) if s.smoke_limit else 'subset'})", "yellow"))
     elif s.is_smoke:
-        out.append((f"smoke ({tasks(s.smoke_limit)})", "yellow"))
+        out.append((f"smoke ({tasks(s.smoke_limit) if s.smoke_limit else 'subset'})", "yellow"))
     if s.retries:
         out.append((f"{s.retries} retried", "yellow"))
     return out
@@ -148,7 +148,7 @@ class HistoryTable(VirtualTable):
             self.post_message(self.Toggled(self, row))
 
 
-class HistoryScreen(Screen):
+class HistoryScreen(HermitScreen[None]):
     """Every evaluation under ``<run dir>/eval``; space selects, Enter shows the selected ones side by side."""
 
     CSS_PATH = [style("history.tcss")]
@@ -281,7 +281,7 @@ class HistoryScreen(Screen):
         self._show_detail(event.row)
 
     # -- choosing -------------------------------------------------------------------------------------------------
-    def action_toggle(self) -> None:
+    def action_toggle_pick(self) -> None:
         stored = self.query_one(HistoryTable).cursor_value
         if stored is None:
             return
@@ -290,7 +290,7 @@ class HistoryScreen(Screen):
 
     @on(HistoryTable.Toggled)
     def _clicked(self, event: HistoryTable.Toggled) -> None:
-        self.action_toggle()
+        self.action_toggle_pick()
 
     @on(VirtualTable.RowSelected, "#history-table")
     def _entered(self, event: VirtualTable.RowSelected) -> None:

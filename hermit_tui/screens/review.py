@@ -15,7 +15,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
 from textual.widgets import (
     Button,
     Checkbox,
@@ -37,6 +36,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_cell
 from hermit_tui.core.publish import PublishPlan, Review, carry_out, review
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitModal, HermitScreen
 from hermit_tui.widgets.banners import DEMO_TEXT
 from hermit_tui.widgets.checklist import CheckList, TickBox
 from hermit_tui.widgets.footer import Footer
@@ -99,7 +99,7 @@ def bullet_list(items: list[str], mark: str, style: str) -> Text:
     return text
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(HermitModal[bool]):
     """A deliberate confirmation: type ``word`` (Enter), or tick the box and click the button (no box when ``tick``
     is None: then only typing confirms)."""
 
@@ -154,7 +154,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(False)
 
 
-class ReviewScreen(Screen):
+class ReviewScreen(HermitScreen[None]):
     """Final's card as it will be published, what to read first, and the guarded publish and undo."""
 
     CSS_PATH = [style("review.tcss")]
@@ -302,7 +302,7 @@ class ReviewScreen(Screen):
 
         rows = self.query_one("#review-rows", SelectionList)
         chosen = {lab.replace("/", "_") for lab in self.labels}
-        if [o.value for o in rows.options] != others:
+        if [o.value for o in rows.options if isinstance(o, Selection)] != others:
             rows.clear_options()
             rows.add_options([Selection(Text(label), label, label in chosen) for label in others])
         self._show_actions()
@@ -394,9 +394,10 @@ class ReviewScreen(Screen):
         if plan.up_to_date:
             self.notify("Nothing to publish: the card and the tag already hold this evaluation", markup=False)
             return
+        was = (plan.tag_target or "nowhere")[:7]
         what = (f"Commit CARD.md (only its Evaluation section changes) on branch {plan.run} and move {plan.tag} "
-                f"from {plan.tag_target[:7]} to that commit." if plan.changes_card else
-                f"Move {plan.tag} from {plan.tag_target[:7]} to the head of branch {plan.run}, whose card already "
+                f"from {was} to that commit." if plan.changes_card else
+                f"Move {plan.tag} from {was} to the head of branch {plan.run}, whose card already "
                 "holds this evaluation.")
         body = f"{what}\nThe commit message: {plan.message}\nUndo (u) moves the tag back."
         if self.mismatches:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import Header, RichLog, Static
 
 from hermit_tui import bindings
 from hermit_tui.core.present import cost_phrase, money
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitScreen
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, PENDING, AttemptGrid
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.footer import Footer
@@ -32,7 +32,7 @@ def cost_line(store, running: bool) -> Text:
     return text
 
 
-class RunScreen(Screen):
+class RunScreen(HermitScreen[None]):
     CSS_PATH = [style("run.tcss")]
     BINDINGS = bindings.RUN
 

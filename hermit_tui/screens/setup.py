@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
@@ -22,6 +22,7 @@ from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.core.protocol import checks_for_display
 from hermit_tui.core.selectors import VersionChoices, describe_selector, version_choices
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitModal, HermitScreen, opened
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.checklist import CheckList
 from hermit_tui.widgets.footer import Footer
@@ -88,7 +89,7 @@ def version_prompt(value: str, version=None, note: str | None = None) -> Text:
     return text
 
 
-class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
+class AddSelectorScreen(HermitModal[tuple[str, str] | None]):
     """Ask for a selector to add: an adapter directory (relative to the config, as hermit resolves it), a tag or a
     commit (abbreviated is fine). It is checked before it is added; a problem is shown here, the field kept."""
 
@@ -111,7 +112,7 @@ class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
         if not value:
             self.query_one("#adddir-error", Static).update("Type a directory, a tag or a commit (escape cancels)")
             return
-        config = self.app.config
+        config, _ = opened(self.app)
         self.query_one("#adddir-error", Static).update("checking…")
 
         def check() -> None:
@@ -132,7 +133,7 @@ class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
         self.dismiss(None)
 
 
-class SetupScreen(Screen):
+class SetupScreen(HermitScreen[None]):
     CSS_PATH = [style("setup.tcss")]
     BINDINGS = bindings.SETUP
 
@@ -147,7 +148,7 @@ class SetupScreen(Screen):
         return getattr(self.app, "launch_settings", None) or {}
 
     def compose(self) -> ComposeResult:
-        config = self.app.config
+        config, taskset = opened(self.app)
         saved = self.saved
         defaults = {"repeats": str(config.repeats), "concurrency": str(config.concurrency), "limit": "",
                     "timeout": "" if not config.timeout_min else f"{config.timeout_min:g}", "baseline": "",
@@ -160,7 +161,7 @@ class SetupScreen(Screen):
         with Horizontal(id="setup-top"):
             with VerticalScroll(id="setup-protocol"):
                 yield Static("Protocol (kept fixed for every selector)", classes="section-title")
-                yield Static(protocol_table(config, self.app.taskset, checks_for_display(config, self.app.taskset)),
+                yield Static(protocol_table(config, taskset, checks_for_display(config, taskset)),
                              id="protocol")
             with VerticalScroll(id="setup-launch"):
                 yield Static("Launch settings", classes="section-title")
@@ -221,7 +222,7 @@ class SetupScreen(Screen):
         self.query_one(Banners).show_for(self.app, self.app.store)
 
     def _load_versions(self) -> None:
-        choices = version_choices(self.app.config, self.saved.get("added", []))
+        choices = version_choices(opened(self.app)[0], self.saved.get("added", []))
         self.app.call_from_thread(self._show_versions, choices)
 
     def _show_versions(self, choices: VersionChoices) -> None:
@@ -257,9 +258,9 @@ class SetupScreen(Screen):
         values = [selections.get_option_at_index(i).value for i in range(selections.option_count)]
         return [v for v in values if v in chosen]
 
-    def choices(self) -> dict:
+    def choices(self) -> dict[str, Any]:
         """What the user chose on this screen, as kept in the settings file."""
-        out = {k: self.query_one(f"#{k}", Input).value for k in FIELDS}
+        out: dict[str, Any] = {k: self.query_one(f"#{k}", Input).value for k in FIELDS}
         out["executor"] = str(self.query_one("#executor", Select).value)
         out["decide"] = str(self.query_one("#decide", Select).value)
         out["picks"] = self.ticked()

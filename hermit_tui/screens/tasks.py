@@ -12,7 +12,6 @@ from textual.app import ComposeResult
 from textual.color import Color, ColorParseError
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
@@ -21,6 +20,7 @@ from hermit_tui import bindings
 from hermit_tui.core.annotations import is_failure
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import GROUP_NAMES, LabelPickScreen, Triage, annotation_text, keys_text, progress_text
+from hermit_tui.screens.base import HermitScreen
 from hermit_tui.store import (
     ANY_LABEL,
     FILTER_NAMES,
@@ -103,7 +103,7 @@ def row_attempts(store: EvalStore, task_id: str) -> list[tuple[str, str, int]]:
             + [(key, task_id, rec.repeat) for key, rec, t in found if not is_failure(rec, t)])
 
 
-class TasksScreen(Triage, Screen):
+class TasksScreen(Triage, HermitScreen[None]):
     """One row per task across the selected evaluations. The triage keys act on the row's target attempt (its
     first failure in triage order; a cycles through the row's attempts)."""
 

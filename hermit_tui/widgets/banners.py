@@ -117,5 +117,5 @@ class Banners(Static):
     def on_resize(self) -> None:
         self.call_after_refresh(self.redraw)
 
-    def on_click(self) -> None:
-        self.app.action_toggle_banners()
+    async def on_click(self) -> None:
+        await self.run_action("app.toggle_banners")
