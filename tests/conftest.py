@@ -1,11 +1,33 @@
-"""Shared fixtures: a hermetic git, and demo workspaces (built once, copied per test: demo_copies.py). Helpers
-live in modules the tests import by name (fixture_data.py, demo_copies.py, stats_by_hand.py), never in conftest."""
+"""Shared fixtures: a hermetic git, private settings and caches, and demo workspaces (built once per worker, copied
+per test: demo_copies.py). Helpers live in modules the tests import by name (fixture_data.py, demo_copies.py,
+stats_by_hand.py), never in conftest.
+
+The suite runs in parallel (pytest-xdist, ``-n auto`` in pyproject.toml): each worker has its own temporary
+directory, every test its own settings and cache folders, each tmux test its own server socket, each browser test
+its own profile; nothing is shared between tests but the read-only sources."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 from demo_copies import copy_workspace
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
+def pytest_configure(config: pytest.Config) -> None:
+    """Snapshots are updated in one process: syrupy, run in several workers, would see the other workers' snapshots
+    as unused and delete them."""
+    if config.getoption("--snapshot-update", default=False):
+        config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path_factory, monkeypatch):
+    """Settings (recent configs, launch choices) and caches (the demo's default folder) of this test only: tests in
+    parallel workers never read or write one another's, nor the developer's."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(state / "settings"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(state / "cache"))
 
 
 @pytest.fixture(autouse=True)
