@@ -1,0 +1,631 @@
+"""Attempts as columns: one evaluation's results.jsonl held as numpy arrays, read at the speed of the file.
+
+An :class:`~hermit_tui.core.records.AttemptRecord` (pydantic) costs about 2.5 KB and 20 µs per attempt: at a million
+attempts that is gigabytes and minutes. An :class:`AttemptTable` keeps, per attempt, only what the views aggregate,
+as arrays in arrival (file) order:
+
+- ``task`` (an index into the table's ``ids``, in order of first appearance), ``repeat``, ``score`` (as recorded:
+  NaN and infinity included), ``status`` (0 ok, 1 error, 2 judge_error), ``cost`` (USD; NaN when unknown: null in the
+  file, or not a finite number; ``cost_known`` is the mask, so an unknown cost is never a $0 one), ``tokens`` (NaN
+  when not a number), ``wall`` (seconds);
+- ``offset`` and ``length``: where the attempt's line is in the file;
+- sparse: the error message of each attempt that has one (``errors``: the errors screen groups by it), and the
+  token counts that are not numbers (``odd_tokens``).
+
+Everything else (output, feedback, judge extra, log, traceback, extra keys) stays in the file: :meth:`record` reads
+the one line back by its offset (from the descriptor opened when the table was read, so a file replaced since, by a
+retry's compaction or an archive move, still gives the line that was read) and validates it as the AttemptRecord
+``read_results`` gives. A table can also grow in memory (:meth:`append`: the live attempts of a launch, whose records
+are kept as they came).
+
+Reading (:func:`read_table`): every line is decoded by msgspec into a typed struct that declares exactly the keys
+``AttemptRecord`` validates, with types no looser than pydantic's (output, api_speed and extra keys are skipped,
+as pydantic accepts anything there). A line msgspec refuses, or one holding enough brackets to nest as deep as
+pydantic's JSON parser refuses, goes to ``AttemptRecord.model_validate_json`` itself, which decides: the line is
+kept with pydantic's values (lax forms such as ``"repeat": "2"`` or ``"score": NaN``), or it is the error
+``read_results`` raises (a cut last line ignored with a warning; any other bad line an InputError naming the file and
+line, word for word). So the table holds the attempts ``read_results`` would give, and fails the same way. msgspec
+decodes the benchmark's 333,336-line file in 0.4 s where ``json.loads`` takes 5.8 s and orjson 2.5 s
+(benchmarks/bench_decode.py).
+"""
+from __future__ import annotations
+
+import math
+import operator
+import os
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import repeat
+from operator import attrgetter
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import numpy as np
+
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.files import NotRegularFile
+from hermit_tui.core.records import AttemptRecord
+from hermit_tui.core.scores import AttemptColumns
+
+STATUSES = ("ok", "error", "judge_error")
+OK, ERROR, JUDGE_ERROR = 0, 1, 2
+STATUS_CODE = {name: code for code, name in enumerate(STATUSES)}
+#: A line this long or longer is checked for brackets: pydantic's JSON parser refuses nesting deeper than about 200
+#: levels, msgspec's only past 1,000, so a line that could nest that deep is left to pydantic (it needs at least one
+#: opening and one closing bracket per level).
+NESTING_CHECK_BYTES = 380
+MAX_BRACKETS = 190
+#: Repeats beyond +-REPEAT_LIMIT (only a hostile file holds one) are clamped in the ``repeat`` column; the record
+#: read back keeps the value written.
+REPEAT_LIMIT = 1 << 62
+BLOCK_BYTES = 8 << 20  # read and decoded at a time (bounds what a read holds beyond the arrays)
+RECORD_CACHE = 4096  # records read back by offset and kept (a drill-down, the visible rows of the outputs mode)
+
+
+class _Judge(msgspec.Struct, gc=False):
+    score: float
+    feedback: str = ""
+    extra: dict | None = None
+
+
+class _Line(msgspec.Struct, gc=False):
+    """The keys of a results.jsonl line that AttemptRecord validates (the others are skipped)."""
+
+    repeat: int
+    id: str
+    status: Literal["ok", "error", "judge_error"]
+    judge: _Judge
+    error: str | None = None
+    cost_usd: float | None = None
+    wall_s: float = 0.0
+    tokens: Any = None
+    log: str | None = None
+
+
+_DECODER = msgspec.json.Decoder(_Line)
+_ARRAYS = (("task", np.int32), ("repeat", np.int64), ("score", np.float64), ("status", np.int8),
+           ("cost", np.float64), ("tokens", np.float64), ("wall", np.float64), ("offset", np.int64),
+           ("length", np.int64))
+
+
+def not_a_record(path: Path | str, number: int, exc: Exception) -> InputError:
+    """The error ``read_results`` raises for a line AttemptRecord refuses (its first reason, on one line)."""
+    first = str(exc).splitlines()
+    reason = first[1].strip() if len(first) > 1 else first[0] if first else "invalid"
+    return InputError(f"{path}:{number}: not a results record ({reason})")
+
+
+def truncated_note(path: Path | str, number: int) -> str:
+    return f"{path}:{number}: truncated last line ignored (the run was interrupted mid-write)"
+
+
+def _number(value: Any) -> float:
+    """A token count or cost as a float: NaN when it is not a finite number (None, text, a mapping, a bool)."""
+    if type(value) is float:
+        return value if math.isfinite(value) else math.nan
+    if type(value) is int:
+        try:
+            return float(value)
+        except OverflowError:
+            return math.nan
+    return math.nan
+
+
+def _repeat(value: int) -> int:
+    return max(-REPEAT_LIMIT, min(REPEAT_LIMIT, value))
+
+
+class AttemptTable:
+    """One evaluation's attempts as columns, in arrival order (see the module's docstring).
+
+    The arrays are views of the first ``n`` rows (read them again after an :meth:`append`: the storage grows by
+    reallocation, so a view taken earlier keeps the rows it had). A table read from disk holds its file open for
+    :meth:`record` until :meth:`close`."""
+
+    def __init__(self, path: Path | None = None, *, fd: int | None = None):
+        self.path = Path(path) if path is not None else None
+        self.ids: list[str] = []
+        self.index: dict[str, int] = {}
+        self.errors: dict[int, str] = {}  # row -> error message (rows that have one)
+        self.odd_tokens: dict[int, Any] = {}  # row -> tokens that are not a number (a mapping, text...)
+        self.objects: dict[int, AttemptRecord] = {}  # rows whose record is held in memory (live attempts)
+        self.tracebacks: dict[int, str] = {}  # live rows' tracebacks (a disk row's is in its record)
+        self.skipped: list[str] = []  # lines ignored while reading, one warning each
+        self.n = 0
+        self._capacity = 0
+        self._store: dict[str, np.ndarray] = {name: np.empty(0, dtype) for name, dtype in _ARRAYS}
+        self._fd = fd
+        self._cache: OrderedDict[int, AttemptRecord] = OrderedDict()
+        self._lock = threading.Lock()  # guards the descriptor and the cache (drill-downs read from workers)
+        self._latest: tuple[int, np.ndarray] | None = None
+
+    # -- columns --------------------------------------------------------------------------------------------------
+    def _col(self, name: str) -> np.ndarray:
+        return self._store[name][:self.n]
+
+    task = property(lambda self: self._col("task"))
+    repeat = property(lambda self: self._col("repeat"))
+    score = property(lambda self: self._col("score"))
+    status = property(lambda self: self._col("status"))
+    cost = property(lambda self: self._col("cost"))
+    tokens = property(lambda self: self._col("tokens"))
+    wall = property(lambda self: self._col("wall"))
+    offset = property(lambda self: self._col("offset"))
+    length = property(lambda self: self._col("length"))
+
+    @property
+    def cost_known(self) -> np.ndarray:
+        return ~np.isnan(self.cost)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def task_id(self, row: int) -> str:
+        return self.ids[int(self._store["task"][row])]
+
+    def key(self, row: int) -> tuple[str, int]:
+        return self.task_id(row), int(self._store["repeat"][row])
+
+    def status_name(self, row: int) -> str:
+        return STATUSES[int(self._store["status"][row])]
+
+    def intern(self, task_id: str) -> int:
+        """The index of ``task_id`` in ``ids`` (added at the end when new)."""
+        i = self.index.get(task_id)
+        if i is None:
+            i = self.index[task_id] = len(self.ids)
+            self.ids.append(task_id)
+        return i
+
+    # -- growing --------------------------------------------------------------------------------------------------
+    def _reserve(self, more: int) -> None:
+        need = self.n + more
+        if need <= self._capacity:
+            return
+        capacity = max(need, 2 * self._capacity, 64)
+        grown = {}
+        for name, dtype in _ARRAYS:
+            array = np.empty(capacity, dtype)
+            array[:self.n] = self._store[name][:self.n]
+            grown[name] = array
+        self._store = grown  # one assignment: a reader sees the old storage or the new one
+        self._capacity = capacity
+
+    def _extend(self, columns: dict[str, np.ndarray]) -> None:
+        k = len(columns["task"])
+        self._reserve(k)
+        for name, _ in _ARRAYS:
+            self._store[name][self.n:self.n + k] = columns[name]
+        self.n += k
+
+    def append(self, record: AttemptRecord, traceback: str | None = None) -> int:
+        """Add one attempt held in memory (a live one); returns its row."""
+        row = self.n
+        self._reserve(1)
+        s = self._store
+        s["task"][row] = self.intern(record.id)
+        s["repeat"][row] = _repeat(record.repeat)
+        s["score"][row] = record.judge.score
+        s["status"][row] = STATUS_CODE[record.status]
+        s["cost"][row] = _number(record.cost_usd)
+        s["tokens"][row] = _number(record.tokens)
+        s["wall"][row] = _number(record.wall_s)
+        s["offset"][row] = -1
+        s["length"][row] = 0
+        if record.error is not None:
+            self.errors[row] = record.error
+        t = record.tokens
+        if t is not None and type(t) is not int and (type(t) is not float or not math.isfinite(t)):
+            self.odd_tokens[row] = t
+        self.objects[row] = record
+        if traceback:
+            self.tracebacks[row] = traceback
+        self.n = row + 1
+        return row
+
+    # -- reading rows back ----------------------------------------------------------------------------------------
+    def record(self, row: int) -> AttemptRecord:
+        """The attempt of ``row`` as an AttemptRecord: the one held in memory, else its line read back from the file
+        (cached). An InputError when the file cannot be read any more."""
+        rec = self.objects.get(row)
+        if rec is not None:
+            return rec
+        with self._lock:
+            rec = self._cache.get(row)
+            if rec is not None:
+                self._cache.move_to_end(row)
+                return rec
+            offset, length = int(self._store["offset"][row]), int(self._store["length"][row])
+            if self._fd is None or offset < 0:
+                raise InputError(f"{self.path}: attempt {self.key(row)} is no longer readable (the evaluation was "
+                                 "closed)")
+            try:
+                line = os.pread(self._fd, length, offset)
+                rec = AttemptRecord.model_validate_json(line)
+            except (OSError, ValueError) as exc:
+                raise InputError(f"{self.path}: cannot read attempt {self.key(row)} again at byte {offset} "
+                                 f"({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
+            self._cache[row] = rec
+            if len(self._cache) > RECORD_CACHE:
+                self._cache.popitem(last=False)
+            return rec
+
+    def traceback(self, row: int) -> str | None:
+        """The traceback recorded with the attempt, if any (hermit-tui writes it beside a pipeline error)."""
+        if row in self.tracebacks:
+            return self.tracebacks[row]
+        if row in self.objects:
+            return None
+        extra = self.record(row).model_extra or {}
+        tb = extra.get("traceback")
+        return tb if isinstance(tb, str) else None
+
+    def token_value(self, row: int) -> Any:
+        """The tokens as recorded (a number, None, or whatever else the file held)."""
+        if row in self.odd_tokens:
+            return self.odd_tokens[row]
+        v = float(self._store["tokens"][row])
+        if math.isnan(v):
+            return None
+        return int(v) if v.is_integer() else v
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                try:
+                    os.close(self._fd)
+                except OSError:
+                    pass
+                self._fd = None
+            self._cache.clear()
+
+    def __del__(self) -> None:  # pragma: no cover - a safety net; owners close their tables
+        try:
+            if self._fd is not None:
+                os.close(self._fd)
+        except Exception:
+            pass
+
+    # -- derived figures ------------------------------------------------------------------------------------------
+    def latest(self) -> np.ndarray:
+        """The rows that count: the last of each (task, repeat), in row order (a later line replaces an earlier
+        one, as everywhere)."""
+        n = self.n
+        cached = self._latest
+        if cached is not None and cached[0] == n:
+            return cached[1]
+        task, rep = self.task.astype(np.int64), self.repeat
+        order = np.lexsort((np.arange(n), rep, task))
+        t, r = task[order], rep[order]
+        last = np.ones(n, dtype=bool)
+        if n > 1:
+            last[:-1] = (t[1:] != t[:-1]) | (r[1:] != r[:-1])
+        rows = np.sort(order[last])
+        self._latest = (n, rows)
+        return rows
+
+    def positions(self, task_ids: Sequence[str]) -> np.ndarray:
+        """For each of the table's ids, its position in ``task_ids`` (-1: not among them)."""
+        pos = {tid: i for i, tid in enumerate(task_ids)}
+        return np.fromiter((pos.get(t, -1) for t in self.ids), dtype=np.int64, count=len(self.ids))
+
+    def attempt_columns(self, task_ids: Sequence[str]) -> AttemptColumns:
+        """Every row as the statistics take them (``core.scores``): task positions in ``task_ids``, repeat, score."""
+        where = self.positions(task_ids)
+        task = where[self.task] if self.n else np.empty(0, np.int64)
+        return AttemptColumns(task=task, repeat=self.repeat, score=self.score)
+
+    def known_cost(self, rows: np.ndarray | None = None) -> float:
+        cost = self.cost if rows is None else self.cost[rows]
+        return float(cost[~np.isnan(cost)].sum())
+
+    def unknown_costs(self, rows: np.ndarray | None = None) -> int:
+        cost = self.cost if rows is None else self.cost[rows]
+        return int(np.isnan(cost).sum())
+
+    def count_status(self, code: int, rows: np.ndarray | None = None) -> int:
+        status = self.status if rows is None else self.status[rows]
+        return int((status == code).sum())
+
+    def failed(self, threshold: float, rows: np.ndarray | None = None) -> np.ndarray:
+        """Failures (core.annotations.is_failure): status error/judge_error, or a score below the threshold (NaN
+        included)."""
+        status = self.status if rows is None else self.status[rows]
+        score = self.score if rows is None else self.score[rows]
+        with np.errstate(invalid="ignore"):
+            return (status != OK) | ~(score >= threshold)
+
+    def keyed(self) -> KeyedRecords:
+        """The latest attempt of each (task id, repeat), as a read-only mapping of records read on demand."""
+        return KeyedRecords(self)
+
+    def rows_of(self, rows: Iterable[int]) -> list[AttemptRow]:
+        """Light rows (no pydantic) with the figures of ``rows``: what the exports read."""
+        return [AttemptRow(self, int(r)) for r in rows]
+
+
+class AttemptRow:
+    """One attempt's figures read from the table's arrays, shaped like an AttemptRecord's (``id``, ``repeat``,
+    ``status``, ``error``, ``judge.score``, ``cost_usd``, ``tokens``, ``wall_s``, ``key``) without building one."""
+
+    __slots__ = ("table", "row")
+
+    def __init__(self, table: AttemptTable, row: int):
+        self.table, self.row = table, row
+
+    @property
+    def id(self) -> str:
+        return self.table.task_id(self.row)
+
+    @property
+    def repeat(self) -> int:
+        return int(self.table._store["repeat"][self.row])
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.id, self.repeat
+
+    @property
+    def status(self) -> str:
+        return self.table.status_name(self.row)
+
+    @property
+    def error(self) -> str | None:
+        return self.table.errors.get(self.row)
+
+    @property
+    def score(self) -> float:
+        return float(self.table._store["score"][self.row])
+
+    @property
+    def judge(self) -> AttemptRow:  # rec.judge.score
+        return self
+
+    @property
+    def cost_usd(self) -> float | None:
+        v = float(self.table._store["cost"][self.row])
+        return None if math.isnan(v) else v
+
+    @property
+    def tokens(self) -> Any:
+        return self.table.token_value(self.row)
+
+    @property
+    def wall_s(self) -> float:
+        return float(self.table._store["wall"][self.row])
+
+    def record(self) -> AttemptRecord:
+        return self.table.record(self.row)
+
+
+class KeyedRecords(Mapping):
+    """(task id, repeat) -> the latest AttemptRecord of a table, built on first use and read on demand."""
+
+    def __init__(self, table: AttemptTable):
+        self.table = table
+        self._rows: dict[tuple[str, int], int] | None = None
+
+    @property
+    def rows(self) -> dict[tuple[str, int], int]:
+        if self._rows is None:
+            t = self.table
+            ids, task, rep = t.ids, t.task, t.repeat
+            self._rows = {(ids[task[r]], int(rep[r])): int(r) for r in t.latest().tolist()}
+        return self._rows
+
+    def __getitem__(self, key: tuple[str, int]) -> AttemptRecord:
+        return self.table.record(self.rows[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.rows
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+def _open(path: Path) -> int:
+    """A descriptor on the regular file ``path`` (OSError otherwise, as ``files.read_bytes``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(path, mode)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_table(path: Path | str) -> AttemptTable:
+    """Read a results.jsonl into an :class:`AttemptTable` (see the module's docstring for what is kept and how it
+    fails). ``table.skipped`` holds the warnings (a cut last line). The file is read a block at a time: the memory
+    it takes beyond the arrays is a block's lines, not the file."""
+    path = Path(path)
+    try:
+        fd = _open(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    table = AttemptTable(path, fd=fd)
+    try:
+        _Reader(table, path).run(fd)
+    except OSError as exc:
+        table.close()
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except BaseException:
+        table.close()
+        raise
+    return table
+
+
+def parse_into(table: AttemptTable, raw: bytes, path: Path | str) -> None:
+    """Decode the lines of ``raw`` (a results.jsonl's bytes) into ``table`` (without keeping the file open)."""
+    reader = _Reader(table, path)
+    cut = raw.rfind(b"\n")
+    if cut >= 0:
+        reader.lines(raw[:cut].split(b"\n"), 0)
+    reader.finish(raw[cut + 1:], cut + 1)
+
+
+class _Reader:
+    """The lines of a results.jsonl, block by block, into a table; a bad line waits until the next line with content
+    (or the end of the file) says whether it is a cut last line."""
+
+    def __init__(self, table: AttemptTable, path: Path | str):
+        self.table, self.path = table, path
+        self.number = 0  # lines seen
+        self.pending: tuple[int, Exception] | None = None  # a bad line, not known yet to be the last
+
+    def run(self, fd: int) -> None:
+        carry, at, read = b"", 0, 0  # the unfinished line, the file offset where it starts, bytes read
+        while True:
+            data = os.pread(fd, BLOCK_BYTES, read)
+            if not data:
+                break
+            read += len(data)
+            parts = data.split(b"\n")
+            if carry:
+                parts[0] = carry + parts[0]
+            carry = parts.pop()
+            if parts:
+                self.lines(parts, at)
+                at += sum(map(len, parts)) + len(parts)
+        self.finish(carry, at)
+
+    def finish(self, tail: bytes, at: int) -> None:
+        """The bytes after the last newline (a last line with no newline, or nothing)."""
+        if tail:
+            self.lines([tail], at)
+        if self.pending is not None:
+            number, exc = self.pending
+            if not tail:  # the file ends with a newline: the bad line was written whole
+                raise not_a_record(self.path, number, exc) from None
+            self.table.skipped.append(truncated_note(self.path, number))
+
+    def lines(self, lines: list[bytes], at: int) -> None:
+        """Decode ``lines`` (the first starts at file offset ``at``) and add them to the table: all at once when
+        each is a record msgspec reads and the block needs no check pydantic would make differently, else line by
+        line."""
+        items = self._fast(lines)
+        kept = None if items is not None else []
+        if items is None:
+            items = self._slow(lines, kept)
+        elif self.pending is not None:  # a bad line with more after it: not a cut last line
+            raise not_a_record(self.path, *self.pending) from None
+        self.number += len(lines)
+        if items:
+            lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+            starts = np.empty(len(lines), dtype=np.int64)
+            starts[0] = at
+            np.cumsum(lengths[:-1] + 1, out=starts[1:])
+            starts[1:] += at
+            if kept is not None:
+                where = np.asarray(kept, dtype=np.int64)
+                starts, lengths = starts[where], lengths[where]
+            _add_chunk(self.table, items, starts, lengths)
+
+    @staticmethod
+    def _fast(lines: list[bytes]) -> list[_Line] | None:
+        try:
+            items = list(map(_DECODER.decode, lines))
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        if max(map(len, lines)) >= NESTING_CHECK_BYTES:
+            opening = map(operator.add, map(bytes.count, lines, repeat(b"[")), map(bytes.count, lines, repeat(b"{")))
+            if max(opening) >= MAX_BRACKETS:
+                return None
+        joined = b"".join(lines)
+        if not joined.isascii():
+            try:
+                joined.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        return items
+
+    def _slow(self, lines: list[bytes], kept: list[int]) -> list[_Line]:
+        decode = _DECODER.decode
+        errors = (msgspec.ValidationError, msgspec.DecodeError)
+        items: list[_Line] = []
+        base = self.number
+        for i, line in enumerate(lines):
+            try:
+                item = decode(line)
+                if len(line) >= NESTING_CHECK_BYTES and line.count(b"[") + line.count(b"{") >= MAX_BRACKETS:
+                    item = None  # could nest deeper than pydantic reads: let it decide
+                elif not line.isascii():
+                    line.decode("utf-8")  # pydantic refuses invalid UTF-8 anywhere in the line; msgspec skips keys
+            except errors:
+                item = None
+            except UnicodeDecodeError:
+                item = None
+            if item is None:
+                if not line.strip():
+                    continue
+                try:
+                    rec = AttemptRecord.model_validate_json(line)
+                except ValueError as exc:
+                    if self.pending is not None:
+                        raise not_a_record(self.path, *self.pending) from None
+                    self.pending = (base + i + 1, exc)
+                    continue
+                item = _Line(repeat=rec.repeat, id=rec.id, status=rec.status, judge=_Judge(score=rec.judge.score),
+                             error=rec.error, cost_usd=rec.cost_usd, wall_s=rec.wall_s, tokens=rec.tokens)
+            if self.pending is not None:  # a bad line with more after it: not a cut last line
+                raise not_a_record(self.path, *self.pending) from None
+            items.append(item)
+            kept.append(i)
+        return items
+
+
+def _add_chunk(table: AttemptTable, items: list[_Line], starts: np.ndarray, lengths: np.ndarray) -> None:
+    k = len(items)
+    first = table.n
+    index = table.index
+    ids = list(map(attrgetter("id"), items))
+    new = [t for t in dict.fromkeys(ids) if t not in index]
+    for t in new:
+        index[t] = len(table.ids)
+        table.ids.append(t)
+    task = np.fromiter(map(index.__getitem__, ids), dtype=np.int32, count=k)
+    try:
+        repeat_ = np.fromiter(map(attrgetter("repeat"), items), dtype=np.int64, count=k)
+    except OverflowError:
+        repeat_ = np.fromiter((_repeat(s.repeat) for s in items), dtype=np.int64, count=k)
+    score = np.fromiter(map(attrgetter("judge.score"), items), dtype=np.float64, count=k)
+    status = np.fromiter(map(STATUS_CODE.__getitem__, map(attrgetter("status"), items)), dtype=np.int8, count=k)
+    nan = math.nan
+    costs = list(map(attrgetter("cost_usd"), items))
+    cost = np.array(costs, dtype=np.float64) if None not in costs else np.array(
+        [nan if c is None else c for c in costs], dtype=np.float64)
+    cost[~np.isfinite(cost)] = nan  # a cost that is not a finite number is unknown: never $0, never NaN dollars
+    wall = np.fromiter(map(attrgetter("wall_s"), items), dtype=np.float64, count=k)
+    wall[~np.isfinite(wall)] = nan
+    raw_tokens = list(map(attrgetter("tokens"), items))
+    try:
+        tokens = np.array([t if type(t) is int or type(t) is float else nan for t in raw_tokens], dtype=np.float64)
+    except OverflowError:
+        tokens = np.array([_number(t) for t in raw_tokens], dtype=np.float64)
+    tokens[~np.isfinite(tokens)] = nan
+    table._extend(dict(task=task, repeat=repeat_, score=score, status=status, cost=cost, tokens=tokens, wall=wall,
+                       offset=starts, length=lengths))
+    errs = list(map(attrgetter("error"), items))
+    if errs.count(None) != k:
+        for j in np.flatnonzero(np.fromiter(map(operator.is_not, errs, repeat(None)), bool, k)).tolist():
+            table.errors[first + j] = errs[j]
+    odd = np.isnan(tokens) & np.fromiter(map(operator.is_not, raw_tokens, repeat(None)), bool, k)
+    for j in np.flatnonzero(odd).tolist():
+        table.odd_tokens[first + j] = raw_tokens[j]
+
+
+__all__ = ["ERROR", "JUDGE_ERROR", "OK", "STATUSES", "STATUS_CODE", "AttemptRow", "AttemptTable", "KeyedRecords",
+           "not_a_record", "parse_into", "read_table", "truncated_note"]
