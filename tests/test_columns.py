@@ -207,3 +207,50 @@ def test_a_table_grows_in_memory_with_live_attempts():
     assert table.token_value(3) == {"in": 1} and table.token_value(4) == 4
     assert table.unknown_costs() == 40 and math.isclose(table.known_cost(), 160 * 0.01)
     assert sorted(table.errors) == [i for i in range(200) if i % 7 == 0]
+
+
+def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
+    """core.column_taxonomy gives core.annotations' figures: labels, failures, stale annotations (a re-run since),
+    corrected scores, and per pair the tasks fixed, introduced and not triaged."""
+    from hermit_tui.core import column_taxonomy
+    from hermit_tui.core.annotations import (
+        Annotation, attempt_digest, pair_taxonomy, selector_taxonomy,
+    )
+    tables, records, notes = {}, {}, {}
+    for label, shift in (("none", 0), ("final", 1)):
+        rows = []
+        for i in range(12):
+            for r in (1, 2):
+                score = ((i + r + shift) % 3) / 2
+                status = "error" if (i + shift) % 5 == 0 else "ok"
+                rows.append({**RECORD, "id": f"t{i}", "repeat": r, "status": status,
+                             "judge": {"score": 0.0 if status != "ok" else score}, "output": f"{label} {i} {r}"})
+        rows.append({**rows[3], "judge": {"score": 1.0}, "output": "re-run"})  # t1 repeat 2 re-run: replaces
+        rows.append({**RECORD, "id": "outside", "repeat": 1, "judge": {"score": float("nan")}})
+        folder = tmp_path / label
+        folder.mkdir()
+        path = folder / "results.jsonl"
+        path.write_text("".join(json.dumps(r, allow_nan=True) + "\n" for r in rows))
+        tables[label] = read_table(path)
+        records[label] = {r.key: r for r in read_results(path).records}
+        recs = records[label]
+        notes[label] = {
+            ("t0", 1): Annotation(id="t0", repeat=1, labels=["format error"], attempt=attempt_digest(recs[("t0", 1)])),
+            ("t1", 2): Annotation(id="t1", repeat=2, labels=["timeout"], attempt="0" * 16),  # stale: re-run since
+            ("t2", 1): Annotation(id="t2", repeat=1, labels=["judge disagrees"], corrected_score=0.75, note="hm"),
+            ("t5", 2): Annotation(id="t5", repeat=2, labels=["format error", "timeout"] if label == "none" else []),
+            ("t9", 9): Annotation(id="t9", repeat=9, labels=["x"]),  # no such attempt
+        }
+    test_ids = [f"t{i}" for i in range(12)]
+    for label in tables:
+        for threshold in (1.0, 0.5):
+            want = selector_taxonomy(label, records[label], notes[label], threshold, task_ids=test_ids)
+            got = column_taxonomy.selector_taxonomy(label, tables[label], notes[label], threshold, task_ids=test_ids)
+            assert got == want
+            assert want.stale == 2 and want.corrected == 1 and want.corrected_mean != want.recorded_mean
+    for threshold in (1.0, 0.5):
+        want = pair_taxonomy("none", records["none"], notes["none"], "final", records["final"], notes["final"],
+                             task_order=test_ids, threshold=threshold)
+        got = column_taxonomy.pair_taxonomy("none", tables["none"], notes["none"], "final", tables["final"],
+                                            notes["final"], task_order=test_ids, threshold=threshold)
+        assert got == want and got.labels

@@ -61,7 +61,7 @@ MAX_BRACKETS = 190
 #: Repeats beyond +-REPEAT_LIMIT (only a hostile file holds one) are clamped in the ``repeat`` column; the record
 #: read back keeps the value written.
 REPEAT_LIMIT = 1 << 62
-BLOCK_BYTES = 8 << 20  # read and decoded at a time (bounds what a read holds beyond the arrays)
+BLOCK_BYTES = 2 << 20  # read and decoded at a time (bounds what a read holds beyond the arrays)
 RECORD_CACHE = 4096  # records read back by offset and kept (a drill-down, the visible rows of the outputs mode)
 
 
@@ -141,6 +141,7 @@ class AttemptTable:
         self._cache: OrderedDict[int, AttemptRecord] = OrderedDict()
         self._lock = threading.Lock()  # guards the descriptor and the cache (drill-downs read from workers)
         self._latest: tuple[int, np.ndarray] | None = None
+        self._sorted: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # -- columns --------------------------------------------------------------------------------------------------
     def _col(self, name: str) -> np.ndarray:
@@ -200,6 +201,12 @@ class AttemptTable:
         for name, _ in _ARRAYS:
             self._store[name][self.n:self.n + k] = columns[name]
         self.n += k
+
+    def trim(self) -> None:
+        """Give back the spare capacity (a table read from disk no longer grows)."""
+        if self._capacity > self.n:
+            self._store = {name: self._store[name][:self.n].copy() for name, _ in _ARRAYS}
+            self._capacity = self.n
 
     def append(self, record: AttemptRecord, traceback: str | None = None) -> int:
         """Add one attempt held in memory (a live one); returns its row."""
@@ -309,8 +316,8 @@ class AttemptTable:
 
     def positions(self, task_ids: Sequence[str]) -> np.ndarray:
         """For each of the table's ids, its position in ``task_ids`` (-1: not among them)."""
-        pos = {tid: i for i, tid in enumerate(task_ids)}
-        return np.fromiter((pos.get(t, -1) for t in self.ids), dtype=np.int64, count=len(self.ids))
+        pos = dict(zip(task_ids, range(len(task_ids))))
+        return np.fromiter(map(pos.get, self.ids, repeat(-1)), dtype=np.int64, count=len(self.ids))
 
     def attempt_columns(self, task_ids: Sequence[str]) -> AttemptColumns:
         """Every row as the statistics take them (``core.scores``): task positions in ``task_ids``, repeat, score."""
@@ -338,9 +345,27 @@ class AttemptTable:
         with np.errstate(invalid="ignore"):
             return (status != OK) | ~(score >= threshold)
 
-    def keyed(self) -> KeyedRecords:
-        """The latest attempt of each (task id, repeat), as a read-only mapping of records read on demand."""
-        return KeyedRecords(self)
+    def find(self, task_id: str, repeat: int) -> int:
+        """The row of the latest attempt at (``task_id``, ``repeat``), or -1."""
+        local = self.index.get(task_id)
+        if local is None:
+            return -1
+        n = self.n
+        cached = self._sorted
+        if cached is None or cached[0] != n:
+            rows = self.latest()
+            order = np.lexsort((self.repeat[rows], self.task[rows]))
+            rows = rows[order]
+            cached = self._sorted = (n, rows, self.task[rows], self.repeat[rows])
+        _, rows, task, rep = cached
+        lo, hi = np.searchsorted(task, local, "left"), np.searchsorted(task, local, "right")
+        i = lo + int(np.searchsorted(rep[lo:hi], repeat))
+        return int(rows[i]) if i < hi and rep[i] == repeat else -1
+
+    def keyed(self, light: bool = False) -> KeyedRecords:
+        """The latest attempt of each (task id, repeat), as a read-only mapping of records read on demand
+        (``light``: :class:`AttemptRow` values, from the arrays)."""
+        return KeyedRecords(self, light)
 
     def rows_of(self, rows: Iterable[int]) -> list[AttemptRow]:
         """Light rows (no pydantic) with the figures of ``rows``: what the exports read."""
@@ -404,8 +429,8 @@ class AttemptRow:
 class KeyedRecords(Mapping):
     """(task id, repeat) -> the latest AttemptRecord of a table, built on first use and read on demand."""
 
-    def __init__(self, table: AttemptTable):
-        self.table = table
+    def __init__(self, table: AttemptTable, light: bool = False):
+        self.table, self.light = table, light
         self._rows: dict[tuple[str, int], int] | None = None
 
     @property
@@ -416,8 +441,9 @@ class KeyedRecords(Mapping):
             self._rows = {(ids[task[r]], int(rep[r])): int(r) for r in t.latest().tolist()}
         return self._rows
 
-    def __getitem__(self, key: tuple[str, int]) -> AttemptRecord:
-        return self.table.record(self.rows[key])
+    def __getitem__(self, key: tuple[str, int]) -> Any:
+        row = self.rows[key]
+        return AttemptRow(self.table, row) if self.light else self.table.record(row)
 
     def __contains__(self, key: object) -> bool:
         return key in self.rows
@@ -459,6 +485,7 @@ def read_table(path: Path | str) -> AttemptTable:
     table = AttemptTable(path, fd=fd)
     try:
         _Reader(table, path).run(fd)
+        table.trim()
     except OSError as exc:
         table.close()
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
@@ -592,7 +619,9 @@ def _add_chunk(table: AttemptTable, items: list[_Line], starts: np.ndarray, leng
     first = table.n
     index = table.index
     ids = list(map(attrgetter("id"), items))
-    new = [t for t in dict.fromkeys(ids) if t not in index]
+    met = dict.fromkeys(ids)  # in order of first appearance
+    missing = met.keys() - index.keys()
+    new = list(met) if len(missing) == len(met) else [t for t in met if t in missing] if missing else []
     for t in new:
         index[t] = len(table.ids)
         table.ids.append(t)

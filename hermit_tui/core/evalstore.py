@@ -81,6 +81,12 @@ class StoredEvaluation(BaseModel):
     def load_results(self) -> ResultsFile:
         return read_results(self.results_path)
 
+    def load_table(self):
+        """The results as columns (``core.columns.AttemptTable``: what the report, the gate and the dashboard read);
+        the same attempts, warnings and errors as :meth:`load_results`. The caller closes it."""
+        from hermit_tui.core.columns import read_table
+        return read_table(self.results_path)
+
 
 def _stored(label: str, folder: Path, archived_at: str | None, smoke: bool = False) -> StoredEvaluation:
     summary, problem = None, None
