@@ -10,7 +10,7 @@ as arrays in arrival (file) order:
   when not a number), ``wall`` (seconds);
 - ``offset`` and ``length``: where the attempt's line is in the file;
 - sparse: the error message of each attempt that has one (``errors``: the errors screen groups by it), and the
-  token counts that are not numbers (``odd_tokens``).
+  tokens that are not a whole number (``odd_tokens``, as written).
 
 Everything else (output, feedback, judge extra, log, traceback, extra keys) stays in the file: :meth:`record` reads
 the one line back by its offset (from the descriptor opened when the table was read, so a file replaced since, by a
@@ -112,6 +112,12 @@ def _number(value: Any) -> float:
         except OverflowError:
             return math.nan
     return math.nan
+
+
+def _odd_tokens(value: Any) -> bool:
+    """Tokens the ``tokens`` column cannot give back as written: anything but None or an int a float holds exactly
+    (a float, a mapping, text...): kept as written in ``odd_tokens``."""
+    return value is not None and (type(value) is not int or abs(value) > 1 << 53)
 
 
 def _repeat(value: int) -> int:
@@ -224,9 +230,8 @@ class AttemptTable:
         s["length"][row] = 0
         if record.error is not None:
             self.errors[row] = record.error
-        t = record.tokens
-        if t is not None and type(t) is not int and (type(t) is not float or not math.isfinite(t)):
-            self.odd_tokens[row] = t
+        if _odd_tokens(record.tokens):
+            self.odd_tokens[row] = record.tokens
         self.objects[row] = record
         if traceback:
             self.tracebacks[row] = traceback
@@ -275,9 +280,7 @@ class AttemptTable:
         if row in self.odd_tokens:
             return self.odd_tokens[row]
         v = float(self._store["tokens"][row])
-        if math.isnan(v):
-            return None
-        return int(v) if v.is_integer() else v
+        return None if math.isnan(v) else int(v)
 
     def close(self) -> None:
         with self._lock:
@@ -651,7 +654,7 @@ def _add_chunk(table: AttemptTable, items: list[_Line], starts: np.ndarray, leng
     if errs.count(None) != k:
         for j in np.flatnonzero(np.fromiter(map(operator.is_not, errs, repeat(None)), bool, k)).tolist():
             table.errors[first + j] = errs[j]
-    odd = np.isnan(tokens) & np.fromiter(map(operator.is_not, raw_tokens, repeat(None)), bool, k)
+    odd = np.fromiter(map(_odd_tokens, raw_tokens), bool, k)
     for j in np.flatnonzero(odd).tolist():
         table.odd_tokens[first + j] = raw_tokens[j]
 
