@@ -68,6 +68,7 @@ def assert_same(path) -> None:
         assert same_number(float(got.tokens[row]), number_or_nan(rec.tokens))
         assert same_number(float(got.wall[row]), number_or_nan(rec.wall_s))
         assert got.errors.get(row) == rec.error
+        assert repr(got.token_value(row)) == repr(rec.tokens)  # as written: 12.0 stays a float, a mapping a mapping
         back = got.record(row)  # read back by offset: the record read_results gives
         assert back.model_dump_json() == rec.model_dump_json()
     got.close()
@@ -102,7 +103,8 @@ HAND = {
         '"output": null', '"output": ' + "[" * 300 + "]" * 300)],
     "nested deep but readable": [json.dumps({**RECORD, "output": None}).replace(
         '"output": null', '"output": ' + "[" * 150 + "]" * 150)],
-    "bad UTF-8 in a skipped key": ['{"repeat": 1, "id": "a", "status": "ok", "judge": {"score": 1}, "output": "\udcff"}'],
+    "bad UTF-8 in a skipped key": ['{"repeat": 1, "id": "a", "status": "ok", "judge": {"score": 1}, '
+                                   '"output": "\udcff"}'],
     "a bad middle line": [json.dumps(RECORD), "{not json}", json.dumps(RECORD)],
     "two bad lines": [json.dumps(RECORD), "{", "{"],
     "not an object": ["[1, 2]", json.dumps(RECORD)],
@@ -213,9 +215,7 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
     """core.column_taxonomy gives core.annotations' figures: labels, failures, stale annotations (a re-run since),
     corrected scores, and per pair the tasks fixed, introduced and not triaged."""
     from hermit_tui.core import column_taxonomy
-    from hermit_tui.core.annotations import (
-        Annotation, attempt_digest, pair_taxonomy, selector_taxonomy,
-    )
+    from hermit_tui.core.annotations import Annotation, attempt_digest, pair_taxonomy, selector_taxonomy
     tables, records, notes = {}, {}, {}
     for label, shift in (("none", 0), ("final", 1)):
         rows = []

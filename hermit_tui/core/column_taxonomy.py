@@ -14,7 +14,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from hermit_tui.core.annotations import (
-    DEFAULT_LABEL_SET, Annotation, PairTaxonomy, SelectorTaxonomy, _ordered, attempt_digest, pair_changes,
+    DEFAULT_LABEL_SET,
+    Annotation,
+    PairTaxonomy,
+    SelectorTaxonomy,
+    _ordered,
+    attempt_digest,
+    pair_changes,
 )
 from hermit_tui.core.columns import OK
 from hermit_tui.core.records import SOLVED_THRESHOLD

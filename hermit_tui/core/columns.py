@@ -36,7 +36,7 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
@@ -61,14 +61,19 @@ MAX_BRACKETS = 190
 #: Repeats beyond +-REPEAT_LIMIT (only a hostile file holds one) are clamped in the ``repeat`` column; the record
 #: read back keeps the value written.
 REPEAT_LIMIT = 1 << 62
-BLOCK_BYTES = 2 << 20  # read and decoded at a time (bounds what a read holds beyond the arrays)
+BLOCK_BYTES = 1 << 20  # read and decoded at a time (bounds what a read holds beyond the arrays)
 RECORD_CACHE = 4096  # records read back by offset and kept (a drill-down, the visible rows of the outputs mode)
+
+
+class _AnyObject(msgspec.Struct, gc=False):
+    """Any JSON object, its keys skipped (judge.extra must be an object or null; its content is not kept, and no
+    dict is built: a dict per line would wake the cyclic garbage collector)."""
 
 
 class _Judge(msgspec.Struct, gc=False):
     score: float
     feedback: str = ""
-    extra: dict | None = None
+    extra: _AnyObject | None = None
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -476,10 +481,11 @@ def _open(path: Path) -> int:
         raise
 
 
-def read_table(path: Path | str) -> AttemptTable:
+def read_table(path: Path | str, pause: Callable[[], None] | None = None) -> AttemptTable:
     """Read a results.jsonl into an :class:`AttemptTable` (see the module's docstring for what is kept and how it
     fails). ``table.skipped`` holds the warnings (a cut last line). The file is read a block at a time: the memory
-    it takes beyond the arrays is a block's lines, not the file."""
+    it takes beyond the arrays is a block's lines, not the file. ``pause`` is called between blocks (a reader in a
+    worker thread gives way to an interface there: each block holds the interpreter for ~10 ms)."""
     path = Path(path)
     try:
         fd = _open(path)
@@ -487,7 +493,7 @@ def read_table(path: Path | str) -> AttemptTable:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     table = AttemptTable(path, fd=fd)
     try:
-        _Reader(table, path).run(fd)
+        _Reader(table, path, pause).run(fd)
         table.trim()
     except OSError as exc:
         table.close()
@@ -511,14 +517,16 @@ class _Reader:
     """The lines of a results.jsonl, block by block, into a table; a bad line waits until the next line with content
     (or the end of the file) says whether it is a cut last line."""
 
-    def __init__(self, table: AttemptTable, path: Path | str):
-        self.table, self.path = table, path
+    def __init__(self, table: AttemptTable, path: Path | str, pause: Callable[[], None] | None = None):
+        self.table, self.path, self.pause = table, path, pause
         self.number = 0  # lines seen
         self.pending: tuple[int, Exception] | None = None  # a bad line, not known yet to be the last
 
     def run(self, fd: int) -> None:
         carry, at, read = b"", 0, 0  # the unfinished line, the file offset where it starts, bytes read
         while True:
+            if self.pause is not None:
+                self.pause()
             data = os.pread(fd, BLOCK_BYTES, read)
             if not data:
                 break
@@ -623,7 +631,7 @@ def _add_chunk(table: AttemptTable, items: list[_Line], starts: np.ndarray, leng
     index = table.index
     ids = list(map(attrgetter("id"), items))
     met = dict.fromkeys(ids)  # in order of first appearance
-    missing = met.keys() - index.keys()
+    missing = set(met).difference(index)  # looks up the block's ids in the index, never the other way round
     new = list(met) if len(missing) == len(met) else [t for t in met if t in missing] if missing else []
     for t in new:
         index[t] = len(table.ids)
@@ -654,8 +662,14 @@ def _add_chunk(table: AttemptTable, items: list[_Line], starts: np.ndarray, leng
     if errs.count(None) != k:
         for j in np.flatnonzero(np.fromiter(map(operator.is_not, errs, repeat(None)), bool, k)).tolist():
             table.errors[first + j] = errs[j]
-    odd = np.fromiter(map(_odd_tokens, raw_tokens), bool, k)
-    for j in np.flatnonzero(odd).tolist():
+    kinds = set(map(type, raw_tokens))
+    if kinds <= {int, type(None)}:  # whole numbers (or none): odd only past what a float holds exactly
+        big = (np.abs(tokens) > 1 << 53) | (np.isnan(tokens) & np.fromiter(
+            map(operator.is_not, raw_tokens, repeat(None)), bool, k)) if int in kinds else np.zeros(0, bool)
+        odd = np.flatnonzero(big).tolist()
+    else:
+        odd = np.flatnonzero(np.fromiter(map(_odd_tokens, raw_tokens), bool, k)).tolist()
+    for j in odd:
         table.odd_tokens[first + j] = raw_tokens[j]
 
 

@@ -21,9 +21,9 @@ from hermit_tui.core.columns import ERROR, JUDGE_ERROR, read_table
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import differences, fingerprint_of
+from hermit_tui.core.intervals import METHOD_TEXT
 from hermit_tui.core.records import SOLVED_THRESHOLD
 from hermit_tui.core.selectors import MANIFEST, directory_hash, label_for
-from hermit_tui.core.intervals import METHOD_TEXT
 from hermit_tui.core.stats import selector_stats
 from hermit_tui.core.tasks import load_tasks
 from hermit_tui.core.tree import ROOT_TAG, AdapterTree, valid_ref_name
