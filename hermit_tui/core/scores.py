@@ -106,7 +106,13 @@ def _from_objects(attempts: Iterable[Attempt], task_ids: Sequence[str] | None
 def tabulate(attempts: Iterable[Attempt] | AttemptColumns | TaskTable, task_ids: Sequence[str] | None,
              threshold: float) -> TaskTable:
     """Group one selector's attempts by test task (see the module's rules). A :class:`TaskTable` made for the same
-    task ids and threshold is returned as it is (so a report groups each selector once)."""
+    task ids and threshold is returned as it is (so a report groups each selector once). A columnar source (an
+    object with ``ids`` and ``attempt_columns(task_ids)``: ``core.columns.AttemptTable``, an attempt index's
+    snapshot) is taken as its columns."""
+    if not isinstance(attempts, (TaskTable, AttemptColumns)) and hasattr(attempts, "attempt_columns"):
+        if task_ids is None:  # a columnar source (core.columns, core.attempt_index): its ids in their order
+            task_ids = list(attempts.ids)
+        attempts = attempts.attempt_columns(task_ids)
     if isinstance(attempts, TaskTable):
         same_ids = task_ids is None or list(task_ids) == attempts.ids
         if same_ids and attempts.threshold == threshold:

@@ -198,6 +198,9 @@ class VirtualTable(ScrollView, can_focus=True):
     def _find(self, row: Any, old_key: Callable[[Any], Hashable] | None) -> int | None:
         if self._key is not None and old_key is not None:
             wanted = old_key(row)
+            position = getattr(self._rows, "position", None)  # rows that find a key themselves (the store's)
+            if position is not None:
+                return position(wanted)
             make = self._key
             for i, candidate in enumerate(self._rows):
                 if make(candidate) == wanted:
