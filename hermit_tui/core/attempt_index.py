@@ -15,6 +15,7 @@ only a hostile file holds).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator
 from itertools import repeat
 from typing import NamedTuple
@@ -37,18 +38,30 @@ class AttemptIndex:
         self.table = table if table is not None else AttemptTable()
         self.threshold = float(threshold)
         self._alive = np.zeros(0, dtype=bool)
+        self._rows = 0  # rows of the table counted (alive or replaced)
         self._slot = np.full((0, 0), -1, dtype=_INT)
         self._odd: dict[tuple[int, int], int] = {}
         self._cells: dict[str, np.ndarray] = {}
         self._resize_tasks(0)
-        self.done = 0
-        self.score_sum = 0.0
-        self.errors = 0
-        self.judge_errors = 0
-        self.unknown_cost = 0
-        self.known_cost = 0.0
-        self.outside_unit = 0
-        self.failures = 0
+        self._totals = dict(done=0, score_sum=0.0, errors=0, judge_errors=0, unknown_cost=0, known_cost=0.0,
+                            outside_unit=0, failures=0)
+        self._pending: list[tuple[int, int, int, float, int, float]] = []  # live attempts added, not counted yet
+        self._lock = threading.RLock()
+
+    # -- the evaluation's totals (after the pending live attempts are counted) -------------------------------------
+    def _total(self, name: str):
+        if self._pending:
+            self.settle()
+        return self._totals[name]
+
+    done = property(lambda self: self._total("done"))
+    score_sum = property(lambda self: self._total("score_sum"))
+    errors = property(lambda self: self._total("errors"))
+    judge_errors = property(lambda self: self._total("judge_errors"))
+    unknown_cost = property(lambda self: self._total("unknown_cost"))
+    known_cost = property(lambda self: self._total("known_cost"))
+    outside_unit = property(lambda self: self._total("outside_unit"))
+    failures = property(lambda self: self._total("failures"))
 
     # -- the table's columns (what the taxonomy and the views read) -----------------------------------------------
     @property
@@ -76,7 +89,8 @@ class AttemptIndex:
 
     def alive(self) -> np.ndarray:
         """Per row: the attempt of its (task, repeat) now."""
-        return self._alive[:self.table.n]
+        self.settle()
+        return self._alive[:self._rows]
 
     def latest(self) -> np.ndarray:
         """The rows that count now, in arrival order."""
@@ -86,6 +100,7 @@ class AttemptIndex:
     def cell(self, name: str) -> np.ndarray:
         """A per-task figure (``n``, ``total``, ``solved``, ``errors``, ``judge_errors``, ``unknown_cost``,
         ``failed``, ``lo``, ``hi``), by task index, for the tasks of ``ids``."""
+        self.settle()
         return self._cells[name][:len(self.ids)]
 
     def _resize_tasks(self, tasks: int) -> None:
@@ -119,6 +134,7 @@ class AttemptIndex:
     # -- keys -----------------------------------------------------------------------------------------------------
     def row_of(self, task_id: str, repeat: int) -> int:
         """The row of the attempt at (``task_id``, ``repeat``) now, or -1."""
+        self.settle()
         local = self.table.index.get(task_id)
         return -1 if local is None else self._row(local, repeat)
 
@@ -138,12 +154,15 @@ class AttemptIndex:
 
     def task_rows(self, task_id: str) -> list[int]:
         """The rows of a task's attempts now, by repeat."""
+        self.settle()
         local = self.table.index.get(task_id)
-        if local is None:
-            return []
+        return [] if local is None else self._task_rows(local)
+
+    def _task_rows(self, local: int) -> list[int]:
         rows = [int(r) for r in self._slot[local].tolist() if r >= 0] if local < self._slot.shape[0] else []
         rows += [row for (t, _), row in self._odd.items() if t == local]
-        return sorted(rows, key=lambda r: int(self.table.repeat[r]))
+        rep = self.table._arrays()["repeat"]
+        return sorted(rows, key=lambda r: int(rep[r]))
 
     def keys(self) -> Iterator[tuple[str, int]]:
         """(task id, repeat) of every attempt now, in arrival order."""
@@ -156,11 +175,12 @@ class AttemptIndex:
         row = self.row_of(task_id, repeat)
         if row < 0:
             return None, None
-        return STATUSES[int(self.table.status[row])], float(self.table.score[row])
+        t = self.table._arrays()
+        return STATUSES[int(t["status"][row])], float(t["score"][row])
 
     def failed_row(self, row: int) -> bool:
-        s = self.table.score[row]
-        return bool(self.table.status[row] != OK or not s >= self.threshold)
+        t = self.table._arrays()
+        return bool(t["status"][row] != OK or not t["score"][row] >= self.threshold)
 
     # -- building -------------------------------------------------------------------------------------------------
     @classmethod
@@ -170,9 +190,9 @@ class AttemptIndex:
         is called between the steps (a worker giving way to an interface)."""
         pause = pause or (lambda: None)
         index = cls(table, threshold)
-        n = table.n
-        index._alive = np.zeros(n, dtype=bool)
         rows = table.latest()
+        n = index._rows = table.n
+        index._alive = np.zeros(n, dtype=bool)
         pause()
         index._alive[rows] = True
         index._resize_tasks(len(table.ids))
@@ -190,12 +210,11 @@ class AttemptIndex:
     def _recount(self) -> None:
         """Every figure from the rows alive (after a build, or a new threshold)."""
         t = self.table
-        rows = self.latest()
+        rows = np.flatnonzero(self._alive[:self._rows])
         tasks = len(t.ids)
         self._resize_tasks(tasks)
-        task = t.task[rows].astype(np.int64)
-        score, status = t.score[rows], t.status[rows]
-        cost = t.cost[rows]
+        task, score, status, cost = (a[rows] for a in t.columns("task", "score", "status", "cost"))
+        task = task.astype(np.int64)
         with np.errstate(invalid="ignore"):
             solved = score >= self.threshold
             failed = (status != OK) | ~solved
@@ -219,79 +238,141 @@ class AttemptIndex:
         np.minimum.at(lo, task[finite], score[finite])
         np.maximum.at(hi, task[finite], score[finite])
         c["lo"][:tasks], c["hi"][:tasks] = lo, hi
-        self.done = len(rows)
-        self.score_sum = float(score.sum())
-        self.errors = int((status == ERROR).sum())
-        self.judge_errors = int((status == JUDGE_ERROR).sum())
-        self.unknown_cost = int(unknown.sum())
-        self.known_cost = float(cost[~unknown].sum())
-        self.outside_unit = int(outside.sum())
-        self.failures = int(failed.sum())
+        self._totals = dict(done=len(rows), score_sum=float(score.sum()), errors=int((status == ERROR).sum()),
+                            judge_errors=int((status == JUDGE_ERROR).sum()), unknown_cost=int(unknown.sum()),
+                            known_cost=float(cost[~unknown].sum()), outside_unit=int(outside.sum()),
+                            failures=int(failed.sum()))
 
     def rethreshold(self, threshold: float) -> None:
         """Recount what is solved (and failed) under another success threshold."""
-        self.threshold = float(threshold)
-        self._recount()
+        self.settle()
+        with self._lock:
+            self.threshold = float(threshold)
+            self._recount()
 
-    # -- one live attempt -----------------------------------------------------------------------------------------
+    # -- live attempts ----------------------------------------------------------------------------------------------
     def add(self, record: AttemptRecord, traceback: str | None = None) -> int:
-        """Add an attempt (a retried one replaces the earlier attempt at its key); returns its row."""
-        row = self.table.append(record, traceback)
-        if len(self._alive) <= row:
-            alive = np.zeros(max(2 * len(self._alive), 64, row + 1), dtype=bool)
-            alive[:len(self._alive)] = self._alive
-            self._alive = alive
-        local = int(self.table.task[row])
-        self._resize_tasks(local + 1)
-        old = self._row(local, record.repeat)
-        self._set_row(local, record.repeat, row)
+        """Add an attempt (a retried one replaces the earlier attempt at its key); returns its row. The attempt is
+        counted at the next read (:meth:`settle`): a batch of a live launch is counted at once, with numpy."""
+        values = self.table.append_values(record, traceback)
+        with self._lock:
+            self._pending.append(values)
+        return values[0]
+
+    def settle(self) -> None:
+        """Count the attempts added since the last read: new keys with numpy at once; a batch holding a re-run
+        (a key seen before, or twice in the batch) attempt by attempt."""
+        if not self._pending:
+            return
+        with self._lock:
+            pending, self._pending = self._pending, []
+            if not pending:
+                return
+            rows, local, rep, score, code, cost = (np.array(v) for v in zip(*pending))
+            top = int(rows.max()) + 1
+            if top > len(self._alive):
+                alive = np.zeros(max(2 * len(self._alive), 64, top), dtype=bool)
+                alive[:len(self._alive)] = self._alive
+                self._alive = alive
+            self._resize_tasks(int(local.max()) + 1)
+            dense = (rep >= 1) & (rep <= DENSE_REPEATS)
+            if dense.all():
+                self._widen(int(rep.max()))
+                old = self._slot[local, rep - 1]
+                key = local.astype(np.int64) * (DENSE_REPEATS + 1) + rep
+                if not (old >= 0).any() and len(np.unique(key)) == len(key):
+                    self._add_new(rows, local, rep, score, code, cost)
+                    self._rows = top
+                    return
+            for values in pending:  # a re-run, or a repeat outside the dense range: one at a time
+                self._add_one(*values)
+            self._rows = max(self._rows, top)
+
+    def _add_new(self, rows, local, rep, score, code, cost) -> None:
+        """Attempts at keys not seen before, all at once."""
+        self._slot[local, rep - 1] = rows
+        self._alive[rows] = True
+        c, t = self._cells, self.totals_add
+        with np.errstate(invalid="ignore"):
+            solved = score >= self.threshold
+            failed = (code != OK) | ~solved
+            outside = ~((score >= 0.0) & (score <= 1.0))
+        unknown = np.isnan(cost)
+        for name, weights in (("n", None), ("total", score), ("solved", solved), ("errors", code == ERROR),
+                              ("judge_errors", code == JUDGE_ERROR), ("unknown_cost", unknown), ("failed", failed)):
+            np.add.at(c[name], local, 1 if weights is None else weights)
+        finite = np.isfinite(score)
+        np.minimum.at(c["lo"], local[finite], score[finite])
+        np.maximum.at(c["hi"], local[finite], score[finite])
+        t(done=len(rows), score_sum=float(score.sum()), errors=int((code == ERROR).sum()),
+          judge_errors=int((code == JUDGE_ERROR).sum()), unknown_cost=int(unknown.sum()),
+          known_cost=float(cost[~unknown].sum()), outside_unit=int(outside.sum()), failures=int(failed.sum()))
+
+    def totals_add(self, **more) -> None:
+        for name, value in more.items():
+            self._totals[name] += value
+
+    def _add_one(self, row: int, local: int, rep: int, score: float, code: int, cost: float) -> None:
+        old = self._row(local, rep)
+        self._set_row(local, rep, row)
         self._alive[row] = True
         if old >= 0:
             self._alive[old] = False
-            self._count(old, -1)
+            t = self.table._arrays()
+            self._count(float(t["score"][old]), int(t["status"][old]), float(t["cost"][old]), -1)
             self._recount_task(local)
         else:
-            self._count_task(row, local)
-        self._count(row, +1)
-        return row
+            self._count_task(local, score, code, cost)
+        self._count(score, code, cost, +1)
 
-    def _count(self, row: int, sign: int) -> None:
-        """Add (sign 1) or take away (-1) a row's part of the evaluation's totals."""
-        t = self.table
-        score, status, cost = float(t.score[row]), int(t.status[row]), float(t.cost[row])
-        self.done += sign
-        self.score_sum += sign * score
-        self.errors += sign * (status == ERROR)
-        self.judge_errors += sign * (status == JUDGE_ERROR)
-        self.outside_unit += sign * (not 0.0 <= score <= 1.0)
-        self.failures += sign * (status != OK or not score >= self.threshold)
-        if math.isnan(cost):
-            self.unknown_cost += sign
+    def _count(self, score: float, status: int, cost: float, sign: int) -> None:
+        """Add (sign 1) or take away (-1) an attempt's part of the evaluation's totals."""
+        t = self._totals
+        t["done"] += sign
+        t["score_sum"] += sign * score
+        if status == ERROR:
+            t["errors"] += sign
+        elif status == JUDGE_ERROR:
+            t["judge_errors"] += sign
+        if not 0.0 <= score <= 1.0:
+            t["outside_unit"] += sign
+        if status != OK or not score >= self.threshold:
+            t["failures"] += sign
+        if cost != cost:  # NaN: unknown
+            t["unknown_cost"] += sign
         else:
-            self.known_cost += sign * cost
+            t["known_cost"] += sign * cost
 
-    def _count_task(self, row: int, local: int) -> None:
-        t, c = self.table, self._cells
-        score, status = float(t.score[row]), int(t.status[row])
-        solved = score >= self.threshold
+    def _count_task(self, local: int, score: float, status: int, cost: float) -> None:
+        c = self._cells
         c["n"][local] += 1
         c["total"][local] += score
-        c["solved"][local] += solved
-        c["errors"][local] += status == ERROR
-        c["judge_errors"][local] += status == JUDGE_ERROR
-        c["unknown_cost"][local] += math.isnan(float(t.cost[row]))
-        c["failed"][local] += status != OK or not solved
+        solved = score >= self.threshold
+        if solved:
+            c["solved"][local] += 1
+        if status == ERROR:
+            c["errors"][local] += 1
+        elif status == JUDGE_ERROR:
+            c["judge_errors"][local] += 1
+        if cost != cost:
+            c["unknown_cost"][local] += 1
+        if status != OK or not solved:
+            c["failed"][local] += 1
         if math.isfinite(score):
-            c["lo"][local] = min(c["lo"][local], score)
-            c["hi"][local] = max(c["hi"][local], score)
+            lo, hi = c["lo"], c["hi"]
+            if score < lo[local]:
+                lo[local] = score
+            if score > hi[local]:
+                hi[local] = score
 
     def _recount_task(self, local: int) -> None:
         c = self._cells
         for name, fill in (("n", 0), ("total", 0.0), ("solved", 0), ("errors", 0), ("judge_errors", 0),
                            ("unknown_cost", 0), ("failed", 0), ("lo", math.inf), ("hi", -math.inf)):
             c[name][local] = fill
-        for row in self.task_rows(self.ids[local]):
-            self._count_task(row, local)
+        t = self.table._arrays()
+        for row in self._task_rows(local):
+            self._count_task(local, float(t["score"][row]), int(t["status"][row]), float(t["cost"][row]))
 
     # -- snapshots for the statistics -----------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -299,7 +380,8 @@ class AttemptIndex:
         arriving (a few milliseconds at 333,000 attempts)."""
         t = self.table
         rows = self.latest()
-        return Snapshot(list(t.ids), t.task[rows], t.repeat[rows], t.score[rows], t.status[rows], t.cost[rows])
+        task, rep, score, status, cost = t.columns("task", "repeat", "score", "status", "cost")
+        return Snapshot(list(t.ids), task[rows], rep[rows], score[rows], status[rows], cost[rows])
 
 
 class ScoredAttempt(NamedTuple):

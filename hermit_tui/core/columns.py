@@ -145,18 +145,41 @@ class AttemptTable:
         self.objects: dict[int, AttemptRecord] = {}  # rows whose record is held in memory (live attempts)
         self.tracebacks: dict[int, str] = {}  # live rows' tracebacks (a disk row's is in its record)
         self.skipped: list[str] = []  # lines ignored while reading, one warning each
-        self.n = 0
+        self._n = 0  # rows in the arrays
+        self._pending: list[tuple] = []  # live rows appended since, not in the arrays yet (see append_values)
         self._capacity = 0
         self._store: dict[str, np.ndarray] = {name: np.empty(0, dtype) for name, dtype in _ARRAYS}
         self._fd = fd
         self._cache: OrderedDict[int, AttemptRecord] = OrderedDict()
-        self._lock = threading.Lock()  # guards the descriptor and the cache (drill-downs read from workers)
+        self._lock = threading.RLock()  # guards the descriptor, the cache and the pending rows (workers read too)
         self._latest: tuple[int, np.ndarray] | None = None
         self._sorted: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # -- columns --------------------------------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Rows (attempts), the pending live ones included."""
+        return self._n + len(self._pending)
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        """The storage, with the live rows appended since the last read written in (at once)."""
+        if self._pending:
+            with self._lock:
+                pending, self._pending = self._pending, []
+                if pending:
+                    names = [name for name, _ in _ARRAYS]
+                    self._extend({name: np.array(values, dtype=dtype) for name, values, (_, dtype) in
+                                  zip(names, zip(*pending), _ARRAYS)})
+        return self._store
+
     def _col(self, name: str) -> np.ndarray:
-        return self._store[name][:self.n]
+        return self._arrays()[name][:self._n]
+
+    def columns(self, *names: str) -> list[np.ndarray]:
+        """Several columns of the same rows (a live table grows between two reads of single columns)."""
+        with self._lock:
+            store, n = self._arrays(), self._n
+        return [store[name][:n] for name in names]
 
     task = property(lambda self: self._col("task"))
     repeat = property(lambda self: self._col("repeat"))
@@ -176,13 +199,13 @@ class AttemptTable:
         return self.n
 
     def task_id(self, row: int) -> str:
-        return self.ids[int(self._store["task"][row])]
+        return self.ids[int(self._arrays()["task"][row])]
 
     def key(self, row: int) -> tuple[str, int]:
-        return self.task_id(row), int(self._store["repeat"][row])
+        return self.task_id(row), int(self._arrays()["repeat"][row])
 
     def status_name(self, row: int) -> str:
-        return STATUSES[int(self._store["status"][row])]
+        return STATUSES[int(self._arrays()["status"][row])]
 
     def intern(self, task_id: str) -> int:
         """The index of ``task_id`` in ``ids`` (added at the end when new)."""
@@ -194,14 +217,14 @@ class AttemptTable:
 
     # -- growing --------------------------------------------------------------------------------------------------
     def _reserve(self, more: int) -> None:
-        need = self.n + more
+        need = self._n + more
         if need <= self._capacity:
             return
         capacity = max(need, 2 * self._capacity, 64)
         grown = {}
         for name, dtype in _ARRAYS:
             array = np.empty(capacity, dtype)
-            array[:self.n] = self._store[name][:self.n]
+            array[:self._n] = self._store[name][:self._n]
             grown[name] = array
         self._store = grown  # one assignment: a reader sees the old storage or the new one
         self._capacity = capacity
@@ -210,38 +233,50 @@ class AttemptTable:
         k = len(columns["task"])
         self._reserve(k)
         for name, _ in _ARRAYS:
-            self._store[name][self.n:self.n + k] = columns[name]
-        self.n += k
+            self._store[name][self._n:self._n + k] = columns[name]
+        self._n += k
 
     def trim(self) -> None:
         """Give back the spare capacity (a table read from disk no longer grows)."""
-        if self._capacity > self.n:
-            self._store = {name: self._store[name][:self.n].copy() for name, _ in _ARRAYS}
-            self._capacity = self.n
+        store = self._arrays()
+        if self._capacity > self._n:
+            self._store = {name: store[name][:self._n].copy() for name, _ in _ARRAYS}
+            self._capacity = self._n
 
     def append(self, record: AttemptRecord, traceback: str | None = None) -> int:
         """Add one attempt held in memory (a live one); returns its row."""
-        row = self.n
-        self._reserve(1)
-        s = self._store
-        s["task"][row] = self.intern(record.id)
-        s["repeat"][row] = _repeat(record.repeat)
-        s["score"][row] = record.judge.score
-        s["status"][row] = STATUS_CODE[record.status]
-        s["cost"][row] = _number(record.cost_usd)
-        s["tokens"][row] = _number(record.tokens)
-        s["wall"][row] = _number(record.wall_s)
-        s["offset"][row] = -1
-        s["length"][row] = 0
-        if record.error is not None:
-            self.errors[row] = record.error
-        if _odd_tokens(record.tokens):
-            self.odd_tokens[row] = record.tokens
-        self.objects[row] = record
-        if traceback:
-            self.tracebacks[row] = traceback
-        self.n = row + 1
-        return row
+        return self.append_values(record, traceback)[0]
+
+    def append_values(self, record: AttemptRecord, traceback: str | None = None
+                      ) -> tuple[int, int, int, float, int, float]:
+        """:meth:`append`, returning what was stored: (row, task index, repeat, score, status code, cost or NaN).
+        The figures wait in a list until the next read of an array writes them all in (a live launch appends
+        thousands a second: one element at a time into each array cost more than everything else)."""
+        tid = record.id
+        rep = record.repeat
+        if not -REPEAT_LIMIT <= rep <= REPEAT_LIMIT:
+            rep = _repeat(rep)
+        score = float(record.judge.score)
+        code = STATUS_CODE[record.status]
+        cost = record.cost_usd
+        cost = math.nan if cost is None or not math.isfinite(cost) else float(cost)
+        tokens = record.tokens
+        tok = float(tokens) if type(tokens) is int and abs(tokens) <= 1 << 53 else _number(tokens)
+        with self._lock:
+            local = self.index.get(tid)
+            if local is None:
+                local = self.index[tid] = len(self.ids)
+                self.ids.append(tid)
+            row = self._n + len(self._pending)
+            self._pending.append((local, rep, score, code, cost, tok, _number(record.wall_s), -1, 0))
+            if record.error is not None:
+                self.errors[row] = record.error
+            if tokens is not None and _odd_tokens(tokens):
+                self.odd_tokens[row] = tokens
+            self.objects[row] = record
+            if traceback:
+                self.tracebacks[row] = traceback
+        return row, local, rep, score, code, cost
 
     # -- reading rows back ----------------------------------------------------------------------------------------
     def record(self, row: int) -> AttemptRecord:
@@ -255,7 +290,8 @@ class AttemptTable:
             if rec is not None:
                 self._cache.move_to_end(row)
                 return rec
-            offset, length = int(self._store["offset"][row]), int(self._store["length"][row])
+            store = self._store  # a row read back has an offset: it came from the file, never pending
+            offset, length = int(store["offset"][row]), int(store["length"][row])
             if self._fd is None or offset < 0:
                 raise InputError(f"{self.path}: attempt {self.key(row)} is no longer readable (the evaluation was "
                                  "closed)")
@@ -284,7 +320,7 @@ class AttemptTable:
         """The tokens as recorded (a number, None, or whatever else the file held)."""
         if row in self.odd_tokens:
             return self.odd_tokens[row]
-        v = float(self._store["tokens"][row])
+        v = float(self._arrays()["tokens"][row])
         return None if math.isnan(v) else int(v)
 
     def close(self) -> None:
@@ -308,11 +344,12 @@ class AttemptTable:
     def latest(self) -> np.ndarray:
         """The rows that count: the last of each (task, repeat), in row order (a later line replaces an earlier
         one, as everywhere)."""
-        n = self.n
+        task, rep = self.columns("task", "repeat")
+        n = len(task)
         cached = self._latest
         if cached is not None and cached[0] == n:
             return cached[1]
-        task, rep = self.task.astype(np.int64), self.repeat
+        task = task.astype(np.int64)
         order = np.lexsort((np.arange(n), rep, task))
         t, r = task[order], rep[order]
         last = np.ones(n, dtype=bool)
@@ -330,8 +367,8 @@ class AttemptTable:
     def attempt_columns(self, task_ids: Sequence[str]) -> AttemptColumns:
         """Every row as the statistics take them (``core.scores``): task positions in ``task_ids``, repeat, score."""
         where = self.positions(task_ids)
-        task = where[self.task] if self.n else np.empty(0, np.int64)
-        return AttemptColumns(task=task, repeat=self.repeat, score=self.score)
+        task, rep, score = self.columns("task", "repeat", "score")
+        return AttemptColumns(task=where[task] if len(task) else np.empty(0, np.int64), repeat=rep, score=score)
 
     def known_cost(self, rows: np.ndarray | None = None) -> float:
         cost = self.cost if rows is None else self.cost[rows]
@@ -358,13 +395,13 @@ class AttemptTable:
         local = self.index.get(task_id)
         if local is None:
             return -1
-        n = self.n
         cached = self._sorted
-        if cached is None or cached[0] != n:
+        if cached is None or cached[0] != self.n:
             rows = self.latest()
-            order = np.lexsort((self.repeat[rows], self.task[rows]))
+            task, rep = self.columns("task", "repeat")
+            order = np.lexsort((rep[rows], task[rows]))
             rows = rows[order]
-            cached = self._sorted = (n, rows, self.task[rows], self.repeat[rows])
+            cached = self._sorted = (len(task), rows, task[rows], rep[rows])
         _, rows, task, rep = cached
         lo, hi = np.searchsorted(task, local, "left"), np.searchsorted(task, local, "right")
         i = lo + int(np.searchsorted(rep[lo:hi], repeat))
@@ -395,7 +432,7 @@ class AttemptRow:
 
     @property
     def repeat(self) -> int:
-        return int(self.table._store["repeat"][self.row])
+        return int(self.table._arrays()["repeat"][self.row])
 
     @property
     def key(self) -> tuple[str, int]:
@@ -411,7 +448,7 @@ class AttemptRow:
 
     @property
     def score(self) -> float:
-        return float(self.table._store["score"][self.row])
+        return float(self.table._arrays()["score"][self.row])
 
     @property
     def judge(self) -> AttemptRow:  # rec.judge.score
@@ -419,7 +456,7 @@ class AttemptRow:
 
     @property
     def cost_usd(self) -> float | None:
-        v = float(self.table._store["cost"][self.row])
+        v = float(self.table._arrays()["cost"][self.row])
         return None if math.isnan(v) else v
 
     @property
@@ -428,7 +465,7 @@ class AttemptRow:
 
     @property
     def wall_s(self) -> float:
-        return float(self.table._store["wall"][self.row])
+        return float(self.table._arrays()["wall"][self.row])
 
     def record(self) -> AttemptRecord:
         return self.table.record(self.row)
