@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import repeat
 from typing import NamedTuple
 
@@ -28,13 +29,39 @@ from hermit_tui.core.scores import AttemptColumns
 
 DENSE_REPEATS = 64
 _INT = np.int32
+#: A live attempt not counted yet: row, task index, repeat, score, status code, cost (NaN: unknown).
+Pending = tuple[int, int, int, float, int, float]
+
+
+@dataclass(slots=True)
+class Totals:
+    """The evaluation's figures over the attempts that count now."""
+
+    done: int = 0
+    score_sum: float = 0.0
+    errors: int = 0
+    judge_errors: int = 0
+    unknown_cost: int = 0
+    known_cost: float = 0.0
+    outside_unit: int = 0
+    failures: int = 0
+
+    def add(self, other: Totals) -> None:
+        self.done += other.done
+        self.score_sum += other.score_sum
+        self.errors += other.errors
+        self.judge_errors += other.judge_errors
+        self.unknown_cost += other.unknown_cost
+        self.known_cost += other.known_cost
+        self.outside_unit += other.outside_unit
+        self.failures += other.failures
 
 
 class AttemptIndex:
     """See the module's docstring. ``ids``, ``task``, ``repeat``, ``status``, ``score``, ``latest()``, ``record()``
     and ``find()`` make it a ``core.column_taxonomy.LatestView``."""
 
-    def __init__(self, table: AttemptTable | None = None, threshold: float = SOLVED_THRESHOLD):
+    def __init__(self, table: AttemptTable | None = None, threshold: float = SOLVED_THRESHOLD) -> None:
         self.table = table if table is not None else AttemptTable()
         self.threshold = float(threshold)
         self._alive = np.zeros(0, dtype=bool)
@@ -43,25 +70,49 @@ class AttemptIndex:
         self._odd: dict[tuple[int, int], int] = {}
         self._cells: dict[str, np.ndarray] = {}
         self._resize_tasks(0)
-        self._totals = dict(done=0, score_sum=0.0, errors=0, judge_errors=0, unknown_cost=0, known_cost=0.0,
-                            outside_unit=0, failures=0)
-        self._pending: list[tuple[int, int, int, float, int, float]] = []  # live attempts added, not counted yet
+        self._totals = Totals()
+        self._pending: list[Pending] = []  # live attempts added, not counted yet
         self._lock = threading.RLock()
 
     # -- the evaluation's totals (after the pending live attempts are counted) -------------------------------------
-    def _total(self, name: str):
+    def totals(self) -> Totals:
+        """The evaluation's figures, the pending live attempts counted (the object is the index's own: read it,
+        do not change it)."""
         if self._pending:
             self.settle()
-        return self._totals[name]
+        return self._totals
 
-    done = property(lambda self: self._total("done"))
-    score_sum = property(lambda self: self._total("score_sum"))
-    errors = property(lambda self: self._total("errors"))
-    judge_errors = property(lambda self: self._total("judge_errors"))
-    unknown_cost = property(lambda self: self._total("unknown_cost"))
-    known_cost = property(lambda self: self._total("known_cost"))
-    outside_unit = property(lambda self: self._total("outside_unit"))
-    failures = property(lambda self: self._total("failures"))
+    @property
+    def done(self) -> int:
+        return self.totals().done
+
+    @property
+    def score_sum(self) -> float:
+        return self.totals().score_sum
+
+    @property
+    def errors(self) -> int:
+        return self.totals().errors
+
+    @property
+    def judge_errors(self) -> int:
+        return self.totals().judge_errors
+
+    @property
+    def unknown_cost(self) -> int:
+        return self.totals().unknown_cost
+
+    @property
+    def known_cost(self) -> float:
+        return self.totals().known_cost
+
+    @property
+    def outside_unit(self) -> int:
+        return self.totals().outside_unit
+
+    @property
+    def failures(self) -> int:
+        return self.totals().failures
 
     # -- the table's columns (what the taxonomy and the views read) -----------------------------------------------
     @property
@@ -109,7 +160,7 @@ class AttemptIndex:
         if tasks <= have and old is not None:
             return
         size = max(tasks, 2 * have, 16)
-        cells = {}
+        cells: dict[str, np.ndarray] = {}
         for name, dtype, fill in (("n", _INT, 0), ("total", float, 0.0), ("solved", _INT, 0), ("errors", _INT, 0),
                                   ("judge_errors", _INT, 0), ("unknown_cost", _INT, 0), ("failed", _INT, 0),
                                   ("lo", float, math.inf), ("hi", float, -math.inf)):
@@ -221,7 +272,7 @@ class AttemptIndex:
             outside = ~((score >= 0.0) & (score <= 1.0))
         unknown = np.isnan(cost)
 
-        def count(weights=None) -> np.ndarray:
+        def count(weights: np.ndarray | None = None) -> np.ndarray:
             return np.bincount(task, weights=weights, minlength=tasks)[:tasks]
 
         c = self._cells
@@ -238,10 +289,10 @@ class AttemptIndex:
         np.minimum.at(lo, task[finite], score[finite])
         np.maximum.at(hi, task[finite], score[finite])
         c["lo"][:tasks], c["hi"][:tasks] = lo, hi
-        self._totals = dict(done=len(rows), score_sum=float(score.sum()), errors=int((status == ERROR).sum()),
-                            judge_errors=int((status == JUDGE_ERROR).sum()), unknown_cost=int(unknown.sum()),
-                            known_cost=float(cost[~unknown].sum()), outside_unit=int(outside.sum()),
-                            failures=int(failed.sum()))
+        self._totals = Totals(done=len(rows), score_sum=float(score.sum()), errors=int((status == ERROR).sum()),
+                              judge_errors=int((status == JUDGE_ERROR).sum()), unknown_cost=int(unknown.sum()),
+                              known_cost=float(cost[~unknown].sum()), outside_unit=int(outside.sum()),
+                              failures=int(failed.sum()))
 
     def rethreshold(self, threshold: float) -> None:
         """Recount what is solved (and failed) under another success threshold."""
@@ -288,11 +339,12 @@ class AttemptIndex:
                 self._add_one(*values)
             self._rows = max(self._rows, top)
 
-    def _add_new(self, rows, local, rep, score, code, cost) -> None:
+    def _add_new(self, rows: np.ndarray, local: np.ndarray, rep: np.ndarray, score: np.ndarray, code: np.ndarray,
+                 cost: np.ndarray) -> None:
         """Attempts at keys not seen before, all at once."""
         self._slot[local, rep - 1] = rows
         self._alive[rows] = True
-        c, t = self._cells, self.totals_add
+        c = self._cells
         with np.errstate(invalid="ignore"):
             solved = score >= self.threshold
             failed = (code != OK) | ~solved
@@ -304,13 +356,10 @@ class AttemptIndex:
         finite = np.isfinite(score)
         np.minimum.at(c["lo"], local[finite], score[finite])
         np.maximum.at(c["hi"], local[finite], score[finite])
-        t(done=len(rows), score_sum=float(score.sum()), errors=int((code == ERROR).sum()),
-          judge_errors=int((code == JUDGE_ERROR).sum()), unknown_cost=int(unknown.sum()),
-          known_cost=float(cost[~unknown].sum()), outside_unit=int(outside.sum()), failures=int(failed.sum()))
-
-    def totals_add(self, **more) -> None:
-        for name, value in more.items():
-            self._totals[name] += value
+        self._totals.add(Totals(done=len(rows), score_sum=float(score.sum()), errors=int((code == ERROR).sum()),
+                                judge_errors=int((code == JUDGE_ERROR).sum()), unknown_cost=int(unknown.sum()),
+                                known_cost=float(cost[~unknown].sum()), outside_unit=int(outside.sum()),
+                                failures=int(failed.sum())))
 
     def _add_one(self, row: int, local: int, rep: int, score: float, code: int, cost: float) -> None:
         old = self._row(local, rep)
@@ -328,20 +377,20 @@ class AttemptIndex:
     def _count(self, score: float, status: int, cost: float, sign: int) -> None:
         """Add (sign 1) or take away (-1) an attempt's part of the evaluation's totals."""
         t = self._totals
-        t["done"] += sign
-        t["score_sum"] += sign * score
+        t.done += sign
+        t.score_sum += sign * score
         if status == ERROR:
-            t["errors"] += sign
+            t.errors += sign
         elif status == JUDGE_ERROR:
-            t["judge_errors"] += sign
+            t.judge_errors += sign
         if not 0.0 <= score <= 1.0:
-            t["outside_unit"] += sign
+            t.outside_unit += sign
         if status != OK or not score >= self.threshold:
-            t["failures"] += sign
+            t.failures += sign
         if cost != cost:  # NaN: unknown
-            t["unknown_cost"] += sign
+            t.unknown_cost += sign
         else:
-            t["known_cost"] += sign * cost
+            t.known_cost += sign * cost
 
     def _count_task(self, local: int, score: float, status: int, cost: float) -> None:
         c = self._cells
@@ -406,7 +455,7 @@ class Snapshot:
     iterating gives :class:`ScoredAttempt` (for the rare reader that needs keys, e.g. a sequential replay)."""
 
     def __init__(self, ids: list[str], task: np.ndarray, repeat: np.ndarray, score: np.ndarray, status: np.ndarray,
-                 cost: np.ndarray):
+                 cost: np.ndarray) -> None:
         self.ids, self.task, self.repeat, self.score, self.status, self.cost = ids, task, repeat, score, status, cost
 
     def __len__(self) -> int:
@@ -422,7 +471,7 @@ class Snapshot:
         for t, r, s in zip(self.task.tolist(), self.repeat.tolist(), self.score.tolist()):
             yield ScoredAttempt(ids[t], r, s)
 
-    def attempt_columns(self, task_ids) -> AttemptColumns:
+    def attempt_columns(self, task_ids: Sequence[str]) -> AttemptColumns:
         pos = dict(zip(task_ids, range(len(task_ids))))
         where = np.fromiter(map(pos.get, self.ids, repeat(-1)), dtype=np.int64, count=len(self.ids))
         return AttemptColumns(task=where[self.task] if len(self.task) else np.zeros(0, np.int64),
@@ -443,4 +492,4 @@ class Snapshot:
         return int((~np.isnan(self.cost)).sum())
 
 
-__all__ = ["DENSE_REPEATS", "AttemptIndex", "ScoredAttempt", "Snapshot"]
+__all__ = ["DENSE_REPEATS", "AttemptIndex", "ScoredAttempt", "Snapshot", "Totals"]

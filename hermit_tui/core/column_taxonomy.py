@@ -53,7 +53,8 @@ class LatestView(Protocol):
 def failed_rows(view: LatestView, rows: np.ndarray, threshold: float) -> np.ndarray:
     """Per row: a failure (status error/judge_error, or a score below the threshold, NaN included)."""
     with np.errstate(invalid="ignore"):
-        return (view.status[rows] != OK) | ~(view.score[rows] >= threshold)
+        failed: np.ndarray = (view.status[rows] != OK) | ~(view.score[rows] >= threshold)
+    return failed
 
 
 def live_annotations(view: LatestView, annotations: Mapping[Key, Annotation]) -> dict[Key, tuple[Annotation, int]]:
@@ -162,7 +163,8 @@ def _ids_of(view: LatestView, tasks: np.ndarray) -> set[str]:
 def pair_taxonomy(a: str, view_a: LatestView, annotations_a: Mapping[Key, Annotation], b: str, view_b: LatestView,
                   annotations_b: Mapping[Key, Annotation], label_set: Sequence[str] = DEFAULT_LABEL_SET,
                   task_order: Sequence[str] | None = None, threshold: float = SOLVED_THRESHOLD,
-                  live_a: dict | None = None, live_b: dict | None = None) -> PairTaxonomy:
+                  live_a: dict[Key, tuple[Annotation, int]] | None = None,
+                  live_b: dict[Key, tuple[Annotation, int]] | None = None) -> PairTaxonomy:
     """``annotations.pair_taxonomy`` from columns."""
     live_a = live_annotations(view_a, annotations_a) if live_a is None else live_a
     live_b = live_annotations(view_b, annotations_b) if live_b is None else live_b

@@ -91,6 +91,8 @@ class _Line(msgspec.Struct, gc=False):
 
 
 _DECODER = msgspec.json.Decoder(_Line)
+#: A live row waiting to be written into the arrays, in the order of _ARRAYS.
+_PendingRow = tuple[int, int, float, int, float, float, float, int, int]
 _ARRAYS = (("task", np.int32), ("repeat", np.int64), ("score", np.float64), ("status", np.int8),
            ("cost", np.float64), ("tokens", np.float64), ("wall", np.float64), ("offset", np.int64),
            ("length", np.int64))
@@ -136,7 +138,7 @@ class AttemptTable:
     reallocation, so a view taken earlier keeps the rows it had). A table read from disk holds its file open for
     :meth:`record` until :meth:`close`."""
 
-    def __init__(self, path: Path | None = None, *, fd: int | None = None):
+    def __init__(self, path: Path | None = None, *, fd: int | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self.ids: list[str] = []
         self.index: dict[str, int] = {}
@@ -146,7 +148,7 @@ class AttemptTable:
         self.tracebacks: dict[int, str] = {}  # live rows' tracebacks (a disk row's is in its record)
         self.skipped: list[str] = []  # lines ignored while reading, one warning each
         self._n = 0  # rows in the arrays
-        self._pending: list[tuple] = []  # live rows appended since, not in the arrays yet (see append_values)
+        self._pending: list[_PendingRow] = []  # live rows appended since, not in the arrays yet (see append_values)
         self._capacity = 0
         self._store: dict[str, np.ndarray] = {name: np.empty(0, dtype) for name, dtype in _ARRAYS}
         self._fd = fd
@@ -181,19 +183,46 @@ class AttemptTable:
             store, n = self._arrays(), self._n
         return [store[name][:n] for name in names]
 
-    task = property(lambda self: self._col("task"))
-    repeat = property(lambda self: self._col("repeat"))
-    score = property(lambda self: self._col("score"))
-    status = property(lambda self: self._col("status"))
-    cost = property(lambda self: self._col("cost"))
-    tokens = property(lambda self: self._col("tokens"))
-    wall = property(lambda self: self._col("wall"))
-    offset = property(lambda self: self._col("offset"))
-    length = property(lambda self: self._col("length"))
+    @property
+    def task(self) -> np.ndarray:
+        return self._col("task")
+
+    @property
+    def repeat(self) -> np.ndarray:
+        return self._col("repeat")
+
+    @property
+    def score(self) -> np.ndarray:
+        return self._col("score")
+
+    @property
+    def status(self) -> np.ndarray:
+        return self._col("status")
+
+    @property
+    def cost(self) -> np.ndarray:
+        return self._col("cost")
+
+    @property
+    def tokens(self) -> np.ndarray:
+        return self._col("tokens")
+
+    @property
+    def wall(self) -> np.ndarray:
+        return self._col("wall")
+
+    @property
+    def offset(self) -> np.ndarray:
+        return self._col("offset")
+
+    @property
+    def length(self) -> np.ndarray:
+        return self._col("length")
 
     @property
     def cost_known(self) -> np.ndarray:
-        return ~np.isnan(self.cost)
+        known: np.ndarray = ~np.isnan(self.cost)
+        return known
 
     def __len__(self) -> int:
         return self.n
@@ -388,7 +417,8 @@ class AttemptTable:
         status = self.status if rows is None else self.status[rows]
         score = self.score if rows is None else self.score[rows]
         with np.errstate(invalid="ignore"):
-            return (status != OK) | ~(score >= threshold)
+            failed: np.ndarray = (status != OK) | ~(score >= threshold)
+        return failed
 
     def find(self, task_id: str, repeat: int) -> int:
         """The row of the latest attempt at (``task_id``, ``repeat``), or -1."""
@@ -423,7 +453,7 @@ class AttemptRow:
 
     __slots__ = ("table", "row")
 
-    def __init__(self, table: AttemptTable, row: int):
+    def __init__(self, table: AttemptTable, row: int) -> None:
         self.table, self.row = table, row
 
     @property
@@ -471,10 +501,10 @@ class AttemptRow:
         return self.table.record(self.row)
 
 
-class KeyedRecords(Mapping):
+class KeyedRecords(Mapping[tuple[str, int], Any]):
     """(task id, repeat) -> the latest AttemptRecord of a table, built on first use and read on demand."""
 
-    def __init__(self, table: AttemptTable, light: bool = False):
+    def __init__(self, table: AttemptTable, light: bool = False) -> None:
         self.table, self.light = table, light
         self._rows: dict[tuple[str, int], int] | None = None
 
@@ -554,7 +584,7 @@ class _Reader:
     """The lines of a results.jsonl, block by block, into a table; a bad line waits until the next line with content
     (or the end of the file) says whether it is a cut last line."""
 
-    def __init__(self, table: AttemptTable, path: Path | str, pause: Callable[[], None] | None = None):
+    def __init__(self, table: AttemptTable, path: Path | str, pause: Callable[[], None] | None = None) -> None:
         self.table, self.path, self.pause = table, path, pause
         self.number = 0  # lines seen
         self.pending: tuple[int, Exception] | None = None  # a bad line, not known yet to be the last
@@ -592,8 +622,9 @@ class _Reader:
         each is a record msgspec reads and the block needs no check pydantic would make differently, else line by
         line."""
         items = self._fast(lines)
-        kept = None if items is not None else []
+        kept: list[int] | None = None
         if items is None:
+            kept = []
             items = self._slow(lines, kept)
         elif self.pending is not None:  # a bad line with more after it: not a cut last line
             raise not_a_record(self.path, *self.pending) from None
@@ -633,6 +664,7 @@ class _Reader:
         items: list[_Line] = []
         base = self.number
         for i, line in enumerate(lines):
+            item: _Line | None
             try:
                 item = decode(line)
                 if len(line) >= NESTING_CHECK_BYTES and line.count(b"[") + line.count(b"{") >= MAX_BRACKETS:
