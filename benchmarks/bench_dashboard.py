@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import synth  # noqa: E402
+import synth
 
 LABELS = ["none", "root", "final"]
 REPEATS = 3
@@ -257,7 +257,7 @@ async def measure_stream(project: Path, size: tuple[int, int], rate: float, seco
     def attempts():
         k = 0
         for r in range(1, REPEATS + 1):
-            for i, tid in enumerate(ids):
+            for _i, tid in enumerate(ids):
                 for j, label in enumerate(LABELS):
                     k += 1
                     u = ((k * 2654435761) % 1000) / 1000
