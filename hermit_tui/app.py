@@ -352,6 +352,10 @@ class HermitApp(App):
         if not beside_live and shown is not None and shown.source == "live":
             return
         store.add_column(col, store.stored_key(stored))
+        # The column's task ids and index (lists and dicts of 111,112 entries each at a million attempts) live as
+        # long as the store: out of the cyclic collector's generations, or each full collection walks them all
+        # (tens of milliseconds: a stall while the table paints). Acyclic garbage is still freed when dropped.
+        gc.freeze()
         self.screen.post_message(self.StoreUpdated())
 
     # -- triage annotations ---------------------------------------------------------------------------------------
