@@ -46,11 +46,28 @@ def _task_row(config, task_id: str) -> tuple[dict | None, str]:
     return tasks.get(task_id), "" if task_id in tasks else f"{task_id} is not in {config.tasks_path}"
 
 
+def task_records(path, task_id: str, skipped: list[str] | None = None) -> list:
+    """Every record of ``task_id`` in a results.jsonl, in file order, read back from the columns (the other lines
+    are decoded, never built into records); the reading's warnings go to ``skipped``."""
+    import numpy as np
+
+    from hermit_tui.core.columns import read_table
+    table = read_table(path)
+    try:
+        local = table.index.get(task_id)
+        rows = np.flatnonzero(table.task == local).tolist() if local is not None else []
+        if skipped is not None:
+            skipped += table.skipped
+        return [table.record(r) for r in rows]
+    finally:
+        table.close()
+
+
 def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
     """Everything ``show`` prints, as plain values. InputError for an unknown selector, task or repeat."""
     from hermit_tui.cli_report import label_of
     from hermit_tui.core.evalstore import RESULTS, SUMMARY, eval_root
-    from hermit_tui.core.records import read_results, read_summary
+    from hermit_tui.core.records import read_summary
     from hermit_tui.core.transcripts import load_transcript
 
     if repeat is not None and repeat < 1:
@@ -62,8 +79,8 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
         present = sorted(p.name for p in root.iterdir() if (p / RESULTS).is_file()) if root.is_dir() else []
         listed = ", ".join(present) if present else "none yet"
         raise InputError(f"--adapter {selector}: no evaluation in {folder} (evaluated here: {listed})")
-    read = read_results(folder / RESULTS)
-    attempts = sorted((r for r in read.records if r.id == task_id), key=lambda r: r.repeat)
+    skipped: list[str] = []
+    attempts = sorted(task_records(folder / RESULTS, task_id, skipped), key=lambda r: r.repeat)
     row, task_note = _task_row(config, task_id)
     if not attempts:
         if row is None:
@@ -98,7 +115,7 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
     return {"selector": selector, "label": label, "folder": str(folder),
             "written_by": None if summary is None else ("hermit" if summary.written_by_hermit else "hermit-tui"),
             "task": {"id": task_id, "fields": row, "note": task_note or None},
-            "skipped_lines": read.skipped, "attempts": out_attempts}
+            "skipped_lines": skipped, "attempts": out_attempts}
 
 
 # -- text -------------------------------------------------------------------------------------------------------------

@@ -20,8 +20,11 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
+
+from hermit_tui.core.columns import AttemptRow, read_table
 from hermit_tui.core.evalstore import RESULTS
-from hermit_tui.core.records import AttemptRecord, read_results
+from hermit_tui.core.records import AttemptRecord
 from hermit_tui.core.report import Report, _text_cell
 
 ATTEMPT_COLUMNS = ("selector", "task", "repeat", "status", "score", "error_kind", "cost_usd", "tokens", "wall_s")
@@ -30,16 +33,18 @@ _KIND = re.compile(r"\s*([A-Za-z_][\w.]*)\s*:")
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def read_attempts(report: Report) -> dict[str, list[AttemptRecord]]:
-    """Per selector of the report, its attempts on the test tasks, one per (task, repeat), in test-split order."""
-    order = {tid: i for i, tid in enumerate(report.test_ids)}
-    out: dict[str, list[AttemptRecord]] = {}
+def read_attempts(report: Report) -> dict[str, list[AttemptRow]]:
+    """Per selector of the report, its attempts on the test tasks, one per (task, repeat), in test-split order: rows
+    of the columns (``core.columns.AttemptRow``: an AttemptRecord's figures, without building one)."""
+    out: dict[str, list[AttemptRow]] = {}
     for s in report.selectors:
-        kept: dict[tuple[str, int], AttemptRecord] = {}
-        for rec in read_results(Path(s.folder) / RESULTS).records:
-            if rec.id in order:
-                kept[rec.key] = rec
-        out[s.label] = sorted(kept.values(), key=lambda r: (order[r.id], r.repeat))
+        table = read_table(Path(s.folder) / RESULTS)
+        table.close()  # the exports need the figures only, never a record read back
+        rows = table.latest()
+        where = table.positions(report.test_ids)[table.task[rows]] if len(rows) else np.zeros(0, np.int64)
+        rows, where = rows[where >= 0], where[where >= 0]
+        order = np.lexsort((table.repeat[rows], where))
+        out[s.label] = table.rows_of(rows[order])
     return out
 
 

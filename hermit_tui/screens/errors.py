@@ -309,7 +309,7 @@ class ErrorsScreen(Triage, Screen):
         plan: dict[str, set[tuple[str, int]]] = {}
         skipped: list[str] = []
         for key, col in self.app.store.columns.items():
-            failed = [k for k, rec in col.records.items() if rec.status != "ok"]
+            failed = col.error_keys()
             if not failed:
                 continue
             current = root is not None and col.folder is not None and col.folder == root / col.label
