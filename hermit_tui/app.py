@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 from collections import deque
 from datetime import UTC
 from pathlib import Path
@@ -29,13 +30,38 @@ if TYPE_CHECKING:
 
 DRAIN_INTERVAL_S = 0.1  # engine events are applied to the store and repainted in batches at this pace
 WALK_WORKER_THRESHOLD = 20_000  # attempts from which the triage walk is computed in a worker thread
+BEAT_S = 0.01  # while evaluations are read, the event loop beats at this pace (see Pacer)
+
+
+class Pacer:
+    """Lets a worker thread give way to the event loop. Threads share one interpreter lock: while a worker reads a
+    million attempts, a repaint that needs 60 ms alone takes twice that. While a worker runs, the loop beats every
+    BEAT_S; the worker calls :meth:`pace` between steps (~10 ms of work each) and waits, without the lock, while
+    the last beat is older than three beats (the loop is busy) - up to ``most_s``, so it never starves."""
+
+    def __init__(self, most_s: float = 0.2):
+        self.beat = time.monotonic()
+        self.most_s = most_s
+
+    def tick(self) -> None:
+        self.beat = time.monotonic()
+
+    def pace(self) -> None:
+        deadline = time.monotonic() + self.most_s
+        while time.monotonic() - self.beat > 3 * BEAT_S and time.monotonic() < deadline:
+            time.sleep(0.002)
 
 
 class HermitApp(App):
     """hermit-tui: none/root/final side by side, attempts streaming in, drill-down, history."""
 
     TITLE = "hermit-tui"
-    CSS_PATH = [style("app.tcss")]
+    # Every screen's stylesheet is read at start: the first push of a screen whose stylesheet is new makes Textual
+    # parse every stylesheet again and restyle every widget (over 100 ms on a loaded machine: a stall on each first
+    # visit of a screen). The screens still name their own file, already read.
+    CSS_PATH = [style("app.tcss"), *(style(f"{name}.tcss") for name in (
+        "setup", "run", "tasks", "attempt", "compare", "errors", "history", "review", "annotate", "picker",
+        "threshold", "quit", "help"))]
     BINDINGS = bindings.APP
     COMMANDS = App.COMMANDS | {HermitCommands}
 
@@ -45,9 +71,10 @@ class HermitApp(App):
     class AnnotationSaved(Message):
         """An annotation change reached (or could not reach) its annotations.jsonl (posted from the writer thread)."""
 
-        def __init__(self, store: EvalStore, key: str, folder: Path, result: Any):
+        def __init__(self, store: EvalStore, key: str, folder: Path, result: Any, generation: int = 0):
             super().__init__()
             self.store, self.key, self.folder, self.result = store, key, folder, result
+            self.generation = generation  # the store's generation when the change was made
 
     class RunEnded(Message):
         """The launch in progress finished or was cancelled."""
@@ -111,22 +138,31 @@ class HermitApp(App):
             return
         if get_current_worker().is_cancelled:
             return
+        from hermit_tui.settings import label_set
         remember_config(config.path)
         found = current_evaluations(config)  # shown at once, as a launch would show them
+        warnings, labels = protocol_warnings(config, taskset), label_set(config.run_dir)  # off the event loop too
         self.call_from_thread(self._config_loaded, config, taskset, is_demo_config(config.path),
-                              launch_settings(config.path))
+                              launch_settings(config.path), warnings, labels)
         self.call_from_thread(lambda: self.add_stored(found, beside_live=False))
 
-    def _config_loaded(self, config, taskset, is_demo: bool, launch: dict | None = None) -> None:
+    def _config_loaded(self, config, taskset, is_demo: bool, launch: dict | None = None,
+                       warnings: list[str] | None = None, labels: list[str] | None = None) -> None:
         from hermit_tui.screens.setup import SetupScreen
         self.config, self.taskset, self.is_demo = config, taskset, is_demo
         self.config_path = config.path
         self.launch_settings = dict(launch or {})
-        gc.unfreeze()  # the previous store's records may now be collected
-        self.store = EvalStore(taskset.tasks, taskset.test_ids)
-        self.store.warnings = protocol_warnings(config, taskset)
-        from hermit_tui.settings import label_set
-        self.store.label_set = label_set(config.run_dir)
+        gc.unfreeze()  # the previous config's records may now be collected
+        if warnings is None:
+            warnings = protocol_warnings(config, taskset)
+        if labels is None:
+            from hermit_tui.settings import label_set
+            labels = label_set(config.run_dir)
+        self.store.reset(taskset.tasks, taskset.test_ids, warnings=warnings, label_set=labels)
+        # The tasks (a dict per task: 111,112 of them on a large split) live as long as the config: out of the
+        # cyclic collector's generations with everything else alive now, or each full collection walks them all
+        # (a tenth of a second each, on a shared GIL: a stall). Acyclic garbage is still freed when dropped.
+        gc.freeze()
         self.sub_title = f"{config.run_name}" + ("  ·  teaching demonstration" if is_demo else "")
         # The setup screen is the root of a config: drop whatever was above the default screen.
         while len(self.screen_stack) > 1:
@@ -287,42 +323,45 @@ class HermitApp(App):
 
     # -- history --------------------------------------------------------------------------------------------------
     def add_stored(self, evaluations: list[Any], *, beside_live: bool = True) -> None:
-        """Put evaluations read from disk beside the others: read in a worker, then added to the store in one go
-        (ordered as a launch orders them, baseline none). ``beside_live`` False: one whose label a launch is
-        already showing is left out (the launch replaces it)."""
+        """Put evaluations read from disk beside the others. A worker reads each one and builds its column (the
+        whole parse and aggregation, off the event loop); the event loop only puts the built columns in the store
+        (milliseconds), ordered as a launch orders them, baseline none. ``beside_live`` False: one whose label a
+        launch is already showing is left out (the launch replaces it)."""
         if not evaluations:
             return
-        store = self.store
+        store, generation, threshold = self.store, self.store.generation, self.store.threshold
+        pacer = Pacer()
+        beat = self.set_interval(BEAT_S, pacer.tick, name="pace-reading")
 
         def load() -> None:
-            from hermit_tui.core.annotations import AnnotationsFile, read_annotations
-            problems, loaded = [], []
-            for stored in evaluations:
-                try:
-                    results = stored.load_results()
-                except InputError as exc:
-                    problems.append(str(exc))
-                    continue
-                try:
-                    notes = read_annotations(stored.folder)
-                except InputError as exc:
-                    notes = AnnotationsFile(skipped=[str(exc)])
-                loaded.append((stored, results, notes))
-            if get_current_worker().is_cancelled:
-                return
-            self.call_from_thread(self._stored_loaded, store, loaded, problems, beside_live)
+            from hermit_tui.store import build_stored
+            worker = get_current_worker()
+            try:
+                for stored in evaluations:
+                    if worker.is_cancelled or store.generation != generation:
+                        return
+                    pacer.pace()
+                    try:
+                        col = build_stored(stored, threshold, pause=pacer.pace)
+                    except InputError as exc:
+                        self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
+                        continue
+                    self.call_from_thread(self._stored_loaded, store, generation, stored, col, beside_live)
+            finally:
+                self.call_from_thread(beat.stop)
         self.run_worker(load, thread=True, group="history", name="open-history")
 
-    def _stored_loaded(self, store: EvalStore, loaded: list, problems: list[str], beside_live: bool) -> None:
-        if store is not self.store:  # another config was opened meanwhile
+    def _stored_loaded(self, store: EvalStore, generation: int, stored: Any, col: Any, beside_live: bool) -> None:
+        if store is not self.store or store.generation != generation:  # another config was opened meanwhile
             return
-        for stored, results, notes in loaded:
-            shown = store.columns.get(stored.name)
-            if not beside_live and shown is not None and shown.source == "live":
-                continue
-            store.add_stored(stored, results=results, annotations=notes)
-        for problem in problems:
-            self.notify(problem, severity="error", timeout=10)
+        shown = store.columns.get(stored.name)
+        if not beside_live and shown is not None and shown.source == "live":
+            return
+        store.add_column(col, store.stored_key(stored))
+        # The column's task ids and index (lists and dicts of 111,112 entries each at a million attempts) live as
+        # long as the store: out of the cyclic collector's generations, or each full collection walks them all
+        # (tens of milliseconds: a stall while the table paints). Acyclic garbage is still freed when dropped.
+        gc.freeze()
         self.screen.post_message(self.StoreUpdated())
 
     # -- triage annotations ---------------------------------------------------------------------------------------
@@ -343,7 +382,7 @@ class HermitApp(App):
         if self._annotation_writer is None:
             from concurrent.futures import ThreadPoolExecutor
             self._annotation_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="annotations")
-        folder = col.folder
+        folder, generation = col.folder, store.generation
         self.annotations_pending += 1
 
         def write() -> None:
@@ -355,7 +394,7 @@ class HermitApp(App):
                 result = exc
             except Exception as exc:  # a failed write must not take the dashboard down
                 result = InputError(f"{folder}: {type(exc).__name__}: {exc}")
-            self.post_message(self.AnnotationSaved(store, key, folder, result))  # never blocks on the event loop
+            self.post_message(self.AnnotationSaved(store, key, folder, result, generation))  # never blocks
         self._annotation_writer.submit(write)
 
     def on_hermit_app_annotation_saved(self, message: AnnotationSaved) -> None:
@@ -365,7 +404,8 @@ class HermitApp(App):
             self.notify(str(result), title="Annotation not saved", severity="error", timeout=10)
             return
         col = store.columns.get(key)
-        if store is self.store and col is not None and col.folder == folder:
+        current = store is self.store and store.generation == message.generation
+        if current and col is not None and col.folder == folder:
             store.set_annotations(key, result.entries)
             self.screen.post_message(self.StoreUpdated())
 
@@ -394,7 +434,7 @@ class HermitApp(App):
         """Show the next unlabelled failure after ``after`` (screens/annotate.next_unlabelled). On a large store whose
         walk must be computed again, that is done in a worker thread first (half a second at 100,000 attempts)."""
         from hermit_tui.screens.annotate import next_unlabelled
-        store = self.store
+        store, generation = self.store, self.store.generation
         if store.walk_ready() or sum(c.done for c in store.columns.values()) < WALK_WORKER_THRESHOLD:
             next_unlabelled(where, after, show)
             return
@@ -406,7 +446,7 @@ class HermitApp(App):
                     break
                 except RuntimeError:
                     continue
-            if not get_current_worker().is_cancelled and store is self.store:
+            if not get_current_worker().is_cancelled and store is self.store and store.generation == generation:
                 self.call_from_thread(next_unlabelled, where, after, show)
         self.run_worker(work, thread=True, exclusive=True, group="triage-walk", name="triage-walk")
 

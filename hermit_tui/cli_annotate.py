@@ -45,8 +45,8 @@ def find_attempt(config, selector: str, task_id: str, repeat: int):
     """(folder, record) of the attempt, from the selector's current evaluation. InputError for an unknown selector,
     task or repeat."""
     from hermit_tui.cli_report import label_of
+    from hermit_tui.core.columns import task_records
     from hermit_tui.core.evalstore import RESULTS, eval_root
-    from hermit_tui.core.records import read_results
 
     if repeat < 1:
         raise InputError(f"--repeat must be a positive whole number, got {repeat}")
@@ -57,8 +57,7 @@ def find_attempt(config, selector: str, task_id: str, repeat: int):
         present = sorted(p.name for p in root.iterdir() if (p / RESULTS).is_file()) if root.is_dir() else []
         raise InputError(f"--adapter {selector}: no evaluation in {folder} (evaluated here: "
                          f"{', '.join(present) if present else 'none yet'})")
-    records = read_results(folder / RESULTS).records
-    attempts = {r.repeat: r for r in records if r.id == task_id}  # a retried attempt: the latest line
+    attempts = {r.repeat: r for r in task_records(folder / RESULTS, task_id)}  # a retried attempt: the latest line
     if not attempts:
         raise InputError(f"--task {task_id}: no attempt of it is recorded in {folder / RESULTS}")
     if repeat not in attempts:

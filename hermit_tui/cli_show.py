@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from hermit_tui.core.columns import task_records
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_text
 
@@ -51,7 +52,7 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
     """Everything ``show`` prints, as plain values. InputError for an unknown selector, task or repeat."""
     from hermit_tui.cli_report import label_of
     from hermit_tui.core.evalstore import RESULTS, SUMMARY, eval_root
-    from hermit_tui.core.records import read_results, read_summary
+    from hermit_tui.core.records import read_summary
     from hermit_tui.core.transcripts import load_transcript
 
     if repeat is not None and repeat < 1:
@@ -63,8 +64,8 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
         present = sorted(p.name for p in root.iterdir() if (p / RESULTS).is_file()) if root.is_dir() else []
         listed = ", ".join(present) if present else "none yet"
         raise InputError(f"--adapter {selector}: no evaluation in {folder} (evaluated here: {listed})")
-    read = read_results(folder / RESULTS)
-    attempts = sorted((r for r in read.records if r.id == task_id), key=lambda r: r.repeat)
+    skipped: list[str] = []
+    attempts = sorted(task_records(folder / RESULTS, task_id, skipped), key=lambda r: r.repeat)
     row, task_note = _task_row(config, task_id)
     if not attempts:
         if row is None:
@@ -98,7 +99,7 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
     return {"selector": selector, "label": label, "folder": str(folder),
             "written_by": None if summary is None else ("hermit" if summary.written_by_hermit else "hermit-tui"),
             "task": {"id": task_id, "fields": row, "note": task_note or None},
-            "skipped_lines": read.skipped, "attempts": out_attempts}
+            "skipped_lines": skipped, "attempts": out_attempts}
 
 
 # -- text -------------------------------------------------------------------------------------------------------------

@@ -1,18 +1,24 @@
 """The store's triage state: annotations per evaluation, the failure taxonomy and the walk over unlabelled failures.
 
-:class:`TriageStore` is mixed into ``EvalStore`` (store.py): it reads the store's columns and keeps the figures cheap
-enough to recompute on every update of a 100,000-attempt store (running counts, the columns' cells), except the
-walk, which is cached until the records change (the app computes it in a worker on a large store).
+:class:`TriageStore` is mixed into ``EvalStore`` (store.py): it reads the store's columns. The figures come from the
+columns' arrays (``core.column_taxonomy``: the cost grows with the annotations, not the attempts) and the walk is
+sorted with numpy, then cached until the records change (the app computes it in a worker on a large store); its
+failures are built as they are read.
 """
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple
 
-from hermit_tui.core.annotations import Annotation, SelectorTaxonomy, is_failure, pair_changes
+import numpy as np
+
+from hermit_tui.core import column_taxonomy
+from hermit_tui.core.annotations import Annotation, SelectorTaxonomy
+from hermit_tui.core.columns import OK
 
 if TYPE_CHECKING:
-    from hermit_tui.store import Column
+    from hermit_tui.store_column import Column
 
 #: The per-task table's label filter, beside a label's own name: tasks with any label, tasks with a failure that
 #: carries none.
@@ -31,8 +37,46 @@ class Failure(NamedTuple):
     group: str  # one of WALK_GROUPS
 
 
-def _finite(x: float) -> float:
-    return x if math.isfinite(x) else 0.0
+class Walk(Sequence):
+    """The failures of the walk in order, as arrays; ``walk[i]`` builds the :class:`Failure`."""
+
+    def __init__(self, cols: list[Column], col: np.ndarray, row: np.ndarray, group: np.ndarray):
+        self.cols, self.col, self.row, self.group = cols, col, row, group
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        c = self.cols[int(self.col[i])]
+        row = int(self.row[i])
+        table = c.table
+        return Failure(c.key, table.ids[table.task[row]], int(table.repeat[row]), WALK_GROUPS[int(self.group[i])])
+
+    def position(self, key: str, task_id: str, repeat: int) -> int | None:
+        """Where the failure (column, task, repeat) is on the walk, None when it is not a failure on it."""
+        for c_index, c in enumerate(self.cols):
+            if c.key != key:
+                continue
+            row = c.index.row_of(task_id, repeat)
+            if row < 0:
+                return None
+            found = np.flatnonzero((self.col == c_index) & (self.row == row))
+            return int(found[0]) if len(found) else None
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, Walk)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _live_rows(col: Column) -> dict:
+    """The column's live annotations with their rows (what core.column_taxonomy takes)."""
+    return {k: (a, col.index.row_of(*k)) for k, a in col.live_annotations().items()}
 
 
 class TriageStore:
@@ -84,67 +128,16 @@ class TriageStore:
         return {k: self._column_taxonomy(c) for k, c in self.columns.items()}
 
     def _column_taxonomy(self, col: Column) -> SelectorTaxonomy:
-        live = col.live_annotations()
-        counts: dict[str, int] = {}
-        failure_counts: dict[str, int] = {}
-        labelled_failures = labelled = notes = 0
-        corrected: dict[str, float] = {}  # task -> sum of (corrected - recorded) over its corrected attempts
-        for key, ann in live.items():
-            rec = col.records[key]
-            notes += bool(ann.note)
-            if ann.corrected_score is not None:
-                corrected[key[0]] = corrected.get(key[0], 0.0) + ann.corrected_score - _finite(rec.judge.score)
-            if not ann.labels:
-                continue
-            labelled += 1
-            failed = is_failure(rec, col.threshold)
-            labelled_failures += failed
-            for name in ann.labels:
-                counts[name] = counts.get(name, 0) + 1
-                if failed:
-                    failure_counts[name] = failure_counts.get(name, 0) + 1
-        recorded_mean = corrected_mean = None
-        if corrected:
-            means = {tid: (cell.total / cell.n, cell.n) for tid, cell in col.cells.items() if cell.n}
-            if means:
-                recorded_mean = sum(m for m, _ in means.values()) / len(means)
-                corrected_mean = recorded_mean + sum(d / means[tid][1] for tid, d in corrected.items()
-                                                     if tid in means) / len(means)
-        rank = {name: i for i, name in enumerate(self.label_set)}
-
-        def ordered(c: dict[str, int]) -> dict[str, int]:
-            return dict(sorted(c.items(), key=lambda kv: (-kv[1], rank.get(kv[0], len(rank)), kv[0])))
-        return SelectorTaxonomy(label=col.key, attempts=col.done, failures=col.failures,
-                                labelled_failures=labelled_failures, labelled_attempts=labelled,
-                                counts=ordered(counts), failure_counts=ordered(failure_counts), notes=notes,
-                                corrected=sum(1 for a in live.values() if a.corrected_score is not None),
-                                stale=len(col.annotations) - len(live), corrected_mean=corrected_mean,
-                                recorded_mean=recorded_mean)
+        return column_taxonomy.selector_taxonomy(col.key, col.index, col.annotations, col.threshold, self.label_set,
+                                                 live=_live_rows(col))
 
     def pair_taxonomy(self, a: str, b: str):
         """Per label, the tasks ``b`` fixed (``a`` had the label, ``b`` does not), introduced, and not triaged yet
-        (``core.annotations.pair_taxonomy``, from the columns' cells: the cost grows with the tasks)."""
+        (``core.annotations.pair_taxonomy``, from the columns)."""
         ca, cb = self.columns[a], self.columns[b]
-        paired = {t for t, c in ca.cells.items() if c.n} & {t for t, c in cb.cells.items() if c.n}
-        return pair_changes(a, b, self._task_labels(ca), self._task_labels(cb), self._untriaged(ca),
-                            self._untriaged(cb), paired, self.label_set, self.task_ids)
-
-    @staticmethod
-    def _task_labels(col: Column) -> dict[str, set[str]]:
-        out: dict[str, set[str]] = {}
-        for key, ann in col.live_annotations().items():
-            if ann.labels:
-                out.setdefault(key[0], set()).update(ann.labels)
-        return out
-
-    @staticmethod
-    def _untriaged(col: Column) -> set[str]:
-        """Tasks with a failure that carries no label."""
-        labelled: dict[str, int] = {}
-        for key, ann in col.live_annotations().items():
-            if ann.labels and is_failure(col.records[key], col.threshold):
-                labelled[key[0]] = labelled.get(key[0], 0) + 1
-        return {tid for tid, cell in col.cells.items() if cell.failed > labelled.get(tid, 0)}
+        return column_taxonomy.pair_taxonomy(a, ca.index, ca.annotations, b, cb.index, cb.annotations,
+                                             self.label_set, self.task_ids, ca.threshold, live_a=_live_rows(ca),
+                                             live_b=_live_rows(cb))
 
     def labels_in_use(self) -> dict[str, int]:
         """Every label some attempt carries (attempts per label), the run's set first, then the others."""
@@ -156,44 +149,57 @@ class TriageStore:
         rank = {name: i for i, name in enumerate(self.label_set)}
         return dict(sorted(counts.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
 
-    def failure_walk(self) -> list[Failure]:
+    def failure_walk(self) -> Walk:
         """Every failed attempt of the current (not archived) evaluations in triage order: regressions against the
         baseline first (the largest drops of a task's mean first), then pipeline and judge errors, then failures on
         flaky tasks, then the other failures; within a group by task, then column, then repeat. A failure is an
         attempt with status error/judge_error or a score below the success threshold (``core.annotations``)."""
         cols = [c for c in self.columns.values() if not c.archived]
-        stamp = (self.data_version, self.threshold, self.baseline, tuple((c.key, c.changes) for c in cols))
+        stamp = self._walk_stamp(cols)
         if self._walk is not None and self._walk[0] == stamp:
             return self._walk[1]
-        rank = {tid: i for i, tid in enumerate(self.task_ids)}
+        pos = self._task_pos
         base = self.columns.get(self.baseline) if self.baseline else None
-        threshold, groups = self.threshold, WALK_GROUPS
-        keyed = []
+        parts = []
         for c_index, col in enumerate(cols):
-            tasks = {}  # the tasks with a failure: (regression drop, flaky, rank)
-            for tid, cell in col.cells.items():
-                if not cell.failed:
-                    continue
-                bcell = base.cells.get(tid) if base is not None and col is not base else None
-                drop = bcell.mean - cell.mean if bcell is not None and bcell.n and cell.n else 0.0
-                tasks[tid] = (drop if drop > 1e-9 else 0.0, cell.flaky, rank.get(tid, len(rank)))
-            for (tid, rep), rec in col.records.items():
-                found = tasks.get(tid)
-                if found is None or (rec.status == "ok" and rec.judge.score >= threshold):
-                    continue
-                drop, flaky, place = found
-                group = 0 if drop else 1 if rec.status != "ok" else 2 if flaky else 3
-                keyed.append(((group, -drop, place, tid, c_index, rep), (col.key, tid, rep, groups[group])))
-        keyed.sort(key=lambda kv: kv[0])
-        walk = [Failure(*f) for _, f in keyed]
+            ix = col.index
+            rows = ix.latest()
+            rows = rows[column_taxonomy.failed_rows(ix, rows, self.threshold)]
+            local = ix.task[rows].astype(np.int64)
+            n, total = ix.cell("n").astype(float), ix.cell("total")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+                drop = np.zeros(len(ix.ids))
+                if base is not None and col is not base:
+                    b_loc = np.fromiter(map(base.table.index.get, ix.ids, repeat(-1)), np.int64, len(ix.ids))
+                    bn, btotal = base.index.cell("n"), base.index.cell("total")
+                    ok = (b_loc >= 0) & (b_loc < len(bn))
+                    bmean = np.full(len(ix.ids), np.nan)
+                    bmean[ok] = np.where(bn[b_loc[ok]] > 0, btotal[b_loc[ok]] / np.maximum(bn[b_loc[ok]], 1), np.nan)
+                    drop = bmean - mean
+                drop = np.where(drop > 1e-9, drop, 0.0)
+                solved, spread = ix.cell("solved"), ix.cell("hi") - ix.cell("lo")
+                flaky = (n > 1) & (((solved > 0) & (solved < n)) | (spread > 1e-9))
+            place = np.fromiter(map(pos.get, ix.ids, repeat(len(pos))), np.int64, len(ix.ids))
+            d = drop[local]
+            group = np.where(d > 0, 0, np.where(ix.status[rows] != OK, 1, np.where(flaky[local], 2, 3)))
+            parts.append((np.full(len(rows), c_index), rows, group, -d, place[local], ix.repeat[rows]))
+        if parts:
+            c_arr, r_arr, g_arr, d_arr, p_arr, rep_arr = (np.concatenate(x) for x in zip(*parts))
+            order = np.lexsort((rep_arr, c_arr, p_arr, d_arr, g_arr))
+            walk = Walk(cols, c_arr[order], r_arr[order], g_arr[order])
+        else:
+            walk = Walk(cols, *(np.zeros(0, np.int64),) * 3)
         self._walk = (stamp, walk)
         return walk
+
+    def _walk_stamp(self, cols: list[Column]) -> tuple:
+        return (self.data_version, self.threshold, self.baseline, tuple((c.key, c.changes) for c in cols))
 
     def walk_ready(self) -> bool:
         """The walk is computed for the store as it is (``failure_walk`` returns at once)."""
         cols = [c for c in self.columns.values() if not c.archived]
-        stamp = (self.data_version, self.threshold, self.baseline, tuple((c.key, c.changes) for c in cols))
-        return self._walk is not None and self._walk[0] == stamp
+        return self._walk is not None and self._walk[0] == self._walk_stamp(cols)
 
     def is_labelled(self, failure: Failure) -> bool:
         ann = self.annotation(failure.key, failure.task_id, failure.repeat)
@@ -206,8 +212,8 @@ class TriageStore:
             if col.archived:
                 continue
             total += col.failures
-            done += sum(1 for k, a in col.live_annotations().items()
-                        if a.labels and is_failure(col.records[k], col.threshold))
+            ix = col.index
+            done += sum(1 for k, a in col.live_annotations().items() if a.labels and ix.failed_row(ix.row_of(*k)))
         return done, total
 
     def next_unlabelled(self, after: tuple[str, str, int] | None = None) -> Failure | None:
@@ -216,7 +222,7 @@ class TriageStore:
         walk = self.failure_walk()
         start = 0
         if after is not None:
-            at = next((i for i, f in enumerate(walk) if (f.key, f.task_id, f.repeat) == after), None)
+            at = walk.position(*after)
             start = 0 if at is None else at + 1
         for i in range(len(walk)):
             f = walk[(start + i) % len(walk)]
@@ -228,12 +234,9 @@ class TriageStore:
         """The tasks the label filter keeps, over ``cols``."""
         out: set[str] = set()
         for col in cols:
-            live = col.live_annotations()
             if label == UNLABELLED:
-                for key, rec in col.records.items():
-                    ann = live.get(key)
-                    if (ann is None or not ann.labels) and is_failure(rec, self.threshold):
-                        out.add(key[0])
+                out |= column_taxonomy.untriaged_tasks(col.index, _live_rows(col), self.threshold)
             else:
-                out.update(k[0] for k, a in live.items() if a.labels and (label == ANY_LABEL or label in a.labels))
+                out.update(k[0] for k, a in col.live_annotations().items()
+                           if a.labels and (label == ANY_LABEL or label in a.labels))
         return out

@@ -83,7 +83,7 @@ def fixture_app(config_path=None, screen: str | None = "setup", *, store: EvalSt
                 self.taskset = load_tasks(self.config)
                 self.is_demo = is_demo_config(self.config.path)
                 from hermit_tui.app import protocol_warnings
-                self.store.warnings = protocol_warnings(self.config, self.taskset)
+                self.store.set_warnings(protocol_warnings(self.config, self.taskset))
                 self.sub_title = self.config.run_name + ("  ·  teaching demonstration" if self.is_demo else "")
             if screen is not None:
                 self.goto(screen, **screen_kwargs)

@@ -17,14 +17,19 @@ EXPECTED = {
     "bench_hermit.py": ["hermit.wall_over_ideal", "hermit_tui.wall_over_ideal", "hermit_tui.run_wall_over_ideal",
                         "hermit.same_results"],
     "bench_overhead.py": ["overhead.attempts_per_s"],
-    "bench_dashboard.py": ["dashboard.open_s", "dashboard.open_peak_rss_mb", "dashboard.stream_lag_p99_s",
-                           "dashboard.stream_rate", "dashboard.stream_peak_rss_mb"],
+    "bench_dashboard.py": ["dashboard.open_s", "dashboard.open_stall_s", "dashboard.config_open_s",
+                           "dashboard.open_peak_rss_mb", "dashboard.sort_s", "dashboard.filter_s",
+                           "dashboard.stream_lag_p99_s", "dashboard.stream_rate", "dashboard.stream_peak_rss_mb"],
+    "bench_scale.py": [f"scale.900.{name}" for name in (
+        "report_over_stdlib", "report_peak_rss_mb", "same_means", "open_over_stdlib", "config_open_over_stdlib",
+        "open_s", "open_stall_s", "config_open_s", "open_peak_rss_mb", "sort_s", "filter_s")],
     "bench_stats.py": ["stats.coverage.min", "stats.coverage.max", "stats.coverage.outside_range",
                        "stats.test.size_unequal_repeats", "stats.test.exact_vs_large_sample",
                        "stats.sequential.aa_false_claims", "stats.sequential.saved_at_0.35",
                        "stats.sequential.first_half_at_0.35", "stats.speed.columns_s", "stats.speed.tuples_s"],
 }
-CHECKS = {"hermit.same_results", "stats.coverage.outside_range"}  # correctness figures, judged in --quick too
+# correctness figures, judged in --quick too
+CHECKS = {"hermit.same_results", "stats.coverage.outside_range", "scale.900.same_means"}
 
 
 @pytest.fixture(scope="module")

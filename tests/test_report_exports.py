@@ -181,3 +181,29 @@ def test_read_attempts_keeps_the_latest_record_of_each_test_attempt(evaluated, t
     got = read_attempts(report(ws, ["none"]))["none"]
     assert len(got) == 48 and "not-a-test-task" not in {r.id for r in got}
     assert next(r for r in got if r.key == (first["id"], first["repeat"])).judge.score == 0.123
+
+
+def test_the_exports_from_columns_equal_the_exports_from_records(evaluated, tmp_path):
+    """read_attempts gives rows of the columns; the CSV and the JUnit XML are those the AttemptRecords give, odd
+    lines included (a float token count, a mapping of tokens, a cost that is not a number, a re-run)."""
+    from hermit_tui.core.records import read_results
+    ws = tmp_path / "demo"
+    shutil.copytree(evaluated, ws, symlinks=True)
+    repair_worktree(evaluated, ws)
+    path = ws / "runs/demo/eval/root/results.jsonl"
+    lines = path.read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    odd = [dict(rows[0], tokens=12.0), dict(rows[1], tokens={"in": 1, "out": 2}, cost_usd=None),
+           dict(rows[2], status="error", error="KeyError: 'x'", judge={"score": 0.0, "feedback": ""}, wall_s=1.5)]
+    path.write_text("\n".join(lines) + "\n" + "".join(json.dumps(r) + "\n" for r in odd)
+                    + json.dumps(rows[3]).replace('"cost_usd": ', '"cost_usd": NaN, "x": ') + "\n")
+    rep = report(ws)
+    order = {tid: i for i, tid in enumerate(rep.test_ids)}
+    by_records = {}
+    for s in rep.selectors:
+        kept = {r.key: r for r in read_results(Path(s.folder) / "results.jsonl").records if r.id in order}
+        by_records[s.label] = sorted(kept.values(), key=lambda r: (order[r.id], r.repeat))
+    by_columns = read_attempts(rep)
+    assert [[r.key for r in v] for v in by_columns.values()] == [[r.key for r in v] for v in by_records.values()]
+    assert to_attempts_csv(rep, by_columns) == to_attempts_csv(rep, by_records)
+    assert to_junit(rep, by_columns) == to_junit(rep, by_records)

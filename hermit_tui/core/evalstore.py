@@ -11,10 +11,14 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from hermit_tui.core.records import ResultsFile, Summary, read_results, read_summary
+
+if TYPE_CHECKING:
+    from hermit_tui.core.columns import AttemptTable
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
@@ -80,6 +84,12 @@ class StoredEvaluation(BaseModel):
 
     def load_results(self) -> ResultsFile:
         return read_results(self.results_path)
+
+    def load_table(self) -> AttemptTable:
+        """The results as columns (``core.columns.AttemptTable``: what the report, the gate and the dashboard read);
+        the same attempts, warnings and errors as :meth:`load_results`. The caller closes it."""
+        from hermit_tui.core.columns import read_table
+        return read_table(self.results_path)
 
 
 def _stored(label: str, folder: Path, archived_at: str | None, smoke: bool = False) -> StoredEvaluation:

@@ -28,8 +28,10 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel
 
+from hermit_tui.core.columns import ERROR, JUDGE_ERROR, AttemptTable
 from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
@@ -188,15 +190,33 @@ def latest_on_test(records: Sequence[AttemptRecord], test_ids: Sequence[str]) ->
     return out
 
 
-def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[AttemptRecord], test_ids: Sequence[str],
-                   stats: SelectorStats | None = None) -> SelectorFacts:
+def _table_counts(table: AttemptTable, test_ids: Sequence[str], repeats: int | None) -> dict[str, Any]:
+    """``latest_on_test``'s figures from columns: the latest attempt of each (test task, repeat >= 1)."""
+    rows = table.latest()
+    on_test = table.positions(test_ids)[table.task[rows]] >= 0 if len(rows) else np.zeros(0, bool)
+    rows = rows[on_test & (table.repeat[rows] >= 1)]
+    return dict(present=int((table.repeat[rows] <= repeats).sum()) if repeats is not None else 0,
+                attempts=len(rows), pipeline_errors=table.count_status(ERROR, rows),
+                judge_errors=table.count_status(JUDGE_ERROR, rows), known_cost_usd=table.known_cost(rows),
+                unknown_cost_attempts=table.unknown_costs(rows))
+
+
+def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[AttemptRecord] | AttemptTable,
+                   test_ids: Sequence[str], stats: SelectorStats | None = None) -> SelectorFacts:
     """The facts of one evaluation; ``stats``: its ``core.stats.SelectorStats`` (for the summary table), if any."""
     s = stored.summary
-    kept = latest_on_test(records, test_ids)
     repeats = s.repeats if s is not None else None
-    present = sum(1 for (_, r) in kept if repeats is not None and r <= repeats)
-    costs = [r.cost_usd for r in kept.values()]
-    known = [c for c in costs if c is not None and math.isfinite(c)]
+    if isinstance(records, AttemptTable):
+        counts = _table_counts(records, test_ids, repeats)
+    else:
+        kept = latest_on_test(records, test_ids)
+        present = sum(1 for (_, r) in kept if repeats is not None and r <= repeats)
+        costs = [r.cost_usd for r in kept.values()]
+        known = [c for c in costs if c is not None and math.isfinite(c)]
+        counts = dict(present=present, attempts=len(kept),
+                      pipeline_errors=sum(r.status == "error" for r in kept.values()),
+                      judge_errors=sum(r.status == "judge_error" for r in kept.values()),
+                      known_cost_usd=float(sum(known)), unknown_cost_attempts=len(costs) - len(known))
     return SelectorFacts(
         role=role, label=stored.label, folder=str(stored.folder), smoke_folder=stored.smoke,
         adapter=s.adapter if s else None, commit=s.commit if s else None,
@@ -204,10 +224,7 @@ def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[Attem
         summary_problem=None if s is not None else (stored.problem or "no summary.json"),
         smoke_limit=s.smoke_limit if s else None, cancelled=bool(s.cancelled) if s else False,
         summary_complete=s.complete if s else None, tasks=s.tasks if s else None, repeats=repeats,
-        n_test=len(test_ids), present=present, expected=len(test_ids) * repeats if repeats is not None else None,
-        attempts=len(kept), pipeline_errors=sum(r.status == "error" for r in kept.values()),
-        judge_errors=sum(r.status == "judge_error" for r in kept.values()),
-        known_cost_usd=float(sum(known)), unknown_cost_attempts=len(costs) - len(known),
+        n_test=len(test_ids), expected=len(test_ids) * repeats if repeats is not None else None, **counts,
         mean=stats.mean if stats is not None else None, ci_low=stats.ci_low if stats is not None else None,
         ci_high=stats.ci_high if stats is not None else None,
         ci_method=stats.ci_method if stats is not None else None,
@@ -438,10 +455,13 @@ def load_gate(config: Config, taskset: TaskSet, baseline: str | None, candidate:
     for role, label in roles:
         if label is None:
             continue
-        results = stored[label].load_results()
-        tables[label] = tabulate(results.records, test_ids, SOLVED_THRESHOLD)
-        stats = selector_stats(label, tables[label], test_ids, SOLVED_THRESHOLD)
-        facts[label] = selector_facts(role, stored[label], results.records, test_ids, stats)
+        table = stored[label].load_table()
+        try:
+            tables[label] = tabulate(table.attempt_columns(test_ids), test_ids, SOLVED_THRESHOLD)
+            stats = selector_stats(label, tables[label], test_ids, SOLVED_THRESHOLD)
+            facts[label] = selector_facts(role, stored[label], table, test_ids, stats)
+        finally:
+            table.close()
     pair = None
     if baseline is not None:
         pair = pair_stats(baseline, tables[baseline], candidate, tables[candidate], test_ids, SOLVED_THRESHOLD)

@@ -17,13 +17,14 @@ import git
 from pydantic import BaseModel, Field
 
 from hermit_tui.core.card import CARD_NAME, checkout_branch, replace_evaluation_section, split_lines
+from hermit_tui.core.columns import ERROR, JUDGE_ERROR, read_table
 from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import Fingerprint, differences
 from hermit_tui.core.intervals import METHOD_TEXT
 from hermit_tui.core.present import caveats, incomplete_caveat, partial_cost, smoke_caveat
-from hermit_tui.core.records import SOLVED_THRESHOLD, read_results
+from hermit_tui.core.records import SOLVED_THRESHOLD
 from hermit_tui.core.selectors import MANIFEST, directory_hash, label_for
 from hermit_tui.core.stats import selector_stats
 from hermit_tui.core.tasks import load_tasks
@@ -129,11 +130,15 @@ class PublishPlan(BaseModel):
 def taxonomy_line(rows: Sequence[EvalRow]) -> str | None:
     """One paragraph with each row's failure labels (from its evaluation's annotations.jsonl), or None when no
     failure of any row carries a label. Failures: error/judge_error or a score below hermit's 1.0."""
-    from hermit_tui.core.annotations import read_annotations, selector_taxonomy
+    from hermit_tui.core.annotations import read_annotations
+    from hermit_tui.core.column_taxonomy import selector_taxonomy
     parts = []
     for row in rows:
-        records = {r.key: r for r in read_results(row.folder / "results.jsonl").records}
-        t = selector_taxonomy(row.label, records, read_annotations(row.folder).entries, SOLVED_THRESHOLD)
+        table = read_table(row.folder / "results.jsonl")
+        try:
+            t = selector_taxonomy(row.label, table, read_annotations(row.folder).entries, SOLVED_THRESHOLD)
+        finally:
+            table.close()
         if not t.labelled_failures:
             continue
         counts = ", ".join(f"{name} {n}" for name, n in t.failure_counts.items())
@@ -197,10 +202,13 @@ def sequential_lines(chosen: dict[str, StoredEvaluation], rows: Sequence[EvalRow
             continue
         base, cand = chosen[entry.baseline], chosen[row.label]
         try:
-            records_b, records_c = read_results(base.results_path).records, read_results(cand.results_path).records
+            table_b, table_c = read_table(base.results_path), read_table(cand.results_path)
         except InputError:
             continue
-        look, _ = pair_look(entry.baseline, base.summary, records_b, row.label, s, records_c, task_ids)
+        table_b.close()  # the light rows read the arrays only
+        table_c.close()
+        look, _ = pair_look(entry.baseline, base.summary, table_b.keyed(light=True), row.label, s,
+                            table_c.keyed(light=True), task_ids)
         if look is None or look.mean_diff is None or look.ci_low is None:
             continue
         decision = {"improvement": "an improvement", "regression": "a regression"}.get(look.decision, "undecided")
@@ -259,12 +267,10 @@ def _short(sha: str | None) -> str:
 # ---------------------------------------------------------------------------------------------------- planning
 
 def _stats(stored: StoredEvaluation) -> tuple[Any, dict[str, int]]:
-    records = read_results(stored.results_path).records
-    counts = {"error": 0, "judge_error": 0}
-    for rec in records:
-        if rec.status in counts:
-            counts[rec.status] += 1
-    return selector_stats(stored.label, records, None), counts
+    table = read_table(stored.results_path)
+    table.close()  # the figures only
+    counts = {"error": table.count_status(ERROR), "judge_error": table.count_status(JUDGE_ERROR)}
+    return selector_stats(stored.label, table.attempt_columns(table.ids), table.ids), counts
 
 
 def _row(stored: StoredEvaluation, final_fp: Fingerprint | None, is_final: bool) -> EvalRow:

@@ -12,20 +12,16 @@ import io
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
-from hermit_tui.core.annotations import (
-    DEFAULT_LABEL_SET,
-    Annotation,
-    FailureTaxonomy,
-    pair_taxonomy,
-    read_annotations,
-    selector_taxonomy,
-)
+from hermit_tui.core import column_taxonomy
+from hermit_tui.core.annotations import DEFAULT_LABEL_SET, Annotation, FailureTaxonomy, read_annotations
+from hermit_tui.core.columns import OK, AttemptTable
 from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_folder, eval_root, list_evaluations
@@ -45,7 +41,7 @@ from hermit_tui.core.stats import (
     pair_stats,
     selector_stats,
 )
-from hermit_tui.core.stopping import SEQUENTIAL_RULE, boundary_text, pair_look, sequential_pair
+from hermit_tui.core.stopping import SEQUENTIAL_RULE, Records, boundary_text, pair_look, sequential_pair
 from hermit_tui.core.tasks import TaskSet
 from hermit_tui.core.tree import AdapterTree
 from hermit_tui.core.version import __version__
@@ -146,16 +142,23 @@ def default_labels(stored: Sequence[StoredEvaluation], run_name: str) -> list[st
     return sorted(dict.fromkeys(labels), key=key)
 
 
-def _costs(records: list[AttemptRecord]) -> tuple[float, int]:
-    known = sum(r.cost_usd for r in records if r.cost_usd is not None)
-    return float(known), sum(r.cost_usd is None for r in records)
+def _costs(records: list[AttemptRecord] | AttemptTable) -> tuple[float, int]:
+    """Known cost and unknown-cost attempts (an unknown cost, or one that is not a finite number, is never $0)."""
+    if isinstance(records, AttemptTable):
+        return records.known_cost(), records.unknown_costs()
+    known = [r.cost_usd for r in records if r.cost_usd is not None and math.isfinite(r.cost_usd)]
+    return float(sum(known)), len(records) - len(known)
 
 
-def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: list[str], test_ids: list[str],
-              threshold: float, table: TaskTable | None = None) -> SelectorReport:
+def _selector(stored: StoredEvaluation, records: list[AttemptRecord] | AttemptTable, skipped: list[str],
+              test_ids: list[str], threshold: float, table: TaskTable | None = None) -> SelectorReport:
     s = stored.summary
-    stats = selector_stats(stored.label, table if table is not None else records, test_ids, threshold)
+    grouped = (table if table is not None else records.attempt_columns(test_ids) if isinstance(records, AttemptTable)
+               else records)
+    stats = selector_stats(stored.label, grouped, test_ids, threshold)
     known, unknown = _costs(records)
+    errors = (records.n - records.count_status(OK) if isinstance(records, AttemptTable)
+              else sum(r.status != "ok" for r in records))
     flags = list(skipped)
     if s is None:
         written_by, complete = "unknown", False
@@ -180,7 +183,7 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord], skipped: l
         commit=s.commit if s else None, content_hash=s.content_hash if s else None, written_by=written_by,
         summary={k: getattr(s, k) for k in SUMMARY_KEYS} if s else None,
         fingerprint=s.fingerprint if s else None, stats=stats,
-        errors=sum(r.status != "ok" for r in records), known_cost_usd=known, unknown_cost_attempts=unknown,
+        errors=errors, known_cost_usd=known, unknown_cost_attempts=unknown,
         smoke_limit=s.smoke_limit if s else None, complete=complete, retries=(s.retries or 0) if s else 0,
         flags=flags, sequential=s.sequential if s else None)
 
@@ -201,7 +204,7 @@ def _monitored_pairs(labels: list[str], stored: dict[str, StoredEvaluation]) -> 
     return out
 
 
-def _sequential(pair: PairStats, stored: dict[str, StoredEvaluation], records: dict[str, list[AttemptRecord]],
+def _sequential(pair: PairStats, stored: dict[str, StoredEvaluation], records: Mapping[str, Records],
                 test_ids: list[str]) -> PairStats:
     """A candidate and its baseline of a --stop-when-decided launch: the sequential test's interval and decision
     (recomputed from the records, core.stopping); other pairs as they are, with a note when the launch compared
@@ -270,11 +273,11 @@ def _open_tree(config: Config) -> AdapterTree | None:
         return None
 
 
-def _taxonomy(stored: dict[str, StoredEvaluation], records: dict[str, list[AttemptRecord]], labels: list[str],
+def _taxonomy(stored: dict[str, StoredEvaluation], tables: dict[str, AttemptTable], labels: list[str],
               test_ids: list[str], threshold: float, label_set: Sequence[str]) -> FailureTaxonomy:
     """Attempts per label per selector, and per default pair the tasks fixed or introduced, from each evaluation's
-    annotations.jsonl (an unreadable one is a warning, not a failure of the report)."""
-    by_key = {label: {r.key: r for r in records[label]} for label in labels}
+    annotations.jsonl (an unreadable one is a warning, not a failure of the report), computed from the columns
+    (``core.column_taxonomy``)."""
     notes: dict[str, dict[tuple[str, int], Annotation]] = {}
     warnings: list[str] = []
     for label in labels:
@@ -286,13 +289,16 @@ def _taxonomy(stored: dict[str, StoredEvaluation], records: dict[str, list[Attem
             continue
         warnings += read.skipped
         notes[label] = read.entries
-    selectors = [selector_taxonomy(label, by_key[label], notes[label], threshold, label_set, test_ids)
+    live = {label: column_taxonomy.live_annotations(tables[label], notes[label]) for label in labels}
+    selectors = [column_taxonomy.selector_taxonomy(label, tables[label], notes[label], threshold, label_set, test_ids,
+                                                   live=live[label])
                  for label in labels]
     for t in selectors:
         if t.stale:
             warnings.append(f"{t.label}: {t.stale} annotations were made on earlier attempts, re-run since; they are "
                             "not counted")
-    pairs = [pair_taxonomy(a, by_key[a], notes[a], b, by_key[b], notes[b], label_set, test_ids, threshold)
+    pairs = [column_taxonomy.pair_taxonomy(a, tables[a], notes[a], b, tables[b], notes[b], label_set, test_ids,
+                                           threshold, live_a=live[a], live_b=live[b])
              for a, b in default_pairs(labels)]
     return FailureTaxonomy(threshold=threshold, label_set=list(label_set), selectors=selectors, pairs=pairs,
                            warnings=warnings)
@@ -326,21 +332,33 @@ def build_report(config: Config, taskset: TaskSet, labels: list[str] | None, thr
     if not labels:
         raise InputError("no selector to report")
     test_ids = taskset.test_ids
-    records: dict[str, list[AttemptRecord]] = {}
+    read: dict[str, AttemptTable] = {}
+    try:
+        return _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo)
+    finally:
+        for table in read.values():
+            table.close()
+
+
+def _build(config: Config, taskset: TaskSet, labels: list[str], threshold: float, label_set: Sequence[str] | None,
+           stored: dict[str, StoredEvaluation], read: dict[str, AttemptTable], test_ids: list[str], demo: bool
+           ) -> Report:
+    """build_report's figures from the evaluations' columns (``read`` collects the tables, for the caller to
+    close)."""
+    run_dir = config.run_dir
     tables = {}
     selectors = []
     for label in labels:
-        results = stored[label].load_results()
-        records[label] = results.records
-        tables[label] = tabulate(results.records, test_ids, threshold)  # grouped once, for the selector and pairs
-        selectors.append(_selector(stored[label], results.records, results.skipped, test_ids, threshold,
-                                   tables[label]))
+        read[label] = table = stored[label].load_table()
+        tables[label] = tabulate(table.attempt_columns(test_ids), test_ids, threshold)  # grouped once
+        selectors.append(_selector(stored[label], table, table.skipped, test_ids, threshold, tables[label]))
     pairs = [pair_stats(a, tables[a], b, tables[b], test_ids, threshold)
              for a, b in [*default_pairs(labels), *_monitored_pairs(labels, stored)]]
-    pairs = [_sequential(p, stored, records, test_ids) for p in pairs]
+    keyed = {label: table.keyed(light=True) for label, table in read.items()}  # built only for a monitored pair
+    pairs = [_sequential(p, stored, keyed, test_ids) for p in pairs]
 
     checks = protocol_checks(config, taskset)
-    scale = score_scale_check(records, threshold)
+    scale = score_scale_check({label: _extremes(table.score) for label, table in read.items()}, threshold)
     if scale is not None:
         checks.append(scale)
     tree = _open_tree(config)
@@ -382,8 +400,14 @@ def build_report(config: Config, taskset: TaskSet, labels: list[str] | None, thr
         splits={"tasks": len(taskset.tasks), **{k: len(taskset.splits.get(k, [])) for k in ("train", "val", "test")}},
         comparable=not diffs, differences=diffs, warnings=warnings, selectors=selectors, pairs=pairs, checks=checks,
         test_reuse=reuse, training=_training(run_dir), test_ids=list(test_ids),
-        taxonomy=_taxonomy(stored, records, labels, list(test_ids), threshold,
+        taxonomy=_taxonomy(stored, read, labels, list(test_ids), threshold,
                            list(label_set) if label_set is not None else list(DEFAULT_LABEL_SET)))
+
+
+def _extremes(scores: np.ndarray) -> list[float]:
+    """The lowest and highest finite score: all that the score-scale check needs to see of a selector's scores."""
+    finite = scores[np.isfinite(scores)]
+    return [float(finite.min()), float(finite.max())] if len(finite) else []
 
 
 # ---------------------------------------------------------------------------------------------------- rendering

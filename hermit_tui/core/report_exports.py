@@ -18,11 +18,18 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
+from hermit_tui.core.columns import AttemptRow, read_table
 from hermit_tui.core.evalstore import RESULTS
-from hermit_tui.core.records import AttemptRecord, read_results
+from hermit_tui.core.records import AttemptRecord
 from hermit_tui.core.report import Report, _text_cell
+
+#: an attempt as the exports read it: a record, or its figures from the columns
+AnyAttempt = AttemptRecord | AttemptRow
 
 ATTEMPT_COLUMNS = ("selector", "task", "repeat", "status", "score", "error_kind", "cost_usd", "tokens", "wall_s")
 MESSAGE_CHARS = 300
@@ -30,20 +37,22 @@ _KIND = re.compile(r"\s*([A-Za-z_][\w.]*)\s*:")
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def read_attempts(report: Report) -> dict[str, list[AttemptRecord]]:
-    """Per selector of the report, its attempts on the test tasks, one per (task, repeat), in test-split order."""
-    order = {tid: i for i, tid in enumerate(report.test_ids)}
-    out: dict[str, list[AttemptRecord]] = {}
+def read_attempts(report: Report) -> dict[str, list[AttemptRow]]:
+    """Per selector of the report, its attempts on the test tasks, one per (task, repeat), in test-split order: rows
+    of the columns (``core.columns.AttemptRow``: an AttemptRecord's figures, without building one)."""
+    out: dict[str, list[AttemptRow]] = {}
     for s in report.selectors:
-        kept: dict[tuple[str, int], AttemptRecord] = {}
-        for rec in read_results(Path(s.folder) / RESULTS).records:
-            if rec.id in order:
-                kept[rec.key] = rec
-        out[s.label] = sorted(kept.values(), key=lambda r: (order[r.id], r.repeat))
+        table = read_table(Path(s.folder) / RESULTS)
+        table.close()  # the exports need the figures only, never a record read back
+        rows = table.latest()
+        where = table.positions(report.test_ids)[table.task[rows]] if len(rows) else np.zeros(0, np.int64)
+        rows, where = rows[where >= 0], where[where >= 0]
+        order = np.lexsort((table.repeat[rows], where))
+        out[s.label] = table.rows_of(rows[order])
     return out
 
 
-def error_kind(rec: AttemptRecord) -> str:
+def error_kind(rec: AnyAttempt) -> str:
     """What kind of failure an attempt had: the exception type its error names (``ValueError: ...``), "unknown"
     when it names none, "" for an attempt that did not fail."""
     if rec.status == "ok":
@@ -66,7 +75,7 @@ def _tokens(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def to_attempts_csv(report: Report, attempts: dict[str, list[AttemptRecord]]) -> str:
+def to_attempts_csv(report: Report, attempts: Mapping[str, Sequence[AnyAttempt]]) -> str:
     """One row per attempt: selector, task, repeat, status, score, error kind, cost (empty when unknown), tokens,
     wall time. Text cells are neutralised against spreadsheet formulas, as the per-task CSV's are."""
     buf = io.StringIO()
@@ -89,7 +98,7 @@ def _xml_text(value: object, limit: int | None = MESSAGE_CHARS) -> str:
     return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _seconds(records: list[AttemptRecord]) -> float:
+def _seconds(records: Sequence[AnyAttempt]) -> float:
     return float(sum(r.wall_s for r in records if isinstance(r.wall_s, (int, float)) and math.isfinite(r.wall_s)))
 
 
@@ -97,14 +106,14 @@ def _score(x: float) -> str:
     return f"{x:g}" if math.isfinite(x) else str(x)
 
 
-def _attempt_line(rec: AttemptRecord) -> str:
+def _attempt_line(rec: AnyAttempt) -> str:
     line = f"repeat {rec.repeat}: {rec.status}, score {_score(rec.judge.score)}"
     if rec.status != "ok" and rec.error:
         line += f": {rec.error}"
     return _xml_text(line)
 
 
-def _testcase(suite: ET.Element, classname: str, task_id: str, records: list[AttemptRecord],
+def _testcase(suite: ET.Element, classname: str, task_id: str, records: Sequence[AnyAttempt],
               threshold: float) -> str:
     """Add the task's testcase; returns its outcome: "pass", "failure", "error" or "skipped"."""
     case = ET.SubElement(suite, "testcase", classname=_xml_text(classname, None), name=_xml_text(task_id, None),
@@ -136,14 +145,14 @@ def _testcase(suite: ET.Element, classname: str, task_id: str, records: list[Att
     return "pass"
 
 
-def to_junit(report: Report, attempts: dict[str, list[AttemptRecord]]) -> str:
+def to_junit(report: Report, attempts: Mapping[str, Sequence[AnyAttempt]]) -> str:
     """JUnit XML: a suite per selector, a testcase per (selector, test task); see the module's docstring."""
     root = ET.Element("testsuites", name=_xml_text(f"hermit-tui evaluation: {report.run_name}", None))
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     total_time = 0.0
     for s in report.selectors:
         records = attempts.get(s.label, [])
-        by_task: dict[str, list[AttemptRecord]] = {}
+        by_task: dict[str, list[AnyAttempt]] = {}
         for rec in records:
             by_task.setdefault(rec.id, []).append(rec)
         suite = ET.SubElement(root, "testsuite", name=_xml_text(f"{report.run_name}: {s.label}", None))

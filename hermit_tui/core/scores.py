@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -103,10 +104,27 @@ def _from_objects(attempts: Iterable[Attempt], task_ids: Sequence[str] | None
     return ids, task, np.asarray(reps, dtype=np.int64), np.asarray(scores, dtype=float)
 
 
-def tabulate(attempts: Iterable[Attempt] | AttemptColumns | TaskTable, task_ids: Sequence[str] | None,
-             threshold: float) -> TaskTable:
+@runtime_checkable
+class ColumnarSource(Protocol):
+    """Attempts held as columns (``core.columns.AttemptTable``, ``core.attempt_index.Snapshot``): their task ids
+    and, for a list of test task ids, the :class:`AttemptColumns`."""
+
+    @property
+    def ids(self) -> Sequence[str]: ...
+
+    def attempt_columns(self, task_ids: Sequence[str]) -> AttemptColumns: ...
+
+
+def tabulate(attempts: Iterable[Attempt] | AttemptColumns | TaskTable | ColumnarSource,
+             task_ids: Sequence[str] | None, threshold: float) -> TaskTable:
     """Group one selector's attempts by test task (see the module's rules). A :class:`TaskTable` made for the same
-    task ids and threshold is returned as it is (so a report groups each selector once)."""
+    task ids and threshold is returned as it is (so a report groups each selector once). A columnar source (an
+    object with ``ids`` and ``attempt_columns(task_ids)``: ``core.columns.AttemptTable``, an attempt index's
+    snapshot) is taken as its columns."""
+    if not isinstance(attempts, (TaskTable, AttemptColumns)) and isinstance(attempts, ColumnarSource):
+        if task_ids is None:  # a columnar source (core.columns, core.attempt_index): its ids in their order
+            task_ids = list(attempts.ids)
+        attempts = attempts.attempt_columns(task_ids)
     if isinstance(attempts, TaskTable):
         same_ids = task_ids is None or list(task_ids) == attempts.ids
         if same_ids and attempts.threshold == threshold:
@@ -158,4 +176,4 @@ def score_range(*tables: TaskTable) -> tuple[float, float]:
     return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (0.0, 1.0)
 
 
-__all__ = ["Attempt", "AttemptColumns", "TaskTable", "score_range", "tabulate"]
+__all__ = ["Attempt", "AttemptColumns", "ColumnarSource", "TaskTable", "score_range", "tabulate"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -61,8 +62,11 @@ Decision = VerdictKind
 Attempts = Iterable[Attempt] | AttemptColumns | TaskTable
 
 
-class TaskStat(BaseModel):
-    """One task's attempts: mean and spread across repeats (``sd`` is None with a single repeat)."""
+@dataclass(slots=True)
+class TaskStat:
+    """One task's attempts: mean and spread across repeats (``sd`` is None with a single repeat). A slotted
+    dataclass, not a model: a report holds one per task and selector (333,336 at a million attempts; ~130 bytes each
+    instead of ~500), and pydantic validates and serialises it the same way."""
 
     mean: float
     sd: float | None
@@ -230,14 +234,12 @@ def sign_test_p(wins: int, losses: int) -> float:
     return float(min(1.0, 2 * bdtr(min(wins, losses), n, 0.5)))
 
 
-def _per_task(table: TaskTable) -> dict[str, dict[str, Any]]:
-    """The per-task figures as plain dicts: the model's validation turns them into TaskStat in one call
-    (pydantic-core, a few microseconds per task)."""
+def _per_task(table: TaskTable) -> dict[str, TaskStat]:
+    """The per-task figures, built directly (the model's validation passes TaskStat instances through)."""
     ids = table.ids
     sd = [None if x != x else x for x in table.sd.tolist()]
-    return {ids[i]: {"mean": m, "sd": s, "n": n, "solved": v}
-            for i, m, s, n, v in zip(table.index.tolist(), table.mean.tolist(), sd, table.n.tolist(),
-                                     table.solved.tolist())}
+    return dict(zip(map(ids.__getitem__, table.index.tolist()),
+                    map(TaskStat, table.mean.tolist(), sd, table.n.tolist(), table.solved.tolist())))
 
 
 def _interval_fields(interval: Interval | None) -> dict[str, Any]:

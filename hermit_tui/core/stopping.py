@@ -413,7 +413,7 @@ class RoundGate:
             event.set()
 
 
-__all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "RoundGate", "RoundTracker", "SequentialPlan", "boundary_text",
+__all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "Records", "RoundGate", "RoundTracker", "SequentialPlan", "boundary_text",
            "check_margin", "decided_line", "monitored_pair", "negated", "pair_look", "pair_looks", "plan_for", "replay",
            "round_line", "round_scores", "sequential_method", "sequential_pair", "sequential_text",
            "unmonitored_note"]

@@ -17,6 +17,7 @@ from textual.widgets import Header, Input, Label, Select, Static, TabbedContent,
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
+from hermit_tui.core.attempt_index import Snapshot
 from hermit_tui.core.fingerprint import differences
 from hermit_tui.core.present import p_text, partial_cost
 from hermit_tui.core.stats import PairStats, SelectorStats, VerdictKind
@@ -58,6 +59,10 @@ class Facts:
 
     @classmethod
     def of(cls, records: Sequence[Any]) -> Facts:
+        if isinstance(records, Snapshot):  # the store's columns
+            from hermit_tui.core.columns import ERROR, JUDGE_ERROR
+            return cls(errors=records.count_status(ERROR), judge_errors=records.count_status(JUDGE_ERROR),
+                       known_cost=records.known_cost, known=records.known, unknown=len(records) - records.known)
         known = [r.cost_usd for r in records if r.cost_usd is not None]
         return cls(errors=sum(r.status == "error" for r in records),
                    judge_errors=sum(r.status == "judge_error" for r in records),
@@ -434,9 +439,9 @@ class CompareScreen(HermitScreen[None]):
     def _start(self) -> None:
         store = self.app.store
         a, b = self.a, self.b
-        # copy on the event loop: the store changes under a thread that iterates it
-        records_a, records_b = list(store.columns[a].records.values()), list(store.columns[b].records.values())
-        task_ids = list(store.task_ids) or None
+        # copied on the event loop (arrays: milliseconds), as the store changes under the worker
+        records_a, records_b = store.columns[a].index.snapshot(), store.columns[b].index.snapshot()
+        task_ids = list(store.task_ids)
         threshold = store.threshold
         summaries = (store.columns[a].summary, store.columns[b].summary)
         live = live_rounds(store, a, b)

@@ -300,8 +300,7 @@ class ErrorsScreen(Triage, HermitScreen[None]):
         """The failed attempts to re-run per folder label, and the columns left out (core.continuing.retry_targets:
         smoke checks, archived evaluations, and those not stored under this run's eval folder)."""
         candidates = [RetryCandidate(key=key, label=col.label, folder=col.folder, live=col.source == "live",
-                                     archived=col.archived,
-                                     failed=[k for k, rec in col.records.items() if rec.status != "ok"])
+                                     archived=col.archived, failed=col.error_keys())
                       for key, col in self.app.store.columns.items()]
         return retry_targets(candidates, self.app.config)
 

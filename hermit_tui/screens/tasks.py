@@ -97,10 +97,10 @@ def row_attempts(store: EvalStore, task_id: str) -> list[tuple[str, str, int]]:
     repeat. The per-task table's target attempt cycles through them (a). Read by key: a cursor move stays cheap on
     a large store."""
     repeats = range(1, max(store.repeats, 1) + 1)
-    found = [(key, col.records[(task_id, r)], col.threshold) for key, col in store.columns.items() for r in repeats
-             if (task_id, r) in col.records]
-    return ([(key, task_id, rec.repeat) for key, rec, t in found if is_failure(rec, t)]
-            + [(key, task_id, rec.repeat) for key, rec, t in found if not is_failure(rec, t)])
+    found = [(key, r, col.index.failed_row(row)) for key, col in store.columns.items() for r in repeats
+             if (row := col.index.row_of(task_id, r)) >= 0]
+    return ([(key, task_id, r) for key, r, failed in found if failed]
+            + [(key, task_id, r) for key, r, failed in found if not failed])
 
 
 class TasksScreen(Triage, HermitScreen[None]):
@@ -194,7 +194,7 @@ class TasksScreen(Triage, HermitScreen[None]):
     @staticmethod
     def _compute(store: EvalStore, query: dict) -> tuple[list[TaskRow], list[str], int, int]:
         rows = store.rows(**query)
-        id_width = max((len(r.task_id) for r in rows), default=4)
+        id_width = rows.id_width()
         text_width = max((len(task_text(store, r.task_id)) for r in rows[:200]), default=0)
         return rows, store.keys, id_width, min(text_width, TEXT_WIDTH)
 

@@ -155,9 +155,7 @@ class AttemptGrid(ScrollView, can_focus=True):
         for key in self.keys:
             col = self.store.columns[key]
             for r in range(1, repeats + 1):
-                rec = col.records.get((tid, r))
-                glyph, cls = mark_for(rec.status if rec else None, rec.judge.score if rec else None,
-                                      self.store.threshold)
+                glyph, cls = mark_for(*col.mark(tid, r), self.store.threshold)
                 segments.append(Segment(glyph, base + part(cls, partial=True)))
             segments.append(Segment(" " * (cw - repeats), base))
         return Strip(segments)

@@ -138,6 +138,9 @@ def with_sequential(c, summaries: tuple, records_a: Sequence[Any], records_b: Se
 
 def pair_counts(records: Sequence, repeat: int) -> int:
     """Attempts of round ``repeat`` among ``records``."""
+    count = getattr(records, "count_repeat", None)  # the store's columns
+    if count is not None:
+        return count(repeat)
     return sum(1 for r in records if r.repeat == repeat)
 
 

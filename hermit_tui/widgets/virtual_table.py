@@ -198,6 +198,9 @@ class VirtualTable(ScrollView, can_focus=True):
     def _find(self, row: Any, old_key: Callable[[Any], Hashable] | None) -> int | None:
         if self._key is not None and old_key is not None:
             wanted = old_key(row)
+            position = getattr(self._rows, "position", None)  # rows that find a key themselves (the store's)
+            if position is not None:
+                return position(wanted)
             make = self._key
             for i, candidate in enumerate(self._rows):
                 if make(candidate) == wanted:
@@ -209,12 +212,14 @@ class VirtualTable(ScrollView, can_focus=True):
         return None
 
     def _measure(self) -> None:
-        sample = self._rows[:MEASURE_ROWS] if self._rows else ()
+        sample: Sequence[Any] | None = None  # taken only when a column's width is open: rows may be built on access
         widths = []
         for col in self._columns:
             if col.width is not None:
                 widths.append(max(col.width, 1))
                 continue
+            if sample is None:
+                sample = self._rows[:MEASURE_ROWS] if self._rows else ()
             label = col.label.cell_len if isinstance(col.label, Text) else cell_len(col.label)
             widths.append(max([label, 1, *(_as_text(self._render(row, col.key)).cell_len for row in sample)]))
         self._widths = widths
