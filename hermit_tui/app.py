@@ -198,12 +198,14 @@ class HermitApp(App):
         if options.executor == "ray" and options.ray_address is None:
             update["ray_address"] = os.environ.get("RAY_ADDRESS") or None
         options = options.model_copy(update=update)
-        self.run_worker(lambda: self._run(options), thread=True, exclusive=True, group="eval", name="evaluation")
+        config = self.config
+        self.run_worker(lambda: self._run(config, options), thread=True, exclusive=True, group="eval",
+                        name="evaluation")
 
-    def _run(self, options: LaunchOptions) -> None:
+    def _run(self, config: Config, options: LaunchOptions) -> None:
         from hermit_tui.core.runner import EvalRun
         try:
-            run = EvalRun(self.config, options, on_event=self._events.append, tasks=self.taskset)
+            run = EvalRun(config, options, on_event=self._events.append, tasks=self.taskset)
         except InputError as exc:
             self.call_from_thread(self.notify, str(exc), title="Cannot launch", severity="error", timeout=10)
             return
@@ -372,7 +374,7 @@ class HermitApp(App):
         store = self.store
         col = store.columns.get(key)
         rec = col.records.get((task_id, repeat)) if col is not None else None
-        if rec is None:
+        if col is None or rec is None:
             self.notify(f"No attempt {key} · {task_id} · repeat {repeat} to annotate", severity="warning")
             return
         if col.folder is None:
@@ -504,7 +506,7 @@ class HermitApp(App):
 
     def action_export_report(self) -> None:
         """Write report.md, .json, .csv and .html under <run dir>/reports/<UTC time>/ (in a worker)."""
-        if self.config is None:
+        if self.config is None or self.taskset is None:
             self.notify("Open a config first", severity="warning")
             return
         config, taskset, threshold, demo = self.config, self.taskset, self.store.threshold, self.is_demo

@@ -150,7 +150,8 @@ class Column:
     # earlier attempt that was re-run since: ``live_annotations`` leaves those out
     annotations: dict[Key, Annotation] = field(default_factory=dict)
     changes: int = 0  # bumped when a record or an annotation changes (caches key on it)
-    index: AttemptIndex | None = None  # the attempts (a fresh, empty one when not given)
+    # the attempts (not given: a fresh, empty one, made in __post_init__; never None after it)
+    index: AttemptIndex = None  # type: ignore[assignment]
     _live: tuple[int, dict] | None = None
 
     def __post_init__(self) -> None:

@@ -14,7 +14,7 @@ the launch computed them (the score scale of each look is [0, 1] widened to the 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.launch import check_margin
 from hermit_tui.core.present import short_num
-from hermit_tui.core.records import AttemptRecord, SequentialEntry, Summary
+from hermit_tui.core.records import SequentialEntry, Summary
 from hermit_tui.core.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor
 from hermit_tui.core.stats import PairStats, VerdictKind
 
@@ -162,8 +162,9 @@ def _decision(look: SequentialLook | None) -> str:
     return look.decision if look is not None else "undecided"
 
 
-#: An evaluation's records, by (task id, repeat) or as read.
-Records = Mapping[tuple[str, int], AttemptRecord] | Sequence[AttemptRecord]
+#: An evaluation's records, by (task id, repeat) or as read: AttemptRecords, or anything whose items have a record's
+#: ``id``, ``repeat`` and ``judge.score`` (the store's columns, ``core.attempt_index.Snapshot``).
+Records = Mapping[tuple[str, int], Any] | Iterable[Any]
 
 
 def replay(entry: SequentialEntry, baseline_records: Records, candidate_records: Records, candidate: str,
@@ -243,10 +244,11 @@ def pair_looks(a: str, summary_a: Summary | None, records_a: Records, b: str, su
     return ([negated(look) for look in looks] if cand == a else looks), warnings
 
 
-def _by_key(records: Records) -> Mapping[tuple[str, int], AttemptRecord]:
+def _by_key(records: Records) -> Mapping[tuple[str, int], Any]:
     if isinstance(records, Mapping):
         return records
-    return {(r.id, r.repeat): r for r in records}
+    items: Iterable[Any] = records
+    return {(r.id, r.repeat): r for r in items}
 
 
 def unmonitored_note(a: str, summary_a: Summary | None, b: str, summary_b: Summary | None) -> str | None:

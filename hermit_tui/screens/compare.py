@@ -31,6 +31,9 @@ from hermit_tui.widgets.taxonomy import PairLabels
 from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
 
+#: a selector's attempts as the comparison reads them: records, or the store's columns (a snapshot)
+Attempts = Sequence[Any] | Snapshot
+
 LIVE_THROTTLE_S = 1.0  # while a run is live, recompute at most this often
 WIDE = 170  # columns from which the Numbers tab shows the means and differences plots beside the figures
 DEFAULT_DELTA = 0.05
@@ -58,7 +61,7 @@ class Facts:
     unknown: int
 
     @classmethod
-    def of(cls, records: Sequence[Any]) -> Facts:
+    def of(cls, records: Attempts) -> Facts:
         if isinstance(records, Snapshot):  # the store's columns
             from hermit_tui.core.columns import ERROR, JUDGE_ERROR
             return cls(errors=records.count_status(ERROR), judge_errors=records.count_status(JUDGE_ERROR),
@@ -92,7 +95,7 @@ def compare(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
                      task_ids, threshold)
 
 
-def with_pair(c: Comparison, records_a: Sequence[Any], records_b: Sequence[Any],
+def with_pair(c: Comparison, records_a: Attempts, records_b: Attempts,
               task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
     """``c`` with its paired statistics (a permutation test: seconds on thousands of tasks)."""
     from hermit_tui.core.stats import pair_stats
@@ -100,7 +103,7 @@ def with_pair(c: Comparison, records_a: Sequence[Any], records_b: Sequence[Any],
     return replace(c, pair=pair_stats(c.a, records_a, c.b, records_b, task_ids, threshold=threshold))
 
 
-def compare_selectors(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
+def compare_selectors(a: str, records_a: Attempts, b: str, records_b: Attempts,
                       task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
     """Each selector's statistics and the plot series, without the paired statistics."""
     from hermit_tui.core.stats import selector_stats
@@ -121,7 +124,11 @@ def num(x: float | None) -> str:
 
 
 def interval(low: float | None, high: float | None, name: str = "95% CI") -> str:
-    return "" if low is None else f"{name} {low:.3f} to {high:.3f}"
+    return "" if low is None or high is None else f"{name} {low:.3f} to {high:.3f}"
+
+
+def wilson(ci: tuple[float, float] | None) -> str:
+    return interval(*ci, name="Wilson") if ci is not None else ""
 
 
 def interval_kind(method: str | None) -> str:
@@ -147,8 +154,9 @@ def metric_texts(s: SelectorStats, f: Facts) -> dict[str, str]:
     return {
         "mean": f"{num(s.mean)}  {interval(s.ci_low, s.ci_high)}{interval_kind(s.ci_method)}".rstrip(),
         "sample": sample,
-        "solved": f"{num(s.solved_once)}  {interval(*s.solved_once_ci, name='Wilson')}",
-        "passk": (f"{num(s.pass_k)}  {interval(*s.pass_k_ci, name='Wilson')}" if s.pass_k is not None
+        "solved": f"{num(s.solved_once)}  {wilson(s.solved_once_ci)}",
+        "passk": (f"{num(s.pass_k)}  {wilson(s.pass_k_ci)}"
+                  if s.pass_k is not None
                   else f"{NO_DATA} (needs 2+ repeats)"),
         "errors": f"{f.errors} pipeline · {f.judge_errors} judge",
         "cost": cost_text(f),
@@ -291,8 +299,8 @@ class CompareScreen(HermitScreen[None]):
         self._choose()
         options = [(k, k) for k in self._keys]
         blank = self._blank = len(options) < 2  # blank until there are two evaluations to choose from
-        value_a = {"value": self.a} if self.a is not None else {}
-        value_b = {"value": self.b} if self.b is not None else {}
+        value_a: dict[str, Any] = {"value": self.a} if self.a is not None else {}
+        value_b: dict[str, Any] = {"value": self.b} if self.b is not None else {}
         yield Header()
         yield Banners(id="compare-banners")
         yield Static(id="compare-protocol")
@@ -439,6 +447,8 @@ class CompareScreen(HermitScreen[None]):
     def _start(self) -> None:
         store = self.app.store
         a, b = self.a, self.b
+        if a is None or b is None:
+            return
         # copied on the event loop (arrays: milliseconds), as the store changes under the worker
         records_a, records_b = store.columns[a].index.snapshot(), store.columns[b].index.snapshot()
         task_ids = list(store.task_ids)
@@ -542,6 +552,8 @@ class CompareScreen(HermitScreen[None]):
 
     def _show_transitions(self, r: Comparison) -> None:
         table = self.query_one("#transitions", VirtualTable)
+        if r.pair is None:
+            return
         counts = r.pair.transition_counts
         rows = [(k, counts[k]) for k in TRANSITION_NAMES]
         table.set_columns([VColumn("name", "transition", 11), VColumn("n", "tasks", 5, "right"),
@@ -554,7 +566,7 @@ class CompareScreen(HermitScreen[None]):
 
     def _list_tasks(self, kind: str) -> None:
         r = self.paired
-        if r is None:
+        if r is None or r.pair is None:
             return
         self._transition = kind
         tasks = r.pair.transitions.get(kind, [])
@@ -593,7 +605,7 @@ class CompareScreen(HermitScreen[None]):
 
     def _show_power(self) -> None:
         r = self.paired
-        if r is None:
+        if r is None or r.pair is None:
             return
         self.query_one("#power-mde", Static).update(Text(power_text(r.pair)))
         raw = self.query_one("#delta", Input).value.strip()

@@ -116,7 +116,7 @@ class ConfirmRetry(HermitModal[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "retry-confirm")
 
-    def action_dismiss(self, result: Any = None) -> None:
+    async def action_dismiss(self, result: bool | None = None) -> None:
         self.dismiss(False)
 
 
@@ -251,7 +251,7 @@ class ErrorsScreen(Triage, HermitScreen[None]):
         if isinstance(data, AttemptRef):
             col = self.app.store.columns.get(data.key)
             rec = col.records.get((data.task_id, data.repeat)) if col else None
-            if rec is None:
+            if col is None or rec is None:
                 detail.update("")
                 return
             tb = col.tracebacks.get((data.task_id, data.repeat)) or ""

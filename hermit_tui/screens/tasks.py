@@ -32,6 +32,7 @@ from hermit_tui.store import (
     Failure,
     Filter,
     TaskRow,
+    TaskRows,
 )
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, mark_for
 from hermit_tui.widgets.banners import Banners
@@ -192,13 +193,13 @@ class TasksScreen(Triage, HermitScreen[None]):
         self.run_worker(work, thread=True, exclusive=True, group="tasks-rows", name="tasks-rows")
 
     @staticmethod
-    def _compute(store: EvalStore, query: dict) -> tuple[list[TaskRow], list[str], int, int]:
+    def _compute(store: EvalStore, query: dict[str, Any]) -> tuple[TaskRows, list[str], int, int]:
         rows = store.rows(**query)
         id_width = rows.id_width()
         text_width = max((len(task_text(store, r.task_id)) for r in rows[:200]), default=0)
         return rows, store.keys, id_width, min(text_width, TEXT_WIDTH)
 
-    def _show_rows(self, generation: int, rows: list[TaskRow], keys: list[str], id_width: int,
+    def _show_rows(self, generation: int, rows: TaskRows, keys: list[str], id_width: int,
                    text_width: int) -> None:
         if generation != self._generation:
             return  # a newer request is on its way
@@ -233,7 +234,7 @@ class TasksScreen(Triage, HermitScreen[None]):
 
         cols = [column("id", "task", max(id_width, 4) + 2, "left")]
         if self.outputs:
-            room = self.table.size.width - 2 - (cols[0].width + 2)
+            room = self.table.size.width - 2 - ((cols[0].width or 0) + 2)
             each = max(24, room // max(len(keys), 1) - 2)
             for key in keys:
                 label = Text(key, style="bold")
@@ -247,7 +248,7 @@ class TasksScreen(Triage, HermitScreen[None]):
             if key != store.baseline:
                 cols.append(column(f"delta:{key}", "Δ", 5))
         if text_width:
-            room = self.table.size.width - 2 - sum(c.width + 2 for c in cols)  # 2: the vertical scrollbar
+            room = self.table.size.width - 2 - sum((c.width or 0) + 2 for c in cols)  # 2: the vertical scrollbar
             cols.append(VColumn("text", "task text", max(min(text_width, room), 9)))
         return cols
 
@@ -275,7 +276,7 @@ class TasksScreen(Triage, HermitScreen[None]):
             return Text.assemble(f"{cell.mean:.2f}", (marks, self._styles["bad"] + Style(bold=True)))
         if kind == "solved":
             return Text("✓", style=self._styles["good"]) if cell.solved_once else Text("·", self._styles["muted"])
-        delta = row.deltas[i]
+        delta = row.deltas[i] if i is not None else None
         if delta is None:
             return Text(NO_DATA, style=self._styles["muted"])
         if abs(delta) < 0.005:
@@ -354,15 +355,15 @@ class TasksScreen(Triage, HermitScreen[None]):
         self.query_one("#tasks-columns", Static).update(text)
 
     def _show_filters(self, store: EvalStore) -> None:
-        parts = []
+        parts: list[str] = []
         for name in FILTERS:
             label = f" {CHIPS[name]} "
             link = f"[@click=screen.set_filter('{name}')]{label}[/]"
             parts.append(f"[reverse b]{link}[/]" if name == self.filter else link)
         content = Content.from_markup("".join(parts) + "  ")
         chip = f" {label_filter_name(self.label_filter)} × " if self.label_filter is not None else " label… "
-        link = Content.from_markup("[@click=screen.label_filter()]$chip[/]", chip=chip)
-        content += link.stylize("reverse bold") if self.label_filter is not None else link
+        chip_link = Content.from_markup("[@click=screen.label_filter()]$chip[/]", chip=chip)
+        content += chip_link.stylize("reverse bold") if self.label_filter is not None else chip_link
         self.query_one("#tasks-filters", Static).update(content)
 
     def _show_count(self, store: EvalStore) -> None:
@@ -377,7 +378,7 @@ class TasksScreen(Triage, HermitScreen[None]):
     # -- actions --------------------------------------------------------------------------------------------------
     def action_set_filter(self, name: str) -> None:
         if name in FILTERS:
-            self.filter = name  # type: ignore[assignment]
+            self.filter = name
             self.refresh_from_store()
 
     def action_next_filter(self) -> None:

@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.color import Color
 from textual_plotext import PlotextPlot
 
+from hermit_tui.core.attempt_index import Snapshot
 from hermit_tui.core.stats import SelectorStats
 
 CHECKPOINTS = 20  # points of the running mean
@@ -83,7 +84,7 @@ def checkpoints(n: int, k: int = CHECKPOINTS) -> list[int]:
     return sorted({max(1, math.ceil(n * i / k)) for i in range(1, k + 1)}) if n else []
 
 
-def running_series(label: str, records: Sequence[Any], task_ids: Sequence[str] | None,
+def running_series(label: str, records: Sequence[Any] | Snapshot, task_ids: Sequence[str] | None,
                    k: int = CHECKPOINTS) -> list[RunningPoint]:
     """The running mean with its clustered interval at ``checkpoints(len(records))``, records in arrival order."""
     from hermit_tui.core.stats import selector_stats
