@@ -19,6 +19,7 @@ import numpy as np
 from hermit_tui.core.annotations import Annotation, applying
 from hermit_tui.core.attempt_index import AttemptIndex
 from hermit_tui.core.columns import AttemptTable
+from hermit_tui.core.present import partial_cost
 from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord, Summary
 
 Key = tuple[str, int]
@@ -215,8 +216,7 @@ class Column:
 
     def cost_text(self) -> str:
         """Known cost so far, with the unknown ones counted, never shown as $0."""
-        known = f"${self.known_cost:.4f}"
-        return f"{known} + {self.unknown_cost} unknown" if self.unknown_cost else known
+        return partial_cost(self.known_cost, self.unknown_cost)
 
     # -- changing -------------------------------------------------------------------------------------------------
     def add(self, rec: AttemptRecord, tb: str | None = None) -> None:
