@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import synth  # noqa: E402
+import synth
 
 LABELS = ["none", "root", "final"]
 COMPARED = ("mean_score", "solved_once", "errors", "unknown_cost_tasks")

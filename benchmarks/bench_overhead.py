@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import synth  # noqa: E402
+import synth
 
 LABELS = ["none", "root", "final"]
 

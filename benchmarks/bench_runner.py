@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import synth  # noqa: E402
+import synth
 
 # hermit_tui is imported inside the functions: the processes executor spawns its workers, and a spawned process
 # imports this main module again; keeping that import light makes the workers start as they would under the CLI.

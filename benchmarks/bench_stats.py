@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import synth  # noqa: E402
 
-from hermit_tui.core.intervals import difference_interval, task_mean_interval, t_quantile  # noqa: E402
+from hermit_tui.core.intervals import difference_interval, t_quantile, task_mean_interval  # noqa: E402
 from hermit_tui.core.paired_test import paired_randomisation_test  # noqa: E402
 
 TARGET = (0.93, 0.97)

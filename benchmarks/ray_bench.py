@@ -21,10 +21,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import synth  # noqa: E402
+import synth
 
-from hermit_tui.core.config import load_config  # noqa: E402
-from hermit_tui.core.runner import EvalRun  # noqa: E402
+from hermit_tui.core.config import load_config
+from hermit_tui.core.runner import EvalRun
 
 LABELS = ["none", "root", "final"]
 

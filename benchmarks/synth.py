@@ -16,7 +16,7 @@ import resource
 import subprocess
 import time
 import types
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 RUN = "bench"
@@ -313,7 +313,7 @@ def machine() -> dict:
     except OSError:
         pass
     return {"nproc": os.cpu_count(), "cpu": cpu, "memory_gb": mem, "python": platform.python_version(),
-            "platform": platform.platform(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+            "platform": platform.platform(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 # -- an evaluation written directly (the dashboard benchmark) -------------------------------------------------------

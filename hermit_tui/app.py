@@ -6,8 +6,9 @@ import gc
 import os
 import time
 from collections import deque
+from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.message import Message
@@ -16,8 +17,16 @@ from textual.worker import get_current_worker
 from hermit_tui import bindings
 from hermit_tui.commands import HermitCommands
 from hermit_tui.core.errors import InputError, RunFailed
+from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.paths import style
 from hermit_tui.store import EvalStore
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hermit_tui.core.config import Config
+    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.tasks import TaskSet
 
 DRAIN_INTERVAL_S = 0.1  # engine events are applied to the store and repainted in batches at this pace
 WALK_WORKER_THRESHOLD = 20_000  # attempts from which the triage walk is computed in a worker thread
@@ -80,10 +89,10 @@ class HermitApp(App):
         super().__init__()
         self.config_path = Path(config_path) if config_path else None
         self.overrides = list(overrides or [])
-        self.config = None
-        self.taskset = None
+        self.config: Config | None = None
+        self.taskset: TaskSet | None = None
         self.store = store or EvalStore()
-        self.current_run = None
+        self.current_run: EvalRun | None = None
         self.is_demo = False
         self.launch_settings: dict = {}  # the setup screen's choices for this config (also in the settings file)
         self.banners_expanded: bool | None = None  # None: expanded on a tall terminal, collapsed on a short one
@@ -91,7 +100,8 @@ class HermitApp(App):
         self.abandoned = False  # attempts in flight were abandoned (their threads may still be running)
         self._events: deque = deque()
         self._live_updates = live_updates
-        self._annotation_writer = None  # one thread: annotation changes reach the files in the order they were made
+        # one thread: annotation changes reach the files in the order they were made
+        self._annotation_writer: ThreadPoolExecutor | None = None
         self.annotations_pending = 0
 
     # -- start ----------------------------------------------------------------------------------------------------
@@ -171,38 +181,31 @@ class HermitApp(App):
     def running(self) -> bool:
         return self.current_run is not None
 
-    def launch(self, selectors: list[str], *, repeats: int | None = None, concurrency: int | None = None,
-               limit: int | None = None, retry: dict[str, list[tuple[str, int]]] | None = None,
-               resume: bool = False, executor: str = "threads", timeout_min: float | None = None,
-               max_cost: float | None = None, stop_when_decided: bool = False, baseline: str | None = None,
-               margin: float | None = None) -> None:
-        """Evaluate ``selectors`` side by side in a worker thread (or re-run only the given failed attempts, or
-        continue interrupted evaluations; ``stop_when_decided``: whole rounds until every candidate is decided
-        against ``baseline``)."""
+    def launch(self, options: LaunchOptions) -> None:
+        """Evaluate ``options.selectors`` side by side in a worker thread (or re-run only the given failed attempts,
+        or continue interrupted evaluations; see ``core.launch.LaunchOptions``). The dashboard never publishes by
+        itself: CARD.md and the final tag move only through Review & publish (a typed confirmation, and undo); the
+        headless `hermit-tui eval` keeps hermit's card update."""
         if self.config is None:
             self.notify("Open a config first", severity="warning")
             return
         if self.running:
             self.notify("An evaluation is already running: cancel it first (c)", severity="warning")
             return
-        if executor == "processes":
+        if options.executor == "processes":
             start_resource_tracker()
-        options = dict(repeats=repeats, concurrency=concurrency, limit=limit, retry=retry, resume=resume,
-                       executor=executor, timeout_min=timeout_min, max_cost=max_cost)
-        if stop_when_decided:
-            options.update(stop_when_decided=True, baseline=baseline, margin=margin)
-        if executor == "ray":
-            options["ray_address"] = os.environ.get("RAY_ADDRESS") or None
-        self.run_worker(lambda: self._run(selectors, options), thread=True, exclusive=True, group="eval",
+        update: dict[str, Any] = {"update_card": False}
+        if options.executor == "ray" and options.ray_address is None:
+            update["ray_address"] = os.environ.get("RAY_ADDRESS") or None
+        options = options.model_copy(update=update)
+        config = self.config
+        self.run_worker(lambda: self._run(config, options), thread=True, exclusive=True, group="eval",
                         name="evaluation")
 
-    def _run(self, selectors, options: dict) -> None:
+    def _run(self, config: Config, options: LaunchOptions) -> None:
         from hermit_tui.core.runner import EvalRun
         try:
-            # The dashboard never publishes by itself: CARD.md and the final tag move only through Review & publish
-            # (a typed confirmation, and undo). The headless `hermit-tui eval` keeps hermit's card update.
-            run = EvalRun(self.config, selectors, on_event=self._events.append, tasks=self.taskset,
-                          update_card=False, **options)
+            run = EvalRun(config, options, on_event=self._events.append, tasks=self.taskset)
         except InputError as exc:
             self.call_from_thread(self.notify, str(exc), title="Cannot launch", severity="error", timeout=10)
             return
@@ -259,6 +262,11 @@ class HermitApp(App):
         if not quiet:
             self.notify("Cancelling: the attempts in flight finish and are kept (cancel again to abandon them)"
                         if not force else "Abandoning the attempts in flight", severity="warning")
+
+    def cancel_or_abandon(self) -> None:
+        """Cancel the launch; asked again while it is cancelling, abandon the attempts in flight."""
+        run = self.current_run
+        self.cancel_run(force=run is not None and run.cancel_requested)
 
     # -- quitting -------------------------------------------------------------------------------------------------
     async def action_quit(self) -> None:
@@ -366,7 +374,7 @@ class HermitApp(App):
         store = self.store
         col = store.columns.get(key)
         rec = col.records.get((task_id, repeat)) if col is not None else None
-        if rec is None:
+        if col is None or rec is None:
             self.notify(f"No attempt {key} · {task_id} · repeat {repeat} to annotate", severity="warning")
             return
         if col.folder is None:
@@ -498,21 +506,21 @@ class HermitApp(App):
 
     def action_export_report(self) -> None:
         """Write report.md, .json, .csv and .html under <run dir>/reports/<UTC time>/ (in a worker)."""
-        if self.config is None:
+        if self.config is None or self.taskset is None:
             self.notify("Open a config first", severity="warning")
             return
-        config, taskset, threshold = self.config, self.taskset, self.store.threshold
+        config, taskset, threshold, demo = self.config, self.taskset, self.store.threshold, self.is_demo
         label_set = list(self.store.label_set)
 
         def export() -> None:
-            from datetime import datetime, timezone
+            from datetime import datetime
 
             from hermit_tui.core.records import write_atomic
             from hermit_tui.core.report import build_report, to_csv, to_json, to_markdown
             from hermit_tui.core.report_html import to_html
             try:
-                report = build_report(config, taskset, None, threshold=threshold, label_set=label_set)
-                folder = config.run_dir / "reports" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+                report = build_report(config, taskset, None, threshold=threshold, label_set=label_set, demo=demo)
+                folder = config.run_dir / "reports" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
                 folder.mkdir(parents=True, exist_ok=False)
                 for name, render in (("report.md", to_markdown), ("report.json", to_json), ("report.csv", to_csv),
                                      ("report.html", to_html)):

@@ -4,9 +4,9 @@ A binding with ``show=False`` is in the help screen only (the footer must fit 80
 command-palette entry (``commands.py``)."""
 from __future__ import annotations
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
-APP = [
+APP: list[BindingType] = [
     Binding("question_mark", "help", "Help", key_display="?"),
     Binding("q", "quit", "Quit"),
     Binding("ctrl+c", "quit", "Quit (asks first during a launch)", show=False, priority=True),
@@ -15,16 +15,17 @@ APP = [
     Binding("ctrl+t", "toggle_dark", "Theme", show=False),
 ]
 
-TEXT_FIELD = [Binding("escape", "leave", "Leave the field (the screen's keys work again)", show=False)]
+TEXT_FIELD: list[BindingType] = [
+    Binding("escape", "leave", "Leave the field (the screen's keys work again)", show=False)]
 
-PICKER = [
+PICKER: list[BindingType] = [
     Binding("d", "open_demo", "Demo"),
     Binding("r", "focus_recent", "Recent", show=False),
     Binding("f", "focus_files", "Files", show=False),
     Binding("escape", "back", "Back"),
 ]
 
-SETUP = [
+SETUP: list[BindingType] = [
     Binding("l", "launch", "Launch"),
     Binding("r", "resume", "Resume", show=False),
     Binding("a", "add_selector", "Add…"),
@@ -35,7 +36,7 @@ SETUP = [
     Binding("o", "open_config", "Open another config", show=False),
 ]
 
-RUN = [
+RUN: list[BindingType] = [
     Binding("c", "cancel", "Cancel"),
     Binding("t", "tasks", "Tasks"),
     Binding("e", "errors", "Errors"),
@@ -47,7 +48,7 @@ RUN = [
 
 #: Triage (screens/annotate.py), on the drill-down, the per-task table and the errors screen: the keys act on the
 #: chosen attempt (the focused card, the table's target attempt, the highlighted error).
-TRIAGE = [
+TRIAGE: list[BindingType] = [
     Binding("1", "label(1)", "Label", key_display="1-9", show=False),  # the screens say so on a line of their own
     *[Binding(str(n), f"label({n})", f"Toggle label {n}", show=False) for n in range(2, 10)],
     Binding("0", "clear_annotation", "Clear the attempt's labels, note and corrected score", show=False),
@@ -61,7 +62,7 @@ HELP_HIDDEN = {f"label({n})" for n in range(2, 10)}
 TRIAGE_HELP = ("1-9 toggle a label of the run's set (several per attempt; 1 is the built-in \"judge disagrees\")"
                " on the chosen attempt")
 
-TASKS = [
+TASKS: list[BindingType] = [
     Binding("slash", "search", "Search", key_display="/", show=False),
     Binding("f", "next_filter", "Filter: next (all, errors, regressions, improvements, flaky, unknown cost)",
             show=False),
@@ -80,7 +81,7 @@ TASKS = [
     Binding("escape", "back", "Back"),
 ]
 
-ATTEMPT = [
+ATTEMPT: list[BindingType] = [
     Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="[", show=False),
     Binding("right_square_bracket", "next_tab", "Next tab", key_display="]"),
     Binding("left_curly_bracket", "prev_pair", "Prev pair", key_display="{", show=False),
@@ -92,29 +93,29 @@ ATTEMPT = [
 ]
 
 #: The drill-down's Transcript tab (active while the focus is inside it), and one of its messages.
-TRANSCRIPT = [
+TRANSCRIPT: list[BindingType] = [
     Binding("slash", "search", "Search", key_display="/"),
     Binding("n", "next_match", "Next match"),
     Binding("N", "prev_match", "Prev match", key_display="shift+n"),
     Binding("z", "fold_all", "Fold all"),
 ]
-TRANSCRIPT_TURN = [Binding("enter", "toggle_fold", "Fold/unfold")]
+TRANSCRIPT_TURN: list[BindingType] = [Binding("enter", "toggle_fold", "Fold/unfold")]
 
-ERRORS = [
+ERRORS: list[BindingType] = [
     Binding("enter", "jump", "Jump to attempt"),
     Binding("R", "rerun_failed", "Re-run failed", key_display="shift+r"),
     *TRIAGE,
     Binding("escape", "back", "Back"),
 ]
 
-HISTORY = [
-    Binding("space", "toggle", "Select"),
+HISTORY: list[BindingType] = [
+    Binding("space", "toggle_pick", "Select"),
     Binding("enter", "open_selected", "Side by side"),
     Binding("slash", "open_folder", "Open folder…", key_display="/", show=False),
     Binding("escape", "back", "Back"),
 ]
 
-COMPARE = [
+COMPARE: list[BindingType] = [
     Binding("s", "swap", "Swap a/b"),
     Binding("left_square_bracket", "prev_tab", "Prev tab", key_display="[", show=False),
     Binding("right_square_bracket", "next_tab", "Next tab", key_display="]"),
@@ -124,7 +125,7 @@ COMPARE = [
     Binding("escape", "back", "Back"),
 ]
 
-REVIEW = [
+REVIEW: list[BindingType] = [
     Binding("p", "publish", "Publish…"),
     Binding("u", "undo", "Undo…"),
     Binding("c", "show_tab('tab-card')", "Card"),
@@ -135,18 +136,19 @@ REVIEW = [
     Binding("escape", "back", "Back"),
 ]
 
-QUIT = [
+QUIT: list[BindingType] = [
     Binding("q", "choose('quit')", "Cancel the launch and quit"),
     Binding("c", "choose('cancel')", "Cancel the launch, stay"),
     Binding("k", "choose('keep')", "Keep running"),
     Binding("escape", "choose('keep')", "Keep running", show=False),
 ]
 
-STOPPING = [
+STOPPING: list[BindingType] = [
     Binding("a", "abandon", "Abandon the attempts in flight"),
 ]
 
-HELP = [Binding("escape", "dismiss", "Close"), Binding("question_mark", "dismiss", "Close", show=False)]
+HELP: list[BindingType] = [Binding("escape", "dismiss", "Close"),
+                           Binding("question_mark", "dismiss", "Close", show=False)]
 
 #: For the help screen: (screen title, bindings) in the order a user meets them.
 ALL = [("Everywhere", APP), ("In a text field", TEXT_FIELD), ("Config picker", PICKER), ("Setup", SETUP),

@@ -22,7 +22,7 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line and exit code 2 like every other bad input."""
 
-    def error(self, message: str):  # noqa: D401 - argparse's hook
+    def error(self, message: str):
         raise InputError(f"{self.prog}: {message}")
 
 
@@ -96,12 +96,12 @@ def _progress(run, stream):
         return plain, plain
 
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     console = Console(file=stream)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeRemainingColumn(), TextColumn("{task.fields[note]}"), console=console)
-    bars: dict[str, int] = {}
+    bars: dict[str, TaskID] = {}
     sums: dict[str, list[float]] = {}
 
     def rich_sink(event):
@@ -173,18 +173,19 @@ def cmd_eval(args) -> int:
 
 def _cmd_eval(args, out: _StdoutKept) -> int:
     from hermit_tui.core.config import load_config
+    from hermit_tui.core.launch import LaunchOptions
     from hermit_tui.core.runner import EvalRun
 
     config = load_config(args.config, args.overrides)
-    sink, progress = None, None
-    run = EvalRun(config, args.adapter, concurrency=args.concurrency, limit=args.limit,
-                  update_card=not args.no_card, resume=args.resume, executor=args.executor,
-                  ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
-                  retry_lost=args.retry_lost_once, max_cost=args.max_cost,
-                  stop_when_decided=args.stop_when_decided,
-                  # --baseline and --margin serve both the sequential test and the gate
-                  baseline=args.baseline if args.stop_when_decided else None,
-                  margin=args.margin if args.stop_when_decided else None)
+    options = LaunchOptions(selectors=args.adapter, concurrency=args.concurrency, limit=args.limit,
+                            update_card=not args.no_card, resume=args.resume, executor=args.executor,
+                            ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
+                            retry_lost=args.retry_lost_once, max_cost=args.max_cost,
+                            stop_when_decided=args.stop_when_decided,
+                            # --baseline and --margin serve both the sequential test and the gate
+                            baseline=args.baseline if args.stop_when_decided else None,
+                            margin=args.margin if args.stop_when_decided else None)
+    run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
     sink, progress = _progress(run, sys.stderr)
     run.on_event = sink

@@ -45,7 +45,7 @@ def find_attempt(config, selector: str, task_id: str, repeat: int):
     """(folder, record) of the attempt, from the selector's current evaluation. InputError for an unknown selector,
     task or repeat."""
     from hermit_tui.cli_report import label_of
-    from hermit_tui.cli_show import task_records
+    from hermit_tui.core.columns import task_records
     from hermit_tui.core.evalstore import RESULTS, eval_root
 
     if repeat < 1:

@@ -105,6 +105,7 @@ def plan_for_eval(args, run) -> GatePlan | None:
     labels = run.labels
     candidate = label_of(args.candidate, run.config) if args.candidate else (
         "final" if "final" in labels else labels[-1])
+    baseline: str | None
     if args.baseline:
         baseline = label_of(args.baseline, run.config)
     elif "none" in labels and candidate != "none":

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from hermit_tui.core import events as ev
+from hermit_tui.core.present import known_cost_text
 
 EVERY_S = 10.0
 PREFIX = "[progress]"
@@ -158,7 +159,7 @@ class PlainProgress:
     def _text(self, label: str, sel: _Selector, now: float) -> str:
         pct = f" ({100 * sel.done // sel.total}%)" if sel.total else ""
         mean = f"{sel.score_sum / sel.done:.3f}" if sel.done else "—"
-        cost = f"${sel.known_cost:.4f} known" + (f" + {sel.unknown_cost} unknown" if sel.unknown_cost else "")
+        cost = known_cost_text(sel.known_cost, sel.unknown_cost)
         fresh = sel.done - sel.resumed
         remaining = max(sel.total - sel.done, 0)
         if not remaining:

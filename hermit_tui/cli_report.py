@@ -74,6 +74,7 @@ def run(args) -> int:
     from hermit_tui.core.report import build_report, to_csv, to_json, to_markdown
     from hermit_tui.core.report_html import to_html
     from hermit_tui.core.tasks import load_tasks
+    from hermit_tui.demo import is_demo_config
 
     if not math.isfinite(args.threshold):
         raise InputError(f"--threshold must be a finite number, got {args.threshold}")
@@ -87,7 +88,7 @@ def run(args) -> int:
     labels = [label_of(text, config) for text in args.adapter] if args.adapter else None
     from hermit_tui.settings import label_set
     report = build_report(config, taskset, labels, threshold=args.threshold, label_set=label_set(config.run_dir),
-                          smoke=args.smoke)
+                          smoke=args.smoke, demo=is_demo_config(config.path))
     if args.format == "junit" or args.per == "attempt":
         from hermit_tui.core.report_exports import read_attempts, to_attempts_csv, to_junit
         text = (to_junit if args.format == "junit" else to_attempts_csv)(report, read_attempts(report))

@@ -14,7 +14,9 @@ import json
 import sys
 from typing import Any
 
+from hermit_tui.core.columns import task_records
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.present import cost_text
 
 FORMATS = ("text", "json")
 
@@ -44,23 +46,6 @@ def _task_row(config, task_id: str) -> tuple[dict | None, str]:
     except InputError as exc:
         return None, f"the task's fields cannot be read: {exc}"
     return tasks.get(task_id), "" if task_id in tasks else f"{task_id} is not in {config.tasks_path}"
-
-
-def task_records(path, task_id: str, skipped: list[str] | None = None) -> list:
-    """Every record of ``task_id`` in a results.jsonl, in file order, read back from the columns (the other lines
-    are decoded, never built into records); the reading's warnings go to ``skipped``."""
-    import numpy as np
-
-    from hermit_tui.core.columns import read_table
-    table = read_table(path)
-    try:
-        local = table.index.get(task_id)
-        rows = np.flatnonzero(table.task == local).tolist() if local is not None else []
-        if skipped is not None:
-            skipped += table.skipped
-        return [table.record(r) for r in rows]
-    finally:
-        table.close()
 
 
 def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
@@ -102,12 +87,11 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
     out_attempts = []
     for rec in attempts:
         transcript = load_transcript(folder, rec)
-        extra = rec.model_extra or {}
         out_attempts.append({
             "repeat": rec.repeat, "status": rec.status, "score": rec.judge.score, "feedback": rec.judge.feedback,
             "judge_extra": rec.judge.extra, "output": rec.output, "error": rec.error,
-            "traceback": extra.get("traceback"), "cost_usd": rec.cost_usd,
-            "cost": "unknown" if rec.cost_usd is None else f"${rec.cost_usd:.4f}", "tokens": rec.tokens,
+            "traceback": rec.traceback, "cost_usd": rec.cost_usd,
+            "cost": cost_text(rec.cost_usd), "tokens": rec.tokens,
             "wall_s": rec.wall_s, "api_speed": rec.api_speed, "log": rec.log,
             "transcript": {"source": transcript.source, "path": transcript.path, "note": transcript.note or None,
                            "messages": transcript.messages},

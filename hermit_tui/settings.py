@@ -39,9 +39,9 @@ def recent_configs() -> list[Path]:
 def remember_config(path: Path) -> None:
     """Put ``path`` first in the recent list. A settings file that cannot be written is not an error."""
     data = load_settings()
-    path = str(Path(path).resolve())
-    recent = [p for p in data.get("recent", []) if isinstance(p, str) and p != path]
-    data["recent"] = [path, *recent][:MAX_RECENT]
+    resolved = str(Path(path).resolve())
+    recent = [p for p in data.get("recent", []) if isinstance(p, str) and p != resolved]
+    data["recent"] = [resolved, *recent][:MAX_RECENT]
     _write(data)
 
 

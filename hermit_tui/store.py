@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from hermit_tui.core.records import SOLVED_THRESHOLD
 from hermit_tui.store_column import Cell, Column, disk_column
 from hermit_tui.store_rows import TaskRow, TaskRows, compute_rows
 from hermit_tui.store_triage import ANY_LABEL, LABEL_FILTER_NAMES, UNLABELLED, WALK_GROUPS, Failure, TriageStore
+
+if TYPE_CHECKING:
+    from hermit_tui.core.stopping import SequentialPlan
 
 Filter = Literal["all", "errors", "regressions", "improvements", "flaky", "unknown_cost"]
 FILTERS: tuple[Filter, ...] = ("all", "errors", "regressions", "improvements", "flaky", "unknown_cost")
@@ -87,7 +90,7 @@ class EvalStore(TriageStore):
         self.annotations_version = 0  # the part of ``version`` that annotation changes bumped
         self._walk = None
         # --stop-when-decided: the launch's plan, and per candidate its looks against the baseline, round by round
-        self.sequential = None  # core.stopping.SequentialPlan of the live (or last) launch, None without one
+        self.sequential: SequentialPlan | None = None  # the live (or last) launch's plan, None without one
         self.sequential_looks: dict[str, list] = {}
         self.sequential_stopped = False
         self.sequential_tasks = 0  # test tasks of that launch (a round's attempts per selector)

@@ -19,6 +19,7 @@ import numpy as np
 from hermit_tui.core.annotations import Annotation, applying
 from hermit_tui.core.attempt_index import AttemptIndex
 from hermit_tui.core.columns import AttemptTable
+from hermit_tui.core.present import partial_cost
 from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord, Summary
 
 Key = tuple[str, int]
@@ -150,7 +151,8 @@ class Column:
     # earlier attempt that was re-run since: ``live_annotations`` leaves those out
     annotations: dict[Key, Annotation] = field(default_factory=dict)
     changes: int = 0  # bumped when a record or an annotation changes (caches key on it)
-    index: AttemptIndex | None = None  # the attempts (a fresh, empty one when not given)
+    # the attempts (not given: a fresh, empty one, made in __post_init__; never None after it)
+    index: AttemptIndex = None  # type: ignore[assignment]
     _live: tuple[int, dict] | None = None
 
     def __post_init__(self) -> None:
@@ -214,8 +216,7 @@ class Column:
 
     def cost_text(self) -> str:
         """Known cost so far, with the unknown ones counted, never shown as $0."""
-        known = f"${self.known_cost:.4f}"
-        return f"{known} + {self.unknown_cost} unknown" if self.unknown_cost else known
+        return partial_cost(self.known_cost, self.unknown_cost)
 
     # -- changing -------------------------------------------------------------------------------------------------
     def add(self, rec: AttemptRecord, tb: str | None = None) -> None:

@@ -34,10 +34,11 @@ class TaskRow:
         if name not in columns:
             return (1, 0.0)
         i = columns.index(name)
+        cell = self.cells[i]
         if kind == "mean":
-            v = self.cells[i].mean if self.cells[i] else None
+            v = cell.mean if cell else None
         elif kind == "solved":
-            v = float(self.cells[i].solved_once) if self.cells[i] and self.cells[i].n else None
+            v = float(cell.solved_once) if cell and cell.n else None
         else:
             v = self.deltas[i]
         return (1, 0.0) if v is None else (0, v)

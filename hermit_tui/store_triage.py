@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import repeat
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -82,6 +82,21 @@ def _live_rows(col: Column) -> dict:
 class TriageStore:
     """Triage methods of ``EvalStore`` (which provides ``columns``, ``baseline``, ``threshold``, ``task_ids``,
     ``repeats``, ``label_set``, ``version``, ``annotations_version``, ``_walk`` and ``_touch``)."""
+
+    # what EvalStore provides (declared for the type checker; set in EvalStore.__init__)
+    columns: dict[str, Column]
+    baseline: str | None
+    threshold: float
+    task_ids: list[str]
+    repeats: int
+    label_set: list[str]
+    version: int
+    annotations_version: int
+    _task_pos: dict[str, int]
+    _walk: tuple[tuple[Any, ...], Walk] | None
+
+    if TYPE_CHECKING:
+        def _touch(self) -> None: ...
 
     @property
     def data_version(self) -> int:

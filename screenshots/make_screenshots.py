@@ -55,6 +55,7 @@ def prepare_history(config_path: Path) -> None:
     """Evaluations for the history screen: hermit's own (from the test fixtures), then ours on top (which archives
     hermit's)."""
     import shutil
+
     from hermit_tui.core.config import load_config
     from hermit_tui.core.runner import EvalRun
     eval_dir = config_path.parent / "runs" / "demo" / "eval"

@@ -1,12 +1,34 @@
-"""Shared fixtures: fixed data for the UI tests (see fixture_data.py), and demo workspaces."""
+"""Shared fixtures: a hermetic git, private settings and caches, and demo workspaces (built once per worker, copied
+per test: demo_copies.py). Helpers live in modules the tests import by name (fixture_data.py, demo_copies.py,
+stats_by_hand.py), never in conftest.
+
+The suite runs in parallel (pytest-xdist, ``-n auto`` in pyproject.toml): each worker has its own temporary
+directory, every test its own settings and cache folders, each tmux test its own server socket, each browser test
+its own profile; nothing is shared between tests but the read-only sources."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from demo_copies import copy_workspace
 
-from fixture_data import FIXED_COMMITS, FIXED_LABELS, FIXED_TASKS, fixed_records, fixed_store  # noqa: F401
+
+@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
+def pytest_configure(config: pytest.Config) -> None:
+    """Snapshots are updated in one process: syrupy, run in several workers, would see the other workers' snapshots
+    as unused and delete them."""
+    if config.getoption("--snapshot-update", default=False):
+        config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path_factory, monkeypatch):
+    """Settings (recent configs, launch choices) and caches (the demo's default folder) of this test only: tests in
+    parallel workers never read or write one another's, nor the developer's."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(state / "settings"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(state / "cache"))
+
 
 @pytest.fixture(autouse=True)
 def hermetic_git(tmp_path_factory, monkeypatch):
@@ -27,39 +49,4 @@ def demo_template(tmp_path_factory) -> Path:
 @pytest.fixture
 def demo_config(demo_template, tmp_path) -> Path:
     """A private copy of the demo workspace for one test; returns its run.yaml."""
-    dest = tmp_path / "demo"
-    shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
-    return dest / "run.yaml"
-
-
-def _repair_worktree(src: Path, dest: Path) -> None:
-    """A git worktree records absolute paths both ways: point the copy's checkout at the copy's tree and the
-    copy's tree at the copy's checkout (the template is left untouched)."""
-    checkout = dest / "runs" / "demo" / "checkout"
-    dot_git = checkout / ".git"
-    if not dot_git.is_file():
-        return
-    old_gitdir = Path(dot_git.read_text().split("gitdir:", 1)[1].strip())
-    name = old_gitdir.name
-    tree_git = dest / "runs" / "trees" / "demo-notes" / ".git"
-    dot_git.write_text(f"gitdir: {tree_git / 'worktrees' / name}\n")
-    (tree_git / "worktrees" / name / "gitdir").write_text(f"{dot_git}\n")
-
-
-def score_interval_by_hand(values: list[float], lo: float, hi: float, t_crit: float,
-                           max_n: float | None = None) -> tuple[float, float]:
-    """The small-sample interval of core.intervals recomputed independently: the Wilson quadratic (numpy's roots) on
-    the values rescaled to [0, 1], with n_eff = p (1 - p) / se^2 held to [tasks, max_n], critical value ``t_crit``."""
-    import math
-    import statistics
-
-    import numpy as np
-
-    g = len(values)
-    p = (statistics.fmean(values) - lo) / (hi - lo)
-    se = statistics.stdev(values) / math.sqrt(g) / (hi - lo)
-    n = max(p * (1 - p) / se ** 2, g)
-    n = min(n, max_n) if max_n else n
-    roots = np.roots([1 + t_crit ** 2 / n, -(2 * p + t_crit ** 2 / n), p * p]).real
-    return lo + (hi - lo) * float(min(roots)), lo + (hi - lo) * float(max(roots))
+    return copy_workspace(demo_template, tmp_path / "demo")

@@ -60,7 +60,7 @@ def fixed_store(repeats: int = 3) -> EvalStore:
     for label in FIXED_LABELS:
         records = fixed_records(label, repeats)
         for rec in records:
-            store.apply(ev.AttemptFinished(label=label, record=rec, traceback=rec.model_extra.get("traceback")))
+            store.apply(ev.AttemptFinished(label=label, record=rec, traceback=rec.traceback))
         store.apply(ev.SelectorFinished(label=label, summary=summarize(
             records, adapter=label, commit=FIXED_COMMITS[label], task_ids=ids, repeats=repeats, wall_s=12.0,
             label=label, complete=True, expected_attempts=total)))

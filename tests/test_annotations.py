@@ -12,11 +12,22 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from fixture_data import FIXED_TASKS, fixed_records, fixed_store
+
 from hermit_tui.core.annotations import (
-    ANNOTATIONS, DEFAULT_LABEL_SET, JUDGE_DISAGREES, Annotation, Change, attempt_digest, check_label_set,
-    is_failure, pair_taxonomy, parse_annotations, read_annotations, selector_taxonomy, task_mean,
+    ANNOTATIONS,
+    DEFAULT_LABEL_SET,
+    JUDGE_DISAGREES,
+    Annotation,
+    Change,
+    attempt_digest,
+    check_label_set,
+    is_failure,
+    pair_taxonomy,
+    parse_annotations,
+    read_annotations,
+    selector_taxonomy,
+    task_mean,
     update_annotation,
 )
 from hermit_tui.core.config import load_config
@@ -109,12 +120,19 @@ def test_a_line_cut_by_a_crash_is_skipped_and_the_next_line_starts_on_its_own(tm
     assert len(read.skipped) == 1 and "line 2" in read.skipped[0] and ANNOTATIONS in read.skipped[0]
 
 
-def test_a_folder_that_cannot_be_written_is_one_line_and_nothing_changes(tmp_path):
-    if os.geteuid() == 0:
-        pytest.skip("root writes anywhere")
+def test_a_folder_that_cannot_be_written_is_one_line_and_nothing_changes(tmp_path, monkeypatch):
     update_annotation(tmp_path, rec(), Change(add=["timeout"]))
     before = (tmp_path / ANNOTATIONS).read_bytes()
     (tmp_path / ANNOTATIONS).chmod(0o444)
+    if os.geteuid() == 0:  # root writes anywhere: opening fails as the kernel fails it for anyone else
+        from hermit_tui.core import annotations
+        real = annotations.os.open
+
+        def denied(path, flags, *args):
+            if Path(path).name == ANNOTATIONS and flags & (os.O_RDWR | os.O_WRONLY):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real(path, flags, *args)
+        monkeypatch.setattr(annotations.os, "open", denied)
     try:
         with pytest.raises(InputError, match=ANNOTATIONS):
             update_annotation(tmp_path, rec(), Change(add=["format error"]))

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hostile_util import snapshot, time_limit
 
 from hermit_tui.cli import main
-from hostile_util import snapshot, time_limit
 
 Mutation = Callable[[Path], None]
 
@@ -173,8 +173,13 @@ def socket_file(path: str) -> Mutation:
         target = ws / path
         target.parent.mkdir(parents=True, exist_ok=True)
         sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(target))
-        sock.close()
+        here = os.getcwd()
+        os.chdir(target.parent)  # bound by its name: a socket's path may be at most 107 bytes, a temp folder's longer
+        try:
+            sock.bind(target.name)
+        finally:
+            os.chdir(here)
+            sock.close()
     return apply
 
 
@@ -446,11 +451,11 @@ def test_attempt_level_problems_are_recorded_not_fatal(tmp_path):
         "agent: {name: pipe.py:run}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n")
     seen = []
     summary = EvalRun(load_config(tmp_path / "run.yaml"), ["none"], on_event=seen.append).run_sync()["none"]
-    rows = {json.loads(l)["id"]: json.loads(l) for l in
+    rows = {json.loads(line)["id"]: json.loads(line) for line in
             (tmp_path / "runs/t/eval/none/results.jsonl").read_text().splitlines()}
     assert rows["inf"]["status"] == "judge_error" and "finite" in rows["inf"]["error"]
     assert rows["big"]["status"] == "ok" and len(rows["big"]["output"]) == 3_000_000
     assert rows["out"]["judge"]["score"] == 7.5  # recorded as given ...
-    assert summary.model_extra["scores_outside_unit"] == 1  # ... and flagged
+    assert summary.scores_outside_unit == 1  # ... and flagged
     assert any(isinstance(e, ev.RunLog) and "outside [0, 1]" in e.message for e in seen)
     assert os.path.getsize(tmp_path / "runs/t/eval/none/results.jsonl") > 3_000_000

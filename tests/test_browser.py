@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
-
 from browser import Browser, find_chromium
-from conftest import _repair_worktree
+from demo_copies import repair_worktree
+from report_data import HOSTILE, synthetic_report
+
 from hermit_tui.cli import main
 from hermit_tui.core.config import load_config
 from hermit_tui.core.report_html import to_html
 from hermit_tui.core.runner import EvalRun
-from report_data import HOSTILE, synthetic_report
 
 pytestmark = pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
 ARTEFACTS = Path(__file__).resolve().parent.parent / "screenshots" / "browser"
@@ -50,7 +50,7 @@ def demo_report(demo_template, tmp_path_factory) -> tuple[Path, dict]:
     """The demo's HTML report (none, root and final evaluated) and its JSON twin, written by the CLI."""
     dest = tmp_path_factory.mktemp("browser") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", ["agent.params.latency_scale=0"]), ["none", "root", "final"]).run_sync()
     html, js = dest / "report.html", dest / "report.json"
     assert main(["report", "--config", str(dest / "run.yaml"), "--format", "html", "--output", str(html)]) == 0

@@ -9,9 +9,7 @@ from pathlib import Path
 import git
 import pytest
 
-from hermit_tui.core.card import (
-    CardRow, render_eval_table, replace_evaluation_section, update_final_card,
-)
+from hermit_tui.core.card import CardRow, render_eval_table, replace_evaluation_section, update_final_card
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records import Summary
 from hermit_tui.core.tree import AdapterTree
@@ -51,7 +49,8 @@ def test_replace_section_of_a_hermit_card():
     assert out == CARD_TOP + "## Evaluation\n\n" + HEADER + ROW_075 + "\n\n" + CARD_TAIL
     # again with other numbers: the table is replaced, not added to
     again = replace_evaluation_section(out, render_eval_table([row(0.5, 0.25, None)]))
-    assert again == CARD_TOP + "## Evaluation\n\n" + HEADER + "| final | 4 | 3 | 0.500 | 0.250 | unknown |\n\n" + CARD_TAIL
+    assert again == (CARD_TOP + "## Evaluation\n\n" + HEADER + "| final | 4 | 3 | 0.500 | 0.250 | unknown |\n\n"
+                     + CARD_TAIL)
     assert replace_evaluation_section(out, render_eval_table([row()])) == out
 
 
@@ -66,7 +65,8 @@ def test_replace_keeps_trailing_text_and_unicode():
 def test_replace_without_tail_mark():
     table = render_eval_table([row()])
     card = "# c\n\n## Evaluation\nstale\n\n## Next\nkept\n"
-    assert replace_evaluation_section(card, table) == "# c\n\n## Evaluation\n\n" + HEADER + ROW_075 + "\n\n## Next\nkept\n"
+    assert replace_evaluation_section(card, table) == ("# c\n\n## Evaluation\n\n" + HEADER + ROW_075
+                                                       + "\n\n## Next\nkept\n")
     card = "# c\n\n## Evaluation\nstale, no newline"
     assert replace_evaluation_section(card, table) == "# c\n\n## Evaluation\n\n" + HEADER + ROW_075 + "\n"
     assert replace_evaluation_section("## Evaluation", table) == "## Evaluation\n\n" + HEADER + ROW_075 + "\n"

@@ -15,7 +15,6 @@ import yaml
 from hermit_tui.core.config import DEFAULTS, FREE_SECTIONS, load_config
 from hermit_tui.core.errors import InputError
 
-
 REALISTIC = """\
 # a hermit-style run config using every section
 data:
@@ -456,9 +455,9 @@ def test_what_needs_template_or_evolver_says_so(tmp_path):
             getattr(config, attr)
         assert str(info.value) == f"{path}: template is required to find the adapter tree (or set trainer.tree_dir)"
     with pytest.raises(InputError, match=r"evolver\.name is required to name the run"):
-        config.run_name
+        _ = config.run_name
     with pytest.raises(InputError, match=r"template is required to name the run"):
-        load_config(path, ["evolver.name=gepa"]).run_name
+        _ = load_config(path, ["evolver.name=gepa"]).run_name
     assert config.template_dir is None
 
 
@@ -466,14 +465,14 @@ def test_template_folder_rules(tmp_path):
     write(tmp_path / "bare" / "README.md", "no manifest here")
     path = write(tmp_path / "run.yaml", "template: ./bare\n")
     with pytest.raises(InputError) as info:
-        load_config(path).template_dir
+        _ = load_config(path).template_dir
     assert str(info.value) == f"{path}: template './bare' is a folder without adapter.yaml"
     with pytest.raises(InputError, match="neither a folder holding adapter.yaml nor a built-in"):
-        load_config(path, ["template=./missing/dir"]).template_id
+        _ = load_config(path, ["template=./missing/dir"]).template_id
     # a folder whose manifest has no usable template.id
     write(tmp_path / "odd" / "adapter.yaml", "template: {version: '1'}\n")
     with pytest.raises(InputError, match=r"adapter\.yaml: template\.id must be a lowercase slug, got None"):
-        load_config(path, ["template=odd"]).template_id
+        _ = load_config(path, ["template=odd"]).template_id
 
 
 def test_require_for_eval_lists_what_is_missing(tmp_path):

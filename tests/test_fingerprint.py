@@ -3,7 +3,7 @@ import hashlib
 import json
 
 from hermit_tui.core.config import load_config
-from hermit_tui.core.fingerprint import differences, fingerprint_of
+from hermit_tui.core.fingerprint import differences
 from hermit_tui.core.runner import EvalRun
 
 
@@ -12,15 +12,16 @@ def test_fingerprint_is_stored_and_names_what_differs(tmp_path):
     path = build_demo(tmp_path / "demo")
     config = load_config(path, ["agent.params.latency_scale=0.01"])
     a = EvalRun(config, ["none"], repeats=1, limit=2).run_sync()["none"]
-    fp = fingerprint_of(a)
-    ids = [l.strip() for l in (tmp_path / "demo/test.txt").read_text().splitlines() if l.strip()][:2]
-    assert fp["test_ids_sha256"] == hashlib.sha256(json.dumps(ids).encode()).hexdigest()
-    assert fp["judge_sha256"] == hashlib.sha256((tmp_path / "demo/judge.py").read_bytes()).hexdigest()
-    assert fp["repeats"] == 1 and fp["smoke_limit"] == 2
+    fp = a.fingerprint
+    assert fp is not None
+    ids = [t.strip() for t in (tmp_path / "demo/test.txt").read_text().splitlines() if t.strip()][:2]
+    assert fp.test_ids_sha256 == hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+    assert fp.judge_sha256 == hashlib.sha256((tmp_path / "demo/judge.py").read_bytes()).hexdigest()
+    assert fp.repeats == 1 and fp.smoke_limit == 2
     on_disk = json.loads((config.run_dir / "eval/none/smoke/summary.json").read_text())  # --limit
-    assert on_disk["fingerprint"] == fp
+    assert on_disk["fingerprint"] == fp.model_dump()
     other = load_config(path, ["agent.params.latency_scale=0.02"])
     b = EvalRun(other, ["root"], repeats=2, limit=2).run_sync()["root"]
-    assert differences(fp, fingerprint_of(b)) == ["the agent params", "repeats"]
+    assert differences(fp, b.fingerprint) == ["the agent params", "repeats"]
     assert differences(fp, fp) == []
     assert "cannot be checked" in differences(fp, None)[0]

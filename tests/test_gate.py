@@ -15,15 +15,25 @@ import sys
 from pathlib import Path
 
 import pytest
+from demo_copies import repair_worktree
+from stats_by_hand import score_interval_by_hand
 
-from conftest import _repair_worktree, score_interval_by_hand
 from hermit_tui.cli import main
+from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.gate import (
-    DEFAULT_REQUIRE, GateInterval, SelectorFacts, check_comparable, check_complete, check_errors, check_improvement,
-    check_no_regression, decide, gate_interval, parse_requirements,
+    DEFAULT_REQUIRE,
+    GateInterval,
+    SelectorFacts,
+    check_comparable,
+    check_complete,
+    check_errors,
+    check_improvement,
+    check_no_regression,
+    decide,
+    gate_interval,
+    parse_requirements,
 )
-from hermit_tui.core.config import load_config
 from hermit_tui.core.records import Summary
 from hermit_tui.core.runner import EvalRun
 
@@ -41,7 +51,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
     """The demo with none, root and final evaluated in full (16 tasks x 3 repeats)."""
     dest = tmp_path_factory.mktemp("gate") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", FAST), ["none", "root", "final"], update_card=False).run_sync()
     return dest
 
@@ -51,7 +61,7 @@ def ws(evaluated, tmp_path) -> Path:
     """A private copy of the evaluated demo, for tests that change files."""
     dest = tmp_path / "demo"
     shutil.copytree(evaluated, dest, symlinks=True)
-    _repair_worktree(evaluated, dest)
+    repair_worktree(evaluated, dest)
     return dest
 
 
@@ -252,7 +262,7 @@ def test_smoke_subsets_are_gated_only_when_asked(ws, capsys):
     code, lines, _ = gate(ws, "--smoke", capsys=capsys)
     checks = checks_of(lines)
     assert code == 3 and lines[0].endswith("smoke subsets")
-    assert checks["complete final"] == ("FAIL", "a smoke subset (--limit 2): a wiring check, not an evaluation")
+    assert checks["complete final"] == ("FAIL", "smoke subset of 2 tasks: a wiring check, not an evaluation")
     assert checks["comparable"][0] == "PASS"  # two smoke subsets of the same limit do compare
 
 
@@ -413,7 +423,7 @@ def test_comparable_checks():
 
 
 def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
-    """``sequential`` (--stop-when-decided) may arrive as an extra key of summary.json: read defensively."""
+    """``sequential`` (--stop-when-decided), as summary.json holds it: the candidate's interval against its baseline."""
     from hermit_tui.core.evalstore import StoredEvaluation
     from hermit_tui.core.gate import selector_facts
     seq = {"baseline": "none", "decision": "improvement", "rounds": 2, "max_rounds": 5, "method": "group-sequential",
@@ -426,8 +436,9 @@ def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
     recs = [AttemptRecord(repeat=r, id=f"t{i}", status="ok", judge={"score": 1.0}) for i in range(10)
             for r in (1, 2)]
     cand = selector_facts("candidate", stored, recs, [f"t{i}" for i in range(10)])
-    assert {k: cand.sequential[k] for k in seq if k != "interval"} == {k: v for k, v in seq.items() if k != "interval"}
-    assert list(cand.sequential["interval"]) == seq["interval"] and cand.present == 20 and cand.expected == 50
+    assert {k: getattr(cand.sequential, k) for k in seq if k != "interval"} == {k: v for k, v in seq.items()
+                                                                              if k != "interval"}
+    assert list(cand.sequential.interval) == seq["interval"] and cand.present == 20 and cand.expected == 50
     iv = gate_interval(facts("none", "baseline"), cand, None)
     assert (iv.low, iv.high, iv.source) == (0.12, 0.4, "sequential") and "after 2 rounds" in iv.method
     assert gate_interval(facts("root", "baseline"), cand, None) is None  # another baseline: not this interval

@@ -17,12 +17,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hostile_util import snapshot, time_limit
 
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.records import read_results
 from hermit_tui.core.runner import EvalRun
-from hostile_util import snapshot, time_limit
 
 LIMIT_S = 90  # per case: a hang fails the case instead of the whole suite
 
@@ -38,7 +38,7 @@ def lines_of(path: Path) -> list[dict]:
     """Strict JSON (no NaN or Infinity): what any reader of hermit's files can parse."""
     def refuse(token):
         raise ValueError(f"non-standard JSON token {token}")
-    return [json.loads(l, parse_constant=refuse) for l in path.read_text().splitlines() if l.strip()]
+    return [json.loads(line, parse_constant=refuse) for line in path.read_text().splitlines() if line.strip()]
 
 
 def workspace(tmp_path: Path, ids: list[str], pipeline: str, judge: str = "def score(task, output):\n"
@@ -343,7 +343,7 @@ def test_records_outside_the_protocol_are_ignored_with_a_warning_and_kept(demo):
     with time_limit(LIMIT_S, "foreign records"):
         summary = EvalRun(config, ["none"], repeats=1, limit=3, resume=True, on_event=seen.append).run_sync()["none"]
     assert summary.attempts == 3 and summary.complete  # 3 of 3, not 5 of 3
-    assert summary.model_extra["ignored_attempts"] == 2
+    assert summary.ignored_attempts == 2
     assert any(isinstance(e, ev.RunLog) and e.level == "warning" and "ignored" in e.message for e in seen)
     after = lines_of(path)
     assert {(r["id"], r["repeat"]) for r in foreign} <= {(r["id"], r["repeat"]) for r in after}  # kept on disk
@@ -422,7 +422,7 @@ def test_non_finite_scores_on_disk_are_flagged(demo):
     before = snapshot(demo.parent)
     records = read_results(path).records
     summary = summarize(records, adapter="none", commit=None, task_ids=[r.id for r in records], repeats=1, wall_s=0)
-    assert summary.model_extra["nonfinite_scores"] == 2 and math.isfinite(summary.mean_score)
+    assert summary.nonfinite_scores == 2 and math.isfinite(summary.mean_score)
     with time_limit(LIMIT_S, "report"):
         code = main(["report", "--config", str(demo), "--format", "json", "--output", str(demo.parent / "r.json"),
                      *FAST])
@@ -460,7 +460,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(demo):
             continue  # a number, negative ones included, stays a number
         except ValueError:
             pass
-        assert not cell[:1] in ("=", "+", "-", "@", "\t", "\r"), cell
+        assert cell[:1] not in ("=", "+", "-", "@", "\t", "\r"), cell
     assert "'=1+1" in cells and any(c.startswith("'=evil") for c in rows[0])
 
 
@@ -521,8 +521,8 @@ def test_write_atomic_cleans_up_and_keeps_the_mode(tmp_path, monkeypatch):
     assert target.read_text() == '{"a": 1}'
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_an_unreadable_file_in_an_adapter_folder_is_one_line(tmp_path):
+def test_an_unreadable_file_in_an_adapter_folder_is_one_line(tmp_path, monkeypatch):
+    from hermit_tui.core import selectors
     from hermit_tui.core.selectors import directory_hash
     folder = tmp_path / "adapter"
     folder.mkdir()
@@ -530,6 +530,14 @@ def test_an_unreadable_file_in_an_adapter_folder_is_one_line(tmp_path):
     secret = folder / "secret.md"
     secret.write_text("no\n")
     secret.chmod(0)
+    if os.geteuid() == 0:  # root reads any file: the read fails as the kernel fails it for anyone else
+        real = selectors.read_bytes
+
+        def denied(path, *args, **kwargs):
+            if Path(path).name == "secret.md":
+                raise PermissionError(13, "Permission denied", str(path))
+            return real(path, *args, **kwargs)
+        monkeypatch.setattr(selectors, "read_bytes", denied)
     try:
         with time_limit(LIMIT_S, "unreadable"), pytest.raises(InputError, match="secret.md"):
             directory_hash(folder)

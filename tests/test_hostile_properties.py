@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hostile_util import snapshot, time_limit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,6 @@ from hermit_tui.core.journal import check_eval_folder
 from hermit_tui.core.records import read_results, summarize
 from hermit_tui.core.runner import EvalRun
 from hermit_tui.core.tasks import load_tasks
-from hostile_util import snapshot, time_limit
 
 EXAMPLES = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -7,7 +7,13 @@ import pytest
 from scipy.stats import binomtest, ttest_1samp
 
 from hermit_tui.core.intervals import (
-    T_MIN_TASKS, difference_interval, mean_interval, no_spread_share, t_quantile, task_mean_interval, wilson_bounds,
+    T_MIN_TASKS,
+    difference_interval,
+    mean_interval,
+    no_spread_share,
+    t_quantile,
+    task_mean_interval,
+    wilson_bounds,
 )
 
 T3 = 3.182446305  # t(0.975, 3), published tables

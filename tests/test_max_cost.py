@@ -11,8 +11,9 @@ import pytest
 from hermit_tui.cli import main
 from hermit_tui.core import events as ev
 from hermit_tui.core.config import load_config
-from hermit_tui.core.costs import CostCap, check_max_cost, cost_phrase, money, projected_cost
+from hermit_tui.core.costs import CostCap, check_max_cost
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.present import cost_phrase, money, projected_cost
 from hermit_tui.core.runner import EvalRun
 
 FAST = ["agent.params.latency_scale=0.01"]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import git
 import pytest
+from demo_copies import copy_workspace
+from stats_by_hand import score_interval_by_hand
 
 from hermit_tui import cli_publish
 from hermit_tui.core import card as cardmod
@@ -19,8 +21,6 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.publish import plan_publish, publish, undo_publish
 from hermit_tui.core.runner import EvalRun
 from hermit_tui.core.tree import AdapterTree
-
-from conftest import score_interval_by_hand
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hermit_eval"
 FAST = ["agent.params.latency_scale=0"]
@@ -70,33 +70,22 @@ class Workspace:
                 else None, self.log_path.read_bytes() if self.log_path.exists() else None, self.status())
 
 
-def copy_demo(template: Path, dest: Path) -> Path:
-    """A private copy of the demo workspace whose checkout is a worktree of the copy's own tree (a worktree's
-    links are absolute paths: both ends are rewritten)."""
-    shutil.copytree(template, dest, symlinks=True)
-    checkout = dest / "runs" / "demo" / "checkout"
-    admin = dest / "runs" / "trees" / "demo-notes" / ".git" / "worktrees" / "checkout"
-    (checkout / ".git").write_text(f"gitdir: {admin}\n")
-    (admin / "gitdir").write_text(f"{checkout / '.git'}\n")
-    return dest / "run.yaml"
-
-
 @pytest.fixture
 def demo_config(demo_template, tmp_path) -> Path:
-    return copy_demo(demo_template, tmp_path / "demo")
+    return copy_workspace(demo_template, tmp_path / "demo")
 
 
 @pytest.fixture(scope="session")
 def evaluated_template(demo_template, tmp_path_factory) -> Path:
     """The demo with none, root and final evaluated (update_card=False), built once and copied by each test."""
-    config = copy_demo(demo_template, tmp_path_factory.mktemp("evaluated") / "demo")
+    config = copy_workspace(demo_template, tmp_path_factory.mktemp("evaluated") / "demo")
     Workspace(config).evaluate("none", "root", "final")
     return config.parent
 
 
 @pytest.fixture
 def ws(evaluated_template, tmp_path) -> Workspace:
-    return Workspace(copy_demo(evaluated_template, tmp_path / "demo"))
+    return Workspace(copy_workspace(evaluated_template, tmp_path / "demo"))
 
 
 def task_means(results: Path) -> list[float]:
@@ -596,3 +585,29 @@ def test_publish_cli_failure_labels_dry_run_shows_the_line(ws, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "+Failure labels (assigned by hand" in out and "final 2 of" in out
     assert ws.state() == state
+
+
+# ---------------------------------------------------------------------------------------------------- the review
+
+def test_the_review_gathers_the_plan_the_undo_and_the_other_evaluations_and_changes_nothing(ws):
+    ws.evaluate("demo/ckpt-step-1")
+    before = ws.state()
+    found = pub.review(ws.config)
+    assert ws.state() == before
+    assert found.plan.can_publish and [r.label for r in found.plan.rows] == ["none", "root", "final"]
+    assert found.others == ["demo_ckpt-step-1"]  # evaluated, not on the card unless ticked
+    assert found.undo_entry is None and found.undo_problem.startswith("nothing to undo: no publish by hermit-tui")
+    ticked = pub.review(ws.config, ["demo/ckpt-step-1"])
+    assert [r.label for r in ticked.plan.rows] == ["none", "root", "demo_ckpt-step-1", "final"]  # final last
+
+
+def test_carry_out_publishes_the_reviewed_plan_then_undoes_it(ws):
+    old_tag = ws.tag()
+    message = pub.carry_out("publish", pub.review(ws.config), ws.config)
+    card_commit = ws.head()
+    assert ws.tag() == card_commit != old_tag and "demo/final moved from" in message
+    after = pub.review(ws.config)
+    assert after.plan.up_to_date and after.undo_entry is not None and after.undo_problem is None
+    assert (after.undo_entry["card_commit"], after.undo_entry["previous_tag_target"]) == (card_commit, old_tag)
+    message = pub.carry_out("undo", after, ws.config)
+    assert ws.tag() == old_tag and message.startswith(f"demo/final moved back to {old_tag[:12]}")

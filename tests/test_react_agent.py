@@ -33,7 +33,6 @@ from hermit_tui.core.records import read_results
 from hermit_tui.core.runner import EvalRun
 from hermit_tui.core.transcripts import TRANSCRIPTS, load_transcript, read_sidecar, turns_of
 
-
 HERMIT = Path(sys.executable).with_name("hermit")
 PRICE = {"input": 2.0, "cached_input": 0.5, "output": 8.0}  # USD per million tokens
 MODEL = "loopback-1"
@@ -112,7 +111,7 @@ class Server:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's hook
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 status, payload = (reply_to(body) if self.path == "/v1/chat/completions"
                                    else (404, {"error": {"message": f"no route {self.path}"}}))

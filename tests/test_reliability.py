@@ -19,7 +19,7 @@ from hermit_tui.core.runner import EvalRun
 
 
 def lines_of(path: Path) -> list[dict]:
-    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 @pytest.fixture

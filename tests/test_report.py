@@ -10,8 +10,9 @@ import statistics
 from pathlib import Path
 
 import pytest
+from demo_copies import repair_worktree
+from stats_by_hand import score_interval_by_hand
 
-from conftest import _repair_worktree, score_interval_by_hand
 from hermit_tui import cli_report
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
@@ -32,7 +33,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
     """A demo workspace where none, root and final were evaluated (3 repeats, as the demo's run.yaml says)."""
     dest = tmp_path_factory.mktemp("report") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", ["agent.params.latency_scale=0"]), LABELS).run_sync()
     return dest / "run.yaml"
 
@@ -58,7 +59,7 @@ def by_hand(run_dir: Path, label: str) -> dict[str, list[float]]:
 def test_the_report_on_the_demo_matches_hand_computations(evaluated):
     run_dir = evaluated.parent / "runs" / "demo"
     test_ids = (evaluated.parent / "test.txt").read_text().split()
-    report = report_of(evaluated)
+    report = report_of(evaluated, demo=True)  # the built-in demo: the caller says so (cli_report, the app)
     data = json.loads(to_json(report))
     md = to_markdown(report)
 
@@ -84,12 +85,12 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
         assert (st["ci_low"], st["ci_high"]) == (pytest.approx(low, abs=1e-8), pytest.approx(high, abs=1e-8))
         assert st["solved_once"] == pytest.approx(sum(max(scores[t]) >= 1 for t in test_ids) / 16)
         assert st["pass_k"] == pytest.approx(sum(min(scores[t]) >= 1 for t in test_ids) / 16)
-        lines = [json.loads(l) for l in (run_dir / "eval" / label / "results.jsonl").read_text().splitlines()]
+        lines = [json.loads(line) for line in (run_dir / "eval" / label / "results.jsonl").read_text().splitlines()]
         assert sel["errors"] == on_disk["errors"] == sum(r["status"] != "ok" for r in lines)
         assert sel["unknown_cost_attempts"] == on_disk["unknown_cost_tasks"] == 9
         assert sel["known_cost_usd"] == pytest.approx(sum(r["cost_usd"] or 0 for r in lines))
         assert sel["commit"] == on_disk["commit"]
-        row = next(l for l in md.splitlines() if l.startswith(f"| {label} | {label} |")).split(" | ")
+        row = next(line for line in md.splitlines() if line.startswith(f"| {label} | {label} |")).split(" | ")
         shown_ci = [float(x) for x in row[6].split(" to ")]
         assert [float(row[5]), *shown_ci] == pytest.approx([mean, low, high], abs=5.1e-5) and row[7] == "score"
 
@@ -109,7 +110,7 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
         assert float(shown) == pytest.approx(diff, abs=5.1e-5) and len(shown.split(".")[1]) == 4
         assert "paired randomisation test" in section and "exact" in section  # 16 tasks: every sign pattern
 
-    steps = [json.loads(l) for l in (run_dir / "steps.jsonl").read_text().splitlines()]
+    steps = [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
     assert [s["mean_score"] for s in data["training"]["steps"]] == [s["rollout"]["mean_score"] for s in steps]
     assert data["training"]["label"].startswith("TRAINING evidence")
     # warnings come first, training evidence last and apart from the test figures
@@ -143,20 +144,20 @@ def test_csv_is_the_per_task_table(evaluated):
 def test_unequal_repeats_and_a_missing_task_are_said_and_use_one_estimand(evaluated, tmp_path):
     dest = tmp_path / "demo"
     shutil.copytree(evaluated.parent, dest, symlinks=True)
-    _repair_worktree(evaluated.parent, dest)
+    repair_worktree(evaluated.parent, dest)
     results = dest / "runs" / "demo" / "eval" / "final" / "results.jsonl"
     test_ids = (dest / "test.txt").read_text().split()
     gone, extra = test_ids[0], test_ids[1]
-    lines = [json.loads(l) for l in results.read_text().splitlines()]
-    kept = [l for l in lines if l["id"] != gone]
-    retry = dict(next(l for l in kept if l["id"] == extra), repeat=4)
-    results.write_text("".join(json.dumps(l) + "\n" for l in [*kept, retry]))
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    kept = [rec for rec in lines if rec["id"] != gone]
+    retry = dict(next(rec for rec in kept if rec["id"] == extra), repeat=4)
+    results.write_text("".join(json.dumps(rec) + "\n" for rec in [*kept, retry]))
 
     report = report_of(dest / "run.yaml")
     final = report.selectors[2].stats
     scores = {}
-    for l in [*kept, retry]:
-        scores.setdefault(l["id"], []).append(l["judge"]["score"])
+    for rec in [*kept, retry]:
+        scores.setdefault(rec["id"], []).append(rec["judge"]["score"])
     task_means = [statistics.fmean(v) for v in scores.values()]
     assert final.mean == pytest.approx(statistics.fmean(task_means))  # the task mean, over the 15 attempted
     assert final.attempt_mean == pytest.approx(statistics.fmean([x for v in scores.values() for x in v]))

@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from demo_copies import repair_worktree
 
-from conftest import _repair_worktree
 from hermit_tui.cli import main
 from hermit_tui.core.config import load_config
 from hermit_tui.core.records import AttemptRecord
@@ -28,7 +28,7 @@ LABELS = ["none", "root", "final"]
 def evaluated(demo_template, tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("exports") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", FAST), LABELS, update_card=False).run_sync()
     return dest
 
@@ -173,7 +173,7 @@ def test_junit_threshold_skipped_tasks_and_characters_xml_cannot_hold(evaluated)
 def test_read_attempts_keeps_the_latest_record_of_each_test_attempt(evaluated, tmp_path):
     ws = tmp_path / "demo"
     shutil.copytree(evaluated, ws, symlinks=True)
-    _repair_worktree(evaluated, ws)
+    repair_worktree(evaluated, ws)
     path = ws / "runs/demo/eval/none/results.jsonl"
     first = json.loads(path.read_text().splitlines()[0])
     extra = [dict(first, judge={"score": 0.123, "feedback": ""}), dict(first, id="not-a-test-task")]
@@ -189,7 +189,7 @@ def test_the_exports_from_columns_equal_the_exports_from_records(evaluated, tmp_
     from hermit_tui.core.records import read_results
     ws = tmp_path / "demo"
     shutil.copytree(evaluated, ws, symlinks=True)
-    _repair_worktree(evaluated, ws)
+    repair_worktree(evaluated, ws)
     path = ws / "runs/demo/eval/root/results.jsonl"
     lines = path.read_text().splitlines()
     rows = [json.loads(line) for line in lines]

@@ -13,14 +13,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from demo_copies import repair_worktree
+from report_data import HOSTILE, synthetic_report
 
-from conftest import _repair_worktree
 from hermit_tui.cli import main
 from hermit_tui.core.config import load_config
 from hermit_tui.core.report import Report
 from hermit_tui.core.report_html import PAGE_ROWS, to_html
 from hermit_tui.core.runner import EvalRun
-from report_data import HOSTILE, synthetic_report
 
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "main", "header", "nav", "section", "article",
                 "footer", "h1", "h2", "h3", "h4", "p", "ul", "li", "a", "code", "strong", "span", "div", "table",
@@ -84,7 +84,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
     """A demo workspace where none, root and final were evaluated."""
     dest = tmp_path_factory.mktemp("html") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", ["agent.params.latency_scale=0"]), ["none", "root", "final"]).run_sync()
     return dest / "run.yaml"
 

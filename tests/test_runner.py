@@ -56,7 +56,7 @@ def test_demo_none_root_final_side_by_side(demo):
                 if line.strip() and not line.startswith("#")]
     eval_dir = config.run_dir / "eval"
     means = {}
-    for label, summary in summaries.items():
+    for label in summaries:
         written = json.loads((eval_dir / label / "summary.json").read_text())
         assert list(written)[:10] == HERMIT_KEYS
         again = independent_summary(eval_dir / label / "results.jsonl", len(test_ids))
@@ -220,7 +220,7 @@ def test_timeout_is_an_error_attempt_and_the_run_goes_on(tmp_path):
         "agent: {name: pipe.py:run, timeout_min: 0.005}\njudge: {path: judge.py}\n"
         "trainer: {run_name: t, tree_dir: tree}\n")
     summary = EvalRun(load_config(tmp_path / "run.yaml"), ["none"]).run_sync()["none"]
-    rows = {json.loads(l)["id"]: json.loads(l) for l in
+    rows = {json.loads(line)["id"]: json.loads(line) for line in
             (tmp_path / "runs" / "t" / "eval" / "none" / "results.jsonl").read_text().splitlines()}
     assert rows["slow"]["status"] == "error" and "timeout_min" in rows["slow"]["error"]
     assert rows["fast"]["status"] == "ok"
@@ -235,7 +235,7 @@ def test_retry_replaces_only_the_failed_attempts_and_counts_them(demo):
     failed = [k for k, r in before.items() if r["status"] != "ok"]
     assert failed
     summary = EvalRun(config, [], retry={"root": failed}).run_sync()["root"]
-    after = [json.loads(l) for l in path.read_text().splitlines()]
+    after = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(after) == len(before)  # one line per attempt again
     assert summary.retries == len(failed)
     assert {(r["id"], r["repeat"]) for r in after} == set(before)

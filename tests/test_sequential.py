@@ -7,7 +7,12 @@ import pytest
 from scipy.stats import multivariate_normal, norm
 
 from hermit_tui.core.sequential import (
-    METHOD, SequentialMonitor, obf_spending, round_boundaries, sequential_look, spending_boundaries,
+    METHOD,
+    SequentialMonitor,
+    obf_spending,
+    round_boundaries,
+    sequential_look,
+    spending_boundaries,
     variance_components,
 )
 
@@ -54,7 +59,7 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
     worse = sequential_look("none", "root", b, a, 8)
     assert worse.decision == "regression" and worse.ci_high < 0 and worse.ci_low >= -1
     same = SequentialMonitor("none", "none-again", 3)
-    for r in range(3):
+    for _ in range(3):
         look = same.add_round(a[:, 0], a[:, 0])
     assert look.decision == "undecided" and look.rounds == 3 and look.ci_low < 0 < look.ci_high
     with pytest.raises(ValueError):

@@ -97,7 +97,7 @@ def test_the_served_page_asks_no_third_party_and_names_the_run():
 
 
 def run_cli(*argv: str, extra_code: str = "") -> subprocess.CompletedProcess:
-    code = extra_code + "from hermit_tui.cli import main; raise SystemExit(main(%r))" % (list(argv),)
+    code = extra_code + f"from hermit_tui.cli import main; raise SystemExit(main({list(argv)!r}))"
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
 

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from demo_copies import repair_worktree
 
-from conftest import _repair_worktree
 from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import list_evaluations, open_evaluation
@@ -27,7 +27,7 @@ FAST = ["agent.params.latency_scale=0"]
 def evaluated(demo_template, tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("smoke") / "demo"
     shutil.copytree(demo_template, dest, symlinks=True)
-    _repair_worktree(demo_template, dest)
+    repair_worktree(demo_template, dest)
     EvalRun(load_config(dest / "run.yaml", FAST), ["none", "final"], update_card=False).run_sync()
     return dest
 
@@ -36,7 +36,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
 def ws(evaluated, tmp_path) -> Path:
     dest = tmp_path / "demo"
     shutil.copytree(evaluated, dest, symlinks=True)
-    _repair_worktree(evaluated, dest)
+    repair_worktree(evaluated, dest)
     return dest
 
 
@@ -142,6 +142,6 @@ def test_the_dashboard_report_and_test_reuse_read_only_full_evaluations(ws, caps
         build_report(config, load_tasks(config), ["root"])
     smoke = build_report(config, load_tasks(config), None, smoke=True)  # asked for explicitly
     assert [(s.label, s.smoke_limit, s.stats.n_tasks) for s in smoke.selectors] == [("none", 2, 2), ("root", 2, 2)]
-    assert "none is a smoke subset (--limit 2): a wiring check, not an evaluation" in smoke.warnings
+    assert "none: smoke subset of 2 tasks: a wiring check, not an evaluation" in smoke.warnings
     assert main(["report", "--config", str(ws / "run.yaml"), "--smoke", "--adapter", "root", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["selectors"][0]["smoke_limit"] == 2

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
+from sequential_project import build
 
 from hermit_tui.cli import main
 from hermit_tui.core import events as ev
@@ -22,7 +23,6 @@ from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.runner import EvalRun
 from hermit_tui.core.sequential import METHOD, obf_spending, sequential_look
-from sequential_project import build
 
 TASKS, ROUNDS = 30, 6
 

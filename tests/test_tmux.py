@@ -91,7 +91,7 @@ def test_demo_in_a_real_terminal(tmp_path):
                      for label in ("none", "root", "final")}
         # the per-selector lines show the same means as the files
         for label, s in summaries.items():
-            line = next(l for l in text.splitlines() if l.strip().startswith(label) and "mean" in l)
+            line = next(ln for ln in text.splitlines() if ln.strip().startswith(label) and "mean" in ln)
             assert f"mean {s['mean_score']:.3f}" in line, line
         # the per-task table: every test task with its means
         keys(socket, "t")
@@ -109,8 +109,9 @@ def test_a_launch_publishes_nothing_and_review_publishes_and_undoes_at_80x24(tmp
     socket, _ = start(tmp_path, (80, 24), "demo", str(workspace), "--set", "agent.params.latency_scale=0.05")
     tree, card_path = workspace / "runs/trees/demo-notes", workspace / "runs/demo/checkout/CARD.md"
     try:
-        first = wait_screen(socket, lambda s: "[x] final" in s and "6 versions" in s)
-        assert "Launch 3 side by side (l)" in first and "? Help" in first and "q Quit" in first  # all on screen
+        # all on screen at 80x24; the footer may be painted a frame after the versions note: polled, not sampled
+        first = wait_screen(socket, lambda s: "[x] final" in s and "6 versions" in s and "q Quit" in s, timeout=30)
+        assert "Launch 3 side by side (l)" in first and "? Help" in first and "q Quit" in first
         card, before = card_path.read_bytes(), refs(tree)
         keys(socket, "l")
         done = wait_screen(socket, lambda s: "finished" in s and "144/144" in s, timeout=120)

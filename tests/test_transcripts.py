@@ -13,8 +13,17 @@ from hermit_tui.core import events as ev
 from hermit_tui.core.config import load_config
 from hermit_tui.core.records import AttemptRecord, Judged, read_results
 from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.transcripts import (LOG_LIMIT_BYTES, TRANSCRIPTS, TranscriptIndex, jsonable, load_transcript,
-                                         read_hermit_log, read_sidecar, transcript_lines, turns_of)
+from hermit_tui.core.transcripts import (
+    LOG_LIMIT_BYTES,
+    TRANSCRIPTS,
+    TranscriptIndex,
+    jsonable,
+    load_transcript,
+    read_hermit_log,
+    read_sidecar,
+    transcript_lines,
+    turns_of,
+)
 
 FAST = ["agent.params.latency_scale=0.01"]
 

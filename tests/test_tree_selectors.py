@@ -12,7 +12,13 @@ import pytest
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.selectors import (
-    TEMP_PREFIX, check_selector_text, directory_hash, label_for, materialize, resolve_selector, resolve_selectors,
+    TEMP_PREFIX,
+    check_selector_text,
+    directory_hash,
+    label_for,
+    materialize,
+    resolve_selector,
+    resolve_selectors,
 )
 from hermit_tui.core.tree import INVALID_MARK, AdapterTree
 

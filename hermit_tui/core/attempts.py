@@ -31,7 +31,8 @@ class Attempt:
 
     __slots__ = ("label", "task", "repeat", "adapter", "log_dir")
 
-    def __init__(self, label: str, task: dict, repeat: int, adapter: Path | None, log_dir: Path | None = None):
+    def __init__(self, label: str, task: dict[str, Any], repeat: int, adapter: Path | None,
+                 log_dir: Path | None = None):
         self.label, self.task, self.repeat, self.adapter = label, task, repeat, adapter
         self.log_dir = log_dir  # where the attempt's log may go (hermit_tui.core.context.attempt_log_path)
 
@@ -46,7 +47,7 @@ def failed_record(attempt: Attempt, message: str, wall_s: float, tb: str | None 
                            judge=Judged(score=0.0, feedback=f"the pipeline failed: {message}"), cost_usd=None,
                            wall_s=round(wall_s, 2))
     if tb:
-        record.traceback = tb  # an extra key beside hermit's: hermit's readers ignore it
+        record.traceback = tb  # a key beside hermit's: hermit's readers ignore it
     return record
 
 
@@ -71,7 +72,7 @@ class Progress:
 
     __slots__ = ("phase", "output")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.phase = "pipeline"
         self.output: RunOutput | None = None
 
@@ -143,7 +144,7 @@ def writable(record: AttemptRecord, attempt: Attempt, started: float) -> Attempt
     return record
 
 
-def judge_output(judge: Callable, attempt: Attempt, value: Any, started: float,
+def judge_output(judge: Callable[..., Any], attempt: Attempt, value: Any, started: float,
                  progress: Progress | None = None) -> tuple[AttemptRecord, str | None]:
     """Judge what the pipeline returned. A wrong return type, or a value that cannot be written (an arbitrary
     object, a NaN cost...), is the pipeline's error; a failing judge (a score that is not a finite number, an extra
@@ -181,7 +182,7 @@ def _context(attempt: Attempt) -> AttemptContext:
     return AttemptContext(attempt.label, attempt.task_id, attempt.repeat, getattr(attempt, "log_dir", None))
 
 
-def call_pipeline(pipeline: Callable, attempt: Attempt) -> Any:
+def call_pipeline(pipeline: Callable[..., Any], attempt: Attempt) -> Any:
     """Call the pipeline with a fresh copy of the task row, telling it which attempt this is."""
     token = _CURRENT.set(_context(attempt))
     try:
@@ -190,7 +191,7 @@ def call_pipeline(pipeline: Callable, attempt: Attempt) -> Any:
         _CURRENT.reset(token)
 
 
-def run_attempt(pipeline: Callable, judge: Callable, attempt: Attempt,
+def run_attempt(pipeline: Callable[..., Any], judge: Callable[..., Any], attempt: Attempt,
                 progress: Progress | None = None) -> tuple[AttemptRecord, str | None]:
     """Run and judge one attempt in the calling thread."""
     started = time.perf_counter()
@@ -201,7 +202,7 @@ def run_attempt(pipeline: Callable, judge: Callable, attempt: Attempt,
     return judge_output(judge, attempt, value, started, progress)
 
 
-async def call_pipeline_async(pipeline: Callable, attempt: Attempt) -> Any:
+async def call_pipeline_async(pipeline: Callable[..., Any], attempt: Attempt) -> Any:
     """``call_pipeline`` for a pipeline written as ``async def``."""
     token = _CURRENT.set(_context(attempt))
     try:
@@ -210,8 +211,8 @@ async def call_pipeline_async(pipeline: Callable, attempt: Attempt) -> Any:
         _CURRENT.reset(token)
 
 
-async def run_attempt_async(pipeline: Callable, judge: Callable, attempt: Attempt) -> tuple[AttemptRecord,
-                                                                                               str | None]:
+async def run_attempt_async(pipeline: Callable[..., Any], judge: Callable[..., Any], attempt: Attempt
+                            ) -> tuple[AttemptRecord, str | None]:
     """The same for a pipeline written as ``async def``."""
     started = time.perf_counter()
     try:

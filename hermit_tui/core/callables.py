@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.outputs import RunOutput
 
@@ -59,7 +60,7 @@ def _import_source(spec: str, base: Path, key: str) -> Any:
     return getattr(module, name)
 
 
-def _bind(fn: Callable, params: dict, base: Path) -> Callable:
+def _bind(fn: Callable[..., Any], params: dict[str, Any], base: Path) -> Callable[..., Any]:
     try:
         wanted = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -72,7 +73,13 @@ def _bind(fn: Callable, params: dict, base: Path) -> Callable:
     return functools.partial(fn, **extra) if extra else fn
 
 
-def load_pipeline(config) -> Callable[[dict, Path | None], Any]:
+#: ``run(task, adapter)``: a pipeline (hermit's agent), called with a task row and the adapter folder (None: none).
+Pipeline = Callable[[dict[str, Any], Path | None], Any]
+#: ``score(task, output)``: a judge, called with a task row and the pipeline's output.
+Judge = Callable[[dict[str, Any], Any], Any]
+
+
+def load_pipeline(config: Config) -> Pipeline:
     """The ``run(task, adapter)`` callable that ``agent.name`` names."""
     name = config.agent_name
     if not name:
@@ -80,30 +87,32 @@ def load_pipeline(config) -> Callable[[dict, Path | None], Any]:
     params = dict(config.agent_params or {})
     if name in BUILTIN_AGENTS:
         try:
-            from hermit.agents.base import load_agent  # type: ignore[import-not-found]
+            from hermit.agents.base import load_agent
         except ImportError:
             raise InputError(f"{config.path.name}: agent.name {name!r} is a hermit-harness built-in agent: "
                              "install hermit-harness (pip install hermit-harness) to use it") from None
         try:
-            return load_agent(name, params, config.base).run
+            run: Pipeline = load_agent(name, params, config.base).run
+            return run
         except Exception as exc:
             raise InputError(f"{config.path.name}: agent.name {name!r}: {type(exc).__name__}: {exc}") from None
     target = _import_source(str(name), config.base, f"{config.path.name}: agent.name")
     if inspect.isclass(target):
         try:
-            agent = target(params, config.base)
+            agent: Any = target(params, config.base)  # type: ignore[call-arg]  # an agent class: (params, base)
         except Exception as exc:
             raise InputError(f"{config.path.name}: agent.name {name}: building the agent failed: "
                              f"{type(exc).__name__}: {exc}") from None
         if not callable(getattr(agent, "run", None)):
             raise InputError(f"{config.path.name}: agent.name {name}: the class has no run(task, adapter) method")
-        return agent.run
+        method: Pipeline = agent.run
+        return method
     if not callable(target):
         raise InputError(f"{config.path.name}: agent.name {name} is not callable")
     return _bind(target, params, config.base)
 
 
-def load_judge(config) -> Callable[[dict, Any], Any]:
+def load_judge(config: Config) -> Judge:
     """The ``score(task, output)`` callable of ``judge.path`` + ``judge.name``."""
     if not config.judge_path:
         raise InputError(f"{config.path.name}: judge.path is required")
@@ -111,7 +120,8 @@ def load_judge(config) -> Callable[[dict, Any], Any]:
     target = _import_source(spec, config.base, f"{config.path.name}: judge")
     if not callable(target):
         raise InputError(f"{config.path.name}: judge {spec} is not callable")
-    return target
+    judge: Judge = target
+    return judge
 
 
 def normalize_output(value: Any) -> RunOutput:
@@ -129,7 +139,7 @@ def normalize_output(value: Any) -> RunOutput:
     raise TypeError(f"the pipeline returned {type(value).__name__}, not RunOutput (or a mapping with 'output')")
 
 
-def normalize_judge(value: Any) -> tuple[float, str, dict]:
+def normalize_judge(value: Any) -> tuple[float, str, dict[str, Any]]:
     """(score, feedback, extra) of what a judge returned: a number, a mapping with ``score``, or an object with
     ``.score``. A score that is not a finite number raises ValueError (recorded as a judge_error)."""
     if isinstance(value, Mapping):

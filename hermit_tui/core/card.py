@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import git
 from pydantic import BaseModel
 
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.present import cost_cell
 from hermit_tui.core.records import Summary
 from hermit_tui.core.tree import AdapterTree, valid_ref_name
 
@@ -53,8 +55,8 @@ def render_eval_table(rows: Sequence[CardRow]) -> str:
     """The Markdown table hermit writes (scores to 3 decimals, cost to 4 or ``unknown``); no trailing newline."""
     lines = [TABLE_HEADER, TABLE_RULE]
     for r in rows:
-        cost = "unknown" if r.cost_usd is None else f"{r.cost_usd:.4f}"
-        lines.append(f"| {r.adapter} | {r.tasks} | {r.repeats} | {r.mean_score:.3f} | {r.solved_once:.3f} | {cost} |")
+        lines.append(f"| {r.adapter} | {r.tasks} | {r.repeats} | {r.mean_score:.3f} | {r.solved_once:.3f} | "
+                     f"{cost_cell(r.cost_usd)} |")
     return "\n".join(lines)
 
 
@@ -126,7 +128,7 @@ def commit_card(repo: git.Repo, head: str, message: str) -> str:
     finally:
         if os.path.exists(index):
             os.unlink(index)
-    return repo.git.commit_tree(tree, "-p", head, "-m", message, env=_identity_env(repo))
+    return str(repo.git.commit_tree(tree, "-p", head, "-m", message, env=_identity_env(repo)))
 
 
 def write_card(path: Path, data: bytes) -> None:
@@ -163,7 +165,7 @@ def stage_card(repo: git.Repo) -> None:
 def checkout_branch(repo: git.Repo) -> str | None:
     """The full ref name of the branch the checkout is on, or None when its HEAD is detached."""
     try:
-        return repo.git.symbolic_ref("-q", "HEAD")
+        return str(repo.git.symbolic_ref("-q", "HEAD"))
     except git.GitCommandError:
         return None
 
@@ -195,7 +197,8 @@ class CardChange:
     def rollback(self) -> None:
         """Each step is tried even when another fails: restoring the rest matters more than the first failure."""
         tag_ref = f"refs/tags/{self.tag}"
-        steps = [lambda: write_card(self.card, self.original),
+        steps: list[Callable[[], object]] = [
+                 lambda: write_card(self.card, self.original),
                  lambda: self.repo.git.update_ref(self.branch, self.head),
                  lambda: (self.index_path.write_bytes(self.index_bytes) if self.index_bytes is not None
                           else self.index_path.unlink(True)),
@@ -204,11 +207,11 @@ class CardChange:
         for step in steps:
             try:
                 step()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
 
 
-def update_final_card(config, summary: Summary | Mapping[str, Any]) -> CardResult:
+def update_final_card(config: Config, summary: Summary | Mapping[str, Any]) -> CardResult:
     """hermit's card update for ``eval --adapter final``, made atomic.
 
     Rewrites the Evaluation section of ``<run_dir>/checkout/CARD.md`` with one ``final`` row, commits only that file

@@ -32,7 +32,8 @@ class LatestView(Protocol):
     """What the taxonomy reads: the task ids, the latest row of each (task, repeat), per-row columns, a row's
     record, and the row of a key."""
 
-    ids: list[str]
+    @property
+    def ids(self) -> list[str]: ...
 
     @property
     def task(self) -> np.ndarray: ...

@@ -341,9 +341,7 @@ class AttemptTable:
             return self.tracebacks[row]
         if row in self.objects:
             return None
-        extra = self.record(row).model_extra or {}
-        tb = extra.get("traceback")
-        return tb if isinstance(tb, str) else None
+        return self.record(row).traceback
 
     def token_value(self, row: int) -> Any:
         """The tokens as recorded (a number, None, or whatever else the file held)."""
@@ -742,5 +740,19 @@ def _add_chunk(table: AttemptTable, items: list[_Line], starts: np.ndarray, leng
         table.odd_tokens[first + j] = raw_tokens[j]
 
 
+def task_records(path: Path | str, task_id: str, skipped: list[str] | None = None) -> list[AttemptRecord]:
+    """Every record of ``task_id`` in a results.jsonl, in file order, read back from the columns (the other lines
+    are decoded, never built into records); the reading's warnings go to ``skipped``."""
+    table = read_table(path)
+    try:
+        local = table.index.get(task_id)
+        rows = np.flatnonzero(table.task == local).tolist() if local is not None else []
+        if skipped is not None:
+            skipped += table.skipped
+        return [table.record(r) for r in rows]
+    finally:
+        table.close()
+
+
 __all__ = ["ERROR", "JUDGE_ERROR", "OK", "STATUSES", "STATUS_CODE", "AttemptRow", "AttemptTable", "KeyedRecords",
-           "not_a_record", "parse_into", "read_table", "truncated_note"]
+           "not_a_record", "parse_into", "read_table", "task_records", "truncated_note"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from hermit_tui.core.fingerprint import differences, fingerprint_of
+from hermit_tui.core.fingerprint import Fingerprint, differences
 
 
 class Shape(BaseModel):
@@ -26,12 +26,12 @@ class Shape(BaseModel):
     label: str
     tasks: int
     repeats: int
-    fingerprint: dict | None = None
+    fingerprint: Fingerprint | None = None
     smoke_limit: int | None = None
 
     @classmethod
     def of_summary(cls, label: str, summary: Any) -> Shape:
-        return cls(label=label, tasks=summary.tasks, repeats=summary.repeats, fingerprint=fingerprint_of(summary),
+        return cls(label=label, tasks=summary.tasks, repeats=summary.repeats, fingerprint=summary.fingerprint,
                    smoke_limit=summary.smoke_limit)
 
 

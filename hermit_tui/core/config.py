@@ -11,7 +11,7 @@ import difflib
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from hermit_tui.core.files import load_yaml, read_bytes
 FREE_SECTIONS: frozenset[str] = frozenset({"params", "llm", "backends", "profiles"})
 
 #: hermit-harness 0.1.0's framework defaults: every section and key a run.yaml may set.
-DEFAULTS: dict = {
+DEFAULTS: dict[str, Any] = {
     "data": {"tasks": None, "train": None, "val": None, "test": None,
              "step_size": 8, "shuffle": True, "shuffle_seed": 0},
     "task_info": None,
@@ -64,14 +64,14 @@ def _kind(value: Any) -> str:
     return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), repr(value))
 
 
-def _unknown(where: str, dotted: str, schema: Mapping) -> InputError:
+def _unknown(where: str, dotted: str, schema: Mapping[str, Any]) -> InputError:
     *head, last = dotted.split(".")
     close = difflib.get_close_matches(last, [str(k) for k in schema], n=1)
     hint = f" (did you mean '{'.'.join([*head, close[0]])}'?)" if close else ""
     return InputError(f"{where}: unknown key '{dotted}'{hint}")
 
 
-def _child_schema(schema: Mapping, key: str) -> Any:
+def _child_schema(schema: Mapping[str, Any], key: str) -> Any:
     """What is known below `key`: a dict of keys, None (anything goes) or _LEAF (nothing)."""
     sub = schema[key]
     if key in FREE_SECTIONS or sub is None:
@@ -79,7 +79,8 @@ def _child_schema(schema: Mapping, key: str) -> Any:
     return sub if isinstance(sub, dict) else _LEAF
 
 
-def _merge(schema: Mapping, base: dict, given: Mapping, prefix: str, where: str) -> dict:
+def _merge(schema: Mapping[str, Any], base: dict[str, Any], given: Mapping[str, Any], prefix: str,
+           where: str) -> dict[str, Any]:
     """`base` updated by `given`, checking keys against `schema`; null for a section leaves it as it was."""
     out = copy.deepcopy(base)
     for key, value in given.items():
@@ -92,14 +93,14 @@ def _merge(schema: Mapping, base: dict, given: Mapping, prefix: str, where: str)
             if not isinstance(value, dict):
                 raise InputError(f"{where}: {dotted} must be a mapping, got {_kind(value)}")
             child = _child_schema(schema, key)
-            current = out.get(key) if isinstance(out.get(key), dict) else {}
+            current = out[key] if isinstance(out.get(key), dict) else {}
             out[key] = copy.deepcopy(value) if child is None else _merge(child, current, value, dotted + ".", where)
         else:
             out[key] = copy.deepcopy(value)
     return out
 
 
-def _apply_override(data: dict, item: str) -> str:
+def _apply_override(data: dict[str, Any], item: str) -> str:
     """Apply one ``key.sub=value`` to `data` in place; returns the dotted key it set."""
     where = f"override '{item if len(item) <= 80 else item[:77] + '...'}'"
     key, sep, raw = item.partition("=")
@@ -164,7 +165,7 @@ def _read_yaml(path: Path, shown: str) -> Any:
         raise InputError(f"{shown}{at}: not valid YAML ({reason})") from None
 
 
-def _lookup(data: Mapping, dotted: str, default: Any = None) -> Any:
+def _lookup(data: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
     node: Any = data
     for part in dotted.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -189,7 +190,7 @@ class Config(BaseModel):
 
     path: Path
     base: Path
-    data: dict
+    data: dict[str, Any]
     overrides: list[str]
     _shown: str = PrivateAttr(default="")
 
@@ -240,6 +241,8 @@ class Config(BaseModel):
             return None
         text = str(value)
         path = self.resolve_path(text)
+        if path is None:  # (a non-empty value always resolves)
+            return None
         if (path / "adapter.yaml").is_file():
             return path
         if "@" not in text and path.is_dir():
@@ -292,7 +295,7 @@ class Config(BaseModel):
         return str(name) if name else None
 
     @property
-    def agent_params(self) -> dict:
+    def agent_params(self) -> dict[str, Any]:
         return self.get("agent.params") or {}
 
     @property
@@ -368,7 +371,7 @@ def _origin_of(key: str, origin: Mapping[str, str], shown: str) -> str:
     return found
 
 
-def _fold_pipeline(data: dict) -> None:
+def _fold_pipeline(data: dict[str, Any]) -> None:
     """hermit's older spelling: ``pipeline.run`` becomes ``agent.name`` when that is empty."""
     pipeline, agent = data["pipeline"], data["agent"]
     if pipeline.get("run") and not agent.get("name"):
@@ -379,7 +382,7 @@ def _fold_pipeline(data: dict) -> None:
             agent["concurrency"] = pipeline["concurrency"]
 
 
-def _validate(data: dict, where) -> None:
+def _validate(data: dict[str, Any], where: Callable[[str], str]) -> None:
     def fail(key: str, message: str) -> InputError:
         return InputError(f"{where(key)}: {key} {message}")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +47,7 @@ def archive_existing(label_dir: Path, *, copy: bool = False) -> Path | None:
     present = [label_dir / n for n in (RESULTS, SUMMARY, TRANSCRIPTS, ANNOTATIONS) if (label_dir / n).exists()]
     if not present:
         return None
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     dest = label_dir / ARCHIVE / stamp
     n = 1
     while dest.exists():

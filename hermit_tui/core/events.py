@@ -1,7 +1,7 @@
 """The engine's event stream: what a run reports as it goes. The dashboard and the CLI subscribe to it."""
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -61,9 +61,12 @@ class CardUpdated(Event):
     message: str
 
 
+Level = Literal["info", "warning", "error"]
+
+
 class RunLog(Event):
     kind: Literal["log"] = "log"
-    level: Literal["info", "warning", "error"] = "info"
+    level: Level = "info"
     message: str
 
 
@@ -92,5 +95,5 @@ class RunFinished(Event):
     stop_reason: str | None = None  # why it stopped before the end without a cancel (--max-cost)
 
 
-AnyEvent = Union[RunStarted, SelectorStarted, AttemptStarted, AttemptFinished, SelectorFinished, CardUpdated, RunLog,
-                 RunCancelled, RunFinished, RoundChecked]
+AnyEvent = (RunStarted | SelectorStarted | AttemptStarted | AttemptFinished | SelectorFinished | CardUpdated | RunLog
+            | RunCancelled | RunFinished | RoundChecked)

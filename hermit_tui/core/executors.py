@@ -1,9 +1,11 @@
 """Where attempts run: threads of this process (the default), isolated worker processes, or a Ray cluster
 (ray_executor.py, an optional extra).
 
-Both implement one interface, so the runner does not care which it has: ``await start()``, ``await run(attempt)``
+All implement one interface, so the runner does not care which it has: ``Executor.for_launch(config, options, ...)``
+builds one from a launch's options (each class knows what it needs), ``await start()``, ``await run(attempt)``
 returns ``(record, traceback)`` and applies the attempt timeout itself, ``abandon()`` gives up on the attempts in
-flight (a forced cancel), ``await close()``.
+flight (a forced cancel), ``await close()``, and ``summary_keys(label)`` adds what the executor alone knows to a
+selector's summary.
 
 Threads cannot be killed: an attempt past its timeout is recorded as an error and its thread is left to finish.
 Each attempt gets a thread of its own that starts with it (its timeout counts from then), so abandoned threads never
@@ -23,17 +25,35 @@ import multiprocessing
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkServerContext, SpawnContext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from hermit_tui.core.attempts import (PIPELINE_FAILURES, TRACEBACK_CHARS, Attempt, Progress, call_pipeline,
-                                      call_pipeline_async, describe, failed_record, judge_failed, judge_output,
-                                      pipeline_failed, run_attempt)
+from hermit_tui.core.attempts import (
+    PIPELINE_FAILURES,
+    TRACEBACK_CHARS,
+    Attempt,
+    Progress,
+    call_pipeline,
+    call_pipeline_async,
+    describe,
+    failed_record,
+    judge_failed,
+    judge_output,
+    pipeline_failed,
+    run_attempt,
+)
+from hermit_tui.core.callables import Judge, Pipeline, load_judge, load_pipeline
+from hermit_tui.core.config import Config
+from hermit_tui.core.launch import LaunchOptions
+from hermit_tui.core.outputs import RunOutput
 from hermit_tui.core.records import AttemptRecord
 
 Outcome = tuple[AttemptRecord, "str | None"]
+T = TypeVar("T")
 #: Abandoned (timed-out) threads still alive at which a run stops instead of starting more attempts.
 HUNG_THREAD_LIMIT = 64
 
@@ -42,26 +62,31 @@ class CapacityExhausted(Exception):
     """Too many abandoned threads are still running: the run stops (honestly incomplete)."""
 
 
-def timeout_message(seconds: float) -> str:
-    return f"TimeoutError: the attempt ran longer than agent.timeout_min ({seconds / 60:g} min)"
+def _minutes(seconds: float | None) -> str:
+    return "no limit" if seconds is None else f"{seconds / 60:g} min"
 
 
-def judge_timeout_message(seconds: float) -> str:
-    return f"TimeoutError: the judge ran longer than agent.timeout_min ({seconds / 60:g} min)"
+def timeout_message(seconds: float | None) -> str:
+    return f"TimeoutError: the attempt ran longer than agent.timeout_min ({_minutes(seconds)})"
 
 
-def in_daemon_thread(fn, *args, name: str) -> tuple[asyncio.Future, threading.Thread]:
+def judge_timeout_message(seconds: float | None) -> str:
+    return f"TimeoutError: the judge ran longer than agent.timeout_min ({_minutes(seconds)})"
+
+
+def in_daemon_thread(fn: Callable[..., T], *args: Any, name: str) -> tuple[asyncio.Future[T], threading.Thread]:
     """Run ``fn(*args)`` in a new daemon thread (in a copy of the current context); the future gets its result.
     A daemon thread that never returns does not keep the process alive at exit."""
     loop = asyncio.get_running_loop()
-    future = loop.create_future()
+    future: asyncio.Future[T] = loop.create_future()
     ctx = contextvars.copy_context()
 
-    def deliver(ok: bool, value) -> None:
+    def deliver(ok: bool, value: Any) -> None:
         if not future.done():
             future.set_result(value) if ok else future.set_exception(value)
 
     def body() -> None:
+        value: Any
         try:
             ok, value = True, ctx.run(fn, *args)
         except Exception as exc:
@@ -83,9 +108,21 @@ class Executor:
 
     name = "base"
 
-    def __init__(self, pipeline, judge, *, concurrency: int, timeout_s: float | None):
-        self.pipeline, self.judge = pipeline, judge
+    def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int,
+                 timeout_s: float | None):
+        self.pipeline, self.judge = pipeline, judge  # None: loaded elsewhere (on the Ray workers)
         self.concurrency, self.timeout_s = concurrency, timeout_s
+
+    @classmethod
+    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
+                   timeout_s: float | None) -> Executor:
+        """The executor of a launch, built from its options: the driver loads the pipeline and the judge (a bad
+        one is InputError before anything is written)."""
+        return cls(load_pipeline(config), load_judge(config), concurrency=concurrency, timeout_s=timeout_s)
+
+    def summary_keys(self, label: str) -> dict[str, Any]:
+        """What this executor adds to selector ``label``'s summary.json (none by default)."""
+        return {}
 
     async def start(self) -> None:
         pass
@@ -103,6 +140,16 @@ class Executor:
     def _abandon_thread(self, thread: threading.Thread) -> None:
         if thread.is_alive():
             self.__dict__.setdefault("_hung", set()).add(thread)
+
+    def _driver_pipeline(self) -> Pipeline:
+        if self.pipeline is None:
+            raise RuntimeError(f"the {self.name} executor runs the pipeline in the driver, which has none")
+        return self.pipeline
+
+    def _driver_judge(self) -> Judge:
+        if self.judge is None:
+            raise RuntimeError(f"the {self.name} executor judges in the driver, which has no judge")
+        return self.judge
 
     def hung_threads(self) -> int:
         hung = self.__dict__.setdefault("_hung", set())
@@ -130,14 +177,16 @@ class ThreadExecutor(Executor):
         progress = Progress()
         started = time.perf_counter()
         thread = None
+        work: asyncio.Future[Outcome]
         if self._is_async:
             work = asyncio.ensure_future(self._run_async(attempt, progress, started))
         else:  # a thread of its own, started now: the timeout counts from the start of the attempt
-            work, thread = in_daemon_thread(run_attempt, self.pipeline, self.judge, attempt, progress,
+            work, thread = in_daemon_thread(run_attempt, self._driver_pipeline(), self._driver_judge(), attempt,
+                                            progress,
                                             name=f"hermit-tui-attempt-{attempt.label}-{attempt.task_id}")
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
-        except asyncio.TimeoutError:
+        except TimeoutError:
             if thread is not None:
                 self._abandon_thread(thread)
             if progress.phase == "judge" and progress.output is not None:
@@ -147,10 +196,10 @@ class ThreadExecutor(Executor):
     async def _run_async(self, attempt: Attempt, progress: Progress, started: float) -> Outcome:
         """An ``async def`` pipeline on the loop; its (synchronous) judge in a daemon thread."""
         try:
-            value = await call_pipeline_async(self.pipeline, attempt)
+            value = await call_pipeline_async(self._driver_pipeline(), attempt)
         except PIPELINE_FAILURES as exc:
             return pipeline_failed(attempt, exc, started)
-        work, thread = in_daemon_thread(judge_output, self.judge, attempt, value, started, progress,
+        work, thread = in_daemon_thread(judge_output, self._driver_judge(), attempt, value, started, progress,
                                         name="hermit-tui-judge")
         try:
             return await work
@@ -164,7 +213,7 @@ class ThreadExecutor(Executor):
 
 # -- worker processes ------------------------------------------------------------------------------------------------
 
-def _worker_main(conn, config_path: str, overrides: list[str]) -> None:
+def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> None:
     """A worker process: load the pipeline once, then run attempts until told to stop (None)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     from hermit_tui.core.callables import load_pipeline, normalize_output
@@ -201,14 +250,14 @@ def _worker_main(conn, config_path: str, overrides: list[str]) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx, config_path: str, overrides: list[str]):
+    def __init__(self, ctx: ForkServerContext | SpawnContext, config_path: str, overrides: list[str]):
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_worker_main, args=(child, config_path, overrides), daemon=True,
                                    name="hermit-tui-worker")
         self.process.start()
         child.close()
 
-    def exchange(self, job, timeout: float | None) -> Any:
+    def exchange(self, job: tuple[Any, ...], timeout: float | None) -> Any:
         """Send a job and wait for its answer; TimeoutError when late, EOFError when the process died."""
         self.conn.send(job)
         if not self.conn.poll(timeout):
@@ -242,7 +291,7 @@ def _death_message(code: int | None) -> str:
     return f"WorkerDied: the pipeline's process exited with code {code}"
 
 
-def _worker_context():
+def _worker_context() -> ForkServerContext | SpawnContext:
     """Never fork this (threaded) process: a forkserver whose parent has already imported the engine starts
     workers in a fraction of a fresh interpreter's time; spawn where there is no forkserver (Windows)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
@@ -258,11 +307,19 @@ class ProcessExecutor(Executor):
 
     name = "processes"
 
-    def __init__(self, pipeline, judge, *, concurrency: int, timeout_s: float | None, config_path: Path,
-                 overrides: list[str]):
+    def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int,
+                 timeout_s: float | None, config_path: Path, overrides: list[str]):
         super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
         self.config_path, self.overrides = str(config_path), list(overrides)
         self._ctx = _worker_context()
+
+    @classmethod
+    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
+                   timeout_s: float | None) -> Executor:
+        """The workers load the pipeline from the config and its overrides; the driver loads it too, so that a bad
+        one is refused before any process starts."""
+        return cls(load_pipeline(config), load_judge(config), concurrency=concurrency, timeout_s=timeout_s,
+                   config_path=config.path, overrides=config.overrides)
 
     def _new_worker(self) -> _Worker:
         return _Worker(self._ctx, self.config_path, self.overrides)
@@ -310,14 +367,13 @@ class ProcessExecutor(Executor):
             self._idle.put_nowait(worker)
         if kind == "error":
             return failed_record(attempt, payload, time.perf_counter() - started, tb), tb
-        from hermit_tui.core.outputs import RunOutput
         progress = Progress()
         judged = time.perf_counter()  # the judge's own bound counts from its start
-        work, thread = in_daemon_thread(judge_output, self.judge, attempt, RunOutput(**payload), started, progress,
-                                        name="hermit-tui-judge")
+        work, thread = in_daemon_thread(judge_output, self._driver_judge(), attempt, RunOutput(**payload), started,
+                                        progress, name="hermit-tui-judge")
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._abandon_thread(thread)
             if progress.output is None:  # still checking the output: cannot be the judge's fault
                 return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judged), None
@@ -336,32 +392,3 @@ class ProcessExecutor(Executor):
         for w in list(self._busy):
             w.kill()
         self._threads.shutdown(wait=False, cancel_futures=True)
-
-
-# -- the registry (Ray: hermit_tui/core/ray_executor.py) -------------------------------------------------------------
-
-class _Registry(Mapping):
-    """Executor name -> class. "ray" is imported only when asked for: without Ray installed, asking for it raises
-    InputError saying how to install it."""
-
-    def __init__(self, **eager: type[Executor]):
-        self._eager = eager
-
-    def __getitem__(self, name: str) -> type[Executor]:
-        if name in self._eager:
-            return self._eager[name]
-        if name == "ray":
-            from hermit_tui.core.ray_executor import RayExecutor, require_ray
-            require_ray()
-            return RayExecutor
-        raise KeyError(name)
-
-    def __iter__(self):
-        return iter([*self._eager, "ray"])
-
-    def __len__(self) -> int:
-        return len(self._eager) + 1
-
-
-EXECUTORS = _Registry(threads=ThreadExecutor, processes=ProcessExecutor)
-

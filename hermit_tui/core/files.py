@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, (list, tuple)):

@@ -12,7 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+
+from hermit_tui.core.config import Config
+from hermit_tui.core.files import read_bytes
+from hermit_tui.core.version import __version__
 
 #: Field -> how a difference is named to the user.
 FIELD_NAMES = {
@@ -32,19 +36,27 @@ REVISION_KEYS = ("dataset_revision", "revision")
 
 
 class Fingerprint(BaseModel):
-    test_ids_sha256: str
-    test_rows_sha256: str
+    """summary.json's ``fingerprint``. hermit-tui writes every field; when reading, a field may be missing (a file
+    written by hand or by another tool): a missing field compares as None."""
+
+    model_config = ConfigDict(extra="allow")
+
+    test_ids_sha256: str | None = None
+    test_rows_sha256: str | None = None
     judge_sha256: str | None = None
     pipeline_sha256: str | None = None
-    agent_params_sha256: str
-    model_sha256: str
-    repeats: int
+    agent_params_sha256: str | None = None
+    model_sha256: str | None = None
+    repeats: int | None = None
     smoke_limit: int | None = None
     dataset_revision: str | None = None
-    hermit_tui_version: str
+    hermit_tui_version: str | None = None
+
+    def field(self, name: str) -> Any:
+        """A field by name (FIELD_NAMES' keys), None when it is not recorded."""
+        return getattr(self, name, None)
 
 
-from hermit_tui.core.files import read_bytes  # noqa: E402 - beside its one use
 
 
 def _digest(value: Any) -> str:
@@ -59,7 +71,7 @@ def _file_digest(path: Path | None) -> str | None:
         return None
 
 
-def _pipeline_file(config) -> Path | None:
+def _pipeline_file(config: Config) -> Path | None:
     name = str(config.agent_name or "")
     module, _, _ = name.partition(":")
     if module.endswith(".py"):
@@ -67,7 +79,7 @@ def _pipeline_file(config) -> Path | None:
     return None
 
 
-def dataset_revision(config, rows: list[dict]) -> str | None:
+def dataset_revision(config: Config, rows: list[dict[str, Any]]) -> str | None:
     """``task_info.revision`` / ``task_info.dataset_revision`` when task_info is a mapping, else the one revision
     the test rows agree on (a ``dataset_revision`` or ``revision`` field)."""
     info = config.get("task_info")
@@ -84,8 +96,7 @@ def dataset_revision(config, rows: list[dict]) -> str | None:
     return None
 
 
-def compute_fingerprint(config, rows: list[dict], *, repeats: int, limit: int | None) -> Fingerprint:
-    from hermit_tui import __version__
+def compute_fingerprint(config: Config, rows: list[dict[str, Any]], *, repeats: int, limit: int | None) -> Fingerprint:
     params = dict(config.agent_params or {})
     model = {"model": config.get("model"), "llm": config.get("llm"), "agent.params.model": params.get("model")}
     return Fingerprint(
@@ -102,16 +113,15 @@ def compute_fingerprint(config, rows: list[dict], *, repeats: int, limit: int | 
     )
 
 
-def fingerprint_of(summary) -> dict | None:
-    """The fingerprint a summary carries (a Summary or a mapping), or None (e.g. written by hermit itself)."""
-    extra = summary if isinstance(summary, dict) else (summary.model_extra or {})
-    value = extra.get("fingerprint")
-    return value if isinstance(value, dict) else None
+def fingerprint_of(summary: Any) -> Fingerprint | None:
+    """The fingerprint a summary carries, or None (e.g. written by hermit itself)."""
+    value = getattr(summary, "fingerprint", None)
+    return value if isinstance(value, Fingerprint) else None
 
 
-def differences(a: dict | None, b: dict | None) -> list[str]:
+def differences(a: Fingerprint | None, b: Fingerprint | None) -> list[str]:
     """What differs between two fingerprints, named for a user; [] when they agree. A missing fingerprint (an
     evaluation written by hermit, or by an older hermit-tui) cannot be checked and says so."""
     if a is None or b is None:
         return ["unknown: an evaluation without a protocol fingerprint (written by hermit eval?) cannot be checked"]
-    return [name for key, name in FIELD_NAMES.items() if a.get(key) != b.get(key)]
+    return [name for key, name in FIELD_NAMES.items() if a.field(key) != b.field(key)]

@@ -25,17 +25,23 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core.columns import ERROR, JUDGE_ERROR, AttemptTable
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
-from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
-from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord
+from hermit_tui.core.fingerprint import FIELD_NAMES, Fingerprint, differences
+from hermit_tui.core.present import partial_cost, smoke_caveat
+from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord, SequentialEntry
+from hermit_tui.core.tasks import TaskSet
+
+if TYPE_CHECKING:
+    from hermit_tui.core.stats import PairStats, SelectorStats
 
 FORMAT = "hermit-tui gate 1"
 REQUIREMENTS = ("improvement", "no-regression", "comparable", "complete")
@@ -80,8 +86,8 @@ class SelectorFacts(BaseModel):
     ci_low: float | None = None
     ci_high: float | None = None
     ci_method: str | None = None
-    fingerprint: dict | None = None
-    sequential: dict | None = None
+    fingerprint: Fingerprint | None = None
+    sequential: SequentialEntry | None = None
 
     @property
     def errors(self) -> int:
@@ -174,19 +180,6 @@ def check_error_rate(rate: Any) -> float | None:
 # ---------------------------------------------------------------------------------------------------- facts
 
 
-def _sequential(summary) -> dict | None:
-    """The summary's ``sequential`` entry (``--stop-when-decided``), read defensively: a typed field or an extra
-    key, a model or a mapping; None when absent or not a mapping."""
-    if summary is None:
-        return None
-    value = getattr(summary, "sequential", None)
-    if value is None:
-        value = (getattr(summary, "model_extra", None) or {}).get("sequential")
-    if isinstance(value, BaseModel):
-        value = value.model_dump()
-    return dict(value) if isinstance(value, Mapping) else None
-
-
 def latest_on_test(records: Sequence[AttemptRecord], test_ids: Sequence[str]) -> dict[tuple[str, int], AttemptRecord]:
     """The records on the test tasks, one per (task, repeat): a later line replaces an earlier one."""
     wanted = set(test_ids)
@@ -197,7 +190,7 @@ def latest_on_test(records: Sequence[AttemptRecord], test_ids: Sequence[str]) ->
     return out
 
 
-def _table_counts(table: AttemptTable, test_ids: Sequence[str], repeats: int | None) -> dict:
+def _table_counts(table: AttemptTable, test_ids: Sequence[str], repeats: int | None) -> dict[str, Any]:
     """``latest_on_test``'s figures from columns: the latest attempt of each (test task, repeat >= 1)."""
     rows = table.latest()
     on_test = table.positions(test_ids)[table.task[rows]] >= 0 if len(rows) else np.zeros(0, bool)
@@ -209,12 +202,13 @@ def _table_counts(table: AttemptTable, test_ids: Sequence[str], repeats: int | N
 
 
 def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[AttemptRecord] | AttemptTable,
-                   test_ids: Sequence[str], stats=None) -> SelectorFacts:
+                   test_ids: Sequence[str], stats: SelectorStats | None = None) -> SelectorFacts:
     """The facts of one evaluation; ``stats``: its ``core.stats.SelectorStats`` (for the summary table), if any."""
     s = stored.summary
     repeats = s.repeats if s is not None else None
-    counts = _table_counts(records, test_ids, repeats) if isinstance(records, AttemptTable) else None
-    if counts is None:
+    if isinstance(records, AttemptTable):
+        counts = _table_counts(records, test_ids, repeats)
+    else:
         kept = latest_on_test(records, test_ids)
         present = sum(1 for (_, r) in kept if repeats is not None and r <= repeats)
         costs = [r.cost_usd for r in kept.values()]
@@ -234,29 +228,24 @@ def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[Attem
         mean=stats.mean if stats is not None else None, ci_low=stats.ci_low if stats is not None else None,
         ci_high=stats.ci_high if stats is not None else None,
         ci_method=stats.ci_method if stats is not None else None,
-        fingerprint=fingerprint_of(s) if s is not None else None, sequential=_sequential(s))
+        fingerprint=s.fingerprint if s is not None else None, sequential=s.sequential if s is not None else None)
 
 
 # ---------------------------------------------------------------------------------------------------- the interval
 
 
-def gate_interval(baseline: SelectorFacts, candidate: SelectorFacts, pair=None) -> GateInterval | None:
+def gate_interval(baseline: SelectorFacts, candidate: SelectorFacts, pair: PairStats | None = None
+                  ) -> GateInterval | None:
     """The interval for candidate - baseline: the candidate's sequential interval against this baseline when its
     summary has one, else the paired interval of ``pair`` (a ``core.stats.PairStats`` with a = baseline,
     b = candidate), else None."""
     seq = candidate.sequential
-    if seq and seq.get("baseline") == baseline.label:
-        bounds = seq.get("interval")
-        if isinstance(bounds, Mapping):
-            bounds = [bounds.get("low", bounds.get("ci_low")), bounds.get("high", bounds.get("ci_high"))]
-        if (isinstance(bounds, (list, tuple)) and len(bounds) == 2
-                and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in bounds)
-                and bounds[0] <= bounds[1]):
-            rounds = seq.get("rounds")
-            method = str(seq.get("method") or "group-sequential repeated confidence interval")
-            if isinstance(rounds, int):
-                method += f", after {rounds} round{'s' * (rounds != 1)}"
-            return GateInterval(low=float(bounds[0]), high=float(bounds[1]), method=method, source="sequential")
+    if seq is not None and seq.baseline == baseline.label and seq.interval is not None:
+        low, high = seq.interval
+        if math.isfinite(low) and math.isfinite(high) and low <= high:
+            method = seq.method or "group-sequential repeated confidence interval"
+            method += f", after {seq.rounds} round{'s' * (seq.rounds != 1)}"
+            return GateInterval(low=low, high=high, method=method, source="sequential")
     if pair is None or pair.ci_low is None or pair.ci_high is None:
         return None
     if (pair.a, pair.b) != (baseline.label, candidate.label):
@@ -277,13 +266,14 @@ def _interval_text(b: str, c: str, iv: GateInterval) -> str:
     return f"{c} - {b} 95% CI [{_signed(iv.low)}, {_signed(iv.high)}] ({iv.method}{sample})"
 
 
-def _no_interval(b: str, c: str, pair) -> str:
+def _no_interval(b: str, c: str, pair: PairStats | None) -> str:
     n = pair.n_paired if pair is not None else 0
     return (f"no interval for {c} - {b}: {n} task{'s' * (n != 1)} attempted by both "
             "(at least 2 are needed)")
 
 
-def check_improvement(b: str, c: str, iv: GateInterval | None, margin: float, pair=None) -> GateCheck:
+def check_improvement(b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None
+                      ) -> GateCheck:
     if iv is None:
         return GateCheck(requirement="improvement", passed=False, figure=_no_interval(b, c, pair))
     ok = iv.low > margin
@@ -292,7 +282,8 @@ def check_improvement(b: str, c: str, iv: GateInterval | None, margin: float, pa
     return GateCheck(requirement="improvement", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}", value=iv.low)
 
 
-def check_no_regression(b: str, c: str, iv: GateInterval | None, margin: float, pair=None) -> GateCheck:
+def check_no_regression(b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None
+                        ) -> GateCheck:
     if iv is None:
         return GateCheck(requirement="no-regression", passed=False, figure=_no_interval(b, c, pair))
     floor = -margin if margin else 0.0
@@ -303,9 +294,9 @@ def check_no_regression(b: str, c: str, iv: GateInterval | None, margin: float, 
                      value=iv.high)
 
 
-def fingerprint_id(fp: Mapping) -> str:
+def fingerprint_id(fp: Fingerprint) -> str:
     """A short name of a fingerprint: the protocol fields only (not the hermit-tui version)."""
-    data = json.dumps({k: fp.get(k) for k in FIELD_NAMES}, sort_keys=True, default=str).encode()
+    data = json.dumps({k: fp.field(k) for k in FIELD_NAMES}, sort_keys=True, default=str).encode()
     return hashlib.sha256(data).hexdigest()[:12]
 
 
@@ -339,12 +330,11 @@ def _decided_rounds(f: SelectorFacts, others: Sequence[SelectorFacts]) -> int | 
     """The rounds after which a sequential design stopped this evaluation when decided (its own ``sequential``
     entry, or the one of a candidate that names it as baseline), or None."""
     for seq in [f.sequential] + [o.sequential for o in others if o.sequential
-                                 and o.sequential.get("baseline") == f.label]:
-        if not seq:
+                                 and o.sequential.baseline == f.label]:
+        if seq is None:
             continue
-        rounds = seq.get("rounds")
-        if seq.get("decision") in DECIDED and isinstance(rounds, int) and not isinstance(rounds, bool) and rounds >= 1:
-            return rounds
+        if seq.decision in DECIDED and seq.rounds >= 1:
+            return seq.rounds
     return None
 
 
@@ -356,7 +346,7 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
         return fail(f"no readable summary.json ({f.summary_problem}): {f.attempts} attempts recorded, how many were "
                     "expected is unknown")
     if f.smoke_limit is not None:
-        return fail(f"a smoke subset (--limit {f.smoke_limit}): a wiring check, not an evaluation")
+        return fail(smoke_caveat(f.smoke_limit))
     if f.tasks is not None and f.tasks != f.n_test:
         return fail(f"measured on {f.tasks} test tasks; the config's test split has {f.n_test}")
     expected, note = f.expected, ""
@@ -387,8 +377,8 @@ def check_errors(f: SelectorFacts, most: float) -> GateCheck:
 
 
 def decide(baseline: SelectorFacts | None, candidate: SelectorFacts, requirements: Sequence[str], margin: float,
-           max_error_rate: float | None, pair=None, *, allow_unchecked: bool = False, smoke: bool = False,
-           run_name: str = "", config: str = "") -> GateResult:
+           max_error_rate: float | None, pair: PairStats | None = None, *, allow_unchecked: bool = False,
+           smoke: bool = False, run_name: str = "", config: str = "") -> GateResult:
     """Every check, in the order of ``requirements`` (then the error rates); ``pair``: the ``PairStats`` of
     baseline (a) and candidate (b), needed for improvement and no-regression without a sequential interval."""
     for req in requirements:
@@ -402,11 +392,13 @@ def decide(baseline: SelectorFacts | None, candidate: SelectorFacts, requirement
     iv = gate_interval(baseline, candidate, pair) if baseline is not None else None
     checks: list[GateCheck] = []
     for req in requirements:
-        if req == "improvement":
+        if req in NEEDS_BASELINE and baseline is None:  # (refused above)
+            continue
+        if req == "improvement" and baseline is not None:
             checks.append(check_improvement(baseline.label, candidate.label, iv, margin, pair))
-        elif req == "no-regression":
+        elif req == "no-regression" and baseline is not None:
             checks.append(check_no_regression(baseline.label, candidate.label, iv, margin, pair))
-        elif req == "comparable":
+        elif req == "comparable" and baseline is not None:
             checks.append(check_comparable(baseline, candidate, allow_unchecked))
         else:
             checks += [check_complete(f, [o for o in present if o is not f]) for f in present]
@@ -422,7 +414,7 @@ def decide(baseline: SelectorFacts | None, candidate: SelectorFacts, requirement
 # ---------------------------------------------------------------------------------------------------- reading the disk
 
 
-def load_gate(config, taskset, baseline: str | None, candidate: str, requirements: Sequence[str], *,
+def load_gate(config: Config, taskset: TaskSet, baseline: str | None, candidate: str, requirements: Sequence[str], *,
               margin: float = 0.0, max_error_rate: float | None = None, smoke: bool = False,
               allow_unchecked: bool = False, baseline_optional: bool = False) -> GateResult:
     """The gate over the current evaluations of ``baseline`` and ``candidate`` (eval folder labels) on disk; smoke
@@ -459,7 +451,8 @@ def load_gate(config, taskset, baseline: str | None, candidate: str, requirement
     test_ids = list(taskset.test_ids)
     facts: dict[str, SelectorFacts] = {}
     tables = {}
-    for role, label in (("baseline", baseline), ("candidate", candidate)):
+    roles: tuple[tuple[Role, str | None], ...] = (("baseline", baseline), ("candidate", candidate))
+    for role, label in roles:
         if label is None:
             continue
         table = stored[label].load_table()
@@ -532,7 +525,7 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
     for f in result.selectors:
         expected = f"{f.present} of {f.expected}" if f.expected is not None else str(f.attempts)
         smoke = f" (smoke, --limit {f.smoke_limit})" if f.smoke_limit is not None else ""
-        cost = f"{f.known_cost_usd:.4f}" + (f" + {f.unknown_cost_attempts} unknown" if f.unknown_cost_attempts else "")
+        cost = partial_cost(f.known_cost_usd, f.unknown_cost_attempts, dollars=False)
         out.append("| " + " | ".join(_md(x) for x in (
             f.role, f.label + smoke, f.adapter or "—", (f.commit or "—")[:12], expected, _ci(f),
             f"{f.pipeline_errors} + {f.judge_errors}", cost, f.written_by)) + " |")

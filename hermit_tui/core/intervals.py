@@ -35,9 +35,13 @@ Coverage was checked by simulation (``benchmarks/bench_stats.py``, figures in ``
 from __future__ import annotations
 
 import math
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CONFIDENCE = 0.95
 T_MIN_TASKS = 30
@@ -77,7 +81,7 @@ def t_quantile(df: int, level: float = CONFIDENCE) -> float:
 
 def no_spread_share(n_tasks: int, level: float = CONFIDENCE) -> float:
     """The largest share of tasks that may differ from the value every one of ``n_tasks`` tasks showed."""
-    return 1 - ((1 - level) / 2) ** (1 / n_tasks)
+    return float(1 - ((1 - level) / 2) ** (1 / n_tasks))
 
 
 def wilson_bounds(p: float, n: float, crit: float) -> tuple[float, float]:
@@ -133,7 +137,7 @@ def _near_the_ends(p: float, n_eff: float, crit: float, low: float, high: float,
     return max(0.0, low), min(1.0, high)
 
 
-def task_mean_interval(means, counts, binary: bool, lo: float, hi: float,
+def task_mean_interval(means: np.ndarray, counts: np.ndarray, binary: bool, lo: float, hi: float,
                        level: float = CONFIDENCE) -> Interval | None:
     """A selector's interval: for the mean of its task means ``means`` (numpy array), with ``counts`` attempts per
     task; ``binary``: every score is at one end of ``[lo, hi]`` (pass/fail), which caps the effective sample size at
@@ -147,7 +151,7 @@ def task_mean_interval(means, counts, binary: bool, lo: float, hi: float,
     return mean_interval(float(np.mean(means)), float(np.std(means, ddof=1)), g, lo, hi, max_n_eff=cap, level=level)
 
 
-def difference_interval(diffs, lo: float, hi: float, level: float = CONFIDENCE) -> Interval | None:
+def difference_interval(diffs: np.ndarray, lo: float, hi: float, level: float = CONFIDENCE) -> Interval | None:
     """A pair's interval: for the mean of the per-task differences ``diffs`` of scores in ``[lo, hi]``."""
     import numpy as np
 
@@ -157,7 +161,7 @@ def difference_interval(diffs, lo: float, hi: float, level: float = CONFIDENCE) 
     return mean_interval(float(np.mean(diffs)), float(np.std(diffs, ddof=1)), len(diffs), -width, width, level=level)
 
 
-def method_note(methods: list[str]) -> str:
+def method_note(methods: Sequence[str | None]) -> str:
     """One phrase naming the interval methods used, e.g. for a table's footnote."""
     used = list(dict.fromkeys(m for m in methods if m))
     return "; ".join(METHOD_TEXT[m] for m in used) if used else "no interval"

@@ -13,12 +13,14 @@ import re
 import socket
 import stat
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import ARCHIVE, RESULTS, SUMMARY
 from hermit_tui.core.files import kind_of, read_bytes
+from hermit_tui.core.processes import PID_MAX, alive, process_start
 from hermit_tui.core.records import AttemptRecord, write_atomic
 from hermit_tui.core.selectors import Selector
 from hermit_tui.core.transcripts import TranscriptLog
@@ -26,43 +28,19 @@ from hermit_tui.core.transcripts import TranscriptLog
 LOCK = ".hermit-tui.lock"
 LOGS = "logs"
 FSYNC_EVERY_S = 0.5
-PID_MAX = 1 << 22  # the kernel's largest possible pid (PID_MAX_LIMIT)
 EMPTY_LOCK_GRACE_S = 5.0  # an empty lock younger than this is being written by its owner
 _TEMPORARY = re.compile(r"^\..+\.(\d{1,7})\.tmp$")  # write_atomic's temporary files: .<name>.<pid>.tmp
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _process_start(pid: int) -> str | None:
-    """The kernel's start time of a process (guards against a reused pid), or None where /proc is missing."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[-1].split()[19]
-
-
-def _alive(pid: int, start: str | None) -> bool:
-    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid < PID_MAX:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, OSError):
-        return False
-    return start is None or _process_start(pid) in (None, start)
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _refuse(path: Path, what: str) -> InputError:
     return InputError(f"{path}: {what}; remove it if no evaluation of this folder is running")
 
 
-def read_lock(path: Path) -> dict | None:
+def read_lock(path: Path) -> dict[str, Any] | None:
     """The holder a lock file names ({} for an empty lock left by a crash), None when there is no lock; InputError
     when the path holds something hermit-tui never writes there (a folder, a FIFO, a list, an impossible pid)."""
     path = Path(path)
@@ -122,12 +100,12 @@ def check_eval_folder(root: Path, label: str) -> None:
         _refuse_if_alive(folder / LOCK, holder)
 
 
-def _refuse_if_alive(path: Path, other: dict) -> None:
+def _refuse_if_alive(path: Path, other: dict[str, Any]) -> None:
     if other.get("writing"):
         raise InputError(f"{path.parent}: another process is starting an evaluation of it; wait for it to finish")
     pid = other.get("pid")
     same_host = other.get("host", socket.gethostname()) == socket.gethostname()
-    if isinstance(pid, int) and (not same_host or _alive(pid, other.get("process_start"))):
+    if isinstance(pid, int) and (not same_host or alive(pid, other.get("process_start"))):
         where = "" if same_host else f" on {other.get('host')}"
         raise InputError(f"{path.parent}: already being evaluated by process {pid}{where} "
                          f"(since {other.get('started_at', '?')}); wait for it to finish or stop it")
@@ -135,14 +113,14 @@ def _refuse_if_alive(path: Path, other: dict) -> None:
 
 def remove_stale_temporaries(folder: Path) -> list[Path]:
     """Remove the ``.<name>.<pid>.tmp`` files that a killed process left in ``folder`` (only of dead processes)."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(Path(folder).iterdir())
     except OSError:
         return removed
     for path in entries:
         m = _TEMPORARY.match(path.name)
-        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1)), None) and path.is_file():
+        if m and int(m.group(1)) != os.getpid() and not alive(int(m.group(1)), None) and path.is_file():
             try:
                 path.unlink()
                 removed.append(path)
@@ -157,12 +135,12 @@ class FolderLock:
     def __init__(self, folder: Path):
         self.path = Path(folder) / LOCK
         self.held = False
-        self.took_over: dict | None = None
+        self.took_over: dict[str, Any] | None = None
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso(),
-              "process_start": _process_start(os.getpid())}
+              "process_start": process_start(os.getpid())}
         for _ in range(3):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -199,8 +177,8 @@ class WriteFailed(Exception):
 class SelectorJournal:
     """The records of one selector in one launch, and the files they go to."""
 
-    def __init__(self, selector: Selector, folder: Path, total: int, earlier: dict | None = None,
-                 retries: int = 0):
+    def __init__(self, selector: Selector, folder: Path, total: int,
+                 earlier: dict[tuple[str, int], AttemptRecord] | None = None, retries: int = 0):
         self.selector = selector
         self.folder = folder
         self.total = total
@@ -212,7 +190,7 @@ class SelectorJournal:
         self.pending = 0  # attempts scheduled and not yet recorded
         self.started = time.perf_counter()
         self.started_at = now_iso()
-        self._fh = None
+        self._fh: BinaryIO | None = None
         self._good = 0  # the file's length after the last whole line
         self._last_sync = time.monotonic()
         self.last_summary = 0.0
@@ -228,9 +206,9 @@ class SelectorJournal:
         self.folder.mkdir(parents=True, exist_ok=True)
         if self.continues:
             self._drop_cut_line()
-        self._fh = open(self.folder / RESULTS, "ab" if self.continues else "wb")
-        self._fh.seek(0, os.SEEK_END)
-        self._good = self._fh.tell()
+        fh = self._fh = open(self.folder / RESULTS, "ab" if self.continues else "wb")
+        fh.seek(0, os.SEEK_END)
+        self._good = fh.tell()
 
     def _drop_cut_line(self) -> None:
         """A last line cut by a crash: drop its partial bytes (the reader ignored them; that attempt runs again) so
@@ -282,6 +260,8 @@ class SelectorJournal:
                               f"{len(self.records)} attempts recorded before are intact") from None
         record._messages = None  # written: the dashboard's records never hold trajectories
         try:
+            if self._fh is None:
+                raise OSError("the journal is not open")
             self._fh.write(line)
             self._fh.flush()
             now = time.monotonic()
@@ -297,7 +277,8 @@ class SelectorJournal:
 
     def _rollback(self) -> None:
         try:
-            self._fh.close()
+            if self._fh is not None:
+                self._fh.close()
         except OSError:
             pass
         self._fh = None

@@ -16,14 +16,14 @@ class RunOutput:
     log: Path | str | None = None
     cost_usd: float | None = None
     wall_s: float = 0.0
-    api_speed: dict | None = None
-    messages: list | None = None
+    api_speed: dict[str, Any] | None = None
+    messages: list[Any] | None = None
     tokens: int | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class JudgeResult:
     score: float
     feedback: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -155,8 +155,8 @@ def _half_spacing(diffs: np.ndarray) -> float:
     return float(np.gcd.reduce(ints)) / step
 
 
-def _exact(diffs: np.ndarray, equal: np.ndarray, scores_of, observed: float, budget: float
-           ) -> tuple[float, str] | None:
+def _exact(diffs: np.ndarray, equal: np.ndarray, scores_of: Callable[[int], tuple[np.ndarray, np.ndarray]],
+           observed: float, budget: float) -> tuple[float, str] | None:
     """(p, what was enumerated) by convolving the per-task null distributions, or None when too costly."""
     if np.all(equal) and _flip_work(diffs[np.abs(diffs) > TIE_TOL]) > budget:  # a tie flips to itself
         return None

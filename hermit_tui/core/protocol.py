@@ -17,9 +17,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel
 
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.files import load_yaml, read_text
 from hermit_tui.core.records import SOLVED_THRESHOLD, AttemptRecord
+from hermit_tui.core.tasks import TaskSet
+from hermit_tui.core.tree import AdapterTree
 
 ANSWER_FIELDS = frozenset({"answer", "answers", "expected", "expected_output", "label", "labels", "solution",
                            "target", "gold", "ground_truth"})
@@ -44,7 +47,7 @@ def _tasks(n: int) -> str:
     return f"{n} task{'s' * (n != 1)}"
 
 
-def _items(value: Any) -> list:
+def _items(value: Any) -> list[Any]:
     """A config list as a list (one string counts as a list of one; anything else as empty)."""
     return list(value) if isinstance(value, (list, tuple)) else [value] if isinstance(value, str) else []
 
@@ -72,7 +75,7 @@ class _Training:
     """The training config (the run's resolved config.yaml when it exists, else the current config) and the
     run folder."""
 
-    def __init__(self, config):
+    def __init__(self, config: Config) -> None:
         self.config = config
         try:
             self.run_dir: Path | None = Path(config.run_dir)
@@ -140,7 +143,7 @@ def _row_ids(path: Path) -> list[str] | None:
 # ---------------------------------------------------------------------------------------------------- checks
 
 
-def _overlap(taskset) -> list[Check]:
+def _overlap(taskset: TaskSet) -> list[Check]:
     test = taskset.test_ids
     out = []
     for other in ("train", "val"):
@@ -162,7 +165,7 @@ def _answer_keys(row: Any, prefix: str = "") -> Iterable[str]:
             yield from _answer_keys(value, dotted + ".")
 
 
-def _answer_fields(taskset) -> list[Check]:
+def _answer_fields(taskset: TaskSet) -> list[Check]:
     out = []
     for split in ("train", "val"):
         fields: dict[str, int] = {}
@@ -194,7 +197,7 @@ def _sandbox(training: _Training) -> list[Check]:
     return []
 
 
-def _grants(config, training: _Training) -> list[Check]:
+def _grants(config: Config, training: _Training) -> list[Check]:
     """Read grants that equal or hold the test split file or the tasks file."""
     targets: dict[Path, str] = {}
     for cfg_path, what in ((config.test_path, "the test split"), (config.tasks_path, "the tasks file")):
@@ -224,12 +227,12 @@ def _grants(config, training: _Training) -> list[Check]:
         if exposed:
             verb = "is" if any(grant == t for t in targets) else "holds"
             out.append(Check(level="warning", code="grant_exposes_test", message=(
-                f"{key} grants {value!r} ({_shown(grant, config.base)}), which {verb} {' and '.join(exposed)} ({training.source}): the "
-                "Evolver could read the test rows during training")))
+                f"{key} grants {value!r} ({_shown(grant, config.base)}), which {verb} {' and '.join(exposed)} "
+                f"({training.source}): the Evolver could read the test rows during training")))
     return out
 
 
-def _validation(taskset, training: _Training) -> list[Check]:
+def _validation(taskset: TaskSet, training: _Training) -> list[Check]:
     """Validation rows handed to the Evolver, when the run's records show it (hermit 0.1.0 copies data.val into
     ``<run dir>/access/validation/tasks.jsonl``, readable by the Evolver, whenever data.val is set)."""
     run_dir = training.run_dir
@@ -274,7 +277,7 @@ def _ordered(training: _Training) -> list[Check]:
     return []
 
 
-def protocol_checks(config, taskset) -> list[Check]:
+def protocol_checks(config: Config, taskset: TaskSet) -> list[Check]:
     """Everything found in the config, the task rows and the run's training records, errors first."""
     training = _Training(config)
     checks = [*_overlap(taskset), *_answer_fields(taskset), *_sandbox(training), *_grants(config, training),
@@ -283,10 +286,20 @@ def protocol_checks(config, taskset) -> list[Check]:
     return sorted(checks, key=lambda c: order[c.level])
 
 
-def score_scale_check(records_by_label: Mapping[str, Iterable], threshold: float = SOLVED_THRESHOLD
+def checks_for_display(config: Config, taskset: TaskSet) -> list[Check]:
+    """:func:`protocol_checks` for a view that must open whatever happens: a check that cannot run is itself a
+    warning, never an exception."""
+    try:
+        return protocol_checks(config, taskset)
+    except Exception as exc:  # a check that cannot run must not hide the screen that lists them
+        return [Check(level="warning", code="checks_failed", message=f"protocol checks failed: {exc}")]
+
+
+def score_scale_check(records_by_label: Mapping[str, Iterable[Any]], threshold: float = SOLVED_THRESHOLD
                       ) -> Check | None:
     """A check when some score falls outside [0, 1]; records are AttemptRecords, (id, repeat, score) or numbers."""
-    low = high = None
+    low: float | None = None
+    high: float | None = None
     where = []
     for label, records in records_by_label.items():
         outside = False
@@ -295,7 +308,8 @@ def score_scale_check(records_by_label: Mapping[str, Iterable], threshold: float
             score = float(score)
             if not math.isfinite(score):
                 continue
-            low, high = (score, score) if low is None else (min(low, score), max(high, score))
+            low = score if low is None else min(low, score)
+            high = score if high is None else max(high, score)
             outside = outside or not 0 <= score <= 1
         if outside:
             where.append(label)
@@ -341,7 +355,7 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 CARD_FILE = "CARD.md"
 
 
-def _measured(tree, sha: str) -> str:
+def _measured(tree: AdapterTree | None, sha: str) -> str:
     """The commit whose adapter ``sha`` holds: card commits (whose only change is CARD.md) are followed back to
     their parent, so a final re-measured after its card update is still one adapter."""
     if tree is None or not _SHA.fullmatch(sha or ""):
@@ -361,7 +375,7 @@ def _measured(tree, sha: str) -> str:
     return sha
 
 
-def test_reuse(run_dir: Path, tree, test_ids: list[str] | None = None) -> TestReuse:
+def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | None = None) -> TestReuse:
     """Count the different adapters of this run evaluated on the test split ``test_ids`` (None: every split).
 
     Reads every current and archived summary. Adapters differ by commit (card-only commits followed back, when
@@ -369,7 +383,7 @@ def test_reuse(run_dir: Path, tree, test_ids: list[str] | None = None) -> TestRe
     when its fingerprint's test ids match, or, for a summary written by hermit, when its task count matches.
     """
     from hermit_tui.core.evalstore import list_evaluations
-    from hermit_tui.core.fingerprint import _digest, fingerprint_of
+    from hermit_tui.core.fingerprint import _digest
 
     wanted = _digest([str(t) for t in test_ids]) if test_ids is not None else None
     run_name = Path(run_dir).name
@@ -384,9 +398,9 @@ def test_reuse(run_dir: Path, tree, test_ids: list[str] | None = None) -> TestRe
             continue
         if summary.adapter == "none" and summary.commit is None and summary.content_hash is None:
             continue
-        if wanted is not None:
-            fp = fingerprint_of(summary)
-            same = fp.get("test_ids_sha256") == wanted if fp else summary.tasks == len(test_ids)
+        if wanted is not None and test_ids is not None:
+            fp = summary.fingerprint
+            same = fp.test_ids_sha256 == wanted if fp else summary.tasks == len(test_ids)
             if not same:
                 other += 1
                 continue
@@ -415,7 +429,7 @@ def test_reuse(run_dir: Path, tree, test_ids: list[str] | None = None) -> TestRe
                      seen=list(seen.values()), note=note)
 
 
-test_reuse.__test__ = False  # its name must not make pytest collect it where a test module imports it
+test_reuse.__test__ = False  # type: ignore[attr-defined]  # its name must not make pytest collect it where a test module imports it
 
-__all__ = ["ANSWER_FIELDS", "AdapterSeen", "Check", "TestReuse", "protocol_checks", "score_scale_check",
-           "test_reuse"]
+__all__ = ["ANSWER_FIELDS", "AdapterSeen", "Check", "TestReuse", "checks_for_display", "protocol_checks",
+           "score_scale_check", "test_reuse"]

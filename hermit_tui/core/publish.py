@@ -11,20 +11,32 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 import git
 from pydantic import BaseModel
 
 from hermit_tui.core import card as cardmod
 from hermit_tui.core.card import CARD_NAME, CardChange
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.evalstore import eval_root
+from hermit_tui.core.evalstore import eval_root, list_evaluations
 from hermit_tui.core.journal import now_iso
-from hermit_tui.core.publish_plan import (  # noqa: F401 - the plan's names are part of this module's API
-    CONFIRM_WORD, DEFAULT_LABELS, PUBLISH_LOG, UNDO_WORD, EvalRow,
-    PublishPlan, _is_sha, _short, plan_publish, render_publish_table, same_adapter, unified_diff,
+from hermit_tui.core.publish_plan import (
+    CONFIRM_WORD,
+    DEFAULT_LABELS,
+    PUBLISH_LOG,
+    UNDO_WORD,
+    EvalRow,
+    PublishPlan,
+    _is_sha,
+    _short,
+    plan_publish,
+    render_publish_table,
+    same_adapter,
+    unified_diff,
 )
-from hermit_tui.core.records import write_atomic
+from hermit_tui.core.records import read_summary, write_atomic
 from hermit_tui.core.tree import AdapterTree
 
 
@@ -65,14 +77,14 @@ def _put_back(path: Path, data: bytes | None) -> None:
         pass
 
 
-def record_in_summary(path: Path, key: str, value: dict) -> None:
+def record_in_summary(path: Path, key: str, value: dict[str, Any]) -> None:
     """Add ``key`` to a summary.json, keeping every other key and its order (the file is replaced atomically)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     data[key] = value
     write_atomic(path, json.dumps(data, indent=1, allow_nan=False))
 
 
-def append_log(path: Path, entry: dict) -> None:
+def append_log(path: Path, entry: dict[str, Any]) -> None:
     """Add one line to the publish log (the whole file is replaced atomically)."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     if old and not old.endswith("\n"):
@@ -80,7 +92,7 @@ def append_log(path: Path, entry: dict) -> None:
     write_atomic(path, old + json.dumps(entry, sort_keys=False) + "\n")
 
 
-def _open(config) -> tuple[AdapterTree, git.Repo]:
+def _open(config: Config) -> tuple[AdapterTree, git.Repo]:
     tree = AdapterTree(Path(config.tree_dir))
     try:
         return tree, git.Repo(Path(config.run_dir) / "checkout")
@@ -89,7 +101,7 @@ def _open(config) -> tuple[AdapterTree, git.Repo]:
         raise
 
 
-def publish(plan_or_config, labels: Sequence[str] | None = None) -> PublishResult:
+def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None = None) -> PublishResult:
     """Publish final's card after re-checking every refusal.
 
     Given a reviewed :class:`PublishPlan`, refuses when anything it showed has changed since. Writes only the
@@ -114,27 +126,31 @@ def publish(plan_or_config, labels: Sequence[str] | None = None) -> PublishResul
                              measured_commit=plan.measured_commit, previous_tag_target=plan.tag_target,
                              message=f"{CARD_NAME} already holds this evaluation and {plan.tag} points at it: "
                                      "nothing to publish")
+    summary, head, current, new, message = (plan.final_summary, plan.head, plan.current_card, plan.new_card,
+                                            plan.message)
+    if summary is None or head is None or current is None or new is None or message is None:
+        raise InputError("cannot publish: the review found no final summary, checkout head or card to write")
     tree, repo = _open(plan.config)
     log = publish_log_path(plan.config.run_dir)
-    summary_bytes, log_bytes = _snapshot(plan.final_summary), _snapshot(log)
+    summary_bytes, log_bytes = _snapshot(summary), _snapshot(log)
     original = plan.card_path.read_bytes()
     try:
-        if original != plan.current_card.encode("utf-8"):
+        if original != current.encode("utf-8"):
             raise InputError(f"{plan.card_path} changed since the review: review again before publishing")
-        change = CardChange(repo, tree, plan.card_path, branch=plan.branch, head=plan.head, tag=plan.tag,
+        change = CardChange(repo, tree, plan.card_path, branch=plan.branch, head=head, tag=plan.tag,
                             tag_before=plan.tag_target, original=original)
         try:
-            commit = change.apply(plan.new_card.encode("utf-8") if plan.changes_card else None, plan.message)
+            commit = change.apply(new.encode("utf-8") if plan.changes_card else None, message)
             at = now_iso()
             record = {"measured_commit": plan.measured_commit, "card_commit": commit,
                       "previous_tag_target": plan.tag_target, "at": at}
-            record_in_summary(plan.final_summary, "published", record)
+            record_in_summary(summary, "published", record)
             append_log(log, {"action": "publish", "run": plan.run, "tag": plan.tag, **record,
                              "message": plan.message if plan.changes_card else None,
-                             "summary": str(plan.final_summary)})
+                             "summary": str(summary)})
         except Exception as exc:
             change.rollback()
-            _put_back(plan.final_summary, summary_bytes)
+            _put_back(summary, summary_bytes)
             _put_back(log, log_bytes)
             if isinstance(exc, (git.GitCommandError, OSError, ValueError, InputError)):
                 raise InputError(f"publishing failed ({' '.join(str(exc).split())[:300]}); the card, branch "
@@ -152,7 +168,7 @@ def publish(plan_or_config, labels: Sequence[str] | None = None) -> PublishResul
 
 # ---------------------------------------------------------------------------------------------------- undo
 
-def read_publish_log(run_dir: Path) -> list[dict]:
+def read_publish_log(run_dir: Path) -> list[dict[str, Any]]:
     """The publish log's entries (unreadable lines are skipped)."""
     path = publish_log_path(run_dir)
     if not path.is_file():
@@ -168,9 +184,9 @@ def read_publish_log(run_dir: Path) -> list[dict]:
     return entries
 
 
-def last_publish(run_dir: Path) -> dict | None:
+def last_publish(run_dir: Path) -> dict[str, Any] | None:
     """The latest publish that no undo has reverted (publishes and undos pair up like a stack)."""
-    stack: list[dict] = []
+    stack: list[dict[str, Any]] = []
     for entry in read_publish_log(run_dir):
         if entry.get("action") == "publish":
             stack.append(entry)
@@ -179,7 +195,7 @@ def last_publish(run_dir: Path) -> dict | None:
     return stack[-1] if stack else None
 
 
-def undo_check(config) -> tuple[dict | None, str | None]:
+def undo_check(config: Config) -> tuple[dict[str, Any] | None, str | None]:
     """(the publish an undo would revert, None), or (None, why there is nothing to undo)."""
     entry = last_publish(config.run_dir)
     if entry is None:
@@ -198,7 +214,7 @@ def undo_check(config) -> tuple[dict | None, str | None]:
     return entry, None
 
 
-def undo_publish(config) -> UndoResult:
+def undo_publish(config: Config) -> UndoResult:
     """Point ``<run>/final`` back where the last hermit-tui publish found it (the card commit stays on the branch);
     mark the undo in the log and in final's summary.json. Atomic like :func:`publish`."""
     entry, problem = undo_check(config)
@@ -217,10 +233,9 @@ def undo_publish(config) -> UndoResult:
             tree.move_tag(tag, previous)
             at = now_iso()
             if summary is not None and summary.is_file():
-                data = json.loads(summary.read_text(encoding="utf-8"))
-                published = data.get("published")
-                if isinstance(published, dict) and published.get("card_commit") == card_commit:
-                    record_in_summary(summary, "published", {**published, "undone_at": at})
+                published = read_summary(summary).published
+                if published is not None and published.card_commit == card_commit:
+                    record_in_summary(summary, "published", {**published.model_dump(), "undone_at": at})
             append_log(log, {"action": "undo", "run": config.run_name, "tag": tag, "card_commit": card_commit,
                              "restored_to": previous, "at": at})
         except Exception as exc:
@@ -242,6 +257,34 @@ def undo_publish(config) -> UndoResult:
                               "branch")
 
 
+# ---------------------------------------------------------------------------------------------------- the review
+
+class Review(BaseModel):
+    """Everything the Review & publish screen shows before anything happens: the plan, the publish an undo would
+    revert (or why there is none), and the current evaluations not on the card unless ticked."""
+
+    plan: PublishPlan
+    undo_entry: dict[str, Any] | None = None
+    undo_problem: str | None = None
+    others: list[str] = []
+
+
+def review(config: Config, labels: Sequence[str] | None = None, taxonomy: bool = False) -> Review:
+    """The plan (:func:`plan_publish`), the undo check and the other evaluations, at once (git calls and file reads:
+    call it off the UI thread). Changes nothing."""
+    plan = plan_publish(config, labels, taxonomy)
+    entry, problem = undo_check(config)
+    others = sorted({e.label for e in list_evaluations(config.run_dir, include_archived=False)} - set(DEFAULT_LABELS))
+    return Review(plan=plan, undo_entry=entry, undo_problem=problem, others=others)
+
+
+def carry_out(action: Literal["publish", "undo"], review: Review, config: Config) -> str:
+    """Publish the reviewed plan, or undo the last publish; the one-line message to show. Both restore everything
+    before raising."""
+    return publish(review.plan).message if action == "publish" else undo_publish(config).message
+
+
 __all__ = ["CONFIRM_WORD", "DEFAULT_LABELS", "PUBLISH_LOG", "UNDO_WORD", "EvalRow", "PublishPlan", "PublishResult",
-           "UndoResult", "last_publish", "plan_publish", "publish", "publish_log_path", "read_publish_log",
-           "render_publish_table", "same_adapter", "undo_check", "undo_publish", "unified_diff"]
+           "Review", "UndoResult", "carry_out", "last_publish", "plan_publish", "publish", "publish_log_path",
+           "read_publish_log", "render_publish_table", "review", "same_adapter", "undo_check", "undo_publish",
+           "unified_diff"]

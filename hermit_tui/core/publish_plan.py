@@ -11,17 +11,19 @@ import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import git
 from pydantic import BaseModel, Field
 
 from hermit_tui.core.card import CARD_NAME, checkout_branch, replace_evaluation_section, split_lines
 from hermit_tui.core.columns import ERROR, JUDGE_ERROR, read_table
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
-from hermit_tui.core.fingerprint import differences, fingerprint_of
+from hermit_tui.core.fingerprint import Fingerprint, differences
 from hermit_tui.core.intervals import METHOD_TEXT
+from hermit_tui.core.present import caveats, incomplete_caveat, partial_cost, smoke_caveat
 from hermit_tui.core.records import SOLVED_THRESHOLD
 from hermit_tui.core.selectors import MANIFEST, directory_hash, label_for
 from hermit_tui.core.stats import selector_stats
@@ -72,8 +74,7 @@ class EvalRow(BaseModel):
 
     def cells(self) -> list[str]:
         ci = f" [{self.ci_low:.3f}, {self.ci_high:.3f}]" if self.ci_low is not None else ""
-        cost = (f"{self.cost_usd:.4f}" if self.cost_usd is not None
-                else f"unknown ({self.unknown_cost_attempts} attempts)")
+        cost = partial_cost(self.cost_usd, self.unknown_cost_attempts, dollars=False)
         return [self.adapter, self.commit[:7] if self.commit else "—", str(self.tasks), str(self.repeats),
                 f"{self.mean:.3f}{ci}", f"{self.solved_once:.3f}", str(self.errors), cost]
 
@@ -118,7 +119,7 @@ class PublishPlan(BaseModel):
         return (self.new_card is not None and not self.changes_card and self.head is not None
                 and self.head == self.tag_target)
 
-    def reviewed_state(self) -> tuple:
+    def reviewed_state(self) -> tuple[Any, ...]:
         """What a reader confirmed: publishing refuses when any of it changed since."""
         return (self.current_card, self.new_card, self.head, self.tag_target, self.measured_commit,
                 tuple(self.warnings), tuple(self.refusals))
@@ -225,7 +226,7 @@ def unified_diff(old: str, new: str) -> str:
 
 # ---------------------------------------------------------------------------------------------------- git helpers
 
-def _is_sha(value: Any) -> bool:
+def _is_sha(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(_SHA.fullmatch(value))
 
 
@@ -272,11 +273,13 @@ def _stats(stored: StoredEvaluation) -> tuple[Any, dict[str, int]]:
     return selector_stats(stored.label, table.attempt_columns(table.ids), table.ids), counts
 
 
-def _row(stored: StoredEvaluation, final_fp: dict | None, is_final: bool) -> EvalRow:
+def _row(stored: StoredEvaluation, final_fp: Fingerprint | None, is_final: bool) -> EvalRow:
     s = stored.summary
+    if s is None:  # (rows are chosen among readable evaluations)
+        raise InputError(f"{stored.folder}: no readable summary.json ({stored.problem})")
     st, counts = _stats(stored)
     adapter = s.adapter if label_for(s.adapter) == stored.label else stored.label
-    fp = fingerprint_of(s)
+    fp = s.fingerprint
     if is_final:
         protocol = [] if fp else [NOT_RECORDED]
     else:
@@ -297,13 +300,13 @@ def _usable(stored: StoredEvaluation) -> bool:
     return s is not None and s.is_complete and not s.cancelled and not s.is_smoke
 
 
-def _pick(candidates: list[StoredEvaluation], final_fp: dict | None) -> StoredEvaluation | None:
+def _pick(candidates: list[StoredEvaluation], final_fp: Fingerprint | None) -> StoredEvaluation | None:
     """The current evaluation when it was measured under final's protocol, else the newest archived one that was,
     else the current one (whose mismatch is then a warning)."""
     readable = [c for c in candidates if c.summary is not None]
     if final_fp is not None:
         for c in readable:
-            if _usable(c) and not differences(final_fp, fingerprint_of(c.summary)):
+            if _usable(c) and c.summary is not None and not differences(final_fp, c.summary.fingerprint):
                 return c
     current = [c for c in readable if not c.archived]
     return current[0] if current else None
@@ -347,7 +350,7 @@ def _inspect_checkout(plan: PublishPlan, tree: AdapterTree) -> git.Repo | None:
     return repo
 
 
-def plan_publish(config, labels: Sequence[str] | None = None, taxonomy: bool = False) -> PublishPlan:
+def plan_publish(config: Config, labels: Sequence[str] | None = None, taxonomy: bool = False) -> PublishPlan:
     """What publishing final's card would do now; changes nothing.
 
     ``labels`` adds rows for other selectors (a tag such as ``demo/ckpt-step-1`` or its label) beside none, root
@@ -381,7 +384,7 @@ def plan_publish(config, labels: Sequence[str] | None = None, taxonomy: bool = F
     return plan
 
 
-def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extras: list[str]) -> None:
+def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Path, extras: list[str]) -> None:
     repo = tree.repo
     plan.tag_target = tree.tag_target(plan.tag)
     if plan.tag_target is None:
@@ -412,7 +415,7 @@ def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extr
             raise InputError(f"no evaluation of '{label}' under {eval_root(run_dir)}")
 
     final = _final_evaluation(plan, by_label.get("final", []), repo, run_dir)
-    final_fp = fingerprint_of(final.summary) if final is not None else None
+    final_fp = final.summary.fingerprint if final is not None and final.summary is not None else None
 
     rows: list[EvalRow] = []
     chosen_by_label: dict[str, StoredEvaluation] = {}
@@ -450,7 +453,8 @@ def _plan_rest(plan: PublishPlan, config, tree: AdapterTree, run_dir: Path, extr
             plan.warnings.append("no failure of the card's rows carries a label: the card gets no failure-labels "
                                  "line")
     if final_row is not None and plan.current_card is not None:
-        if any(r.label in chosen_by_label and chosen_by_label[r.label].summary.sequential for r in rows):
+        summaries = [chosen_by_label[r.label].summary for r in rows if r.label in chosen_by_label]
+        if any(s is not None and s.sequential for s in summaries):
             try:
                 plan.sequential = sequential_lines(chosen_by_label, rows, load_tasks(config).test_ids)
             except InputError as exc:
@@ -474,13 +478,12 @@ def _final_evaluation(plan: PublishPlan, found: list[StoredEvaluation], repo: gi
     if s is None:
         plan.refusals.append(f"no completed final evaluation: {current.problem}")
         return None
-    if not s.is_complete or s.cancelled or (s.model_extra or {}).get("in_progress"):
-        plan.refusals.append(f"no completed final evaluation: it is incomplete ({s.attempts} of "
-                             f"{s.expected_attempts} attempts{', cancelled' if s.cancelled else ''})")
+    if not s.is_complete or s.cancelled or s.in_progress is not None:
+        plan.refusals.append("no completed final evaluation: it is "
+                             + incomplete_caveat(s.attempts, s.expected_attempts, cancelled=bool(s.cancelled)))
         return None
     if s.is_smoke:
-        plan.refusals.append(f"no completed final evaluation: it is a smoke subset of {s.smoke_limit} tasks (a "
-                             "wiring check, never published)")
+        plan.refusals.append(f"no completed final evaluation: it is a {smoke_caveat(s.smoke_limit)}")
         return None
     if not _is_sha(s.commit):
         plan.refusals.append(f"final's summary records no adapter commit ({s.commit!r})")
@@ -493,8 +496,8 @@ def _final_evaluation(plan: PublishPlan, found: list[StoredEvaluation], repo: gi
     return current
 
 
-def _warn(plan: PublishPlan, config, tree: AdapterTree, rows: list[EvalRow], found: list[StoredEvaluation],
-          final: StoredEvaluation | None, final_fp: dict | None) -> None:
+def _warn(plan: PublishPlan, config: Config, tree: AdapterTree, rows: list[EvalRow], found: list[StoredEvaluation],
+          final: StoredEvaluation | None, final_fp: Fingerprint | None) -> None:
     """Every warning a reader must see before confirming, most serious first."""
     w = plan.warnings
     for row in rows:
@@ -525,15 +528,9 @@ def _warn(plan: PublishPlan, config, tree: AdapterTree, rows: list[EvalRow], fou
         overlaps = [f"the task splits cannot be read ({exc})"]
     w += [f"test overlap: {o}" for o in overlaps]
     for r in rows:
-        if not r.complete or r.cancelled:
-            w.append(f"{r.label}: incomplete evaluation ({r.attempts} of {r.tasks * r.repeats} attempts"
-                     f"{', cancelled' if r.cancelled else ''})")
-        if r.smoke_limit is not None:
-            w.append(f"{r.label}: smoke subset of {r.smoke_limit} tasks, a wiring check, not an evaluation")
-    for r in rows:
-        if r.retries:
-            w.append(f"{r.label}: {r.retries} attempts were re-run after failing (re-running only failures can bias "
-                     "the mean)")
+        w += [f"{r.label}: {caveat}" for caveat in caveats(
+            smoke_limit=r.smoke_limit, done=r.attempts, expected=r.tasks * r.repeats, complete=r.complete,
+            cancelled=r.cancelled, retries=r.retries)]
     failing = [r for r in rows if r.errors]
     if failing:
         w.append("errors: " + ", ".join(f"{r.label} {r.errors}/{r.attempts}" for r in failing)
@@ -547,7 +544,7 @@ def _warn(plan: PublishPlan, config, tree: AdapterTree, rows: list[EvalRow], fou
                  "one aggregate evaluation may not be its protocol")
 
 
-def _stale(config, tree: AdapterTree, row: EvalRow, run: str) -> str | None:
+def _stale(config: Config, tree: AdapterTree, row: EvalRow, run: str) -> str | None:
     """Why a row's measurement no longer describes what its selector names now, or None."""
     text = row.selector
     if text == "none":
@@ -574,9 +571,9 @@ def _stale(config, tree: AdapterTree, row: EvalRow, run: str) -> str | None:
 
 
 def _test_reuse(tree: AdapterTree, plan: PublishPlan, found: list[StoredEvaluation],
-                final: StoredEvaluation | None, final_fp: dict | None) -> str | None:
+                final: StoredEvaluation | None, final_fp: Fingerprint | None) -> str | None:
     """Several adapters of this run measured on this test split: final may have been chosen on test."""
-    if final is None or plan.tag_target is None:
+    if final is None or final.summary is None or plan.tag_target is None:
         return None
     repo = tree.repo
     tip = plan.head if plan.head and _is_ancestor(repo, plan.tag_target, plan.head) else plan.tag_target
@@ -588,8 +585,8 @@ def _test_reuse(tree: AdapterTree, plan: PublishPlan, found: list[StoredEvaluati
         s = stored.summary
         if s is None or not _is_sha(s.commit):
             continue
-        if final_fp is not None and fingerprint_of(s) is not None:
-            if fingerprint_of(s).get("test_ids_sha256") != final_fp.get("test_ids_sha256"):
+        if final_fp is not None and s.fingerprint is not None:
+            if s.fingerprint.test_ids_sha256 != final_fp.test_ids_sha256:
                 continue
         elif s.tasks != final.summary.tasks or s.is_smoke:
             continue

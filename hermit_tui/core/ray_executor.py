@@ -35,14 +35,29 @@ import threading
 import time
 import traceback
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from hermit_tui.core.attempts import (PIPELINE_FAILURES, TRACEBACK_CHARS, Attempt, call_pipeline, failed_record,
-                                      judge_output, run_attempt)
+from hermit_tui.core.attempts import (
+    PIPELINE_FAILURES,
+    TRACEBACK_CHARS,
+    Attempt,
+    Progress,
+    call_pipeline,
+    failed_record,
+    judge_failed,
+    judge_output,
+    run_attempt,
+)
+from hermit_tui.core.callables import Judge, Pipeline, load_judge, load_pipeline, normalize_output
+from hermit_tui.core.config import Config, load_config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.executors import Executor, Outcome, timeout_message
+from hermit_tui.core.executors import Executor, Outcome, in_daemon_thread, judge_timeout_message, timeout_message
+from hermit_tui.core.launch import LaunchOptions
+from hermit_tui.core.outputs import RunOutput
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.core.transcripts import output_payload
 
@@ -53,7 +68,7 @@ EXCLUDES = ["/logs/", ".git", "__pycache__/", ".hermit-tui*", "*.pyc"]
 LOST_PREFIX = "WorkerLost: the Ray worker running this attempt died"
 
 
-def require_ray():
+def require_ray() -> ModuleType:
     """The ``ray`` module, or InputError saying how to install it."""
     try:
         import ray
@@ -70,7 +85,7 @@ def _source_file(spec: str, base: Path) -> Path | None:
     return (base / module).expanduser().resolve() if module.endswith(".py") else None
 
 
-def check_shippable(config, *, judge_on_workers: bool = False) -> None:
+def check_shippable(config: Config, *, judge_on_workers: bool = False) -> None:
     """The pipeline (and the judge, when the workers judge) must sit inside the config's folder, the folder the
     workers receive. Checked without importing anything."""
     base = Path(config.base).resolve()
@@ -87,7 +102,8 @@ def check_shippable(config, *, judge_on_workers: bool = False) -> None:
                              "ships to its workers")
 
 
-def ray_runtime_env(config, *, judge_on_workers: bool = False, excludes: list[str] | None = None) -> dict:
+def ray_runtime_env(config: Config, *, judge_on_workers: bool = False,
+                    excludes: list[str] | None = None) -> dict[str, Any]:
     """The runtime environment hermit-tui gives a Ray job: the config's folder as working_dir, minus run outputs
     (and minus the judge's file when the driver judges). Pass it to ``ray.init`` when you initialise Ray yourself."""
     base = Path(config.base).resolve()
@@ -126,7 +142,8 @@ def pack_adapter(folder: Path) -> tuple[str, bytes]:
 # -- on the worker --------------------------------------------------------------------------------------------------
 
 _worker_lock = threading.Lock()
-_loaded: dict[tuple, Any] = {}          # (config, overrides, judge?) -> (pipeline, judge) or an error message
+#: (config, overrides, judge?) -> (pipeline, judge), or the error message of loading them
+_loaded: dict[tuple[str, tuple[str, ...], bool], tuple[Pipeline, Judge | None] | str] = {}
 _unpacked: dict[str, Path] = {}         # adapter digest -> its folder in this worker process
 _workdir: list[str] = []                # the job's working_dir: the worker's cwd when it first ran an attempt
 
@@ -136,11 +153,10 @@ def _cleanup_unpacked() -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _load_task(config_name: str, overrides: tuple, with_judge: bool):
+def _load_task(config_name: str, overrides: tuple[str, ...], with_judge: bool
+               ) -> tuple[Pipeline, Judge | None] | str:
     key = (config_name, overrides, with_judge)
     if key not in _loaded:
-        from hermit_tui.core.callables import load_judge, load_pipeline
-        from hermit_tui.core.config import load_config
         if not _workdir:
             _workdir.append(os.getcwd())
         try:
@@ -151,7 +167,7 @@ def _load_task(config_name: str, overrides: tuple, with_judge: bool):
     return _loaded[key]
 
 
-def _adapter_dir(digest: str, box: list) -> Path:
+def _adapter_dir(digest: str, box: list[Any]) -> Path:
     with _worker_lock:
         path = _unpacked.get(digest)
         if path is None or not path.is_dir():
@@ -168,11 +184,11 @@ def _adapter_dir(digest: str, box: list) -> Path:
     return path
 
 
-def _error(message: str, tb: str | None, started: float) -> dict:
+def _error(message: str, tb: str | None, started: float) -> dict[str, Any]:
     return {"kind": "error", "message": message, "traceback": tb, "wall_s": time.perf_counter() - started}
 
 
-def _run_job(job: dict) -> dict:
+def _run_job(job: dict[str, Any]) -> dict[str, Any]:
     """One attempt on the worker: the pipeline's normalized output (or the whole record when judging here)."""
     started = time.perf_counter()
     loaded = _load_task(job["config"], job["overrides"], job["judge"])
@@ -193,7 +209,6 @@ def _run_job(job: dict) -> dict:
         record, tb = run_attempt(pipeline, judge, attempt)
         return {"kind": "record", "record": record.model_dump(mode="json"), "traceback": tb,
                 "messages": record._messages}
-    from hermit_tui.core.callables import normalize_output
     try:
         out = normalize_output(call_pipeline(pipeline, attempt))
     except PIPELINE_FAILURES as exc:
@@ -201,7 +216,7 @@ def _run_job(job: dict) -> dict:
     return {"kind": "ok", "output": output_payload(out)}
 
 
-def _attempt_task(job: dict):
+def _attempt_task(job: dict[str, Any]) -> Iterator[dict[str, Any] | None]:
     """The Ray task: first says it started (the timeout clock starts then), then gives the attempt's result."""
     yield None
     yield _run_job(job)
@@ -209,7 +224,7 @@ def _attempt_task(job: dict):
 
 # -- on the driver --------------------------------------------------------------------------------------------------
 
-def _lost_errors(ray) -> tuple[type, ...]:
+def _lost_errors(ray: ModuleType) -> tuple[type[BaseException], ...]:
     ex = ray.exceptions
     names = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError", "ObjectLostError", "OutOfMemoryError")
     return tuple(getattr(ex, n) for n in names if hasattr(ex, n))
@@ -232,7 +247,8 @@ class RayExecutor(Executor):
     name = "ray"
     task_cpus = 0.05
 
-    def __init__(self, pipeline, judge, *, concurrency: int, timeout_s: float | None, config,
+    def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int, timeout_s: float | None,
+                 config: Config,
                  address: str | None = None, judge_on_workers: bool = False, retry_lost: bool = False,
                  task_cpus: float | None = None, excludes: list[str] | None = None):
         super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
@@ -244,10 +260,27 @@ class RayExecutor(Executor):
         self.ray_retries: Counter[str] = Counter()   # selector label -> attempts retried after a lost worker
         self.startup_s: float | None = None
         self._owns_ray = False
-        self._inflight: set = set()
-        self._shipped: dict[str, asyncio.Future] = {}
+        self._inflight: set[Any] = set()
+        self._shipped: dict[str, asyncio.Future[tuple[str, list[Any]]]] = {}
 
-    def _job(self, attempt: Attempt, adapter) -> dict:
+    @classmethod
+    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
+                   timeout_s: float | None) -> Executor:
+        """The driver never imports the pipeline (the workers load it from the shipped folder) and judges unless
+        ``judge_on_workers``; what the workers need must lie inside the config's folder. Without Ray installed:
+        InputError saying how to install it."""
+        require_ray()
+        check_shippable(config, judge_on_workers=options.judge_on_workers)
+        judge = None if options.judge_on_workers else load_judge(config)
+        return cls(None, judge, concurrency=concurrency, timeout_s=timeout_s, config=config,
+                   address=options.ray_address, judge_on_workers=options.judge_on_workers,
+                   retry_lost=options.retry_lost)
+
+    def summary_keys(self, label: str) -> dict[str, Any]:
+        """With --retry-lost-once: that it was on, and the attempts run once more after a lost worker."""
+        return {"retry_lost": True, "ray_retries": self.ray_retries.get(label, 0)} if self.retry_lost else {}
+
+    def _job(self, attempt: Attempt, adapter: tuple[str, list[Any]] | None) -> dict[str, Any]:
         return {"config": Path(self.config.path).name, "overrides": tuple(self.config.overrides),
                 "judge": self.judge_on_workers, "label": attempt.label, "task": attempt.task,
                 "repeat": attempt.repeat, "adapter": adapter}
@@ -275,19 +308,19 @@ class RayExecutor(Executor):
         self._threads = ThreadPoolExecutor(max_workers=self.concurrency + 2, thread_name_prefix="hermit-tui-ray")
         self.startup_s = time.perf_counter() - t0
 
-    async def _ship(self, adapter: Path | None):
+    async def _ship(self, adapter: Path | None) -> tuple[str, list[Any]] | None:
         """(digest, [object ref]) of an adapter folder, packed and put in the object store once per run."""
         if adapter is None:
             return None
         key = str(adapter)
         if key not in self._shipped:
-            def put():
+            def put() -> tuple[str, list[Any]]:
                 digest, data = pack_adapter(adapter)
                 return digest, [self._ray.put(data)]   # boxed: a worker fetches it only when not yet unpacked
             self._shipped[key] = self._loop.run_in_executor(self._threads, put)
         return await self._shipped[key]
 
-    async def _once(self, job: dict) -> dict:
+    async def _once(self, job: dict[str, Any]) -> dict[str, Any]:
         """Run one task on the cluster; raises TimeoutError (after cancelling it) or Ray's error."""
         gen = self._remote.remote(job)
         self._inflight.add(gen)
@@ -296,17 +329,18 @@ class RayExecutor(Executor):
             try:
                 ref = await (asyncio.wait_for(gen.__anext__(), self.timeout_s) if self.timeout_s
                              else gen.__anext__())
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self._cancel(gen)
                 raise TimeoutError from None
-            return await ref
+            result: dict[str, Any] = await ref
+            return result
         except asyncio.CancelledError:  # a forced cancel of the run
             self._cancel(gen)
             raise
         finally:
             self._inflight.discard(gen)
 
-    def _cancel(self, gen) -> None:
+    def _cancel(self, gen: Any) -> None:
         try:
             self._ray.cancel(gen, force=True)
         except Exception:
@@ -348,15 +382,12 @@ class RayExecutor(Executor):
         if result["kind"] == "error":
             tb = result["traceback"]
             return failed_record(attempt, result["message"], result["wall_s"], tb), tb
-        from hermit_tui.core.attempts import Progress, judge_failed
-        from hermit_tui.core.executors import in_daemon_thread, judge_timeout_message
-        from hermit_tui.core.outputs import RunOutput
         progress = Progress()  # the driver's judge: a daemon thread bounded by the attempt timeout
         work, thread = in_daemon_thread(judge_output, self.judge, attempt, RunOutput(**result["output"]), started,
                                         progress, name="hermit-tui-judge")
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
-        except asyncio.TimeoutError:
+        except TimeoutError:
             if progress.output is None:
                 return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started), None
             return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None

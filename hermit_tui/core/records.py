@@ -13,10 +13,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.files import read_bytes
+from hermit_tui.core.fingerprint import Fingerprint
 
 Status = Literal["ok", "error", "judge_error"]
 
@@ -55,9 +56,10 @@ class AttemptRecord(BaseModel):
     api_speed: Any = None
     tokens: Any = None
     log: str | None = None
+    traceback: str | None = None  # hermit-tui's, on a failed attempt: the Python traceback (hermit's readers ignore it)
     # The attempt's trajectory (RunOutput.messages) on its way from the executor to the journal, which writes it to
     # the transcripts sidecar and drops it: never a key of results.jsonl, never kept by the dashboard.
-    _messages: list | None = PrivateAttr(default=None)
+    _messages: list[Any] | None = PrivateAttr(default=None)
 
     @property
     def score(self) -> float:
@@ -103,8 +105,38 @@ class SequentialEntry(BaseModel):
         return self.rounds < self.max_rounds
 
 
+class InProgress(BaseModel):
+    """summary.json's ``in_progress``: a launch is still writing this evaluation (absent once it has finished)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    pid: int
+    updated_at: str
+
+
+class Published(BaseModel):
+    """summary.json's ``published``: the card commit a publish made from this evaluation and where the final tag was
+    before (``core.publish``); ``undone_at`` once an undo moved the tag back."""
+
+    model_config = ConfigDict(extra="allow")
+
+    measured_commit: str | None = None
+    card_commit: str
+    previous_tag_target: str | None = None
+    at: str | None = None
+    undone_at: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_nulls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """As publish writes it: ``undone_at`` only once undone."""
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
 class Summary(BaseModel):
-    """An evaluation summary: hermit's ten keys, then hermit-tui's extra keys (all optional when reading)."""
+    """An evaluation summary: hermit's ten keys, then hermit-tui's extra keys (all optional when reading).
+
+    Every key hermit-tui writes is declared here, in the order it is written (``to_json``: hermit's ten keys first,
+    then ours, absent when None). Keys another tool adds are kept (``extra="allow"``) and never looked up."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -135,6 +167,20 @@ class Summary(BaseModel):
     finished_at: str | None = None
     hermit_tui_version: str | None = None
     sequential: SequentialEntry | None = None  # --stop-when-decided: the decision against the baseline
+    concurrency: int | None = None
+    executor: str | None = None
+    fingerprint: Fingerprint | None = None  # the protocol, hashed (core.fingerprint)
+    in_progress: InProgress | None = None  # written while the launch runs
+    retry_lost: bool | None = None  # --retry-lost-once (Ray): shown even when no worker was lost
+    ray_retries: int | None = None  # attempts run once more after a lost Ray worker
+    scores_outside_unit: int | None = None
+    max_cost_usd: float | None = None  # --max-cost
+    stop_reason: str | None = None  # why --max-cost stopped the launch short
+    stopped: str | None = None  # why the run stopped short (too many hung threads)
+    protocol_warnings: list[str] | None = None
+    ignored_attempts: int | None = None  # attempts outside the test ids or the repeats (another tool's lines)
+    nonfinite_scores: int | None = None  # NaN or infinite scores in a file another tool wrote, counted 0
+    published: Published | None = None  # written by publish (core.publish), after the evaluation
 
     @property
     def written_by_hermit(self) -> bool:

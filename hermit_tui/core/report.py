@@ -12,7 +12,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +20,31 @@ import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core import column_taxonomy
-from hermit_tui.core.annotations import DEFAULT_LABEL_SET, FailureTaxonomy, read_annotations
+from hermit_tui.core.annotations import DEFAULT_LABEL_SET, Annotation, FailureTaxonomy, read_annotations
 from hermit_tui.core.columns import OK, AttemptTable
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_folder, eval_root, list_evaluations
-from hermit_tui.core.fingerprint import FIELD_NAMES, differences, fingerprint_of
+from hermit_tui.core.fingerprint import FIELD_NAMES, Fingerprint, differences
+from hermit_tui.core.intervals import method_note
+from hermit_tui.core.present import caveats, cost_cell, fixed, interval_text, p_value
 from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord, SequentialEntry
-from hermit_tui.core.intervals import method_note
-from hermit_tui.core.scores import tabulate
-from hermit_tui.core.stopping import SEQUENTIAL_RULE, boundary_text, pair_look, sequential_pair
+from hermit_tui.core.scores import TaskTable, tabulate
 from hermit_tui.core.stats import (
-    ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, SelectorStats, default_pairs, pair_stats, selector_stats,
+    ESTIMAND,
+    SE_METHOD,
+    VERDICT_RULE,
+    PairStats,
+    SelectorStats,
+    default_pairs,
+    pair_stats,
+    selector_stats,
 )
+from hermit_tui.core.stopping import SEQUENTIAL_RULE, Records, boundary_text, pair_look, sequential_pair
+from hermit_tui.core.tasks import TaskSet
+from hermit_tui.core.tree import AdapterTree
+from hermit_tui.core.version import __version__
 
 FORMAT = "hermit-tui report 1"
 NOT_RECORDED = "not recorded"
@@ -52,7 +64,7 @@ class SelectorReport(BaseModel):
     content_hash: str | None  # a directory selector's content
     written_by: str  # "hermit-tui", "hermit eval" (no extras), or "unknown" (no summary.json)
     summary: dict[str, Any] | None  # hermit's ten keys
-    fingerprint: dict[str, Any] | None
+    fingerprint: Fingerprint | None
     stats: SelectorStats
     errors: int  # error + judge_error attempts
     known_cost_usd: float
@@ -115,7 +127,7 @@ def default_labels(stored: Sequence[StoredEvaluation], run_name: str) -> list[st
     labels = [s.label for s in stored if not s.archived]
     prefix = run_name.replace("/", "_")
 
-    def key(label: str) -> tuple:
+    def key(label: str) -> tuple[Any, ...]:
         if label == "none":
             return (0,)
         if label == "root":
@@ -139,11 +151,11 @@ def _costs(records: list[AttemptRecord] | AttemptTable) -> tuple[float, int]:
 
 
 def _selector(stored: StoredEvaluation, records: list[AttemptRecord] | AttemptTable, skipped: list[str],
-              test_ids: list[str], threshold: float, table=None) -> SelectorReport:
+              test_ids: list[str], threshold: float, table: TaskTable | None = None) -> SelectorReport:
     s = stored.summary
-    if table is None:
-        table = records.attempt_columns(test_ids) if isinstance(records, AttemptTable) else records
-    stats = selector_stats(stored.label, table, test_ids, threshold)
+    grouped = (table if table is not None else records.attempt_columns(test_ids) if isinstance(records, AttemptTable)
+               else records)
+    stats = selector_stats(stored.label, grouped, test_ids, threshold)
     known, unknown = _costs(records)
     errors = (records.n - records.count_status(OK) if isinstance(records, AttemptTable)
               else sum(r.status != "ok" for r in records))
@@ -155,15 +167,9 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord] | AttemptTa
         written_by = "hermit eval" if s.written_by_hermit else "hermit-tui"
         expected = s.expected_attempts or s.tasks * s.repeats
         complete = s.is_complete and len(records) >= expected and not s.cancelled
-        if s.is_smoke:
-            flags.append(f"{stored.label} is a smoke subset (--limit {s.smoke_limit}): a wiring check, "
-                         "not an evaluation")
-        if not complete:
-            flags.append(f"{stored.label} is incomplete: {len(records)} of {expected} attempts"
-                         + (" (cancelled)" if s.cancelled else ""))
-        if s.retries:
-            flags.append(f"{stored.label}: {s.retries} attempts were re-run (re-running only failures can bias "
-                         "a mean)")
+        flags += [f"{stored.label}: {caveat}" for caveat in caveats(
+            smoke=s.is_smoke, smoke_limit=s.smoke_limit, done=len(records), expected=expected, complete=complete,
+            cancelled=bool(s.cancelled), retries=s.retries)]
     if stats.n_missing and (s is None or not s.is_smoke):
         flags.append(f"{stored.label}: {stats.n_missing} test tasks have no attempt")
     if stats.nonfinite_scores:
@@ -176,7 +182,7 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord] | AttemptTa
         label=stored.label, folder=str(stored.folder), adapter=s.adapter if s else None,
         commit=s.commit if s else None, content_hash=s.content_hash if s else None, written_by=written_by,
         summary={k: getattr(s, k) for k in SUMMARY_KEYS} if s else None,
-        fingerprint=fingerprint_of(s) if s else None, stats=stats,
+        fingerprint=s.fingerprint if s else None, stats=stats,
         errors=errors, known_cost_usd=known, unknown_cost_attempts=unknown,
         smoke_limit=s.smoke_limit if s else None, complete=complete, retries=(s.retries or 0) if s else 0,
         flags=flags, sequential=s.sequential if s else None)
@@ -198,7 +204,7 @@ def _monitored_pairs(labels: list[str], stored: dict[str, StoredEvaluation]) -> 
     return out
 
 
-def _sequential(pair: PairStats, stored: dict[str, StoredEvaluation], records: dict[str, list[AttemptRecord]],
+def _sequential(pair: PairStats, stored: dict[str, StoredEvaluation], records: Mapping[str, Records],
                 test_ids: list[str]) -> PairStats:
     """A candidate and its baseline of a --stop-when-decided launch: the sequential test's interval and decision
     (recomputed from the records, core.stopping); other pairs as they are, with a note when the launch compared
@@ -228,8 +234,8 @@ def _differences(selectors: list[SelectorReport]) -> list[Difference]:
 
 
 def _dataset_revision(selectors: list[SelectorReport]) -> str:
-    found = {s.fingerprint.get("dataset_revision") for s in selectors if s.fingerprint}
-    found.discard(None)
+    found = {s.fingerprint.dataset_revision for s in selectors
+             if s.fingerprint and s.fingerprint.dataset_revision is not None}
     if not found:
         return NOT_RECORDED
     return found.pop() if len(found) == 1 else "differs between selectors: " + ", ".join(sorted(map(str, found)))
@@ -260,8 +266,7 @@ def _training(run_dir: Path) -> TrainingEvidence | None:
     return TrainingEvidence(source=str(path), steps=steps, skipped_lines=skipped)
 
 
-def _open_tree(config):
-    from hermit_tui.core.tree import AdapterTree
+def _open_tree(config: Config) -> AdapterTree | None:
     try:
         return AdapterTree(config.tree_dir)
     except InputError:
@@ -273,7 +278,8 @@ def _taxonomy(stored: dict[str, StoredEvaluation], tables: dict[str, AttemptTabl
     """Attempts per label per selector, and per default pair the tasks fixed or introduced, from each evaluation's
     annotations.jsonl (an unreadable one is a warning, not a failure of the report), computed from the columns
     (``core.column_taxonomy``)."""
-    notes, warnings = {}, []
+    notes: dict[str, dict[tuple[str, int], Annotation]] = {}
+    warnings: list[str] = []
     for label in labels:
         try:
             read = read_annotations(stored[label].folder)
@@ -298,11 +304,14 @@ def _taxonomy(stored: dict[str, StoredEvaluation], tables: dict[str, AttemptTabl
                            warnings=warnings)
 
 
-def build_report(config, taskset, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD,
-                 label_set: Sequence[str] | None = None, *, smoke: bool = False) -> Report:
+def build_report(config: Config, taskset: TaskSet, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD,
+                 label_set: Sequence[str] | None = None, *, smoke: bool = False, demo: bool = False) -> Report:
     """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
     ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy. Smoke subsets
-    (``eval/<label>/smoke/``) are never among them, unless ``smoke``: then only they are."""
+    (``eval/<label>/smoke/``) are never among them, unless ``smoke``: then only they are. ``demo``: the run is the
+    built-in teaching demonstration (the caller knows: ``hermit_tui.demo.is_demo_config``), which the report says
+    first."""
+
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")
     threshold = float(threshold)
@@ -325,19 +334,17 @@ def build_report(config, taskset, labels: list[str] | None, threshold: float = S
     test_ids = taskset.test_ids
     read: dict[str, AttemptTable] = {}
     try:
-        return _build(config, taskset, labels, threshold, label_set, stored, read, test_ids)
+        return _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo)
     finally:
         for table in read.values():
             table.close()
 
 
-def _build(config, taskset, labels: list[str], threshold: float, label_set: Sequence[str] | None,
-           stored: dict[str, StoredEvaluation], read: dict[str, AttemptTable], test_ids: list[str]) -> Report:
+def _build(config: Config, taskset: TaskSet, labels: list[str], threshold: float, label_set: Sequence[str] | None,
+           stored: dict[str, StoredEvaluation], read: dict[str, AttemptTable], test_ids: list[str], demo: bool
+           ) -> Report:
     """build_report's figures from the evaluations' columns (``read`` collects the tables, for the caller to
     close)."""
-    from hermit_tui import __version__
-    from hermit_tui.demo import is_demo_config
-
     run_dir = config.run_dir
     tables = {}
     selectors = []
@@ -361,7 +368,6 @@ def _build(config, taskset, labels: list[str], threshold: float, label_set: Sequ
         if tree is not None:
             tree.close()
     diffs = _differences(selectors)
-    demo = is_demo_config(config.path)
 
     warnings = []
     if demo:
@@ -398,7 +404,7 @@ def _build(config, taskset, labels: list[str], threshold: float, label_set: Sequ
                            list(label_set) if label_set is not None else list(DEFAULT_LABEL_SET)))
 
 
-def _extremes(scores) -> list[float]:
+def _extremes(scores: np.ndarray) -> list[float]:
     """The lowest and highest finite score: all that the score-scale check needs to see of a selector's scores."""
     finite = scores[np.isfinite(scores)]
     return [float(finite.min()), float(finite.max())] if len(finite) else []
@@ -408,22 +414,18 @@ def _extremes(scores) -> list[float]:
 
 
 def _f(x: float | None, digits: int = 4) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+    return fixed(x, digits)
 
 
 def _ci(lo: float | None, hi: float | None, digits: int = 4) -> str:
-    return "—" if lo is None or hi is None else f"{lo:.{digits}f} to {hi:.{digits}f}"
+    return interval_text(lo, hi, digits)
 
 
 def _g(x: float) -> str:
     return f"{x:.1f}" if float(x).is_integer() else f"{x:g}"
 
 
-def _p(p: float | None) -> str:
-    """3 decimals; 4 around 0.05, so that a p-value above 0.05 never reads as 0.050."""
-    if p is None:
-        return "—"
-    return "< 0.001" if p < 0.001 else f"{p:.4f}" if 0.0495 <= p < 0.0505 else f"{p:.3f}"
+_p = p_value  # 3 decimals; 4 around 0.05, so that a p-value above 0.05 never reads as 0.050
 
 
 def _cell(value: Any) -> str:
@@ -436,8 +438,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return out
 
 
-def _cost(x: float | None) -> str:
-    return "unknown" if x is None else f"{x:.4f}"
+_cost = cost_cell  # an unknown cost reads "unknown", never 0
 
 
 def to_markdown(report: Report) -> str:
@@ -471,7 +472,8 @@ def to_markdown(report: Report) -> str:
                st.ci_method or "—"]
         if unequal:
             row.append(_f(st.attempt_mean))
-        rows.append(row + [_f(st.solved_once, 3), _ci(*(st.solved_once_ci or (None, None)), digits=3),
+        once_low, once_high = st.solved_once_ci or (None, None)
+        rows.append(row + [_f(st.solved_once, 3), _ci(once_low, once_high, digits=3),
                            _f(st.pass_k, 3), s.errors, f"{s.known_cost_usd:.4f}", s.unknown_cost_attempts,
                            s.written_by])
     out += _table(["selector", "adapter", "commit measured", "tasks", "repeats", "mean score", "95% CI",
@@ -526,8 +528,9 @@ def to_markdown(report: Report) -> str:
         out += [f"- **{d.a} vs {d.b}**: {'; '.join(d.differences)}" for d in r.differences]
     fields = list(FIELD_NAMES)
     out += ["", *_table(["selector", *fields], [
-        [s.label, *(_short(s.fingerprint.get(f)) for f in fields)] if s.fingerprint
-        else [s.label, "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing", *["—"] * (len(fields) - 1)] for s in r.selectors])]
+        [s.label, *(_short(s.fingerprint.field(f)) for f in fields)] if s.fingerprint
+        else [s.label, "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
+              *["—"] * (len(fields) - 1)] for s in r.selectors])]
     out += ["", "## Protocol checks", ""]
     out += [f"- **{c.level}** ({c.code}): {c.message}" for c in r.checks] or ["No finding."]
     out += ["", "## Test reuse", ""]
@@ -600,7 +603,7 @@ def sequential_protocol(r: Report) -> str:
     entries = [(s.label, s.sequential) for s in r.selectors if s.sequential is not None]
     if not entries:
         return ""
-    launches = {}
+    launches: dict[tuple[str, int, int, float | None], list[str]] = {}
     for label, e in entries:
         launches.setdefault((e.baseline, e.rounds, e.max_rounds, e.margin), []).append(label)
     parts = []

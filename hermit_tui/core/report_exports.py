@@ -18,6 +18,7 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,9 @@ from hermit_tui.core.columns import AttemptRow, read_table
 from hermit_tui.core.evalstore import RESULTS
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.core.report import Report, _text_cell
+
+#: an attempt as the exports read it: a record, or its figures from the columns
+AnyAttempt = AttemptRecord | AttemptRow
 
 ATTEMPT_COLUMNS = ("selector", "task", "repeat", "status", "score", "error_kind", "cost_usd", "tokens", "wall_s")
 MESSAGE_CHARS = 300
@@ -48,7 +52,7 @@ def read_attempts(report: Report) -> dict[str, list[AttemptRow]]:
     return out
 
 
-def error_kind(rec: AttemptRecord) -> str:
+def error_kind(rec: AnyAttempt) -> str:
     """What kind of failure an attempt had: the exception type its error names (``ValueError: ...``), "unknown"
     when it names none, "" for an attempt that did not fail."""
     if rec.status == "ok":
@@ -57,13 +61,13 @@ def error_kind(rec: AttemptRecord) -> str:
     return m.group(1) if m else "unknown"
 
 
-def _number(x) -> str:
+def _number(x: object) -> str:
     if x is None or isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         return ""
     return str(x) if isinstance(x, int) else repr(float(x))
 
 
-def _tokens(value) -> str:
+def _tokens(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -71,7 +75,7 @@ def _tokens(value) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def to_attempts_csv(report: Report, attempts: dict[str, list[AttemptRecord]]) -> str:
+def to_attempts_csv(report: Report, attempts: Mapping[str, Sequence[AnyAttempt]]) -> str:
     """One row per attempt: selector, task, repeat, status, score, error kind, cost (empty when unknown), tokens,
     wall time. Text cells are neutralised against spreadsheet formulas, as the per-task CSV's are."""
     buf = io.StringIO()
@@ -88,13 +92,13 @@ def to_attempts_csv(report: Report, attempts: dict[str, list[AttemptRecord]]) ->
 # ---------------------------------------------------------------------------------------------------- JUnit
 
 
-def _xml_text(value, limit: int | None = MESSAGE_CHARS) -> str:
+def _xml_text(value: object, limit: int | None = MESSAGE_CHARS) -> str:
     """Text that XML 1.0 can hold (control characters replaced), cut to ``limit`` characters."""
     text = _NOT_XML.sub("\ufffd", str(value))
     return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _seconds(records: list[AttemptRecord]) -> float:
+def _seconds(records: Sequence[AnyAttempt]) -> float:
     return float(sum(r.wall_s for r in records if isinstance(r.wall_s, (int, float)) and math.isfinite(r.wall_s)))
 
 
@@ -102,14 +106,14 @@ def _score(x: float) -> str:
     return f"{x:g}" if math.isfinite(x) else str(x)
 
 
-def _attempt_line(rec: AttemptRecord) -> str:
+def _attempt_line(rec: AnyAttempt) -> str:
     line = f"repeat {rec.repeat}: {rec.status}, score {_score(rec.judge.score)}"
     if rec.status != "ok" and rec.error:
         line += f": {rec.error}"
     return _xml_text(line)
 
 
-def _testcase(suite: ET.Element, classname: str, task_id: str, records: list[AttemptRecord],
+def _testcase(suite: ET.Element, classname: str, task_id: str, records: Sequence[AnyAttempt],
               threshold: float) -> str:
     """Add the task's testcase; returns its outcome: "pass", "failure", "error" or "skipped"."""
     case = ET.SubElement(suite, "testcase", classname=_xml_text(classname, None), name=_xml_text(task_id, None),
@@ -141,14 +145,14 @@ def _testcase(suite: ET.Element, classname: str, task_id: str, records: list[Att
     return "pass"
 
 
-def to_junit(report: Report, attempts: dict[str, list[AttemptRecord]]) -> str:
+def to_junit(report: Report, attempts: Mapping[str, Sequence[AnyAttempt]]) -> str:
     """JUnit XML: a suite per selector, a testcase per (selector, test task); see the module's docstring."""
     root = ET.Element("testsuites", name=_xml_text(f"hermit-tui evaluation: {report.run_name}", None))
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     total_time = 0.0
     for s in report.selectors:
         records = attempts.get(s.label, [])
-        by_task: dict[str, list[AttemptRecord]] = {}
+        by_task: dict[str, list[AnyAttempt]] = {}
         for rec in records:
             by_task.setdefault(rec.id, []).append(rec)
         suite = ET.SubElement(root, "testsuite", name=_xml_text(f"{report.run_name}: {s.label}", None))

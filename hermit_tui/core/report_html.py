@@ -18,8 +18,17 @@ from typing import Any
 from hermit_tui.core.fingerprint import FIELD_NAMES
 from hermit_tui.core.intervals import method_note
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS
-from hermit_tui.core.report import (Report, SelectorReport, _ci, _f, _g, _methods_by_selector, _p, _short,
-                                    sequential_protocol)
+from hermit_tui.core.report import (
+    Report,
+    SelectorReport,
+    _ci,
+    _f,
+    _g,
+    _methods_by_selector,
+    _p,
+    _short,
+    sequential_protocol,
+)
 from hermit_tui.core.report_html_assets import CSP, CSS, SCRIPT
 from hermit_tui.core.report_svg import BINS, differences_plot, distribution_plot, esc, means_plot
 from hermit_tui.core.stats import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats
@@ -120,13 +129,13 @@ def _results(r: Report) -> str:
     for s in r.selectors:
         st = s.stats
         k = st.repeats if st.repeats is not None else f"{st.repeats_min}-{st.repeats_max}"
-        once = st.solved_once_ci or (None, None)
+        once_low, once_high = st.solved_once_ci or (None, None)
         data = _data(label=s.label, mean=st.mean, ci_low=st.ci_low, ci_high=st.ci_high, ci_method=st.ci_method,
                      attempt_mean=st.attempt_mean, n_tasks=st.n_tasks, solved_once=st.solved_once,
                      pass_k=st.pass_k, errors=s.errors, known_cost=s.known_cost_usd)
         cells = [f"<th scope=row>{esc(s.label)}</th>", _f(st.mean), esc(_ci(st.ci_low, st.ci_high)),
                  esc(st.ci_method or "—"), *([_f(st.attempt_mean)] if unequal else []), str(st.n_tasks), esc(k),
-                 _f(st.solved_once, 3), esc(_ci(*once, digits=3)), _f(st.pass_k, 3), str(s.errors),
+                 _f(st.solved_once, 3), esc(_ci(once_low, once_high, digits=3)), _f(st.pass_k, 3), str(s.errors),
                  f"{s.known_cost_usd:.4f}", str(s.unknown_cost_attempts), esc(s.adapter or "—"),
                  f"<code>{esc(_commit(s))}</code>", esc(s.written_by)]
         rows.append(f"<tr{data}>" + "".join(c if i == 0 else f'<td{" class=num" if i in numeric else ""}>{c}</td>'
@@ -262,7 +271,7 @@ def _comparability(r: Report) -> str:
                                 "</li>" for d in r.differences) + "</ul>"
     fields = list(FIELD_NAMES)
     table = _grid(["selector", *fields], [
-        [esc(s.label), *(f"<code>{esc(_short(s.fingerprint.get(f)))}</code>" for f in fields)] if s.fingerprint
+        [esc(s.label), *(f"<code>{esc(_short(s.fingerprint.field(f)))}</code>" for f in fields)] if s.fingerprint
         else [esc(s.label), "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
               *["—"] * (len(fields) - 1)] for s in r.selectors])
     return f'<section id="comparability"><h2>Comparability</h2>{text}{table}</section>'

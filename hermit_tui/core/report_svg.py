@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+from hermit_tui.core.present import fixed
 from hermit_tui.core.stats import PairStats, SelectorStats
 
 SORTED_BARS_MAX = 120  # up to this many paired tasks, one bar per task; beyond it, a histogram
@@ -29,8 +30,7 @@ def _n(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".") if math.isfinite(x) else "0"
 
 
-def _fmt(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"
+_fmt = fixed  # a figure to 3 decimals (or as many as asked), "—" without one
 
 
 def _short(label: str, limit: int = 14) -> str:
@@ -67,7 +67,9 @@ def means_plot(selectors: Sequence[SelectorStats]) -> str:
     width, left, right, row, top = 400, 96, 20, 30, 12
     lo, hi = _scale([s.scale for s in selectors])
     height = top + row * len(selectors) + 30
-    x = lambda v: left + (min(max(v, lo), hi) - lo) / (hi - lo) * (width - left - right)  # noqa: E731
+    def x(v: float) -> float:
+        return left + (min(max(v, lo), hi) - lo) / (hi - lo) * (width - left - right)
+
     out = _open("means", width, height, "Mean score per selector with its 95% interval",
                 "; ".join(f"{s.label}: mean {_fmt(s.mean)}, 95% interval {_fmt(s.ci_low)} to {_fmt(s.ci_high)}"
                           for s in selectors))
@@ -151,10 +153,13 @@ def differences_plot(pair: PairStats, a: SelectorStats, b: SelectorStats) -> str
     return _diff_histogram(diffs, pair, lo, hi, title, desc)
 
 
-def _sorted_bars(diffs, pair: PairStats, lo: float, hi: float, title: str, desc: str) -> str:
+def _sorted_bars(diffs: Sequence[tuple[str, float]], pair: PairStats, lo: float, hi: float, title: str,
+                 desc: str) -> str:
     width, height, left, right, top, bottom = 400, 170, 36, 10, 10, 22
     plot_w, plot_h = width - left - right, height - top - bottom
-    y = lambda v: top + (hi - min(max(v, lo), hi)) / (hi - lo) * plot_h  # noqa: E731
+    def y(v: float) -> float:
+        return top + (hi - min(max(v, lo), hi)) / (hi - lo) * plot_h
+
     out = _open("diffs", width, height, title, desc)
     for v in _ticks(lo, hi):
         out.append(f'<line class="grid" x1="{left}" y1="{_n(y(v))}" x2="{left + plot_w}" y2="{_n(y(v))}"/>'
@@ -181,14 +186,17 @@ def _sorted_bars(diffs, pair: PairStats, lo: float, hi: float, title: str, desc:
     return "".join(out)
 
 
-def _diff_histogram(diffs, pair: PairStats, lo: float, hi: float, title: str, desc: str) -> str:
+def _diff_histogram(diffs: Sequence[tuple[str, float]], pair: PairStats, lo: float, hi: float, title: str,
+                    desc: str) -> str:
     width, height, left, right, top, bottom = 400, 170, 36, 10, 10, 28
     plot_w, plot_h = width - left - right, height - top - bottom
     counts = [0] * DIFF_BINS
     for _, d in diffs:
         counts[_bin(d, lo, hi, DIFF_BINS)] += 1
     peak = max(counts) or 1
-    x = lambda v: left + (min(max(v, lo), hi) - lo) / (hi - lo) * plot_w  # noqa: E731
+    def x(v: float) -> float:
+        return left + (min(max(v, lo), hi) - lo) / (hi - lo) * plot_w
+
     out = _open("diffs", width, height, title, desc + "; counts per bin: " + ", ".join(map(str, counts)))
     if pair.ci_low is not None and pair.ci_high is not None:
         out.append(f'<rect class="band" x="{_n(x(pair.ci_low))}" y="{top}" '

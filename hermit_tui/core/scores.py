@@ -34,7 +34,7 @@ class AttemptColumns:
     repeat: np.ndarray
     score: np.ndarray
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         n = len(self.task)
         if len(self.repeat) != n or len(self.score) != n:
             raise ValueError("AttemptColumns: task, repeat and score must have the same length")

@@ -23,9 +23,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.files import kind_of, read_bytes
-from hermit_tui.core.tree import ROOT_TAG, AdapterTree
+from hermit_tui.core.processes import alive, process_start
+from hermit_tui.core.tree import ROOT_TAG, AdapterTree, Version
 
 MANIFEST = "adapter.yaml"
 SKIPPED_NAMES = {".git", "__pycache__"}
@@ -101,14 +103,14 @@ def directory_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _open_tree(config, text: str) -> AdapterTree:
+def _open_tree(config: Config, text: str) -> AdapterTree:
     try:
         return AdapterTree(Path(config.tree_dir))
     except InputError as exc:
         raise InputError(f"selector {text!r} needs the adapter tree: {exc}") from None
 
 
-def _as_directory(text: str, config) -> Path | None:
+def _as_directory(text: str, config: Config) -> Path | None:
     try:
         path = config.resolve_path(text)
     except (OSError, ValueError):
@@ -116,7 +118,7 @@ def _as_directory(text: str, config) -> Path | None:
     return None if path is None else Path(os.path.abspath(path))
 
 
-def resolve_selector(text: str, config) -> Selector:
+def resolve_selector(text: str, config: Config) -> Selector:
     """Resolve one ``--adapter`` text; InputError (one line) when it names nothing usable."""
     if text == "none":
         return Selector(text=text, kind="none", label="none")
@@ -154,7 +156,7 @@ def resolve_selector(text: str, config) -> Selector:
     return Selector(text=text, kind=kind, label=label, commit=commit, ref=ref)
 
 
-def resolve_selectors(texts: Sequence[str], config) -> list[Selector]:
+def resolve_selectors(texts: Sequence[str], config: Config) -> list[Selector]:
     """Resolve the selectors of one launch, refusing repeats and any two that would share ``eval/<label>/``."""
     seen: set[str] = set()
     for text in texts:
@@ -172,16 +174,16 @@ def resolve_selectors(texts: Sequence[str], config) -> list[Selector]:
 
 
 @contextmanager
-def materialize(selector: Selector, config) -> Iterator[Path | None]:
+def materialize(selector: Selector, config: Config) -> Iterator[Path | None]:
     """The adapter folder the pipeline receives: None, the directory itself, or a temporary export of the commit
     that is removed on exit (also when the body raises)."""
     if selector.kind == "none":
         yield None
         return
-    if selector.kind == "directory":
+    if selector.kind == "directory" or selector.commit is None:
         yield selector.path
         return
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{_start_of(os.getpid()) or 0}-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{process_start(os.getpid()) or 0}-"))
     try:
         tree = _open_tree(config, selector.text)
         try:
@@ -196,17 +198,11 @@ def materialize(selector: Selector, config) -> Iterator[Path | None]:
 _EXPORT = re.compile(re.escape(TEMP_PREFIX) + r"(\d{1,7})-(\d+)-")
 
 
-def _start_of(pid: int) -> str | None:
-    from hermit_tui.core.journal import _process_start
-    return _process_start(pid)
-
-
 def remove_stale_exports(folder: Path | None = None) -> list[Path]:
     """Remove the temporary adapter exports that a killed process (kill -9 skips every cleanup) left in the temp
     folder: only those whose process is gone (or whose pid now names another process)."""
-    from hermit_tui.core.journal import _alive
     folder = Path(folder or tempfile.gettempdir())
-    removed = []
+    removed: list[Path] = []
     try:
         entries = [p for p in folder.iterdir() if p.name.startswith(TEMP_PREFIX)]
     except OSError:
@@ -216,12 +212,74 @@ def remove_stale_exports(folder: Path | None = None) -> list[Path]:
         if not m or not entry.is_dir() or entry.is_symlink():
             continue
         pid, start = int(m.group(1)), m.group(2)
-        if pid == os.getpid() or _alive(pid, None if start == "0" else start):
+        if pid == os.getpid() or alive(pid, None if start == "0" else start):
             continue
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
 
 
-__all__ = ["MANIFEST", "Selector", "check_selector_text", "directory_hash", "label_for", "materialize",
-           "remove_stale_exports", "resolve_selector", "resolve_selectors"]
+# ---------------------------------------------------------------------------------------------------- choosing
+
+def describe_selector(text: str, config: Config) -> str:
+    """What a typed selector names (``adapter directory <path>``, ``tag · 1a2b3c4``, ``commit 1a2b3c4``), or
+    InputError (one line) when it names nothing usable. Text that looks like an option never reaches git."""
+    sel = resolve_selector(text, config)
+    if sel.kind == "directory":
+        return f"adapter directory {sel.path}"
+    if sel.kind in ("root", "final", "tag"):
+        return f"tag · {str(sel.commit)[:7]}"
+    return f"commit {str(sel.commit)[:7]}"
+
+
+def choice_value(version: Version, run: str) -> str:
+    """The selector a listed version is launched with: root, final (this run's), a tag's name, or a commit's
+    first 12 hex digits."""
+    if version.kind == "root":
+        return "root"
+    if version.kind == "final" and version.run == run:
+        return "final"
+    return version.commit[:12] if version.kind == "commit" else version.name
+
+
+class AddedChoice(BaseModel):
+    """A selector typed in earlier, checked again: what it names now, or why it can no longer be launched."""
+
+    text: str
+    note: str | None = None
+    refused: str | None = None
+
+
+class VersionChoices(BaseModel):
+    """What the setup screen offers to launch: the tree's valid versions (by their selector), the selectors typed
+    in earlier (checked again: a folder or tag may be gone), and why the tree could not be read (if so)."""
+
+    versions: list[tuple[str, Version]]
+    added: list[AddedChoice]
+    in_tree: int = 0  # versions in the tree, the invalid ones (not offered) included
+    problem: str | None = None
+
+
+def version_choices(config: Config, added: Sequence[str] = ()) -> VersionChoices:
+    """Open the adapter tree and list what can be launched (git and file reads: call it off the UI thread)."""
+    checked = []
+    for text in added:
+        try:
+            checked.append(AddedChoice(text=text, note=describe_selector(text, config)))
+        except InputError as exc:
+            checked.append(AddedChoice(text=text, refused=str(exc)))
+    try:
+        tree = AdapterTree(config.tree_dir)
+        try:
+            versions = tree.versions(config.run_name)
+        finally:
+            tree.close()
+    except InputError as exc:
+        return VersionChoices(versions=[], added=checked, problem=str(exc))
+    return VersionChoices(versions=[(choice_value(v, config.run_name), v) for v in versions if v.valid],
+                          added=checked, in_tree=len(versions))
+
+
+__all__ = ["MANIFEST", "AddedChoice", "Selector", "VersionChoices", "check_selector_text", "choice_value",
+           "describe_selector", "directory_hash", "label_for", "materialize", "remove_stale_exports",
+           "resolve_selector", "resolve_selectors", "version_choices"]

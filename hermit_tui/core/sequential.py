@@ -37,8 +37,9 @@ J&T 2000 sec. 3.8). Its error rates are measured by simulation in ``benchmarks/b
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -77,7 +78,7 @@ class SequentialLook(BaseModel):
     within_var: float | None = None
     z: float | None = None  # the observed mean difference over its standard error (sd of task differences / sqrt G)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """summary.json's ``sequential`` object: hermit-tui's key, beside hermit's."""
         return {"baseline": self.baseline, "decision": self.decision, "rounds": self.rounds,
                 "max_rounds": self.max_rounds, "method": self.method, "alpha": self.alpha,
@@ -104,7 +105,7 @@ def _simpson(lo: float, hi: float, m: int = GRID) -> tuple[np.ndarray, np.ndarra
 
 
 def spending_boundaries(information: tuple[float, ...], times: tuple[float, ...] | None,
-                        alpha: float = ALPHA, spend=None) -> list[float]:
+                        alpha: float = ALPHA, spend: Callable[[float], float] | None = None) -> list[float]:
     """Critical values ``c_j`` such that, under no difference, the first crossing of ``|Z_j| >= c_j`` happens at look
     ``j`` with probability ``alpha(t_j) - alpha(t_{j-1})``. ``information``: increasing information levels (the
     correlation of ``Z_i`` and ``Z_j`` is ``sqrt(I_i / I_j)``); ``times``: the spending times (default
@@ -112,13 +113,13 @@ def spending_boundaries(information: tuple[float, ...], times: tuple[float, ...]
     ``alpha``). Recursive numerical integration on the score scale ``S_j = Z_j sqrt(I_j)`` (Armitage, McPherson &
     Rowe 1969), Simpson's rule on :data:`GRID` points. A look that is to spend nothing gets ``inf``."""
     from scipy.optimize import brentq
-    from scipy.special import ndtr, ndtri
+    from scipy.special import ndtri
 
     info = [float(i) for i in information]
     times = times or tuple(i / info[-1] for i in info)
     spent = [spend(t) if spend is not None else obf_spending(t, alpha) for t in times]
     out: list[float] = []
-    grid = weights = dens = None  # the continuation density of S_{j-1} on its grid
+    grid = weights = dens = np.empty(0)  # the continuation density of S_{j-1} on its grid (set at j = 0)
     prev_spent = 0.0
     for j, (ij, target_total) in enumerate(zip(info, spent)):
         target = max(0.0, target_total - prev_spent)
@@ -132,28 +133,32 @@ def spending_boundaries(information: tuple[float, ...], times: tuple[float, ...]
         else:
             step = math.sqrt(max(ij - info[j - 1], 1e-12))
             mass = dens * weights
-
-            def exit_prob(bound: float) -> float:
-                return float(np.sum(mass * (ndtr((-bound - grid) / step) + ndtr((grid - bound) / step))))
-
             if target <= 0:
                 b = math.inf
             else:
                 hi = float(np.max(np.abs(grid))) + 12 * step
-                if exit_prob(1e-9) <= target:  # cannot spend that much: stop at any value
+                if _exit_prob(1e-9, mass, grid, step) <= target:  # cannot spend that much: stop at any value
                     b = 1e-9
                 else:
-                    b = brentq(lambda x: exit_prob(x) - target, 1e-9, hi, xtol=1e-10)
+                    b = brentq(lambda x, m=mass, g=grid, s=step, t=target: _exit_prob(x, m, g, s) - t, 1e-9, hi,
+                               xtol=1e-10)
             reach = float(np.max(np.abs(grid))) + 8 * step
             lo_hi = min(b, reach) if math.isfinite(b) else reach
             new_grid, new_weights = _simpson(-lo_hi, lo_hi)
-            kernel = np.exp(-0.5 * ((new_grid[:, None] - grid[None, :]) / step) ** 2) / (step * math.sqrt(2 * math.pi))
+            kernel = (np.exp(-0.5 * ((new_grid[:, None] - grid[None, :]) / step) ** 2)
+                      / (step * math.sqrt(2 * math.pi)))
             dens = kernel @ mass
             grid, weights = new_grid, new_weights
             c = b / math.sqrt(ij)
         out.append(c)
         prev_spent = max(prev_spent, target_total)
     return out
+
+
+def _exit_prob(bound: float, mass: np.ndarray, grid: np.ndarray, step: float) -> float:
+    """The probability of leaving ``(-bound, bound)`` in the next step, from the density ``mass`` on ``grid``."""
+    from scipy.special import ndtr
+    return float(np.sum(mass * (ndtr((-bound - grid) / step) + ndtr((grid - bound) / step))))
 
 
 @lru_cache(maxsize=256)
@@ -192,7 +197,7 @@ def sequential_look(baseline: str, candidate: str, a: np.ndarray, b: np.ndarray,
     mean_diff = float(task_diffs.mean()) if g else None
     base = dict(baseline=baseline, candidate=candidate, rounds=r, max_rounds=max_rounds, alpha=alpha, margin=margin,
                 mean_diff=mean_diff)
-    if g < 2:
+    if g < 2 or mean_diff is None:
         return SequentialLook(**base, decision="undecided", ci_low=None, ci_high=None)
     between, within = variance_components(diffs)
     c = round_boundaries(max_rounds, alpha)[r - 1]
@@ -244,7 +249,8 @@ class SequentialMonitor:
     def decided(self) -> bool:
         return self.last is not None and self.last.decision != "undecided"
 
-    def add_round(self, a_scores, b_scores) -> SequentialLook:
+    def add_round(self, a_scores: Sequence[float] | np.ndarray, b_scores: Sequence[float] | np.ndarray
+                  ) -> SequentialLook:
         if len(self._a) >= self.max_rounds:
             raise ValueError(f"all {self.max_rounds} rounds were already added")
         self._a.append(np.asarray(a_scores, dtype=float))
@@ -252,14 +258,15 @@ class SequentialMonitor:
         look = sequential_look(self.baseline, self.candidate, np.column_stack(self._a), np.column_stack(self._b),
                                self.max_rounds, alpha=self.alpha, margin=self.margin, lo=self.lo, hi=self.hi)
         prev = self.last
-        if prev is not None and prev.ci_low is not None and look.ci_low is not None:
+        if (prev is not None and prev.ci_low is not None and prev.ci_high is not None and look.ci_low is not None
+                and look.ci_high is not None):
             low, high = max(prev.ci_low, look.ci_low), min(prev.ci_high, look.ci_high)
             if low > high:  # disjoint intervals: possible only by chance (probability < alpha); keep the latest
                 low, high = look.ci_low, look.ci_high
             look = look.model_copy(update=dict(ci_low=low, ci_high=high))
         if prev is not None and prev.decision != "undecided":
             look = look.model_copy(update=dict(decision=prev.decision, decided_at=prev.decided_at))
-        elif look.ci_low is not None:
+        elif look.ci_low is not None and look.ci_high is not None:
             decision = _decide(look.ci_low, look.ci_high, self.margin)
             look = look.model_copy(update=dict(decision=decision,
                                                decided_at=look.rounds if decision != "undecided" else None))

@@ -21,13 +21,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from enum import StrEnum
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core.intervals import METHOD_TEXT, Interval, difference_interval, task_mean_interval
 from hermit_tui.core.paired_test import paired_randomisation_test
+from hermit_tui.core.present import p_text, short_num
 from hermit_tui.core.records import SOLVED_THRESHOLD
 from hermit_tui.core.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
 from hermit_tui.core.sequential import SequentialLook
@@ -43,7 +45,19 @@ VERDICT_RULE = ("'an improvement' (or 'a regression') when the 95% interval for 
                 "above (below) 0 and the paired randomisation test gives p < 0.05; anything else is 'no clear "
                 "difference'")
 MDE_METHOD = "paired t approximation: (t(0.975, n-1) + t(0.80, n-1)) x se"
-Decision = Literal["improvement", "regression", "unclear", "nothing", "equivalent"]  # equivalent: sequential only
+
+
+class VerdictKind(StrEnum):
+    """What a verdict decides, for screens, reports and exports to act on (never parse the verdict's sentence)."""
+
+    IMPROVEMENT = "improvement"
+    REGRESSION = "regression"
+    UNCLEAR = "unclear"  # no clear difference (or, sequential, undecided so far)
+    NOTHING = "nothing"  # no task has attempts from both
+    EQUIVALENT = "equivalent"  # sequential only: within the margin
+
+
+Decision = VerdictKind
 
 Attempts = Iterable[Attempt] | AttemptColumns | TaskTable
 
@@ -142,7 +156,7 @@ class PairStats(BaseModel):
     noise_var: float | None  # the within part at the current repeats; between_var + noise_var == sd_diff^2
     mde: float | None  # minimum detectable difference, alpha 0.05 two-sided, power 0.8 (paired t approximation)
     mde_method: str = MDE_METHOD
-    decision: Decision = "unclear"
+    decision: VerdictKind = VerdictKind.UNCLEAR
     verdict: str
     rule: str = VERDICT_RULE
     warnings: list[str] = []
@@ -228,7 +242,7 @@ def _per_task(table: TaskTable) -> dict[str, TaskStat]:
                     map(TaskStat, table.mean.tolist(), sd, table.n.tolist(), table.solved.tolist())))
 
 
-def _interval_fields(interval: Interval | None) -> dict:
+def _interval_fields(interval: Interval | None) -> dict[str, Any]:
     if interval is None:
         return dict(ci_low=None, ci_high=None, ci_method=None, n_eff=None)
     return dict(ci_low=interval.low, ci_high=interval.high, ci_method=interval.method, n_eff=interval.n_eff)
@@ -303,7 +317,7 @@ def selector_stats(label: str, records: Attempts, task_ids: Sequence[str] | None
     )
 
 
-def _split(table: TaskTable) -> dict:
+def _split(table: TaskTable) -> dict[str, Any]:
     """Between/within variance split of the task means and what more tasks or repeats would do to the se."""
     g = table.n_tasks
     means = table.mean
@@ -380,9 +394,10 @@ def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attem
     ``scale``: the range of a score (default: [0, 1] widened to the scores of both); differences lie in
     ``[lo - hi, hi - lo]``.
     """
-    if task_ids is None and not any(isinstance(r, (AttemptColumns, TaskTable)) for r in (a_records, b_records)):
+    if task_ids is None and not isinstance(a_records, (AttemptColumns, TaskTable)) \
+            and not isinstance(b_records, (AttemptColumns, TaskTable)):
         a_records, b_records = list(a_records), list(b_records)
-        seen = [r.id if hasattr(r, "id") else str(r[0]) for r in (*a_records, *b_records)]
+        seen = [str(r[0]) if isinstance(r, tuple) else r.id for r in (*a_records, *b_records)]
         task_ids = list(dict.fromkeys(seen))
     ta, tb = tabulate(a_records, task_ids, threshold), tabulate(b_records, task_ids, threshold)
     lo, hi = scale if scale is not None else score_range(ta, tb)
@@ -414,7 +429,7 @@ def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attem
         sign_p = sign_test_p(wins, losses)
 
     between = within = noise = None
-    if n > 1:
+    if sd is not None:  # n > 1
         sda, sdb = ta.sd[ia], tb.sd[ib]
         between = sd ** 2
         if (~np.isnan(sda)).any() and (~np.isnan(sdb)).any():
@@ -457,24 +472,14 @@ def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attem
 # ---------------------------------------------------------------------------------------------------- the verdict
 
 
-def _num(x: float) -> str:
-    return f"{x:.2g}" if 0 < abs(x) < 0.01 else f"{x:.2f}"
+_num = short_num  # a difference in a sentence
 
 
-def p_text(p: float) -> str:
-    """``p = 0.31``, ``p = 0.046``, ``p < 0.001``; never a rounded 0.05 (``p = 0.0502``)."""
-    if p < 0.001:
-        return "p < 0.001"
-    if 0.0495 <= p < 0.0505:
-        return f"p = {p:.4f}"
-    return f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
-
-
-def _verdict(f: dict) -> tuple[Decision, str]:
+def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
     """The decision and one or two plain sentences, by :data:`VERDICT_RULE`."""
     a, b, n = f["a"], f["b"], f["n_paired"]
     if not n:
-        return "nothing", f"No task has attempts from both {a} and {b}: nothing to compare."
+        return VerdictKind.NOTHING, f"No task has attempts from both {a} and {b}: nothing to compare."
     lo, hi, diff, mde, p = f["ci_low"], f["ci_high"], f["mean_diff"], f["mde"], f["p_value"]
     k = _repeats_text(f["repeats_min"], f["repeats_max"])
     sample = f"{n} task{'s' * (n != 1)} x {k} repeat{'s' * (k != '1')}"
@@ -482,8 +487,9 @@ def _verdict(f: dict) -> tuple[Decision, str]:
         sample += f"; {f['n_unpaired']} unpaired left out"
     ci = None if lo is None else f"95% CI {_num(lo)} to {_num(hi)}"
     if f["sd_diff"] == 0 and abs(diff) <= TIE_TOL:
-        return "unclear", (f"No clear difference: {b} and {a} have the same mean score on each of the {sample}"
-                           + (f" ({ci}: tasks not in the sample may still differ)." if ci else "."))
+        return VerdictKind.UNCLEAR, (f"No clear difference: {b} and {a} have the same mean score on each of the "
+                                     f"{sample}" + (f" ({ci}: tasks not in the sample may still differ)." if ci
+                                                    else "."))
     figures = ", ".join(x for x in (ci, p_text(p), sample) if x)
     if abs(diff) > TIE_TOL:
         headline = f"{b} scores {_num(abs(diff))} {'higher' if diff > 0 else 'lower'} than {a} ({figures})"
@@ -492,8 +498,9 @@ def _verdict(f: dict) -> tuple[Decision, str]:
     above, below = lo is not None and lo > 0, hi is not None and hi < 0
     significant = p < ALPHA
     if significant and (above or below):
-        return ("improvement", f"{headline}: an improvement.") if above else ("regression",
-                                                                             f"{headline}: a regression.")
+        if above:
+            return VerdictKind.IMPROVEMENT, f"{headline}: an improvement."
+        return VerdictKind.REGRESSION, f"{headline}: a regression."
     if lo is None:
         reason = "one paired task gives no interval"
     elif not (above or below) and not significant:
@@ -508,8 +515,8 @@ def _verdict(f: dict) -> tuple[Decision, str]:
     elif mde > abs(diff):
         text += (f" With {n} tasks, the smallest difference this sample detects with 80% power is {_num(mde)} "
                  "(paired t).")
-    return "unclear", text
+    return VerdictKind.UNCLEAR, text
 
 
-__all__ = ["ALPHA", "ESTIMAND", "MDE_METHOD", "PairStats", "SelectorStats", "TaskStat", "VERDICT_RULE",
+__all__ = ["ALPHA", "ESTIMAND", "MDE_METHOD", "PairStats", "SelectorStats", "TaskStat", "VERDICT_RULE", "VerdictKind",
            "default_pairs", "p_text", "pair_stats", "selector_stats", "sign_test_p", "wilson"]

@@ -14,15 +14,19 @@ the launch computed them (the score scale of each look is [0, 1] widened to the 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.records import SequentialEntry
+from hermit_tui.core.launch import check_margin
+from hermit_tui.core.present import short_num
+from hermit_tui.core.records import SequentialEntry, Summary
 from hermit_tui.core.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor
+from hermit_tui.core.stats import PairStats, VerdictKind
+
 
 class SequentialPlan(BaseModel):
     """Who is compared with whom in a ``--stop-when-decided`` launch (labels: the folders under eval/)."""
@@ -46,17 +50,6 @@ class SequentialPlan(BaseModel):
         if entry.alpha != self.alpha:
             changed.append(f"alpha {entry.alpha} -> {self.alpha}")
         return changed
-
-
-def check_margin(margin: Any) -> float | None:
-    """The equivalence margin, or InputError (one line)."""
-    if margin is None:
-        return None
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) \
-            or margin <= 0:
-        raise InputError(f"--margin must be a positive number (a difference of mean scores, e.g. 0.05), "
-                         f"got {str(margin)[:40]}")
-    return float(margin)
 
 
 def plan_for(selectors: Sequence[Any], baseline: str | None, margin: Any, max_rounds: int) -> SequentialPlan:
@@ -158,16 +151,23 @@ class RoundTracker:
         common = dict(baseline=plan.baseline, rounds=self.rounds, max_rounds=plan.max_rounds, method=plan.method,
                       alpha=plan.alpha, margin=plan.margin)
         if label == plan.baseline:
-            return SequentialEntry(**common, candidates={
-                c: (self.last(c).decision if self.last(c) else "undecided") for c in plan.candidates})
+            return SequentialEntry(**common, candidates={c: _decision(self.last(c)) for c in plan.candidates})
         look = self.last(label)
         if look is None:
             return SequentialEntry(**common, decision="undecided")
         return SequentialEntry(**look.summary(), mean_diff=look.mean_diff)
 
 
-def replay(entry: SequentialEntry, baseline_records: Mapping[tuple[str, int], Any] | Sequence[Any],
-           candidate_records: Mapping[tuple[str, int], Any] | Sequence[Any], candidate: str,
+def _decision(look: SequentialLook | None) -> str:
+    return look.decision if look is not None else "undecided"
+
+
+#: An evaluation's records, by (task id, repeat) or as read: AttemptRecords, or anything whose items have a record's
+#: ``id``, ``repeat`` and ``judge.score`` (the store's columns, ``core.attempt_index.Snapshot``).
+Records = Mapping[tuple[str, int], Any] | Iterable[Any]
+
+
+def replay(entry: SequentialEntry, baseline_records: Records, candidate_records: Records, candidate: str,
            task_ids: Sequence[str]) -> list[SequentialLook] | None:
     """The looks of a candidate's recorded launch, recomputed from the records round by round (None when a round
     it ran is not complete in the records)."""
@@ -184,12 +184,12 @@ def replay(entry: SequentialEntry, baseline_records: Mapping[tuple[str, int], An
     return tracker.pairs[candidate].looks
 
 
-def monitored_pair(a: str, summary_a, b: str, summary_b) -> tuple[str, str] | None:
+def monitored_pair(a: str, summary_a: Summary | None, b: str, summary_b: Summary | None) -> tuple[str, str] | None:
     """(baseline, candidate) when evaluations ``a`` and ``b`` (labels, summaries) are a candidate and its baseline
     of one ``--stop-when-decided`` launch, else None."""
     for base, sb, cand, sc in ((a, summary_a, b, summary_b), (b, summary_b, a, summary_a)):
-        ec = getattr(sc, "sequential", None)
-        eb = getattr(sb, "sequential", None)
+        ec = sc.sequential if sc is not None else None
+        eb = sb.sequential if sb is not None else None
         if ec is None or eb is None or ec.decision is None or ec.baseline != base or eb.baseline != base:
             continue
         if eb.candidates is not None and cand in eb.candidates and eb.rounds == ec.rounds:
@@ -207,15 +207,15 @@ def negated(look: SequentialLook) -> SequentialLook:
         z=None if look.z is None else -look.z))
 
 
-def pair_look(a: str, summary_a, records_a, b: str, summary_b, records_b,
-              task_ids: Sequence[str] | None) -> tuple[SequentialLook | None, list[str]]:
+def pair_look(a: str, summary_a: Summary | None, records_a: Records, b: str, summary_b: Summary | None,
+              records_b: Records, task_ids: Sequence[str] | None) -> tuple[SequentialLook | None, list[str]]:
     """The last look of :func:`pair_looks` (None when the pair was not monitored), with what to warn about."""
     looks, notes = pair_looks(a, summary_a, records_a, b, summary_b, records_b, task_ids)
     return (looks[-1] if looks else None), notes
 
 
-def pair_looks(a: str, summary_a, records_a, b: str, summary_b, records_b,
-               task_ids: Sequence[str] | None) -> tuple[list[SequentialLook], list[str]]:
+def pair_looks(a: str, summary_a: Summary | None, records_a: Records, b: str, summary_b: Summary | None,
+               records_b: Records, task_ids: Sequence[str] | None) -> tuple[list[SequentialLook], list[str]]:
     """The looks, round by round, of the pair b - a when a and b are a candidate and its baseline of one
     ``--stop-when-decided`` launch (recomputed from the records, read as b - a), with what to warn about; ([],
     warnings) otherwise. ``task_ids``: the test task ids (None, or more than the launch ran: those the baseline's
@@ -226,7 +226,9 @@ def pair_looks(a: str, summary_a, records_a, b: str, summary_b, records_b,
         return [], [note] if note else []
     base, cand = found
     summary = summary_b if cand == b else summary_a
-    entry = summary.sequential
+    entry = summary.sequential if summary is not None else None
+    if summary is None or entry is None:  # (monitored_pair found both)
+        return [], []
     by_label = {a: _by_key(records_a), b: _by_key(records_b)}
     first = {tid for (tid, rep) in by_label[base] if rep == 1}
     ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
@@ -242,15 +244,17 @@ def pair_looks(a: str, summary_a, records_a, b: str, summary_b, records_b,
     return ([negated(look) for look in looks] if cand == a else looks), warnings
 
 
-def _by_key(records) -> Mapping[tuple[str, int], Any]:
+def _by_key(records: Records) -> Mapping[tuple[str, int], Any]:
     if isinstance(records, Mapping):
         return records
-    return {(r.id, r.repeat): r for r in records}
+    items: Iterable[Any] = records
+    return {(r.id, r.repeat): r for r in items}
 
 
-def unmonitored_note(a: str, summary_a, b: str, summary_b) -> str | None:
+def unmonitored_note(a: str, summary_a: Summary | None, b: str, summary_b: Summary | None) -> str | None:
     """Two candidates of one stop-when-decided launch were compared with the baseline, not with each other."""
-    ea, eb = getattr(summary_a, "sequential", None), getattr(summary_b, "sequential", None)
+    ea = summary_a.sequential if summary_a is not None else None
+    eb = summary_b.sequential if summary_b is not None else None
     if ea is None or eb is None or ea.baseline != eb.baseline or a == ea.baseline or b == eb.baseline:
         return None
     return (f"{b} vs {a}: both were compared with {ea.baseline} by a stop-when-decided launch, not with each other; "
@@ -264,8 +268,7 @@ FIXED_P_NOTE = ("the p-value is the fixed design's, not adjusted for the looks a
                 "(the decision is the sequential test's)")
 
 
-def _num(x: float) -> str:
-    return f"{x:.2g}" if 0 < abs(x) < 0.01 else f"{x:.2f}"
+_num = short_num
 
 
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
@@ -273,7 +276,8 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     d = look.mean_diff
     when = (f"decided at round {look.decided_at} of {look.max_rounds}" if look.decided_at is not None
             else f"round {look.rounds} of {look.max_rounds}")
-    ci = "no interval yet" if look.ci_low is None else f"repeated 95% CI {_num(look.ci_low)} to {_num(look.ci_high)}"
+    ci = ("no interval yet" if look.ci_low is None or look.ci_high is None
+          else f"repeated 95% CI {_num(look.ci_low)} to {_num(look.ci_high)}")
     if d is None:
         return f"Undecided: no complete round of {a} and {b} yet."
     if look.decision in ("improvement", "regression"):
@@ -317,14 +321,28 @@ def boundary_text(look: SequentialLook) -> str:
     return "; ".join(parts)
 
 
-def sequential_pair(pair, look: SequentialLook):
+def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
     """``pair`` (a ``core.stats.PairStats``, b - a) with the sequential look in place of the fixed design's interval,
     decision, verdict and rule; ``look`` must read b - a (see :func:`negated`)."""
-    decision = {"undecided": "unclear"}.get(look.decision, look.decision)
+    decision = VerdictKind.UNCLEAR if look.decision == "undecided" else VerdictKind(look.decision)
     return pair.model_copy(update=dict(
         sequential=look, ci_low=look.ci_low, ci_high=look.ci_high, ci_method=look.ci_method, n_eff=None,
         method=sequential_method(look), decision=decision, verdict=sequential_text(look, pair.a, pair.b),
         rule=SEQUENTIAL_RULE, test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE))
+
+
+def round_line(r: int, plan: SequentialPlan, looks: Sequence[SequentialLook]) -> str:
+    """What a launch logs when round ``r`` is checked: each candidate's decision against the baseline."""
+    parts = []
+    for look in looks:
+        ci = "" if look.ci_low is None else f" (repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f})"
+        parts.append(f"{look.candidate} vs {plan.baseline}: {look.decision}{ci}")
+    return f"round {r} of {plan.max_rounds}: " + "; ".join(parts)
+
+
+def decided_line(r: int, plan: SequentialPlan) -> str:
+    return (f"every candidate is decided after round {r} of {plan.max_rounds}: no further round starts (the "
+            f"summaries say repeats {r})")
 
 
 class RoundGate:
@@ -346,6 +364,21 @@ class RoundGate:
         self.halted = False  # cancelled, or the cost cap: waiting attempts give up
         self._events = {r: asyncio.Event() for r in range(0, tracker.plan.max_rounds + 1)}
         self._events[0].set()
+
+    @classmethod
+    def for_schedule(cls, plan: SequentialPlan, task_ids: Sequence[str],
+                     records: Mapping[str, Mapping[tuple[str, int], Any]], repeats: Sequence[int]) -> RoundGate:
+        """The gate of a launch whose scheduled attempts are of rounds ``repeats`` (one entry per attempt)."""
+        remaining: dict[int, int] = {}
+        for r in repeats:
+            remaining[r] = remaining.get(r, 0) + 1
+        return cls(RoundTracker(plan, task_ids), records, remaining)
+
+    @property
+    def rounds_run(self) -> int:
+        """What a sequential summary says for ``repeats``: the rounds run once the launch stopped when decided,
+        else the maximum (a running or unfinished launch)."""
+        return self.tracker.rounds if self.stopped else self.tracker.plan.max_rounds
 
     async def admit(self, r: int) -> bool:
         """Wait until round ``r - 1`` is checked; False when the attempt must not start."""
@@ -382,6 +415,7 @@ class RoundGate:
             event.set()
 
 
-__all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "RoundGate", "RoundTracker", "SequentialPlan", "boundary_text",
-           "check_margin", "monitored_pair", "negated", "pair_look", "pair_looks", "plan_for", "replay", "round_scores",
-           "sequential_method", "sequential_pair", "sequential_text", "unmonitored_note"]
+__all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "Records", "RoundGate", "RoundTracker", "SequentialPlan", "boundary_text",
+           "check_margin", "decided_line", "monitored_pair", "negated", "pair_look", "pair_looks", "plan_for", "replay",
+           "round_line", "round_scores", "sequential_method", "sequential_pair", "sequential_text",
+           "unmonitored_note"]

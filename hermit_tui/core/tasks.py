@@ -35,13 +35,13 @@ def _lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
         yield number, text.rstrip("\r")
 
 
-def _task_id(row: dict) -> Any:
+def _task_id(row: dict[str, Any]) -> Any:
     return row["id"] if "id" in row else row.get("task_id")
 
 
-def read_tasks(path: Path) -> dict[str, dict]:
+def read_tasks(path: Path) -> dict[str, dict[str, Any]]:
     """id -> row of a JSONL task file, in file order."""
-    tasks: dict[str, dict] = {}
+    tasks: dict[str, dict[str, Any]] = {}
     first_line: dict[str, int] = {}
     for number, text in _lines(path, "task file"):
         if not text.strip():
@@ -69,7 +69,7 @@ def read_tasks(path: Path) -> dict[str, dict]:
     return tasks
 
 
-def read_split(path: Path, known: Mapping) -> list[str]:
+def read_split(path: Path, known: Mapping[str, Any]) -> list[str]:
     """The task ids of a split file, in order: one per line; blank lines and lines starting with '#' are skipped."""
     ids: list[str] = []
     seen: dict[str, int] = {}
@@ -100,11 +100,11 @@ def _flatten(value: Any) -> Iterator[str]:
 class TaskSet(BaseModel):
     """All task rows of a config and its splits (ids in file order; an unset split is empty)."""
 
-    tasks: dict[str, dict]
+    tasks: dict[str, dict[str, Any]]
     splits: dict[str, list[str]]
     source: Path
 
-    def rows(self, split: str) -> list[dict]:
+    def rows(self, split: str) -> list[dict[str, Any]]:
         return [self.tasks[i] for i in self.splits[split]]
 
     @property

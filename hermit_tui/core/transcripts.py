@@ -26,11 +26,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel
 
 from hermit_tui.core.evalstore import TRANSCRIPTS
+from hermit_tui.core.outputs import RunOutput
+from hermit_tui.core.records import AttemptRecord
 
 FSYNC_EVERY_S = 0.5
 LOG_LIMIT_BYTES = 50_000_000  # a log larger than this is not read as a transcript
@@ -57,7 +59,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def jsonable(messages: Any) -> list | None:
+def jsonable(messages: Any) -> list[Any] | None:
     """A trajectory as plain JSON values (what the sidecar stores and what crosses a process boundary), or None.
 
     Message objects of an SDK become their fields; anything else that JSON cannot hold becomes its text. A value
@@ -67,12 +69,14 @@ def jsonable(messages: Any) -> list | None:
     if not isinstance(messages, (list, tuple)):
         messages = [messages]
     try:
-        return json.loads(json.dumps(list(messages), default=_plain, ensure_ascii=False, allow_nan=False))
+        plain: list[Any] = json.loads(json.dumps(list(messages), default=_plain, ensure_ascii=False,
+                                                 allow_nan=False))
+        return plain
     except Exception as exc:  # any value a pipeline returns: its __str__ may raise too
         return [{"role": "note", "content": f"the trajectory could not be kept: {type(exc).__name__}"}]
 
 
-def output_payload(out) -> dict:
+def output_payload(out: RunOutput) -> dict[str, Any]:
     """A RunOutput as plain values, to send back from a worker process or a Ray worker."""
     payload = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
     payload["log"] = str(out.log) if isinstance(out.log, (str, Path)) else out.log
@@ -81,7 +85,7 @@ def output_payload(out) -> dict:
 
 
 # -- writing ------------------------------------------------------------------------------------------------------
-def _line(record_id: str, repeat: int, messages: list | None) -> bytes:
+def _line(record_id: str, repeat: int, messages: list[Any] | None) -> bytes:
     return (json.dumps({"repeat": repeat, "id": record_id, "messages": messages}, ensure_ascii=False,
                        allow_nan=False) + "\n").encode("utf-8")
 
@@ -96,36 +100,36 @@ class TranscriptLog:
     def __init__(self, folder: Path, continues: bool):
         self.path = Path(folder) / TRANSCRIPTS
         self.continues = continues
-        self._fh = None
+        self._fh: BinaryIO | None = None
         self._good = 0
         self._last_sync = time.monotonic()
 
-    def _open(self) -> None:
-        self._fh = open(self.path, "ab" if self.continues else "wb")
-        self._fh.seek(0, os.SEEK_END)
-        self._good = self._fh.tell()
+    def _open(self) -> BinaryIO:
+        out = self._fh = open(self.path, "ab" if self.continues else "wb")
+        out.seek(0, os.SEEK_END)
+        self._good = out.tell()
         if self._good:
             with open(self.path, "rb") as fh:
                 fh.seek(-1, os.SEEK_END)
                 cut = fh.read(1) != b"\n"
             if cut:  # a line cut by a crash: keep the file line-aligned
-                self._fh.write(b"\n")
-                self._fh.flush()
-                self._good = self._fh.tell()
+                out.write(b"\n")
+                out.flush()
+                self._good = out.tell()
+        return out
 
-    def write(self, record_id: str, repeat: int, messages: list | None) -> None:
+    def write(self, record_id: str, repeat: int, messages: list[Any] | None) -> None:
         """Append one attempt's line (flushed). OSError after rolling the file back to its last whole line."""
         if messages is None and not (self.continues and (self._fh is not None or self.path.exists())):
             return
         line = _line(record_id, repeat, messages)
         try:
-            if self._fh is None:
-                self._open()
-            self._fh.write(line)
-            self._fh.flush()
+            fh = self._fh if self._fh is not None else self._open()
+            fh.write(line)
+            fh.flush()
             now = time.monotonic()
             if now - self._last_sync > FSYNC_EVERY_S:
-                os.fsync(self._fh.fileno())
+                os.fsync(fh.fileno())
                 self._last_sync = now
         except OSError:
             self.rollback()
@@ -269,7 +273,7 @@ def _index_of(path: Path) -> TranscriptIndex:
 class Transcript(BaseModel):
     """An attempt's trajectory and where it came from; ``messages`` is None with a one-line ``note`` saying why."""
 
-    messages: list | None = None
+    messages: list[Any] | None = None
     source: str | None = None  # "transcripts.jsonl" or "log"
     path: str | None = None
     note: str = ""
@@ -328,7 +332,7 @@ def read_hermit_log(log: str | None) -> Transcript:
     return Transcript(messages=data["messages"], source="log", path=log)
 
 
-def load_transcript(folder: Path | None, record) -> Transcript:
+def load_transcript(folder: Path | None, record: AttemptRecord) -> Transcript:
     """An attempt's trajectory: the sidecar's line, else hermit's react log, else a note saying why there is none."""
     found = read_sidecar(folder, record.id, record.repeat)
     if found is not None and found.messages is not None:
@@ -388,7 +392,7 @@ def _pretty_json(value: Any) -> str:
 def _call(raw: Any) -> ToolCall:
     if not isinstance(raw, dict):
         return ToolCall(id=None, name="?", arguments=str(raw))
-    fn = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+    fn: dict[str, Any] = raw["function"] if isinstance(raw.get("function"), dict) else raw
     name = str(fn.get("name") or raw.get("name") or "?")
     args = fn.get("arguments", fn.get("input", raw.get("input", raw.get("arguments"))))
     return ToolCall(id=raw.get("id") or raw.get("call_id"), name=name,
@@ -428,7 +432,7 @@ def _content(content: Any, turn: Turn) -> str:
     return _pretty_json(content)
 
 
-def turns_of(messages: list | None) -> list[Turn]:
+def turns_of(messages: list[Any] | None) -> list[Turn]:
     """The turns of a trajectory (OpenAI chat messages, with Anthropic-style content blocks understood too); each
     tool result names the tool whose call it answers."""
     turns: list[Turn] = []

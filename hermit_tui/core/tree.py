@@ -86,7 +86,7 @@ class AdapterTree:
 
     def _commit_type(self, sha: str) -> bool:
         try:
-            return self.repo.odb.info(bytes.fromhex(sha)).type == b"commit"
+            return bool(self.repo.odb.info(bytes.fromhex(sha)).type == b"commit")
         except (ValueError, git.BadObject, git.BadName):
             return False
 
@@ -125,7 +125,8 @@ class AdapterTree:
 
     def message(self, commit: str) -> str:
         """The full message of a commit (given as any ref :meth:`resolve` accepts)."""
-        return self.repo.commit(self.resolve(commit)).message
+        message = self.repo.commit(self.resolve(commit)).message
+        return message if isinstance(message, str) else message.decode("utf-8", "replace")
 
     def close(self) -> None:
         """Stop the git helper processes GitPython keeps open."""
@@ -177,7 +178,7 @@ class AdapterTree:
                            message=c.summary if isinstance(c.summary, str) else c.summary.decode(),
                            valid=INVALID_MARK not in c.message, run=run)
 
-        runs: dict[str, list[tuple[tuple, Version]]] = {}
+        runs: dict[str, list[tuple[tuple[int, ...], Version]]] = {}
         others: list[Version] = []
         root: list[Version] = []
         for name, sha in tags.items():
@@ -188,7 +189,7 @@ class AdapterTree:
                 root.append(make(name, "root", sha, None))
             elif run and leaf == "final":
                 runs.setdefault(run, []).append(((1, 0, 0, 0), make(name, "final", sha, run)))
-            elif checkpoint:
+            elif checkpoint and run:
                 what, number, bootstrap = checkpoint.groups()
                 key = (0, order.get(sha, 0), 0 if bootstrap else 1 if what == "step" else 2, int(number or 0))
                 runs.setdefault(run, []).append((key, make(name, "checkpoint", sha, run)))

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import types
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -121,7 +122,7 @@ def _load(path: Path, name: str) -> types.ModuleType:
     return module
 
 
-def _rollout(pipeline, judge, tasks: list[dict], text: str) -> dict:
+def _rollout(pipeline, judge, tasks: list[dict], text: str) -> tuple[int, dict[str, Any]]:
     """One training step's rollouts: each task once, with the parent adapter's ADAPTER.md."""
     scores, costs, latencies, tokens = {}, [], [], 0
     for task in tasks:
@@ -187,8 +188,8 @@ def _build(dest: Path) -> None:
     work = _Git(checkout)
     work.hour = tree.hour
 
-    budget = {"usd": {"rollout": 0.0, "evolver": 0.0}, "tokens": {"rollout": 0, "evolver": 0},
-              "unknown_cost_calls": 0, "seconds": 0.0}
+    budget: dict[str, Any] = {"usd": {"rollout": 0.0, "evolver": 0.0}, "tokens": {"rollout": 0, "evolver": 0},
+                              "unknown_cost_calls": 0, "seconds": 0.0}
     text = (checkout / "ADAPTER.md").read_text()
     parent, records = root, []
     for n, (source, summary) in enumerate(STEPS, start=1):
@@ -244,15 +245,15 @@ def _build(dest: Path) -> None:
     resolved = {"config": config, "template": template, "tree": str(tree_dir), "branch": DEMO_RUN, "start": root,
                 "evolver": {"name": EVOLVER, "simulated": True}, "warnings": [], "python": None}
     (run_dir / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
-    summary = {"run": DEMO_RUN, "stop_reason": "all epochs done", "final_commit": final,
+    run_summary = {"run": DEMO_RUN, "stop_reason": "all epochs done", "final_commit": final,
                "final_tag": f"{DEMO_RUN}/final", "tree": str(tree_dir), "branch": DEMO_RUN, "steps": len(records),
                "bootstrap": False, "spending": budget,
                "checkpoints": [f"{DEMO_RUN}/ckpt-step-{n}" for n in range(1, len(records) + 1)],
                "finalize": note, "warnings": [],
                "demo": "teaching demonstration: simulated agent, not evidence of real-model performance"}
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    (run_dir / "summary.json").write_text(json.dumps(run_summary, indent=1))
     (dest / MARKER).write_text(json.dumps({"built_by": "hermit-tui demo", "format": 1}) + "\n")
 
 
 def _stamp(hour: int) -> str:
-    return dt.datetime.fromtimestamp(START + 3600 * hour, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return dt.datetime.fromtimestamp(START + 3600 * hour, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")

@@ -14,15 +14,21 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hermit_tui.core.annotations import (
-    JUDGE_DISAGREES, MAX_LABELS, Annotation, Change, check_label_set, check_note, check_score,
+    JUDGE_DISAGREES,
+    MAX_LABELS,
+    Annotation,
+    Change,
+    check_label_set,
+    check_note,
+    check_score,
 )
 from hermit_tui.core.errors import InputError
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitModal, HermitScreen
 from hermit_tui.store import Failure
 
 GROUP_NAMES = {"regression": "regression", "error": "error", "flaky": "flaky task", "failure": "failure"}
@@ -73,7 +79,7 @@ def annotation_text(ann: Annotation | None, score: float | None = None, stale: A
 # ---------------------------------------------------------------------------------------------------- dialogs
 
 
-class NoteScreen(ModalScreen[tuple[str, float | None, bool] | None]):
+class NoteScreen(HermitModal[tuple[str, float | None, bool] | None]):
     """A free-text note and an optional corrected score on one attempt. Dismisses with (note, corrected score or
     None, whether the score was cleared), or None when cancelled."""
 
@@ -122,7 +128,7 @@ class NoteScreen(ModalScreen[tuple[str, float | None, bool] | None]):
         self.dismiss(None)
 
 
-class LabelSetScreen(ModalScreen[list[str] | None]):
+class LabelSetScreen(HermitModal[list[str] | None]):
     """The run's label set, keys 1-9 ("judge disagrees" built in as 1). Dismisses with the new set, or None."""
 
     CSS_PATH = [style("annotate.tcss")]
@@ -172,7 +178,7 @@ class LabelSetScreen(ModalScreen[list[str] | None]):
         self.dismiss(None)
 
 
-class LabelPickScreen(ModalScreen[str | None]):
+class LabelPickScreen(HermitModal[str | None]):
     """Choose one of ``choices`` ((value, text) pairs); dismisses with its value, or None."""
 
     CSS_PATH = [style("annotate.tcss")]
@@ -197,7 +203,7 @@ class LabelPickScreen(ModalScreen[str | None]):
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.choices[int(event.option.id)][0])
+        self.dismiss(self.choices[int(event.option.id or 0)][0])
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -206,7 +212,7 @@ class LabelPickScreen(ModalScreen[str | None]):
 # ---------------------------------------------------------------------------------------------------- the keys
 
 
-class Triage:
+class Triage(HermitScreen[None]):
     """The triage keys of a screen that has a chosen attempt. The screen provides :meth:`chosen_attempt` and
     :meth:`show_failure` (how it brings the next unlabelled failure into view)."""
 

@@ -12,18 +12,20 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
+from textual.dom import DOMNode
 from textual.widget import Widget
 from textual.widgets import Header, Label, Select, Static, TabbedContent, TabPane, TextArea
 
 from hermit_tui import bindings
+from hermit_tui.core.present import cost_text
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import Triage, annotation_text, keys_text, progress_text
+from hermit_tui.screens.base import HermitModal, HermitScreen
 from hermit_tui.store import Failure
 from hermit_tui.widgets.diff_view import DiffView
-from hermit_tui.widgets.transcript_view import TranscriptPanel
 from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.transcript_view import TranscriptPanel
 
 LOG_TAIL_BYTES = 200_000  # a log longer than this shows its end only
 SIDE = "side"
@@ -46,11 +48,6 @@ def pretty(value: Any) -> str:
         return json.dumps(value, indent=2, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)
-
-
-def cost_text(cost: float | None) -> str:
-    """A cost in dollars; an unreported cost is "unknown", never $0."""
-    return "unknown" if cost is None else f"${cost:.4f}"
 
 
 def tokens_text(tokens: Any) -> str:
@@ -93,7 +90,7 @@ def read_tail(path: Path, limit: int | None = None) -> tuple[str, str]:
 
 
 def log_readable(log: str | None) -> bool:
-    return bool(log) and Path(log).is_file()
+    return log is not None and bool(log) and Path(log).is_file()
 
 
 def _grid(rows: list[tuple[str, str]], width: int | None = None) -> Table:
@@ -162,7 +159,7 @@ class AttemptCard(Vertical, can_focus=True):
             note.display = bool(text)
 
 
-class LogScreen(ModalScreen[None]):
+class LogScreen(HermitModal[None]):
     """The text of an attempt's log file."""
 
     CSS_PATH = [style("attempt.tcss")]
@@ -180,12 +177,12 @@ class LogScreen(ModalScreen[None]):
             yield TextArea(self.text, read_only=True, soft_wrap=True, id="log-text")
             yield Static("escape: close", classes="muted")
 
-    def action_dismiss(self, result: Any = None) -> None:
+    async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(None)
 
 
 # -- the screen -------------------------------------------------------------------------------------------------------
-class AttemptScreen(Triage, Screen):
+class AttemptScreen(Triage, HermitScreen[None]):
     """A task and its attempts. ``key``/``repeat`` open that selector's tab scrolled to that attempt. The triage
     keys (1-9, 0, n, u) act on the focused attempt."""
 
@@ -217,7 +214,8 @@ class AttemptScreen(Triage, Screen):
         keys = self.store.keys
         for key in keys:
             self._pane_id(key)
-        initial = self._pane_id(self.key) if self.key in keys else (self._pane_id(keys[0]) if keys else SIDE)
+        initial = (self._pane_id(self.key) if self.key is not None and self.key in keys
+                   else self._pane_id(keys[0]) if keys else SIDE)
         if self.tab == SIDE:
             initial = SIDE
         yield Header()
@@ -269,7 +267,7 @@ class AttemptScreen(Triage, Screen):
             await tabs.remove_pane(self._panes.pop(key))
             self._seen.pop(key, None)
             self._attempt_cache.pop(key, None)
-        for key, col in store.columns.items():
+        for key in store.columns:
             pane = self._pane_id(key)
             if not self.query(f"#{pane}"):
                 await tabs.add_pane(TabPane(Content(key), VerticalScroll(id=f"{pane}-list", classes="attempt-list"),
@@ -461,7 +459,7 @@ class AttemptScreen(Triage, Screen):
     # -- triage ---------------------------------------------------------------------------------------------------
     def _chosen_card(self, with_log: bool = False) -> AttemptCard | None:
         """The focused attempt, else the one the screen opened on, else the active tab's first (with a log)."""
-        node = self.focused
+        node: DOMNode | None = self.focused
         while node is not None and not isinstance(node, AttemptCard):
             node = node.parent
         if isinstance(node, AttemptCard):

@@ -12,16 +12,17 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Header, Input, Label, Select, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
 from hermit_tui.core.attempt_index import Snapshot
-from hermit_tui.core.fingerprint import differences, fingerprint_of
-from hermit_tui.core.stats import PairStats, SelectorStats
+from hermit_tui.core.fingerprint import differences
+from hermit_tui.core.present import p_text, partial_cost
+from hermit_tui.core.stats import PairStats, SelectorStats, VerdictKind
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitScreen
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.boundary import SequentialPanel, SequentialView, live_rounds, with_sequential
@@ -29,6 +30,9 @@ from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.taxonomy import PairLabels
 from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
+
+#: a selector's attempts as the comparison reads them: records, or the store's columns (a snapshot)
+Attempts = Sequence[Any] | Snapshot
 
 LIVE_THROTTLE_S = 1.0  # while a run is live, recompute at most this often
 WIDE = 170  # columns from which the Numbers tab shows the means and differences plots beside the figures
@@ -57,7 +61,7 @@ class Facts:
     unknown: int
 
     @classmethod
-    def of(cls, records: Sequence[Any]) -> Facts:
+    def of(cls, records: Attempts) -> Facts:
         if isinstance(records, Snapshot):  # the store's columns
             from hermit_tui.core.columns import ERROR, JUDGE_ERROR
             return cls(errors=records.count_status(ERROR), judge_errors=records.count_status(JUDGE_ERROR),
@@ -91,7 +95,7 @@ def compare(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
                      task_ids, threshold)
 
 
-def with_pair(c: Comparison, records_a: Sequence[Any], records_b: Sequence[Any],
+def with_pair(c: Comparison, records_a: Attempts, records_b: Attempts,
               task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
     """``c`` with its paired statistics (a permutation test: seconds on thousands of tasks)."""
     from hermit_tui.core.stats import pair_stats
@@ -99,7 +103,7 @@ def with_pair(c: Comparison, records_a: Sequence[Any], records_b: Sequence[Any],
     return replace(c, pair=pair_stats(c.a, records_a, c.b, records_b, task_ids, threshold=threshold))
 
 
-def compare_selectors(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
+def compare_selectors(a: str, records_a: Attempts, b: str, records_b: Attempts,
                       task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
     """Each selector's statistics and the plot series, without the paired statistics."""
     from hermit_tui.core.stats import selector_stats
@@ -120,14 +124,11 @@ def num(x: float | None) -> str:
 
 
 def interval(low: float | None, high: float | None, name: str = "95% CI") -> str:
-    return "" if low is None else f"{name} {low:.3f} to {high:.3f}"
+    return "" if low is None or high is None else f"{name} {low:.3f} to {high:.3f}"
 
 
-def p_text(p: float | None) -> str:
-    """``p = 0.051``; four decimals around 0.05 (a p-value above 0.05 never reads as 0.050)."""
-    if p is None:
-        return f"p {NO_DATA}"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.4f}" if 0.0495 <= p < 0.0505 else f"p = {p:.3f}"
+def wilson(ci: tuple[float, float] | None) -> str:
+    return interval(*ci, name="Wilson") if ci is not None else ""
 
 
 def interval_kind(method: str | None) -> str:
@@ -138,8 +139,8 @@ def interval_kind(method: str | None) -> str:
 def cost_text(f: Facts) -> str:
     """Known cost plus a count of unknown ones; never $0 for costs nobody reported."""
     if not f.known:
-        return f"unknown ({f.unknown} attempts)" if f.unknown else NO_DATA
-    return f"${f.known_cost:.4f}" + (f" + {f.unknown} unknown" if f.unknown else "")
+        return partial_cost(None, f.unknown) if f.unknown else NO_DATA
+    return partial_cost(f.known_cost, f.unknown)
 
 
 def metric_texts(s: SelectorStats, f: Facts) -> dict[str, str]:
@@ -153,8 +154,9 @@ def metric_texts(s: SelectorStats, f: Facts) -> dict[str, str]:
     return {
         "mean": f"{num(s.mean)}  {interval(s.ci_low, s.ci_high)}{interval_kind(s.ci_method)}".rstrip(),
         "sample": sample,
-        "solved": f"{num(s.solved_once)}  {interval(*s.solved_once_ci, name='Wilson')}",
-        "passk": (f"{num(s.pass_k)}  {interval(*s.pass_k_ci, name='Wilson')}" if s.pass_k is not None
+        "solved": f"{num(s.solved_once)}  {wilson(s.solved_once_ci)}",
+        "passk": (f"{num(s.pass_k)}  {wilson(s.pass_k_ci)}"
+                  if s.pass_k is not None
                   else f"{NO_DATA} (needs 2+ repeats)"),
         "errors": f"{f.errors} pipeline · {f.judge_errors} judge",
         "cost": cost_text(f),
@@ -243,13 +245,9 @@ def needed_text(p: PairStats, delta: float) -> str:
     return "\n".join(out)
 
 
-def verdict_kind(verdict: str) -> str:
-    """"improvement" or "regression" only when the verdict says so; "neutral" otherwise."""
-    if verdict.endswith(": an improvement."):
-        return "improvement"
-    if verdict.endswith(": a regression."):
-        return "regression"
-    return "neutral"
+def verdict_kind(kind: VerdictKind) -> str:
+    """The verdict's style: "improvement" or "regression" only when the verdict decides so; "neutral" otherwise."""
+    return kind.value if kind in (VerdictKind.IMPROVEMENT, VerdictKind.REGRESSION) else "neutral"
 
 
 def protocol_check(store, a: str, b: str) -> tuple[str, str]:
@@ -261,7 +259,7 @@ def protocol_check(store, a: str, b: str) -> tuple[str, str]:
     if unfinished:
         return "pending", (f"Protocol fingerprint of {', '.join(unfinished)} is checked when "
                            f"{'it finishes' if len(unfinished) == 1 else 'they finish'}.")
-    fa, fb = fingerprint_of(ca.summary), fingerprint_of(cb.summary)
+    fa, fb = ca.summary.fingerprint, cb.summary.fingerprint
     missing = [c.key for c, f in ((ca, fa), (cb, fb)) if f is None]
     if missing:
         return "unchecked", (f"Protocol cannot be checked: {' and '.join(missing)} carr"
@@ -276,7 +274,7 @@ def protocol_check(store, a: str, b: str) -> tuple[str, str]:
 # ---------------------------------------------------------------------------------------------------- screen
 
 
-class CompareScreen(Screen):
+class CompareScreen(HermitScreen[None]):
     """Any two evaluations of the store compared with error bars, paired statistics and plots."""
 
     CSS_PATH = [style("compare.tcss")]
@@ -301,8 +299,8 @@ class CompareScreen(Screen):
         self._choose()
         options = [(k, k) for k in self._keys]
         blank = self._blank = len(options) < 2  # blank until there are two evaluations to choose from
-        value_a = {"value": self.a} if self.a is not None else {}
-        value_b = {"value": self.b} if self.b is not None else {}
+        value_a: dict[str, Any] = {"value": self.a} if self.a is not None else {}
+        value_b: dict[str, Any] = {"value": self.b} if self.b is not None else {}
         yield Header()
         yield Banners(id="compare-banners")
         yield Static(id="compare-protocol")
@@ -449,6 +447,8 @@ class CompareScreen(Screen):
     def _start(self) -> None:
         store = self.app.store
         a, b = self.a, self.b
+        if a is None or b is None:
+            return
         # copied on the event loop (arrays: milliseconds), as the store changes under the worker
         records_a, records_b = store.columns[a].index.snapshot(), store.columns[b].index.snapshot()
         task_ids = list(store.task_ids)
@@ -524,7 +524,7 @@ class CompareScreen(Screen):
         self.paired, self._shown = r, key
         status.update("live: updating as attempts arrive" if self.app.store.run_active else "")
         verdict = self.query_one("#verdict", Static)
-        kind = verdict_kind(r.pair.verdict)
+        kind = verdict_kind(r.pair.decision)
         for k in ("improvement", "regression", "neutral"):
             verdict.set_class(kind == k, f"-{k}")
         verdict.update(Text(r.pair.verdict))
@@ -552,6 +552,8 @@ class CompareScreen(Screen):
 
     def _show_transitions(self, r: Comparison) -> None:
         table = self.query_one("#transitions", VirtualTable)
+        if r.pair is None:
+            return
         counts = r.pair.transition_counts
         rows = [(k, counts[k]) for k in TRANSITION_NAMES]
         table.set_columns([VColumn("name", "transition", 11), VColumn("n", "tasks", 5, "right"),
@@ -564,7 +566,7 @@ class CompareScreen(Screen):
 
     def _list_tasks(self, kind: str) -> None:
         r = self.paired
-        if r is None:
+        if r is None or r.pair is None:
             return
         self._transition = kind
         tasks = r.pair.transitions.get(kind, [])
@@ -603,7 +605,7 @@ class CompareScreen(Screen):
 
     def _show_power(self) -> None:
         r = self.paired
-        if r is None:
+        if r is None or r.pair is None:
             return
         self.query_one("#power-mde", Static).update(Text(power_text(r.pair)))
         raw = self.query_one("#delta", Input).value.strip()

@@ -8,14 +8,16 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Header, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from hermit_tui import bindings
-from hermit_tui.core.errors import InputError
+from hermit_tui.core.continuing import RetryCandidate, retry_targets
+from hermit_tui.core.launch import LaunchOptions, RetryKeys
+from hermit_tui.core.present import retry_caveat
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import Triage, progress_text
+from hermit_tui.screens.base import HermitModal, HermitScreen
 from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.taxonomy import corrected_text, counts_table
 
@@ -86,7 +88,7 @@ def _one_line(message: str) -> str:
     return line if len(line) <= MAX_LABEL else line[:MAX_LABEL - 1] + "…"
 
 
-class ConfirmRetry(ModalScreen[bool]):
+class ConfirmRetry(HermitModal[bool]):
     """Re-run only the failed attempts? Says how many and that it can bias the mean."""
 
     CSS_PATH = [style("errors.tcss")]
@@ -114,11 +116,11 @@ class ConfirmRetry(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "retry-confirm")
 
-    def action_dismiss(self, result: Any = None) -> None:
+    async def action_dismiss(self, result: bool | None = None) -> None:
         self.dismiss(False)
 
 
-class ErrorsScreen(Triage, Screen):
+class ErrorsScreen(Triage, HermitScreen[None]):
     """Failed attempts grouped by kind, then message; leaves are attempts (enter jumps to one; the triage keys label
     the highlighted one). Above them, the failure taxonomy: attempts per label per selector."""
 
@@ -172,8 +174,7 @@ class ErrorsScreen(Triage, Screen):
         retried = [(k, c.summary.retries) for k, c in store.columns.items() if c.summary and c.summary.retries]
         banner = self.query_one("#errors-retries", Static)
         banner.display = bool(retried)
-        banner.update(Text("\n".join(f"{k}: the mean includes {n} retried attempt{'s' * (n != 1)} (only failed "
-                                     "attempts were re-run, which can bias it)" for k, n in retried)))
+        banner.update(Text("\n".join(f"{k}: {retry_caveat(n)}" for k, n in retried)))
         empty = self.query_one("#errors-empty", Static)
         empty.display = failed == 0
         empty.update("No errors" if store.columns else "No evaluations yet: go back to setup (escape), then launch "
@@ -250,7 +251,7 @@ class ErrorsScreen(Triage, Screen):
         if isinstance(data, AttemptRef):
             col = self.app.store.columns.get(data.key)
             rec = col.records.get((data.task_id, data.repeat)) if col else None
-            if rec is None:
+            if col is None or rec is None:
                 detail.update("")
                 return
             tb = col.tracebacks.get((data.task_id, data.repeat)) or ""
@@ -295,32 +296,13 @@ class ErrorsScreen(Triage, Screen):
         elif node is not None:
             node.toggle()
 
-    def retry_plan(self) -> tuple[dict[str, list[tuple[str, int]]], list[str]]:
-        """The failed attempts to re-run per folder label, and the columns left out (neither live nor stored under
-        this run's eval folder, or archived: an archived evaluation is history, never re-run)."""
-        from hermit_tui.core.evalstore import SMOKE, eval_root
-        config = self.app.config
-        root = None
-        if config is not None:
-            try:
-                root = eval_root(config.run_dir)
-            except InputError:  # a config that names no run folder: only live columns can be retried
-                root = None
-        plan: dict[str, set[tuple[str, int]]] = {}
-        skipped: list[str] = []
-        for key, col in self.app.store.columns.items():
-            failed = col.error_keys()
-            if not failed:
-                continue
-            current = root is not None and col.folder is not None and col.folder == root / col.label
-            if col.folder is not None and col.folder.name == SMOKE and col.folder.parent.name == col.label:
-                skipped.append(key)  # a smoke check (eval/<label>/smoke/): launched again, never retried
-            elif col.source == "live" or (not col.archived and (current or (root is not None and col.folder is None
-                                                                          and (root / col.label).is_dir()))):
-                plan.setdefault(col.label, set()).update(failed)
-            else:
-                skipped.append(key)
-        return {label: sorted(keys) for label, keys in plan.items()}, skipped
+    def retry_plan(self) -> tuple[RetryKeys, list[str]]:
+        """The failed attempts to re-run per folder label, and the columns left out (core.continuing.retry_targets:
+        smoke checks, archived evaluations, and those not stored under this run's eval folder)."""
+        candidates = [RetryCandidate(key=key, label=col.label, folder=col.folder, live=col.source == "live",
+                                     archived=col.archived, failed=col.error_keys())
+                      for key, col in self.app.store.columns.items()]
+        return retry_targets(candidates, self.app.config)
 
     def action_rerun_failed(self) -> None:
         plan, skipped = self.retry_plan()
@@ -333,7 +315,7 @@ class ErrorsScreen(Triage, Screen):
 
         def confirmed(ok: bool | None) -> None:
             if ok:
-                self.app.launch(selectors=[], retry=plan)
+                self.app.launch(LaunchOptions(retry=plan))
 
         self.app.push_screen(ConfirmRetry(plan), confirmed)
 

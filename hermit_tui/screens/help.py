@@ -7,11 +7,11 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from hermit_tui import bindings
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitModal
 
 
 def section(title: str, items) -> Group:
@@ -35,7 +35,7 @@ def bindings_table() -> Columns:
     return Columns([section(title, items) for title, items in bindings.ALL], padding=(1, 3))
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(HermitModal[None]):
     CSS_PATH = [style("help.tcss")]
     BINDINGS = bindings.HELP
 
@@ -46,5 +46,5 @@ class HelpScreen(ModalScreen[None]):
             yield Static("Every action is also in the command palette (ctrl+p). The mouse works too. "
                          "escape closes this.", id="help-foot")
 
-    def action_dismiss(self, result=None) -> None:
+    async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(None)

@@ -12,14 +12,15 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
 
 from hermit_tui import bindings
 from hermit_tui.core import evalstore
 from hermit_tui.core.evalstore import StoredEvaluation
+from hermit_tui.core.present import cost_text, incomplete_caveat, retry_caveat, smoke_caveat
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitScreen
 from hermit_tui.screens.picker import display_path
 from hermit_tui.store import selector_rank
 from hermit_tui.widgets.banners import DEMO_TEXT
@@ -77,7 +78,7 @@ def marks(stored: StoredEvaluation) -> list[tuple[str, str]]:
     if stored.smoke:
         out.append((f"smoke check ({tasks(s.smoke_limit) if s.smoke_limit else 'subset'})", "yellow"))
     elif s.is_smoke:
-        out.append((f"smoke ({tasks(s.smoke_limit)})", "yellow"))
+        out.append((f"smoke ({tasks(s.smoke_limit) if s.smoke_limit else 'subset'})", "yellow"))
     if s.retries:
         out.append((f"{s.retries} retried", "yellow"))
     return out
@@ -113,7 +114,7 @@ def cell(stored: StoredEvaluation, key: str) -> Text | str:
     if key == "errors":
         return Text(str(s.errors), style="red" if s.errors else "")
     if key == "cost":
-        return Text("unknown", style="yellow") if s.cost_usd is None else f"${s.cost_usd:.4f}"
+        return Text(cost_text(None), style="yellow") if s.cost_usd is None else cost_text(s.cost_usd)
     if key == "source":
         return "hermit" if s.written_by_hermit else "hermit-tui"
     return ""
@@ -147,7 +148,7 @@ class HistoryTable(VirtualTable):
             self.post_message(self.Toggled(self, row))
 
 
-class HistoryScreen(Screen):
+class HistoryScreen(HermitScreen[None]):
     """Every evaluation under ``<run dir>/eval``; space selects, Enter shows the selected ones side by side."""
 
     CSS_PATH = [style("history.tcss")]
@@ -254,17 +255,15 @@ class HistoryScreen(Screen):
             text.append(f"\n{problem_text(stored)}", style="red")
         else:
             if not s.is_complete:
-                text.append("\nincomplete: not every attempt finished; it cannot be published", style="yellow")
+                text.append(f"\n{incomplete_caveat()}", style="yellow")
             if stored.smoke:
                 text.append(f"\nsmoke check{' of ' + tasks(s.smoke_limit) if s.smoke_limit else ''}: a wiring check "
                             "kept apart from the evaluation; report, gate and publish use it only with --smoke",
                             style="yellow")
             elif s.is_smoke:
-                text.append(f"\nsmoke subset of {tasks(s.smoke_limit)}: a wiring check, not an evaluation",
-                            style="yellow")
+                text.append(f"\n{smoke_caveat(s.smoke_limit)}", style="yellow")
             if s.retries:
-                text.append(f"\n{s.retries} attempts re-run after failing: retrying only failures can bias the "
-                            "mean", style="yellow")
+                text.append(f"\n{retry_caveat(s.retries)}", style="yellow")
         detail.update(text)
 
     def _show_status(self) -> None:
@@ -282,7 +281,7 @@ class HistoryScreen(Screen):
         self._show_detail(event.row)
 
     # -- choosing -------------------------------------------------------------------------------------------------
-    def action_toggle(self) -> None:
+    def action_toggle_pick(self) -> None:
         stored = self.query_one(HistoryTable).cursor_value
         if stored is None:
             return
@@ -291,7 +290,7 @@ class HistoryScreen(Screen):
 
     @on(HistoryTable.Toggled)
     def _clicked(self, event: HistoryTable.Toggled) -> None:
-        self.action_toggle()
+        self.action_toggle_pick()
 
     @on(VirtualTable.RowSelected, "#history-table")
     def _entered(self, event: VirtualTable.RowSelected) -> None:

@@ -9,12 +9,12 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Button, DirectoryTree, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hermit_tui import bindings, settings
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitScreen
 from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.textfield import TextField
 
@@ -64,7 +64,7 @@ class YamlTree(DirectoryTree):
         self.root.set_label(f"{root.name or root}/")
 
 
-class PickerScreen(Screen):
+class PickerScreen(HermitScreen[None]):
     """Choose a run config: recent ones, the file browser, a typed path, or the built-in demo."""
 
     CSS_PATH = [style("picker.tcss")]
@@ -121,7 +121,8 @@ class PickerScreen(Screen):
 
     @on(OptionList.OptionSelected, "#recent")
     def _recent_chosen(self, event: OptionList.OptionSelected) -> None:
-        self.choose(Path(event.option.id))
+        if event.option.id is not None:
+            self.choose(Path(event.option.id))
 
     @on(DirectoryTree.FileSelected, "#files")
     def _file_chosen(self, event: DirectoryTree.FileSelected) -> None:

@@ -7,11 +7,11 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from hermit_tui import bindings
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitModal
 from hermit_tui.widgets.footer import Footer
 
 
@@ -24,7 +24,7 @@ def in_flight(app) -> tuple[int, int, int]:
     return done, expected, len(store.in_flight)
 
 
-class QuitScreen(ModalScreen[str | None]):
+class QuitScreen(HermitModal[str | None]):
     """A launch is running: cancel it and quit, cancel it and stay, or keep it running."""
 
     CSS_PATH = [style("quit.tcss")]
@@ -54,7 +54,7 @@ class QuitScreen(ModalScreen[str | None]):
         self.dismiss(choice)
 
 
-class StoppingScreen(ModalScreen[None]):
+class StoppingScreen(HermitModal[None]):
     """The launch is stopping before the dashboard quits: progress, and the choice to abandon what is in flight."""
 
     CSS_PATH = [style("quit.tcss")]

@@ -8,14 +8,24 @@ thread workers; the screen only shows what they return.
 """
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
 from textual.widgets import (
-    Button, Checkbox, DataTable, Header, Input, Markdown, SelectionList, Static, TabbedContent, TabPane,
+    Button,
+    Checkbox,
+    DataTable,
+    Header,
+    Input,
+    Markdown,
+    SelectionList,
+    Static,
+    TabbedContent,
+    TabPane,
 )
 from textual.widgets.selection_list import Selection
 from textual.worker import get_current_worker
@@ -23,12 +33,13 @@ from textual.worker import get_current_worker
 from hermit_tui import bindings
 from hermit_tui.core.comparable import rows_mismatches
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.evalstore import list_evaluations
-from hermit_tui.core.publish import DEFAULT_LABELS, plan_publish, publish, undo_check, undo_publish
+from hermit_tui.core.present import cost_cell
+from hermit_tui.core.publish import PublishPlan, Review, carry_out, review
 from hermit_tui.paths import style
-from hermit_tui.widgets.footer import Footer
+from hermit_tui.screens.base import HermitModal, HermitScreen
 from hermit_tui.widgets.banners import DEMO_TEXT
 from hermit_tui.widgets.checklist import CheckList, TickBox
+from hermit_tui.widgets.footer import Footer
 
 OVERRIDE_WORD = "publish anyway"
 
@@ -38,7 +49,7 @@ TABLE_COLUMNS = ("adapter", "commit", "tasks×rep", "mean [95% CI]", "solved", "
 def table_cells(row) -> list[Text | str]:
     """One EvalRow as the screen's table shows it (shorter than the card's cells)."""
     ci = f" [{row.ci_low:.3f}, {row.ci_high:.3f}]" if row.ci_low is not None else ""
-    cost = Text("unknown", style="yellow") if row.cost_usd is None else f"{row.cost_usd:.4f}"
+    cost = Text(cost_cell(None), style="yellow") if row.cost_usd is None else cost_cell(row.cost_usd)
     return [Text(row.adapter, style="bold"), row.commit[:7] if row.commit else Text("—", style="dim"),
             f"{row.tasks}×{row.repeats}", f"{row.mean:.3f}{ci}", f"{row.solved_once:.3f}",
             Text(str(row.errors), style="red" if row.errors else ""), cost]
@@ -88,7 +99,7 @@ def bullet_list(items: list[str], mark: str, style: str) -> Text:
     return text
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(HermitModal[bool]):
     """A deliberate confirmation: type ``word`` (Enter), or tick the box and click the button (no box when ``tick``
     is None: then only typing confirms)."""
 
@@ -143,7 +154,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(False)
 
 
-class ReviewScreen(Screen):
+class ReviewScreen(HermitScreen[None]):
     """Final's card as it will be published, what to read first, and the guarded publish and undo."""
 
     CSS_PATH = [style("review.tcss")]
@@ -154,8 +165,9 @@ class ReviewScreen(Screen):
     def __init__(self, labels: list[str] | None = None, **kwargs):
         super().__init__(**kwargs)
         self.labels = list(labels or [])
-        self.plan = None
-        self.undo_entry: dict | None = None
+        self.review: Review | None = None  # what core.publish.review found, when it is ready
+        self.plan: PublishPlan | None = None
+        self.undo_entry: dict[str, Any] | None = None
         self.undo_problem: str | None = None
         self.mismatches: list = []  # rows that do not compare with final's (core.comparable)
         self.busy = False
@@ -217,32 +229,31 @@ class ReviewScreen(Screen):
 
         def compute() -> None:
             try:
-                plan = plan_publish(config, labels, taxonomy)
-                entry, problem = undo_check(config)
+                found = review(config, labels, taxonomy)
             except Exception as exc:  # a git or file failure is shown, not raised into the dashboard
                 if not get_current_worker().is_cancelled:
                     self.app.call_from_thread(self._failed, _reason(exc))
                 return
-            others = sorted({e.label for e in list_evaluations(config.run_dir, include_archived=False)}
-                            - set(DEFAULT_LABELS))
             if not get_current_worker().is_cancelled:
-                self.app.call_from_thread(self._show, plan, entry, problem, others)
+                self.app.call_from_thread(self._show, found)
         self.run_worker(compute, thread=True, exclusive=True, group="review-plan", name="plan-publish")
 
     def _failed(self, message: str) -> None:
         if self not in self.app.screen_stack:  # closed while the review was being worked out
             return
-        self.plan = None
+        self.review = self.plan = None
         self.pending = None
         self.ready = True
         self.query_one("#review-body").loading = False
         self.query_one("#review-title", Static).update(Text(message, style="bold red"))
         self._show_actions()
 
-    def _show(self, plan, entry: dict | None, problem: str | None, others: list[str]) -> None:
+    def _show(self, found: Review) -> None:
         if self not in self.app.screen_stack:  # closed while the review was being worked out
             return
-        self.plan, self.undo_entry, self.undo_problem = plan, entry, problem
+        self.review = found
+        plan, others = found.plan, found.others
+        self.plan, self.undo_entry, self.undo_problem = plan, found.undo_entry, found.undo_problem
         self.ready = True
         self.mismatches = [m for m in rows_mismatches(plan.rows) if m.reasons]
         self.query_one("#review-body").loading = False
@@ -291,7 +302,7 @@ class ReviewScreen(Screen):
 
         rows = self.query_one("#review-rows", SelectionList)
         chosen = {lab.replace("/", "_") for lab in self.labels}
-        if [o.value for o in rows.options] != others:
+        if [o.value for o in rows.options if isinstance(o, Selection)] != others:
             rows.clear_options()
             rows.add_options([Selection(Text(label), label, label in chosen) for label in others])
         self._show_actions()
@@ -383,9 +394,10 @@ class ReviewScreen(Screen):
         if plan.up_to_date:
             self.notify("Nothing to publish: the card and the tag already hold this evaluation", markup=False)
             return
+        was = (plan.tag_target or "nowhere")[:7]
         what = (f"Commit CARD.md (only its Evaluation section changes) on branch {plan.run} and move {plan.tag} "
-                f"from {plan.tag_target[:7]} to that commit." if plan.changes_card else
-                f"Move {plan.tag} from {plan.tag_target[:7]} to the head of branch {plan.run}, whose card already "
+                f"from {was} to that commit." if plan.changes_card else
+                f"Move {plan.tag} from {was} to the head of branch {plan.run}, whose card already "
                 "holds this evaluation.")
         body = f"{what}\nThe commit message: {plan.message}\nUndo (u) moves the tag back."
         if self.mismatches:
@@ -416,14 +428,16 @@ class ReviewScreen(Screen):
                                            tick="Move the tag back", ok="Undo"),
                              lambda ok: self._run("undo") if ok else None)
 
-    def _run(self, what: str) -> None:
-        plan, config = self.plan, self.app.config
+    def _run(self, what: Literal["publish", "undo"]) -> None:
+        found, config = self.review, self.app.config
+        if found is None or config is None:
+            return
         self.busy = True
         self._show_actions()
 
         def work() -> None:
             try:
-                message = publish(plan).message if what == "publish" else undo_publish(config).message
+                message = carry_out(what, found, config)
             except Exception as exc:  # publish and undo restore everything before raising
                 self.app.call_from_thread(self._done, _reason(exc), True)
                 return

@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import Header, RichLog, Static
 
 from hermit_tui import bindings
-from hermit_tui.core.costs import cost_phrase, money
+from hermit_tui.core.present import cost_phrase, money
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitScreen
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, PENDING, AttemptGrid
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.footer import Footer
@@ -32,7 +32,7 @@ def cost_line(store, running: bool) -> Text:
     return text
 
 
-class RunScreen(Screen):
+class RunScreen(HermitScreen[None]):
     CSS_PATH = [style("run.tcss")]
     BINDINGS = bindings.RUN
 
@@ -58,9 +58,7 @@ class RunScreen(Screen):
         self.query_one(AttemptGrid).focus()
 
     def on_screen_resume(self) -> None:
-        grid = self.query_one(AttemptGrid)
-        grid.store = self.app.store
-        grid._shape = (0, 0, 0)
+        self.query_one(AttemptGrid).show(self.app.store)
         self._log_seen = 0
         self.query_one(RichLog).clear()
         self.refresh_from_store()
@@ -126,8 +124,7 @@ class RunScreen(Screen):
         self.app.goto("review")
 
     def action_cancel(self) -> None:
-        run = self.app.current_run
-        self.app.cancel_run(force=bool(run is not None and run.cancel_requested))
+        self.app.cancel_or_abandon()
 
     def action_tasks(self) -> None:
         self.app.goto("tasks")

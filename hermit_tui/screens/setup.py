@@ -5,19 +5,24 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from hermit_tui import bindings
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.launch import LaunchOptions
+from hermit_tui.core.protocol import checks_for_display
+from hermit_tui.core.selectors import VersionChoices, describe_selector, version_choices
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitModal, HermitScreen, opened
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.checklist import CheckList
 from hermit_tui.widgets.footer import Footer
@@ -84,19 +89,7 @@ def version_prompt(value: str, version=None, note: str | None = None) -> Text:
     return text
 
 
-def describe_selector(text: str, config) -> str:
-    """What a typed selector names ("adapter directory", "tag · 1a2b3c4", "commit 1a2b3c4"), or InputError (one
-    line) when it names nothing usable. Text that looks like an option never reaches git."""
-    from hermit_tui.core.selectors import resolve_selector
-    sel = resolve_selector(text, config)
-    if sel.kind == "directory":
-        return f"adapter directory {sel.path}"
-    if sel.kind in ("root", "final", "tag"):
-        return f"tag · {str(sel.commit)[:7]}"
-    return f"commit {str(sel.commit)[:7]}"
-
-
-class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
+class AddSelectorScreen(HermitModal[tuple[str, str] | None]):
     """Ask for a selector to add: an adapter directory (relative to the config, as hermit resolves it), a tag or a
     commit (abbreviated is fine). It is checked before it is added; a problem is shown here, the field kept."""
 
@@ -119,11 +112,10 @@ class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
         if not value:
             self.query_one("#adddir-error", Static).update("Type a directory, a tag or a commit (escape cancels)")
             return
-        config = self.app.config
+        config, _ = opened(self.app)
         self.query_one("#adddir-error", Static).update("checking…")
 
         def check() -> None:
-            from hermit_tui.core.errors import InputError
             try:
                 note = describe_selector(value, config)
             except InputError as exc:
@@ -141,7 +133,7 @@ class AddSelectorScreen(ModalScreen[tuple[str, str] | None]):
         self.dismiss(None)
 
 
-class SetupScreen(Screen):
+class SetupScreen(HermitScreen[None]):
     CSS_PATH = [style("setup.tcss")]
     BINDINGS = bindings.SETUP
 
@@ -156,7 +148,7 @@ class SetupScreen(Screen):
         return getattr(self.app, "launch_settings", None) or {}
 
     def compose(self) -> ComposeResult:
-        config = self.app.config
+        config, taskset = opened(self.app)
         saved = self.saved
         defaults = {"repeats": str(config.repeats), "concurrency": str(config.concurrency), "limit": "",
                     "timeout": "" if not config.timeout_min else f"{config.timeout_min:g}", "baseline": "",
@@ -169,7 +161,8 @@ class SetupScreen(Screen):
         with Horizontal(id="setup-top"):
             with VerticalScroll(id="setup-protocol"):
                 yield Static("Protocol (kept fixed for every selector)", classes="section-title")
-                yield Static(protocol_table(config, self.app.taskset, self._checks()), id="protocol")
+                yield Static(protocol_table(config, taskset, checks_for_display(config, taskset)),
+                             id="protocol")
             with VerticalScroll(id="setup-launch"):
                 yield Static("Launch settings", classes="section-title")
                 with Horizontal(classes="field"):
@@ -210,14 +203,6 @@ class SetupScreen(Screen):
             yield Static("", id="tree-note", classes="muted")
         yield Footer()
 
-    def _checks(self):
-        from hermit_tui.core.protocol import protocol_checks
-        try:
-            return protocol_checks(self.app.config, self.app.taskset)
-        except Exception as exc:  # a check that cannot run must not hide the screen
-            from hermit_tui.core.protocol import Check
-            return [Check(level="warning", code="checks_failed", message=f"protocol checks failed: {exc}")]
-
     def on_mount(self) -> None:
         self.query_one(Banners).show_for(self.app, self.app.store)
         picks = self.saved.get("picks")
@@ -237,53 +222,26 @@ class SetupScreen(Screen):
         self.query_one(Banners).show_for(self.app, self.app.store)
 
     def _load_versions(self) -> None:
-        from hermit_tui.core.errors import InputError
-        from hermit_tui.core.tree import AdapterTree
-        config = self.app.config
-        added = []
-        for text in self.saved.get("added", []):  # typed in earlier: checked again (a folder or tag may be gone)
-            try:
-                added.append((text, describe_selector(text, config), None))
-            except InputError as exc:
-                added.append((text, None, str(exc)))
-        try:
-            tree = AdapterTree(config.tree_dir)
-            try:
-                versions = tree.versions(config.run_name)
-            finally:
-                tree.close()
-        except InputError as exc:
-            self.app.call_from_thread(self._show_versions, [], added, str(exc))
-            return
-        self.app.call_from_thread(self._show_versions, versions, added, None)
+        choices = version_choices(opened(self.app)[0], self.saved.get("added", []))
+        self.app.call_from_thread(self._show_versions, choices)
 
-    def _show_versions(self, versions, added: list[tuple[str, str | None, str | None]], problem: str | None) -> None:
+    def _show_versions(self, choices: VersionChoices) -> None:
         selections = self.query_one("#versions", SelectionList)
-        run = self.app.config.run_name
         saved_picks = self.saved.get("picks")
         picks = set(saved_picks if saved_picks is not None else DEFAULT_PICKS)
         with selections.prevent(SelectionList.SelectedChanged):
-            for v in versions:
-                if not v.valid:
-                    continue
-                if v.kind == "root":
-                    value = "root"
-                elif v.kind == "final" and v.run == run:
-                    value = "final"
-                elif v.kind == "commit":
-                    value = v.commit[:12]
-                else:
-                    value = v.name
+            for value, v in choices.versions:
                 selections.add_option(Selection(version_prompt(value, v), value, value in picks))
             gone = []
-            for text, note, refused in added:
-                if refused is not None:
-                    gone.append(f"{text}: {refused}")
-                elif not self._has_option(text):
-                    selections.add_option(Selection(version_prompt(text, note=note), text, text in picks))
+            for added in choices.added:
+                if added.refused is not None:
+                    gone.append(f"{added.text}: {added.refused}")
+                elif not self._has_option(added.text):
+                    selections.add_option(Selection(version_prompt(added.text, note=added.note), added.text,
+                                                    added.text in picks))
         self._restored = True
         note = self.query_one("#tree-note", Static)
-        note.update(problem or f"{len(versions)} versions in the adapter tree")
+        note.update(choices.problem or f"{choices.in_tree} versions in the adapter tree")
         for message in gone:
             self.notify(message, title="Left out of the versions", severity="warning", timeout=8)
         self._update_launch_label()
@@ -300,9 +258,9 @@ class SetupScreen(Screen):
         values = [selections.get_option_at_index(i).value for i in range(selections.option_count)]
         return [v for v in values if v in chosen]
 
-    def choices(self) -> dict:
+    def choices(self) -> dict[str, Any]:
         """What the user chose on this screen, as kept in the settings file."""
-        out = {k: self.query_one(f"#{k}", Input).value for k in FIELDS}
+        out: dict[str, Any] = {k: self.query_one(f"#{k}", Input).value for k in FIELDS}
         out["executor"] = str(self.query_one("#executor", Select).value)
         out["decide"] = str(self.query_one("#decide", Select).value)
         out["picks"] = self.ticked()
@@ -364,30 +322,34 @@ class SetupScreen(Screen):
             raise ValueError(f"{name} must be a positive whole number, got {raw!r}")
         return value
 
-    def _decide(self) -> dict:
-        """The stop-when-decided options of the launch; ValueError with a message for a margin that is no number."""
-        if self.query_one("#decide", Select).value != "on":
-            return {}
-        baseline = self.query_one("#baseline", Input).value.strip() or None
-        raw = self.query_one("#margin", Input).value.strip()
-        try:
-            margin = float(raw) if raw else None
-        except ValueError:
-            margin = -1.0
-        if margin is not None and not margin > 0:
-            raise ValueError(f"the margin must be a positive difference of mean scores (e.g. 0.05), got {raw!r}")
-        return dict(stop_when_decided=True, baseline=baseline, margin=margin)
-
-    def _max_cost(self) -> float | None:
-        """The launch's cost cap in USD (empty: none); ValueError with a message for anything else."""
-        from hermit_tui.core.costs import check_max_cost
-        raw = self.query_one("#max-cost", Input).value.strip()
+    def _number(self, widget_id: str, message: str) -> float | None:
+        """A number field (empty: None); ValueError with ``message`` (naming what was typed) for anything else that
+        is not a positive number."""
+        raw = self.query_one(f"#{widget_id}", Input).value.strip()
         if not raw:
             return None
         try:
-            return check_max_cost(float(raw))
+            value = float(raw)
         except ValueError:
-            raise ValueError(f"max cost must be a positive number of dollars, got {raw!r}") from None
+            value = -1.0
+        if not value > 0:
+            raise ValueError(f"{message}, got {raw!r}")
+        return value
+
+    def launch_options(self, resume: bool = False) -> LaunchOptions:
+        """The launch the fields describe; ValueError (a field that is not a number) or InputError (a value the
+        launch refuses), each with a message for the user."""
+        decide = self.query_one("#decide", Select).value == "on"
+        return LaunchOptions(
+            selectors=self.ticked(), resume=resume, repeats=self._int("repeats", "repeats"),
+            concurrency=self._int("concurrency", "concurrency"),
+            limit=self._int("limit", "smoke limit", allow_empty=True),
+            timeout_min=self._number("timeout", "timeout must be a positive number of minutes"),
+            max_cost=self._number("max-cost", "max cost must be a positive number of dollars"),
+            executor=str(self.query_one("#executor", Select).value), stop_when_decided=decide,
+            baseline=(self.query_one("#baseline", Input).value.strip() or None) if decide else None,
+            margin=self._number("margin", "the margin must be a positive difference of mean scores (e.g. 0.05)")
+            if decide else None)
 
     @on(Button.Pressed, "#resume")
     def action_resume(self) -> None:
@@ -398,28 +360,17 @@ class SetupScreen(Screen):
         if self.app.running:  # one launch at a time: show it
             self.app.goto("run")
             return
-        picks = self.ticked()
-        if not picks:
+        if not self.ticked():
             self.notify("Tick at least one version to evaluate (space ticks)", severity="warning")
             return
         try:
-            repeats = self._int("repeats", "repeats")
-            concurrency = self._int("concurrency", "concurrency")
-            limit = self._int("limit", "smoke limit", allow_empty=True)
-            raw_timeout = self.query_one("#timeout", Input).value.strip()
-            timeout = float(raw_timeout) if raw_timeout else None
-            if timeout is not None and timeout <= 0:
-                raise ValueError(f"timeout must be a positive number of minutes, got {raw_timeout!r}")
-            max_cost = self._max_cost()
-            decide = self._decide()
-        except ValueError as exc:
+            options = self.launch_options(resume)
+        except (ValueError, InputError) as exc:
             self.notify(str(exc), severity="error")
             return
-        executor = str(self.query_one("#executor", Select).value)
         if self._restored:
             self.app.remember_launch(self.choices())
-        self.app.launch(picks, repeats=repeats, concurrency=concurrency, limit=limit, resume=resume,
-                        executor=executor, timeout_min=timeout, max_cost=max_cost, **decide)
+        self.app.launch(options)
 
     @on(Button.Pressed, "#add-dir")
     def action_add_selector(self) -> None:

@@ -12,7 +12,6 @@ from textual.app import ComposeResult
 from textual.color import Color, ColorParseError
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
@@ -20,11 +19,20 @@ from textual.worker import get_current_worker
 from hermit_tui import bindings
 from hermit_tui.core.annotations import is_failure
 from hermit_tui.paths import style
-from hermit_tui.screens.annotate import (
-    GROUP_NAMES, LabelPickScreen, Triage, annotation_text, keys_text, progress_text,
-)
+from hermit_tui.screens.annotate import GROUP_NAMES, LabelPickScreen, Triage, annotation_text, keys_text, progress_text
+from hermit_tui.screens.base import HermitScreen
 from hermit_tui.store import (
-    ANY_LABEL, FILTER_NAMES, FILTERS, LABEL_FILTER_NAMES, UNLABELLED, Cell, EvalStore, Failure, Filter, TaskRow,
+    ANY_LABEL,
+    FILTER_NAMES,
+    FILTERS,
+    LABEL_FILTER_NAMES,
+    UNLABELLED,
+    Cell,
+    EvalStore,
+    Failure,
+    Filter,
+    TaskRow,
+    TaskRows,
 )
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, mark_for
 from hermit_tui.widgets.banners import Banners
@@ -96,7 +104,7 @@ def row_attempts(store: EvalStore, task_id: str) -> list[tuple[str, str, int]]:
             + [(key, task_id, r) for key, r, failed in found if not failed])
 
 
-class TasksScreen(Triage, Screen):
+class TasksScreen(Triage, HermitScreen[None]):
     """One row per task across the selected evaluations. The triage keys act on the row's target attempt (its
     first failure in triage order; a cycles through the row's attempts)."""
 
@@ -185,13 +193,13 @@ class TasksScreen(Triage, Screen):
         self.run_worker(work, thread=True, exclusive=True, group="tasks-rows", name="tasks-rows")
 
     @staticmethod
-    def _compute(store: EvalStore, query: dict) -> tuple[list[TaskRow], list[str], int, int]:
+    def _compute(store: EvalStore, query: dict[str, Any]) -> tuple[TaskRows, list[str], int, int]:
         rows = store.rows(**query)
         id_width = rows.id_width()
         text_width = max((len(task_text(store, r.task_id)) for r in rows[:200]), default=0)
         return rows, store.keys, id_width, min(text_width, TEXT_WIDTH)
 
-    def _show_rows(self, generation: int, rows: list[TaskRow], keys: list[str], id_width: int,
+    def _show_rows(self, generation: int, rows: TaskRows, keys: list[str], id_width: int,
                    text_width: int) -> None:
         if generation != self._generation:
             return  # a newer request is on its way
@@ -226,7 +234,7 @@ class TasksScreen(Triage, Screen):
 
         cols = [column("id", "task", max(id_width, 4) + 2, "left")]
         if self.outputs:
-            room = self.table.size.width - 2 - (cols[0].width + 2)
+            room = self.table.size.width - 2 - ((cols[0].width or 0) + 2)
             each = max(24, room // max(len(keys), 1) - 2)
             for key in keys:
                 label = Text(key, style="bold")
@@ -240,7 +248,7 @@ class TasksScreen(Triage, Screen):
             if key != store.baseline:
                 cols.append(column(f"delta:{key}", "Δ", 5))
         if text_width:
-            room = self.table.size.width - 2 - sum(c.width + 2 for c in cols)  # 2: the vertical scrollbar
+            room = self.table.size.width - 2 - sum((c.width or 0) + 2 for c in cols)  # 2: the vertical scrollbar
             cols.append(VColumn("text", "task text", max(min(text_width, room), 9)))
         return cols
 
@@ -268,7 +276,7 @@ class TasksScreen(Triage, Screen):
             return Text.assemble(f"{cell.mean:.2f}", (marks, self._styles["bad"] + Style(bold=True)))
         if kind == "solved":
             return Text("✓", style=self._styles["good"]) if cell.solved_once else Text("·", self._styles["muted"])
-        delta = row.deltas[i]
+        delta = row.deltas[i] if i is not None else None
         if delta is None:
             return Text(NO_DATA, style=self._styles["muted"])
         if abs(delta) < 0.005:
@@ -347,15 +355,15 @@ class TasksScreen(Triage, Screen):
         self.query_one("#tasks-columns", Static).update(text)
 
     def _show_filters(self, store: EvalStore) -> None:
-        parts = []
+        parts: list[str] = []
         for name in FILTERS:
             label = f" {CHIPS[name]} "
             link = f"[@click=screen.set_filter('{name}')]{label}[/]"
             parts.append(f"[reverse b]{link}[/]" if name == self.filter else link)
         content = Content.from_markup("".join(parts) + "  ")
         chip = f" {label_filter_name(self.label_filter)} × " if self.label_filter is not None else " label… "
-        link = Content.from_markup("[@click=screen.label_filter()]$chip[/]", chip=chip)
-        content += link.stylize("reverse bold") if self.label_filter is not None else link
+        chip_link = Content.from_markup("[@click=screen.label_filter()]$chip[/]", chip=chip)
+        content += chip_link.stylize("reverse bold") if self.label_filter is not None else chip_link
         self.query_one("#tasks-filters", Static).update(content)
 
     def _show_count(self, store: EvalStore) -> None:
@@ -370,7 +378,7 @@ class TasksScreen(Triage, Screen):
     # -- actions --------------------------------------------------------------------------------------------------
     def action_set_filter(self, name: str) -> None:
         if name in FILTERS:
-            self.filter = name  # type: ignore[assignment]
+            self.filter = name
             self.refresh_from_store()
 
     def action_next_filter(self) -> None:

@@ -6,14 +6,14 @@ import math
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from hermit_tui import bindings
 from hermit_tui.paths import style
+from hermit_tui.screens.base import HermitModal
 
 
-class ThresholdScreen(ModalScreen[float | None]):
+class ThresholdScreen(HermitModal[float | None]):
     """Dismisses with the new threshold, or None when cancelled."""
 
     CSS_PATH = [style("threshold.tcss")]
@@ -47,5 +47,5 @@ class ThresholdScreen(ModalScreen[float | None]):
         self.dismiss(value)
 
     @on(Button.Pressed, "#threshold-cancel")
-    def action_dismiss(self, result=None) -> None:
+    async def action_dismiss(self, result: float | None = None) -> None:
         self.dismiss(None)

@@ -91,6 +91,12 @@ class AttemptGrid(ScrollView, can_focus=True):
         longest = max((len(k) for k in self.keys), default=4)
         return max(self.store.repeats, min(longest, 16)) + 2
 
+    def show(self, store: EvalStore) -> None:
+        """Draw ``store`` from scratch at the next sync: another store, or the same one reset (whose shape may
+        equal the old one's while its tasks differ)."""
+        self.store = store
+        self._shape = (0, 0, 0)
+
     def sync(self) -> None:
         """Call after the store changed: resizes when tasks or columns were added, then repaints."""
         shape = (len(self.store.task_ids), len(self.keys), self.store.repeats)
@@ -124,7 +130,8 @@ class AttemptGrid(ScrollView, can_focus=True):
         else:
             index = scroll_y + y - 1
             strip = self._row(index) if index < len(self.store.task_ids) else Strip.blank(width, self.rich_style)
-        fixed = self.id_width + 1 if width > self.id_width + 8 else 0  # the task column stays put when scrolled sideways
+        # the task column stays put when scrolled sideways
+        fixed = self.id_width + 1 if width > self.id_width + 8 else 0
         return Strip.join([strip.crop(0, fixed), strip.crop(fixed + scroll_x, scroll_x + width)]
                           ).extend_cell_length(width, self.rich_style)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from hermit_tui.core.present import caveats
 from hermit_tui.store import EvalStore
 
 DEMO_TEXT = "Built-in demo: a teaching demonstration, not real-model evidence."
@@ -37,15 +38,9 @@ def banner_lines(store: EvalStore, *, is_demo: bool) -> list[tuple[str, str]]:
         s = col.summary
         if s is None:
             continue
-        if s.is_smoke:
-            lines.append(("warning-banner", f"{key}: smoke subset of {s.smoke_limit} tasks, a wiring check, "
-                                            "not an evaluation"))
-        if s.complete is False:
-            lines.append(("warning-banner", f"{key}: incomplete ({s.attempts or col.done} of "
-                                            f"{s.expected_attempts or col.expected} attempts): cannot be published"))
-        if s.retries:
-            lines.append(("warning-banner", f"{key}: includes {s.retries} retried attempts; re-running only "
-                                            "failures can bias the mean"))
+        lines += [("warning-banner", f"{key}: {caveat}") for caveat in caveats(
+            smoke=s.is_smoke, smoke_limit=s.smoke_limit, done=s.attempts or col.done,
+            expected=s.expected_attempts or col.expected, complete=s.complete is not False, retries=s.retries)]
         if col.note:
             lines.append(("warning-banner", f"{key}: {col.note}"))
     return lines
@@ -122,5 +117,5 @@ class Banners(Static):
     def on_resize(self) -> None:
         self.call_after_refresh(self.redraw)
 
-    def on_click(self) -> None:
-        self.app.action_toggle_banners()
+    async def on_click(self) -> None:
+        await self.run_action("app.toggle_banners")

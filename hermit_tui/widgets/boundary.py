@@ -12,9 +12,13 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from hermit_tui.core.attempt_index import Snapshot
 from hermit_tui.core.sequential import SequentialLook, round_boundaries
 from hermit_tui.core.stopping import boundary_text
 from hermit_tui.widgets.plots import BoundaryPlot, BoundarySeries
+
+#: a selector's attempts: records, or the store's columns (a snapshot)
+Attempts = Sequence[Any] | Snapshot
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ def live_rounds(store, a: str | None, b: str | None) -> LiveRounds | None:
                       store.sequential_tasks)
 
 
-def with_sequential(c, summaries: tuple, records_a: Sequence[Any], records_b: Sequence[Any],
+def with_sequential(c: Any, summaries: tuple[Any, ...], records_a: Attempts, records_b: Attempts,
                     task_ids: Sequence[str] | None, live: LiveRounds | None) -> Any:
     """``c`` (the compare screen's ``Comparison``) with the sequential test in place of the fixed design's when the
     pair is a candidate and its baseline of a --stop-when-decided launch: recomputed from the records once the
@@ -129,14 +133,15 @@ def with_sequential(c, summaries: tuple, records_a: Sequence[Any], records_b: Se
                               stopped=live.stopped, next_done=pair_counts(records_a, after)
                               + pair_counts(records_b, after), next_total=2 * live.tasks)
     pair = c.pair
-    if pair is not None and view is not None and view.looks:
-        pair = sequential_pair(pair, view.last)
+    shown = view.last if view is not None else None
+    if pair is not None and shown is not None:
+        pair = sequential_pair(pair, shown)
     if pair is not None and notes:
         pair = pair.model_copy(update=dict(warnings=[*pair.warnings, *notes]))
     return replace(c, pair=pair, sequential=view)
 
 
-def pair_counts(records: Sequence, repeat: int) -> int:
+def pair_counts(records: Attempts, repeat: int) -> int:
     """Attempts of round ``repeat`` among ``records``."""
     count = getattr(records, "count_repeat", None)  # the store's columns
     if count is not None:

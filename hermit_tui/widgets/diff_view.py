@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
-from typing import Literal
+from typing import Literal, cast
 
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -90,7 +91,7 @@ class _DiffBody(Widget):
     DEFAULT_CSS = "_DiffBody { height: auto; }"
 
     def render(self) -> Table:
-        return self.parent.table()
+        return cast("DiffView", self.parent).table()
 
 
 class DiffView(VerticalScroll):
@@ -156,7 +157,7 @@ class DiffView(VerticalScroll):
             body.refresh(layout=True)
 
     # -- drawing --------------------------------------------------------------------------------------------------
-    def styles_of(self) -> dict[str, object]:
+    def styles_of(self) -> dict[str, str | Style]:
         """The Rich styles of the segment kinds (from the theme)."""
         return {"same": "", "removed": self.get_component_rich_style("diff--removed"),
                 "added": self.get_component_rich_style("diff--added")}

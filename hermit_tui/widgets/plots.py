@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.color import Color
 from textual_plotext import PlotextPlot
 
+from hermit_tui.core.attempt_index import Snapshot
 from hermit_tui.core.stats import SelectorStats
 
 CHECKPOINTS = 20  # points of the running mean
@@ -83,7 +84,7 @@ def checkpoints(n: int, k: int = CHECKPOINTS) -> list[int]:
     return sorted({max(1, math.ceil(n * i / k)) for i in range(1, k + 1)}) if n else []
 
 
-def running_series(label: str, records: Sequence[Any], task_ids: Sequence[str] | None,
+def running_series(label: str, records: Sequence[Any] | Snapshot, task_ids: Sequence[str] | None,
                    k: int = CHECKPOINTS) -> list[RunningPoint]:
     """The running mean with its clustered interval at ``checkpoints(len(records))``, records in arrival order."""
     from hermit_tui.core.stats import selector_stats
@@ -166,7 +167,7 @@ class StatPlot(PlotextPlot):
                 if self.data is None:
                     plt.title(self.EMPTY)
                 else:
-                    self.draw(plt)
+                    self.draw(plt, self.data)
                 self._drawn = key
             text = super().render()
         except Exception as exc:  # plotext fails on some shapes and sizes: say so rather than crash the screen
@@ -175,7 +176,8 @@ class StatPlot(PlotextPlot):
         self._built = (built, text)
         return text
 
-    def draw(self, plt) -> None:
+    def draw(self, plt: Any, data: Any) -> None:
+        """Configure plotext's figure for ``data`` (never None: the empty plot says EMPTY)."""
         raise NotImplementedError
 
 
@@ -184,8 +186,8 @@ class DistributionPlot(StatPlot):
 
     data: Histogram | None
 
-    def draw(self, plt) -> None:
-        h = self.data
+    def draw(self, plt: Any, data: Histogram) -> None:
+        h = data
         labels = list(h.counts)
         ticks = [f"{lo:.2g}" for lo in h.edges[:-1]]
         colours = list(self.series_colours())[:len(labels)]
@@ -203,20 +205,20 @@ class MeansPlot(StatPlot):
 
     data: list[MeanCI] | None
 
-    def draw(self, plt) -> None:
-        ys = list(range(len(self.data), 0, -1))
-        for y, m, colour in zip(ys, self.data, self.series_colours()):
+    def draw(self, plt: Any, data: list[MeanCI]) -> None:
+        ys = list(range(len(data), 0, -1))
+        for y, m, colour in zip(ys, data, self.series_colours()):
             if m.low is not None:
                 plt.plot([m.low, m.high], [y, y], color=colour, marker="─")
                 plt.scatter([m.low, m.high], [y, y], color=colour, marker="┃")
             if m.mean is not None:
                 plt.scatter([m.mean], [y], color=colour, marker="●")
-        plt.yticks(ys, [m.label for m in self.data])
-        values = [v for m in self.data for v in (m.mean, m.low, m.high) if v is not None]
+        plt.yticks(ys, [m.label for m in data])
+        values = [v for m in data for v in (m.mean, m.low, m.high) if v is not None]
         if values:
             plt.xticks(nice_ticks(min(values), max(values)))
-        plt.ylim(0.5, len(self.data) + 0.5)
-        methods = "; ".join(f"{m.label}: {m.method}" for m in self.data if m.method)
+        plt.ylim(0.5, len(data) + 0.5)
+        methods = "; ".join(f"{m.label}: {m.method}" for m in data if m.method)
         plt.title(f"Mean score (mean of task means) with its 95% interval ({methods or 'no interval'})")
 
 
@@ -225,8 +227,8 @@ class DifferencesPlot(StatPlot):
 
     data: tuple[str, str, list[tuple[str, float]]] | None  # (a, b, sorted differences)
 
-    def draw(self, plt) -> None:
-        a, b, diffs = self.data
+    def draw(self, plt: Any, data: tuple[str, str, list[tuple[str, float]]]) -> None:
+        a, b, diffs = data
         if not diffs:
             plt.title(f"No task has attempts from both {a} and {b}")
             return
@@ -251,8 +253,8 @@ class RunningPlot(StatPlot):
 
     data: dict[str, list[RunningPoint]] | None
 
-    def draw(self, plt) -> None:
-        for (label, points), colour in zip(self.data.items(), self.series_colours()):
+    def draw(self, plt: Any, data: dict[str, list[RunningPoint]]) -> None:
+        for (label, points), colour in zip(data.items(), self.series_colours()):
             pts = [p for p in points if p.mean is not None]
             if not pts:
                 continue
@@ -261,13 +263,13 @@ class RunningPlot(StatPlot):
             if ci:
                 plt.plot([p.n for p in ci], [p.low for p in ci], color=colour, marker="·")
                 plt.plot([p.n for p in ci], [p.high for p in ci], color=colour, marker="·")
-        last = max((p.n for pts in self.data.values() for p in pts), default=1)
+        last = max((p.n for pts in data.values() for p in pts), default=1)
         plt.xlim(0, last)
         plt.xticks(int_ticks(last))
-        values = [v for pts in self.data.values() for p in pts for v in (p.mean, p.low, p.high) if v is not None]
+        values = [v for pts in data.values() for p in pts for v in (p.mean, p.low, p.high) if v is not None]
         if values:
             plt.yticks(nice_ticks(min(values), max(values)))
-        methods = methods_used(p.method for pts in self.data.values() for p in pts)
+        methods = methods_used(p.method for pts in data.values() for p in pts)
         plt.title(f"Running mean with its 95% interval ({methods}) as attempts arrive")
         plt.xlabel("attempts")
 
@@ -291,8 +293,8 @@ class BoundaryPlot(StatPlot):
 
     data: BoundarySeries | None
 
-    def draw(self, plt) -> None:
-        d = self.data
+    def draw(self, plt: Any, data: BoundarySeries) -> None:
+        d = data
         finite = [(r, c) for r, c in enumerate(d.boundaries, 1) if math.isfinite(c)]
         seen = [(r, z) for r, z in enumerate(d.observed, 1) if z is not None]
         top = min(self.TOP, max([2.5, *(c for _, c in finite), *(abs(z) for _, z in seen if math.isfinite(z))]))

@@ -7,7 +7,7 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.widgets import ProgressBar, Static
 
-from hermit_tui.core.costs import money, projected_cost
+from hermit_tui.core.present import money, projected_cost
 from hermit_tui.store import Column
 
 
@@ -20,8 +20,8 @@ def _eta(seconds: float | None) -> str:
 
 def cost_figure(col: Column) -> str:
     """Known cost so far (unknown ones counted, never $0); while running, also the projection at the end."""
-    if col.running and 0 < col.done < col.expected and col.unknown_cost < col.done:
-        end = projected_cost(col.known_cost, col.done, col.expected)
+    end = projected_cost(col.known_cost, col.done, col.expected)
+    if col.running and end is not None and col.done < col.expected and col.unknown_cost < col.done:
         text = f"{money(col.known_cost)} → ~{money(end)}"
         return text + (f" + {col.unknown_cost} unknown" if col.unknown_cost else "")
     return col.cost_text()

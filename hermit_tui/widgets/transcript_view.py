@@ -125,7 +125,8 @@ class TranscriptView(VerticalScroll):
             note.update(Text(transcript.note if transcript else "(no attempt)", style="italic"))
             note.display = True
             return
-        where = "transcripts.jsonl" if transcript.source != "log" else f"hermit's log {Path(transcript.path).name}"
+        where = ("transcripts.jsonl" if transcript.source != "log"
+                 else f"hermit's log {Path(transcript.path or '?').name}")
         turns = turns_of(transcript.messages)
         note.update(Text(f"{len(turns)} messages · from {where}", style="dim"))
         blocks = [TurnBlock(turn) for turn in turns]
@@ -184,9 +185,9 @@ class TranscriptPanel(Vertical):
                 if current[1] in keys:
                     right.value = current[1]
         if repeats != self.repeats:
-            current = rep.selection
+            chosen = rep.selection
             self.repeats = list(repeats)
-            wanted = current if current in repeats else repeat if repeat in repeats else \
+            wanted = chosen if chosen in repeats else repeat if repeat in repeats else \
                 repeats[0] if repeats else None
             with rep.prevent(Select.Changed):
                 rep.set_options([(f"repeat {r}", r) for r in repeats])
@@ -235,7 +236,7 @@ class TranscriptPanel(Vertical):
                         group="transcript", name="read-transcript")
 
     def _read(self, stamp, left, right, rep, found) -> None:
-        shown = []
+        shown: list[tuple[str, Transcript | None]] = []
         for side in (left, right):
             entry = found.get(side) if side is not None else None
             if side is None:
@@ -251,9 +252,10 @@ class TranscriptPanel(Vertical):
                 shown.append((title, load_transcript(folder, record)))
             except Exception as exc:  # never an error screen: a one-line note
                 shown.append((title, Transcript(note=f"no transcript: {type(exc).__name__}: {exc}")))
-        self.app.call_from_thread(self._show, stamp, shown)
+        # (Textual types the callback as returning T | Awaitable[T]; mypy solves T as Never for a coroutine function)
+        self.app.call_from_thread(self._show, stamp, shown)  # type: ignore[arg-type]
 
-    async def _show(self, stamp, shown) -> None:
+    async def _show(self, stamp: object, shown: list[tuple[str, Transcript | None]]) -> None:
         if stamp != self.loaded:
             return
         query = self.query_one("#transcript-search", Input).value.strip()

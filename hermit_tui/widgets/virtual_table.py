@@ -139,9 +139,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self._columns: list[VColumn] = []
         self._widths: list[int] = []
         self._rows: Sequence[Any] = ()
-        self._render: Render = lambda row, key: ""
+        self._render_cell: Render = lambda row, key: ""
         self._key: Callable[[Any], Hashable] | None = None
-        self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._cache: LRUCache[tuple[Any, ...], tuple[Strip, Style]] = LRUCache(1024)
         self.set_reactive(VirtualTable.zebra_stripes, zebra_stripes)
 
     @property
@@ -180,7 +180,7 @@ class VirtualTable(ScrollView, can_focus=True):
         offset = self.cursor_row - round(self.scroll_y)  # the cursor's line on screen, kept if the row moves
         self._rows = rows
         if render is not None:
-            self._render = render
+            self._render_cell = render
         self._key = key
         index = self._find(before, old_key) if before is not None else None
         if any(c.width is None for c in self._columns):
@@ -221,7 +221,7 @@ class VirtualTable(ScrollView, can_focus=True):
             if sample is None:
                 sample = self._rows[:MEASURE_ROWS] if self._rows else ()
             label = col.label.cell_len if isinstance(col.label, Text) else cell_len(col.label)
-            widths.append(max([label, 1, *(_as_text(self._render(row, col.key)).cell_len for row in sample)]))
+            widths.append(max([label, 1, *(_as_text(self._render_cell(row, col.key)).cell_len for row in sample)]))
         self._widths = widths
 
     def _changed(self) -> None:
@@ -358,7 +358,7 @@ class VirtualTable(ScrollView, can_focus=True):
                 style = self.get_component_rich_style("virtual-table--odd-row" if index % 2 else
                                                       "virtual-table--even-row")
             row = self._rows[index]
-            cells = [self._render(row, c.key) for c in self._columns]
+            cells = [self._render_cell(row, c.key) for c in self._columns]
             cached = self._cells(cells, style, style if cursor else None), style
             self._cache[key] = cached
         return cached

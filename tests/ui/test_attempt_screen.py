@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import pytest
+from fixture_data import fixed_store
 from textual.widgets import Label, Select, Static, Tab, TabbedContent, TextArea
 
 from hermit_tui.app import HermitApp
 from hermit_tui.core import events as ev
+from hermit_tui.core.present import cost_text
 from hermit_tui.core.records import AttemptRecord, Judged
 from hermit_tui.screens import attempt as attempt_module
-from hermit_tui.screens.attempt import AttemptCard, AttemptScreen, LogScreen, cost_text, pretty, read_tail
+from hermit_tui.screens.attempt import AttemptCard, AttemptScreen, LogScreen, pretty, read_tail
 from hermit_tui.widgets.diff_view import DiffView, changed_words, diff_rows, diff_words
-
-from fixture_data import fixed_store
 
 
 @pytest.fixture(autouse=True)
@@ -72,7 +72,7 @@ def test_word_diff_of_two_lines():
     assert right == [("the ", "same"), ("dog", "added"), (" sat on the ", "same"), ("red ", "added"),
                      ("mat", "same")]
     rows = diff_rows("a\nb c d\ne", "a\nb x d\nf\ng")
-    assert [(l[0] if l else None, r[0] if r else None) for l, r in rows] == [(1, 1), (2, 2), (3, 3), (None, 4)]
+    assert [(left[0] if left else None, r[0] if r else None) for left, r in rows] == [(1, 1), (2, 2), (3, 3), (None, 4)]
     assert changed_words(rows) == (["c", "e"], ["x", "f", "g"])
 
 

@@ -18,6 +18,7 @@ unknown; final's t09 repeat 2 costs 0.002 instead of 0.009: $0.2030 + 6 unknown.
 from __future__ import annotations
 
 import pytest
+from fixture_data import fixed_store, fixture_app
 from textual.widgets import Input, Select, Static, TabbedContent
 
 from hermit_tui.app import HermitApp
@@ -29,7 +30,6 @@ from hermit_tui.screens.compare import CompareScreen
 from hermit_tui.store import EvalStore
 from hermit_tui.widgets import plots
 from hermit_tui.widgets.virtual_table import VirtualTable
-from fixture_data import fixed_store, fixture_app
 
 IDS = [f"t{i:02d}" for i in range(1, 13)]
 
@@ -87,9 +87,11 @@ def assert_numbers(screen: CompareScreen, store: EvalStore, a: str, b: str) -> N
     figures = text(screen, "#pair-figures")
     assert (f"{b} − {a}: {pair.mean_diff:+.3f}  95% CI {pair.ci_low:.3f} to {pair.ci_high:.3f} "
             f"({pair.ci_method})") in figures
-    assert f"p = {pair.p_value:.3f}: paired randomisation test" in figures and "exact" in figures
+    shown = f"{pair.p_value:.3f}" if pair.p_value < 0.1 else f"{pair.p_value:.2f}"  # 2 decimals from 0.1 up
+    assert f"p = {shown}: paired randomisation test" in figures and "exact" in figures
     assert f"95% CI: {pair.method}." in figures and "Verdict rule: 'an improvement'" in figures
-    assert f"sign test p = {pair.sign_test_p:.3f}" in figures
+    shown = f"{pair.sign_test_p:.3f}" if pair.sign_test_p < 0.1 else f"{pair.sign_test_p:.2f}"
+    assert f"sign test p = {shown}" in figures
     assert f"wins {pair.wins} · losses {pair.losses} · ties {pair.ties}" in figures
     assert text(screen, "#verdict") == pair.verdict
 
@@ -170,7 +172,7 @@ def with_fingerprints(**fingerprints: dict | None) -> EvalStore:
     store = fixed_store()
     for key, fp in fingerprints.items():
         data = store.columns[key].summary.model_dump()
-        store.columns[key].summary = Summary(**data, **({"fingerprint": fp} if fp is not None else {}))
+        store.columns[key].summary = Summary(**(data | {"fingerprint": fp}))
     return store
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from fixture_data import FIXED_TASKS, fixed_store
 from textual.widgets import Tree
 
-from fixture_data import FIXED_TASKS, fixed_store
 from hermit_tui.app import HermitApp
 from hermit_tui.core import events as ev
+from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.core.records import AttemptRecord, Judged
 from hermit_tui.screens.errors import AttemptRef, ConfirmRetry, ErrorsScreen, kind_of
 from hermit_tui.store import EvalStore
@@ -87,7 +88,7 @@ async def test_enter_on_an_attempt_jumps_to_it(monkeypatch):
 async def test_rerun_asks_first_then_launches_exactly_the_failed_attempts(monkeypatch):
     app = HermitApp(store=fixed_store(), live_updates=False)
     launches = []
-    monkeypatch.setattr(app, "launch", lambda selectors, **kw: launches.append((selectors, kw)))
+    monkeypatch.setattr(app, "launch", launches.append)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_errors(pilot)
         await pilot.press("R")
@@ -104,7 +105,7 @@ async def test_rerun_asks_first_then_launches_exactly_the_failed_attempts(monkey
         await pilot.click("#retry-confirm")
         await pilot.pause()
         assert app.screen is screen
-        assert launches == [([], {"retry": {"none": T05, "root": T05, "final": T05 + [("t09", 2)]}})]
+        assert launches == [LaunchOptions(retry={"none": T05, "root": T05, "final": T05 + [("t09", 2)]})]
 
 
 async def test_rerun_leaves_out_columns_not_stored_under_this_run(monkeypatch, tmp_path):
@@ -115,7 +116,7 @@ async def test_rerun_leaves_out_columns_not_stored_under_this_run(monkeypatch, t
     app = HermitApp(store=store, live_updates=False)
     app.config = SimpleNamespace(run_dir=tmp_path / "run")
     launches = []
-    monkeypatch.setattr(app, "launch", lambda selectors, **kw: launches.append((selectors, kw)))
+    monkeypatch.setattr(app, "launch", launches.append)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_errors(pilot)
         await pilot.press("R")
@@ -123,7 +124,7 @@ async def test_rerun_leaves_out_columns_not_stored_under_this_run(monkeypatch, t
         assert "Re-run 6 failed attempts?" in lines_of(app.screen.query_one("#retry-title"))[0]
         await pilot.click("#retry-confirm")
         await pilot.pause()
-        assert launches == [([], {"retry": {"none": T05, "root": T05}})]
+        assert launches == [LaunchOptions(retry={"none": T05, "root": T05})]
 
 
 async def test_retried_columns_carry_a_banner_and_updates_refresh():
@@ -134,8 +135,7 @@ async def test_retried_columns_carry_a_banner_and_updates_refresh():
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_errors(pilot)
         banner = lines_of(screen.query_one("#errors-retries"))
-        assert banner == ["final: the mean includes 4 retried attempts (only failed attempts were re-run, which can "
-                          "bias it)"]
+        assert banner == ["final: 4 attempts re-run after failing: re-running only failures can bias the mean"]
         tree = screen.query_one(Tree)
         tree.root.children[0].collapse()  # folded by the user: stays folded when the tree is rebuilt
         store.apply(ev.AttemptFinished(label="root", record=AttemptRecord(
@@ -192,7 +192,7 @@ async def test_rerun_never_touches_an_archived_evaluation(monkeypatch, tmp_path)
     app = HermitApp(store=store, live_updates=False)
     app.config = SimpleNamespace(run_dir=tmp_path / "run")
     launches = []
-    monkeypatch.setattr(app, "launch", lambda selectors, **kw: launches.append((selectors, kw)))
+    monkeypatch.setattr(app, "launch", launches.append)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_errors(pilot)
         plan, skipped = screen.retry_plan()

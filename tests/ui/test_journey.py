@@ -100,7 +100,8 @@ async def test_launch_settings_survive_screen_changes_and_are_remembered_per_con
             modal = app.screen
             await type_text(pilot, bad)
             await pilot.press("enter")
-            await wait_for(pilot, lambda: why in str(modal.query_one("#adddir-error", Static).content))
+            await wait_for(pilot, lambda why=why, modal=modal: why in str(modal.query_one("#adddir-error",
+                                                                                          Static).content))
             assert app.screen is modal
             await pilot.press("escape")
             await pilot.pause()

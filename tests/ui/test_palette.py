@@ -58,14 +58,14 @@ async def test_walk_the_palette(evaluated_copy):
     demo = evaluated_copy
     app = HermitApp(demo.config_path, overrides=["agent.params.latency_scale=0"])
     launches = []
-    app.launch = lambda selectors, **options: launches.append((selectors, options))
+    app.launch = launches.append
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: setup_ready(app) and len(app.store.columns) == 3)
 
         await run_command(pilot, "Resume interrupted evaluations")
-        assert launches[-1][0] == ["none", "root", "final"] and launches[-1][1]["resume"] is True
+        assert launches[-1].selectors == ["none", "root", "final"] and launches[-1].resume is True
         await run_command(pilot, "Launch the ticked selectors side by side")
-        assert launches[-1][1]["resume"] is False and len(launches) == 2
+        assert launches[-1].resume is False and len(launches) == 2
 
         await run_command(pilot, "Add an adapter directory, tag or commit…")
         assert isinstance(app.screen, AddSelectorScreen)

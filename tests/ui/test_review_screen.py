@@ -2,15 +2,15 @@
 confirmation, the tick-and-click confirmation, undo, and snapshots."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import git
 import pytest
+from demo_copies import copy_workspace
+from fixture_data import fixture_app
 from textual.widgets import Button, DataTable, Markdown, SelectionList, Static
 from textual.worker import WorkerCancelled
 
-from fixture_data import fixture_app
 from hermit_tui.core.config import load_config
 from hermit_tui.core.publish import publish
 from hermit_tui.core.runner import EvalRun
@@ -20,19 +20,9 @@ FINAL = "40c22b79ec6057cae58bb8b1929f9de1e3a4d481"
 
 
 
-def copy_demo(template: Path, dest: Path) -> Path:
-    """A copy of a demo workspace whose checkout is a worktree of the copy's own tree."""
-    shutil.copytree(template, dest, symlinks=True)
-    checkout = dest / "runs" / "demo" / "checkout"
-    admin = dest / "runs" / "trees" / "demo-notes" / ".git" / "worktrees" / "checkout"
-    (checkout / ".git").write_text(f"gitdir: {admin}\n")
-    (admin / "gitdir").write_text(f"{checkout / '.git'}\n")
-    return dest / "run.yaml"
-
-
 @pytest.fixture(scope="session")
 def evaluated(demo_template, tmp_path_factory) -> Path:
-    config = copy_demo(demo_template, tmp_path_factory.mktemp("review-evaluated") / "demo")
+    config = copy_workspace(demo_template, tmp_path_factory.mktemp("review-evaluated") / "demo")
     EvalRun(load_config(config, ["agent.params.latency_scale=0"]), ["none", "root", "final"],
             update_card=False).run_sync()
     return config.parent
@@ -41,7 +31,7 @@ def evaluated(demo_template, tmp_path_factory) -> Path:
 @pytest.fixture
 def config_path(evaluated, tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
-    return copy_demo(evaluated, tmp_path / "demo")
+    return copy_workspace(evaluated, tmp_path / "demo")
 
 
 class Repo:

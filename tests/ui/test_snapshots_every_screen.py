@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fixture_data import fixture_app
 from textual.widgets import SelectionList
 
-from fixture_data import fixture_app
 from hermit_tui.screens.quit import QuitScreen, StoppingScreen
 from hermit_tui.screens.setup import AddSelectorScreen
 

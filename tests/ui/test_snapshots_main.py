@@ -3,7 +3,6 @@ store), at 80x24 and 120x40."""
 from __future__ import annotations
 
 import pytest
-
 from fixture_data import fixture_app
 
 SIZES = [(80, 24), (120, 40)]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_data import fixture_app
 from journey_kit import setup_ready, wait_for
 from textual.widgets import Input, Select, Static
 
@@ -22,10 +23,9 @@ from hermit_tui.screens.setup import SetupScreen
 from hermit_tui.settings import settings_path
 from hermit_tui.store import EvalStore
 from hermit_tui.widgets.plots import BoundaryPlot
-from fixture_data import fixture_app
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-from sequential_project import build  # noqa: E402
+from sequential_project import build
 
 TASKS, ROUNDS = 30, 6
 

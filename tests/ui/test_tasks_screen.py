@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from fixture_data import fixed_store, fixture_app
 from textual.widgets import Input, Static
 
 from hermit_tui.app import HermitApp
@@ -23,7 +24,6 @@ from hermit_tui.core.records import AttemptRecord, Judged, Summary
 from hermit_tui.screens.tasks import TasksScreen
 from hermit_tui.store import EvalStore
 from hermit_tui.widgets.virtual_table import VirtualTable
-from fixture_data import fixed_store, fixture_app
 
 ALL = [f"t{i:02d}" for i in range(1, 13)]
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-
 from fixture_data import FIXED_LABELS, fixed_records, fixed_store, fixture_app
+
 from hermit_tui.core.stats import selector_stats
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fixture_data import fixed_store
 from textual.widgets import Input, Label, TabbedContent
 
 from hermit_tui.app import HermitApp
@@ -17,8 +18,6 @@ from hermit_tui.core.tasks import load_tasks
 from hermit_tui.screens.attempt import TRANSCRIPT, AttemptScreen
 from hermit_tui.store import EvalStore
 from hermit_tui.widgets.transcript_view import FOLD_KEEP, TranscriptPanel, TranscriptView, TurnBlock
-
-from fixture_data import fixed_store
 
 
 @pytest.fixture(autouse=True)
@@ -137,7 +136,8 @@ HERMIT_MESSAGES = [
     {"role": "system", "content": "You answer arithmetic questions."},
     {"role": "user", "content": "What is 250 + 117?"},
     {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_250_117", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 250, \"b\": 117}"}}]},
+        {"id": "call_250_117", "type": "function",
+         "function": {"name": "add", "arguments": "{\"a\": 250, \"b\": 117}"}}]},
     {"role": "tool", "tool_call_id": "call_250_117", "content": "{\"sum\": 367}"},
     {"role": "assistant", "content": "367"},
 ]

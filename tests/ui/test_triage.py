@@ -8,10 +8,10 @@ import io
 import json
 
 import pytest
+from fixture_data import annotate_fixed, fixed_store, fixture_app
 from journey_kit import setup_ready, type_text, wait_for
 from textual.widgets import Input, OptionList, Static, Tree
 
-from fixture_data import annotate_fixed, fixed_store, fixture_app
 from hermit_tui.app import HermitApp
 from hermit_tui.core.annotations import ANNOTATIONS, JUDGE_DISAGREES, read_annotations
 from hermit_tui.screens.annotate import LabelPickScreen, LabelSetScreen, NoteScreen

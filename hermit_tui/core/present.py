@@ -1,0 +1,153 @@
+"""Domain wording: how hermit-tui says a cost, an interval, a p-value and the caveats of an evaluation.
+
+One place, so that the report (Markdown and HTML), the card and its publish plan, the gate's lines, the CLI's
+progress, the banners and the screens say the same thing the same way. Plain text only (no Rich, no Textual): a view
+styles what it gets. The rules these functions keep:
+
+- an unknown cost is never $0: it reads "unknown", and a sum of costs names the attempts whose cost is unknown;
+- a p-value near 0.05 is never rounded onto it (``p = 0.0502``, not ``p = 0.050``);
+- a caveat names what it is about and why it matters, in one sentence.
+"""
+from __future__ import annotations
+
+import math
+
+UNKNOWN = "unknown"
+NO_DATA = "—"
+
+
+# ---------------------------------------------------------------------------------------------------- costs
+
+def money(value: float) -> str:
+    """Dollars: cents from $1 up, four decimals below (the demo's attempts cost fractions of a cent)."""
+    return f"${value:,.2f}" if abs(value) >= 1 else f"${value:.4f}"
+
+
+def cost_text(cost: float | None) -> str:
+    """One attempt's (or one summary's) cost: ``$0.0123``, or ``unknown`` when nobody reported it (never $0)."""
+    return UNKNOWN if cost is None or not math.isfinite(cost) else f"${cost:.4f}"
+
+
+def cost_cell(cost: float | None) -> str:
+    """A cost in a table whose column says USD (hermit's card table): ``0.0123``, or ``unknown``."""
+    return UNKNOWN if cost is None or not math.isfinite(cost) else f"{cost:.4f}"
+
+
+def partial_cost(known: float | None, unknown: int, *, dollars: bool = True) -> str:
+    """A sum of costs over attempts that says what it leaves out: ``$0.1234``, ``$0.1234 + 3 unknown``, and
+    ``unknown (3 attempts)`` when the sum itself is unknown (``known`` None). ``dollars=False`` for a table whose
+    column says USD."""
+    if known is None:
+        return f"{UNKNOWN} ({plural(unknown, 'attempt')})"
+    return (f"${known:.4f}" if dollars else f"{known:.4f}") + (f" + {unknown} {UNKNOWN}" if unknown else "")
+
+
+def known_cost_text(known: float, unknown: int) -> str:
+    """A sum of costs that says what it leaves out: ``$0.1234 known``, ``$0.1234 known + 3 unknown``."""
+    return f"${known:.4f} known" + (f" + {unknown} {UNKNOWN}" if unknown else "")
+
+
+def projected_cost(known: float, done: int, expected: int) -> float | None:
+    """The known cost at completion if the remaining attempts cost what the finished ones did on average (unknown
+    ones included in the average's denominator as they will be among the remaining); None before any attempt."""
+    if done <= 0 or expected <= 0:
+        return None
+    return known * max(expected, done) / done
+
+
+def cost_phrase(known: float, unknown: int, done: int, expected: int, *, running: bool) -> str:
+    """"$0.84 so far · ~$2.10 at the end · 3 unknown": what a live view says about a launch's cost."""
+    if done == 0:
+        return "no attempt finished yet"
+    if unknown >= done:
+        parts = [f"{UNKNOWN} so far"]
+    else:
+        parts = [f"{money(known)} so far" if running else money(known)]
+        end = projected_cost(known, done, expected)
+        if running and end is not None and done < expected:
+            parts.append(f"~{money(end)} at the end")
+    if unknown:
+        parts.append(f"{unknown} {UNKNOWN}")
+    return " · ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------- figures
+
+def fixed(x: float | None, digits: int = 3) -> str:
+    """A figure to ``digits`` decimals, or ``—``."""
+    return NO_DATA if x is None else f"{x:.{digits}f}"
+
+
+def short_num(x: float) -> str:
+    """A difference in a sentence: two significant digits when it is tiny, else two decimals."""
+    return f"{x:.2g}" if 0 < abs(x) < 0.01 else f"{x:.2f}"
+
+
+def interval_text(low: float | None, high: float | None, digits: int = 3) -> str:
+    """``0.120 to 0.400``, or ``—`` without an interval."""
+    return NO_DATA if low is None or high is None else f"{low:.{digits}f} to {high:.{digits}f}"
+
+
+def p_text(p: float | None) -> str:
+    """``p = 0.31``, ``p = 0.046``, ``p < 0.001``; never a rounded 0.05 (``p = 0.0502``); ``p —`` without a test."""
+    if p is None:
+        return f"p {NO_DATA}"
+    if p < 0.001:
+        return "p < 0.001"
+    if 0.0495 <= p < 0.0505:
+        return f"p = {p:.4f}"
+    return f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
+
+
+def p_value(p: float | None) -> str:
+    """A p-value in a table cell: ``0.031``, ``< 0.001``, ``0.0502`` near 0.05, ``—``."""
+    if p is None:
+        return NO_DATA
+    return "< 0.001" if p < 0.001 else f"{p:.4f}" if 0.0495 <= p < 0.0505 else f"{p:.3f}"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+# ---------------------------------------------------------------------------------------------------- caveats
+
+def smoke_caveat(limit: int | None) -> str:
+    """A smoke subset (``--limit N``) is never an evaluation."""
+    return f"smoke subset{' of ' + plural(limit, 'task') if limit else ''}: a wiring check, not an evaluation"
+
+
+def incomplete_caveat(done: int | None = None, expected: int | None = None, *, cancelled: bool = False) -> str:
+    """An evaluation that did not finish: its figures cover part of the protocol, and it cannot be published."""
+    counted = (f"{done} of {plural(expected, 'attempt')}" if done is not None and expected
+               else "not every attempt finished")
+    return f"incomplete: {counted}{', cancelled' if cancelled else ''}; it cannot be published"
+
+
+def retry_caveat(retries: int) -> str:
+    """Re-running only the failed attempts can bias a mean upwards."""
+    return f"{plural(retries, 'attempt')} re-run after failing: re-running only failures can bias the mean"
+
+
+SEQUENTIAL_CAVEAT = ("a stop-when-decided launch stopped on what it saw: its decisions use the sequential test's "
+                     "repeated intervals; the fixed design's figures do not account for the stopping")
+
+
+def caveats(*, smoke_limit: int | None = None, smoke: bool = False, done: int | None = None,
+            expected: int | None = None, complete: bool = True, cancelled: bool = False,
+            retries: int | None = None) -> list[str]:
+    """Every caveat of one evaluation, most serious first: a smoke subset (``smoke`` or a ``smoke_limit``), an
+    incomplete or cancelled run, retried attempts. A view prefixes each with the evaluation's name."""
+    out = []
+    if smoke or smoke_limit is not None:
+        out.append(smoke_caveat(smoke_limit))
+    if not complete or cancelled:
+        out.append(incomplete_caveat(done, expected, cancelled=cancelled))
+    if retries:
+        out.append(retry_caveat(retries))
+    return out
+
+
+__all__ = ["NO_DATA", "SEQUENTIAL_CAVEAT", "UNKNOWN", "caveats", "cost_cell", "cost_phrase", "cost_text", "fixed",
+           "incomplete_caveat", "interval_text", "known_cost_text", "partial_cost", "money", "p_text", "p_value",
+           "plural", "projected_cost", "retry_caveat", "short_num", "smoke_caveat"]
