@@ -332,3 +332,14 @@ def test_the_walk_is_the_order_computed_by_hand(tmp_path, seed):
     store.set_baseline("root")
     assert not store.walk_ready()
     assert [(f.key, f.task_id, f.repeat) for f in store.failure_walk()] == reference_walk(store)
+
+
+def test_a_column_whose_costs_are_all_unknown_says_unknown_not_0(tmp_path):
+    """Every attempt without a cost: the sum is unknown ("unknown (3 attempts)"), never "$0.0000 + 3 unknown";
+    one known cost among them: the known part and the count of the rest."""
+    recs = [AttemptRecord(repeat=r, id="a", status="ok", judge=Judged(score=1.0), cost_usd=None) for r in (1, 2, 3)]
+    col = build_stored(write_eval(tmp_path / "eval" / "none", recs), 1.0)
+    assert col.cost_text() == "unknown (3 attempts)"
+    recs[0] = AttemptRecord(repeat=1, id="a", status="ok", judge=Judged(score=1.0), cost_usd=0.25)
+    col = build_stored(write_eval(tmp_path / "eval" / "root", recs), 1.0)
+    assert col.cost_text() == "$0.2500 + 2 unknown"
