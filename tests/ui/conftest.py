@@ -11,6 +11,18 @@ from hermit_tui.core.config import load_config
 from hermit_tui.core.runner import EvalRun
 
 
+@pytest.fixture(autouse=True)
+def steady_cursors(request, monkeypatch):
+    """A snapshot shows a focused input's cursor as it is when focus arrives: the 0.5 s blink would otherwise make
+    the picture depend on how long a loaded machine took between focus and capture (a snapshot failed that way)."""
+    if "snap_compare" not in request.fixturenames:
+        return
+    from textual.widgets import Input, TextArea
+
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+    monkeypatch.setattr(TextArea, "_toggle_cursor_blink_visible", lambda self: None)
+
+
 @pytest.fixture
 def demo(demo_config, monkeypatch) -> Workspace:
     """A fresh demo (nothing evaluated), with private settings."""

@@ -28,7 +28,10 @@ async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:
 
 def versions_loaded(app) -> bool:
     screen = app.screen
-    return isinstance(screen, SetupScreen) and screen.query_one("#versions", SelectionList).option_count > 1
+    if not isinstance(screen, SetupScreen):
+        return False
+    # query, not query_one: the screen may still be composing its widgets (a loaded machine caught it there)
+    return any(w.option_count > 1 for w in screen.query("#versions").results(SelectionList))
 
 
 def live_store(costs: dict[str, list[float | None]], expected: int, max_cost: float | None) -> EvalStore:

@@ -32,7 +32,10 @@ def demo(tmp_path, monkeypatch):
 
 def versions_loaded(app) -> bool:
     screen = app.screen
-    return isinstance(screen, SetupScreen) and screen.query_one("#versions", SelectionList).option_count > 1
+    if not isinstance(screen, SetupScreen):
+        return False
+    # query, not query_one: the screen may still be composing its widgets (a loaded machine caught it there)
+    return any(w.option_count > 1 for w in screen.query("#versions").results(SelectionList))
 
 
 async def test_setup_lists_versions_and_protocol(demo):
