@@ -61,7 +61,10 @@ MAX_BRACKETS = 190
 #: Repeats beyond +-REPEAT_LIMIT (only a hostile file holds one) are clamped in the ``repeat`` column; the record
 #: read back keeps the value written.
 REPEAT_LIMIT = 1 << 62
-BLOCK_BYTES = 1 << 20  # read and decoded at a time (bounds what a read holds beyond the arrays)
+#: Read and decoded at a time (bounds what a read holds beyond the arrays). A block is decoded in one C call that
+#: holds the interpreter lock: a 1 MiB block held it 20-40 ms on a shared 2-CPU machine, and an interface thread
+#: waiting for it stalled that long; a quarter of that reads as fast and holds it ~5-15 ms.
+BLOCK_BYTES = 1 << 18
 RECORD_CACHE = 4096  # records read back by offset and kept (a drill-down, the visible rows of the outputs mode)
 
 
@@ -550,7 +553,7 @@ def read_table(path: Path | str, pause: Callable[[], None] | None = None) -> Att
     """Read a results.jsonl into an :class:`AttemptTable` (see the module's docstring for what is kept and how it
     fails). ``table.skipped`` holds the warnings (a cut last line). The file is read a block at a time: the memory
     it takes beyond the arrays is a block's lines, not the file. ``pause`` is called between blocks (a reader in a
-    worker thread gives way to an interface there: each block holds the interpreter for ~10 ms)."""
+    worker thread gives way to an interface there: each block holds the interpreter for a few ms)."""
     path = Path(path)
     try:
         fd = _open(path)
