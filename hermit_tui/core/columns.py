@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 import operator
 import os
-import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -46,7 +45,7 @@ import msgspec
 import numpy as np
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.files import NotRegularFile
+from hermit_tui.core.files import open_regular
 from hermit_tui.core.records import AttemptRecord
 from hermit_tui.core.scores import AttemptColumns
 
@@ -534,21 +533,6 @@ class KeyedRecords(Mapping[tuple[str, int], Any]):
 # ---------------------------------------------------------------------------------------------------- reading
 
 
-def _open(path: Path) -> int:
-    """A descriptor on the regular file ``path`` (OSError otherwise, as ``files.read_bytes``)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(21, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(path, mode)
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def read_table(path: Path | str, pause: Callable[[], None] | None = None) -> AttemptTable:
     """Read a results.jsonl into an :class:`AttemptTable` (see the module's docstring for what is kept and how it
     fails). ``table.skipped`` holds the warnings (a cut last line). The file is read a block at a time: the memory
@@ -556,7 +540,7 @@ def read_table(path: Path | str, pause: Callable[[], None] | None = None) -> Att
     worker thread gives way to an interface there: each block holds the interpreter for a few ms)."""
     path = Path(path)
     try:
-        fd = _open(path)
+        fd = open_regular(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     table = AttemptTable(path, fd=fd)

@@ -44,7 +44,15 @@ class NotRegularFile(OSError):
 def read_bytes(path: str | Path) -> bytes:
     """The bytes of a regular file. A FIFO is opened without blocking and refused, as are sockets and devices
     (NotRegularFile, an OSError); a folder raises IsADirectoryError; other failures are the usual OSErrors."""
-    path = Path(path)
+    fd = open_regular(Path(path))
+    with os.fdopen(fd, "rb", closefd=True) as fh:
+        return fh.read()
+
+
+def open_regular(path: Path) -> int:
+    """A read-only descriptor on the regular file ``path``, opened without blocking (a FIFO cannot hang the
+    caller). A folder raises IsADirectoryError, a FIFO, socket or device NotRegularFile; the descriptor is closed
+    on any failure."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -52,12 +60,10 @@ def read_bytes(path: str | Path) -> bytes:
             raise IsADirectoryError(21, "Is a directory", str(path))
         if not stat.S_ISREG(mode):
             raise NotRegularFile(path, mode)
-        with os.fdopen(fd, "rb", closefd=True) as fh:
-            fd = -1
-            return fh.read()
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_text(path: str | Path, encoding: str = "utf-8") -> str:
