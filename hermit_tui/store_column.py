@@ -217,9 +217,7 @@ class Column:
     def cost_text(self) -> str:
         """Known cost so far, with the unknown ones counted, never shown as $0: when no attempt reported a cost
         the sum itself is unknown, not "$0.0000 + N unknown"."""
-        if self.unknown_cost and self.unknown_cost >= self.done:
-            return partial_cost(None, self.unknown_cost)
-        return partial_cost(self.known_cost, self.unknown_cost)
+        return partial_cost(self.known_cost, self.unknown_cost, attempts=self.done)
 
     # -- changing -------------------------------------------------------------------------------------------------
     def add(self, rec: AttemptRecord, tb: str | None = None) -> None:

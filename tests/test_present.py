@@ -26,6 +26,10 @@ def test_a_sum_of_costs_names_the_attempts_it_leaves_out():
     assert p.known_cost_text(0.5, 3) == "$0.5000 known + 3 unknown"
     assert p.partial_cost(0.5, 0) == "$0.5000" and p.partial_cost(0.5, 2, dollars=False) == "0.5000 + 2 unknown"
     assert p.partial_cost(None, 3) == "unknown (3 attempts)" and p.partial_cost(None, 1) == "unknown (1 attempt)"
+    # every attempt without a cost: no known part to show, whatever the (zero) known sum says
+    assert p.partial_cost(0.0, 3, attempts=3) == "unknown (3 attempts)"
+    assert p.partial_cost(0.0, 2, attempts=3) == "$0.0000 + 2 unknown"
+    assert p.partial_cost(0.0, 0, attempts=0) == "$0.0000"
 
 
 def test_the_live_cost_projects_the_known_mean_over_the_expected_attempts():

@@ -33,11 +33,11 @@ def cost_cell(cost: float | None) -> str:
     return UNKNOWN if cost is None or not math.isfinite(cost) else f"{cost:.4f}"
 
 
-def partial_cost(known: float | None, unknown: int, *, dollars: bool = True) -> str:
+def partial_cost(known: float | None, unknown: int, *, dollars: bool = True, attempts: int | None = None) -> str:
     """A sum of costs over attempts that says what it leaves out: ``$0.1234``, ``$0.1234 + 3 unknown``, and
-    ``unknown (3 attempts)`` when the sum itself is unknown (``known`` None). ``dollars=False`` for a table whose
-    column says USD."""
-    if known is None:
+    ``unknown (3 attempts)`` when the sum itself is unknown (``known`` None, or every one of ``attempts`` lacks a
+    cost: no known part to show). ``dollars=False`` for a table whose column says USD."""
+    if known is None or (attempts is not None and unknown and unknown >= attempts):
         return f"{UNKNOWN} ({plural(unknown, 'attempt')})"
     return (f"${known:.4f}" if dollars else f"{known:.4f}") + (f" + {unknown} {UNKNOWN}" if unknown else "")
 
