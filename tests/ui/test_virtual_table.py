@@ -179,3 +179,45 @@ async def test_zebra_stripes_and_cursor_use_the_component_classes():
         even = table.get_component_rich_style("virtual-table--even-row").bgcolor
         assert header == table.get_component_rich_style("virtual-table--header").bgcolor
         assert row0 == even and row2 == cursor and row1 == row3 != even
+
+
+def cell_styles(table: VirtualTable, y: int) -> list[tuple[str, object]]:
+    """(character, style) for every cell of line ``y`` as drawn."""
+    return [(ch, seg.style) for seg in table.render_line(y) for ch in seg.text]
+
+
+async def test_cells_keep_their_colours_spans_and_truncation_and_the_cursor_wins_over_them():
+    from rich.style import Style
+    from rich.text import Text
+
+    values = {
+        0: ["plain", Text("0.50", style="red"), Text.assemble(("0.67", "green"), ("J", "bold magenta"))],
+        1: ["two\nlines", Text("toolongvalue", style="blue"), Text("a\tb", style="yellow")],
+    }
+
+    class Styled(TableApp):
+        def render_cell(self, row, key):
+            return values[row % 2]["abc".index(key)]
+
+    app = Styled(rows=[0, 1, 2])
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        table.cursor_row = 2
+        await pilot.pause()
+        base = table.rich_style
+        cursor = table.get_component_rich_style("virtual-table--cursor")
+        row0, row1, row2 = cell_styles(table, 1), cell_styles(table, 2), cell_styles(table, 3)
+        # layout: pad, 6 left-justified, pad | pad, 8 right-justified, pad | pad, 10 left-justified, pad
+        assert "".join(ch for ch, _ in row0)[:30] == " plain  " + "     0.50 " + " 0.67J      "
+        red, green, magenta = (Style.parse(c).color for c in ("red", "green", "magenta"))
+        assert {s.color for _, s in row0[13:17]} == {red} and {s.bgcolor for _, s in row0[13:17]} == {base.bgcolor}
+        assert {s.color for _, s in row0[19:23]} == {green}
+        assert row0[23][1].color == magenta and row0[23][1].bold
+        assert {s.color for _, s in row0[:8]} == {base.color}  # plain cells and padding: the table's own style
+        text1 = "".join(ch for ch, _ in row1)
+        assert text1[:8] == " two l… " and text1[9:17] == "toolong…" and text1[19:22] == "a b"
+        assert {s.color for _, s in row1[9:17]} == {Style.parse("blue").color}  # truncated, still blue
+        # the cursor row: every cell takes the cursor's colours, over the cells' own
+        assert "".join(ch for ch, _ in row2)[:30] == " plain  " + "     0.50 " + " 0.67J      "
+        assert {s.bgcolor for _, s in row2[:30]} == {cursor.bgcolor}
+        assert {s.color for _, s in row2[:30]} == {cursor.color}
