@@ -15,6 +15,7 @@ from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, PENDING, Attempt
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.footer import Footer
 from hermit_tui.widgets.selector_progress import SelectorProgress
+from hermit_tui.widgets.static_text import show_text
 
 LEGEND = (f"● solved  ◐ partial  ○ failed  [b]{ERROR}[/b] pipeline error  [b]{JUDGE_ERROR}[/b] judge error  "
           f"{PENDING} pending   (one mark per repeat)")
@@ -96,8 +97,8 @@ class RunScreen(HermitScreen[None]):
         else:
             status = ("[b]nothing launched yet[/b]: go to setup (s) and launch (l)"
                       + (f"  ·  showing {len(store.columns)} evaluations read from disk" if store.columns else ""))
-        self.query_one("#run-status", Static).update(status)
-        self.query_one("#run-cost", Static).update(cost_line(store, running))
+        show_text(self.query_one("#run-status", Static), status)  # one line each: repainted, never laid out
+        show_text(self.query_one("#run-cost", Static), cost_line(store, running))
         self._show_offer(store)
         self.query_one(AttemptGrid).sync()
         log = self.query_one(RichLog)

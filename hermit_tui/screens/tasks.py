@@ -39,6 +39,7 @@ from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, mark_for
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.diff_view import diff_words
 from hermit_tui.widgets.footer import Footer
+from hermit_tui.widgets.static_text import show_text
 from hermit_tui.widgets.textfield import TextField
 from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
 
@@ -366,7 +367,7 @@ class TasksScreen(Triage, HermitScreen[None]):
         else:
             text.append("No evaluations yet: go back to setup (escape) and launch (l), or open earlier ones from "
                         "history (h).", style="dim")
-        self.query_one("#tasks-columns", Static).update(text)
+        show_text(self.query_one("#tasks-columns", Static), text)
 
     def _show_filters(self, store: EvalStore) -> None:
         parts: list[str] = []
@@ -378,7 +379,7 @@ class TasksScreen(Triage, HermitScreen[None]):
         chip = f" {label_filter_name(self.label_filter)} × " if self.label_filter is not None else " label… "
         chip_link = Content.from_markup("[@click=screen.label_filter()]$chip[/]", chip=chip)
         content += chip_link.stylize("reverse bold") if self.label_filter is not None else chip_link
-        self.query_one("#tasks-filters", Static).update(content)
+        show_text(self.query_one("#tasks-filters", Static), content)
 
     def _show_count(self, store: EvalStore) -> None:
         text = f"{self._shown} of {len(store.task_ids)} tasks · {FILTER_NAMES[self.filter]}"
@@ -387,7 +388,7 @@ class TasksScreen(Triage, HermitScreen[None]):
             text = (f"{text}: {pair[1]} vs {pair[0]}" if pair else f"{text}: needs two evaluations")
         if self.label_filter is not None:
             text += f" · {label_filter_name(self.label_filter)}"
-        self.query_one("#tasks-count", Static).update(Text(text))
+        show_text(self.query_one("#tasks-count", Static), Text(text))
 
     # -- actions --------------------------------------------------------------------------------------------------
     def action_set_filter(self, name: str) -> None:
@@ -481,7 +482,7 @@ class TasksScreen(Triage, HermitScreen[None]):
         text = Text(no_wrap=True, overflow="ellipsis")
         if target is None:
             text.append(progress_text(store), style="dim")
-            strip.update(text)
+            show_text(strip, text)
             return
         key, task, repeat = target
         rec = store.columns[key].records[(task, repeat)]
@@ -496,7 +497,7 @@ class TasksScreen(Triage, HermitScreen[None]):
         text.append_text(Text(ann.plain.replace("\n", "  ")) if ann else Text("no label", style="dim"))
         text.append(f"   {progress_text(store)} · a other attempt · n note · u next unlabelled · ", style="dim")
         text.append_text(keys_text(store.label_set))
-        strip.update(text)
+        show_text(strip, text)
 
     def on_virtual_table_row_highlighted(self, message: VirtualTable.RowHighlighted) -> None:
         self._show_triage()
