@@ -36,8 +36,10 @@ BEAT_S = 0.01  # while evaluations are read, the event loop beats at this pace (
 class Pacer:
     """Lets a worker thread give way to the event loop. Threads share one interpreter lock: while a worker reads a
     million attempts, a repaint that needs 60 ms alone takes twice that. While a worker runs, the loop beats every
-    BEAT_S; the worker calls :meth:`pace` between steps (~10 ms of work each) and waits, without the lock, while
-    the last beat is older than three beats (the loop is busy) - up to ``most_s``, so it never starves."""
+    BEAT_S; the worker calls :meth:`pace` between steps (a few ms of work each) and waits, without the lock, while
+    the last beat is older than one and a half beats (the loop is busy) - up to ``most_s``, so it never starves.
+    Waiting for three beats left a long step of the loop sharing the lock for its first 30-40 ms: a 50 ms repaint
+    took ~100 ms while a million attempts were read."""
 
     def __init__(self, most_s: float = 0.2):
         self.beat = time.monotonic()
@@ -48,7 +50,7 @@ class Pacer:
 
     def pace(self) -> None:
         deadline = time.monotonic() + self.most_s
-        while time.monotonic() - self.beat > 3 * BEAT_S and time.monotonic() < deadline:
+        while time.monotonic() - self.beat > 1.5 * BEAT_S and time.monotonic() < deadline:
             time.sleep(0.002)
 
 
@@ -125,6 +127,8 @@ class HermitApp(App):
                         group="load", name="load-config")
 
     def _load_config(self, path: Path, overrides: list[str]) -> None:
+        from hermit_tui.screens import SCREENS
+        SCREENS["setup"]  # imported here, off the event loop, before _config_loaded shows it
         from hermit_tui.core.config import load_config
         from hermit_tui.core.tasks import load_tasks
         from hermit_tui.demo import is_demo_config
@@ -168,6 +172,8 @@ class HermitApp(App):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.push_screen(SetupScreen())
+        from hermit_tui.screens import warm
+        warm("history", "tasks", "run", "compare")  # the screens a config leads to, imported off the loop
 
     def remember_launch(self, values: dict) -> None:
         """The setup screen's choices: kept for this session and written to the settings file (not run.yaml)."""

@@ -607,6 +607,8 @@ class _Reader:
         each is a record msgspec reads and the block needs no check pydantic would make differently, else line by
         line."""
         items = self._fast(lines)
+        if self.pause is not None:
+            self.pause()  # decoding and adding a block are each one stretch holding the interpreter lock
         kept: list[int] | None = None
         if items is None:
             kept = []
