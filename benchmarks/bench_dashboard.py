@@ -138,11 +138,14 @@ class Probe:
 
 
 async def wait_for(pilot, condition, timeout: float, what: str) -> None:
+    """Poll ``condition`` every 10 ms without touching the app: ``pilot.pause`` would also force a screen update
+    at each poll (Textual's Pilot calls the screen's update handler after its sleep), so the harness itself would
+    paint 100 times a second, beside the screen's own update timer, and lengthen the stalls it measures."""
     deadline = time.perf_counter() + timeout
     while not condition():
         if time.perf_counter() > deadline:
             raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
-        await pilot.pause(0.01)
+        await asyncio.sleep(0.01)
 
 
 def parse_size(text: str) -> tuple[int, int]:
