@@ -9,6 +9,7 @@ from textual.widgets import ProgressBar, Static
 
 from hermit_tui.core.present import money, projected_cost
 from hermit_tui.store import Column
+from hermit_tui.widgets.static_text import show_text
 
 
 def _eta(seconds: float | None) -> str:
@@ -81,4 +82,4 @@ class SelectorProgress(Horizontal):
         except NoMatches:
             return
         bar.update(total=max(col.expected, 1), progress=col.done)
-        figures.update(progress_text(col))
+        show_text(figures, progress_text(col))  # a fixed height: repainted, never laid out
