@@ -462,3 +462,14 @@ def test_requirements_parse_and_decide_refuses_what_it_cannot_check():
         decide(None, facts("final"), ["no-regression"], 0.0, None)
     result = decide(None, facts("final"), ["complete"], 0.0, 0.5)
     assert result.passed and [c.name for c in result.checks] == ["complete final", "max-error-rate final"]
+
+
+def test_the_step_summary_says_unknown_when_no_attempt_has_a_cost():
+    from hermit_tui.core.gate import GateResult, to_markdown
+    result = GateResult(baseline="none", candidate="final", requirements=[], margin=0.0, max_error_rate=None,
+                        selectors=[facts("none", "baseline", unknown_cost_attempts=20),
+                                   facts("final", known_cost_usd=0.25, unknown_cost_attempts=3)],
+                        checks=[], passed=True)
+    rows_ = {line.split(" | ")[1]: line for line in to_markdown(result).splitlines() if line.startswith("| ")}
+    assert "| unknown (20 attempts) |" in rows_["none"]  # no known part: not "0.0000 + 20 unknown"
+    assert "| 0.2500 + 3 unknown |" in rows_["final"]

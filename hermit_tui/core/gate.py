@@ -525,7 +525,7 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
     for f in result.selectors:
         expected = f"{f.present} of {f.expected}" if f.expected is not None else str(f.attempts)
         smoke = f" (smoke, --limit {f.smoke_limit})" if f.smoke_limit is not None else ""
-        cost = partial_cost(f.known_cost_usd, f.unknown_cost_attempts, dollars=False)
+        cost = partial_cost(f.known_cost_usd, f.unknown_cost_attempts, dollars=False, attempts=f.attempts)
         out.append("| " + " | ".join(_md(x) for x in (
             f.role, f.label + smoke, f.adapter or "—", (f.commit or "—")[:12], expected, _ci(f),
             f"{f.pipeline_errors} + {f.judge_errors}", cost, f.written_by)) + " |")
