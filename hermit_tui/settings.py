@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+from hermit_tui.core.files import read_text
 from hermit_tui.core.records import write_atomic
 
 MAX_RECENT = 12
@@ -24,7 +25,7 @@ def settings_path() -> Path:
 
 def load_settings() -> dict:
     try:
-        data = json.loads(settings_path().read_text(encoding="utf-8"))
+        data = json.loads(read_text(settings_path()))  # a FIFO or device there is refused at once, never read
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
