@@ -354,18 +354,20 @@ class HermitApp(App):
                     except InputError as exc:
                         self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
                         continue
-                    self.call_from_thread(self._stored_loaded, store, generation, stored, col, beside_live)
+                    new_ids = store.new_task_ids(col)
+                    self.call_from_thread(self._stored_loaded, store, generation, stored, col, beside_live, new_ids)
             finally:
                 self.call_from_thread(beat.stop)
         self.run_worker(load, thread=True, group="history", name="open-history")
 
-    def _stored_loaded(self, store: EvalStore, generation: int, stored: Any, col: Any, beside_live: bool) -> None:
+    def _stored_loaded(self, store: EvalStore, generation: int, stored: Any, col: Any, beside_live: bool,
+                       new_ids: set[str] | None = None) -> None:
         if store is not self.store or store.generation != generation:  # another config was opened meanwhile
             return
         shown = store.columns.get(stored.name)
         if not beside_live and shown is not None and shown.source == "live":
             return
-        store.add_column(col, store.stored_key(stored))
+        store.add_column(col, store.stored_key(stored), new_ids=new_ids)
         # The column's task ids and index (lists and dicts of 111,112 entries each at a million attempts) live as
         # long as the store: out of the cyclic collector's generations, or each full collection walks them all
         # (tens of milliseconds: a stall while the table paints). Acyclic garbage is still freed when dropped.

@@ -191,16 +191,25 @@ class EvalStore(TriageStore):
         shown = self.columns.get(stored.name)
         return stored.name if shown is None or shown.source == "disk" else f"{stored.name} (disk)"
 
-    def add_column(self, col: Column, key: str | None = None) -> Column:
+    def new_task_ids(self, col: Column) -> set[str]:
+        """The column's task ids the store does not hold (yet): meant for the worker that built the column, so that
+        ``add_column`` on the event loop looks at these few instead of all of them (at a million attempts, hashing
+        and looking up 111,112 fresh ids took 40-60 ms of the loop). Reads the store only."""
+        return set(col.table.ids).difference(self._task_pos)
+
+    def add_column(self, col: Column, key: str | None = None, *, new_ids: set[str] | None = None) -> Column:
         """Put a column built off the event loop (``build_stored``) beside the others, under ``key`` if given: its
-        new task ids go at the end, the columns are ordered as a launch orders them. Milliseconds, whatever its
-        size."""
+        new task ids go at the end, the columns are ordered as a launch orders them. ``new_ids``: what
+        ``new_task_ids`` said in the worker (checked again here: the store may have gained some meanwhile).
+        Milliseconds, whatever its size."""
         if key is not None:
             col.key = key
         if col.threshold != self.threshold:
             col.rethreshold(self.threshold)
         ids = col.table.ids
-        missing = set(ids).difference(self._task_pos)  # C loops: milliseconds for 111,112 ids, on the event loop
+        if new_ids is None:
+            new_ids = set(ids)
+        missing = new_ids.difference(self._task_pos)
         if missing:
             self._add_task_ids([t for t in ids if t in missing])
         if col.summary is not None:

@@ -114,6 +114,22 @@ def test_build_stored_touches_no_store_and_add_column_puts_it_in(tmp_path):
     assert store.columns["final (disk)"].records[("extra", 1)].judge.score == 1.0
 
 
+def test_new_ids_worked_out_in_the_worker_are_checked_again_on_the_loop(tmp_path):
+    store = fixed_store()
+    ids = list(store.task_ids)
+    extra = [AttemptRecord(repeat=1, id=t, status="ok", judge=Judged(score=1.0)) for t in ("x1", "x2", "x3")]
+    col = build_stored(write_eval(tmp_path / "eval" / "final", fixed_records("final") + extra), store.threshold)
+    new_ids = store.new_task_ids(col)  # in the worker
+    assert new_ids == {"x1", "x2", "x3"} and store.task_ids == ids  # reading only
+    other = build_stored(write_eval(tmp_path / "eval" / "root", [extra[1]]), store.threshold)
+    store.add_column(other, "root (disk)")  # meanwhile, on the loop: x2 arrives with another column
+    assert store.task_ids == ids + ["x2"]
+    store.add_column(col, "final (disk)", new_ids=new_ids)
+    assert store.task_ids == ids + ["x2", "x1", "x3"]  # each once, the rest in the column's order
+    assert len(set(store.task_ids)) == len(store.task_ids)
+    assert store.columns["final (disk)"].records[("x3", 1)].judge.score == 1.0
+
+
 def test_a_name_shown_live_gets_a_disk_key(tmp_path):
     store = EvalStore({t: {"id": t} for t in IDS}, IDS)
     store.apply(ev.SelectorStarted(label="final", selector="final", commit=None, total=1))
