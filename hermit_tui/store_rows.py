@@ -44,6 +44,11 @@ class TaskRow:
         return (1, 0.0) if v is None else (0, v)
 
 
+#: Ids looked up per C call where a worker thread maps a million-attempt store's ids: a single call over 111,112 ids
+#: holds the interpreter lock 10-20 ms, and the event loop waits that long for it.
+LOOKUP_SLICE = 8192
+
+
 def local_index(col: Column, ids: list[str]) -> np.ndarray:
     """For each of the store's task ids, its index in the column's table (-1: none), cached until either grows."""
     table = col.table
@@ -51,7 +56,11 @@ def local_index(col: Column, ids: list[str]) -> np.ndarray:
     cached = getattr(col, "_g2l", None)
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    loc = np.fromiter(map(table.index.get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
+    loc = np.empty(len(ids), dtype=np.int64)
+    get = table.index.get
+    for start in range(0, len(ids), LOOKUP_SLICE):  # one C call per slice: the lock changes hands between them
+        part = ids[start:start + LOOKUP_SLICE]
+        loc[start:start + len(part)] = np.fromiter(map(get, part, repeat(-1)), dtype=np.int64, count=len(part))
     col._g2l = (stamp, loc)  # type: ignore[attr-defined]
     return loc
 

@@ -64,6 +64,8 @@ REPEAT_LIMIT = 1 << 62
 #: holds the interpreter lock: a 1 MiB block held it 20-40 ms on a shared 2-CPU machine, and an interface thread
 #: waiting for it stalled that long; a quarter of that reads as fast and holds it ~5-15 ms.
 BLOCK_BYTES = 1 << 18
+#: Lines decoded per C call: a thread waiting for the interpreter lock (the event loop) gets it between two calls.
+DECODE_SLICE = 256
 RECORD_CACHE = 4096  # records read back by offset and kept (a drill-down, the visible rows of the outputs mode)
 
 
@@ -629,8 +631,11 @@ class _Reader:
 
     @staticmethod
     def _fast(lines: list[bytes]) -> list[_Line] | None:
+        items: list[_Line] = []
+        decode = _DECODER.decode
         try:
-            items = list(map(_DECODER.decode, lines))
+            for start in range(0, len(lines), DECODE_SLICE):  # one C call per slice: the lock changes hands between
+                items.extend(map(decode, lines[start:start + DECODE_SLICE]))
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
         if max(map(len, lines)) >= NESTING_CHECK_BYTES:
