@@ -97,6 +97,7 @@ class HermitApp(App):
         self.current_run: EvalRun | None = None
         self.is_demo = False
         self.launch_settings: dict = {}  # the setup screen's choices for this config (also in the settings file)
+        self.protocol_view: Any = None  # the setup screen's protocol table, built with the config off the loop
         self.banners_expanded: bool | None = None  # None: expanded on a tall terminal, collapsed on a short one
         self.quitting = False  # the user chose to cancel the launch and quit: exit when it has stopped
         self.abandoned = False  # attempts in flight were abandoned (their threads may still be running)
@@ -145,15 +146,23 @@ class HermitApp(App):
         from hermit_tui.settings import label_set
         remember_config(config.path)
         found = current_evaluations(config)  # shown at once, as a launch would show them
-        warnings, labels = protocol_warnings(config, taskset), label_set(config.run_dir)  # off the event loop too
+        # Off the event loop too: the checks compare the splits (0.1 s at 111,112 tasks) and read the training
+        # config; the setup screen's protocol table is built from them here.
+        from hermit_tui.core.protocol import checks_for_display
+        from hermit_tui.screens.setup import protocol_table
+        checks = checks_for_display(config, taskset)
+        warnings, labels = [c.message for c in checks], label_set(config.run_dir)
+        protocol = protocol_table(config, taskset, checks)
         self.call_from_thread(self._config_loaded, config, taskset, is_demo_config(config.path),
-                              launch_settings(config.path), warnings, labels)
+                              launch_settings(config.path), warnings, labels, protocol)
         self.call_from_thread(lambda: self.add_stored(found, beside_live=False))
 
     def _config_loaded(self, config, taskset, is_demo: bool, launch: dict | None = None,
-                       warnings: list[str] | None = None, labels: list[str] | None = None) -> None:
+                       warnings: list[str] | None = None, labels: list[str] | None = None,
+                       protocol: Any = None) -> None:
         from hermit_tui.screens.setup import SetupScreen
         self.config, self.taskset, self.is_demo = config, taskset, is_demo
+        self.protocol_view = protocol
         self.config_path = config.path
         self.launch_settings = dict(launch or {})
         gc.unfreeze()  # the previous config's records may now be collected

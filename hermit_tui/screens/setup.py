@@ -161,7 +161,9 @@ class SetupScreen(HermitScreen[None]):
         with Horizontal(id="setup-top"):
             with VerticalScroll(id="setup-protocol"):
                 yield Static("Protocol (kept fixed for every selector)", classes="section-title")
-                yield Static(protocol_table(config, taskset, checks_for_display(config, taskset)),
+                view = self.app.protocol_view  # built off the loop with the config; else here
+                yield Static(view if view is not None else protocol_table(config, taskset,
+                                                                          checks_for_display(config, taskset)),
                              id="protocol")
             with VerticalScroll(id="setup-launch"):
                 yield Static("Launch settings", classes="section-title")

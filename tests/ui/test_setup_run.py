@@ -54,6 +54,10 @@ async def test_setup_lists_versions_and_protocol(demo):
         assert "16 tasks  (train 16, val 8)" in protocol
         assert "pipeline.py:run" in protocol and "judge.py:score" in protocol
         assert app.sub_title.endswith("teaching demonstration")
+        # built with the config in its worker, off the event loop, and the checks in it are the banners' warnings
+        assert app.screen.query_one("#protocol").content is app.protocol_view
+        assert all(message.split(":")[0] in " ".join(protocol.split()) for message in app.store.warnings)
+        assert len(app.store.warnings) == 2
 
 
 async def test_launch_watch_to_completion_and_files_agree(demo):
