@@ -130,6 +130,20 @@ def test_new_ids_worked_out_in_the_worker_are_checked_again_on_the_loop(tmp_path
     assert store.columns["final (disk)"].records[("x3", 1)].judge.score == 1.0
 
 
+def test_task_ids_indexed_off_the_loop_equal_the_ones_added_on_it():
+    from hermit_tui.store import LOOKUP_SLICE, index_task_ids
+    rng = random.Random(5)
+    ids = [f"t{rng.randrange(3 * LOOKUP_SLICE)}" for _ in range(3 * LOOKUP_SLICE)]  # duplicates across slices
+    first_seen = list(dict.fromkeys(ids))
+    order, pos = index_task_ids(ids)
+    assert order == first_seen and pos == {t: i for i, t in enumerate(first_seen)}
+    plain, indexed = EvalStore(), EvalStore()
+    plain.reset({}, ids)
+    indexed.reset({}, ids, indexed=(order, pos))
+    assert plain.task_ids == indexed.task_ids == first_seen
+    assert plain._task_pos == indexed._task_pos == {t: i for i, t in enumerate(first_seen)}
+
+
 def test_a_name_shown_live_gets_a_disk_key(tmp_path):
     store = EvalStore({t: {"id": t} for t in IDS}, IDS)
     store.apply(ev.SelectorStarted(label="final", selector="final", commit=None, total=1))
