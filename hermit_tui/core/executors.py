@@ -8,10 +8,11 @@ flight (a forced cancel), ``await close()``, and ``summary_keys(label)`` adds wh
 selector's summary.
 
 Threads cannot be killed: an attempt past its timeout is recorded as an error and its thread is left to finish.
-Each attempt gets a thread of its own that starts with it (its timeout counts from then), so abandoned threads never
-hold up a healthy attempt; they are daemon threads, so the command exits after its last attempt even while one
-hangs. When HUNG_THREAD_LIMIT of them are still alive the run stops and says so (CapacityExhausted) rather than
-pile up more. A segfault or ``os._exit`` in a thread ends the whole process.
+Attempts run in a pool of daemon threads (core.attempt_threads) that always has a free thread when an attempt starts
+(its timeout counts from then) and replaces a thread abandoned at a timeout, so abandoned threads never hold up a
+healthy attempt; they are daemon threads, so the command exits after its last attempt even while one hangs. When
+HUNG_THREAD_LIMIT abandoned threads are still alive the run stops and says so (CapacityExhausted) rather than pile up
+more. A segfault or ``os._exit`` in a thread ends the whole process.
 Worker processes can be killed: a hung attempt's process is killed and replaced, and a pipeline that crashes the
 process (a segfault, ``os._exit``) is recorded as an error instead of taking the run down. Their judge runs in the
 driver, in a daemon thread bounded by the same timeout.
@@ -32,6 +33,7 @@ from multiprocessing.context import ForkServerContext, SpawnContext
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hermit_tui.core.attempt_threads import AttemptThreads
 from hermit_tui.core.attempts import (
     PIPELINE_FAILURES,
     TRACEBACK_CHARS,
@@ -165,30 +167,34 @@ class Executor:
 
 
 class ThreadExecutor(Executor):
-    """Synchronous pipelines in worker threads, ``async def`` pipelines on the loop."""
+    """Synchronous pipelines in the pool's daemon threads (core.attempt_threads), ``async def`` pipelines on the
+    loop."""
 
     name = "threads"
 
     async def start(self) -> None:
         self._is_async = inspect.iscoroutinefunction(self.pipeline)
+        self._pool = AttemptThreads()
 
     async def run(self, attempt: Attempt) -> Outcome:
         self._check_capacity()
         progress = Progress()
         started = time.perf_counter()
-        thread = None
+        job = None
         work: asyncio.Future[Outcome]
         if self._is_async:
             work = asyncio.ensure_future(self._run_async(attempt, progress, started))
-        else:  # a thread of its own, started now: the timeout counts from the start of the attempt
-            work, thread = in_daemon_thread(run_attempt, self._driver_pipeline(), self._driver_judge(), attempt,
-                                            progress,
-                                            name=f"hermit-tui-attempt-{attempt.label}-{attempt.task_id}")
+        else:  # a free pool thread takes it now: the timeout counts from the start of the attempt
+            work, job = self._pool.submit(run_attempt, self._driver_pipeline(), self._driver_judge(), attempt,
+                                          progress)
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:
-            if thread is not None:
-                self._abandon_thread(thread)
+            if job is not None:
+                thread = self._pool.abandon(job)
+                if thread is not None:
+                    thread.name = f"hermit-tui-hung-{attempt.label}-{attempt.task_id}-r{attempt.repeat}"
+                    self._abandon_thread(thread)
             if progress.phase == "judge" and progress.output is not None:
                 return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
             return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started), None
@@ -208,7 +214,9 @@ class ThreadExecutor(Executor):
             raise
 
     async def close(self) -> None:
-        pass
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
 
 
 # -- worker processes ------------------------------------------------------------------------------------------------
