@@ -44,6 +44,26 @@ class Attempt:
 _SCALARS = (str, int, bool, type(None))
 
 
+def fresh_copy(value: Any) -> Any:
+    """A deep copy of a task row: rows read from tasks.jsonl hold only dicts, lists and JSON scalars, copied here
+    without ``copy.deepcopy``'s memo and dispatch (3-4x faster); any other value inside is deep-copied."""
+    try:
+        return _copy_plain(value)
+    except RecursionError:  # a row that holds itself: only deepcopy's memo copes
+        return copy.deepcopy(value)
+
+
+def _copy_plain(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _SCALARS or type(v) is float else _copy_plain(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _SCALARS or type(v) is float else _copy_plain(v) for v in value]
+    if kind in _SCALARS or kind is float:
+        return value  # immutable
+    return copy.deepcopy(value)
+
+
 def failed_record(attempt: Attempt, message: str, wall_s: float, tb: str | None = None) -> AttemptRecord:
     """An ``error`` record: the pipeline did not return (it raised, hung, or its process died)."""
     record = AttemptRecord(repeat=attempt.repeat, id=attempt.task_id, status="error", error=message, output=None,
@@ -186,7 +206,7 @@ def judge_output(judge: Callable[..., Any], attempt: Attempt, value: Any, starte
         progress.output, progress.phase = out, "judge"
     status, error, tb = "ok", None, None
     try:
-        score, feedback, extra = normalize_judge(judge(copy.deepcopy(attempt.task), out))
+        score, feedback, extra = normalize_judge(judge(fresh_copy(attempt.task), out))
         problem = json_problem(extra)
         if problem:
             raise TypeError(f"the judge's extra cannot be written as JSON ({problem})")
@@ -212,7 +232,7 @@ def call_pipeline(pipeline: Callable[..., Any], attempt: Attempt) -> Any:
     """Call the pipeline with a fresh copy of the task row, telling it which attempt this is."""
     token = _CURRENT.set(_context(attempt))
     try:
-        return pipeline(copy.deepcopy(attempt.task), attempt.adapter)
+        return pipeline(fresh_copy(attempt.task), attempt.adapter)
     finally:
         _CURRENT.reset(token)
 
@@ -232,7 +252,7 @@ async def call_pipeline_async(pipeline: Callable[..., Any], attempt: Attempt) ->
     """``call_pipeline`` for a pipeline written as ``async def``."""
     token = _CURRENT.set(_context(attempt))
     try:
-        return await pipeline(copy.deepcopy(attempt.task), attempt.adapter)
+        return await pipeline(fresh_copy(attempt.task), attempt.adapter)
     finally:
         _CURRENT.reset(token)
 
