@@ -82,18 +82,23 @@ class AttemptRecord(BaseModel):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name[0] != "_":
-            self._line = None  # a field changed: the kept line no longer says what the record holds
+            self.__pydantic_private__["_line"] = None  # a field changed: the kept line no longer says what it holds
         super().__setattr__(name, value)
 
     def encode_line(self) -> bytes:
         """``to_json_line`` as UTF-8, kept for ``take_line`` (setting a field drops it)."""
-        line = self._line = self.to_json_line().encode("utf-8")
+        line = self.to_json_line().encode("utf-8")
+        self.__pydantic_private__["_line"] = line  # beside pydantic's private-attribute machinery: per attempt
         return line
 
     def take_line(self) -> bytes:
         """The line ``encode_line`` kept (dropping it), or the record encoded now."""
-        line, self._line = self._line, None
-        return line if line is not None else self.to_json_line().encode("utf-8")
+        private = self.__pydantic_private__
+        line = private.get("_line")
+        if line is None:
+            return self.to_json_line().encode("utf-8")
+        private["_line"] = None
+        return line
 
 
 class SequentialEntry(BaseModel):
