@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from hermit_tui.core import attempt_threads
 from hermit_tui.core.attempt_threads import AttemptThreads
-from hermit_tui.core.attempts import Attempt, fresh_copy, judge_output, json_problem, run_attempt
+from hermit_tui.core.attempts import Attempt, fresh_copy, json_problem, judge_output, run_attempt
 from hermit_tui.core.records import AttemptRecord, Judged
 
 WAIT_S = 20  # a guard against a hang, never a speed assertion
