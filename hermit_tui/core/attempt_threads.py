@@ -26,7 +26,7 @@ import itertools
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from hermit_tui.core.attempts import describe
 
@@ -44,6 +44,7 @@ class Job:
 
 
 _STOP = None
+T = TypeVar("T")
 
 
 class AttemptThreads:
@@ -66,11 +67,11 @@ class AttemptThreads:
     def size(self) -> int:
         return len(self._threads)
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> tuple[asyncio.Future[Any], Job]:
+    def submit(self, fn: Callable[..., T], *args: Any) -> tuple[asyncio.Future[T], Job]:
         """Run ``fn(*args)`` in a pool thread; the future gets its result (or its exception)."""
         if self.closed:
             raise RuntimeError("the attempt threads are closed")
-        future: asyncio.Future[Any] = self.loop.create_future()
+        future: asyncio.Future[T] = self.loop.create_future()
         job = Job(fn, args, future)
         self._busy += 1
         if self._busy > len(self._threads):  # no thread is free: the attempt starts now, not when one frees up

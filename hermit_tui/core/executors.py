@@ -15,7 +15,7 @@ HUNG_THREAD_LIMIT abandoned threads are still alive the run stops and says so (C
 more. A segfault or ``os._exit`` in a thread ends the whole process.
 Worker processes can be killed: a hung attempt's process is killed and replaced, and a pipeline that crashes the
 process (a segfault, ``os._exit``) is recorded as an error instead of taking the run down. Their judge runs in the
-driver, in a daemon thread bounded by the same timeout.
+driver, in a pool of daemon threads like the thread executor's, bounded by the same timeout.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from multiprocessing.context import ForkServerContext, SpawnContext
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hermit_tui.core.attempt_threads import AttemptThreads
+from hermit_tui.core.attempt_threads import AttemptThreads, Job
 from hermit_tui.core.attempts import (
     PIPELINE_FAILURES,
     TRACEBACK_CHARS,
@@ -143,6 +143,13 @@ class Executor:
         if thread.is_alive():
             self.__dict__.setdefault("_hung", set()).add(thread)
 
+    def _give_up(self, pool: AttemptThreads, job: Job, attempt: Attempt, what: str) -> None:
+        """``job`` ran past its timeout: its thread (if it had started it) leaves the pool and counts as hung."""
+        thread = pool.abandon(job)
+        if thread is not None:
+            thread.name = f"hermit-tui-hung-{what}-{attempt.label}-{attempt.task_id}-r{attempt.repeat}"
+            self._abandon_thread(thread)
+
     def _driver_pipeline(self) -> Pipeline:
         if self.pipeline is None:
             raise RuntimeError(f"the {self.name} executor runs the pipeline in the driver, which has none")
@@ -191,26 +198,22 @@ class ThreadExecutor(Executor):
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:
             if job is not None:
-                thread = self._pool.abandon(job)
-                if thread is not None:
-                    thread.name = f"hermit-tui-hung-{attempt.label}-{attempt.task_id}-r{attempt.repeat}"
-                    self._abandon_thread(thread)
+                self._give_up(self._pool, job, attempt, "attempt")
             if progress.phase == "judge" and progress.output is not None:
                 return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
             return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started), None
 
     async def _run_async(self, attempt: Attempt, progress: Progress, started: float) -> Outcome:
-        """An ``async def`` pipeline on the loop; its (synchronous) judge in a daemon thread."""
+        """An ``async def`` pipeline on the loop; its (synchronous) judge in a pool thread."""
         try:
             value = await call_pipeline_async(self._driver_pipeline(), attempt)
         except PIPELINE_FAILURES as exc:
             return pipeline_failed(attempt, exc, started)
-        work, thread = in_daemon_thread(judge_output, self._driver_judge(), attempt, value, started, progress,
-                                        name="hermit-tui-judge")
+        work, job = self._pool.submit(judge_output, self._driver_judge(), attempt, value, started, progress)
         try:
             return await work
-        except asyncio.CancelledError:
-            self._abandon_thread(thread)
+        except asyncio.CancelledError:  # the attempt's timeout (or a forced cancel) while the judge runs
+            self._give_up(self._pool, job, attempt, "judge")
             raise
 
     async def close(self) -> None:
@@ -339,6 +342,7 @@ class ProcessExecutor(Executor):
         self._busy: set[_Worker] = set()
         workers = await asyncio.gather(*(loop.run_in_executor(self._threads, self._new_worker)
                                          for _ in range(self.concurrency)))
+        self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
         for w in workers:
             self._idle.put_nowait(w)
 
@@ -377,12 +381,12 @@ class ProcessExecutor(Executor):
             return failed_record(attempt, payload, time.perf_counter() - started, tb), tb
         progress = Progress()
         judged = time.perf_counter()  # the judge's own bound counts from its start
-        work, thread = in_daemon_thread(judge_output, self._driver_judge(), attempt, RunOutput(**payload), started,
-                                        progress, name="hermit-tui-judge")
+        work, judging = self._judges.submit(judge_output, self._driver_judge(), attempt, RunOutput(**payload),
+                                            started, progress)
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:
-            self._abandon_thread(thread)
+            self._give_up(self._judges, judging, attempt, "judge")
             if progress.output is None:  # still checking the output: cannot be the judge's fault
                 return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judged), None
             return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
@@ -400,3 +404,4 @@ class ProcessExecutor(Executor):
         for w in list(self._busy):
             w.kill()
         self._threads.shutdown(wait=False, cancel_futures=True)
+        self._judges.close()
