@@ -181,7 +181,7 @@ def judge_failed(attempt: Attempt, out: RunOutput, message: str, started: float)
 
 def writable(record: AttemptRecord, attempt: Attempt, started: float) -> AttemptRecord:
     """The record itself, or an ``error`` record saying why it cannot be written (the run goes on). The line it was
-    checked with is kept on the record (``encoded_line``): the journal writes it instead of encoding it again."""
+    checked with is kept on the record (``AttemptRecord.encode_line``): the journal writes it, not a new one."""
     try:
         record.encode_line()
     except Exception as exc:

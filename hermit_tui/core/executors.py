@@ -340,9 +340,9 @@ class ProcessExecutor(Executor):
         self._threads = ThreadPoolExecutor(max_workers=self.concurrency + 2, thread_name_prefix="hermit-tui-io")
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._busy: set[_Worker] = set()
+        self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
         workers = await asyncio.gather(*(loop.run_in_executor(self._threads, self._new_worker)
                                          for _ in range(self.concurrency)))
-        self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
         for w in workers:
             self._idle.put_nowait(w)
 
