@@ -8,13 +8,14 @@ flight (a forced cancel), ``await close()``, and ``summary_keys(label)`` adds wh
 selector's summary.
 
 Threads cannot be killed: an attempt past its timeout is recorded as an error and its thread is left to finish.
-Each attempt gets a thread of its own that starts with it (its timeout counts from then), so abandoned threads never
-hold up a healthy attempt; they are daemon threads, so the command exits after its last attempt even while one
-hangs. When HUNG_THREAD_LIMIT of them are still alive the run stops and says so (CapacityExhausted) rather than
-pile up more. A segfault or ``os._exit`` in a thread ends the whole process.
+Attempts run in a pool of daemon threads (core.attempt_threads) that always has a free thread when an attempt starts
+(its timeout counts from then) and replaces a thread abandoned at a timeout, so abandoned threads never hold up a
+healthy attempt; they are daemon threads, so the command exits after its last attempt even while one hangs. When
+HUNG_THREAD_LIMIT abandoned threads are still alive the run stops and says so (CapacityExhausted) rather than pile up
+more. A segfault or ``os._exit`` in a thread ends the whole process.
 Worker processes can be killed: a hung attempt's process is killed and replaced, and a pipeline that crashes the
 process (a segfault, ``os._exit``) is recorded as an error instead of taking the run down. Their judge runs in the
-driver, in a daemon thread bounded by the same timeout.
+driver, in a pool of daemon threads like the thread executor's, bounded by the same timeout.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from multiprocessing.context import ForkServerContext, SpawnContext
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hermit_tui.core.attempt_threads import AttemptThreads, Job
 from hermit_tui.core.attempts import (
     PIPELINE_FAILURES,
     TRACEBACK_CHARS,
@@ -141,6 +143,13 @@ class Executor:
         if thread.is_alive():
             self.__dict__.setdefault("_hung", set()).add(thread)
 
+    def _give_up(self, pool: AttemptThreads, job: Job, attempt: Attempt, what: str) -> None:
+        """``job`` ran past its timeout: its thread (if it had started it) leaves the pool and counts as hung."""
+        thread = pool.abandon(job)
+        if thread is not None:
+            thread.name = f"hermit-tui-hung-{what}-{attempt.label}-{attempt.task_id}-r{attempt.repeat}"
+            self._abandon_thread(thread)
+
     def _driver_pipeline(self) -> Pipeline:
         if self.pipeline is None:
             raise RuntimeError(f"the {self.name} executor runs the pipeline in the driver, which has none")
@@ -165,50 +174,52 @@ class Executor:
 
 
 class ThreadExecutor(Executor):
-    """Synchronous pipelines in worker threads, ``async def`` pipelines on the loop."""
+    """Synchronous pipelines in the pool's daemon threads (core.attempt_threads), ``async def`` pipelines on the
+    loop."""
 
     name = "threads"
 
     async def start(self) -> None:
         self._is_async = inspect.iscoroutinefunction(self.pipeline)
+        self._pool = AttemptThreads()
 
     async def run(self, attempt: Attempt) -> Outcome:
         self._check_capacity()
         progress = Progress()
         started = time.perf_counter()
-        thread = None
+        job = None
         work: asyncio.Future[Outcome]
         if self._is_async:
             work = asyncio.ensure_future(self._run_async(attempt, progress, started))
-        else:  # a thread of its own, started now: the timeout counts from the start of the attempt
-            work, thread = in_daemon_thread(run_attempt, self._driver_pipeline(), self._driver_judge(), attempt,
-                                            progress,
-                                            name=f"hermit-tui-attempt-{attempt.label}-{attempt.task_id}")
+        else:  # a free pool thread takes it now: the timeout counts from the start of the attempt
+            work, job = self._pool.submit(run_attempt, self._driver_pipeline(), self._driver_judge(), attempt,
+                                          progress)
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:
-            if thread is not None:
-                self._abandon_thread(thread)
+            if job is not None:
+                self._give_up(self._pool, job, attempt, "attempt")
             if progress.phase == "judge" and progress.output is not None:
                 return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
             return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started), None
 
     async def _run_async(self, attempt: Attempt, progress: Progress, started: float) -> Outcome:
-        """An ``async def`` pipeline on the loop; its (synchronous) judge in a daemon thread."""
+        """An ``async def`` pipeline on the loop; its (synchronous) judge in a pool thread."""
         try:
             value = await call_pipeline_async(self._driver_pipeline(), attempt)
         except PIPELINE_FAILURES as exc:
             return pipeline_failed(attempt, exc, started)
-        work, thread = in_daemon_thread(judge_output, self._driver_judge(), attempt, value, started, progress,
-                                        name="hermit-tui-judge")
+        work, job = self._pool.submit(judge_output, self._driver_judge(), attempt, value, started, progress)
         try:
             return await work
-        except asyncio.CancelledError:
-            self._abandon_thread(thread)
+        except asyncio.CancelledError:  # the attempt's timeout (or a forced cancel) while the judge runs
+            self._give_up(self._pool, job, attempt, "judge")
             raise
 
     async def close(self) -> None:
-        pass
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
 
 
 # -- worker processes ------------------------------------------------------------------------------------------------
@@ -329,6 +340,7 @@ class ProcessExecutor(Executor):
         self._threads = ThreadPoolExecutor(max_workers=self.concurrency + 2, thread_name_prefix="hermit-tui-io")
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._busy: set[_Worker] = set()
+        self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
         workers = await asyncio.gather(*(loop.run_in_executor(self._threads, self._new_worker)
                                          for _ in range(self.concurrency)))
         for w in workers:
@@ -369,12 +381,12 @@ class ProcessExecutor(Executor):
             return failed_record(attempt, payload, time.perf_counter() - started, tb), tb
         progress = Progress()
         judged = time.perf_counter()  # the judge's own bound counts from its start
-        work, thread = in_daemon_thread(judge_output, self._driver_judge(), attempt, RunOutput(**payload), started,
-                                        progress, name="hermit-tui-judge")
+        work, judging = self._judges.submit(judge_output, self._driver_judge(), attempt, RunOutput(**payload),
+                                            started, progress)
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:
-            self._abandon_thread(thread)
+            self._give_up(self._judges, judging, attempt, "judge")
             if progress.output is None:  # still checking the output: cannot be the judge's fault
                 return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judged), None
             return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
@@ -392,3 +404,4 @@ class ProcessExecutor(Executor):
         for w in list(self._busy):
             w.kill()
         self._threads.shutdown(wait=False, cancel_futures=True)
+        self._judges.close()

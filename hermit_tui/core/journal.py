@@ -252,7 +252,7 @@ class SelectorJournal:
 
     def append(self, record: AttemptRecord) -> None:
         """Append one line, flushed; on failure roll the file back to its last whole line and raise WriteFailed."""
-        line = record.to_json_line().encode("utf-8")
+        line = record.take_line()  # encoded once, in the attempt's thread
         try:  # the trajectory first: a crash in between leaves a line that a re-run attempt replaces
             self.transcripts.write(record.id, record.repeat, record._messages)
         except OSError as exc:

@@ -60,6 +60,9 @@ class AttemptRecord(BaseModel):
     # The attempt's trajectory (RunOutput.messages) on its way from the executor to the journal, which writes it to
     # the transcripts sidecar and drops it: never a key of results.jsonl, never kept by the dashboard.
     _messages: list[Any] | None = PrivateAttr(default=None)
+    # The results.jsonl line encoded when the attempt was checked for being writable (``encode_line``), so that the
+    # journal does not encode it a second time; dropped once written, like ``_messages``.
+    _line: bytes | None = PrivateAttr(default=None)
 
     @property
     def score(self) -> float:
@@ -76,6 +79,32 @@ class AttemptRecord(BaseModel):
         ordered = {k: data[k] for k in RECORD_KEYS}
         ordered.update({k: v for k, v in data.items() if k not in ordered and v is not None})
         return json.dumps(ordered, default=str, allow_nan=False) + "\n"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name[0] != "_":
+            self._private()["_line"] = None  # a field changed: the kept line no longer says what the record holds
+        super().__setattr__(name, value)
+
+    def _private(self) -> dict[str, Any]:
+        """pydantic's dict of private attributes, used directly for ``_line`` (its setter costs microseconds, twice
+        per attempt); it exists on every record, the private attributes having defaults."""
+        private = self.__pydantic_private__
+        assert private is not None
+        return private
+
+    def encode_line(self) -> bytes:
+        """``to_json_line`` as UTF-8, kept for ``take_line`` (setting a field drops it)."""
+        line = self._private()["_line"] = self.to_json_line().encode("utf-8")
+        return line
+
+    def take_line(self) -> bytes:
+        """The line ``encode_line`` kept (dropping it), or the record encoded now."""
+        private = self._private()
+        line: bytes | None = private.get("_line")
+        if line is None:
+            return self.to_json_line().encode("utf-8")
+        private["_line"] = None
+        return line
 
 
 class SequentialEntry(BaseModel):

@@ -64,7 +64,7 @@ class EvalRun:
                                     cost_cap=self.cost_cap, plan=plan.continuing)
         self._cancel, self._force = threading.Event(), threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._forced: asyncio.Event | None = None
+        self._in_flight: set[asyncio.Future[tuple[AttemptRecord, str | None]]] = set()  # attempts being run
         self._rounds: RoundGate | None = None  # --stop-when-decided: the round barrier of a running launch
         self.summaries: dict[str, Summary] = {}
         self.cancelled = False
@@ -94,9 +94,8 @@ class EvalRun:
             loop.call_soon_threadsafe(gate.halt)
         if force:
             self._force.set()
-            forced = self._forced
-            if loop is not None and forced is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(forced.set)
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self._abandon_in_flight)
 
     @property
     def cancel_requested(self) -> bool:
@@ -175,6 +174,7 @@ class EvalRun:
     def _order(self, adapters: dict[str, Path | None], journals: dict[str, SelectorJournal]) -> list[Attempt]:
         """Repeat by repeat, task by task, selector by selector: partial results stay paired."""
         wanted = {label: set(keys) for label, keys in self.options.retry.items()}
+        log_dirs = {label: journal.log_dir for label, journal in journals.items()}  # one folder per evaluation
         order = []
         for r in range(1, self.plan.repeats + 1):
             for task in self.plan.test_rows:
@@ -184,29 +184,28 @@ class EvalRun:
                     skip = ((tid, r) not in wanted.get(sel.label, ())) if wanted else (tid, r) in journal.records
                     if skip:  # a retry runs only the chosen attempts; a resume skips the recorded ones
                         continue
-                    order.append(Attempt(sel.label, task, r, adapters[sel.label], journal.log_dir))
+                    order.append(Attempt(sel.label, task, r, adapters[sel.label], log_dirs[sel.label]))
                     journal.pending += 1
         return order
 
     async def _execute(self, order: list[Attempt], journals: dict[str, SelectorJournal]) -> None:
         self._loop = asyncio.get_running_loop()
-        self._forced = forced = asyncio.Event()
-        if self._force.is_set():
-            forced.set()
         executor = self.executor
         queue = iter(order)
+        in_flight = self._in_flight
 
         async def one(attempt: Attempt) -> tuple[AttemptRecord, str | None] | None:
             work = asyncio.ensure_future(executor.run(attempt))
-            force = asyncio.ensure_future(forced.wait())
+            in_flight.add(work)
             try:
-                await asyncio.wait({work, force}, return_when=asyncio.FIRST_COMPLETED)
+                return await work
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if work.cancelled() and self._force.is_set() and not (task is not None and task.cancelling()):
+                    return None  # a forced cancel: the attempt is abandoned, not recorded
+                raise
             finally:
-                force.cancel()
-            if not work.done():  # a forced cancel: the attempt is abandoned, not recorded
-                work.cancel()
-                return None
-            return work.result()
+                in_flight.discard(work)
 
         async def worker() -> None:
             for attempt in queue:  # one shared iterator: each attempt is taken once, in order
@@ -249,8 +248,14 @@ class EvalRun:
         try:
             await asyncio.gather(*(worker() for _ in range(self.plan.concurrency)))
         finally:
-            if forced.is_set():
+            if self._force.is_set():
                 executor.abandon()
+
+    def _abandon_in_flight(self) -> None:
+        """A forced cancel, on the loop: every attempt in flight is given up (the executor's ``abandon`` stops what
+        can be stopped)."""
+        for work in list(self._in_flight):
+            work.cancel()
 
     def _fail(self, message: str) -> None:
         """The run cannot go on (a write failed, threads hung): say so once, and stop scheduling."""
