@@ -129,7 +129,8 @@ class HermitApp(App):
 
     def _load_config(self, path: Path, overrides: list[str]) -> None:
         from hermit_tui.screens import SCREENS
-        SCREENS["setup"]  # imported here, off the event loop, before _config_loaded shows it
+        for name in ("setup", "history", "tasks", "run", "compare"):  # the screens a config leads to, imported
+            SCREENS[name]  # here, while the loop waits for the config: later, beside the loop, they slowed it
         from hermit_tui.core.config import load_config
         from hermit_tui.core.tasks import load_tasks
         from hermit_tui.demo import is_demo_config
@@ -183,8 +184,6 @@ class HermitApp(App):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.push_screen(SetupScreen())
-        from hermit_tui.screens import warm
-        warm("history", "tasks", "run", "compare")  # the screens a config leads to, imported off the loop
 
     def remember_launch(self, values: dict) -> None:
         """The setup screen's choices: kept for this session and written to the settings file (not run.yaml)."""

@@ -629,13 +629,15 @@ class _Reader:
                 starts, lengths = starts[where], lengths[where]
             _add_chunk(self.table, items, starts, lengths)
 
-    @staticmethod
-    def _fast(lines: list[bytes]) -> list[_Line] | None:
+    def _fast(self, lines: list[bytes]) -> list[_Line] | None:
         items: list[_Line] = []
         decode = _DECODER.decode
+        pause = self.pause
         try:
             for start in range(0, len(lines), DECODE_SLICE):  # one C call per slice: the lock changes hands between
                 items.extend(map(decode, lines[start:start + DECODE_SLICE]))
+                if pause is not None:
+                    pause()
         except (msgspec.ValidationError, msgspec.DecodeError):
             return None
         if max(map(len, lines)) >= NESTING_CHECK_BYTES:

@@ -1,7 +1,6 @@
 """One screen per module. ``SCREENS`` maps the names used by bindings and palette commands to their classes."""
 from __future__ import annotations
 
-import threading
 from importlib import import_module
 
 _WHERE = {
@@ -30,18 +29,3 @@ class _Screens(dict):
 
 SCREENS = _Screens()
 
-
-def warm(*names: str) -> None:
-    """Import these screens' modules in a background thread, before they are asked for: an import on the event loop
-    is a stall (the setup screen's ~0.16 s, the per-task table's ~0.06 s on this project's test machine)."""
-    missing = [n for n in names if n not in SCREENS]
-    if not missing:
-        return
-
-    def load() -> None:
-        for name in missing:
-            try:
-                SCREENS[name]
-            except Exception:  # the import is tried again, on the loop, when the screen is asked for
-                pass
-    threading.Thread(target=load, name="warm-screens", daemon=True).start()
