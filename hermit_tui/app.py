@@ -22,7 +22,12 @@ from hermit_tui.paths import style
 from hermit_tui.store import EvalStore
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from concurrent.futures import ThreadPoolExecutor
+
+    from textual.dom import DOMNode
+    from textual.timer import Timer
+    from textual.worker import Worker
 
     from hermit_tui.core.config import Config
     from hermit_tui.core.runner import EvalRun
@@ -34,23 +39,27 @@ BEAT_S = 0.01  # while evaluations are read, the event loop beats at this pace (
 
 
 class Pacer:
-    """Lets a worker thread give way to the event loop. Threads share one interpreter lock: while a worker reads a
-    million attempts, a repaint that needs 60 ms alone takes twice that. While a worker runs, the loop beats every
-    BEAT_S; the worker calls :meth:`pace` between steps (a few ms of work each) and waits, without the lock, while
-    the last beat is older than one and a half beats (the loop is busy) - up to ``most_s``, so it never starves.
-    Waiting for three beats left a long step of the loop sharing the lock for its first 30-40 ms: a 50 ms repaint
-    took ~100 ms while a million attempts were read."""
+    """Lets worker threads give way to the event loop. Threads share one interpreter lock: while a worker reads a
+    million attempts or builds the per-task rows of 111,112 tasks, a repaint that needs 50 ms alone takes two or
+    three times that. While a paced worker runs (:meth:`HermitApp.paced_worker`), the loop beats every BEAT_S; the
+    workers call :meth:`pace` between steps (a few ms of work each) and wait, without the lock, while the last beat
+    is older than one and a half beats (the loop is busy) - up to ``most_s``, so none starves. Waiting for three
+    beats left a long step of the loop sharing the lock for its first 30-40 ms; an unpaced rows worker shared it
+    for the whole step."""
 
     def __init__(self, most_s: float = 0.2):
         self.beat = time.monotonic()
         self.most_s = most_s
+        self.active = False  # the beat runs (a paced worker is alive): pace() is a no-op otherwise
 
     def tick(self) -> None:
         self.beat = time.monotonic()
 
     def pace(self) -> None:
+        if not self.active:
+            return
         deadline = time.monotonic() + self.most_s
-        while time.monotonic() - self.beat > 1.5 * BEAT_S and time.monotonic() < deadline:
+        while self.active and time.monotonic() - self.beat > 1.5 * BEAT_S and time.monotonic() < deadline:
             time.sleep(0.002)
 
 
@@ -98,6 +107,9 @@ class HermitApp(App):
         self.is_demo = False
         self.launch_settings: dict = {}  # the setup screen's choices for this config (also in the settings file)
         self.protocol_view: Any = None  # the setup screen's protocol table, built with the config off the loop
+        self.pacer = Pacer()  # worker threads give way to the loop through it (paced_worker)
+        self._paced: set[Worker] = set()
+        self._beat: Timer | None = None
         self.banners_expanded: bool | None = None  # None: expanded on a tall terminal, collapsed on a short one
         self.quitting = False  # the user chose to cancel the launch and quit: exit when it has stopped
         self.abandoned = False  # attempts in flight were abandoned (their threads may still be running)
@@ -348,27 +360,42 @@ class HermitApp(App):
         if not evaluations:
             return
         store, generation, threshold = self.store, self.store.generation, self.store.threshold
-        pacer = Pacer()
-        beat = self.set_interval(BEAT_S, pacer.tick, name="pace-reading")
+        pace = self.pacer.pace
 
         def load() -> None:
             from hermit_tui.store import build_stored
             worker = get_current_worker()
-            try:
-                for stored in evaluations:
-                    if worker.is_cancelled or store.generation != generation:
-                        return
-                    pacer.pace()
-                    try:
-                        col = build_stored(stored, threshold, pause=pacer.pace)
-                    except InputError as exc:
-                        self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
-                        continue
-                    new_ids = store.new_task_ids(col)
-                    self.call_from_thread(self._stored_loaded, store, generation, stored, col, beside_live, new_ids)
-            finally:
-                self.call_from_thread(beat.stop)
-        self.run_worker(load, thread=True, group="history", name="open-history")
+            for stored in evaluations:
+                if worker.is_cancelled or store.generation != generation:
+                    return
+                pace()
+                try:
+                    col = build_stored(stored, threshold, pause=pace)
+                except InputError as exc:
+                    self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
+                    continue
+                new_ids = store.new_task_ids(col)
+                self.call_from_thread(self._stored_loaded, store, generation, stored, col, beside_live, new_ids)
+        self.paced_worker(self, load, group="history", name="open-history")
+
+    def paced_worker(self, node: DOMNode, work: Callable[[], Any], **kwargs: Any) -> Worker:
+        """``node.run_worker(work, thread=True, **kwargs)`` for work that calls ``self.pacer.pace`` between its
+        steps: the loop beats while any such worker is alive (see :class:`Pacer`)."""
+        worker = node.run_worker(work, thread=True, **kwargs)
+        self._paced.add(worker)
+        if self._beat is None:
+            self.pacer.tick()
+            self.pacer.active = True
+            self._beat = self.set_interval(BEAT_S, self._pace_tick, name="pace")
+        return worker
+
+    def _pace_tick(self) -> None:
+        self.pacer.tick()
+        self._paced = {w for w in self._paced if not w.is_finished}
+        if not self._paced and self._beat is not None:
+            self.pacer.active = False
+            self._beat.stop()
+            self._beat = None
 
     def _stored_loaded(self, store: EvalStore, generation: int, stored: Any, col: Any, beside_live: bool,
                        new_ids: set[str] | None = None) -> None:

@@ -302,7 +302,7 @@ class EvalStore(TriageStore):
 
     def rows(self, *, keys: list[str] | None = None, filter: Filter = "all", search: str = "",
              sort: str = "id", reverse: bool = False, compare: tuple[str, str] | None = None,
-             label: str | None = None) -> TaskRows:
+             label: str | None = None, pause: Callable[[], None] | None = None) -> TaskRows:
         """The per-task table (a sequence of :class:`TaskRow`, built as they are read). ``compare`` = (baseline,
         candidate) for the regression/improvement filters (default: the store's baseline and the last column).
         ``label``: only tasks with an attempt carrying that label (``ANY_LABEL``: any label; ``UNLABELLED``: a
@@ -326,7 +326,8 @@ class EvalStore(TriageStore):
             where = [g for g in map(self._task_pos.get, wanted) if g is not None and g < len(ids)]
             label_mask[where] = True
         pair = None if compare is None else (self.columns.get(compare[0]), self.columns.get(compare[1]))
-        return compute_rows(ids, cols, base, pair, filter, search_mask, label_mask, sort, reverse, self._task_pos)
+        return compute_rows(ids, cols, base, pair, filter, search_mask, label_mask, sort, reverse, self._task_pos,
+                            pause)
 
     def error_groups(self) -> list[tuple[str, str, dict[str, list[tuple[str, int]]]]]:
         """Every error and judge_error attempt grouped by (status, message): per column, the (task, repeat) keys.

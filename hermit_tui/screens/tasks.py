@@ -5,6 +5,7 @@ Rows come from ``EvalStore.rows``; a large store computes them in a worker threa
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from rich.style import Style
@@ -197,11 +198,12 @@ class TasksScreen(Triage, HermitScreen[None]):
         if len(store.task_ids) <= WORKER_THRESHOLD:
             self._show_rows(generation, *self._compute(store, query))
             return
+        pace = self.app.pacer.pace
 
         def work() -> None:
             for _ in range(5):  # the store may change under us (a batch applied meanwhile): try again
                 try:
-                    result = self._compute(store, query)
+                    result = self._compute(store, query, pace)
                     break
                 except RuntimeError:
                     continue
@@ -210,11 +212,12 @@ class TasksScreen(Triage, HermitScreen[None]):
             if not get_current_worker().is_cancelled:
                 self.app.call_from_thread(self._show_rows, generation, *result)
 
-        self.run_worker(work, thread=True, exclusive=True, group="tasks-rows", name="tasks-rows")
+        self.app.paced_worker(self, work, exclusive=True, group="tasks-rows", name="tasks-rows")
 
     @staticmethod
-    def _compute(store: EvalStore, query: dict[str, Any]) -> tuple[TaskRows, list[str], int, int]:
-        rows = store.rows(**query)
+    def _compute(store: EvalStore, query: dict[str, Any], pause: Callable[[], None] | None = None
+                 ) -> tuple[TaskRows, list[str], int, int]:
+        rows = store.rows(**query, pause=pause)
         id_width = rows.id_width()
         text_width = max((len(task_text(store, r.task_id)) for r in rows[:200]), default=0)
         return rows, store.keys, id_width, min(text_width, TEXT_WIDTH)
