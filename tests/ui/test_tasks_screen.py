@@ -259,9 +259,10 @@ async def test_a_large_store_computes_its_rows_in_a_worker_thread(monkeypatch):
     threads = []
     compute = TasksScreen._compute
 
-    def spy(store, query):
+    def spy(store, query, pause=None):
         threads.append(threading.current_thread() is threading.main_thread())
-        return compute(store, query)
+        assert pause is None or pause.__self__ is app.pacer  # the worker gives way to the loop
+        return compute(store, query, pause)
 
     monkeypatch.setattr(TasksScreen, "_compute", staticmethod(spy))
     app = make_app(big_store(2500))
