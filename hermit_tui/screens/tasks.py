@@ -146,6 +146,7 @@ class TasksScreen(Triage, HermitScreen[None]):
         self.label_filter: str | None = None  # a label, ANY_LABEL or UNLABELLED (store.rows' ``label``)
         self.target: tuple[str, str, int] | None = None  # the attempt the triage keys act on (column, task, repeat)
         self._pending_task: str | None = None  # a task to put the cursor on once the rows are shown
+        self._painted_once = False  # the first show draws the rows after its first paint (on_screen_resume)
         self._walked: tuple[str, str, int] | None = None  # the attempt u (the walk) or a chose last
         self._walked_group = ""  # why the walk chose it
 
@@ -173,7 +174,13 @@ class TasksScreen(Triage, HermitScreen[None]):
         self.table.focus()
 
     async def on_screen_resume(self) -> None:
-        """Shown, first or again: the store may have changed meanwhile."""
+        """Shown, first or again: the store may have changed meanwhile. On the first show the rows come after the
+        first paint (the screen and its headers, the table empty), each its own step of the loop: together they
+        were one step of ~45 ms CPU at 1,112 tasks, the longest of opening the table."""
+        if not self._painted_once:
+            self._painted_once = True
+            self.refresh_from_store(rows_later=True)
+            return
         await yield_to_loop()
         self.refresh_from_store()
         await yield_to_loop()
@@ -184,8 +191,9 @@ class TasksScreen(Triage, HermitScreen[None]):
         await yield_to_loop()
 
     # -- computing ------------------------------------------------------------------------------------------------
-    def refresh_from_store(self) -> None:
-        """Redraw the headers now and the rows inline (small store) or from a worker thread (large store)."""
+    def refresh_from_store(self, rows_later: bool = False) -> None:
+        """Redraw the headers now and the rows inline (small store) or from a worker thread (large store);
+        ``rows_later``: the rows after the next paint."""
         store: EvalStore = self.app.store
         self._theme_styles()
         self.query_one(Banners).show_for(self.app, store)
@@ -196,7 +204,10 @@ class TasksScreen(Triage, HermitScreen[None]):
         query = dict(filter=self.filter, search=self.search, sort=self.sort, reverse=self.reverse,
                      compare=compare_pair(store), label=self.label_filter)
         if len(store.task_ids) <= WORKER_THRESHOLD:
-            self._show_rows(generation, *self._compute(store, query))
+            if rows_later:
+                self.call_after_refresh(lambda: self._show_rows(generation, *self._compute(store, query)))
+            else:
+                self._show_rows(generation, *self._compute(store, query))
             return
         pace = self.app.pacer.pace
 
