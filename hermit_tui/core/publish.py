@@ -22,6 +22,7 @@ from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import eval_root, list_evaluations
 from hermit_tui.core.journal import now_iso
+from hermit_tui.core.publish_checks import is_sha, short_sha
 from hermit_tui.core.publish_plan import (
     CONFIRM_WORD,
     DEFAULT_LABELS,
@@ -29,8 +30,6 @@ from hermit_tui.core.publish_plan import (
     UNDO_WORD,
     EvalRow,
     PublishPlan,
-    _is_sha,
-    _short,
     plan_publish,
     render_publish_table,
     same_adapter,
@@ -163,7 +162,7 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
             else f"{CARD_NAME} already held this evaluation at {commit[:12]}")
     return PublishResult(tag=plan.tag, branch=plan.run, committed=plan.changes_card, card_commit=commit,
                          measured_commit=plan.measured_commit, previous_tag_target=plan.tag_target,
-                         message=f"{what}; {plan.tag} moved from {_short(plan.tag_target)} to it")
+                         message=f"{what}; {plan.tag} moved from {short_sha(plan.tag_target)} to it")
 
 
 # ---------------------------------------------------------------------------------------------------- undo
@@ -201,7 +200,7 @@ def undo_check(config: Config) -> tuple[dict[str, Any] | None, str | None]:
     if entry is None:
         return None, f"nothing to undo: no publish by hermit-tui is recorded in {publish_log_path(config.run_dir)}"
     tag, card_commit, previous = entry.get("tag"), entry.get("card_commit"), entry.get("previous_tag_target")
-    if tag != f"{config.run_name}/final" or not (_is_sha(card_commit) and _is_sha(previous)):
+    if tag != f"{config.run_name}/final" or not (is_sha(card_commit) and is_sha(previous)):
         return None, f"the last publish log entry is not usable: {json.dumps(entry)[:200]}"
     tree = AdapterTree(Path(config.tree_dir))
     try:
@@ -209,7 +208,7 @@ def undo_check(config: Config) -> tuple[dict[str, Any] | None, str | None]:
     finally:
         tree.close()
     if now != card_commit:
-        return None, (f"{tag} has moved since the last publish (it points at {_short(now)}, the publish left it at "
+        return None, (f"{tag} has moved since the last publish (it points at {short_sha(now)}, the publish left it at "
                       f"{card_commit[:12]}): nothing is undone")
     return entry, None
 

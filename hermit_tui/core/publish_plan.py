@@ -1,82 +1,47 @@
 """Review before publishing: what the final card will say, its diff, the warnings to read and the refusals.
 
+
 :func:`plan_publish` works out, without changing anything, the card as it will be (an Evaluation table with one row
 per selector measured under final's protocol), the diff against the checkout's ``CARD.md``, the warnings a reader
 must see first and the refusals that make publishing impossible. ``core/publish.py`` carries it out.
+
+This module chooses the rows and assembles the plan; what the card says is ``core.publish_card``, the checks that
+refuse or warn are ``core.publish_checks``. Their names are re-exported here, where callers have always found them.
 """
 from __future__ import annotations
 
-import difflib
-import hashlib
-import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeGuard
+from typing import Any
 
-import git
 from pydantic import BaseModel, Field
 
-from hermit_tui.core.card import CARD_NAME, checkout_branch, replace_evaluation_section, split_lines
+from hermit_tui.core.card import CARD_NAME, replace_evaluation_section
 from hermit_tui.core.columns import ERROR, JUDGE_ERROR, read_table
 from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_root, list_evaluations
 from hermit_tui.core.fingerprint import Fingerprint, differences
-from hermit_tui.core.intervals import METHOD_TEXT
-from hermit_tui.core.present import caveats, incomplete_caveat, partial_cost, smoke_caveat
-from hermit_tui.core.records import SOLVED_THRESHOLD
-from hermit_tui.core.selectors import MANIFEST, directory_hash, label_for
+from hermit_tui.core.publish_card import (
+    NOT_RECORDED,
+    TABLE_HEADER,
+    TABLE_RULE,
+    EvalRow,
+    render_publish_table,
+    sequential_lines,
+    taxonomy_line,
+    unified_diff,
+)
+from hermit_tui.core.publish_checks import collect_warnings, final_evaluation, inspect_checkout, same_adapter, short_sha
+from hermit_tui.core.selectors import label_for
 from hermit_tui.core.stats import selector_stats
 from hermit_tui.core.tasks import load_tasks
-from hermit_tui.core.tree import ROOT_TAG, AdapterTree, valid_ref_name
+from hermit_tui.core.tree import AdapterTree, valid_ref_name
 
 PUBLISH_LOG = ".hermit-tui-publish.jsonl"
 DEFAULT_LABELS = ("none", "root", "final")
 CONFIRM_WORD = "publish"
 UNDO_WORD = "undo"
-TABLE_HEADER = ("| Adapter | Commit | Tasks | Repeats | Mean score [95% CI] | Solved at least once | Errors "
-                "| Cost (USD) |")
-TABLE_RULE = "|---|---|---|---|---|---|---|---|"
-NOT_RECORDED = "no protocol fingerprint"
-_SHA = re.compile(r"[0-9a-f]{40}")
-
-
-class EvalRow(BaseModel):
-    """One row of the published Evaluation table, with where it was read from."""
-
-    label: str
-    adapter: str  # as the card names it: the selector as typed, or a directory's label
-    selector: str  # as typed when it was evaluated
-    content_hash: str | None = None  # an adapter directory's content when it was measured
-    commit: str | None
-    tasks: int
-    repeats: int
-    mean: float  # the task mean (core.stats.ESTIMAND): hermit's mean_score when every task has the same repeats
-    ci_low: float | None
-    ci_high: float | None
-    ci_method: str | None = None  # "t", "score" or "no-spread" (core.intervals)
-    mean_score: float | None = None  # hermit's mean_score from summary.json (over attempts)
-    solved_once: float
-    attempts: int
-    errors: int
-    pipeline_errors: int
-    judge_errors: int
-    cost_usd: float | None
-    unknown_cost_attempts: int
-    folder: Path
-    archived_at: str | None = None
-    written_by: Literal["hermit", "hermit-tui"]
-    complete: bool = True
-    cancelled: bool = False
-    smoke_limit: int | None = None
-    retries: int | None = None
-    protocol: list[str] = Field(default_factory=list)  # how it differs from final's protocol; [] = the same
-
-    def cells(self) -> list[str]:
-        ci = f" [{self.ci_low:.3f}, {self.ci_high:.3f}]" if self.ci_low is not None else ""
-        cost = partial_cost(self.cost_usd, self.unknown_cost_attempts, dollars=False)
-        return [self.adapter, self.commit[:7] if self.commit else "—", str(self.tasks), str(self.repeats),
-                f"{self.mean:.3f}{ci}", f"{self.solved_once:.3f}", str(self.errors), cost]
 
 
 class PublishPlan(BaseModel):
@@ -123,145 +88,6 @@ class PublishPlan(BaseModel):
         """What a reader confirmed: publishing refuses when any of it changed since."""
         return (self.current_card, self.new_card, self.head, self.tag_target, self.measured_commit,
                 tuple(self.warnings), tuple(self.refusals))
-
-
-# ---------------------------------------------------------------------------------------------------- the table
-
-def taxonomy_line(rows: Sequence[EvalRow]) -> str | None:
-    """One paragraph with each row's failure labels (from its evaluation's annotations.jsonl), or None when no
-    failure of any row carries a label. Failures: error/judge_error or a score below hermit's 1.0."""
-    from hermit_tui.core.annotations import read_annotations
-    from hermit_tui.core.column_taxonomy import selector_taxonomy
-    parts = []
-    for row in rows:
-        table = read_table(row.folder / "results.jsonl")
-        try:
-            t = selector_taxonomy(row.label, table, read_annotations(row.folder).entries, SOLVED_THRESHOLD)
-        finally:
-            table.close()
-        if not t.labelled_failures:
-            continue
-        counts = ", ".join(f"{name} {n}" for name, n in t.failure_counts.items())
-        parts.append(f"{row.adapter} {t.labelled_failures} of {t.failures} failures labelled ({counts})")
-    if not parts:
-        return None
-    return ("Failure labels (assigned by hand while reading the failures, with hermit-tui; a reading aid, not a "
-            "measurement): " + "; ".join(parts) + ".")
-
-
-def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequential: Sequence[str] = ()) -> str:
-    """The Markdown body of the Evaluation section: the table, then one paragraph saying how to read it (one on the
-    decisions of a --stop-when-decided launch, ``sequential``: see :func:`sequential_lines`; and ``extra``, a
-    paragraph of its own, when given)."""
-    lines = [TABLE_HEADER, TABLE_RULE] + ["| " + " | ".join(r.cells()) + " |" for r in rows]
-    final = next((r for r in rows if r.label == "final"), None)
-    others = [r for r in rows if r.protocol and r is not final]
-    if final is not None and final.protocol:
-        protocol = ("Protocols not checked: final was measured by hermit eval, which records no protocol "
-                    "fingerprint.")
-    elif others:
-        protocol = ("Not shown to share final's protocol: "
-                    + "; ".join(f"{r.adapter} ({', '.join(r.protocol)})" for r in others) + ".")
-    else:
-        protocol = ("All rows share final's protocol (test tasks, judge, pipeline, agent params, model settings, "
-                    "repeats).")
-    by_method: dict[str, list[str]] = {}
-    for r in rows:
-        if r.ci_method:
-            by_method.setdefault(r.ci_method, []).append(r.adapter)
-    methods = "; ".join(f"{METHOD_TEXT[m]} for {', '.join(names)}" for m, names in by_method.items())
-    differ = [f"{r.adapter} {r.mean_score:.3f}" for r in rows
-              if r.mean_score is not None and abs(r.mean_score - r.mean) > 5e-4]
-    hermit = (f" With unequal repeats it differs from hermit's mean_score over attempts ({', '.join(differ)})."
-              if differ else "")
-    note = ("Mean score: the mean over test tasks of each task's mean score, failed attempts scored 0 (hermit's "
-            f"mean_score when every task has the same repeats).{hermit} 95% CI, with the task as the unit of "
-            f"sampling and never beyond the score range: {methods or 'none'}. Solved at least once: share of test "
-            f"tasks with an attempt scoring at least {SOLVED_THRESHOLD}. Commit: the adapter version measured. "
-            f"{protocol}")
-    if sequential:
-        note += ("\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets O'Brien-"
-                 "Fleming-type alpha spending over the planned rounds; Jennison & Turnbull 2000): "
-                 + "; ".join(sequential) + ". The decisions and their intervals stay valid although the launch "
-                 "stopped on what it saw; the per-adapter intervals in the table are the fixed design's.")
-    return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
-
-
-def sequential_lines(chosen: dict[str, StoredEvaluation], rows: Sequence[EvalRow], task_ids: Sequence[str]
-                     ) -> list[str]:
-    """One phrase per candidate on the card whose baseline is on the card too, from one --stop-when-decided
-    launch: the difference with its repeated 95% interval and the decision, recomputed from the records."""
-    from hermit_tui.core.stopping import pair_look
-
-    names = {r.label: r.adapter for r in rows}
-    out = []
-    for row in rows:
-        s = chosen[row.label].summary
-        entry = s.sequential if s is not None else None
-        if entry is None or entry.decision is None or entry.baseline not in chosen:
-            continue
-        base, cand = chosen[entry.baseline], chosen[row.label]
-        try:
-            table_b, table_c = read_table(base.results_path), read_table(cand.results_path)
-        except InputError:
-            continue
-        table_b.close()  # the light rows read the arrays only
-        table_c.close()
-        look, _ = pair_look(entry.baseline, base.summary, table_b.keyed(light=True), row.label, s,
-                            table_c.keyed(light=True), task_ids)
-        if look is None or look.mean_diff is None or look.ci_low is None:
-            continue
-        decision = {"improvement": "an improvement", "regression": "a regression"}.get(look.decision, "undecided")
-        if look.decision == "equivalent":
-            decision = f"equivalent within ±{look.margin:g}"
-        out.append(f"{names[row.label]} − {names[entry.baseline]} {look.mean_diff:+.3f} [{look.ci_low:.3f}, "
-                   f"{look.ci_high:.3f}]: {decision} (after {look.rounds} of at most {look.max_rounds} rounds)")
-    return out
-
-
-def unified_diff(old: str, new: str) -> str:
-    """``git diff``-style text of CARD.md before and after (LF-only line splitting, as the card is written)."""
-    return "".join(difflib.unified_diff(split_lines(old), split_lines(new), f"a/{CARD_NAME}", f"b/{CARD_NAME}"))
-
-
-# ---------------------------------------------------------------------------------------------------- git helpers
-
-def _is_sha(value: object) -> TypeGuard[str]:
-    return isinstance(value, str) and bool(_SHA.fullmatch(value))
-
-
-def _is_ancestor(repo: git.Repo, a: str, b: str) -> bool:
-    try:
-        repo.git.merge_base("--is-ancestor", a, b)
-    except git.GitCommandError:
-        return False
-    return True
-
-
-def _identity(repo: git.Repo, sha: str, cache: dict[str, str] | None = None) -> str:
-    """A hash of a commit's files except CARD.md: two commits that differ only in the card are one adapter."""
-    cache = {} if cache is None else cache
-    if sha not in cache:
-        entries = [e for e in repo.git.ls_tree("-r", "-z", sha).split("\0") if e and e.split("\t", 1)[-1] != CARD_NAME]
-        cache[sha] = hashlib.sha256("\0".join(entries).encode()).hexdigest()
-    return cache[sha]
-
-
-def same_adapter(repo: git.Repo, a: str, b: str) -> bool:
-    """Whether two commits hold the same adapter: the same files, CARD.md aside (so a card commit on top of a
-    measured commit is that adapter)."""
-    if a == b:
-        return True
-    if not (_is_sha(a) and _is_sha(b)):
-        return False
-    try:
-        return _identity(repo, a) == _identity(repo, b)
-    except git.GitCommandError:
-        return False
-
-
-def _short(sha: str | None) -> str:
-    return str(sha)[:12] if sha else "nothing"
 
 
 # ---------------------------------------------------------------------------------------------------- planning
@@ -319,37 +145,6 @@ def _label_of(text: str) -> str:
     return label
 
 
-def _inspect_checkout(plan: PublishPlan, tree: AdapterTree) -> git.Repo | None:
-    """The checkout's refusals and warnings; the open repo when there is a usable one."""
-    checkout = plan.checkout
-    if not checkout.is_dir():
-        plan.refusals.append(f"no checkout: {checkout} does not exist (the run's branch is checked out there by "
-                             "hermit train)")
-        return None
-    try:
-        repo = git.Repo(checkout)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        plan.refusals.append(f"no checkout: {checkout} is not a git worktree")
-        return None
-    if Path(repo.common_dir).resolve() != Path(tree.repo.common_dir).resolve():
-        plan.refusals.append(f"the checkout {checkout} is not a worktree of the adapter tree {tree.path}")
-        return repo
-    if checkout_branch(repo) != plan.branch:
-        plan.refusals.append(f"the checkout {checkout} is not on branch '{plan.run}'")
-    plan.head = repo.git.rev_parse("--verify", "HEAD")
-    tracked = [line[3:] for line in repo.git.status("--porcelain", "--untracked-files=no").splitlines()]
-    if tracked:
-        shown = ", ".join(tracked[:3]) + (", …" if len(tracked) > 3 else "")
-        plan.refusals.append(f"uncommitted changes in the checkout ({len(tracked)}: {shown}): commit or discard "
-                             "them first, the card commit must hold exactly the measured adapter")
-    untracked = [line[3:] for line in repo.git.status("--porcelain").splitlines() if line.startswith("??")]
-    if untracked:
-        plan.warnings.append(f"untracked files in the checkout ({', '.join(untracked[:3])}"
-                             f"{', …' if len(untracked) > 3 else ''}): they are not part of the adapter or the card "
-                             "commit")
-    return repo
-
-
 def plan_publish(config: Config, labels: Sequence[str] | None = None, taxonomy: bool = False) -> PublishPlan:
     """What publishing final's card would do now; changes nothing.
 
@@ -373,7 +168,7 @@ def plan_publish(config: Config, labels: Sequence[str] | None = None, taxonomy: 
         plan.refusals.append(f"no adapter tree: {exc}")
         return plan
     try:
-        repo = _inspect_checkout(plan, tree)
+        repo = inspect_checkout(plan, tree)
         try:
             _plan_rest(plan, config, tree, run_dir, extras)
         finally:
@@ -396,7 +191,7 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
                                  "publish?): the card goes on top of the branch and the tag moves there")
         else:
             plan.refusals.append(f"the final tag is not at the checkout's HEAD: {plan.tag} points at "
-                                 f"{_short(plan.tag_target)}, branch '{plan.run}' at {_short(plan.head)}")
+                                 f"{short_sha(plan.tag_target)}, branch '{plan.run}' at {short_sha(plan.head)}")
 
     if plan.card_path.is_file():
         try:
@@ -414,7 +209,7 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
         if label not in by_label:
             raise InputError(f"no evaluation of '{label}' under {eval_root(run_dir)}")
 
-    final = _final_evaluation(plan, by_label.get("final", []), repo, run_dir)
+    final = final_evaluation(plan, by_label.get("final", []), repo, run_dir)
     final_fp = final.summary.fingerprint if final is not None and final.summary is not None else None
 
     rows: list[EvalRow] = []
@@ -441,7 +236,7 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
             plan.warnings.append(f"{label}: the current evaluation was measured under another protocol than final; "
                                  f"the row is the archived one of {chosen.archived_at}, which matches final's")
     plan.rows = rows
-    _warn(plan, config, tree, rows, found, final, final_fp)
+    collect_warnings(plan, config, tree, rows, found, final, final_fp)
 
     final_row = next((r for r in rows if r.label == "final"), None)
     if plan.taxonomy:
@@ -466,143 +261,6 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
                         f"mean {final_row.mean:.3f}) [hermit-tui]")
 
 
-def _final_evaluation(plan: PublishPlan, found: list[StoredEvaluation], repo: git.Repo,
-                      run_dir: Path) -> StoredEvaluation | None:
-    """final's current evaluation when it can be published; the refusal otherwise."""
-    current = next((e for e in found if not e.archived), None)
-    if current is None:
-        plan.refusals.append(f"no completed final evaluation: none under {eval_root(run_dir) / 'final'} "
-                             "(hermit-tui eval --adapter final)")
-        return None
-    s = current.summary
-    if s is None:
-        plan.refusals.append(f"no completed final evaluation: {current.problem}")
-        return None
-    if not s.is_complete or s.cancelled or s.in_progress is not None:
-        plan.refusals.append("no completed final evaluation: it is "
-                             + incomplete_caveat(s.attempts, s.expected_attempts, cancelled=bool(s.cancelled)))
-        return None
-    if s.is_smoke:
-        plan.refusals.append(f"no completed final evaluation: it is a {smoke_caveat(s.smoke_limit)}")
-        return None
-    if not _is_sha(s.commit):
-        plan.refusals.append(f"final's summary records no adapter commit ({s.commit!r})")
-        return None
-    plan.measured_commit = s.commit
-    plan.final_summary = current.folder / "summary.json"
-    if plan.tag_target is not None and not same_adapter(repo, s.commit, plan.tag_target):
-        plan.refusals.append(f"the final evaluation measured another adapter than the tag's: {s.commit[:12]} was "
-                             f"measured, {plan.tag} now points at {plan.tag_target[:12]}; evaluate final again")
-    return current
-
-
-def _warn(plan: PublishPlan, config: Config, tree: AdapterTree, rows: list[EvalRow], found: list[StoredEvaluation],
-          final: StoredEvaluation | None, final_fp: Fingerprint | None) -> None:
-    """Every warning a reader must see before confirming, most serious first."""
-    w = plan.warnings
-    for row in rows:
-        if row.label != "final":
-            stale = _stale(config, tree, row, plan.run)
-            if stale:
-                w.append(f"stale measurement: {row.label} {stale}")
-    final_row = next((r for r in rows if r.label == "final"), None)
-    if final_row is not None and final_fp is None:
-        w.append("final was measured by hermit eval (no protocol fingerprint): whether the rows share one protocol "
-                 "cannot be checked")
-    for row in rows:
-        if row.protocol == [NOT_RECORDED] and final_fp is not None:
-            w.append(f"protocol unchecked: {row.label} was measured by hermit eval (no protocol fingerprint); it "
-                     "may not share final's protocol")
-        elif row.protocol and final_fp is not None:
-            w.append(f"protocol mismatch: {row.label} differs from final in {', '.join(row.protocol)}")
-        elif final_row is not None and row is not final_row and (row.tasks, row.repeats) != (final_row.tasks,
-                                                                                             final_row.repeats):
-            w.append(f"protocol mismatch: {row.label} has {row.tasks} tasks x {row.repeats}, final "
-                     f"{final_row.tasks} x {final_row.repeats}")
-    reuse = _test_reuse(tree, plan, found, final, final_fp)
-    if reuse:
-        w.append(reuse)
-    try:
-        overlaps = [o for o in load_tasks(config).overlaps() if o.startswith("test ")]
-    except InputError as exc:
-        overlaps = [f"the task splits cannot be read ({exc})"]
-    w += [f"test overlap: {o}" for o in overlaps]
-    for r in rows:
-        w += [f"{r.label}: {caveat}" for caveat in caveats(
-            smoke_limit=r.smoke_limit, done=r.attempts, expected=r.tasks * r.repeats, complete=r.complete,
-            cancelled=r.cancelled, retries=r.retries)]
-    failing = [r for r in rows if r.errors]
-    if failing:
-        w.append("errors: " + ", ".join(f"{r.label} {r.errors}/{r.attempts}" for r in failing)
-                 + " attempts failed (pipeline or judge) and count as 0: inspect them before trusting the means")
-    unknown = [r for r in rows if r.cost_usd is None]
-    if unknown:
-        w.append("unknown cost: " + ", ".join(f"{r.label} {r.unknown_cost_attempts}" for r in unknown)
-                 + " attempts report no cost (the card says so)")
-    if not config.shuffle:
-        w.append("ordered stream (data.shuffle is false): preserve stream order and the benchmark's own protocol; "
-                 "one aggregate evaluation may not be its protocol")
-
-
-def _stale(config: Config, tree: AdapterTree, row: EvalRow, run: str) -> str | None:
-    """Why a row's measurement no longer describes what its selector names now, or None."""
-    text = row.selector
-    if text == "none":
-        return None
-    if row.commit is None:  # an adapter directory: compare its content with what was measured
-        try:
-            folder = config.resolve_path(text)
-        except (OSError, ValueError):
-            return None
-        if row.content_hash and folder is not None and (folder / MANIFEST).is_file():
-            if directory_hash(folder) != row.content_hash:
-                return f"(directory {text}) has changed since it was measured"
-        return None
-    if re.fullmatch(r"[0-9a-fA-F]{4,40}", text) and row.commit.startswith(text.lower()):
-        return None  # a commit never moves
-    ref = ROOT_TAG if text == "root" else f"{run}/final" if text == "final" else text
-    try:
-        now = tree.lookup(ref)[0]
-    except InputError:
-        return f"was measured at {row.commit[:7]}, but '{ref}' no longer exists"
-    if not same_adapter(tree.repo, row.commit, now):
-        return f"was measured at {row.commit[:7]}, but '{ref}' now points at {now[:7]}, another adapter"
-    return None
-
-
-def _test_reuse(tree: AdapterTree, plan: PublishPlan, found: list[StoredEvaluation],
-                final: StoredEvaluation | None, final_fp: Fingerprint | None) -> str | None:
-    """Several adapters of this run measured on this test split: final may have been chosen on test."""
-    if final is None or final.summary is None or plan.tag_target is None:
-        return None
-    repo = tree.repo
-    tip = plan.head if plan.head and _is_ancestor(repo, plan.tag_target, plan.head) else plan.tag_target
-    cache: dict[str, str] = {}
-    root = tree.tag_target(ROOT_TAG)
-    root_id = _identity(repo, root, cache) if root else None
-    adapters: dict[str, set[str]] = {}
-    for stored in found:
-        s = stored.summary
-        if s is None or not _is_sha(s.commit):
-            continue
-        if final_fp is not None and s.fingerprint is not None:
-            if s.fingerprint.test_ids_sha256 != final_fp.test_ids_sha256:
-                continue
-        elif s.tasks != final.summary.tasks or s.is_smoke:
-            continue
-        try:
-            if not _is_ancestor(repo, s.commit, tip):
-                continue
-            ident = _identity(repo, s.commit, cache)
-        except git.GitCommandError:
-            continue
-        if ident != root_id:
-            adapters.setdefault(ident, set()).add(stored.label)
-    if len(adapters) < 2:
-        return None
-    names = sorted({label for labels in adapters.values() for label in labels})
-    return (f"test reuse: {len(adapters)} different adapters of run {plan.run} were evaluated on this test split "
-            f"({', '.join(names)}); if final was chosen by these scores, the test is no longer an untouched "
-            "evaluation: say so, or measure on a fresh test split")
-
-
+__all__ = ["CONFIRM_WORD", "DEFAULT_LABELS", "NOT_RECORDED", "PUBLISH_LOG", "TABLE_HEADER", "TABLE_RULE", "UNDO_WORD",
+           "EvalRow", "PublishPlan", "plan_publish", "render_publish_table", "same_adapter", "sequential_lines",
+           "taxonomy_line", "unified_diff"]

@@ -2,13 +2,12 @@
 
 ``build_report`` reads the current evaluations of a run from disk (hermit-tui's, or ones ``hermit eval`` wrote,
 which carry no fingerprint and no extra keys) and computes everything from their results.jsonl; nothing is re-run.
-Three renderers: Markdown (warnings first), JSON (the model, with stable keys) and CSV (the per-task table).
+The model is ``core.report_model``; the renderers are ``core.report_text`` (Markdown, JSON, CSV) and
+``core.report_html``; their names are re-exported here, where callers have always found them.
 Training scores from ``steps.jsonl`` are kept apart and labelled as training evidence: they are never test figures.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
 from hermit_tui.core import column_taxonomy
 from hermit_tui.core.annotations import DEFAULT_LABEL_SET, Annotation, FailureTaxonomy, read_annotations
@@ -25,98 +23,29 @@ from hermit_tui.core.columns import OK, AttemptTable
 from hermit_tui.core.config import Config
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.evalstore import StoredEvaluation, eval_folder, eval_root, list_evaluations
-from hermit_tui.core.fingerprint import FIELD_NAMES, Fingerprint, differences
-from hermit_tui.core.intervals import method_note
-from hermit_tui.core.present import caveats, cost_cell, fixed, interval_text, p_value
-from hermit_tui.core.protocol import Check, TestReuse, protocol_checks, score_scale_check, test_reuse
-from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord, SequentialEntry
-from hermit_tui.core.scores import TaskTable, tabulate
-from hermit_tui.core.stats import (
-    ESTIMAND,
-    SE_METHOD,
-    VERDICT_RULE,
-    PairStats,
-    SelectorStats,
-    default_pairs,
-    pair_stats,
-    selector_stats,
+from hermit_tui.core.fingerprint import differences
+from hermit_tui.core.present import caveats
+from hermit_tui.core.protocol import protocol_checks, score_scale_check, test_reuse
+from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord
+from hermit_tui.core.report_format import sequential_protocol
+from hermit_tui.core.report_model import (
+    NOT_RECORDED,
+    UNKNOWN,
+    Difference,
+    Report,
+    SelectorReport,
+    TrainingEvidence,
+    TrainingStep,
 )
-from hermit_tui.core.stopping import SEQUENTIAL_RULE, Records, boundary_text, pair_look, sequential_pair
+from hermit_tui.core.report_text import to_csv, to_json, to_markdown
+from hermit_tui.core.scores import TaskTable, tabulate
+from hermit_tui.core.stats import PairStats, default_pairs, pair_stats, selector_stats
+from hermit_tui.core.stopping import Records, pair_look, sequential_pair
 from hermit_tui.core.tasks import TaskSet
 from hermit_tui.core.tree import AdapterTree
 from hermit_tui.core.version import __version__
 
-FORMAT = "hermit-tui report 1"
-NOT_RECORDED = "not recorded"
-UNKNOWN = "unknown:"
-TRAINING_LABEL = ("TRAINING evidence: rollout scores on the train split while the adapter was being trained. Not test "
-                  "evidence, and not comparable with the test figures above.")
 _CHECKPOINT = re.compile(r"_(?:ckpt-(step|epoch)-(\d+)|bootstrap)$")
-
-
-class SelectorReport(BaseModel):
-    """One evaluated selector: hermit's summary, the statistics and what to be careful about."""
-
-    label: str
-    folder: str
-    adapter: str | None  # the selector as typed
-    commit: str | None  # the commit measured (null for none and directories)
-    content_hash: str | None  # a directory selector's content
-    written_by: str  # "hermit-tui", "hermit eval" (no extras), or "unknown" (no summary.json)
-    summary: dict[str, Any] | None  # hermit's ten keys
-    fingerprint: Fingerprint | None
-    stats: SelectorStats
-    errors: int  # error + judge_error attempts
-    known_cost_usd: float
-    unknown_cost_attempts: int
-    smoke_limit: int | None
-    complete: bool
-    retries: int
-    flags: list[str]
-    sequential: SequentialEntry | None = None  # summary.json's entry of a --stop-when-decided launch
-
-
-class Difference(BaseModel):
-    a: str
-    b: str
-    differences: list[str]
-
-
-class TrainingStep(BaseModel):
-    step: int | None
-    epoch: int | None
-    tasks: int | None
-    mean_score: float | None
-    bootstrap: bool = False
-
-
-class TrainingEvidence(BaseModel):
-    label: str = TRAINING_LABEL
-    source: str
-    steps: list[TrainingStep]
-    skipped_lines: int = 0
-
-
-class Report(BaseModel):
-    format: str = FORMAT
-    hermit_tui_version: str
-    config: str
-    run_name: str
-    run_dir: str
-    demo: bool
-    threshold: float
-    dataset_revision: str
-    splits: dict[str, int]  # tasks, train, val, test
-    comparable: bool
-    differences: list[Difference]
-    warnings: list[str]
-    selectors: list[SelectorReport]
-    pairs: list[PairStats]
-    checks: list[Check]
-    test_reuse: TestReuse
-    training: TrainingEvidence | None
-    test_ids: list[str]
-    taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/annotations.py)
 
 
 # ---------------------------------------------------------------------------------------------------- building
@@ -409,263 +338,6 @@ def _extremes(scores: np.ndarray) -> list[float]:
     finite = scores[np.isfinite(scores)]
     return [float(finite.min()), float(finite.max())] if len(finite) else []
 
-
-# ---------------------------------------------------------------------------------------------------- rendering
-
-
-def _f(x: float | None, digits: int = 4) -> str:
-    return fixed(x, digits)
-
-
-def _ci(lo: float | None, hi: float | None, digits: int = 4) -> str:
-    return interval_text(lo, hi, digits)
-
-
-def _g(x: float) -> str:
-    return f"{x:.1f}" if float(x).is_integer() else f"{x:g}"
-
-
-_p = p_value  # 3 decimals; 4 around 0.05, so that a p-value above 0.05 never reads as 0.050
-
-
-def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(map(_cell, header)) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(map(_cell, row)) + " |" for row in rows]
-    return out
-
-
-_cost = cost_cell  # an unknown cost reads "unknown", never 0
-
-
-def to_markdown(report: Report) -> str:
-    """The report as Markdown: warnings first, then the protocol, the results, the comparisons and the checks."""
-    r = report
-    out = [f"# Evaluation report: {r.run_name}", "",
-           f"Config `{r.config}`; run folder `{r.run_dir}`; hermit-tui {r.hermit_tui_version}. Every figure below is "
-           "measured on the test split unless labelled otherwise.", "", "## Warnings", ""]
-    out += [f"- {w}" for w in r.warnings] or ["None."]
-    out += ["", "## Protocol", ""]
-    repeats = sorted({s.summary["repeats"] for s in r.selectors if s.summary})
-    out += _table(["", ""], [
-        ["dataset revision", r.dataset_revision],
-        ["split sizes", f"test {r.splits['test']}, train {r.splits['train']}, val {r.splits['val']} "
-                        f"(task file: {r.splits['tasks']} tasks)"],
-        ["repeats", ", ".join(map(str, repeats)) or "—"],
-        ["success threshold", _g(r.threshold) + (" (hermit's)" if r.threshold == SOLVED_THRESHOLD
-                                                     else " (set for this report; the files keep hermit's 1.0)")],
-        ["comparable", "yes: every selector shares one protocol fingerprint" if r.comparable
-                       else "NO: see Comparability"],
-        *([["stop when decided", text] for text in [sequential_protocol(r)] if text]),
-    ])
-    out += ["", "## Results on the test split", ""]
-    rows = []
-    unequal = any(s.stats.repeats is None and s.stats.n_tasks for s in r.selectors)
-    for s in r.selectors:
-        st = s.stats
-        k = st.repeats if st.repeats is not None else f"{st.repeats_min}-{st.repeats_max}"
-        commit = (s.commit or "")[:12] or (f"dir {s.content_hash[:12]}" if s.content_hash else "—")
-        row = [s.label, s.adapter or "—", commit, st.n_tasks, k, _f(st.mean), _ci(st.ci_low, st.ci_high),
-               st.ci_method or "—"]
-        if unequal:
-            row.append(_f(st.attempt_mean))
-        once_low, once_high = st.solved_once_ci or (None, None)
-        rows.append(row + [_f(st.solved_once, 3), _ci(once_low, once_high, digits=3),
-                           _f(st.pass_k, 3), s.errors, f"{s.known_cost_usd:.4f}", s.unknown_cost_attempts,
-                           s.written_by])
-    out += _table(["selector", "adapter", "commit measured", "tasks", "repeats", "mean score", "95% CI",
-                   "CI method", *(["hermit's mean_score (over attempts)"] if unequal else []),
-                   f"solved once (>= {_g(r.threshold)})", "Wilson 95% CI", "pass^k", "errors", "known cost (USD)",
-                   "unknown-cost attempts", "written by"], rows)
-    notes = [f"- {s.label}: {text}" for s in r.selectors for text in (s.stats.rule_of_three, s.stats.lever_note)
-             if text]
-    if notes:
-        out += ["", *notes]
-    methods = method_note([s.stats.ci_method for s in r.selectors])
-    out += ["", f"Mean score: {ESTIMAND}. 95% CI ({_methods_by_selector(r.selectors)}): {methods}; "
-            f"{SE_METHOD}. Solved once and pass^k: shares of all {r.splits['test']} test tasks (hermit's "
-            "denominator), Wilson 95% intervals.", "",
-            "### hermit's summaries", ""]
-    out += _table(["selector", *SUMMARY_KEYS], [
-        [s.label, *(("—" if s.summary[k] is None else s.summary[k]) for k in SUMMARY_KEYS)] if s.summary
-        else [s.label, *(["(no summary.json)"] + ["—"] * (len(SUMMARY_KEYS) - 1))] for s in r.selectors])
-    out += ["", "## Paired comparisons (test split)", ""]
-    if not r.pairs:
-        out += ["One selector: nothing to compare.", ""]
-    if r.pairs:
-        out += [f"Verdict rule: {VERDICT_RULE}. Differences are b - a of task means, on the tasks both attempted.",
-                ""]
-        if any(p.sequential for p in r.pairs):
-            out += [f"Verdict rule for a candidate and its baseline: {SEQUENTIAL_RULE}.", ""]
-    for p in r.pairs:
-        counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.transition_counts.items())
-        out += [f"### {p.b} vs {p.a}", "", f"**Verdict:** {p.verdict}", ""]
-        sign = (_p(p.sign_test_p) if p.sign_test_p is not None or not p.unequal_repeats
-                else "— (not valid with unequal repeats)")
-        out += _table(["", ""], [
-            ["paired tasks", p.n_paired],
-            ["mean difference", _f(p.mean_diff)],
-            ["95% CI", _ci(p.ci_low, p.ci_high) + (f" ({p.method})" if p.ci_method else "")],
-            ["p-value", f"{_p(p.p_value)} ({p.test})"],
-            ["sign test p", sign],
-            ["wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"],
-            ["transitions", counts],
-            ["minimum detectable difference", f"{_f(p.mde)} ({p.mde_method})" if p.mde is not None else "—"],
-            *([["sequential boundary", boundary_text(p.sequential)]] if p.sequential else []),
-        ])
-        if p.n_unpaired:
-            out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
-        out.append("")
-    out += _taxonomy_markdown(r)
-    out += ["## Comparability", ""]
-    if r.comparable:
-        out.append("Every selector shares one protocol fingerprint (test ids and rows, judge, pipeline, params, model, "
-                   "repeats).")
-    else:
-        out += [f"- **{d.a} vs {d.b}**: {'; '.join(d.differences)}" for d in r.differences]
-    fields = list(FIELD_NAMES)
-    out += ["", *_table(["selector", *fields], [
-        [s.label, *(_short(s.fingerprint.field(f)) for f in fields)] if s.fingerprint
-        else [s.label, "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
-              *["—"] * (len(fields) - 1)] for s in r.selectors])]
-    out += ["", "## Protocol checks", ""]
-    out += [f"- **{c.level}** ({c.code}): {c.message}" for c in r.checks] or ["No finding."]
-    out += ["", "## Test reuse", ""]
-    reuse = r.test_reuse
-    out.append(f"{reuse.adapters} different adapter{'s' * (reuse.adapters != 1)} of this run "
-               f"({reuse.non_final} besides final) were evaluated on this test split, in {reuse.evaluations} "
-               f"evaluation{'s' * (reuse.evaluations != 1)} (archived ones included).")
-    if reuse.note:
-        out += ["", f"**{reuse.note}.**"]
-    out += ["", "## Training evidence (TRAINING, not test)", ""]
-    if r.training is None or not r.training.steps:
-        out.append("No steps.jsonl with training scores in the run folder.")
-    else:
-        out += [r.training.label, "", *_table(["step", "epoch", "train tasks", "training mean score"], [
-            [t.step, t.epoch, t.tasks, _f(t.mean_score)] for t in r.training.steps])]
-    return "\n".join(out).rstrip() + "\n"
-
-
-def _tasks(ids: list[str], most: int = 12) -> str:
-    return ", ".join(ids[:most]) + (f", … ({len(ids) - most} more)" if len(ids) > most else "") if ids else "—"
-
-
-def _taxonomy_markdown(r: Report) -> list[str]:
-    """The "Failure taxonomy" section: attempts per label per selector, then per pair the tasks fixed/introduced."""
-    t = r.taxonomy
-    out = ["## Failure taxonomy", ""]
-    if t is None:
-        return out + ["Not computed.", ""]
-    labels = [s.label for s in t.selectors]
-    out += [f"Labels assigned by hand in hermit-tui's triage ({t.source}); counts are attempts. A failure is "
-            f"{t.failure} ({_g(t.threshold)}).", ""]
-    out += [f"- {w}" for w in t.warnings] + ([""] if t.warnings else [])
-    names: dict[str, int] = {}
-    for s in t.selectors:
-        for name, n in s.counts.items():
-            names[name] = names.get(name, 0) + n
-    rank = {name: i for i, name in enumerate(t.label_set)}
-    ordered = sorted(names, key=lambda name: (-names[name], rank.get(name, len(rank)), name))
-    rows = [[name, *(s.counts.get(name, 0) for s in t.selectors)] for name in ordered]
-    rows += [["*failures*", *(s.failures for s in t.selectors)],
-             ["*failures with a label*", *(s.labelled_failures for s in t.selectors)],
-             ["*failures without a label*", *(s.failures - s.labelled_failures for s in t.selectors)]]
-    if any(s.corrected for s in t.selectors):
-        rows.append(["*corrected scores*", *(s.corrected for s in t.selectors)])
-    out += _table(["label", *labels], rows)
-    if not ordered:
-        out += ["", "No attempt carries a label yet (`hermit-tui annotate`, or 1-9 in the dashboard)."]
-    corrected = [s for s in t.selectors if s.corrected_mean is not None]
-    if corrected:
-        out += ["", "With the corrected scores in place of the judge's (the files and every figure above keep the "
-                "judge's):", ""]
-        out += [f"- {s.label}: mean {_f(s.corrected_mean)} with {s.corrected} corrected score"
-                f"{'s' * (s.corrected != 1)} (recorded {_f(s.recorded_mean)})" for s in corrected]
-    for p in t.pairs:
-        if not p.labels:
-            continue
-        out += ["", f"### Labels: {p.b} vs {p.a}", "",
-                f"Per label, on the tasks both attempted (a task carries a label when one of its attempts does): "
-                f"fixed = under {p.a}, not under {p.b}; introduced = under {p.b}, not under {p.a}; not triaged = on "
-                "one side only while the other side's failures on the task carry no label yet.", ""]
-        out += _table(["label", f"tasks ({p.a})", f"tasks ({p.b})", "fixed", "introduced", "not triaged",
-                       "fixed tasks", "introduced tasks"],
-                      [[c.label, c.a_tasks, c.b_tasks, len(c.fixed), len(c.introduced), len(c.untriaged),
-                        _tasks(c.fixed), _tasks(c.introduced)] for c in p.labels])
-    return out + [""]
-
-
-def sequential_protocol(r: Report) -> str:
-    """The protocol row of a --stop-when-decided launch: baseline, rounds run of the maximum, method."""
-    entries = [(s.label, s.sequential) for s in r.selectors if s.sequential is not None]
-    if not entries:
-        return ""
-    launches: dict[tuple[str, int, int, float | None], list[str]] = {}
-    for label, e in entries:
-        launches.setdefault((e.baseline, e.rounds, e.max_rounds, e.margin), []).append(label)
-    parts = []
-    for (baseline, rounds, most, margin), labels in launches.items():
-        run = "stopped when decided" if rounds < most else "ran every round"
-        parts.append(f"{', '.join(x for x in labels if x != baseline) or 'no candidate'} against baseline "
-                     f"{baseline}: {rounds} of at most {most} rounds ({run})"
-                     + (f", equivalence margin ±{margin:g}" if margin is not None else ""))
-    return "; ".join(parts) + f". Method: {entries[0][1].method}, alpha {entries[0][1].alpha:g}."
-
-
-def _methods_by_selector(selectors: list[SelectorReport]) -> str:
-    """Which interval method each selector's row used, e.g. ``none, root: score; final: no-spread``."""
-    by: dict[str, list[str]] = {}
-    for s in selectors:
-        by.setdefault(s.stats.ci_method or "none", []).append(s.label)
-    return "; ".join(f"{', '.join(labels)}: {m}" for m, labels in by.items())
-
-
-def _short(value: Any) -> str:
-    if value is None:
-        return "—"
-    text = str(value)
-    return text[:12] if re.fullmatch(r"[0-9a-f]{64}", text) else text
-
-
-def to_json(report: Report) -> str:
-    """The whole report as JSON; the keys are the model's fields, in a fixed order."""
-    return report.model_dump_json(indent=1) + "\n"
-
-
-def _num(x: float | None) -> str:
-    return "" if x is None else repr(float(x))
-
-
-def _text_cell(value: Any) -> str:
-    """A text cell a spreadsheet will not run as a formula: one starting with = + - @ (or a tab or carriage return
-    before one) gets a leading apostrophe."""
-    text = str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
-def to_csv(report: Report) -> str:
-    """The per-task table: task id, then per selector mean, sd, n, solved_once, then per default pair b - a."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    header = ["task_id"]
-    for s in report.selectors:
-        header += [f"{s.label}_mean", f"{s.label}_sd", f"{s.label}_n", f"{s.label}_solved_once"]
-    header += [f"{p.b}_minus_{p.a}" for p in report.pairs]
-    writer.writerow([_text_cell(h) for h in header])
-    per = {s.label: s.stats.per_task for s in report.selectors}
-    for tid in report.test_ids:
-        row: list[str] = [_text_cell(tid)]
-        for s in report.selectors:
-            ts = per[s.label].get(tid)
-            row += ["", "", "0", ""] if ts is None else [_num(ts.mean), _num(ts.sd), str(ts.n), str(int(ts.solved > 0))]
-        for p in report.pairs:
-            a, b = per[p.a].get(tid), per[p.b].get(tid)
-            row.append("" if a is None or b is None else _num(b.mean - a.mean))
-        writer.writerow(row)
-    return buf.getvalue()
 
 
 __all__ = ["Report", "SelectorReport", "TrainingEvidence", "build_report", "default_labels", "sequential_protocol",

@@ -26,7 +26,8 @@ import numpy as np
 from hermit_tui.core.columns import AttemptRow, read_table
 from hermit_tui.core.evalstore import RESULTS
 from hermit_tui.core.records import AttemptRecord
-from hermit_tui.core.report import Report, _text_cell
+from hermit_tui.core.report_format import spreadsheet_text
+from hermit_tui.core.report_model import Report
 
 #: an attempt as the exports read it: a record, or its figures from the columns
 AnyAttempt = AttemptRecord | AttemptRow
@@ -83,9 +84,9 @@ def to_attempts_csv(report: Report, attempts: Mapping[str, Sequence[AnyAttempt]]
     writer.writerow(ATTEMPT_COLUMNS)
     for s in report.selectors:
         for rec in attempts.get(s.label, ()):
-            writer.writerow([_text_cell(s.label), _text_cell(rec.id), rec.repeat, rec.status,
-                             _number(rec.judge.score), _text_cell(error_kind(rec)), _number(rec.cost_usd),
-                             _text_cell(_tokens(rec.tokens)), _number(rec.wall_s)])
+            writer.writerow([spreadsheet_text(s.label), spreadsheet_text(rec.id), rec.repeat, rec.status,
+                             _number(rec.judge.score), spreadsheet_text(error_kind(rec)), _number(rec.cost_usd),
+                             spreadsheet_text(_tokens(rec.tokens)), _number(rec.wall_s)])
     return buf.getvalue()
 
 

@@ -17,19 +17,19 @@ from typing import Any
 
 from hermit_tui.core.fingerprint import FIELD_NAMES
 from hermit_tui.core.intervals import method_note
+from hermit_tui.core.present import p_value
 from hermit_tui.core.records import SOLVED_THRESHOLD, SUMMARY_KEYS
-from hermit_tui.core.report import (
-    Report,
-    SelectorReport,
-    _ci,
-    _f,
-    _g,
-    _methods_by_selector,
-    _p,
-    _short,
+from hermit_tui.core.report_format import (
+    compact,
+    exact,
+    figure,
+    fingerprint_value,
+    interval,
+    methods_by_selector,
     sequential_protocol,
 )
 from hermit_tui.core.report_html_assets import CSP, CSS, SCRIPT
+from hermit_tui.core.report_model import Report, SelectorReport
 from hermit_tui.core.report_svg import BINS, differences_plot, distribution_plot, esc, means_plot
 from hermit_tui.core.stats import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats
 from hermit_tui.core.stopping import SEQUENTIAL_RULE, boundary_text
@@ -44,13 +44,8 @@ KNOWN_FIELDS = {"format", "hermit_tui_version", "config", "run_name", "run_dir",
 GENERIC_ROWS = 1000  # rows of a list rendered generically before "and N more"
 
 
-def _num(x: float | None) -> str:
-    """A figure for a data attribute: the shortest repr that reads back as the same float; empty when None."""
-    return "" if x is None else repr(float(x))
-
-
 def _data(**values: Any) -> str:
-    return "".join(f' data-{k.replace("_", "-")}="{esc(_num(v) if isinstance(v, float) else v)}"'
+    return "".join(f' data-{k.replace("_", "-")}="{esc(exact(v) if isinstance(v, float) else v)}"'
                    for k, v in values.items() if v is not None)
 
 
@@ -96,8 +91,8 @@ def _warnings(r: Report) -> tuple[str, str]:
 
 def _protocol(r: Report) -> str:
     repeats = sorted({s.summary["repeats"] for s in r.selectors if s.summary})
-    threshold = _g(r.threshold) + (" (hermit's)" if r.threshold == SOLVED_THRESHOLD
-                                   else " (set for this report; the files keep hermit's 1.0)")
+    threshold = compact(r.threshold) + (" (hermit's)" if r.threshold == SOLVED_THRESHOLD
+                                        else " (set for this report; the files keep hermit's 1.0)")
     rows = [("dataset revision", esc(r.dataset_revision)),
             ("split sizes", esc(f"test {r.splits['test']}, train {r.splits['train']}, val {r.splits['val']} "
                                 f"(task file: {r.splits['tasks']} tasks)")),
@@ -133,9 +128,10 @@ def _results(r: Report) -> str:
         data = _data(label=s.label, mean=st.mean, ci_low=st.ci_low, ci_high=st.ci_high, ci_method=st.ci_method,
                      attempt_mean=st.attempt_mean, n_tasks=st.n_tasks, solved_once=st.solved_once,
                      pass_k=st.pass_k, errors=s.errors, known_cost=s.known_cost_usd)
-        cells = [f"<th scope=row>{esc(s.label)}</th>", _f(st.mean), esc(_ci(st.ci_low, st.ci_high)),
-                 esc(st.ci_method or "—"), *([_f(st.attempt_mean)] if unequal else []), str(st.n_tasks), esc(k),
-                 _f(st.solved_once, 3), esc(_ci(once_low, once_high, digits=3)), _f(st.pass_k, 3), str(s.errors),
+        cells = [f"<th scope=row>{esc(s.label)}</th>", figure(st.mean), esc(interval(st.ci_low, st.ci_high)),
+                 esc(st.ci_method or "—"), *([figure(st.attempt_mean)] if unequal else []), str(st.n_tasks), esc(k),
+                 figure(st.solved_once, 3), esc(interval(once_low, once_high, digits=3)), figure(st.pass_k, 3),
+                 str(s.errors),
                  f"{s.known_cost_usd:.4f}", str(s.unknown_cost_attempts), esc(s.adapter or "—"),
                  f"<code>{esc(_commit(s))}</code>", esc(s.written_by)]
         rows.append(f"<tr{data}>" + "".join(c if i == 0 else f'<td{" class=num" if i in numeric else ""}>{c}</td>'
@@ -147,9 +143,9 @@ def _results(r: Report) -> str:
     notes = "".join(f"<li>{esc(s.label)}: {esc(text)}</li>" for s in r.selectors
                     for text in (s.stats.rule_of_three, s.stats.lever_note) if text)
     methods = method_note([s.stats.ci_method for s in r.selectors])
-    footnote = (f"Mean score: {ESTIMAND}. 95% CI ({_methods_by_selector(r.selectors)}): {methods}; {SE_METHOD}. "
-                f"Solved once (a repeat scoring at least {_g(r.threshold)}) and pass^k (every repeat does): shares "
-                f"of all {r.splits['test']} test tasks (hermit's denominator), Wilson 95% intervals.")
+    footnote = (f"Mean score: {ESTIMAND}. 95% CI ({methods_by_selector(r.selectors)}): {methods}; {SE_METHOD}. "
+                f"Solved once (a repeat scoring at least {compact(r.threshold)}) and pass^k (every repeat does): "
+                f"shares of all {r.splits['test']} test tasks (hermit's denominator), Wilson 95% intervals.")
     stats = [s.stats for s in r.selectors]
     plots = (f'<div class="plots wide"><figure>{means_plot(stats)}<figcaption>Mean score with its 95% interval '
              f"(dot and whisker), per selector.</figcaption></figure></div>"
@@ -168,17 +164,17 @@ def _results(r: Report) -> str:
 
 def _pair(p: PairStats, r: Report) -> str:
     stats = {s.label: s.stats for s in r.selectors}
-    sign = (_p(p.sign_test_p) if p.sign_test_p is not None or not p.unequal_repeats
+    sign = (p_value(p.sign_test_p) if p.sign_test_p is not None or not p.unequal_repeats
             else "— (not valid with unequal repeats)")
-    rows = [("paired tasks", str(p.n_paired)), ("mean difference (b − a)", _f(p.mean_diff)),
-            ("95% CI", esc(_ci(p.ci_low, p.ci_high))),
+    rows = [("paired tasks", str(p.n_paired)), ("mean difference (b − a)", figure(p.mean_diff)),
+            ("95% CI", esc(interval(p.ci_low, p.ci_high))),
             ("interval method", f'<span class="note">{esc(p.method or "—")}</span>'),
-            ("p-value", esc(_p(p.p_value))), ("test", f'<span class="note">{esc(p.test or "—")}</span>'),
+            ("p-value", esc(p_value(p.p_value))), ("test", f'<span class="note">{esc(p.test or "—")}</span>'),
             ("sign test p", esc(sign)),
             ("wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"),
-            ("minimum detectable difference", esc(f"{_f(p.mde)} ({p.mde_method})" if p.mde is not None else "—"))]
+            ("minimum detectable difference", esc(f"{figure(p.mde)} ({p.mde_method})" if p.mde is not None else "—"))]
     if p.sequential is not None:
-        rows[2] = ("repeated 95% CI", esc(_ci(p.ci_low, p.ci_high)))
+        rows[2] = ("repeated 95% CI", esc(interval(p.ci_low, p.ci_high)))
         rows.append(("sequential boundary", esc(boundary_text(p.sequential))))
     if p.n_unpaired:
         rows.append(("left out (attempted by only one)", _ids(p.unpaired)))
@@ -224,7 +220,7 @@ def _task_rows(r: Report) -> list[str]:
                 cells.append('<td class=u data-v="">—</td>')
                 continue
             extra = f" (n={ts.n})" if ts.n != most[s.label] else ""
-            cells.append(f"<td class={'s' if ts.solved else 'u'} data-v={_num(ts.mean)}>{ts.mean:.3f}{extra}</td>")
+            cells.append(f"<td class={'s' if ts.solved else 'u'} data-v={exact(ts.mean)}>{ts.mean:.3f}{extra}</td>")
         for p in r.pairs:
             a, b = per.get(p.a, {}).get(tid), per.get(p.b, {}).get(tid)
             if a is None or b is None:
@@ -232,7 +228,7 @@ def _task_rows(r: Report) -> list[str]:
                 continue
             d = b.mean - a.mean
             kind = " class=pos" if d > 1e-9 else " class=neg" if d < -1e-9 else ""
-            cells.append(f"<td{kind} data-v={_num(d)}>{d:+.3f}</td>")
+            cells.append(f"<td{kind} data-v={exact(d)}>{d:+.3f}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return rows
 
@@ -253,8 +249,8 @@ def _tasks(r: Report) -> str:
             f"{len(rows):,}</summary>{table(rows[i:i + PAGE_ROWS])}</details>"
             for i in range(0, len(rows), PAGE_ROWS))
     legend = (f"One row per test task (test split order): each selector's mean score over its repeats (✓: solved "
-              f"at least once, score ≥ {_g(r.threshold)}; n: repeats when fewer or more than the selector's most; —: "
-              "no attempt), then each pair's difference of task means. The same table with standard deviations: "
+              f"at least once, score ≥ {compact(r.threshold)}; n: repeats when fewer or more than the selector's most; "
+              "—: no attempt), then each pair's difference of task means. The same table with standard deviations: "
               "<code>hermit-tui report --format csv</code>.")
     return (f'<section id="tasks"><h2>Per-task table ({len(rows):,} tasks)</h2><p class="note">{legend}</p>'
             f'<noscript><p class="note">JavaScript is off: the table is shown in pages of {PAGE_ROWS} rows, in '
@@ -271,7 +267,8 @@ def _comparability(r: Report) -> str:
                                 "</li>" for d in r.differences) + "</ul>"
     fields = list(FIELD_NAMES)
     table = _grid(["selector", *fields], [
-        [esc(s.label), *(f"<code>{esc(_short(s.fingerprint.field(f)))}</code>" for f in fields)] if s.fingerprint
+        [esc(s.label), *(f"<code>{esc(fingerprint_value(s.fingerprint.field(f)))}</code>" for f in fields)]
+        if s.fingerprint
         else [esc(s.label), "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
               *["—"] * (len(fields) - 1)] for s in r.selectors])
     return f'<section id="comparability"><h2>Comparability</h2>{text}{table}</section>'
@@ -294,7 +291,7 @@ def _training(r: Report) -> str:
         body = f'<p class="banner training">{esc(t.label)}</p>' + _grid(
             ["step", "epoch", "train tasks", "training mean score"],
             [[esc("—" if x.step is None else x.step), esc("—" if x.epoch is None else x.epoch),
-              esc("—" if x.tasks is None else x.tasks), _f(x.mean_score)] for x in t.steps],
+              esc("—" if x.tasks is None else x.tasks), figure(x.mean_score)] for x in t.steps],
             numeric=frozenset({0, 1, 2, 3}))
     return f'<section id="training"><h2>Training evidence (TRAINING, not test)</h2>{body}</section>'
 
