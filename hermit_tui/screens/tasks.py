@@ -23,19 +23,16 @@ from hermit_tui.core.annotations import is_failure
 from hermit_tui.paths import style
 from hermit_tui.screens.annotate import GROUP_NAMES, LabelPickScreen, Triage, annotation_text, keys_text, progress_text
 from hermit_tui.screens.base import HermitScreen
-from hermit_tui.store import (
-    ANY_LABEL,
-    FILTER_NAMES,
-    FILTERS,
-    LABEL_FILTER_NAMES,
-    UNLABELLED,
-    Cell,
-    EvalStore,
-    Failure,
-    Filter,
-    TaskRow,
-    TaskRows,
+from hermit_tui.screens.task_cells import (
+    compare_pair,
+    error_marks,
+    label_filter_name,
+    output_of,
+    row_attempts,
+    sort_keys,
+    task_text,
 )
+from hermit_tui.store import ANY_LABEL, FILTER_NAMES, FILTERS, UNLABELLED, EvalStore, Failure, Filter, TaskRow, TaskRows
 from hermit_tui.widgets.attempt_grid import ERROR, JUDGE_ERROR, mark_for
 from hermit_tui.widgets.banners import Banners
 from hermit_tui.widgets.diff_view import diff_words
@@ -50,61 +47,6 @@ TEXT_WIDTH = 120  # widest the task-text column gets (longer text is cut with an
 NO_DATA = "—"
 CHIPS = {"all": "all", "errors": "errors", "regressions": "regressions", "improvements": "improvements",
          "flaky": "flaky", "unknown_cost": "unknown cost"}
-
-
-def compare_pair(store: EvalStore) -> tuple[str, str] | None:
-    """(baseline, candidate) for the regression/improvement filters: the baseline against the last other column."""
-    keys = store.keys
-    if len(keys) < 2:
-        return None
-    base = store.baseline if store.baseline in store.columns else keys[0]
-    return base, keys[-1] if keys[-1] != base else keys[0]
-
-
-def task_text(store: EvalStore, task_id: str) -> str:
-    """The task's fields other than its id, on one line."""
-    row = store.tasks.get(task_id) or {}
-    return " · ".join(str(v) for k, v in row.items() if k != "id" and v != task_id)
-
-
-def error_marks(cell: Cell) -> str:
-    """The grid's marks for a cell's failed attempts: ✗ (pipeline error), J (judge error), both, or ""."""
-    return (ERROR if cell.errors else "") + (JUDGE_ERROR if cell.judge_errors else "")
-
-
-def one_line(text: str) -> str:
-    return " ⏎ ".join(line.strip() for line in text.strip().splitlines()) if "\n" in text else text.strip()
-
-
-def output_of(rec) -> str:
-    """An attempt's output on one line (its error when it has no output)."""
-    if rec is None:
-        return ""
-    from hermit_tui.screens.attempt import output_text
-    return one_line(output_text(rec))
-
-
-def sort_keys(store: EvalStore) -> list[str]:
-    """Every sortable column, in table order."""
-    out = ["id"]
-    for key in store.keys:
-        out += [f"mean:{key}", f"solved:{key}"] + ([f"delta:{key}"] if key != store.baseline else [])
-    return out
-
-
-def label_filter_name(label: str | None) -> str:
-    return "" if label is None else LABEL_FILTER_NAMES.get(label, f"label: {label}")
-
-
-def row_attempts(store: EvalStore, task_id: str) -> list[tuple[str, str, int]]:
-    """Every attempt of a task, (column, task, repeat): the failures first, then the others, each by column and
-    repeat. The per-task table's target attempt cycles through them (a). Read by key: a cursor move stays cheap on
-    a large store."""
-    repeats = range(1, max(store.repeats, 1) + 1)
-    found = [(key, r, col.index.failed_row(row)) for key, col in store.columns.items() for r in repeats
-             if (row := col.index.row_of(task_id, r)) >= 0]
-    return ([(key, task_id, r) for key, r, failed in found if failed]
-            + [(key, task_id, r) for key, r, failed in found if not failed])
 
 
 async def yield_to_loop() -> None:
