@@ -7,7 +7,8 @@ from hermit_tui.app import BEAT_S, HermitApp, Pacer
 
 
 class FakeClock:
-    """Stands in for the time module inside hermit_tui.app_support: sleeping advances the clock; ``on_sleep`` may beat."""
+    """Stands in for the time module inside hermit_tui.app_support: sleeping advances the clock; ``on_sleep``
+    may beat."""
 
     def __init__(self):
         self.now = 1000.0
