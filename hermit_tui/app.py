@@ -635,7 +635,29 @@ def protocol_warnings(config, taskset) -> list[str]:
     return [check.message for check in protocol_checks(config, taskset)]
 
 
+def printed_outside_launches() -> Path:
+    """Where the dashboard keeps what its process prints to file descriptors 1 and 2 outside a launch (the file of
+    the last session; a launch's own goes to its evaluation's log folder: core.printed)."""
+    cache = os.environ.get("XDG_CACHE_HOME")
+    return (Path(cache).expanduser() if cache else Path.home() / ".cache") / "hermit-tui" / \
+        "printed-outside-launches.txt"
+
+
 def run_app(config_path: Path | None = None, overrides: list[str] | None = None) -> int:
+    """The dashboard. It draws on duplicates of the terminal's file descriptors: fds 1 and 2 themselves are given
+    to a pipe read into files (core.printed.TerminalGuard), so that nothing a pipeline, a judge, a worker process or
+    a library prints can reach the screen."""
+    from hermit_tui.core.printed import TerminalGuard
+    stray = printed_outside_launches()
+    try:
+        stray.unlink()
+    except OSError:
+        pass
+    with TerminalGuard(default=stray):
+        return _run_app(config_path, overrides)
+
+
+def _run_app(config_path: Path | None, overrides: list[str] | None) -> int:
     app = HermitApp(config_path, overrides=overrides)
     app.run()
     app.flush_annotations()
