@@ -3,7 +3,6 @@ record's ``printed``), never on the command's stdout (hermit-tui eval prints exa
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading

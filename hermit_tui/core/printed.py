@@ -127,13 +127,13 @@ class _Router(io.TextIOBase):
     def __init__(self, fallback: TextIO):
         self.fallback = fallback
 
-    def write(self, text: str) -> int:  # type: ignore[override]
+    def write(self, text: str) -> int:
         tail = _CAPTURE.get()
         if tail is not None:
             return tail.write(text)
         return self.fallback.write(text)
 
-    def writelines(self, lines: Any) -> None:  # type: ignore[override]
+    def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)
 
@@ -179,7 +179,7 @@ def routed() -> Iterator[None]:
         _route_users += 1
         if _route_users == 1:
             _routers = (_Router(sys.stdout), _Router(sys.stderr))
-            sys.stdout, sys.stderr = _routers  # type: ignore[assignment]
+            sys.stdout, sys.stderr = _routers
     try:
         yield
     finally:
