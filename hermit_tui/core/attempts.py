@@ -255,6 +255,7 @@ def run_attempt(pipeline: Callable[..., Any], judge: Callable[..., Any], attempt
     tail = Tail()
     if progress is not None:
         progress.printed = tail
+    tb: str | None
     with capturing(tail):
         try:
             value = call_pipeline(pipeline, attempt)
