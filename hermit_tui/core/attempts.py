@@ -18,7 +18,7 @@ from typing import Any
 from hermit_tui.core.callables import normalize_judge, normalize_output
 from hermit_tui.core.context import _CURRENT, AttemptContext
 from hermit_tui.core.outputs import RunOutput
-from hermit_tui.core.printed import Tail, capturing, save_printed
+from hermit_tui.core.printed import _CAPTURE, Tail, capturing, save_printed
 from hermit_tui.core.records import AttemptRecord, Judged
 from hermit_tui.core.transcripts import jsonable
 
@@ -256,13 +256,16 @@ def run_attempt(pipeline: Callable[..., Any], judge: Callable[..., Any], attempt
     if progress is not None:
         progress.printed = tail
     tb: str | None
-    with capturing(tail):
+    token = _CAPTURE.set(tail)  # core.printed.capturing, without a generator's cost (once per attempt)
+    try:
         try:
             value = call_pipeline(pipeline, attempt)
         except PIPELINE_FAILURES as exc:
             record, tb = pipeline_failed(attempt, exc, started)
         else:
             record, tb = judge_output(judge, attempt, value, started, progress)
+    finally:
+        _CAPTURE.reset(token)
     if tail:
         keep_printed(record, attempt, tail.text())
     return record, tb
