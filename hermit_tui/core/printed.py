@@ -234,6 +234,13 @@ class WorkerCapture:
         return (f"[... {start} earlier bytes not kept]\n" if start else "") + text
 
 
+def _on_fd(stream: Any, fd: int) -> bool:
+    try:
+        return bool(stream.fileno() == fd)
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def _write_all(fd: int, data: bytes) -> None:
     while data:
         data = data[os.write(fd, data):]
@@ -359,14 +366,17 @@ class TerminalGuard:
         os.set_inheritable(self.dup_out, False)
         os.set_inheritable(self.dup_err, False)
         enc = getattr(sys.__stdout__, "encoding", None) or "utf-8"
-        self.terminal_out = open(self.dup_out, "w", encoding=enc, errors="backslashreplace", closefd=False,
-                                 buffering=1)
-        self.terminal_err = open(self.dup_err, "w", encoding=getattr(sys.__stderr__, "encoding", None) or enc,
-                                 errors="backslashreplace", closefd=False, buffering=1)
+        real_out = open(self.dup_out, "w", encoding=enc, errors="backslashreplace", closefd=False, buffering=1)
+        real_err = open(self.dup_err, "w", encoding=getattr(sys.__stderr__, "encoding", None) or enc,
+                        errors="backslashreplace", closefd=False, buffering=1)
         os.dup2(write_fd, 1)
         os.dup2(write_fd, 2)
         os.close(write_fd)
-        sys.__stdout__, sys.__stderr__ = self.terminal_out, self.terminal_err  # type: ignore[misc]
+        sys.__stdout__, sys.__stderr__ = real_out, real_err  # type: ignore[misc]
+        # sys.stdout and sys.stderr move to the kept terminal only when they were fds 1 and 2 (a caller that
+        # replaced them, a test capturing them, keeps its own)
+        self.terminal_out = real_out if _on_fd(sys.stdout, 1) else sys.stdout
+        self.terminal_err = real_err if _on_fd(sys.stderr, 2) else sys.stderr
         sys.stdout, sys.stderr = self.terminal_out, self.terminal_err
         _sink = _StraySink(read_fd, self.default if self.default is not None else self.dup_err)
         self.read_fd = read_fd
