@@ -579,25 +579,3 @@ class HermitApp(App):
             await shown
         if isinstance(self.screen, SCREENS[name]):
             await self.screen.run_action(action)
-
-
-def run_app(config_path: Path | None = None, overrides: list[str] | None = None) -> int:
-    app = HermitApp(config_path, overrides=overrides)
-    app.run()
-    app.flush_annotations()
-    run = app.current_run
-    if run is not None:  # the app stopped some other way during a launch: nothing may go on after it
-        import time
-        run.cancel(force=True)
-        app.abandoned = True
-        deadline = time.monotonic() + 10
-        while app.current_run is not None and time.monotonic() < deadline:  # the summaries are being written
-            time.sleep(0.05)
-    if app.abandoned:
-        # Abandoned attempts may still run in threads that cannot be killed, and the interpreter would wait for
-        # them at exit: their results are not recorded and the summaries are written, so leave now.
-        import sys
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
-    return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from hermit_tui.core.errors import InputError
 
@@ -59,3 +60,11 @@ def protocol_warnings(config, taskset) -> list[str]:
     """The protocol checks every summary view carries (test overlap, answers visible to training, grants...)."""
     from hermit_tui.core.protocol import protocol_checks
     return [check.message for check in protocol_checks(config, taskset)]
+
+
+def printed_outside_launches() -> Path:
+    """Where the dashboard keeps what its process prints to file descriptors 1 and 2 outside a launch (the file of
+    the last session; a launch's own goes to its evaluation's log folder: core.printed)."""
+    cache = os.environ.get("XDG_CACHE_HOME")
+    return (Path(cache).expanduser() if cache else Path.home() / ".cache") / "hermit-tui" / \
+        "printed-outside-launches.txt"

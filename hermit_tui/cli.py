@@ -122,38 +122,23 @@ def _progress(run, stream):
 
 
 class _StdoutKept:
-    """While a run goes on, whatever pipelines and judges print (``print``, ``sys.stdout``, or straight to file
-    descriptor 1, worker processes included) goes to stderr: the command's stdout carries only its own JSON."""
+    """While a run goes on, the command's stdout carries only its own JSON: what pipelines and judges print is kept
+    per attempt (core.printed); fd-level output of this process outside any attempt (a C library, a subprocess)
+    goes to the launch's printed-outside-attempts.txt during a launch and to stderr otherwise; Python-level prints
+    that no attempt claims go to stderr."""
 
     def __enter__(self):
+        from hermit_tui.core.printed import TerminalGuard
+
+        self.guard = TerminalGuard().__enter__()  # fds 1 and 2 become a pipe; the terminal's are kept for us
         self.stream = sys.stdout
-        self.saved_fd = None
-        try:
-            fd = self.stream.fileno()
-        except (AttributeError, OSError, ValueError):
-            fd = None  # not a real file (captured): only the Python-level stream is redirected
-        if fd is not None:
-            try:
-                err = sys.stderr.fileno()
-                self.stream.flush()
-                saved = os.dup(fd)
-            except (AttributeError, OSError, ValueError):
-                pass
-            else:
-                os.dup2(err, fd)
-                self.saved_fd, self.fd = saved, fd
         sys.stdout = sys.stderr
         return self
 
     def write(self, text: str) -> None:
         """The command's own output, to the real stdout."""
-        if self.saved_fd is not None:
-            data = text.encode("utf-8")
-            while data:
-                data = data[os.write(self.saved_fd, data):]
-        else:
-            self.stream.write(text)
-            self.stream.flush()
+        self.stream.write(text)
+        self.stream.flush()
 
     def __exit__(self, *exc) -> None:
         try:
@@ -161,9 +146,7 @@ class _StdoutKept:
         except (OSError, ValueError):
             pass
         sys.stdout = self.stream
-        if self.saved_fd is not None:
-            os.dup2(self.saved_fd, self.fd)
-            os.close(self.saved_fd)
+        self.guard.__exit__(*exc)
 
 
 def cmd_eval(args) -> int:
@@ -187,7 +170,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
                             margin=args.margin if args.stop_when_decided else None)
     run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
-    sink, progress = _progress(run, sys.stderr)
+    sink, progress = _progress(run, out.guard.terminal_err)
     run.on_event = sink
 
     def interrupted(signum, frame):
@@ -235,7 +218,7 @@ def cmd_demo(args) -> int:
 
 def _open_dashboard(config_path: Path | None, overrides: list[str] | None = None) -> int:
     try:
-        from hermit_tui.app import run_app
+        from hermit_tui.app_run import run_app
     except ImportError:
         sys.stderr.write("the dashboard is not available in this build; use `hermit-tui eval`\n")
         return EXIT_FAILED

@@ -92,7 +92,7 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
             "judge_extra": rec.judge.extra, "output": rec.output, "error": rec.error,
             "traceback": rec.traceback, "cost_usd": rec.cost_usd,
             "cost": cost_text(rec.cost_usd), "tokens": rec.tokens,
-            "wall_s": rec.wall_s, "api_speed": rec.api_speed, "log": rec.log,
+            "wall_s": rec.wall_s, "api_speed": rec.api_speed, "log": rec.log, "printed": rec.printed,
             "transcript": {"source": transcript.source, "path": transcript.path, "note": transcript.note or None,
                            "messages": transcript.messages},
         })
@@ -148,6 +148,8 @@ def to_text(shown: dict) -> str:
         if a["api_speed"] is not None:
             rows.append(("API speed", json.dumps(a["api_speed"], ensure_ascii=False, default=str)))
         rows.append(("Log", a["log"] or "none"))
+        if a["printed"]:
+            rows.append(("Printed", a["printed"]))
         lines += [f"{name:<11} {value}" for name, value in rows]
         if a["judge_extra"]:
             lines.append("Judge extra")

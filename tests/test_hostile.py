@@ -289,7 +289,11 @@ def test_a_pipeline_printing_to_stdout_does_not_corrupt_the_json(executor, tmp_p
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)  # the whole of stdout is the command's JSON
     assert payload["attempts"] == 3 and payload["mean_score"] == 1.0
-    assert "chatty pipeline" in out.stderr  # what the pipeline printed is not lost either
+    # what the pipeline and the judge printed is not lost either: each attempt's is in the file its line names
+    records = [json.loads(line) for line in (path.parent / "runs/t/eval/none/results.jsonl").read_text().splitlines()]
+    for rec in records:
+        kept = Path(rec["printed"]).read_text()
+        assert "chatty pipeline" in kept and "judge talks too" in kept
 
 
 # -- class 4: resume --------------------------------------------------------------------------------------------------

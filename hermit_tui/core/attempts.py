@@ -18,6 +18,7 @@ from typing import Any
 from hermit_tui.core.callables import normalize_judge, normalize_output
 from hermit_tui.core.context import _CURRENT, AttemptContext
 from hermit_tui.core.outputs import RunOutput
+from hermit_tui.core.printed import _CAPTURE, Tail, capturing, save_printed
 from hermit_tui.core.records import AttemptRecord, Judged
 from hermit_tui.core.transcripts import jsonable
 
@@ -93,11 +94,12 @@ class Progress:
     """How far an attempt running in a thread got, for the executor that gives up on it at its timeout: a judge
     that hangs is the judge's failure (the pipeline's output is kept), not the pipeline's."""
 
-    __slots__ = ("phase", "output")
+    __slots__ = ("phase", "output", "printed")
 
     def __init__(self) -> None:
         self.phase = "pipeline"
         self.output: RunOutput | None = None
+        self.printed: Tail | None = None  # what the attempt printed so far (kept when it is given up on)
 
 
 def _shown(value: Any) -> str:
@@ -237,15 +239,50 @@ def call_pipeline(pipeline: Callable[..., Any], attempt: Attempt) -> Any:
         _CURRENT.reset(token)
 
 
+def keep_printed(record: AttemptRecord, attempt: Attempt, *texts: str) -> AttemptRecord:
+    """Save what the attempt printed (if anything) beside its logs and name the file on its record."""
+    path = save_printed(attempt.log_dir, attempt.task_id, attempt.repeat, *texts)
+    if path is not None:
+        record.printed = path
+    return record
+
+
 def run_attempt(pipeline: Callable[..., Any], judge: Callable[..., Any], attempt: Attempt,
                 progress: Progress | None = None) -> tuple[AttemptRecord, str | None]:
-    """Run and judge one attempt in the calling thread."""
+    """Run and judge one attempt in the calling thread; what the pipeline and the judge print (Python-level, while
+    ``core.printed.routed``) is kept for the attempt."""
     started = time.perf_counter()
+    tail = Tail()
+    if progress is not None:
+        progress.printed = tail
+    tb: str | None
+    token = _CAPTURE.set(tail)  # core.printed.capturing, without a generator's cost (once per attempt)
     try:
-        value = call_pipeline(pipeline, attempt)
-    except PIPELINE_FAILURES as exc:
-        return pipeline_failed(attempt, exc, started)
-    return judge_output(judge, attempt, value, started, progress)
+        try:
+            value = call_pipeline(pipeline, attempt)
+        except PIPELINE_FAILURES as exc:
+            record, tb = pipeline_failed(attempt, exc, started)
+        else:
+            record, tb = judge_output(judge, attempt, value, started, progress)
+    finally:
+        _CAPTURE.reset(token)
+    if tail:
+        keep_printed(record, attempt, tail.text())
+    return record, tb
+
+
+def judge_printing(judge: Callable[..., Any], attempt: Attempt, value: Any, started: float,
+                   progress: Progress | None, printed_before: str) -> tuple[AttemptRecord, str | None]:
+    """``judge_output`` for a pipeline that ran elsewhere (a worker process) and printed ``printed_before`` there:
+    what the judge prints here is kept after it."""
+    tail = Tail()
+    if progress is not None:
+        progress.printed = tail
+    with capturing(tail):
+        record, tb = judge_output(judge, attempt, value, started, progress)
+    if printed_before or tail:
+        keep_printed(record, attempt, printed_before, tail.text() if tail else "")
+    return record, tb
 
 
 async def call_pipeline_async(pipeline: Callable[..., Any], attempt: Attempt) -> Any:

@@ -44,7 +44,8 @@ from hermit_tui.core.attempts import (
     describe,
     failed_record,
     judge_failed,
-    judge_output,
+    judge_printing,
+    keep_printed,
     pipeline_failed,
     run_attempt,
 )
@@ -52,6 +53,7 @@ from hermit_tui.core.callables import Judge, Pipeline, load_judge, load_pipeline
 from hermit_tui.core.config import Config
 from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.core.outputs import RunOutput
+from hermit_tui.core.printed import Tail, capturing
 from hermit_tui.core.records import AttemptRecord
 
 Outcome = tuple[AttemptRecord, "str | None"]
@@ -173,6 +175,12 @@ class Executor:
                 "and --resume")
 
 
+def _kept_so_far(record: AttemptRecord, attempt: Attempt, progress: Progress) -> AttemptRecord:
+    """An attempt given up at its timeout keeps what it had printed by then."""
+    tail = progress.printed
+    return keep_printed(record, attempt, tail.text()) if tail else record
+
+
 class ThreadExecutor(Executor):
     """Synchronous pipelines in the pool's daemon threads (core.attempt_threads), ``async def`` pipelines on the
     loop."""
@@ -200,16 +208,22 @@ class ThreadExecutor(Executor):
             if job is not None:
                 self._give_up(self._pool, job, attempt, "attempt")
             if progress.phase == "judge" and progress.output is not None:
-                return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
-            return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started), None
+                record = judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started)
+            else:
+                record = failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started)
+            return _kept_so_far(record, attempt, progress), None
 
     async def _run_async(self, attempt: Attempt, progress: Progress, started: float) -> Outcome:
         """An ``async def`` pipeline on the loop; its (synchronous) judge in a pool thread."""
-        try:
-            value = await call_pipeline_async(self._driver_pipeline(), attempt)
-        except PIPELINE_FAILURES as exc:
-            return pipeline_failed(attempt, exc, started)
-        work, job = self._pool.submit(judge_output, self._driver_judge(), attempt, value, started, progress)
+        tail = progress.printed = Tail()
+        with capturing(tail):  # this task's own context: what other tasks on the loop print is not caught
+            try:
+                value = await call_pipeline_async(self._driver_pipeline(), attempt)
+            except PIPELINE_FAILURES as exc:
+                record, tb = pipeline_failed(attempt, exc, started)
+                return keep_printed(record, attempt, tail.text()) if tail else record, tb
+        work, job = self._pool.submit(judge_printing, self._driver_judge(), attempt, value, started, progress,
+                                      tail.text() if tail else "")
         try:
             return await work
         except asyncio.CancelledError:  # the attempt's timeout (or a forced cancel) while the judge runs
@@ -229,7 +243,11 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     from hermit_tui.core.callables import load_pipeline, normalize_output
     from hermit_tui.core.config import load_config
+    from hermit_tui.core.printed import WorkerCapture
     from hermit_tui.core.transcripts import output_payload
+    # everything this process prints (Python, fd-level, its subprocesses) goes to a private file, never to the
+    # terminal or the command's stdout; each answer carries what its attempt printed
+    printed = WorkerCapture()
     try:
         pipeline = load_pipeline(load_config(config_path, overrides))
     except BaseException as exc:  # reported on the first job
@@ -244,20 +262,22 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
         label, task, repeat, adapter, log_dir = job
         attempt = Attempt(label, task, repeat, Path(adapter) if adapter else None, Path(log_dir) if log_dir else None)
         if pipeline is None:
-            conn.send(("error", load_error, None))
+            conn.send(("error", load_error, None, printed.take()))
             continue
         try:
             out = normalize_output(call_pipeline(pipeline, attempt))
             payload = output_payload(out)  # field by field (no deep copy); the trajectory as JSON values
         except PIPELINE_FAILURES as exc:
             import traceback
-            conn.send(("error", describe(exc), traceback.format_exc()[-TRACEBACK_CHARS:]))
+            tb = traceback.format_exc()[-TRACEBACK_CHARS:]
+            conn.send(("error", describe(exc), tb, printed.take()))
             continue
+        text = printed.take()
         try:
-            conn.send(("ok", payload, None))
+            conn.send(("ok", payload, None, text))
         except Exception as exc:  # the output could not be sent (not picklable)
             conn.send(("error", f"TypeError: the pipeline's output cannot be sent back from its process: "
-                                f"{' '.join(describe(exc).split())[:200]}", None))
+                                f"{' '.join(describe(exc).split())[:200]}", None, text))
 
 
 class _Worker:
@@ -356,7 +376,8 @@ class ProcessExecutor(Executor):
                str(attempt.log_dir) if attempt.log_dir else None)
         replace = False
         try:
-            kind, payload, tb = await loop.run_in_executor(self._threads, worker.exchange, job, self.timeout_s)
+            kind, payload, tb, printed = await loop.run_in_executor(self._threads, worker.exchange, job,
+                                                                    self.timeout_s)
         except TimeoutError:
             replace = True
             return failed_record(attempt, timeout_message(self.timeout_s) + "; its process was killed",
@@ -378,18 +399,21 @@ class ProcessExecutor(Executor):
                 worker = await loop.run_in_executor(self._threads, self._new_worker)
             self._idle.put_nowait(worker)
         if kind == "error":
-            return failed_record(attempt, payload, time.perf_counter() - started, tb), tb
+            return keep_printed(failed_record(attempt, payload, time.perf_counter() - started, tb), attempt,
+                                printed), tb
         progress = Progress()
         judged = time.perf_counter()  # the judge's own bound counts from its start
-        work, judging = self._judges.submit(judge_output, self._driver_judge(), attempt, RunOutput(**payload),
-                                            started, progress)
+        work, judging = self._judges.submit(judge_printing, self._driver_judge(), attempt, RunOutput(**payload),
+                                            started, progress, printed)
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:
             self._give_up(self._judges, judging, attempt, "judge")
             if progress.output is None:  # still checking the output: cannot be the judge's fault
-                return failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judged), None
-            return judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started), None
+                record = failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judged)
+            else:
+                record = judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started)
+            return keep_printed(record, attempt, printed, progress.printed.text() if progress.printed else ""), None
 
     def abandon(self) -> None:
         for worker in list(self._busy):

@@ -49,7 +49,7 @@ from hermit_tui.core.attempts import (
     call_pipeline,
     failed_record,
     judge_failed,
-    judge_output,
+    judge_printing,
     run_attempt,
 )
 from hermit_tui.core.callables import Judge, Pipeline, load_judge, load_pipeline, normalize_output
@@ -383,8 +383,8 @@ class RayExecutor(Executor):
             tb = result["traceback"]
             return failed_record(attempt, result["message"], result["wall_s"], tb), tb
         progress = Progress()  # the driver's judge: a daemon thread bounded by the attempt timeout
-        work, thread = in_daemon_thread(judge_output, self.judge, attempt, RunOutput(**result["output"]), started,
-                                        progress, name="hermit-tui-judge")
+        work, thread = in_daemon_thread(judge_printing, self.judge, attempt, RunOutput(**result["output"]), started,
+                                        progress, "", name="hermit-tui-judge")
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:

@@ -57,6 +57,8 @@ class AttemptRecord(BaseModel):
     tokens: Any = None
     log: str | None = None
     traceback: str | None = None  # hermit-tui's, on a failed attempt: the Python traceback (hermit's readers ignore it)
+    # hermit-tui's: the file holding what the attempt printed (its last 64 KiB; core/printed.py), absent when nothing
+    printed: str | None = None
     # The attempt's trajectory (RunOutput.messages) on its way from the executor to the journal, which writes it to
     # the transcripts sidecar and drops it: never a key of results.jsonl, never kept by the dashboard.
     _messages: list[Any] | None = PrivateAttr(default=None)

@@ -29,6 +29,7 @@ from hermit_tui.core.executors import CapacityExhausted
 from hermit_tui.core.journal import SelectorJournal, WriteFailed
 from hermit_tui.core.launch import LaunchOptions
 from hermit_tui.core.launch_plan import LaunchPlan
+from hermit_tui.core.printed import STRAY_NAME, routed, stray_output
 from hermit_tui.core.records import AttemptRecord, Summary
 from hermit_tui.core.selectors import materialize
 from hermit_tui.core.sequential import SequentialLook
@@ -116,6 +117,7 @@ class EvalRun:
         journals: dict[str, SelectorJournal] = {}
         with contextlib.ExitStack() as stack:
             self.plan.take_folders(stack, self._log)
+            stack.enter_context(routed())  # what an attempt prints is kept for it (core.printed)
             # The executor starts before any earlier evaluation is archived: a cluster that cannot be reached
             # (or workers that cannot start) leaves every folder as it was.
             await self.executor.start()
@@ -159,7 +161,13 @@ class EvalRun:
             self._report_rounds(self._rounds.advance())
         for journal in journals.values():
             self._write_summary(journal, final=False)
-        await self._execute(order, journals)
+        stray = journals[plan.labels[0]].log_dir / STRAY_NAME
+        with stray_output(stray) as printed:  # fd-level output of this process: not the attempts' own
+            await self._execute(order, journals)
+        if printed[0]:
+            self._log("warning", f"{printed[0]} bytes were printed by this process outside any attempt's capture (a "
+                                 "C library, a subprocess, a thread a pipeline started): kept in "
+                                 f"{stray if stray.exists() else 'no file (it could not be written)'}")
         if self._rounds is not None and self._rounds.stopped:
             for journal in journals.values():  # decided after round r: the later rounds are not part of it
                 journal.pending, journal.total = 0, len(plan.task_ids) * self._rounds.tracker.rounds

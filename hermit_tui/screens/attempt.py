@@ -127,6 +127,8 @@ class AttemptCard(Vertical, can_focus=True):
             rows.append(("Log", "none"))
         else:
             rows.append(("Log", rec.log + ("   (l: open)" if log_readable(rec.log) else "   (not a readable file)")))
+        if rec.printed:  # what the pipeline and the judge printed, kept away from the screen (core.printed)
+            rows.append(("Printed", rec.printed))
         return rows
 
     def compose(self) -> ComposeResult:
