@@ -69,6 +69,13 @@ class RunScreen(HermitScreen[None]):
 
     def on_hermit_app_run_ended(self, message) -> None:
         self.refresh_from_store()
+        self.refresh_bindings()  # nothing left to cancel: c leaves the footer
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Cancel is offered while a launch runs, not after it ended (or before one started)."""
+        if action == "cancel":
+            return self.app.running
+        return True
 
     def refresh_from_store(self) -> None:
         store = self.app.store

@@ -90,9 +90,14 @@ async def test_cancel_keeps_finished_attempts(demo):
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and any(
             c.done for c in app.store.columns.values()))
+        from hermit_tui.widgets.footer import Footer
+        assert "Cancel" in [item.description for item in app.screen.query_one(Footer).items]  # while it runs
         await pilot.press("c")
         await wait_for(pilot, lambda: not app.running, timeout=30)
         await pilot.pause(0.3)
+        # nothing left to cancel: the key leaves the footer (and does nothing)
+        assert "Cancel" not in [item.description for item in app.screen.query_one(Footer).items]
+        assert app.screen.check_action("cancel", ()) is False
         run_dir = demo.parent / "runs" / "demo" / "eval"
         assert app.store.run_cancelled
         for label, col in app.store.columns.items():
