@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -195,12 +194,3 @@ class Footer(Widget, can_focus=False):
     def on_resize(self) -> None:
         self.refresh()
 
-
-def footer_width(items: tuple[FooterItem, ...], compact: bool) -> int:
-    """Columns the keys take (the palette's included): what must fit the terminal's width."""
-    total = 0
-    for item in items:
-        key = cell_len(item.display) + (0 if compact else 2)
-        description = cell_len(item.description) + 1 if item.description else 0
-        total += key + description + (1 if compact and not item.palette else 0) + (1 if item.palette else 0)
-    return total

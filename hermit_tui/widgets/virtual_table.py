@@ -40,13 +40,19 @@ class VColumn:
     justify: Literal["left", "right"] = "left"
 
 
+def _flat(text: str) -> str:
+    """``text`` on one line: newlines and tabs become blanks."""
+    return text.replace("\n", " ").replace("\t", " ") if ("\n" in text or "\t" in text) else text
+
+
 def _as_text(value: Cell) -> Text:
     if isinstance(value, Text):
-        if "\n" in value.plain or "\t" in value.plain:
+        flat = _flat(value.plain)
+        if flat is not value.plain:
             value = value.copy()
-            value.plain = value.plain.replace("\n", " ").replace("\t", " ")
+            value.plain = flat
         return value
-    return Text(str(value).replace("\n", " ").replace("\t", " "))
+    return Text(_flat(str(value)))
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -376,11 +382,9 @@ class VirtualTable(ScrollView, can_focus=True):
             plain: str | None = None
             cell_style: Style | None = None
             if isinstance(value, str):
-                plain = value.replace("\n", " ").replace("\t", " ") if ("\n" in value or "\t" in value) else value
+                plain = _flat(value)
             elif not value._spans:
-                plain = value.plain
-                if "\n" in plain or "\t" in plain:
-                    plain = plain.replace("\n", " ").replace("\t", " ")
+                plain = _flat(value.plain)
                 cell_style = self._cell_style(value.style)
             parts: list[Segment]
             if plain is not None and (length := cell_len(plain)) <= width:
