@@ -67,9 +67,9 @@ class Probe:
         from textual._compositor import CompositorUpdate
         from textual.app import App
 
-        from hermit_tui.screens.run import RunScreen
-        from hermit_tui.screens.tasks import TasksScreen
-        from hermit_tui.store import EvalStore
+        from hermit_tui.dashboard.screens.run import RunScreen
+        from hermit_tui.dashboard.screens.tasks import TasksScreen
+        from hermit_tui.dashboard.state.store import EvalStore
         probe = self
         display = App._display
 
@@ -157,11 +157,11 @@ def parse_size(text: str) -> tuple[int, int]:
 
 async def measure_open(project: Path, size: tuple[int, int]) -> dict:
     t_start = time.perf_counter()
-    from hermit_tui.app import HermitApp
-    from hermit_tui.screens.history import HistoryScreen
-    from hermit_tui.screens.setup import SetupScreen
-    from hermit_tui.screens.tasks import TasksScreen
-    from hermit_tui.store import EvalStore
+    from hermit_tui.dashboard.app import HermitApp
+    from hermit_tui.dashboard.screens.history import HistoryScreen
+    from hermit_tui.dashboard.screens.setup import SetupScreen
+    from hermit_tui.dashboard.screens.tasks import TasksScreen
+    from hermit_tui.dashboard.state.store import EvalStore
     t_imported = time.perf_counter()
     probe = Probe()
     probe.install()
@@ -243,11 +243,11 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
 
 
 async def measure_stream(project: Path, size: tuple[int, int], rate: float, seconds: float | None) -> dict:
-    from hermit_tui.app import HermitApp
-    from hermit_tui.core import events as ev
-    from hermit_tui.core.records import AttemptRecord, Judged
-    from hermit_tui.screens.run import RunScreen
-    from hermit_tui.screens.setup import SetupScreen
+    from hermit_tui.core.records.results import AttemptRecord, Judged
+    from hermit_tui.core.run import events as ev
+    from hermit_tui.dashboard.app import HermitApp
+    from hermit_tui.dashboard.screens.run import RunScreen
+    from hermit_tui.dashboard.screens.setup import SetupScreen
     probe = Probe()
     probe.install()
     app = HermitApp(project / "run.yaml")

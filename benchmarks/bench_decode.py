@@ -1,5 +1,5 @@
 """8. Decoding results.jsonl: the standard library, orjson and msgspec on the same file (the choice behind
-core/columns.py).
+core/records/columns.py).
 
     python benchmarks/bench_decode.py [--tasks N] [--file results.jsonl] [--dir DIR] [--quick]
 
@@ -9,11 +9,12 @@ a third of the million-attempt case), or --file. Each way decodes every line (wa
 - ``json.loads`` per line (the standard library; dicts of everything);
 - ``orjson.loads`` per line (dicts of everything), when orjson is installed;
 - ``msgspec.json.decode`` per line, untyped (dicts of everything);
-- msgspec typed: the struct core/columns.py decodes into (only the keys AttemptRecord validates; output and the
+- msgspec typed: the struct core/records/columns.py decodes into (only the keys AttemptRecord validates; output and the
   other keys skipped);
-- ``core.columns.read_table``: the whole reader (typed decoding, the checks that keep it equal to pydantic's, the
+- ``core.records.columns.read_table``: the whole reader (typed decoding, the checks that keep it equal to pydantic's,
+the
   numpy columns);
-- ``core.records.read_results``: AttemptRecord (pydantic) per line, what every view read before.
+- ``core.records.results.read_results``: AttemptRecord (pydantic) per line, what every view read before.
 """
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ def best(fn, runs: int = 3) -> float:
 def measure(path: Path, runs: int) -> dict[str, float]:
     import msgspec
 
-    from hermit_tui.core.columns import _DECODER, read_table
-    from hermit_tui.core.records import read_results
+    from hermit_tui.core.records.columns import _DECODER, read_table
+    from hermit_tui.core.records.results import read_results
     lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
     ways = {"json.loads": lambda: [json.loads(x) for x in lines]}
     try:
@@ -51,7 +52,7 @@ def measure(path: Path, runs: int) -> dict[str, float]:
     except ImportError:
         pass
     ways["msgspec untyped"] = lambda: [msgspec.json.decode(x) for x in lines]
-    ways["msgspec typed (core.columns)"] = lambda: [_DECODER.decode(x) for x in lines]
+    ways["msgspec typed (core.records.columns)"] = lambda: [_DECODER.decode(x) for x in lines]
     ways["read_table (the whole reader)"] = lambda: read_table(path).close()
     ways["read_results (pydantic)"] = lambda: read_results(path)
     return {name: best(fn, runs if "pydantic" not in name else 1) for name, fn in ways.items()}
@@ -80,10 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     base = got["json.loads"]
     for name, seconds in got.items():
         print(f"#   {name:32s} {seconds:7.3f} s  ({base / seconds:5.1f}x json.loads)", flush=True)
-    synth.figure("decode.msgspec_typed_over_json", got["msgspec typed (core.columns)"] / base,
+    synth.figure("decode.msgspec_typed_over_json", got["msgspec typed (core.records.columns)"] / base,
                  detail="typed msgspec decoding / json.loads, per line of the same file")
     synth.figure("decode.read_table_over_json", got["read_table (the whole reader)"] / base,
-                 detail="core.columns.read_table (decoding, checks and numpy columns) / json.loads")
+                 detail="core.records.columns.read_table (decoding, checks and numpy columns) / json.loads")
     return 0
 
 

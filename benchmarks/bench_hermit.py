@@ -69,8 +69,8 @@ def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
 def in_process(project: Path, concurrency: int) -> float:
     """The same side-by-side launch through EvalRun.run_sync() in this process: the run without the command's
     start-up (interpreter, imports) and exit."""
-    from hermit_tui.core.config import load_config
-    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
     run = EvalRun(load_config(project / "run.yaml"), LABELS, concurrency=concurrency, update_card=False)
     t0 = time.perf_counter()
     run.run_sync()

@@ -1,5 +1,5 @@
 """3. Engine overhead: a pipeline that returns at once (and a trivial judge), none/root/final x 3 repeats x N tasks
-through hermit_tui.core.runner.EvalRun, end to end: building the run (config, tasks, selectors, fingerprint),
+through hermit_tui.core.run.runner.EvalRun, end to end: building the run (config, tasks, selectors, fingerprint),
 exporting the adapters, every attempt, its results.jsonl line (flushed, fsync'ed in batches), the events, the
 summaries. Prints attempts per second (target >= 5,000 on a 2-core machine).
 
@@ -20,8 +20,8 @@ LABELS = ["none", "root", "final"]
 
 
 def measure(project: Path, concurrency: int, repeats: int) -> dict:
-    from hermit_tui.core.config import load_config
-    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
 
     t0 = time.perf_counter()
     run = EvalRun(load_config(project / "run.yaml"), LABELS, repeats=repeats, concurrency=concurrency,

@@ -1,6 +1,6 @@
 """1. Runner efficiency: none/root/final x 3 repeats x 200 tasks at concurrency 16 on the synthetic project's
-heavy-tailed latencies (5-500 ms), with hermit_tui.core.runner.EvalRun. Prints wall / ideal, where ideal = max(sum of
-latencies / concurrency, longest attempt), and efficiency = ideal / wall (target >= 0.95 for the threads executor;
+heavy-tailed latencies (5-500 ms), with hermit_tui.core.run.runner.EvalRun. Prints wall / ideal, where ideal = max(sum
+of latencies / concurrency, longest attempt), and efficiency = ideal / wall (target >= 0.95 for the threads executor;
 the processes executor is reported beside it: its wall includes starting the worker processes).
 
     python benchmarks/bench_runner.py [--quick] [--executor threads|processes|both]
@@ -26,9 +26,9 @@ TARGET = ">= 0.95"
 def measure(project: Path, executor: str, concurrency: int, repeats: int) -> dict:
     """Run the three selectors side by side once; wall is the whole run_sync() (locks, adapter exports, the
     attempts, durable writes, the summaries)."""
-    from hermit_tui.core import events as ev
-    from hermit_tui.core.config import load_config
-    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.run import events as ev
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
 
     config = load_config(project / "run.yaml")
     marks: dict[str, float] = {}

@@ -3,11 +3,11 @@
     python benchmarks/bench_stats.py [--quick] [--only coverage,test,sequential,speed] [--reps N] [--runs N]
                                      [--tasks N] [--markdown PATH]
 
-1. **Coverage** of the 95% intervals of ``core.intervals`` (the functions ``selector_stats`` and ``pair_stats``
+1. **Coverage** of the 95% intervals of ``core.stats.intervals`` (the functions ``selector_stats`` and ``pair_stats``
    call): pass/fail and continuous scores, 4 to 500 tasks, 1 to 5 repeats, next to the former t interval.
 2. **The paired test**: its size with unequal repeats (10 against 1), where sign flips fail, and the agreement of its
    large-sample method with the exact test where both run.
-3. **Sequential stopping** (``core.sequential``): the false-claim rate of A/A launches, and the attempts saved on
+3. **Sequential stopping** (``core.stats.sequential``): the false-claim rate of A/A launches, and the attempts saved on
    A/B launches with effects 0.05, 0.1, 0.2 and 0.35.
 4. **Speed**: the statistics of 111,112 tasks x 3 repeats x 3 selectors and the 3 default pairs, from columns and
    from tuples; ``hermit-tui report --format json`` on 1,000 and 11,112 tasks written in hermit's format.
@@ -31,8 +31,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import synth  # noqa: E402
 
-from hermit_tui.core.intervals import difference_interval, t_quantile, task_mean_interval  # noqa: E402
-from hermit_tui.core.paired_test import paired_randomisation_test  # noqa: E402
+from hermit_tui.core.stats.intervals import difference_interval, t_quantile, task_mean_interval  # noqa: E402
+from hermit_tui.core.stats.paired import paired_randomisation_test  # noqa: E402
 
 TARGET = (0.93, 0.97)
 SEED = 20261201
@@ -147,7 +147,7 @@ def coverage(args, md: list[str]) -> None:
                         f"intervals: {zero}")
     md += ["### Coverage of the 95% intervals", "",
            f"{reps} seeded data sets per cell (Monte-Carlo error of a coverage near 0.95: +/-{mc:.3f}); "
-           "new = `core.intervals` (what every view shows), t = the former t interval (no bounds). Scenarios: "
+           "new = `core.stats.intervals` (what every view shows), t = the former t interval (no bounds). Scenarios: "
            "*binary*: pass/fail attempts, each task solved with probability p ~ Beta(mean mu, concentration "
            "kappa); *continuous*: each task has a quality q ~ Beta(mu, kappa) and attempts score ~ Beta(q, 10); "
            "*pair*: b's task probability (or quality) is a's moved by `shift * (1 - p) / (1 - mu)` (up) or "
@@ -235,7 +235,7 @@ def test_section(args, md: list[str]) -> None:
 # -- 3. sequential ------------------------------------------------------------------------------------------------
 
 def sequential_run(rng, g: int, max_rounds: int, effect: float, margin=None):
-    from hermit_tui.core.sequential import SequentialMonitor
+    from hermit_tui.core.stats.sequential import SequentialMonitor
 
     p = rng.beta(1.0, 1.0, size=g)  # mean 0.5, tasks spread over the whole range
     pb = p + 2 * effect * (1 - p)  # E[pb - p] = effect
@@ -252,7 +252,7 @@ def sequential_section(args, md: list[str]) -> None:
     runs = args.runs
     max_rounds = 8
     t0 = time.perf_counter()
-    md += ["### Sequential stopping (`core.sequential`)", "",
+    md += ["### Sequential stopping (`core.stats.sequential`)", "",
            f"Launches of pass/fail tasks (task probabilities p ~ Beta(1, 1); b's are p + 2 effect (1 - p), so the true "
            f"difference is the effect), at most {max_rounds} rounds, stopping at the first round where the repeated "
            "confidence interval decides. False claim = improvement or regression on an A/A launch. Saved = share of "
@@ -309,8 +309,8 @@ def _seq_row(g, effect, looks, max_rounds, note="") -> str:
 # -- 4. speed -----------------------------------------------------------------------------------------------------
 
 def speed_section(args, md: list[str]) -> None:
-    from hermit_tui.core.scores import AttemptColumns, tabulate
-    from hermit_tui.core.stats import default_pairs, pair_stats, selector_stats
+    from hermit_tui.core.records.scores import AttemptColumns, tabulate
+    from hermit_tui.core.stats.figures import default_pairs, pair_stats, selector_stats
 
     g, k = args.tasks, 3
     rng = np.random.default_rng(SEED + 3)

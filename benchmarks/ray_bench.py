@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 
-from hermit_tui.core.config import load_config
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 LABELS = ["none", "root", "final"]
 
@@ -46,7 +46,7 @@ def connect(address: str, project: Path) -> float:
     """Start a Ray job on the cluster with the project's folder as working_dir; returns the seconds it took."""
     import ray
 
-    from hermit_tui.core.ray_executor import ray_runtime_env
+    from hermit_tui.core.run.ray_executor import ray_runtime_env
     with synth.Stopwatch() as sw:
         ray.init(address=address, runtime_env=ray_runtime_env(load_config(project / "run.yaml")),
                  log_to_driver=False, logging_level="WARNING")
@@ -96,7 +96,7 @@ def part2(tmp: Path, quick: bool) -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    from hermit_tui.core.ray_executor import RayExecutor
+    from hermit_tui.core.run.ray_executor import RayExecutor
     workers = (1, 2, 4) if quick else (1, 2, 4, 8)
     scale, waves = (2.0, 8) if quick else (4.0, 24)
     print(f"# 2. throughput against workers: N one-CPU nodes, one attempt per CPU, concurrency N, latencies x "

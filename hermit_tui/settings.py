@@ -10,8 +10,8 @@ import json
 import os
 from pathlib import Path
 
-from hermit_tui.core.files import read_text
-from hermit_tui.core.records import write_atomic
+from hermit_tui.core.records.results import write_atomic
+from hermit_tui.core.workspace.files import read_text
 
 MAX_RECENT = 12
 
@@ -99,8 +99,8 @@ MAX_LABEL_RUNS = 50
 def label_set(run_dir: Path) -> list[str]:
     """The labels of keys 1-9 for this run (``<run dir>`` resolved): what was last saved from the dashboard, else the
     default set. "judge disagrees" is always first; an entry that is not a valid set is ignored."""
-    from hermit_tui.core.annotations import DEFAULT_LABEL_SET, check_label_set
     from hermit_tui.core.errors import InputError
+    from hermit_tui.core.records.annotations import DEFAULT_LABEL_SET, check_label_set
     entry = load_settings().get("labels", {})
     entry = entry.get(str(Path(run_dir).resolve())) if isinstance(entry, dict) else None
     if isinstance(entry, list) and all(isinstance(v, str) for v in entry):
@@ -114,7 +114,7 @@ def label_set(run_dir: Path) -> list[str]:
 def remember_label_set(run_dir: Path, labels: list[str]) -> list[str]:
     """Keep this run's label set (checked first: InputError on a bad one). Returns it as kept. Not being able to
     write the settings file is not an error."""
-    from hermit_tui.core.annotations import check_label_set
+    from hermit_tui.core.records.annotations import check_label_set
     labels = check_label_set(labels)
     data = load_settings()
     sets = data.get("labels")

@@ -22,8 +22,8 @@ TOP = 2100  # px of the wide page shown in the README (header, warnings, protoco
 
 def main() -> int:
     from hermit_tui.cli import main as cli
-    from hermit_tui.core.config import load_config
-    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
     from hermit_tui.demo import build_demo
 
     if find_chromium() is None:

@@ -56,8 +56,8 @@ def prepare_history(config_path: Path) -> None:
     hermit's)."""
     import shutil
 
-    from hermit_tui.core.config import load_config
-    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
     eval_dir = config_path.parent / "runs" / "demo" / "eval"
     for label in ("none", "root", "final"):
         shutil.copytree(HERE.parent / "tests" / "fixtures" / "hermit_eval" / label, eval_dir / label)

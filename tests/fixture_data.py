@@ -1,9 +1,9 @@
 """Fixed data for the UI tests and the screenshots: no timing, no randomness."""
 from __future__ import annotations
 
-from hermit_tui.core import events as ev
-from hermit_tui.core.records import AttemptRecord, Judged, summarize
-from hermit_tui.store import EvalStore
+from hermit_tui.core.records.results import AttemptRecord, Judged, summarize
+from hermit_tui.core.run import events as ev
+from hermit_tui.dashboard.state.store import EvalStore
 
 FIXED_LABELS = ("none", "root", "final")
 FIXED_COMMITS = {"none": None, "root": "1" * 40, "final": "f" * 40}
@@ -71,18 +71,18 @@ def fixed_store(repeats: int = 3) -> EvalStore:
 def fixture_app(config_path=None, screen: str | None = "setup", *, store: EvalStore | None = None, **screen_kwargs):
     """The dashboard on fixed data: the config (a demo workspace) is loaded synchronously, the store is
     ``fixed_store()`` (no engine, no timers), and ``screen`` is shown first."""
-    from hermit_tui.app import HermitApp
+    from hermit_tui.dashboard.app import HermitApp
 
     class FixtureApp(HermitApp):
         def start(self) -> None:
             if config_path is not None:
-                from hermit_tui.core.config import load_config
-                from hermit_tui.core.tasks import load_tasks
+                from hermit_tui.core.workspace.config import load_config
+                from hermit_tui.core.workspace.tasks import load_tasks
                 from hermit_tui.demo import is_demo_config
                 self.config = load_config(config_path)
                 self.taskset = load_tasks(self.config)
                 self.is_demo = is_demo_config(self.config.path)
-                from hermit_tui.app import protocol_warnings
+                from hermit_tui.dashboard.app import protocol_warnings
                 self.store.set_warnings(protocol_warnings(self.config, self.taskset))
                 self.sub_title = self.config.run_name + ("  ·  teaching demonstration" if self.is_demo else "")
             if screen is not None:
@@ -106,7 +106,7 @@ FIXED_ANNOTATIONS = [
 
 def annotate_fixed(store: EvalStore) -> EvalStore:
     """``store`` with FIXED_ANNOTATIONS (in memory, a fixed time)."""
-    from hermit_tui.core.annotations import Annotation
+    from hermit_tui.core.records.annotations import Annotation
     for key, task, repeat, labels, note, score in FIXED_ANNOTATIONS:
         store.put_annotation(key, Annotation(repeat=repeat, id=task, labels=labels, note=note,
                                              corrected_score=score, at="2026-01-02T03:04:05.000000Z"))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
-from hermit_tui.core.protocol import Check, TestReuse
-from hermit_tui.core.report import Report, SelectorReport
-from hermit_tui.core.scores import tabulate
-from hermit_tui.core.stats import default_pairs, pair_stats, selector_stats
+from hermit_tui.core.records.scores import tabulate
+from hermit_tui.core.report.build import Report, SelectorReport
+from hermit_tui.core.report.protocol import Check, TestReuse
+from hermit_tui.core.stats.figures import default_pairs, pair_stats, selector_stats
 
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>', "a&amp;b </td></tr><tr><td>",
            "' onmouseover='alert(3)", "<svg onload=alert(4)>", "<!-- x -->", "</style><style>body{display:none}"]

@@ -7,8 +7,9 @@ import statistics
 
 def score_interval_by_hand(values: list[float], lo: float, hi: float, t_crit: float,
                            max_n: float | None = None) -> tuple[float, float]:
-    """The small-sample interval of core.intervals recomputed independently: the Wilson quadratic (numpy's roots) on
-    the values rescaled to [0, 1], with n_eff = p (1 - p) / se^2 held to [tasks, max_n], critical value ``t_crit``."""
+    """The small-sample interval of core.stats.intervals recomputed independently: the Wilson quadratic (numpy's roots)
+    on the values rescaled to [0, 1], with n_eff = p (1 - p) / se^2 held to [tasks, max_n], critical value
+    ``t_crit``."""
     import numpy as np
 
     g = len(values)

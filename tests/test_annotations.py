@@ -1,6 +1,6 @@
-"""Triage annotations (core/annotations.py): the file format, latest-wins reading, concurrent writers, the archive,
-evaluations hermit wrote, the taxonomy counts and the store's triage walk. Expected values are worked out by hand
-from tests/fixture_data.py (see test_tasks_screen.py's table)."""
+"""Triage annotations (core/records/annotations.py): the file format, latest-wins reading, concurrent writers, the
+archive, evaluations hermit wrote, the taxonomy counts and the store's triage walk. Expected values are worked out by
+hand from tests/fixture_data.py (see test_tasks_screen.py's table)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from fixture_data import FIXED_TASKS, fixed_records, fixed_store
 
-from hermit_tui.core.annotations import (
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.records.annotations import (
     ANNOTATIONS,
     DEFAULT_LABEL_SET,
     JUDGE_DISAGREES,
@@ -30,11 +31,10 @@ from hermit_tui.core.annotations import (
     task_mean,
     update_annotation,
 )
-from hermit_tui.core.config import load_config
-from hermit_tui.core.errors import InputError
-from hermit_tui.core.records import AttemptRecord, Judged, read_results
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.store import ANY_LABEL, UNLABELLED
+from hermit_tui.core.records.results import AttemptRecord, Judged, read_results
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.dashboard.state.store import ANY_LABEL, UNLABELLED
 
 FAST = ["agent.params.latency_scale=0"]
 HERMIT_EVAL = Path(__file__).resolve().parent / "fixtures" / "hermit_eval"
@@ -125,7 +125,7 @@ def test_a_folder_that_cannot_be_written_is_one_line_and_nothing_changes(tmp_pat
     before = (tmp_path / ANNOTATIONS).read_bytes()
     (tmp_path / ANNOTATIONS).chmod(0o444)
     if os.geteuid() == 0:  # root writes anywhere: opening fails as the kernel fails it for anyone else
-        from hermit_tui.core import annotations
+        from hermit_tui.core.records import annotations
         real = annotations.os.open
 
         def denied(path, flags, *args):
@@ -142,7 +142,7 @@ def test_a_folder_that_cannot_be_written_is_one_line_and_nothing_changes(tmp_pat
 
 
 def test_a_full_disk_is_one_line_and_the_file_is_as_it_was(tmp_path, monkeypatch):
-    from hermit_tui.core import annotations
+    from hermit_tui.core.records import annotations
     update_annotation(tmp_path, rec(), Change(add=["timeout"]))
     before = (tmp_path / ANNOTATIONS).read_bytes()
     real = os.write
@@ -163,8 +163,8 @@ def test_a_missing_folder_is_an_input_error(tmp_path):
 
 WRITER = textwrap.dedent("""
     import sys
-    from hermit_tui.core.annotations import Change, update_annotation
-    from hermit_tui.core.records import AttemptRecord, Judged
+    from hermit_tui.core.records.annotations import Change, update_annotation
+    from hermit_tui.core.records.results import AttemptRecord, Judged
     folder, me, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     shared = AttemptRecord(repeat=1, id="shared", status="ok", output="x", judge=Judged(score=0.0))
     own = AttemptRecord(repeat=1, id=me, status="ok", output="x", judge=Judged(score=0.0))
@@ -361,7 +361,7 @@ def test_a_retry_keeps_the_annotations_and_the_archive_gets_a_copy(demo_config):
 
 
 def test_evaluations_hermit_wrote_take_annotations_and_the_store_reads_them(tmp_path):
-    from hermit_tui.core.evalstore import open_evaluation
+    from hermit_tui.core.records.folders import open_evaluation
     folder = tmp_path / "final"
     shutil.copytree(HERMIT_EVAL / "final", folder)
     stored = open_evaluation(folder)

@@ -1,6 +1,6 @@
 """The per-attempt path made cheap (issue: engine overhead) keeps issue 12's guarantees.
 
-- the pool of attempt threads (core.attempt_threads): a free thread for every attempt, abandoned threads leave the
+- the pool of attempt threads (core.run.threads): a free thread for every attempt, abandoned threads leave the
   pool and are replaced, their late results are dropped, every thread is a daemon, context and BaseException as a
   thread of its own had them;
 - the JSON checks that skip json.dumps for plain values answer exactly as json.dumps does;
@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermit_tui.core import attempt_threads
-from hermit_tui.core.attempt_threads import AttemptThreads
-from hermit_tui.core.attempts import Attempt, fresh_copy, json_problem, judge_output, run_attempt
-from hermit_tui.core.records import AttemptRecord, Judged
+from hermit_tui.core.records.results import AttemptRecord, Judged
+from hermit_tui.core.run import threads as attempt_threads
+from hermit_tui.core.run.attempts import Attempt, fresh_copy, json_problem, judge_output, run_attempt
+from hermit_tui.core.run.threads import AttemptThreads
 
 WAIT_S = 20  # a guard against a hang, never a speed assertion
 
@@ -137,7 +137,7 @@ def test_a_hung_attempt_does_not_keep_the_process_alive(tmp_path):
     script = tmp_path / "hang.py"
     script.write_text(
         "import asyncio, threading\n"
-        "from hermit_tui.core.attempt_threads import AttemptThreads\n"
+        "from hermit_tui.core.run.threads import AttemptThreads\n"
         "async def main():\n"
         "    pool = AttemptThreads()\n"
         "    future, job = pool.submit(threading.Event().wait)\n"
@@ -236,8 +236,8 @@ def test_setting_a_field_after_encoding_drops_the_kept_line():
 
 
 def test_a_run_writes_the_lines_its_records_encode_to(tmp_path):
-    from hermit_tui.core.config import load_config
-    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": f"t{i}", "n": i}) + "\n" for i in range(6)))
     (tmp_path / "test.txt").write_text("".join(f"t{i}\n" for i in range(6)))
     (tmp_path / "train.txt").write_text("")
@@ -249,7 +249,7 @@ def test_a_run_writes_the_lines_its_records_encode_to(tmp_path):
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
         "agent: {name: pipe.py:run, concurrency: 3}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n")
     seen: list[AttemptRecord] = []
-    from hermit_tui.core import events as ev
+    from hermit_tui.core.run import events as ev
     run = EvalRun(load_config(tmp_path / "run.yaml"), ["none"], repeats=2,
                   on_event=lambda e: seen.append(e.record) if isinstance(e, ev.AttemptFinished) else None)
     run.run_sync()

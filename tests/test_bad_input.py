@@ -204,8 +204,8 @@ def earlier(label: str = "none") -> Mutation:
 def evaluated(*labels: str) -> Mutation:
     """Earlier hermit-tui evaluations of ``labels`` under the RESUME protocol (2 tasks, 1 repeat)."""
     def apply(ws: Path) -> None:
-        from hermit_tui.core.config import load_config
-        from hermit_tui.core.runner import EvalRun
+        from hermit_tui.core.run.runner import EvalRun
+        from hermit_tui.core.workspace.config import load_config
         EvalRun(load_config(ws / "run.yaml", FAST), list(labels), repeats=1, limit=2, update_card=False).run_sync()
     return apply
 
@@ -413,7 +413,7 @@ def test_bad_config_in_the_dashboard_is_a_notification(tmp_path):
     """The dashboard reports the same errors as notifications; the app keeps running."""
     import asyncio
 
-    from hermit_tui.app import HermitApp
+    from hermit_tui.dashboard.app import HermitApp
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "run.yaml").write_text("data: {tasks: tasks.jsonl, test: test.txt}\n")
@@ -434,9 +434,9 @@ def test_bad_config_in_the_dashboard_is_a_notification(tmp_path):
 
 def test_attempt_level_problems_are_recorded_not_fatal(tmp_path):
     """Judge returning inf, a score outside [0, 1] (recorded and flagged), a pipeline output of several MB."""
-    from hermit_tui.core import events as ev
-    from hermit_tui.core.config import load_config
-    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.run import events as ev
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": i}) + "\n" for i in ("inf", "big", "out")))
     (tmp_path / "test.txt").write_text("inf\nbig\nout\n")
     (tmp_path / "train.txt").write_text("")

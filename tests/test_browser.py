@@ -18,9 +18,9 @@ from demo_copies import repair_worktree
 from report_data import HOSTILE, synthetic_report
 
 from hermit_tui.cli import main
-from hermit_tui.core.config import load_config
-from hermit_tui.core.report_html import to_html
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.report.html import to_html
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 pytestmark = pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
 ARTEFACTS = Path(__file__).resolve().parent.parent / "screenshots" / "browser"

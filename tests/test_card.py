@@ -9,10 +9,10 @@ from pathlib import Path
 import git
 import pytest
 
-from hermit_tui.core.card import CardRow, render_eval_table, replace_evaluation_section, update_final_card
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.records import Summary
-from hermit_tui.core.tree import AdapterTree
+from hermit_tui.core.publish.card import CardRow, render_eval_table, replace_evaluation_section, update_final_card
+from hermit_tui.core.records.results import Summary
+from hermit_tui.core.workspace.tree import AdapterTree
 
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}

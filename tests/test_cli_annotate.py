@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from hermit_tui.cli import main
-from hermit_tui.core.annotations import ANNOTATIONS, JUDGE_DISAGREES
-from hermit_tui.core.config import load_config
-from hermit_tui.core.records import read_results
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.records.annotations import ANNOTATIONS, JUDGE_DISAGREES
+from hermit_tui.core.records.results import read_results
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 FAST = ["agent.params.latency_scale=0"]
 FIXTURES = Path(__file__).parent / "fixtures" / "hermit_eval"

@@ -1,5 +1,6 @@
-"""The columnar reader (core/columns.py) against the pydantic one (core/records.read_results): the same attempts, the
-same warnings and the same one-line errors on hand-made and generated lines; records read back by offset."""
+"""The columnar reader (core/records/columns.py) against the pydantic one (core/records.read_results): the same
+attempts, the same warnings and the same one-line errors on hand-made and generated lines; records read back by
+offset."""
 from __future__ import annotations
 
 import json
@@ -11,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermit_tui.core import columns
-from hermit_tui.core.columns import AttemptTable, read_table
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.records import AttemptRecord, Judged, read_results
-from hermit_tui.core.scores import tabulate
+from hermit_tui.core.records import columns
+from hermit_tui.core.records.columns import AttemptTable, read_table
+from hermit_tui.core.records.results import AttemptRecord, Judged, read_results
+from hermit_tui.core.records.scores import tabulate
 
 RECORD = {"repeat": 1, "id": "a", "status": "ok", "error": None, "output": "a", "judge": {"score": 1.0},
           "cost_usd": 0.0, "wall_s": 0.1, "api_speed": None, "tokens": None, "log": None}
@@ -212,10 +213,10 @@ def test_a_table_grows_in_memory_with_live_attempts():
 
 
 def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
-    """core.column_taxonomy gives core.annotations' figures: labels, failures, stale annotations (a re-run since),
-    corrected scores, and per pair the tasks fixed, introduced and not triaged."""
-    from hermit_tui.core import column_taxonomy
-    from hermit_tui.core.annotations import Annotation, attempt_digest, pair_taxonomy, selector_taxonomy
+    """core.records.taxonomy gives core.records.annotations' figures: labels, failures, stale annotations (a re-run
+    since), corrected scores, and per pair the tasks fixed, introduced and not triaged."""
+    from hermit_tui.core.records import taxonomy as column_taxonomy
+    from hermit_tui.core.records.annotations import Annotation, attempt_digest, pair_taxonomy, selector_taxonomy
     tables, records, notes = {}, {}, {}
     for label, shift in (("none", 0), ("final", 1)):
         rows = []

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hermit_tui.core.comparable import Shape, compare_shapes, rows_mismatches, summaries_mismatches
-from hermit_tui.core.publish_plan import NOT_RECORDED, EvalRow
-from hermit_tui.core.records import Summary
+from hermit_tui.core.present import NO_FINGERPRINT
+from hermit_tui.core.publish.plan import EvalRow
+from hermit_tui.core.records.results import Summary
+from hermit_tui.core.report.comparable import Shape, compare_shapes, rows_mismatches, summaries_mismatches
 
 FP = {"test_ids_sha256": "a" * 64, "test_rows_sha256": "b" * 64, "judge_sha256": "c" * 64,
       "pipeline_sha256": "d" * 64, "agent_params_sha256": "e" * 64, "model_sha256": "f" * 64, "repeats": 3,
@@ -71,7 +72,7 @@ def row(label: str, *, tasks=16, repeats=3, protocol=(), complete=True, smoke=No
 
 
 def test_publish_rows():
-    rows = [row("none", repeats=1, protocol=["repeats"]), row("root", protocol=[NOT_RECORDED]),
+    rows = [row("none", repeats=1, protocol=["repeats"]), row("root", protocol=[NO_FINGERPRINT]),
             row("ckpt", protocol=["the pipeline's source"], complete=False), row("final")]
     found = {m.label: m for m in rows_mismatches(rows)}
     assert found["none"].reasons == ["16 tasks × 1 repeats, final 16 × 3"]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermit_tui.core.config import DEFAULTS, FREE_SECTIONS, load_config
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.workspace.config import DEFAULTS, FREE_SECTIONS, load_config
 
 REALISTIC = """\
 # a hermit-style run config using every section

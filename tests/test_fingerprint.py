@@ -2,9 +2,9 @@
 import hashlib
 import json
 
-from hermit_tui.core.config import load_config
-from hermit_tui.core.fingerprint import differences
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.fingerprint import differences
 
 
 def test_fingerprint_is_stored_and_names_what_differs(tmp_path):

@@ -19,9 +19,9 @@ from demo_copies import repair_worktree
 from stats_by_hand import score_interval_by_hand
 
 from hermit_tui.cli import main
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.gate import (
+from hermit_tui.core.records.results import Summary
+from hermit_tui.core.report.gate import (
     DEFAULT_REQUIRE,
     GateInterval,
     SelectorFacts,
@@ -34,8 +34,8 @@ from hermit_tui.core.gate import (
     gate_interval,
     parse_requirements,
 )
-from hermit_tui.core.records import Summary
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 FAST = ["agent.params.latency_scale=0"]
 T15 = 2.131449546  # t(0.975, 15 df), from published tables
@@ -161,8 +161,8 @@ def test_no_regression_fails_when_the_interval_lies_below_minus_the_margin(evalu
 
 
 def test_the_gate_interval_is_the_reports(evaluated, capsys):
-    from hermit_tui.core.report import build_report
-    from hermit_tui.core.tasks import load_tasks
+    from hermit_tui.core.report.build import build_report
+    from hermit_tui.core.workspace.tasks import load_tasks
     config = load_config(evaluated / "run.yaml")
     report = build_report(config, load_tasks(config), ["none", "final"])
     pair = report.pairs[0]
@@ -424,15 +424,15 @@ def test_comparable_checks():
 
 def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
     """``sequential`` (--stop-when-decided), as summary.json holds it: the candidate's interval against its baseline."""
-    from hermit_tui.core.evalstore import StoredEvaluation
-    from hermit_tui.core.gate import selector_facts
+    from hermit_tui.core.records.folders import StoredEvaluation
+    from hermit_tui.core.report.gate import selector_facts
     seq = {"baseline": "none", "decision": "improvement", "rounds": 2, "max_rounds": 5, "method": "group-sequential",
            "alpha": 0.05, "interval": [0.12, 0.4]}
     summary = Summary.model_validate({"adapter": "final", "tasks": 10, "repeats": 5, "mean_score": 0.5,
                                       "solved_once": 0.5, "complete": True, "sequential": seq,
                                       "hermit_tui_version": "0.1.0"})
     stored = StoredEvaluation(label="final", folder=Path("/x/final"), summary=summary)
-    from hermit_tui.core.records import AttemptRecord
+    from hermit_tui.core.records.results import AttemptRecord
     recs = [AttemptRecord(repeat=r, id=f"t{i}", status="ok", judge={"score": 1.0}) for i in range(10)
             for r in (1, 2)]
     cand = selector_facts("candidate", stored, recs, [f"t{i}" for i in range(10)])
@@ -465,7 +465,7 @@ def test_requirements_parse_and_decide_refuses_what_it_cannot_check():
 
 
 def test_the_step_summary_says_unknown_when_no_attempt_has_a_cost():
-    from hermit_tui.core.gate import GateResult, to_markdown
+    from hermit_tui.core.report.gate import GateResult, to_markdown
     result = GateResult(baseline="none", candidate="final", requirements=[], margin=0.0, max_error_rate=None,
                         selectors=[facts("none", "baseline", unknown_cost_attempts=20),
                                    facts("final", known_cost_usd=0.25, unknown_cost_attempts=3)],

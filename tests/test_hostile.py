@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from hostile_util import snapshot, time_limit
 
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError, RunFailed
-from hermit_tui.core.records import read_results
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.records.results import read_results
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 LIMIT_S = 90  # per case: a hang fails the case instead of the whole suite
 
@@ -178,7 +178,7 @@ def test_hung_threads_never_starve_a_healthy_attempt_into_a_timeout(tmp_path):
 
 
 def test_when_hung_threads_exhaust_capacity_the_summary_says_so(tmp_path, monkeypatch):
-    from hermit_tui.core import executors
+    from hermit_tui.core.run import executors
     monkeypatch.setattr(executors, "HUNG_THREAD_LIMIT", 3)
     ids = [f"hang{i}" for i in range(5)] + ["ok0", "ok1"]
     path = workspace(tmp_path, ids, HANGS, timeout_min=0.005, concurrency=1)
@@ -335,7 +335,7 @@ def test_a_killed_resume_after_a_cut_line_stays_recoverable(demo):
 
 
 def test_records_outside_the_protocol_are_ignored_with_a_warning_and_kept(demo):
-    from hermit_tui.core import events as ev
+    from hermit_tui.core.run import events as ev
     config = load_config(demo, FAST)
     EvalRun(config, ["none"], repeats=1, limit=3).run_sync()
     path = config.run_dir / "eval/none/smoke/results.jsonl"
@@ -357,7 +357,7 @@ def test_records_outside_the_protocol_are_ignored_with_a_warning_and_kept(demo):
 def test_stale_temporary_files_of_a_killed_run_are_removed_on_the_next_start(demo, tmp_path):
     import tempfile
 
-    from hermit_tui.core.selectors import TEMP_PREFIX
+    from hermit_tui.core.workspace.selectors import TEMP_PREFIX
     config = load_config(demo, FAST)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -414,7 +414,7 @@ def test_the_demo_pipeline_under_hermit_keeps_logs_inside_its_folder(tmp_path):
 def test_non_finite_scores_on_disk_are_flagged(demo):
     """hermit writes what its judge returned, NaN included: the report and a recomputed summary say so."""
     from hermit_tui.cli import main
-    from hermit_tui.core.records import summarize
+    from hermit_tui.core.records.results import summarize
     config = load_config(demo, FAST)
     EvalRun(config, ["none"], repeats=1).run_sync()
     path = config.run_dir / "eval/none/results.jsonl"
@@ -469,15 +469,15 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(demo):
 
 
 def _published_demo(demo):
-    from hermit_tui.core.publish import plan_publish
+    from hermit_tui.core.publish.apply import plan_publish
     config = load_config(demo, FAST)
     EvalRun(config, ["none", "root", "final"], repeats=1, update_card=False).run_sync()
     return config, plan_publish(config, None)
 
 
 def test_a_failed_publish_leaves_no_temporary_card(demo, monkeypatch):
-    from hermit_tui.core import card as cardmod
-    from hermit_tui.core.publish import publish
+    from hermit_tui.core.publish import card as cardmod
+    from hermit_tui.core.publish.apply import publish
     config, plan = _published_demo(demo)
     checkout = config.run_dir / "checkout"
     before = snapshot(demo.parent)
@@ -498,18 +498,18 @@ def test_a_failed_publish_leaves_no_temporary_card(demo, monkeypatch):
 
 
 def test_publishing_keeps_the_cards_file_mode(demo):
-    from hermit_tui.core.publish import publish
+    from hermit_tui.core.publish.apply import publish
     config, _ = _published_demo(demo)
     card = config.run_dir / "checkout/CARD.md"
     os.chmod(card, 0o640)
-    from hermit_tui.core.publish import plan_publish
+    from hermit_tui.core.publish.apply import plan_publish
     publish(plan_publish(config, None))
     assert stat.S_IMODE(card.stat().st_mode) == 0o640
     assert not list(card.parent.glob(".CARD.md.*"))
 
 
 def test_write_atomic_cleans_up_and_keeps_the_mode(tmp_path, monkeypatch):
-    from hermit_tui.core import records
+    from hermit_tui.core.records import results as records
     target = tmp_path / "summary.json"
     target.write_text("{}")
     os.chmod(target, 0o600)
@@ -526,8 +526,8 @@ def test_write_atomic_cleans_up_and_keeps_the_mode(tmp_path, monkeypatch):
 
 
 def test_an_unreadable_file_in_an_adapter_folder_is_one_line(tmp_path, monkeypatch):
-    from hermit_tui.core import selectors
-    from hermit_tui.core.selectors import directory_hash
+    from hermit_tui.core.workspace import selectors
+    from hermit_tui.core.workspace.selectors import directory_hash
     folder = tmp_path / "adapter"
     folder.mkdir()
     (folder / "adapter.yaml").write_text("template: {id: x}\n")

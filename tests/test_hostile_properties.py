@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermit_tui.cli import main
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.journal import check_eval_folder
-from hermit_tui.core.records import read_results, summarize
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.tasks import load_tasks
+from hermit_tui.core.records.journal import check_eval_folder
+from hermit_tui.core.records.results import read_results, summarize
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.tasks import load_tasks
 
 EXAMPLES = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, ttest_1samp
 
-from hermit_tui.core.intervals import (
+from hermit_tui.core.stats.intervals import (
     T_MIN_TASKS,
     difference_interval,
     mean_interval,
@@ -124,7 +124,7 @@ def test_fewer_than_two_tasks_give_no_interval_and_t_needs_enough_tasks():
 def test_near_an_end_the_far_side_gets_clopper_pearsons_bound_on_the_effective_counts():
     from scipy.stats import beta
 
-    from hermit_tui.core.intervals import FEW
+    from hermit_tui.core.stats.intervals import FEW
 
     # 14 of 16 pass/fail tasks solved (one repeat): n_eff = 16, 2 effective failures <= FEW. Wilson-t's upper bound
     # 0.968 would miss a true 0.97 (the coverage dip Brown, Cai & DasGupta describe); Clopper-Pearson's on

@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.launch import LaunchOptions
-from hermit_tui.core.launch_plan import LaunchPlan, executor_class
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.run.launch import LaunchOptions
+from hermit_tui.core.run.plan import LaunchPlan, executor_class
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 
 @pytest.mark.parametrize("values, message", [

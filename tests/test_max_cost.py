@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from hermit_tui.cli import main
-from hermit_tui.core import events as ev
-from hermit_tui.core.config import load_config
-from hermit_tui.core.costs import CostCap, check_max_cost
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_phrase, money, projected_cost
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.run import events as ev
+from hermit_tui.core.run.costs import CostCap, check_max_cost
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 FAST = ["agent.params.latency_scale=0.01"]
 
@@ -56,7 +56,7 @@ def test_the_cap_counts_unknown_costs_at_the_mean_known_cost():
 # -- a launch --------------------------------------------------------------------------------------------------
 def reached_after(costs: list[float | None], cap: float) -> int | None:
     """How many attempts, in finish order, it takes for the cost to reach ``cap`` when an unknown cost counts at
-    the mean known cost (recomputed here, independently of hermit_tui.core.costs)."""
+    the mean known cost (recomputed here, independently of hermit_tui.core.run.costs)."""
     known, unknown = 0.0, 0
     n_known = 0
     for i, cost in enumerate(costs):

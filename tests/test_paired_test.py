@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from hermit_tui.core.paired_test import EXACT_WORK, paired_randomisation_test
+from hermit_tui.core.stats.paired import EXACT_WORK, paired_randomisation_test
 
 
 def run(a: list[list[float]], b: list[list[float]], **kw):

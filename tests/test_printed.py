@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from hermit_tui.core.config import load_config
-from hermit_tui.core.printed import PRINT_LIMIT, Tail, capturing, routed, save_printed
-from hermit_tui.core.records import read_results
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.records.results import read_results
+from hermit_tui.core.run.printed import PRINT_LIMIT, Tail, capturing, routed, save_printed
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 BIN = Path(sys.executable).parent / "hermit-tui"
 needs_bin = pytest.mark.skipif(not BIN.exists(), reason="the hermit-tui console script is not installed here")

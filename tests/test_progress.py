@@ -13,9 +13,9 @@ import threading
 
 import pytest
 
-from hermit_tui.cli_progress import EVERY_S, PlainProgress, duration_text
-from hermit_tui.core import events as ev
-from hermit_tui.core.records import AttemptRecord
+from hermit_tui.cli.progress import EVERY_S, PlainProgress, duration_text
+from hermit_tui.core.records.results import AttemptRecord
+from hermit_tui.core.run import events as ev
 
 LINE = re.compile(r"^\[progress\] (\S+): (\d+)/(\d+) attempts \((\d+)%\), mean (\S+), errors (\d+), "
                   r"cost \$([0-9.]+) known(?: \+ (\d+) unknown)?, ETA (\S+)$")
@@ -146,7 +146,7 @@ def test_duration_text():
 def test_a_terminal_keeps_the_live_bars():
     from rich.progress import Progress
 
-    from hermit_tui.cli import _progress
+    from hermit_tui.cli.eval import _progress
 
     class Tty(io.StringIO):
         def isatty(self):

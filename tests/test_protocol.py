@@ -6,11 +6,11 @@ from pathlib import Path
 
 import yaml
 
-from hermit_tui.core import protocol
-from hermit_tui.core.config import load_config
-from hermit_tui.core.records import AttemptRecord, Judged
-from hermit_tui.core.tasks import load_tasks
-from hermit_tui.core.tree import AdapterTree
+from hermit_tui.core.records.results import AttemptRecord, Judged
+from hermit_tui.core.report import protocol
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.tasks import load_tasks
+from hermit_tui.core.workspace.tree import AdapterTree
 
 IDS = [f"t{i}" for i in range(1, 9)]
 

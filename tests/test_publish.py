@@ -13,14 +13,14 @@ import pytest
 from demo_copies import copy_workspace
 from stats_by_hand import score_interval_by_hand
 
-from hermit_tui import cli_publish
-from hermit_tui.core import card as cardmod
-from hermit_tui.core import publish as pub
-from hermit_tui.core.config import load_config
+from hermit_tui.cli import publish as cli_publish
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.publish import plan_publish, publish, undo_publish
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.tree import AdapterTree
+from hermit_tui.core.publish import apply as pub
+from hermit_tui.core.publish import card as cardmod
+from hermit_tui.core.publish.apply import plan_publish, publish, undo_publish
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.tree import AdapterTree
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hermit_eval"
 FAST = ["agent.params.latency_scale=0"]
@@ -120,7 +120,7 @@ def test_plan_rows_diff_and_nothing_changed(ws):
     assert row in plan.table.splitlines()
     assert "| root | 4c69319 | 16 | 3 | 0.553 [" in plan.table and "| none | — | 16 | 3 |" in plan.table
     assert "All rows share final's protocol" in plan.table
-    from hermit_tui.core.intervals import METHOD_TEXT
+    from hermit_tui.core.stats.intervals import METHOD_TEXT
 
     assert f"{METHOD_TEXT['score']} for none, root, final" in plan.table
     # only the Evaluation section changes
@@ -475,7 +475,7 @@ class Tty(io.StringIO):
 
 def cli(argv: list[str], stdin: io.StringIO | None = None) -> tuple[int, str, str]:
     """Parse and run like hermit-tui's main does (InputError: exit 2, one line)."""
-    from hermit_tui.cli import _Parser
+    from hermit_tui.cli.common import Parser as _Parser
     parser = _Parser(prog="hermit-tui")
     cli_publish.add_parser(parser.add_subparsers(dest="command", parser_class=_Parser))
     out, err = io.StringIO(), io.StringIO()
@@ -539,8 +539,8 @@ def test_cli_refusal_is_one_line(ws):
 
 def _label(ws: Workspace, label: str, how_many: int, name: str) -> int:
     """Label the first ``how_many`` failures of an evaluation; returns how many failures it has."""
-    from hermit_tui.core.annotations import Change, is_failure, update_annotation
-    from hermit_tui.core.records import read_results
+    from hermit_tui.core.records.annotations import Change, is_failure, update_annotation
+    from hermit_tui.core.records.results import read_results
     folder = ws.run_dir / "eval" / label
     failed = [r for r in read_results(folder / "results.jsonl").records if is_failure(r)]
     for r in failed[:how_many]:

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from demo_copies import repair_worktree
 
-from hermit_tui.core import events as ev
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.ray_executor import LOST_PREFIX, check_shippable, pack_adapter, ray_runtime_env
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.run import events as ev
+from hermit_tui.core.run.ray_executor import LOST_PREFIX, check_shippable, pack_adapter, ray_runtime_env
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 FAST = ["agent.params.latency_scale=0.01"]
 COMPARED = ("mean_score", "solved_once", "errors", "unknown_cost_tasks", "cost_usd", "tasks", "repeats", "attempts",

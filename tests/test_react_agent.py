@@ -28,10 +28,10 @@ from pathlib import Path
 import hermit.agents.react  # noqa: F401 - hermit-harness is in the test extra: never skipped for lack of it
 import pytest
 
-from hermit_tui.core.config import load_config
-from hermit_tui.core.records import read_results
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.transcripts import TRANSCRIPTS, load_transcript, read_sidecar, turns_of
+from hermit_tui.core.records.results import read_results
+from hermit_tui.core.records.transcripts import TRANSCRIPTS, load_transcript, read_sidecar, turns_of
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 HERMIT = Path(sys.executable).with_name("hermit")
 PRICE = {"input": 2.0, "cached_input": 0.5, "output": 8.0}  # USD per million tokens

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.records import (
+from hermit_tui.core.records.results import (
     RECORD_KEYS,
     SUMMARY_KEYS,
     AttemptRecord,
@@ -109,7 +109,7 @@ def every_key_summary() -> dict:
 
 
 def test_every_key_hermit_tui_writes_is_declared_and_written_in_its_order():
-    from hermit_tui.core.records import Summary
+    from hermit_tui.core.records.results import Summary
     data = every_key_summary()
     s = Summary.model_validate(data)
     assert s.model_extra == {}  # nothing of ours is left undeclared
@@ -121,7 +121,7 @@ def test_every_key_hermit_tui_writes_is_declared_and_written_in_its_order():
 
 
 def test_keys_of_another_tool_are_kept_and_ours_of_the_wrong_type_are_refused(tmp_path):
-    from hermit_tui.core.records import Summary
+    from hermit_tui.core.records.results import Summary
     data = {**every_key_summary(), "their_key": {"x": 1}}
     s = Summary.model_validate(data)
     assert s.model_extra == {"their_key": {"x": 1}} and json.loads(s.to_json())["their_key"] == {"x": 1}
@@ -136,7 +136,7 @@ def test_summaries_hermit_and_earlier_versions_wrote_still_load():
     fields load; a missing fingerprint field compares as not recorded."""
     from pathlib import Path
 
-    from hermit_tui.core.fingerprint import differences
+    from hermit_tui.core.workspace.fingerprint import differences
     fixtures = sorted((Path(__file__).parent / "fixtures" / "hermit_eval").rglob("summary.json"))
     assert fixtures
     for path in fixtures:
@@ -150,5 +150,5 @@ def test_summaries_hermit_and_earlier_versions_wrote_still_load():
 
 
 def Summary_from(data: dict):
-    from hermit_tui.core.records import Summary
+    from hermit_tui.core.records.results import Summary
     return Summary.model_validate(data)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError, RunFailed
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 
 def lines_of(path: Path) -> list[dict]:
@@ -143,7 +143,7 @@ def test_sys_exit_in_a_thread_pipeline_is_an_error_attempt(tmp_path):
 
 
 def test_disk_full_stops_cleanly_and_keeps_whole_lines(demo, monkeypatch):
-    from hermit_tui.core import journal as journal_mod
+    from hermit_tui.core.records import journal as journal_mod
     config = load_config(demo, ["agent.params.latency_scale=0.01"])
     real_append = journal_mod.SelectorJournal.append
     calls = {"n": 0}
@@ -152,18 +152,18 @@ def test_disk_full_stops_cleanly_and_keeps_whole_lines(demo, monkeypatch):
         calls["n"] += 1
         if calls["n"] > 5:
             # half a line reaches the file, then the disk is full
-            self._fh.write(record.to_json_line().encode()[:20])
-            self._fh.flush()
-            original = self._fh.write
+            self._lines.fh.write(record.to_json_line().encode()[:20])
+            self._lines.fh.flush()
+            original = self._lines.fh.write
 
             def boom(data):
                 raise OSError(errno.ENOSPC, "No space left on device")
-            self._fh.write = boom
+            self._lines.fh.write = boom
             try:
                 return real_append(self, record)
             finally:
-                if self._fh is not None:
-                    self._fh.write = original
+                if self._lines.fh is not None:
+                    self._lines.fh.write = original
         return real_append(self, record)
 
     monkeypatch.setattr(journal_mod.SelectorJournal, "append", filling_up)
@@ -186,7 +186,7 @@ def test_resume_refuses_when_the_judge_changed(demo):
 
 def test_an_executor_that_cannot_start_leaves_earlier_evaluations_in_place(demo, monkeypatch):
     """E.g. a Ray cluster that cannot be reached: nothing is archived, nothing is written."""
-    from hermit_tui.core import executors
+    from hermit_tui.core.run import executors
     config = load_config(demo, ["agent.params.latency_scale=0.01"])
     EvalRun(config, ["none"], repeats=1, limit=2).run_sync()
     folder = config.run_dir / "eval" / "none" / "smoke"  # --limit: the smoke folder

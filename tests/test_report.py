@@ -13,13 +13,14 @@ import pytest
 from demo_copies import repair_worktree
 from stats_by_hand import score_interval_by_hand
 
-from hermit_tui import cli_report
-from hermit_tui.core.config import load_config
+from hermit_tui.cli import report as cli_report
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.evalstore import StoredEvaluation
-from hermit_tui.core.report import build_report, default_labels, to_csv, to_json, to_markdown
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.tasks import load_tasks
+from hermit_tui.core.records.folders import StoredEvaluation
+from hermit_tui.core.report.build import build_report, default_labels, to_csv, to_json, to_markdown
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.selectors import label_of
+from hermit_tui.core.workspace.tasks import load_tasks
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hermit_eval"
 LABELS = ["none", "root", "final"]
@@ -244,8 +245,8 @@ def test_cli_writes_output_and_refuses_to_overwrite(evaluated, tmp_path, capsys)
 
 def test_cli_maps_selectors_to_labels(evaluated, tmp_path):
     config = load_config(evaluated)
-    assert cli_report.label_of("demo/ckpt-step-2", config) == "demo_ckpt-step-2"
-    assert cli_report.label_of("final", config) == "final"
-    assert cli_report.label_of("template", config) == "template"  # an adapter directory: its folder name
+    assert label_of("demo/ckpt-step-2", config) == "demo_ckpt-step-2"
+    assert label_of("final", config) == "final"
+    assert label_of("template", config) == "template"  # an adapter directory: its folder name
     with pytest.raises(InputError, match="no evaluation of 'demo_ckpt-step-2'"):
         cli_report.run(parse(["--config", str(evaluated), "--adapter", "demo/ckpt-step-2"]))

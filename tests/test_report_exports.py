@@ -13,12 +13,12 @@ import pytest
 from demo_copies import repair_worktree
 
 from hermit_tui.cli import main
-from hermit_tui.core.config import load_config
-from hermit_tui.core.records import AttemptRecord
-from hermit_tui.core.report import build_report
-from hermit_tui.core.report_exports import ATTEMPT_COLUMNS, error_kind, read_attempts, to_attempts_csv, to_junit
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.tasks import load_tasks
+from hermit_tui.core.records.results import AttemptRecord
+from hermit_tui.core.report.build import build_report
+from hermit_tui.core.report.exports import ATTEMPT_COLUMNS, error_kind, read_attempts, to_attempts_csv, to_junit
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.tasks import load_tasks
 
 FAST = ["agent.params.latency_scale=0"]
 LABELS = ["none", "root", "final"]
@@ -186,7 +186,7 @@ def test_read_attempts_keeps_the_latest_record_of_each_test_attempt(evaluated, t
 def test_the_exports_from_columns_equal_the_exports_from_records(evaluated, tmp_path):
     """read_attempts gives rows of the columns; the CSV and the JUnit XML are those the AttemptRecords give, odd
     lines included (a float token count, a mapping of tokens, a cost that is not a number, a re-run)."""
-    from hermit_tui.core.records import read_results
+    from hermit_tui.core.records.results import read_results
     ws = tmp_path / "demo"
     shutil.copytree(evaluated, ws, symlinks=True)
     repair_worktree(evaluated, ws)

@@ -17,10 +17,10 @@ from demo_copies import repair_worktree
 from report_data import HOSTILE, synthetic_report
 
 from hermit_tui.cli import main
-from hermit_tui.core.config import load_config
-from hermit_tui.core.report import Report
-from hermit_tui.core.report_html import PAGE_ROWS, to_html
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.report.build import Report
+from hermit_tui.core.report.html import PAGE_ROWS, to_html
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "main", "header", "nav", "section", "article",
                 "footer", "h1", "h2", "h3", "h4", "p", "ul", "li", "a", "code", "strong", "span", "div", "table",

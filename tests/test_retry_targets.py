@@ -1,9 +1,9 @@
-"""core.continuing.retry_targets: which failed attempts the dashboard's 'Re-run failed' launches, per eval folder,
+"""core.run.continuing.retry_targets: which failed attempts the dashboard's 'Re-run failed' launches, per eval folder,
 and which evaluations it leaves out (smoke checks, archived ones, those stored outside this run's eval folder)."""
 from __future__ import annotations
 
-from hermit_tui.core.config import load_config
-from hermit_tui.core.continuing import RetryCandidate, retry_targets
+from hermit_tui.core.run.continuing import RetryCandidate, retry_targets
+from hermit_tui.core.workspace.config import load_config
 
 
 def test_current_and_live_evaluations_are_retried_the_rest_left_out(demo_config, tmp_path):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, norm
 
-from hermit_tui.core.sequential import (
+from hermit_tui.core.stats.sequential import (
     METHOD,
     SequentialMonitor,
     obf_spending,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hermit_tui import cli_serve
+from hermit_tui.cli import serve as cli_serve
 
 textual_serve = pytest.importorskip("textual_serve", reason="the web extra is not installed (pip install -e '.[web]')")
 

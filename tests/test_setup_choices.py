@@ -1,5 +1,6 @@
-"""What the setup screen shows, worked out in the core: the versions it offers (core.selectors.version_choices), what
-a typed selector names (describe_selector), and protocol checks that never keep the screen from opening."""
+"""What the setup screen shows, worked out in the core: the versions it offers
+(core.workspace.selectors.version_choices), what a typed selector names (describe_selector), and protocol checks that
+never keep the screen from opening."""
 from __future__ import annotations
 
 import shutil
@@ -7,11 +8,11 @@ import subprocess
 
 import pytest
 
-from hermit_tui.core import protocol
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.selectors import describe_selector, version_choices
-from hermit_tui.core.tasks import load_tasks
+from hermit_tui.core.report import protocol
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.selectors import describe_selector, version_choices
+from hermit_tui.core.workspace.tasks import load_tasks
 
 
 def git(tree, *args: str) -> str:

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from hermit_tui.cli import main
-from hermit_tui.core.config import load_config
-from hermit_tui.core.publish_plan import plan_publish
-from hermit_tui.core.tasks import load_tasks
+from hermit_tui.core.publish.plan import plan_publish
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.tasks import load_tasks
 
 FAST = "agent.params.latency_scale=0"
 LABELS = ("none", "root", "final")
@@ -69,9 +69,9 @@ def test_no_interval_leaves_the_range_on_a_four_task_split(demo_config, capsys, 
     assert bool(plan.sequential) == sequential
 
     # the compare screen's figures and plot series (computed as the screen computes them)
-    from hermit_tui.core.evalstore import list_evaluations
-    from hermit_tui.screens.compare import compare
-    from hermit_tui.widgets.boundary import with_sequential
+    from hermit_tui.core.records.folders import list_evaluations
+    from hermit_tui.dashboard.screens.compare import compare
+    from hermit_tui.dashboard.widgets.boundary import with_sequential
 
     stored = {s.label: s for s in list_evaluations(load_config(demo_config).run_dir, include_archived=False)}
     test_ids = load_tasks(load_config(demo_config)).test_ids

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from demo_copies import repair_worktree
 
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.evalstore import list_evaluations, open_evaluation
-from hermit_tui.core.report import build_report
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.tasks import load_tasks
+from hermit_tui.core.records.folders import list_evaluations, open_evaluation
+from hermit_tui.core.report.build import build_report
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.tasks import load_tasks
 
 FAST = ["agent.params.latency_scale=0"]
 
@@ -126,8 +126,8 @@ def test_listings_leave_smoke_folders_out_unless_asked(ws):
 
 
 def test_the_dashboard_report_and_test_reuse_read_only_full_evaluations(ws, capsys):
-    from hermit_tui.app import current_evaluations
     from hermit_tui.cli import main
+    from hermit_tui.dashboard.app import current_evaluations
     config = load_config(ws / "run.yaml", FAST)
     before = build_report(config, load_tasks(config), None)
     EvalRun(config, ["none", "root"], limit=2, update_card=False).run_sync()  # root has only a smoke subset

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_1samp
 
-from hermit_tui.core.records import AttemptRecord, Judged
-from hermit_tui.core.scores import AttemptColumns, tabulate
-from hermit_tui.core.stats import default_pairs, p_text, pair_stats, selector_stats, wilson
+from hermit_tui.core.records.results import AttemptRecord, Judged
+from hermit_tui.core.records.scores import AttemptColumns, tabulate
+from hermit_tui.core.stats.figures import default_pairs, p_text, pair_stats, selector_stats, wilson
 
 T3, T5, T11 = 3.182446305, 2.570581836, 2.200985160
 T5_80 = 0.919543800
@@ -363,7 +363,7 @@ def test_small_samples_can_decide_when_the_evidence_is_there():
 
 
 def test_verdict_has_no_second_rule_and_no_contradictory_p():
-    from hermit_tui.core.stats import _verdict
+    from hermit_tui.core.stats.figures import _verdict
 
     # the 250-task case: CI 0.01 to 0.09, p = 0.009, a difference below the MDE: an improvement
     fields = dict(a="none", b="final", n_paired=250, repeats_min=3, repeats_max=3, n_unpaired=0, ci_low=0.01,
@@ -410,7 +410,7 @@ def test_within_noise_larger_than_observed_variance_is_capped():
 def test_sign_test_matches_scipy_binomtest():
     from scipy.stats import binomtest
 
-    from hermit_tui.core.stats import sign_test_p
+    from hermit_tui.core.stats.figures import sign_test_p
 
     for wins, losses in [(4, 1), (0, 7), (10, 10), (3, 12), (50, 31), (1, 0)]:
         assert sign_test_p(wins, losses) == pytest.approx(binomtest(wins, wins + losses).pvalue, rel=1e-12)

@@ -18,11 +18,11 @@ from scipy.stats import multivariate_normal
 from sequential_project import build
 
 from hermit_tui.cli import main
-from hermit_tui.core import events as ev
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.sequential import METHOD, obf_spending, sequential_look
+from hermit_tui.core.run import events as ev
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.stats.sequential import METHOD, obf_spending, sequential_look
+from hermit_tui.core.workspace.config import load_config
 
 TASKS, ROUNDS = 30, 6
 
@@ -110,7 +110,7 @@ def test_ab_stops_early_with_an_improvement(project):
     assert summaries["good"].sequential.decision == "improvement"
 
     # the decision from the files: the mean difference of task means, and the round-2 interval (the one the
-    # unit-tested core.sequential computes on these matrices) lies above 0 while round 1's did not decide
+    # unit-tested core.stats.sequential computes on these matrices) lies above 0 while round 1's did not decide
     a, b = matrix(rows["none"], 2), matrix(rows["good"], 2)
     diff = float((b.mean(axis=1) - a.mean(axis=1)).mean())
     assert good["mean_diff"] == pytest.approx(diff) and diff > 0.3
@@ -283,7 +283,7 @@ def test_the_report_uses_the_sequential_interval_and_says_so(project, capsys):
 
 
 def test_the_card_carries_the_decisions_with_their_intervals(demo_config, capsys):
-    from hermit_tui.core.publish_plan import plan_publish
+    from hermit_tui.core.publish.plan import plan_publish
 
     code = main(["eval", "--config", str(demo_config), "--adapter", "none", "--adapter", "root", "--adapter",
                  "final", "--stop-when-decided", "--no-card", "agent.params.latency_scale=0.01", "eval.repeats=8"])

@@ -1,6 +1,6 @@
-"""The dashboard's store (hermit_tui/store.py) on its own: one long-lived store with reset(), every change through a
-method that bumps its version, columns read from disk built off the store (build_stored) and put in at once
-(add_column), live attempts streaming in, and the per-task table, error groups and triage walk on the columns, each
+"""The dashboard's store (hermit_tui/dashboard/state/store.py) on its own: one long-lived store with reset(), every
+change through a method that bumps its version, columns read from disk built off the store (build_stored) and put in at
+once (add_column), live attempts streaming in, and the per-task table, error groups and triage walk on the columns, each
 checked against figures computed here from the records."""
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import random
 import pytest
 from fixture_data import FIXED_LABELS, FIXED_TASKS, fixed_records, fixed_store
 
-from hermit_tui.core import events as ev
-from hermit_tui.core.annotations import Annotation, is_failure
-from hermit_tui.core.evalstore import open_evaluation
-from hermit_tui.core.records import AttemptRecord, Judged, read_results, summarize
-from hermit_tui.store import FILTERS, UNLABELLED, EvalStore, build_stored
+from hermit_tui.core.records.annotations import Annotation, is_failure
+from hermit_tui.core.records.folders import open_evaluation
+from hermit_tui.core.records.results import AttemptRecord, Judged, read_results, summarize
+from hermit_tui.core.run import events as ev
+from hermit_tui.dashboard.state.store import FILTERS, UNLABELLED, EvalStore, build_stored
 
 IDS = [t["id"] for t in FIXED_TASKS]
 
@@ -131,7 +131,7 @@ def test_new_ids_worked_out_in_the_worker_are_checked_again_on_the_loop(tmp_path
 
 
 def test_task_ids_indexed_off_the_loop_equal_the_ones_added_on_it():
-    from hermit_tui.store import LOOKUP_SLICE, index_task_ids
+    from hermit_tui.dashboard.state.store import LOOKUP_SLICE, index_task_ids
     rng = random.Random(5)
     ids = [f"t{rng.randrange(3 * LOOKUP_SLICE)}" for _ in range(3 * LOOKUP_SLICE)]  # duplicates across slices
     first_seen = list(dict.fromkeys(ids))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from hermit_tui.core.config import load_config
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.tasks import TaskSet, load_tasks, read_split
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.tasks import TaskSet, load_tasks, read_split
 
 ROWS = [
     {"id": "t-01", "question": "What is Two plus two?", "meta": {"tags": ["Math", "EASY"], "level": 1}},

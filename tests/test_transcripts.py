@@ -9,11 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hermit_tui.core import events as ev
-from hermit_tui.core.config import load_config
-from hermit_tui.core.records import AttemptRecord, Judged, read_results
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.transcripts import (
+from hermit_tui.core.records.results import AttemptRecord, Judged, read_results
+from hermit_tui.core.records.transcripts import (
     LOG_LIMIT_BYTES,
     TRANSCRIPTS,
     TranscriptIndex,
@@ -24,6 +21,9 @@ from hermit_tui.core.transcripts import (
     transcript_lines,
     turns_of,
 )
+from hermit_tui.core.run import events as ev
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 FAST = ["agent.params.latency_scale=0.01"]
 
@@ -171,8 +171,8 @@ def test_a_retry_without_messages_hides_the_earlier_trajectory(tmp_path):
 def test_a_failed_transcript_write_stops_the_run_with_whole_lines(tmp_path, monkeypatch):
     import errno
 
-    from hermit_tui.core import transcripts as mod
     from hermit_tui.core.errors import RunFailed
+    from hermit_tui.core.records import transcripts as mod
     config = load_config(workspace(tmp_path, ids=("a", "b", "c")))
     real = mod.TranscriptLog.write
     count = {"n": 0}
@@ -180,7 +180,7 @@ def test_a_failed_transcript_write_stops_the_run_with_whole_lines(tmp_path, monk
     def filling_up(self, record_id, repeat, messages):
         count["n"] += 1
         if count["n"] == 3:
-            self._fh.write(b'{"repeat": 1, "id": "half')  # half a line, then the disk is full
+            self._lines.fh.write(b'{"repeat": 1, "id": "half')  # half a line, then the disk is full
             raise_it = OSError(errno.ENOSPC, "No space left on device")
             self.rollback()
             raise raise_it
@@ -226,7 +226,7 @@ def test_no_log_a_folder_and_a_huge_log_are_notes_too(tmp_path, monkeypatch):
     assert read_hermit_log(str(tmp_path)).note == f"no transcript: the log {tmp_path} is not a file"
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"task": "t", "messages": [{"role": "user", "content": "x" * 3000}]}))
-    from hermit_tui.core import transcripts as mod
+    from hermit_tui.core.records import transcripts as mod
     monkeypatch.setattr(mod, "LOG_LIMIT_BYTES", 2000)
     assert "too large" in read_hermit_log(str(big)).note
     assert LOG_LIMIT_BYTES >= 10_000_000
@@ -311,7 +311,7 @@ def test_read_results_is_unchanged_by_a_sidecar(tmp_path):
 
 
 def test_the_index_reads_only_what_a_live_run_appended(tmp_path, monkeypatch):
-    from hermit_tui.core import transcripts as mod
+    from hermit_tui.core.records import transcripts as mod
     folder = tmp_path / "eval" / "none"
     folder.mkdir(parents=True)
     path = folder / TRANSCRIPTS
@@ -334,7 +334,7 @@ def test_the_index_reads_only_what_a_live_run_appended(tmp_path, monkeypatch):
     assert read_from == [len(line("a", "first"))]  # only the new part was read
     assert mod._index_of(path).skipped == 0
     # a compaction replaces the file: read again from the start
-    from hermit_tui.core.transcripts import compact_transcripts
+    from hermit_tui.core.records.transcripts import compact_transcripts
     compact_transcripts(folder, [("b", 1), ("a", 1)])
     assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == ["b", "a"]
     assert read_sidecar(folder, "a", 1).messages[0]["content"] == "again"

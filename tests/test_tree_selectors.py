@@ -11,7 +11,7 @@ import git
 import pytest
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.selectors import (
+from hermit_tui.core.workspace.selectors import (
     TEMP_PREFIX,
     check_selector_text,
     directory_hash,
@@ -20,7 +20,7 @@ from hermit_tui.core.selectors import (
     resolve_selector,
     resolve_selectors,
 )
-from hermit_tui.core.tree import INVALID_MARK, AdapterTree
+from hermit_tui.core.workspace.tree import INVALID_MARK, AdapterTree
 
 IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}

@@ -11,9 +11,12 @@ styles what it gets. The rules these functions keep:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 UNKNOWN = "unknown"
 NO_DATA = "—"
+#: A card row whose evaluation recorded no protocol fingerprint (nothing to compare it with final by)
+NO_FINGERPRINT = "no protocol fingerprint"
 
 
 # ---------------------------------------------------------------------------------------------------- costs
@@ -72,6 +75,15 @@ def cost_phrase(known: float, unknown: int, done: int, expected: int, *, running
 
 
 # ---------------------------------------------------------------------------------------------------- figures
+
+def tokens_text(tokens: Any) -> str:
+    """An attempt's token counts as hermit records them (a mapping, a number, or nothing reported)."""
+    if tokens is None:
+        return "not reported"
+    if isinstance(tokens, dict):
+        return " · ".join(f"{k} {v}" for k, v in tokens.items()) or "not reported"
+    return str(tokens)
+
 
 def fixed(x: float | None, digits: int = 3) -> str:
     """A figure to ``digits`` decimals, or ``—``."""
@@ -148,6 +160,6 @@ def caveats(*, smoke_limit: int | None = None, smoke: bool = False, done: int | 
     return out
 
 
-__all__ = ["NO_DATA", "SEQUENTIAL_CAVEAT", "UNKNOWN", "caveats", "cost_cell", "cost_phrase", "cost_text", "fixed",
+__all__ = ["NO_DATA", "NO_FINGERPRINT", "SEQUENTIAL_CAVEAT", "UNKNOWN", "caveats", "cost_cell", "cost_phrase", "cost_text", "fixed",
            "incomplete_caveat", "interval_text", "known_cost_text", "partial_cost", "money", "p_text", "p_value",
-           "plural", "projected_cost", "retry_caveat", "short_num", "smoke_caveat"]
+           "plural", "projected_cost", "retry_caveat", "short_num", "smoke_caveat", "tokens_text"]

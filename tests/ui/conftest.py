@@ -7,8 +7,8 @@ import pytest
 from demo_copies import copy_workspace
 from journey_kit import Workspace
 
-from hermit_tui.core.config import load_config
-from hermit_tui.core.runner import EvalRun
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from textual.widgets import SelectionList
 from textual.worker import WorkerCancelled
 
-from hermit_tui.screens.setup import SetupScreen
+from hermit_tui.dashboard.screens.setup import SetupScreen
 
 FAST = ["agent.params.latency_scale=0.01"]
 

@@ -5,13 +5,13 @@ import pytest
 from fixture_data import fixed_store
 from textual.widgets import Label, Select, Static, Tab, TabbedContent, TextArea
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core import events as ev
 from hermit_tui.core.present import cost_text
-from hermit_tui.core.records import AttemptRecord, Judged
-from hermit_tui.screens import attempt as attempt_module
-from hermit_tui.screens.attempt import AttemptCard, AttemptScreen, LogScreen, pretty, read_tail
-from hermit_tui.widgets.diff_view import DiffView, changed_words, diff_rows, diff_words
+from hermit_tui.core.records.results import AttemptRecord, Judged
+from hermit_tui.core.run import events as ev
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens import attempt as attempt_module
+from hermit_tui.dashboard.screens.attempt import AttemptCard, AttemptScreen, LogScreen, pretty, read_tail
+from hermit_tui.dashboard.widgets.diff_view import DiffView, changed_words, diff_rows, diff_words
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The compare screen on fixed data: figures against core.stats, the verdict and its colour, the comparability
+"""The compare screen on fixed data: figures against core.stats.figures, the verdict and its colour, the comparability
 banner, transitions and drill-down, power, plots, live recomputation, snapshots.
 
 Per-task means of the fixed store (3 repeats; see tests/ui/test_tasks_screen.py), worked by hand:
@@ -21,15 +21,15 @@ import pytest
 from fixture_data import fixed_store, fixture_app
 from textual.widgets import Input, Select, Static, TabbedContent
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core import events as ev
-from hermit_tui.core.records import AttemptRecord, Judged, Summary
-from hermit_tui.core.stats import pair_stats, selector_stats
-from hermit_tui.screens import compare as compare_mod
-from hermit_tui.screens.compare import CompareScreen
-from hermit_tui.store import EvalStore
-from hermit_tui.widgets import plots
-from hermit_tui.widgets.virtual_table import VirtualTable
+from hermit_tui.core.records.results import AttemptRecord, Judged, Summary
+from hermit_tui.core.run import events as ev
+from hermit_tui.core.stats.figures import pair_stats, selector_stats
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens import compare as compare_mod
+from hermit_tui.dashboard.screens.compare import CompareScreen
+from hermit_tui.dashboard.state.store import EvalStore
+from hermit_tui.dashboard.widgets import plots
+from hermit_tui.dashboard.widgets.virtual_table import VirtualTable
 
 IDS = [f"t{i:02d}" for i in range(1, 13)]
 

@@ -7,13 +7,13 @@ import time
 import pytest
 from textual.widgets import Input, SelectionList
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core import events as ev
-from hermit_tui.core.records import AttemptRecord, Judged
-from hermit_tui.screens.run import RunScreen, cost_line
-from hermit_tui.screens.setup import SetupScreen
-from hermit_tui.store import EvalStore
-from hermit_tui.widgets.selector_progress import progress_text
+from hermit_tui.core.records.results import AttemptRecord, Judged
+from hermit_tui.core.run import events as ev
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.run import RunScreen, cost_line
+from hermit_tui.dashboard.screens.setup import SetupScreen
+from hermit_tui.dashboard.state.store import EvalStore
+from hermit_tui.dashboard.widgets.selector_progress import progress_text
 
 FAST = ["agent.params.latency_scale=0.01"]
 

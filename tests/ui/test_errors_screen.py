@@ -7,12 +7,12 @@ import pytest
 from fixture_data import FIXED_TASKS, fixed_store
 from textual.widgets import Tree
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core import events as ev
-from hermit_tui.core.launch import LaunchOptions
-from hermit_tui.core.records import AttemptRecord, Judged
-from hermit_tui.screens.errors import AttemptRef, ConfirmRetry, ErrorsScreen, kind_of
-from hermit_tui.store import EvalStore
+from hermit_tui.core.records.results import AttemptRecord, Judged
+from hermit_tui.core.run import events as ev
+from hermit_tui.core.run.launch import LaunchOptions
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.errors import AttemptRef, ConfirmRetry, ErrorsScreen, kind_of
+from hermit_tui.dashboard.state.store import EvalStore
 
 T05 = [("t05", 1), ("t05", 2), ("t05", 3)]
 

@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
 
-from hermit_tui.widgets.footer import COMPACT_BELOW, Footer
+from hermit_tui.dashboard.widgets.footer import COMPACT_BELOW, Footer
 
 
 class KeysApp(App):

@@ -9,10 +9,10 @@ import pytest
 from textual.widgets import Input, Static
 from textual.worker import WorkerCancelled
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core.config import load_config
-from hermit_tui.screens.history import HistoryScreen, HistoryTable
-from hermit_tui.store import EvalStore
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.history import HistoryScreen, HistoryTable
+from hermit_tui.dashboard.state.store import EvalStore
 
 ARCHIVE_STAMP = "20260102T030405Z"
 

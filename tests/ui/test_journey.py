@@ -11,15 +11,15 @@ import shutil
 from journey_kit import FAST, git, settle, setup_ready, type_text, wait_for
 from textual.widgets import Input, SelectionList, Static
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core.config import load_config
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.screens.quit import QuitScreen, StoppingScreen
-from hermit_tui.screens.review import ConfirmScreen, ReviewScreen
-from hermit_tui.screens.run import RunScreen
-from hermit_tui.screens.setup import AddSelectorScreen, SetupScreen
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.quit import QuitScreen, StoppingScreen
+from hermit_tui.dashboard.screens.review import ConfirmScreen, ReviewScreen
+from hermit_tui.dashboard.screens.run import RunScreen
+from hermit_tui.dashboard.screens.setup import AddSelectorScreen, SetupScreen
+from hermit_tui.dashboard.widgets.checklist import TickBox
 from hermit_tui.settings import settings_path
-from hermit_tui.widgets.checklist import TickBox
 
 
 async def test_a_launch_with_final_publishes_nothing_then_review_publishes_and_undoes(demo):

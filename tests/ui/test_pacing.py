@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import threading
 
-from hermit_tui.app import BEAT_S, HermitApp, Pacer
+from hermit_tui.dashboard.app import BEAT_S, HermitApp, Pacer
 
 
 class FakeClock:
-    """Stands in for the time module inside hermit_tui.app_support: sleeping advances the clock; ``on_sleep``
+    """Stands in for the time module inside hermit_tui.dashboard.support: sleeping advances the clock; ``on_sleep``
     may beat."""
 
     def __init__(self):
@@ -26,7 +26,7 @@ class FakeClock:
 
 
 def test_pace_is_free_without_a_beat_waits_while_the_beat_is_late_and_never_longer_than_most_s(monkeypatch):
-    import hermit_tui.app_support as app_module
+    import hermit_tui.dashboard.support as app_module
     clock = FakeClock()
     monkeypatch.setattr(app_module, "time", clock)
     pacer = Pacer(most_s=0.2)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from journey_kit import settle, setup_ready, type_text, wait_for
 from textual.command import CommandInput, CommandList, CommandPalette
 
-from hermit_tui.app import HermitApp
-from hermit_tui.commands import palette_commands
-from hermit_tui.screens.compare import CompareScreen
-from hermit_tui.screens.errors import ConfirmRetry
-from hermit_tui.screens.review import ConfirmScreen, ReviewScreen
-from hermit_tui.screens.setup import AddSelectorScreen, SetupScreen
-from hermit_tui.screens.tasks import TasksScreen
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.palette import palette_commands
+from hermit_tui.dashboard.screens.compare import CompareScreen
+from hermit_tui.dashboard.screens.errors import ConfirmRetry
+from hermit_tui.dashboard.screens.review import ConfirmScreen, ReviewScreen
+from hermit_tui.dashboard.screens.setup import AddSelectorScreen, SetupScreen
+from hermit_tui.dashboard.screens.tasks import TasksScreen
 
 LISTED = ["Resume interrupted evaluations", "Add an adapter directory, tag or commit…",
           "Re-run failed attempts…", "Swap the compared selectors", "Filter the per-task table (next filter)",
@@ -119,9 +119,9 @@ async def test_walk_the_triage_commands(evaluated_copy):
     target, the compare view and the card line."""
     from textual.widgets import OptionList
 
-    from hermit_tui.core.annotations import ANNOTATIONS, read_annotations
-    from hermit_tui.screens.annotate import LabelPickScreen, LabelSetScreen, NoteScreen
-    from hermit_tui.screens.attempt import AttemptScreen
+    from hermit_tui.core.records.annotations import ANNOTATIONS, read_annotations
+    from hermit_tui.dashboard.screens.annotate import LabelPickScreen, LabelSetScreen, NoteScreen
+    from hermit_tui.dashboard.screens.attempt import AttemptScreen
 
     demo = evaluated_copy
     app = HermitApp(demo.config_path, overrides=["agent.params.latency_scale=0"])

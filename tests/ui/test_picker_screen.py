@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button, Input, OptionList, Static
 
-from hermit_tui.app import HermitApp
-from hermit_tui.screens.picker import PickerScreen, YamlTree
-from hermit_tui.store import EvalStore
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.picker import PickerScreen, YamlTree
+from hermit_tui.dashboard.state.store import EvalStore
 
 
 @pytest.fixture
@@ -187,7 +187,7 @@ async def test_escape_goes_back_only_when_opened_over_a_config(workspace):
         await pilot.press("escape")                       # at start-up there is nothing to go back to
         assert isinstance(app.screen, PickerScreen) and len(app.screen_stack) == 2
         assert app.screen.check_action("back", ()) is False  # so the Footer does not offer it
-        from hermit_tui.screens.help import HelpScreen
+        from hermit_tui.dashboard.screens.help import HelpScreen
         await app.push_screen(HelpScreen())               # any screen beneath, as a config's setup would be
         await app.push_screen(PickerScreen())
         await loaded(pilot)

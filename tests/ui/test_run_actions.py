@@ -5,10 +5,10 @@ from __future__ import annotations
 from fixture_data import fixed_store
 from textual.app import App, ComposeResult
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core import events as ev
-from hermit_tui.store import EvalStore
-from hermit_tui.widgets.attempt_grid import ID_WIDTH, AttemptGrid
+from hermit_tui.core.run import events as ev
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.state.store import EvalStore
+from hermit_tui.dashboard.widgets.attempt_grid import ID_WIDTH, AttemptGrid
 
 
 class FakeRun:

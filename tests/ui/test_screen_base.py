@@ -6,7 +6,7 @@ from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widgets import Label, Static
 
-from hermit_tui.screens.base import HermitScreen, style_stamp
+from hermit_tui.dashboard.screens.base import HermitScreen, style_stamp
 
 
 class Plain(HermitScreen[None]):

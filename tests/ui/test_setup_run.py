@@ -7,10 +7,10 @@ import time
 import pytest
 from textual.widgets import SelectionList
 
-from hermit_tui.app import HermitApp
-from hermit_tui.screens.run import RunScreen
-from hermit_tui.screens.setup import SetupScreen
-from hermit_tui.widgets.attempt_grid import AttemptGrid
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.run import RunScreen
+from hermit_tui.dashboard.screens.setup import SetupScreen
+from hermit_tui.dashboard.widgets.attempt_grid import AttemptGrid
 
 FAST = ["agent.params.latency_scale=0.01"]
 
@@ -90,7 +90,7 @@ async def test_cancel_keeps_finished_attempts(demo):
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and any(
             c.done for c in app.store.columns.values()))
-        from hermit_tui.widgets.footer import Footer
+        from hermit_tui.dashboard.widgets.footer import Footer
         assert "Cancel" in [item.description for item in app.screen.query_one(Footer).items]  # while it runs
         await pilot.press("c")
         await wait_for(pilot, lambda: not app.running, timeout=30)
@@ -127,7 +127,7 @@ async def test_help_screen_lists_bindings(demo):
         await wait_for(pilot, lambda: versions_loaded(app))
         await pilot.press("question_mark")
         await pilot.pause()
-        from hermit_tui.screens.help import HelpScreen
+        from hermit_tui.dashboard.screens.help import HelpScreen
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
         await pilot.pause()
@@ -135,9 +135,9 @@ async def test_help_screen_lists_bindings(demo):
 
 
 async def test_resume_action_continues_an_interrupted_evaluation(demo):
-    from hermit_tui.core import events as ev
-    from hermit_tui.core.config import load_config
-    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.run import events as ev
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
     config = load_config(demo, FAST)
     holder = {}
 
@@ -168,8 +168,8 @@ async def test_resume_action_continues_an_interrupted_evaluation(demo):
 
 
 async def test_export_report_from_the_dashboard(demo):
-    from hermit_tui.core.config import load_config
-    from hermit_tui.core.runner import EvalRun
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
     await EvalRun(load_config(demo, FAST), ["none", "final"], repeats=1, update_card=False).run()
     app = HermitApp(demo, overrides=FAST)
     async with app.run_test(size=(120, 40)) as pilot:

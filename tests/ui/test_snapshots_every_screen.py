@@ -10,8 +10,8 @@ import pytest
 from fixture_data import fixture_app
 from textual.widgets import SelectionList
 
-from hermit_tui.screens.quit import QuitScreen, StoppingScreen
-from hermit_tui.screens.setup import AddSelectorScreen
+from hermit_tui.dashboard.screens.quit import QuitScreen, StoppingScreen
+from hermit_tui.dashboard.screens.setup import AddSelectorScreen
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hermit_eval"
 SIZES = [(80, 24), (200, 50)]

@@ -6,7 +6,7 @@ from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.widgets import Static
 
-from hermit_tui.widgets.static_text import same_text, show_text
+from hermit_tui.dashboard.widgets.static_text import same_text, show_text
 
 
 class Lines(App):

@@ -12,17 +12,17 @@ from fixture_data import fixture_app
 from journey_kit import setup_ready, wait_for
 from textual.widgets import Input, Select, Static
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core import events as ev
-from hermit_tui.core.records import AttemptRecord, Judged, summarize
-from hermit_tui.core.sequential import round_boundaries
-from hermit_tui.core.stopping import RoundTracker, SequentialPlan
-from hermit_tui.screens.compare import CompareScreen
-from hermit_tui.screens.run import RunScreen
-from hermit_tui.screens.setup import SetupScreen
+from hermit_tui.core.records.results import AttemptRecord, Judged, summarize
+from hermit_tui.core.run import events as ev
+from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan
+from hermit_tui.core.stats.sequential import round_boundaries
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.compare import CompareScreen
+from hermit_tui.dashboard.screens.run import RunScreen
+from hermit_tui.dashboard.screens.setup import SetupScreen
+from hermit_tui.dashboard.state.store import EvalStore
+from hermit_tui.dashboard.widgets.plots import BoundaryPlot
 from hermit_tui.settings import settings_path
-from hermit_tui.store import EvalStore
-from hermit_tui.widgets.plots import BoundaryPlot
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from sequential_project import build

@@ -18,12 +18,12 @@ import threading
 from fixture_data import fixed_store, fixture_app
 from textual.widgets import Input, Static
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core import events as ev
-from hermit_tui.core.records import AttemptRecord, Judged, Summary
-from hermit_tui.screens.tasks import TasksScreen
-from hermit_tui.store import EvalStore
-from hermit_tui.widgets.virtual_table import VirtualTable
+from hermit_tui.core.records.results import AttemptRecord, Judged, Summary
+from hermit_tui.core.run import events as ev
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.tasks import TasksScreen
+from hermit_tui.dashboard.state.store import EvalStore
+from hermit_tui.dashboard.widgets.virtual_table import VirtualTable
 
 ALL = [f"t{i:02d}" for i in range(1, 13)]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from fixture_data import FIXED_LABELS, fixed_records, fixed_store, fixture_app
 
-from hermit_tui.core.stats import selector_stats
+from hermit_tui.core.stats.figures import selector_stats
 
 
 def solved_once_by_hand(label: str, threshold: float) -> set[str]:
@@ -24,8 +24,8 @@ def test_store_recounts_solved_under_a_new_threshold():
 
 
 async def test_palette_threshold_recounts_the_views():
-    from hermit_tui.screens.compare import CompareScreen
-    from hermit_tui.screens.tasks import TasksScreen
+    from hermit_tui.dashboard.screens.compare import CompareScreen
+    from hermit_tui.dashboard.screens.tasks import TasksScreen
     app = fixture_app(None, None)
     async with app.run_test(size=(120, 40)) as pilot:
         app.push_screen(TasksScreen())

@@ -10,14 +10,14 @@ import pytest
 from fixture_data import fixed_store
 from textual.widgets import Input, Label, TabbedContent
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core.config import load_config
-from hermit_tui.core.evalstore import open_evaluation
-from hermit_tui.core.runner import EvalRun
-from hermit_tui.core.tasks import load_tasks
-from hermit_tui.screens.attempt import TRANSCRIPT, AttemptScreen
-from hermit_tui.store import EvalStore
-from hermit_tui.widgets.transcript_view import FOLD_KEEP, TranscriptPanel, TranscriptView, TurnBlock
+from hermit_tui.core.records.folders import open_evaluation
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.tasks import load_tasks
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.attempt import TRANSCRIPT, AttemptScreen
+from hermit_tui.dashboard.state.store import EvalStore
+from hermit_tui.dashboard.widgets.transcript_view import FOLD_KEEP, TranscriptPanel, TranscriptView, TurnBlock
 
 
 @pytest.fixture(autouse=True)

@@ -12,14 +12,14 @@ from fixture_data import annotate_fixed, fixed_store, fixture_app
 from journey_kit import setup_ready, type_text, wait_for
 from textual.widgets import Input, OptionList, Static, Tree
 
-from hermit_tui.app import HermitApp
-from hermit_tui.core.annotations import ANNOTATIONS, JUDGE_DISAGREES, read_annotations
-from hermit_tui.screens.annotate import LabelPickScreen, LabelSetScreen, NoteScreen
-from hermit_tui.screens.attempt import AttemptCard, AttemptScreen
-from hermit_tui.screens.compare import CompareScreen
-from hermit_tui.screens.errors import AttemptRef, ErrorsScreen
-from hermit_tui.screens.tasks import TasksScreen
-from hermit_tui.widgets.virtual_table import VirtualTable
+from hermit_tui.core.records.annotations import ANNOTATIONS, JUDGE_DISAGREES, read_annotations
+from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.annotate import LabelPickScreen, LabelSetScreen, NoteScreen
+from hermit_tui.dashboard.screens.attempt import AttemptCard, AttemptScreen
+from hermit_tui.dashboard.screens.compare import CompareScreen
+from hermit_tui.dashboard.screens.errors import AttemptRef, ErrorsScreen
+from hermit_tui.dashboard.screens.tasks import TasksScreen
+from hermit_tui.dashboard.widgets.virtual_table import VirtualTable
 
 SIZES = [(80, 24), (200, 50)]
 
@@ -189,7 +189,7 @@ async def test_u_on_the_drill_down_goes_to_the_next_card_then_the_next_task():
 
 async def test_every_failure_labelled_says_so():
     store = fixed_store()
-    from hermit_tui.core.annotations import Annotation
+    from hermit_tui.core.records.annotations import Annotation
     for f in store.failure_walk():
         store.put_annotation(f.key, Annotation(repeat=f.repeat, id=f.task_id, labels=["timeout"]))
     app = make_app(store)
@@ -353,7 +353,7 @@ def test_snapshot(snap_compare, name, before, size):
 
 
 async def test_on_a_large_store_the_walk_is_computed_in_a_worker(monkeypatch):
-    import hermit_tui.app as app_module
+    import hermit_tui.dashboard.app as app_module
     monkeypatch.setattr(app_module, "WALK_WORKER_THRESHOLD", 0)  # every store is "large"
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -369,7 +369,7 @@ async def test_on_a_large_store_the_walk_is_computed_in_a_worker(monkeypatch):
 
 def test_the_store_taxonomy_agrees_with_the_engine():
     """The store keeps running counts; the report computes from the records: the figures must be the same."""
-    from hermit_tui.core.annotations import pair_taxonomy, selector_taxonomy
+    from hermit_tui.core.records.annotations import pair_taxonomy, selector_taxonomy
     store = annotate_fixed(fixed_store())
     for key, col in store.columns.items():
         fast = store.taxonomy()[key]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.geometry import Size
 
-from hermit_tui.widgets.virtual_table import VColumn, VirtualTable
+from hermit_tui.dashboard.widgets.virtual_table import VColumn, VirtualTable
 
 # Three columns: content widths 6, 8, 10, each padded by one cell either side -> 8 + 10 + 12 = 30 cells.
 COLUMNS = [VColumn("a", "A", 6), VColumn("b", "B", 8, "right"), VColumn("c", "C", 10)]

@@ -1,0 +1,168 @@
+"""``hermit-tui eval``: one or more selectors side by side on the test split, with progress on stderr and the
+summaries as JSON on stdout (``--require``: the gate after it)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+from hermit_tui.cli import gate as cli_gate
+from hermit_tui.cli.common import EXIT_FAILED, EXIT_OK
+
+
+def add_parser(sub) -> None:
+    p_eval = sub.add_parser("eval", help="evaluate one or more adapters side by side on the test split")
+    p_eval.add_argument("--config", required=True, help="hermit's run.yaml")
+    p_eval.add_argument("--adapter", action="append", required=True, metavar="SEL",
+                        help="none | root | final | a tag | a commit | an adapter directory; repeat to compare")
+    p_eval.add_argument("--concurrency", type=int, help="attempts at once, shared by all selectors "
+                        "(default agent.concurrency)")
+    p_eval.add_argument("--limit", type=int, metavar="N", help="only the first N test tasks: a wiring check whose "
+                        "summary says so and that can never be published")
+    p_eval.add_argument("--no-card", action="store_true", help="with final: do not update CARD.md or move the tag")
+    p_eval.add_argument("--resume", action="store_true", help="continue interrupted evaluations: keep the recorded "
+                        "attempts and run only the missing ones (the protocol must match)")
+    p_eval.add_argument("--executor", choices=("threads", "processes", "ray"),
+                        default=os.environ.get("HERMIT_TUI_EXECUTOR", "threads"),
+                        help="where attempts run: threads of this process (default), worker processes that can "
+                        "be killed when an attempt hangs or crashes, or a Ray cluster ($HERMIT_TUI_EXECUTOR)")
+    p_eval.add_argument("--ray-address", metavar="ADDRESS",
+                        help="with --executor ray: the cluster to join (default $RAY_ADDRESS, else a local one)")
+    p_eval.add_argument("--judge-on-workers", action="store_true",
+                        help="with --executor ray: judge on the workers (by default the driver judges, so "
+                        "judge-owned private labels never leave it)")
+    p_eval.add_argument("--retry-lost-once", action="store_true",
+                        help="with --executor ray: run an attempt whose worker or node was lost once more (the "
+                        "summary records it)")
+    p_eval.add_argument("--max-cost", type=float, metavar="USD",
+                        help="stop starting new attempts once this launch's attempts cost this much (unknown costs "
+                        "count at the mean known cost); the ones in flight finish; continue later with --resume")
+    cli_gate.add_gate_options(p_eval, for_eval=True)
+    p_eval.add_argument("--stop-when-decided", action="store_true",
+                        help="run whole rounds (every task once per selector; eval.repeats rounds at most) and stop "
+                        "after the first round at which every selector is decided against the baseline by a "
+                        "group-sequential test (improvement or regression at 95%%, or equivalent within --margin)")
+    p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
+
+
+def _progress(run, stream):
+    """An event sink that shows progress on stderr, and the context it runs in: Rich bars on a terminal; plain
+    lines otherwise (each quarter of a selector's attempts and at least every 10 s: ``cli_progress``)."""
+    from hermit_tui.core.run import events as ev
+
+    if not stream.isatty():
+        from hermit_tui.cli.progress import PlainProgress
+        plain = PlainProgress(stream)
+        return plain, plain
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
+    console = Console(file=stream)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeRemainingColumn(), TextColumn("{task.fields[note]}"), console=console)
+    bars: dict[str, TaskID] = {}
+    sums: dict[str, list[float]] = {}
+
+    def rich_sink(event):
+        if isinstance(event, ev.SelectorStarted):
+            bars[event.label] = progress.add_task(event.label, total=event.total, note="")
+            sums[event.label] = [0.0, 0, 0]
+        elif isinstance(event, ev.AttemptFinished):
+            acc = sums[event.label]
+            acc[0] += event.record.judge.score
+            acc[1] += 1
+            acc[2] += event.record.status != "ok"
+            progress.update(bars[event.label], advance=1, note=f"mean {acc[0] / acc[1]:.3f}  errors {acc[2]}")
+        elif isinstance(event, ev.SelectorFinished) and event.summary.expected_attempts:
+            progress.update(bars[event.label], total=event.summary.expected_attempts)  # stopped when decided
+        elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
+            progress.console.print(event.message)
+    return rich_sink, progress
+
+
+class _StdoutKept:
+    """While a run goes on, the command's stdout carries only its own JSON: what pipelines and judges print is kept
+    per attempt (core.run.printed); fd-level output of this process outside any attempt (a C library, a subprocess)
+    goes to the launch's printed-outside-attempts.txt during a launch and to stderr otherwise; Python-level prints
+    that no attempt claims go to stderr."""
+
+    def __enter__(self):
+        from hermit_tui.core.run.printed import TerminalGuard
+
+        self.guard = TerminalGuard().__enter__()  # fds 1 and 2 become a pipe; the terminal's are kept for us
+        self.stream = sys.stdout
+        sys.stdout = sys.stderr
+        return self
+
+    def write(self, text: str) -> None:
+        """The command's own output, to the real stdout."""
+        self.stream.write(text)
+        self.stream.flush()
+
+    def __exit__(self, *exc) -> None:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        sys.stdout = self.stream
+        self.guard.__exit__(*exc)
+
+
+def run(args) -> int:
+    with _StdoutKept() as out:
+        return _cmd_eval(args, out)
+
+
+def _cmd_eval(args, out: _StdoutKept) -> int:
+    from hermit_tui.core.run.launch import LaunchOptions
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
+
+    config = load_config(args.config, args.overrides)
+    options = LaunchOptions(selectors=args.adapter, concurrency=args.concurrency, limit=args.limit,
+                            update_card=not args.no_card, resume=args.resume, executor=args.executor,
+                            ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
+                            retry_lost=args.retry_lost_once, max_cost=args.max_cost,
+                            stop_when_decided=args.stop_when_decided,
+                            # --baseline and --margin serve both the sequential test and the gate
+                            baseline=args.baseline if args.stop_when_decided else None,
+                            margin=args.margin if args.stop_when_decided else None)
+    run = EvalRun(config, options)
+    gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
+    sink, progress = _progress(run, out.guard.terminal_err)
+    run.on_event = sink
+
+    def interrupted(signum, frame):
+        if run.cancel_requested:
+            run.cancel(force=True)
+        else:
+            sys.stderr.write("cancelling: finishing the attempts in flight (Ctrl-C again to abandon them)\n")
+            run.cancel()
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        if progress is not None:
+            with progress:
+                summaries = run.run_sync()
+        else:
+            summaries = run.run_sync()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if len(summaries) == 1:
+        payload = json.loads(next(iter(summaries.values())).to_json())
+    else:
+        payload = {label: json.loads(s.to_json()) for label, s in summaries.items()}
+    out.write(json.dumps(payload, indent=1) + "\n")
+    if run.cancelled:
+        sys.stderr.write("cancelled: the summaries are marked incomplete\n")
+        return EXIT_FAILED
+    if run.stop_reason:
+        sys.stderr.write(f"stopped: {run.stop_reason}; the summaries are marked incomplete (continue with --resume)\n")
+        return EXIT_FAILED
+    if gate is not None:
+        return cli_gate.gate_after_eval(gate, config, run.tasks, sys.stderr)
+    return EXIT_OK
+
+
+__all__ = ["add_parser", "run"]

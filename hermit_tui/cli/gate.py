@@ -1,0 +1,184 @@
+"""``hermit-tui gate``: pass/fail checks over the evaluations on disk, with an exit code for CI
+(``core/report/gate.py``).
+
+    hermit-tui gate --config run.yaml [--baseline SEL] [--candidate SEL] [--require REQ ...] [--margin M]
+                    [--max-error-rate F] [--allow-unchecked] [--smoke] [--format text|json] [key.sub=value ...]
+
+Exit codes: 0 every check passed, 3 some check failed, 2 bad input (one line on stderr), 1 anything else.
+``eval`` takes the same options (``--require`` etc.) and gates what it wrote, after writing everything.
+When ``$GITHUB_STEP_SUMMARY`` names a file, a Markdown summary is appended to it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermit_tui.core.errors import InputError
+
+EXIT_GATE_FAILED = 3
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+
+
+def _requirements(text: str) -> list[str]:
+    from hermit_tui.core.report.gate import parse_requirements
+    return parse_requirements([text])
+
+
+def add_gate_options(p: argparse.ArgumentParser, *, for_eval: bool = False) -> None:
+    """The gate's options, shared by ``gate`` and ``eval``."""
+    from hermit_tui.core.report.gate import DEFAULT_REQUIRE, REQUIREMENTS
+
+    when = " (eval gates only when a gate option is given)" if for_eval else ""
+    p.add_argument("--require", action="extend", type=_requirements, metavar="REQ",
+                   help=f"a check to pass, repeatable or comma-separated: {', '.join(REQUIREMENTS)} (default: "
+                   f"{' '.join(DEFAULT_REQUIRE)}){when}")
+    p.add_argument("--margin", type=float, metavar="M",
+                   help="the smallest difference that matters. improvement: the 95%% interval of candidate - baseline "
+                   "must lie above +M; no-regression: it must not lie entirely below -M (default 0)"
+                   + ("; with --stop-when-decided also stop for 'equivalent' once the difference lies within -M..M"
+                      if for_eval else ""))
+    p.add_argument("--max-error-rate", type=float, metavar="F",
+                   help="fail a selector whose pipeline + judge errors exceed this share of its attempts")
+    base = ("default: none when evaluated in this launch, else the first other selector" if for_eval
+            else "default: none")
+    p.add_argument("--baseline", metavar="SEL", help=f"the selector compared against ({base})"
+                   + ("; with --stop-when-decided, the one the sequential test compares every other selector with"
+                      if for_eval else ""))
+    p.add_argument("--candidate", metavar="SEL", help="the selector checked (default: final"
+                   + (" when evaluated in this launch, else the last selector)" if for_eval else ")"))
+    p.add_argument("--allow-unchecked", action="store_true",
+                   help="comparable: accept evaluations without a protocol fingerprint (written by hermit eval) when "
+                   "their task count and repeats agree (by default they fail as 'cannot be checked')")
+
+
+def add_parser(subparsers):
+    """Add the ``gate`` subcommand to an argparse subparsers object; returns its parser."""
+    p = subparsers.add_parser("gate", help="check evaluations on disk for CI: exit 0 when every check passes, 3 "
+                              "when one fails, 2 on bad input")
+    p.add_argument("--config", required=True, help="hermit's run.yaml")
+    add_gate_options(p)
+    p.add_argument("--smoke", action="store_true", help="gate the smoke subsets (eval --limit, under "
+                   "eval/<label>/smoke/) instead of the evaluations")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="text (one line per check, "
+                   "default) or json")
+    p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
+    return p
+
+
+def gate_requested(args) -> bool:
+    """Whether ``eval`` gates after the launch: a gate option was given (with --stop-when-decided, --baseline and
+    --margin belong to the sequential test and do not ask for a gate by themselves)."""
+    shared = not getattr(args, "stop_when_decided", False) and (args.margin is not None or args.baseline)
+    return bool(args.require or args.max_error_rate is not None or args.candidate or args.allow_unchecked or shared)
+
+
+@dataclass
+class GatePlan:
+    """What ``eval`` will check once it has written everything."""
+
+    baseline: str | None
+    candidate: str
+    requirements: list[str]
+    margin: float
+    max_error_rate: float | None
+    allow_unchecked: bool
+    smoke: bool
+
+
+def _check_numbers(args) -> tuple[float, float | None]:
+    from hermit_tui.core.report.gate import check_error_rate, check_margin
+    return check_margin(0.0 if args.margin is None else args.margin), check_error_rate(args.max_error_rate)
+
+
+def plan_for_eval(args, run) -> GatePlan | None:
+    """The gate ``eval`` runs after the launch (None when no gate option was given), checked before anything runs:
+    baseline and candidate default to the launch's selectors, and one not in the launch must already be on disk."""
+    from hermit_tui.core.records.folders import RESULTS, eval_folder
+    from hermit_tui.core.report.gate import DEFAULT_REQUIRE, NEEDS_BASELINE
+    from hermit_tui.core.workspace.selectors import label_of
+
+    if not gate_requested(args):
+        return None
+    margin, max_error_rate = _check_numbers(args)
+    labels = run.labels
+    candidate = label_of(args.candidate, run.config) if args.candidate else (
+        "final" if "final" in labels else labels[-1])
+    baseline: str | None
+    if args.baseline:
+        baseline = label_of(args.baseline, run.config)
+    elif "none" in labels and candidate != "none":
+        baseline = "none"
+    else:
+        baseline = next((label for label in labels if label != candidate), None)
+    if baseline == candidate:
+        raise InputError(f"--baseline and --candidate are both '{candidate}': nothing to compare")
+    requirements = list(args.require or ())
+    if not requirements:
+        requirements = [r for r in DEFAULT_REQUIRE if baseline is not None or r not in NEEDS_BASELINE]
+    elif baseline is None and NEEDS_BASELINE & set(requirements):
+        need = ", ".join(r for r in requirements if r in NEEDS_BASELINE)
+        raise InputError(f"--require {need} needs a baseline: evaluate two selectors, or name one with --baseline")
+    for label in (baseline, candidate):
+        if label is not None and label not in labels:
+            folder = eval_folder(run.config.run_dir, label, smoke=run.smoke)
+            if not (folder / RESULTS).is_file():
+                raise InputError(f"{folder}: no evaluation of '{label}' to gate against (it is not in this launch)")
+    return GatePlan(baseline=baseline, candidate=candidate, requirements=requirements, margin=margin,
+                    max_error_rate=max_error_rate, allow_unchecked=args.allow_unchecked, smoke=run.smoke)
+
+
+def append_step_summary(markdown: str) -> None:
+    """Append to the file ``$GITHUB_STEP_SUMMARY`` names (GitHub Actions' job summary), if it names one; a file
+    that cannot be written is a warning, never a change of the verdict."""
+    target = os.environ.get(STEP_SUMMARY)
+    if not target:
+        return
+    try:
+        with open(Path(target), "a", encoding="utf-8") as fh:
+            fh.write(markdown)
+    except OSError as exc:
+        sys.stderr.write(f"hermit-tui: warning: ${STEP_SUMMARY} {target}: cannot append the summary "
+                         f"({exc.strerror or exc})\n")
+
+
+def gate_after_eval(plan: GatePlan, config, taskset, stream) -> int:
+    """Gate what ``eval`` wrote: the lines to ``stream`` (stderr: eval's stdout is its JSON), 0 or 3."""
+    from hermit_tui.core.report.gate import load_gate, to_markdown, to_text
+
+    result = load_gate(config, taskset, plan.baseline, plan.candidate, plan.requirements, margin=plan.margin,
+                       max_error_rate=plan.max_error_rate, smoke=plan.smoke, allow_unchecked=plan.allow_unchecked)
+    code = 0 if result.passed else EXIT_GATE_FAILED
+    stream.write(to_text(result))
+    stream.flush()
+    append_step_summary(to_markdown(result, code))
+    return code
+
+
+def run(args) -> int:
+    """Gate the evaluations on disk; 0 when every check passes, 3 when one fails."""
+    from hermit_tui.core.report.gate import DEFAULT_REQUIRE, load_gate, to_json, to_markdown, to_text
+    from hermit_tui.core.workspace.config import load_config
+    from hermit_tui.core.workspace.selectors import label_of
+    from hermit_tui.core.workspace.tasks import load_tasks
+
+    margin, max_error_rate = _check_numbers(args)
+    requirements = list(args.require or DEFAULT_REQUIRE)
+    config = load_config(args.config, args.overrides or [])
+    taskset = load_tasks(config)
+    candidate = label_of(args.candidate or "final", config)
+    baseline = label_of(args.baseline, config) if args.baseline else "none" if candidate != "none" else None
+    result = load_gate(config, taskset, baseline, candidate, requirements, margin=margin,
+                       max_error_rate=max_error_rate, smoke=args.smoke, allow_unchecked=args.allow_unchecked,
+                       baseline_optional=args.baseline is None)
+    code = 0 if result.passed else EXIT_GATE_FAILED
+    sys.stdout.write(to_json(result) if args.format == "json" else to_text(result))
+    sys.stdout.flush()
+    append_step_summary(to_markdown(result, code))
+    return code
+
+
+__all__ = ["EXIT_GATE_FAILED", "GatePlan", "add_gate_options", "add_parser", "append_step_summary",
+           "gate_after_eval", "gate_requested", "plan_for_eval", "run"]

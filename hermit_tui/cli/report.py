@@ -1,0 +1,95 @@
+"""``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
+
+    hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html|junit] [--per task|attempt]
+                      [--smoke] [--output FILE] [--force] [--threshold X] [key.sub=value ...]
+
+Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+from hermit_tui.core.errors import InputError
+
+FORMATS = ("md", "json", "csv", "html", "junit")
+
+
+def add_parser(subparsers):
+    """Add the ``report`` subcommand to an argparse subparsers object; returns its parser."""
+    p = subparsers.add_parser("report", help="write the evaluation report of a run (Markdown, JSON, CSV or one "
+                              "self-contained HTML page) from the evaluations on disk, including ones `hermit eval` "
+                              "wrote")
+    p.add_argument("--config", required=True, help="hermit's run.yaml")
+    p.add_argument("--adapter", action="append", metavar="SEL",
+                   help="a selector whose current evaluation to include (repeatable, in this order); default: every "
+                   "current evaluation, in the order none, root, checkpoints, final, others")
+    p.add_argument("--format", choices=FORMATS, default="md", help="md (default), json, csv (the per-task table), "
+                   "html (one self-contained page: plots, sortable per-task table; fetches nothing), or junit (JUnit "
+                   "XML for CI test reporters: a testcase per selector and task)")
+    p.add_argument("--per", choices=("task", "attempt"), default="task",
+                   help="with --format csv: one row per task (default) or per attempt (selector, task, repeat, "
+                   "status, score, error kind, cost, tokens, wall time)")
+    p.add_argument("--smoke", action="store_true", help="report the smoke subsets (eval --limit, under "
+                   "eval/<label>/smoke/) instead of the evaluations")
+    p.add_argument("--output", metavar="FILE", help="write here instead of stdout (atomically)")
+    p.add_argument("--force", action="store_true", help="with --output: replace an existing file")
+    p.add_argument("--threshold", type=float, default=1.0, metavar="X",
+                   help="the success threshold of the solved rates shown (default hermit's 1.0; the files keep 1.0)")
+    p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
+    return p
+
+
+def _check_output(path: Path, force: bool) -> None:
+    if path.is_dir():
+        raise InputError(f"{path}: --output is a folder; give a file name")
+    if path.exists() and not force:
+        raise InputError(f"{path}: already exists; pass --force to replace it")
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: the folder {path.parent} does not exist")
+
+
+def run(args) -> int:
+    """Build and write the report; 0 when done."""
+    from hermit_tui.core.records.results import write_atomic
+    from hermit_tui.core.report.build import build_report, to_csv, to_json, to_markdown
+    from hermit_tui.core.report.html import to_html
+    from hermit_tui.core.workspace.config import load_config
+    from hermit_tui.core.workspace.tasks import load_tasks
+    from hermit_tui.demo import is_demo_config
+
+    if not math.isfinite(args.threshold):
+        raise InputError(f"--threshold must be a finite number, got {args.threshold}")
+    if args.per == "attempt" and args.format != "csv":
+        raise InputError(f"--per attempt goes with --format csv, not --format {args.format}")
+    output = Path(args.output).expanduser() if args.output else None
+    if output is not None:
+        _check_output(output, args.force)
+    config = load_config(args.config, args.overrides or [])
+    taskset = load_tasks(config)
+    from hermit_tui.core.workspace.selectors import label_of
+
+    labels = [label_of(text, config) for text in args.adapter] if args.adapter else None
+    from hermit_tui.settings import label_set
+    report = build_report(config, taskset, labels, threshold=args.threshold, label_set=label_set(config.run_dir),
+                          smoke=args.smoke, demo=is_demo_config(config.path))
+    if args.format == "junit" or args.per == "attempt":
+        from hermit_tui.core.report.exports import read_attempts, to_attempts_csv, to_junit
+        text = (to_junit if args.format == "junit" else to_attempts_csv)(report, read_attempts(report))
+    else:
+        text = {"md": to_markdown, "json": to_json, "csv": to_csv, "html": to_html}[args.format](report)
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    _check_output(output, args.force)  # again: the file may have appeared while the report was built
+    try:
+        write_atomic(output, text)
+    except OSError as exc:
+        raise InputError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    sys.stderr.write(f"report written to {output}\n")
+    return 0
+
+
+__all__ = ["FORMATS", "add_parser", "run"]

@@ -1,0 +1,162 @@
+"""What a publish writes into the card: the rows of its Evaluation table (:class:`EvalRow`, one per selector), the
+Markdown table with the paragraph that says how to read it, the failure-labels line, the phrases on the decisions of a
+--stop-when-decided launch, and the diff of CARD.md before and after. ``core.publish.plan`` chooses the rows."""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.present import partial_cost
+from hermit_tui.core.publish.card import CARD_NAME, split_lines
+from hermit_tui.core.records.columns import read_table
+from hermit_tui.core.records.folders import StoredEvaluation
+from hermit_tui.core.records.results import SOLVED_THRESHOLD
+from hermit_tui.core.stats.intervals import METHOD_TEXT
+
+TABLE_HEADER = ("| Adapter | Commit | Tasks | Repeats | Mean score [95% CI] | Solved at least once | Errors "
+                "| Cost (USD) |")
+TABLE_RULE = "|---|---|---|---|---|---|---|---|"
+
+
+class EvalRow(BaseModel):
+    """One row of the published Evaluation table, with where it was read from."""
+
+    label: str
+    adapter: str  # as the card names it: the selector as typed, or a directory's label
+    selector: str  # as typed when it was evaluated
+    content_hash: str | None = None  # an adapter directory's content when it was measured
+    commit: str | None
+    tasks: int
+    repeats: int
+    mean: float  # the task mean (core.stats.figures.ESTIMAND): hermit's mean_score when every task has the same repeats
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: str | None = None  # "t", "score" or "no-spread" (core.stats.intervals)
+    mean_score: float | None = None  # hermit's mean_score from summary.json (over attempts)
+    solved_once: float
+    attempts: int
+    errors: int
+    pipeline_errors: int
+    judge_errors: int
+    cost_usd: float | None
+    unknown_cost_attempts: int
+    folder: Path
+    archived_at: str | None = None
+    written_by: Literal["hermit", "hermit-tui"]
+    complete: bool = True
+    cancelled: bool = False
+    smoke_limit: int | None = None
+    retries: int | None = None
+    protocol: list[str] = Field(default_factory=list)  # how it differs from final's protocol; [] = the same
+
+    def cells(self) -> list[str]:
+        ci = f" [{self.ci_low:.3f}, {self.ci_high:.3f}]" if self.ci_low is not None else ""
+        cost = partial_cost(self.cost_usd, self.unknown_cost_attempts, dollars=False)
+        return [self.adapter, self.commit[:7] if self.commit else "—", str(self.tasks), str(self.repeats),
+                f"{self.mean:.3f}{ci}", f"{self.solved_once:.3f}", str(self.errors), cost]
+
+
+def taxonomy_line(rows: Sequence[EvalRow]) -> str | None:
+    """One paragraph with each row's failure labels (from its evaluation's annotations.jsonl), or None when no
+    failure of any row carries a label. Failures: error/judge_error or a score below hermit's 1.0."""
+    from hermit_tui.core.records.annotations import read_annotations
+    from hermit_tui.core.records.taxonomy import selector_taxonomy
+    parts = []
+    for row in rows:
+        table = read_table(row.folder / "results.jsonl")
+        try:
+            t = selector_taxonomy(row.label, table, read_annotations(row.folder).entries, SOLVED_THRESHOLD)
+        finally:
+            table.close()
+        if not t.labelled_failures:
+            continue
+        counts = ", ".join(f"{name} {n}" for name, n in t.failure_counts.items())
+        parts.append(f"{row.adapter} {t.labelled_failures} of {t.failures} failures labelled ({counts})")
+    if not parts:
+        return None
+    return ("Failure labels (assigned by hand while reading the failures, with hermit-tui; a reading aid, not a "
+            "measurement): " + "; ".join(parts) + ".")
+
+
+def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequential: Sequence[str] = ()) -> str:
+    """The Markdown body of the Evaluation section: the table, then one paragraph saying how to read it (one on the
+    decisions of a --stop-when-decided launch, ``sequential``: see :func:`sequential_lines`; and ``extra``, a
+    paragraph of its own, when given)."""
+    lines = [TABLE_HEADER, TABLE_RULE] + ["| " + " | ".join(r.cells()) + " |" for r in rows]
+    final = next((r for r in rows if r.label == "final"), None)
+    others = [r for r in rows if r.protocol and r is not final]
+    if final is not None and final.protocol:
+        protocol = ("Protocols not checked: final was measured by hermit eval, which records no protocol "
+                    "fingerprint.")
+    elif others:
+        protocol = ("Not shown to share final's protocol: "
+                    + "; ".join(f"{r.adapter} ({', '.join(r.protocol)})" for r in others) + ".")
+    else:
+        protocol = ("All rows share final's protocol (test tasks, judge, pipeline, agent params, model settings, "
+                    "repeats).")
+    by_method: dict[str, list[str]] = {}
+    for r in rows:
+        if r.ci_method:
+            by_method.setdefault(r.ci_method, []).append(r.adapter)
+    methods = "; ".join(f"{METHOD_TEXT[m]} for {', '.join(names)}" for m, names in by_method.items())
+    differ = [f"{r.adapter} {r.mean_score:.3f}" for r in rows
+              if r.mean_score is not None and abs(r.mean_score - r.mean) > 5e-4]
+    hermit = (f" With unequal repeats it differs from hermit's mean_score over attempts ({', '.join(differ)})."
+              if differ else "")
+    note = ("Mean score: the mean over test tasks of each task's mean score, failed attempts scored 0 (hermit's "
+            f"mean_score when every task has the same repeats).{hermit} 95% CI, with the task as the unit of "
+            f"sampling and never beyond the score range: {methods or 'none'}. Solved at least once: share of test "
+            f"tasks with an attempt scoring at least {SOLVED_THRESHOLD}. Commit: the adapter version measured. "
+            f"{protocol}")
+    if sequential:
+        note += ("\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets O'Brien-"
+                 "Fleming-type alpha spending over the planned rounds; Jennison & Turnbull 2000): "
+                 + "; ".join(sequential) + ". The decisions and their intervals stay valid although the launch "
+                 "stopped on what it saw; the per-adapter intervals in the table are the fixed design's.")
+    return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
+
+
+def sequential_lines(chosen: dict[str, StoredEvaluation], rows: Sequence[EvalRow], task_ids: Sequence[str]
+                     ) -> list[str]:
+    """One phrase per candidate on the card whose baseline is on the card too, from one --stop-when-decided
+    launch: the difference with its repeated 95% interval and the decision, recomputed from the records."""
+    from hermit_tui.core.stats.looks import pair_look
+
+    names = {r.label: r.adapter for r in rows}
+    out = []
+    for row in rows:
+        s = chosen[row.label].summary
+        entry = s.sequential if s is not None else None
+        if entry is None or entry.decision is None or entry.baseline not in chosen:
+            continue
+        base, cand = chosen[entry.baseline], chosen[row.label]
+        try:
+            table_b, table_c = read_table(base.results_path), read_table(cand.results_path)
+        except InputError:
+            continue
+        table_b.close()  # the light rows read the arrays only
+        table_c.close()
+        look, _ = pair_look(entry.baseline, base.summary, table_b.keyed(light=True), row.label, s,
+                            table_c.keyed(light=True), task_ids)
+        if look is None or look.mean_diff is None or look.ci_low is None:
+            continue
+        decision = {"improvement": "an improvement", "regression": "a regression"}.get(look.decision, "undecided")
+        if look.decision == "equivalent":
+            decision = f"equivalent within ±{look.margin:g}"
+        out.append(f"{names[row.label]} − {names[entry.baseline]} {look.mean_diff:+.3f} [{look.ci_low:.3f}, "
+                   f"{look.ci_high:.3f}]: {decision} (after {look.rounds} of at most {look.max_rounds} rounds)")
+    return out
+
+
+def unified_diff(old: str, new: str) -> str:
+    """``git diff``-style text of CARD.md before and after (LF-only line splitting, as the card is written)."""
+    return "".join(difflib.unified_diff(split_lines(old), split_lines(new), f"a/{CARD_NAME}", f"b/{CARD_NAME}"))
+
+
+__all__ = ["TABLE_HEADER", "TABLE_RULE", "EvalRow", "render_publish_table", "sequential_lines",
+           "taxonomy_line", "unified_diff"]

@@ -1,0 +1,364 @@
+"""Attempt records (one line of ``results.jsonl``) and evaluation summaries (``summary.json``), in hermit's format.
+
+hermit-harness 0.1.0 writes the same two files; both tools read each other's. The record keys and the summary keys
+below are hermit's; hermit-tui adds keys only beside them (never renames or drops one).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
+
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.workspace.files import read_bytes
+from hermit_tui.core.workspace.fingerprint import Fingerprint
+
+Status = Literal["ok", "error", "judge_error"]
+
+#: hermit's keys of a results.jsonl line, in hermit's order.
+RECORD_KEYS = ("repeat", "id", "status", "error", "output", "judge", "cost_usd", "wall_s", "api_speed", "tokens", "log")
+#: hermit's keys of an evaluation summary.json, in hermit's order.
+SUMMARY_KEYS = ("adapter", "commit", "tasks", "repeats", "mean_score", "solved_once", "cost_usd",
+                "unknown_cost_tasks", "errors", "wall_s")
+#: hermit's fixed success threshold for ``solved_once``.
+SOLVED_THRESHOLD = 1.0
+
+
+class Judged(BaseModel):
+    """The judge's verdict as recorded: ``extra`` is absent on pipeline errors, as hermit writes it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    score: float
+    feedback: str = ""
+    extra: dict[str, Any] | None = None
+
+
+class AttemptRecord(BaseModel):
+    """One attempt: one task, one repeat, one selector."""
+
+    model_config = ConfigDict(extra="allow")
+
+    repeat: int
+    id: str
+    status: Status
+    error: str | None = None
+    output: Any = None
+    judge: Judged
+    cost_usd: float | None = None
+    wall_s: float = 0.0
+    api_speed: Any = None
+    tokens: Any = None
+    log: str | None = None
+    traceback: str | None = None  # hermit-tui's, on a failed attempt: the Python traceback (hermit's readers ignore it)
+    # hermit-tui's: the file holding what the attempt printed (its last 64 KiB; core/run/printed.py), absent when
+    # nothing
+    printed: str | None = None
+    # The attempt's trajectory (RunOutput.messages) on its way from the executor to the journal, which writes it to
+    # the transcripts sidecar and drops it: never a key of results.jsonl, never kept by the dashboard.
+    _messages: list[Any] | None = PrivateAttr(default=None)
+    # The results.jsonl line encoded when the attempt was checked for being writable (``encode_line``), so that the
+    # journal does not encode it a second time; dropped once written, like ``_messages``.
+    _line: bytes | None = PrivateAttr(default=None)
+
+    @property
+    def score(self) -> float:
+        return self.judge.score
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.id, self.repeat)
+
+    def to_json_line(self) -> str:
+        data = self.model_dump(mode="json", exclude_none=False)
+        if data["judge"].get("extra") is None:  # hermit writes no judge.extra when the pipeline failed
+            data["judge"].pop("extra", None)
+        ordered = {k: data[k] for k in RECORD_KEYS}
+        ordered.update({k: v for k, v in data.items() if k not in ordered and v is not None})
+        return json.dumps(ordered, default=str, allow_nan=False) + "\n"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name[0] != "_":
+            self._private()["_line"] = None  # a field changed: the kept line no longer says what the record holds
+        super().__setattr__(name, value)
+
+    def _private(self) -> dict[str, Any]:
+        """pydantic's dict of private attributes, used directly for ``_line`` (its setter costs microseconds, twice
+        per attempt); it exists on every record, the private attributes having defaults."""
+        private = self.__pydantic_private__
+        assert private is not None
+        return private
+
+    def encode_line(self) -> bytes:
+        """``to_json_line`` as UTF-8, kept for ``take_line`` (setting a field drops it)."""
+        line = self._private()["_line"] = self.to_json_line().encode("utf-8")
+        return line
+
+    def take_line(self) -> bytes:
+        """The line ``encode_line`` kept (dropping it), or the record encoded now."""
+        private = self._private()
+        line: bytes | None = private.get("_line")
+        if line is None:
+            return self.to_json_line().encode("utf-8")
+        private["_line"] = None
+        return line
+
+
+class SequentialEntry(BaseModel):
+    """summary.json's ``sequential`` object, written by a launch with ``--stop-when-decided``
+    (``core.stats.sequential``).
+
+    On a candidate's summary: its ``decision`` against ``baseline`` after ``rounds`` whole rounds of at most
+    ``max_rounds`` (``eval.repeats``), the round it was decided at, and the repeated confidence interval for the
+    difference ``candidate - baseline`` of task means. On the baseline's own summary ``decision`` is absent and
+    ``candidates`` gives each candidate's decision."""
+
+    model_config = ConfigDict(extra="allow")
+
+    baseline: str
+    decision: Literal["improvement", "regression", "equivalent", "undecided"] | None = None
+    rounds: int
+    max_rounds: int
+    method: str
+    alpha: float
+    margin: float | None = None
+    decided_at: int | None = None
+    interval: tuple[float, float] | None = None
+    mean_diff: float | None = None
+    candidates: dict[str, str] | None = None
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.rounds < self.max_rounds
+
+
+class InProgress(BaseModel):
+    """summary.json's ``in_progress``: a launch is still writing this evaluation (absent once it has finished)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    pid: int
+    updated_at: str
+
+
+class Published(BaseModel):
+    """summary.json's ``published``: the card commit a publish made from this evaluation and where the final tag was
+    before (``core.publish.apply``); ``undone_at`` once an undo moved the tag back."""
+
+    model_config = ConfigDict(extra="allow")
+
+    measured_commit: str | None = None
+    card_commit: str
+    previous_tag_target: str | None = None
+    at: str | None = None
+    undone_at: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_nulls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """As publish writes it: ``undone_at`` only once undone."""
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class Summary(BaseModel):
+    """An evaluation summary: hermit's ten keys, then hermit-tui's extra keys (all optional when reading).
+
+    Every key hermit-tui writes is declared here, in the order it is written (``to_json``: hermit's ten keys first,
+    then ours, absent when None). Keys another tool adds are kept (``extra="allow"``) and never looked up."""
+
+    model_config = ConfigDict(extra="allow")
+
+    adapter: str
+    commit: str | None = None
+    tasks: int
+    repeats: int
+    mean_score: float
+    solved_once: float
+    cost_usd: float | None = None
+    unknown_cost_tasks: int = 0
+    errors: int = 0
+    wall_s: float = 0.0
+
+    # hermit-tui extras (absent in files written by hermit itself)
+    label: str | None = None
+    attempts: int | None = None
+    expected_attempts: int | None = None
+    complete: bool | None = None
+    cancelled: bool | None = None
+    smoke_limit: int | None = Field(default=None, description="--limit N: a wiring check, never a full evaluation")
+    known_cost_usd: float | None = None
+    pipeline_errors: int | None = None
+    judge_errors: int | None = None
+    content_hash: str | None = None
+    retries: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    hermit_tui_version: str | None = None
+    sequential: SequentialEntry | None = None  # --stop-when-decided: the decision against the baseline
+    concurrency: int | None = None
+    executor: str | None = None
+    fingerprint: Fingerprint | None = None  # the protocol, hashed (core.workspace.fingerprint)
+    in_progress: InProgress | None = None  # written while the launch runs
+    retry_lost: bool | None = None  # --retry-lost-once (Ray): shown even when no worker was lost
+    ray_retries: int | None = None  # attempts run once more after a lost Ray worker
+    scores_outside_unit: int | None = None
+    max_cost_usd: float | None = None  # --max-cost
+    stop_reason: str | None = None  # why --max-cost stopped the launch short
+    stopped: str | None = None  # why the run stopped short (too many hung threads)
+    protocol_warnings: list[str] | None = None
+    ignored_attempts: int | None = None  # attempts outside the test ids or the repeats (another tool's lines)
+    nonfinite_scores: int | None = None  # NaN or infinite scores in a file another tool wrote, counted 0
+    published: Published | None = None  # written by publish (core.publish.apply), after the evaluation
+
+    @property
+    def written_by_hermit(self) -> bool:
+        return self.hermit_tui_version is None
+
+    @property
+    def is_smoke(self) -> bool:
+        return self.smoke_limit is not None
+
+    @property
+    def is_complete(self) -> bool:
+        """hermit's own summaries are written only at the end of a finished run."""
+        return self.complete is not False
+
+    def to_json(self) -> str:
+        data = self.model_dump(mode="json")
+        ordered = {k: data[k] for k in SUMMARY_KEYS}
+        ordered.update({k: v for k, v in data.items() if k not in ordered and v is not None})
+        return json.dumps(ordered, indent=1, allow_nan=False)
+
+
+def summarize(records: Iterable[AttemptRecord], *, adapter: str, commit: str | None, task_ids: list[str],
+              repeats: int, wall_s: float, **extra: Any) -> Summary:
+    """The summary of a set of attempts, computed as hermit does.
+
+    ``mean_score`` is over every recorded attempt (failed ones count 0), ``solved_once`` is the share of the test
+    tasks with an attempt scoring at least 1.0, ``cost_usd`` is the sum of known costs or None when any attempt's
+    cost is unknown, ``unknown_cost_tasks`` counts attempts with unknown cost, ``errors`` counts error and
+    judge_error attempts.
+
+    Attempts on ids outside ``task_ids`` or repeats outside 1..``repeats`` are not counted (``ignored_attempts``
+    says how many); a score that is not a finite number (NaN, infinity: only a file written by another tool can
+    hold one) counts 0 and ``nonfinite_scores`` says how many.
+    """
+    total = 0.0
+    n = 0
+    solved: set[str] = set()
+    known_cost = 0.0
+    unknown = 0
+    pipeline_errors = judge_errors = 0
+    ignored = nonfinite = 0
+    wanted = set(task_ids)
+    for rec in records:
+        if rec.id not in wanted or not 1 <= rec.repeat <= repeats:
+            ignored += 1
+            continue
+        s = rec.judge.score
+        if not math.isfinite(s):
+            nonfinite += 1
+        total += s if math.isfinite(s) else 0.0
+        n += 1
+        if math.isfinite(s) and s >= SOLVED_THRESHOLD:
+            solved.add(rec.id)
+        if rec.cost_usd is None or not math.isfinite(rec.cost_usd):
+            unknown += 1
+        else:
+            known_cost += rec.cost_usd
+        if rec.status == "error":
+            pipeline_errors += 1
+        elif rec.status == "judge_error":
+            judge_errors += 1
+    tasks = len(task_ids)
+    if ignored:
+        extra["ignored_attempts"] = ignored
+    if nonfinite:
+        extra["nonfinite_scores"] = nonfinite
+    return Summary(
+        adapter=adapter, commit=commit, tasks=tasks, repeats=repeats,
+        mean_score=total / n if n else 0.0,
+        solved_once=len(solved & wanted) / tasks if tasks else 0.0,
+        cost_usd=None if unknown else known_cost,
+        unknown_cost_tasks=unknown, errors=pipeline_errors + judge_errors, wall_s=round(wall_s, 1),
+        attempts=n, known_cost_usd=known_cost, pipeline_errors=pipeline_errors, judge_errors=judge_errors,
+        **extra,
+    )
+
+
+class ResultsFile:
+    """What a results.jsonl holds: the records, plus the lines that could not be read."""
+
+    def __init__(self, records: list[AttemptRecord], skipped: list[str]):
+        self.records = records
+        self.skipped = skipped
+
+
+def read_results(path: Path) -> ResultsFile:
+    """Read a results.jsonl. A truncated last line (a run killed mid-write) is skipped with a warning; a bad line
+    anywhere else is an error naming the file and line."""
+    path = Path(path)
+    try:
+        raw = read_bytes(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    lines = raw.split(b"\n")
+    records: list[AttemptRecord] = []
+    skipped: list[str] = []
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(AttemptRecord.model_validate_json(line))
+        except ValueError as exc:
+            if number - 1 == last and not raw.endswith(b"\n"):
+                skipped.append(f"{path}:{number}: truncated last line ignored (the run was interrupted mid-write)")
+                continue
+            first = str(exc).splitlines()
+            reason = first[1].strip() if len(first) > 1 else first[0] if first else "invalid"
+            raise InputError(f"{path}:{number}: not a results record ({reason})") from None
+    return ResultsFile(records, skipped)
+
+
+def read_summary(path: Path) -> Summary:
+    path = Path(path)
+    try:
+        return Summary.model_validate_json(read_bytes(path))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        lines = str(exc).splitlines()
+        reason = " ".join(lines[1:3]).strip() if len(lines) > 1 else lines[0]
+        raise InputError(f"{path}: not an evaluation summary ({reason})") from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that a reader sees the old or the new file, never half of one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)  # the file keeps its permissions
+    except OSError:
+        mode = None
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

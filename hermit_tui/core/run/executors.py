@@ -1,0 +1,431 @@
+"""Where attempts run: threads of this process (the default), isolated worker processes, or a Ray cluster
+(ray_executor.py, an optional extra).
+
+All implement one interface, so the runner does not care which it has: ``Executor.for_launch(config, options, ...)``
+builds one from a launch's options (each class knows what it needs), ``await start()``, ``await run(attempt)``
+returns ``(record, traceback)`` and applies the attempt timeout itself, ``abandon()`` gives up on the attempts in
+flight (a forced cancel), ``await close()``, and ``summary_keys(label)`` adds what the executor alone knows to a
+selector's summary.
+
+Threads cannot be killed: an attempt past its timeout is recorded as an error and its thread is left to finish.
+Attempts run in a pool of daemon threads (core.run.threads) that always has a free thread when an attempt starts
+(its timeout counts from then) and replaces a thread abandoned at a timeout, so abandoned threads never hold up a
+healthy attempt; they are daemon threads, so the command exits after its last attempt even while one hangs. When
+HUNG_THREAD_LIMIT abandoned threads are still alive the run stops and says so (CapacityExhausted) rather than pile up
+more. A segfault or ``os._exit`` in a thread ends the whole process.
+Worker processes can be killed: a hung attempt's process is killed and replaced, and a pipeline that crashes the
+process (a segfault, ``os._exit``) is recorded as an error instead of taking the run down. Their judge runs in the
+driver, in a pool of daemon threads like the thread executor's, bounded by the same timeout.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkServerContext, SpawnContext
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hermit_tui.core.outputs import RunOutput
+from hermit_tui.core.records.results import AttemptRecord
+from hermit_tui.core.run.attempts import (
+    PIPELINE_FAILURES,
+    TRACEBACK_CHARS,
+    Attempt,
+    Progress,
+    call_pipeline,
+    call_pipeline_async,
+    describe,
+    failed_record,
+    judge_failed,
+    judge_printing,
+    keep_printed,
+    pipeline_failed,
+    run_attempt,
+)
+from hermit_tui.core.run.launch import LaunchOptions
+from hermit_tui.core.run.printed import Tail, capturing
+from hermit_tui.core.run.threads import AttemptThreads, Job
+from hermit_tui.core.workspace.callables import Judge, Pipeline, load_judge, load_pipeline
+from hermit_tui.core.workspace.config import Config
+
+Outcome = tuple[AttemptRecord, "str | None"]
+T = TypeVar("T")
+#: Abandoned (timed-out) threads still alive at which a run stops instead of starting more attempts.
+HUNG_THREAD_LIMIT = 64
+
+
+class CapacityExhausted(Exception):
+    """Too many abandoned threads are still running: the run stops (honestly incomplete)."""
+
+
+def _minutes(seconds: float | None) -> str:
+    return "no limit" if seconds is None else f"{seconds / 60:g} min"
+
+
+def timeout_message(seconds: float | None) -> str:
+    return f"TimeoutError: the attempt ran longer than agent.timeout_min ({_minutes(seconds)})"
+
+
+def judge_timeout_message(seconds: float | None) -> str:
+    return f"TimeoutError: the judge ran longer than agent.timeout_min ({_minutes(seconds)})"
+
+
+def in_daemon_thread(fn: Callable[..., T], *args: Any, name: str) -> tuple[asyncio.Future[T], threading.Thread]:
+    """Run ``fn(*args)`` in a new daemon thread (in a copy of the current context); the future gets its result.
+    A daemon thread that never returns does not keep the process alive at exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if not future.done():
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def body() -> None:
+        value: Any
+        try:
+            ok, value = True, ctx.run(fn, *args)
+        except Exception as exc:
+            ok, value = False, exc
+        except BaseException as exc:  # never hand SystemExit or KeyboardInterrupt to the event loop
+            ok, value = False, RuntimeError(describe(exc))
+        try:
+            loop.call_soon_threadsafe(deliver, ok, value)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for this any more
+
+    thread = threading.Thread(target=body, name=name, daemon=True)
+    thread.start()
+    return future, thread
+
+
+class Executor:
+    """The interface (and what both implementations share)."""
+
+    name = "base"
+
+    def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int,
+                 timeout_s: float | None):
+        self.pipeline, self.judge = pipeline, judge  # None: loaded elsewhere (on the Ray workers)
+        self.concurrency, self.timeout_s = concurrency, timeout_s
+
+    @classmethod
+    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
+                   timeout_s: float | None) -> Executor:
+        """The executor of a launch, built from its options: the driver loads the pipeline and the judge (a bad
+        one is InputError before anything is written)."""
+        return cls(load_pipeline(config), load_judge(config), concurrency=concurrency, timeout_s=timeout_s)
+
+    def summary_keys(self, label: str) -> dict[str, Any]:
+        """What this executor adds to selector ``label``'s summary.json (none by default)."""
+        return {}
+
+    async def start(self) -> None:
+        pass
+
+    async def run(self, attempt: Attempt) -> Outcome:
+        raise NotImplementedError
+
+    def abandon(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    # -- threads left running past their timeout (shared by the thread and process executors) --
+    def _abandon_thread(self, thread: threading.Thread) -> None:
+        if thread.is_alive():
+            self.__dict__.setdefault("_hung", set()).add(thread)
+
+    def _give_up(self, pool: AttemptThreads, job: Job, attempt: Attempt, what: str) -> None:
+        """``job`` ran past its timeout: its thread (if it had started it) leaves the pool and counts as hung."""
+        thread = pool.abandon(job)
+        if thread is not None:
+            thread.name = f"hermit-tui-hung-{what}-{attempt.label}-{attempt.task_id}-r{attempt.repeat}"
+            self._abandon_thread(thread)
+
+    def _driver_pipeline(self) -> Pipeline:
+        if self.pipeline is None:
+            raise RuntimeError(f"the {self.name} executor runs the pipeline in the driver, which has none")
+        return self.pipeline
+
+    def _driver_judge(self) -> Judge:
+        if self.judge is None:
+            raise RuntimeError(f"the {self.name} executor judges in the driver, which has no judge")
+        return self.judge
+
+    def hung_threads(self) -> int:
+        hung = self.__dict__.setdefault("_hung", set())
+        hung.difference_update([t for t in hung if not t.is_alive()])
+        return len(hung)
+
+    def _check_capacity(self) -> None:
+        if self.hung_threads() >= HUNG_THREAD_LIMIT:
+            raise CapacityExhausted(
+                f"{self.hung_threads()} attempts hung past agent.timeout_min and their threads cannot be killed, so "
+                "no further attempt was started; re-run with --executor processes (hung attempts are killed there) "
+                "and --resume")
+
+
+def _kept_so_far(record: AttemptRecord, attempt: Attempt, progress: Progress) -> AttemptRecord:
+    """An attempt given up at its timeout keeps what it had printed by then."""
+    tail = progress.printed
+    return keep_printed(record, attempt, tail.text()) if tail else record
+
+
+class ThreadExecutor(Executor):
+    """Synchronous pipelines in the pool's daemon threads (core.run.threads), ``async def`` pipelines on the
+    loop."""
+
+    name = "threads"
+
+    async def start(self) -> None:
+        self._is_async = inspect.iscoroutinefunction(self.pipeline)
+        self._pool = AttemptThreads()
+
+    async def run(self, attempt: Attempt) -> Outcome:
+        self._check_capacity()
+        progress = Progress()
+        started = time.perf_counter()
+        job = None
+        work: asyncio.Future[Outcome]
+        if self._is_async:
+            work = asyncio.ensure_future(self._run_async(attempt, progress, started))
+        else:  # a free pool thread takes it now: the timeout counts from the start of the attempt
+            work, job = self._pool.submit(run_attempt, self._driver_pipeline(), self._driver_judge(), attempt,
+                                          progress)
+        try:
+            return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
+        except TimeoutError:
+            if job is not None:
+                self._give_up(self._pool, job, attempt, "attempt")
+            if progress.phase == "judge" and progress.output is not None:
+                record = judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started)
+            else:
+                record = failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started)
+            return _kept_so_far(record, attempt, progress), None
+
+    async def _run_async(self, attempt: Attempt, progress: Progress, started: float) -> Outcome:
+        """An ``async def`` pipeline on the loop; its (synchronous) judge in a pool thread."""
+        tail = progress.printed = Tail()
+        with capturing(tail):  # this task's own context: what other tasks on the loop print is not caught
+            try:
+                value = await call_pipeline_async(self._driver_pipeline(), attempt)
+            except PIPELINE_FAILURES as exc:
+                record, tb = pipeline_failed(attempt, exc, started)
+                return keep_printed(record, attempt, tail.text()) if tail else record, tb
+        work, job = self._pool.submit(judge_printing, self._driver_judge(), attempt, value, started, progress,
+                                      tail.text() if tail else "")
+        try:
+            return await work
+        except asyncio.CancelledError:  # the attempt's timeout (or a forced cancel) while the judge runs
+            self._give_up(self._pool, job, attempt, "judge")
+            raise
+
+    async def close(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+
+
+# -- worker processes ------------------------------------------------------------------------------------------------
+
+def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> None:
+    """A worker process: load the pipeline once, then run attempts until told to stop (None)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    from hermit_tui.core.records.transcripts import output_payload
+    from hermit_tui.core.run.printed import WorkerCapture
+    from hermit_tui.core.workspace.callables import load_pipeline, normalize_output
+    from hermit_tui.core.workspace.config import load_config
+    # everything this process prints (Python, fd-level, its subprocesses) goes to a private file, never to the
+    # terminal or the command's stdout; each answer carries what its attempt printed
+    printed = WorkerCapture()
+    try:
+        pipeline = load_pipeline(load_config(config_path, overrides))
+    except BaseException as exc:  # reported on the first job
+        pipeline, load_error = None, f"{type(exc).__name__}: {exc}"
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        label, task, repeat, adapter, log_dir = job
+        attempt = Attempt(label, task, repeat, Path(adapter) if adapter else None, Path(log_dir) if log_dir else None)
+        if pipeline is None:
+            conn.send(("error", load_error, None, printed.take()))
+            continue
+        try:
+            out = normalize_output(call_pipeline(pipeline, attempt))
+            payload = output_payload(out)  # field by field (no deep copy); the trajectory as JSON values
+        except PIPELINE_FAILURES as exc:
+            import traceback
+            tb = traceback.format_exc()[-TRACEBACK_CHARS:]
+            conn.send(("error", describe(exc), tb, printed.take()))
+            continue
+        text = printed.take()
+        try:
+            conn.send(("ok", payload, None, text))
+        except Exception as exc:  # the output could not be sent (not picklable)
+            conn.send(("error", f"TypeError: the pipeline's output cannot be sent back from its process: "
+                                f"{' '.join(describe(exc).split())[:200]}", None, text))
+
+
+class _Worker:
+    def __init__(self, ctx: ForkServerContext | SpawnContext, config_path: str, overrides: list[str]):
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, config_path, overrides), daemon=True,
+                                   name="hermit-tui-worker")
+        self.process.start()
+        child.close()
+
+    def exchange(self, job: tuple[Any, ...], timeout: float | None) -> Any:
+        """Send a job and wait for its answer; TimeoutError when late, EOFError when the process died."""
+        self.conn.send(job)
+        if not self.conn.poll(timeout):
+            raise TimeoutError
+        return self.conn.recv()
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, EOFError):
+            pass
+        self.process.join(2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(2)
+
+
+def _death_message(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"WorkerDied: the pipeline's process was killed by {name}"
+    return f"WorkerDied: the pipeline's process exited with code {code}"
+
+
+def _worker_context() -> ForkServerContext | SpawnContext:
+    """Never fork this (threaded) process: a forkserver whose parent has already imported the engine starts
+    workers in a fraction of a fresh interpreter's time; spawn where there is no forkserver (Windows)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["hermit_tui.core.run.executors", "hermit_tui.core.workspace.callables",
+                                    "hermit_tui.core.workspace.config", "hermit_tui.core.outputs", "hermit_tui.core.context"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+class ProcessExecutor(Executor):
+    """Each of ``concurrency`` worker processes runs one attempt at a time; the judge runs in the driver."""
+
+    name = "processes"
+
+    def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int,
+                 timeout_s: float | None, config_path: Path, overrides: list[str]):
+        super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
+        self.config_path, self.overrides = str(config_path), list(overrides)
+        self._ctx = _worker_context()
+
+    @classmethod
+    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
+                   timeout_s: float | None) -> Executor:
+        """The workers load the pipeline from the config and its overrides; the driver loads it too, so that a bad
+        one is refused before any process starts."""
+        return cls(load_pipeline(config), load_judge(config), concurrency=concurrency, timeout_s=timeout_s,
+                   config_path=config.path, overrides=config.overrides)
+
+    def _new_worker(self) -> _Worker:
+        return _Worker(self._ctx, self.config_path, self.overrides)
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._threads = ThreadPoolExecutor(max_workers=self.concurrency + 2, thread_name_prefix="hermit-tui-io")
+        self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
+        self._busy: set[_Worker] = set()
+        self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
+        workers = await asyncio.gather(*(loop.run_in_executor(self._threads, self._new_worker)
+                                         for _ in range(self.concurrency)))
+        for w in workers:
+            self._idle.put_nowait(w)
+
+    async def run(self, attempt: Attempt) -> Outcome:
+        self._check_capacity()  # hung judges
+        loop = asyncio.get_running_loop()
+        worker = await self._idle.get()
+        self._busy.add(worker)
+        started = time.perf_counter()
+        job = (attempt.label, attempt.task, attempt.repeat, str(attempt.adapter) if attempt.adapter else None,
+               str(attempt.log_dir) if attempt.log_dir else None)
+        replace = False
+        try:
+            kind, payload, tb, printed = await loop.run_in_executor(self._threads, worker.exchange, job,
+                                                                    self.timeout_s)
+        except TimeoutError:
+            replace = True
+            return failed_record(attempt, timeout_message(self.timeout_s) + "; its process was killed",
+                                 time.perf_counter() - started), None
+        except (EOFError, OSError):
+            replace = True
+            worker.process.join(2)
+            return failed_record(attempt, _death_message(worker.process.exitcode),
+                                 time.perf_counter() - started), None
+        except Exception as exc:  # the answer arrived but cannot be rebuilt here (unpickling failed)
+            replace = True
+            return failed_record(attempt, "TypeError: the pipeline's output cannot be received from its process "
+                                          f"({' '.join(describe(exc).split())[:200]})",
+                                 time.perf_counter() - started), None
+        finally:
+            self._busy.discard(worker)
+            if replace:
+                worker.kill()
+                worker = await loop.run_in_executor(self._threads, self._new_worker)
+            self._idle.put_nowait(worker)
+        if kind == "error":
+            return keep_printed(failed_record(attempt, payload, time.perf_counter() - started, tb), attempt,
+                                printed), tb
+        progress = Progress()
+        judged = time.perf_counter()  # the judge's own bound counts from its start
+        work, judging = self._judges.submit(judge_printing, self._driver_judge(), attempt, RunOutput(**payload),
+                                            started, progress, printed)
+        try:
+            return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
+        except TimeoutError:
+            self._give_up(self._judges, judging, attempt, "judge")
+            if progress.output is None:  # still checking the output: cannot be the judge's fault
+                record = failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judged)
+            else:
+                record = judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started)
+            return keep_printed(record, attempt, printed, progress.printed.text() if progress.printed else ""), None
+
+    def abandon(self) -> None:
+        for worker in list(self._busy):
+            worker.kill()
+
+    async def close(self) -> None:
+        workers = []
+        while not self._idle.empty():
+            workers.append(self._idle.get_nowait())
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(self._threads, w.stop) for w in workers))
+        for w in list(self._busy):
+            w.kill()
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        self._judges.close()

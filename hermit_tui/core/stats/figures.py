@@ -1,0 +1,523 @@
+"""Error bars for evaluations: per-selector intervals, paired comparisons, variance split, power and the verdict.
+
+The approach follows Miller (2024), "Adding Error Bars to Evals": the task is the unit of sampling, repeats are nested
+inside tasks, two selectors are compared on paired per-task differences, the variance of a task's mean is split into
+a between-task part and a run-to-run part (``Var(task mean) = between + within / k``), and power analysis gives the
+smallest difference a sample can reliably detect.
+
+**The estimand** (:data:`ESTIMAND`): a selector's *mean score* is the mean over test tasks of each task's mean score
+over its repeats, failed attempts scoring 0: the expected score on a test task drawn at random, every task weighted
+alike. With the same number of repeats on every task it is hermit's ``mean_score`` (the mean over attempts); when
+repeats differ (retries, a resumed run, sequential stopping) the two differ, the statistics use the task mean
+throughout (the table, its standard error and interval, the pair figures, the variance notes and the verdict), and
+hermit's attempt mean is shown beside it with a warning. Solved rates divide by all test tasks, as hermit does.
+
+Intervals: ``core.stats.intervals`` (bounded, small-sample methods). The paired test: ``core.stats.paired`` (a
+randomisation test valid with unequal repeats). Input: per selector, ``AttemptRecord`` objects, ``(task_id, repeat,
+score)`` tuples or :class:`~hermit_tui.core.records.scores.AttemptColumns`, plus the test task ids
+(``core.records.scores``).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from hermit_tui.core.present import p_text, short_num
+from hermit_tui.core.records.results import SOLVED_THRESHOLD
+from hermit_tui.core.records.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
+from hermit_tui.core.stats.intervals import METHOD_TEXT, Interval, difference_interval, task_mean_interval
+from hermit_tui.core.stats.paired import paired_randomisation_test
+from hermit_tui.core.stats.sequential import SequentialLook
+
+ALPHA = 0.05
+POWER = 0.8
+TIE_TOL = 1e-9
+TRANSITIONS = ("fixed", "broken", "stable_pass", "stable_fail", "flaky")
+ESTIMAND = ("the mean over test tasks of each task's mean score over its repeats (failed attempts score "
+            "0); with equal repeats on every task this is hermit's mean_score, the mean over attempts")
+SE_METHOD = "standard error = sd of the per-task means / sqrt(tasks) (the task is the unit of sampling)"
+VERDICT_RULE = ("'an improvement' (or 'a regression') when the 95% interval for the mean difference lies entirely "
+                "above (below) 0 and the paired randomisation test gives p < 0.05; anything else is 'no clear "
+                "difference'")
+MDE_METHOD = "paired t approximation: (t(0.975, n-1) + t(0.80, n-1)) x se"
+
+
+class VerdictKind(StrEnum):
+    """What a verdict decides, for screens, reports and exports to act on (never parse the verdict's sentence)."""
+
+    IMPROVEMENT = "improvement"
+    REGRESSION = "regression"
+    UNCLEAR = "unclear"  # no clear difference (or, sequential, undecided so far)
+    NOTHING = "nothing"  # no task has attempts from both
+    EQUIVALENT = "equivalent"  # sequential only: within the margin
+
+
+Decision = VerdictKind
+
+Attempts = Iterable[Attempt] | AttemptColumns | TaskTable
+
+
+@dataclass(slots=True)
+class TaskStat:
+    """One task's attempts: mean and spread across repeats (``sd`` is None with a single repeat). A slotted
+    dataclass, not a model: a report holds one per task and selector (333,336 at a million attempts; ~130 bytes each
+    instead of ~500), and pydantic validates and serialises it the same way."""
+
+    mean: float
+    sd: float | None
+    n: int
+    solved: int  # repeats scoring at least the threshold
+
+
+class SelectorStats(BaseModel):
+    """One selector's mean score (the task mean, see :data:`ESTIMAND`) with its 95% interval, solved rates and
+    variance split. Figures are None when they cannot be computed (no attempt, or one task for an interval)."""
+
+    label: str
+    threshold: float
+    n_tasks: int  # test tasks with at least one attempt
+    n_missing: int  # test tasks with no attempt
+    n_test: int  # all test tasks: the denominator of the solved rates, as hermit's
+    n_attempts: int
+    n_ignored: int = 0  # attempts on ids outside the test tasks, or duplicates of a (task, repeat) seen again
+    repeats: int | None  # k when every attempted task has the same number of repeats
+    repeats_min: int
+    repeats_max: int
+    mean: float | None  # the task mean (the estimand)
+    attempt_mean: float | None  # the mean over attempts: hermit's mean_score
+    estimand: str = ESTIMAND
+    se: float | None  # of the task mean
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: Literal["t", "score", "no-spread"] | None = None
+    n_eff: float | None = None  # the effective sample size behind a score interval
+    method: str = ""  # the interval and standard error, in words
+    scale: tuple[float, float] = (0.0, 1.0)  # the range the interval respects
+    per_task: dict[str, TaskStat]
+    solved_once: float | None  # share of all test tasks with an attempt scoring at least the threshold
+    solved_once_ci: tuple[float, float] | None  # Wilson 95%
+    pass_k: float | None  # share of all test tasks whose every repeat is solved; None with fewer than 2 repeats
+    pass_k_ci: tuple[float, float] | None
+    rule_of_three: str | None  # when every task or no task is solved
+    # Variance split of the task means: Var(task mean) = between + within * mean(1/k) (method of moments: the within
+    # part is capped at the observed variance of the task means, so between >= 0 and the two parts add up to it).
+    between_var: float | None
+    within_var: float | None  # mean per-task variance across repeats; None with one repeat everywhere
+    within_share: float | None  # (within / k) / Var(task mean): the share that is run-to-run noise
+    se_more_tasks: float | None  # projected standard error with twice the tasks
+    se_more_repeats: float | None  # projected standard error with twice the repeats
+    se_repeats_floor: float | None  # no number of repeats brings the standard error below this (None: unknown)
+    lever: Literal["tasks", "either"] | None  # "either": doubling repeats gives >= 90% of the gain of doubling tasks
+    lever_note: str | None
+    scores_outside_unit: bool
+    nonfinite_scores: int = 0  # NaN or infinite scores, counted as 0
+    warnings: list[str] = []
+
+
+class PairStats(BaseModel):
+    """Selector ``b`` against selector ``a`` on the tasks both attempted; differences are ``b - a`` of task means."""
+
+    a: str
+    b: str
+    threshold: float
+    n_paired: int
+    n_unpaired: int  # test tasks attempted by only one of the two: left out of every figure below
+    unpaired: list[str]
+    repeats_min: int
+    repeats_max: int
+    unequal_repeats: int = 0  # paired tasks where a and b have different numbers of repeats
+    mean_diff: float | None
+    sd_diff: float | None
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_method: Literal["t", "score", "no-spread"] | None = None
+    n_eff: float | None = None
+    method: str = ""  # the interval, in words
+    scale: tuple[float, float] = (-1.0, 1.0)  # the range of a difference
+    p_value: float | None
+    test: str = ""  # the test, in words (exact or large-sample)
+    test_exact: bool | None = None
+    sign_test_p: float | None  # exact binomial sign test on wins vs losses; None with unequal repeats
+    wins: int  # tasks where b's mean is higher
+    losses: int
+    ties: int
+    transitions: dict[str, list[str]]
+    transition_counts: dict[str, int]
+    # Var(task diff) = between + within * mean(1/k), with within = within_a + within_b (per-attempt variances across
+    # repeats), the within part capped at the observed sd_diff^2 and rescaled accordingly; None with one repeat.
+    between_var: float | None
+    within_var: float | None
+    noise_var: float | None  # the within part at the current repeats; between_var + noise_var == sd_diff^2
+    mde: float | None  # minimum detectable difference, alpha 0.05 two-sided, power 0.8 (paired t approximation)
+    mde_method: str = MDE_METHOD
+    decision: VerdictKind = VerdictKind.UNCLEAR
+    verdict: str
+    rule: str = VERDICT_RULE
+    warnings: list[str] = []
+    # --stop-when-decided: the candidate's last look against its baseline (read as b - a); when set, the interval,
+    # decision, verdict and rule above are the sequential test's (core.stats.looks.sequential_pair)
+    sequential: SequentialLook | None = None
+
+    def tasks_needed(self, delta: float) -> int | None:
+        """Paired tasks needed to detect a difference of ``delta`` (at the current repeats), or None if unknown."""
+        if self.sd_diff is None or not delta:
+            return None
+        if self.sd_diff == 0:
+            return 2
+        sd, target = self.sd_diff, abs(delta)
+
+        def enough(n: int) -> bool:
+            return _t_sum(n - 1) * sd / math.sqrt(n) <= target * (1 + 1e-9)
+
+        lo = max(2, math.ceil((_z_sum() * sd / target) ** 2 - 1e-9))  # t quantiles exceed z: never fewer
+        hi = lo
+        while not enough(hi):
+            hi *= 2
+        while lo < hi:  # the smallest n that is enough
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if not enough(mid) else (lo, mid)
+        return lo
+
+    def repeats_needed(self, delta: float) -> int | None:
+        """Repeats per task needed to detect ``delta`` with the current paired tasks.
+
+        Uses ``Var(task diff) = between + within / k``; None when the within-task variance is unknown or when no
+        number of repeats suffices (the between-task part alone is too large).
+        """
+        if self.within_var is None or self.between_var is None or not delta or self.n_paired < 2:
+            return None
+        room = self.n_paired * delta ** 2 / _t_sum(self.n_paired - 1) ** 2 - self.between_var
+        if room <= 0:
+            return None
+        return max(1, math.ceil(self.within_var / room * (1 - 1e-9)))
+
+
+def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval for a proportion (no continuity correction); (0, 1) when ``n`` is 0."""
+    if n <= 0:
+        return (0.0, 1.0)
+    from hermit_tui.core.stats.intervals import wilson_bounds
+
+    return wilson_bounds(successes / n, n, z)
+
+
+def default_pairs(labels: Sequence[str]) -> list[tuple[str, str]]:
+    """(none, final), (root, final), (none, root) where both are present, in that order; else consecutive pairs."""
+    present = set(labels)
+    pairs = [p for p in (("none", "final"), ("root", "final"), ("none", "root")) if set(p) <= present]
+    return pairs or list(zip(labels, labels[1:]))
+
+
+def _z_sum() -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri(1 - ALPHA / 2) + ndtri(POWER))
+
+
+def _t_sum(df: int) -> float:
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, 1 - ALPHA / 2) + stdtrit(df, POWER))
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """The exact two-sided binomial sign test of ``wins`` against ``losses`` (probability 1/2 each)."""
+    from scipy.special import bdtr
+
+    n = wins + losses
+    return float(min(1.0, 2 * bdtr(min(wins, losses), n, 0.5)))
+
+
+def _per_task(table: TaskTable) -> dict[str, TaskStat]:
+    """The per-task figures, built directly (the model's validation passes TaskStat instances through)."""
+    ids = table.ids
+    sd = [None if x != x else x for x in table.sd.tolist()]
+    return dict(zip(map(ids.__getitem__, table.index.tolist()),
+                    map(TaskStat, table.mean.tolist(), sd, table.n.tolist(), table.solved.tolist())))
+
+
+def _interval_fields(interval: Interval | None) -> dict[str, Any]:
+    if interval is None:
+        return dict(ci_low=None, ci_high=None, ci_method=None, n_eff=None)
+    return dict(ci_low=interval.low, ci_high=interval.high, ci_method=interval.method, n_eff=interval.n_eff)
+
+
+def _method_text(interval: Interval | None, what: str) -> str:
+    if interval is None:
+        return f"no interval (needs 2 tasks); {what}"
+    extra = f", effective sample size {interval.n_eff:.1f}" if interval.n_eff is not None else ""
+    return f"{METHOD_TEXT[interval.method]}{extra}; {what}"
+
+
+def _repeats_text(lo: int, hi: int) -> str:
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+# ---------------------------------------------------------------------------------------------------- one selector
+
+
+def selector_stats(label: str, records: Attempts, task_ids: Sequence[str] | None,
+                   threshold: float = SOLVED_THRESHOLD, scale: tuple[float, float] | None = None) -> SelectorStats:
+    """The task mean with its 95% interval, per-task figures, solved rates and the variance split of one selector.
+
+    ``task_ids`` are the test task ids (None: the ids in the records). Attempts on other ids are ignored and counted.
+    ``scale``: the range the interval respects (default: [0, 1] widened to the scores observed).
+    """
+    table = tabulate(records, task_ids, threshold)
+    lo, hi = scale if scale is not None else score_range(table)
+    g, n_test = table.n_tasks, len(table.ids)
+    counts = table.n
+    outside = bool(len(table.scores) and (table.scores.min() < 0 or table.scores.max() > 1))
+    common = dict(label=label, threshold=threshold, n_tasks=g, n_missing=n_test - g, n_test=n_test,
+                  n_attempts=table.n_attempts, n_ignored=table.n_ignored,
+                  repeats=int(counts[0]) if g and counts.min() == counts.max() else None,
+                  repeats_min=int(counts.min()) if g else 0, repeats_max=int(counts.max()) if g else 0,
+                  per_task=_per_task(table), scores_outside_unit=outside, nonfinite_scores=table.nonfinite,
+                  scale=(lo, hi))
+    if not g:
+        return SelectorStats(**common, mean=None, attempt_mean=None, se=None, ci_low=None, ci_high=None,
+                             method=_method_text(None, SE_METHOD), solved_once=None, solved_once_ci=None,
+                             pass_k=None, pass_k_ci=None, rule_of_three=None, between_var=None, within_var=None,
+                             within_share=None, se_more_tasks=None, se_more_repeats=None, se_repeats_floor=None,
+                             lever=None, lever_note=None,
+                             warnings=[f"{label}: no attempt on any of the {n_test} test tasks"] if n_test else [])
+
+    means = table.mean
+    mean = float(means.mean())
+    attempt_mean = float(table.scores.mean())
+    sd = float(means.std(ddof=1)) if g > 1 else None
+    se = sd / math.sqrt(g) if sd is not None else None
+    binary = bool(np.all((table.scores == lo) | (table.scores == hi)))
+    interval = task_mean_interval(means, counts, binary, lo, hi)
+
+    solved = int((table.solved > 0).sum())
+    has_pass_k = int(counts.min()) >= 2
+    all_solved = int((table.solved == counts).sum())
+    warnings = []
+    if int(counts.min()) != int(counts.max()):
+        warnings.append(f"{label}: unequal repeats ({counts.min()}-{counts.max()} per task): the mean score is the "
+                        f"mean of the task means, {mean:.4f}; hermit's mean_score over attempts is {attempt_mean:.4f}")
+    if n_test > g:
+        warnings.append(f"{label}: {n_test - g} of {n_test} test tasks have no attempt: the mean and its interval "
+                        f"cover the {g} attempted tasks; the solved rates count the missing ones as unsolved")
+    return SelectorStats(
+        **common, mean=mean, attempt_mean=attempt_mean, se=se, **_interval_fields(interval),
+        method=_method_text(interval, SE_METHOD),
+        solved_once=solved / n_test, solved_once_ci=wilson(solved, n_test),
+        pass_k=all_solved / n_test if has_pass_k else None,
+        pass_k_ci=wilson(all_solved, n_test) if has_pass_k else None,
+        rule_of_three=_rule_of_three(solved, all_solved if has_pass_k else None, n_test, threshold),
+        **_split(table), warnings=warnings,
+    )
+
+
+def _split(table: TaskTable) -> dict[str, Any]:
+    """Between/within variance split of the task means and what more tasks or repeats would do to the se."""
+    g = table.n_tasks
+    means = table.mean
+    inv_k = float(np.mean(1.0 / table.n))  # 1/k, or its average with unequal repeats
+    has_sd = ~np.isnan(table.sd)
+    none = dict(between_var=None, within_var=None, within_share=None, se_more_tasks=None, se_more_repeats=None,
+                se_repeats_floor=None, lever=None, lever_note=None)
+    if g < 2:
+        return none | dict(lever_note="One task: the between-task variance cannot be estimated.")
+    var_means = float(means.var(ddof=1))
+    if not has_sd.any():
+        return none | dict(between_var=var_means, lever_note=(
+            "One attempt per task: the run-to-run variance cannot be separated from the between-task variance; "
+            "more tasks narrow the interval, repeats may too."))
+    within = float(np.mean(np.square(table.sd[has_sd])))
+    noise = min(within * inv_k, var_means)  # the within part cannot exceed what was observed
+    between = var_means - noise
+    share = noise / var_means if var_means > 0 else None
+    se_tasks = math.sqrt(var_means / (2 * g))
+    se_reps = math.sqrt((between + noise / 2) / g)
+    lever = "either" if share is not None and share >= 0.9 else "tasks"
+    floor: float | None = math.sqrt(between / g)
+    if var_means == 0:
+        note = ("Every task has the same mean score: the sample shows no spread (standard error 0), so the "
+                "interval is the no-spread bound, which more tasks narrow and more repeats do not.")
+        floor = None
+    elif between <= 1e-15:
+        floor = None
+        note = (f"Run-to-run noise accounts for all the spread of the task means (the between-task variance is "
+                f"estimated at 0). Doubling the tasks would bring the standard error to {se_tasks:.3g}, doubling "
+                f"the repeats to {se_reps:.3g}; this sample cannot tell how far more repeats alone could go.")
+    else:
+        note = (f"Run-to-run noise is {share:.0%} of the variance of a task's mean. Doubling the tasks would bring "
+                f"the standard error to {se_tasks:.3g}, doubling the repeats to {se_reps:.3g}; no number of repeats "
+                f"brings it below {floor:.3g}.")
+    return dict(between_var=between, within_var=within, within_share=share, se_more_tasks=se_tasks,
+                se_more_repeats=se_reps, se_repeats_floor=floor, lever=lever, lever_note=note)
+
+
+def _rule_of_three(solved: int, all_solved: int | None, g: int, threshold: float) -> str | None:
+    bound = min(1.0, 3 / g)
+    what = f"a score of at least {threshold:g}"
+    if solved == 0:
+        return (f"No task of {g} reached {what}: the true solved rate is below {bound:.2g} "
+                "(rule of three, 95%).")
+    if all_solved == g:
+        return (f"Every repeat of all {g} tasks reached {what}: the true pass^k rate is above {1 - bound:.2g} "
+                "(rule of three, 95%).")
+    if solved == g:
+        return (f"All {g} tasks reached {what} at least once: the true solved rate is above {1 - bound:.2g} "
+                "(rule of three, 95%).")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------- pairs
+
+
+def _transitions(sa: np.ndarray, na: np.ndarray, sb: np.ndarray, nb: np.ndarray) -> np.ndarray:
+    """Per paired task, the index into TRANSITIONS (solved counts ``s`` of ``n`` repeats)."""
+    a_all, a_none, b_all, b_none = sa == na, sa == 0, sb == nb, sb == 0
+    out = np.full(len(sa), 4, dtype=np.int64)  # flaky
+    out[a_none & b_none] = 3
+    out[a_all & b_all] = 2
+    out[a_all & b_none] = 1
+    out[a_none & b_all] = 0
+    return out
+
+
+def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attempts,
+               task_ids: Sequence[str] | None, threshold: float = SOLVED_THRESHOLD,
+               scale: tuple[float, float] | None = None) -> PairStats:
+    """Paired comparison of ``b`` against ``a`` over the test tasks both attempted (differences are b - a).
+
+    ``scale``: the range of a score (default: [0, 1] widened to the scores of both); differences lie in
+    ``[lo - hi, hi - lo]``.
+    """
+    if task_ids is None and not isinstance(a_records, (AttemptColumns, TaskTable)) \
+            and not isinstance(b_records, (AttemptColumns, TaskTable)):
+        a_records, b_records = list(a_records), list(b_records)
+        seen = [str(r[0]) if isinstance(r, tuple) else r.id for r in (*a_records, *b_records)]
+        task_ids = list(dict.fromkeys(seen))
+    ta, tb = tabulate(a_records, task_ids, threshold), tabulate(b_records, task_ids, threshold)
+    lo, hi = scale if scale is not None else score_range(ta, tb)
+    ids = ta.ids
+    common_ids, ia, ib = np.intersect1d(ta.index, tb.index, assume_unique=True, return_indices=True)
+    only = np.setxor1d(ta.index, tb.index, assume_unique=True)
+    unpaired = [ids[i] for i in only.tolist()]
+    n = len(common_ids)
+    ka, kb = ta.n[ia], tb.n[ib]
+    ma, mb = ta.mean[ia], tb.mean[ib]
+    diffs = mb - ma
+    counts = np.concatenate([ka, kb])
+
+    codes = _transitions(ta.solved[ia], ka, tb.solved[ib], kb)
+    paired_ids = [ids[i] for i in common_ids.tolist()]
+    transitions: dict[str, list[str]] = {k: [] for k in TRANSITIONS}
+    for tid, code in zip(paired_ids, codes.tolist()):
+        transitions[TRANSITIONS[code]].append(tid)
+
+    mean_diff = float(diffs.mean()) if n else None
+    sd = float(diffs.std(ddof=1)) if n > 1 else None
+    se = sd / math.sqrt(n) if sd is not None else None
+    width = hi - lo
+    interval = difference_interval(diffs, lo, hi)
+    wins, losses = int((diffs > TIE_TOL).sum()), int((diffs < -TIE_TOL).sum())
+    unequal = int((ka != kb).sum())
+    sign_p = None
+    if wins + losses and not unequal:
+        sign_p = sign_test_p(wins, losses)
+
+    between = within = noise = None
+    if sd is not None:  # n > 1
+        sda, sdb = ta.sd[ia], tb.sd[ib]
+        between = sd ** 2
+        if (~np.isnan(sda)).any() and (~np.isnan(sdb)).any():
+            wa, wb = float(np.nanmean(np.square(sda))), float(np.nanmean(np.square(sdb)))
+            raw = wa * float(np.mean(1.0 / ka)) + wb * float(np.mean(1.0 / kb))
+            noise = min(raw, sd ** 2)
+            within = (wa + wb) * (noise / raw if raw > 0 else 1.0)
+            between = sd ** 2 - noise
+    mde = _t_sum(n - 1) * se if se is not None else None
+
+    test = None
+    if n:
+        def scores_of(j: int) -> tuple[np.ndarray, np.ndarray]:
+            return ta.task_scores(int(ia[j])), tb.task_scores(int(ib[j]))
+
+        test = paired_randomisation_test(ka, ma, ta.sd[ia], kb, mb, tb.sd[ib], scores_of)
+
+    warnings = []
+    if unequal:
+        warnings.append(f"{b_label} vs {a_label}: {unequal} of {n} paired tasks have unequal repeats: the figures "
+                        "compare task means (each task weighs the same), and the test re-deals those tasks' attempts "
+                        "instead of flipping signs")
+    if unpaired:
+        warnings.append(f"{b_label} vs {a_label}: {len(unpaired)} test tasks attempted by only one of the two are "
+                        "left out")
+    fields = dict(a=a_label, b=b_label, threshold=threshold, n_paired=n, n_unpaired=len(unpaired),
+                  unpaired=unpaired, repeats_min=int(counts.min()) if n else 0,
+                  repeats_max=int(counts.max()) if n else 0, unequal_repeats=unequal,
+                  mean_diff=mean_diff, sd_diff=sd, se=se, **_interval_fields(interval),
+                  method=_method_text(interval, "differences of task means, b - a"), scale=(-width, width),
+                  p_value=test.p_value if test else None, test=test.description if test else "",
+                  test_exact=test.exact if test else None,
+                  sign_test_p=sign_p, wins=wins, losses=losses, ties=n - wins - losses, transitions=transitions,
+                  transition_counts={k: len(v) for k, v in transitions.items()}, between_var=between,
+                  within_var=within, noise_var=noise, mde=mde, warnings=warnings)
+    decision, verdict = _verdict(fields)
+    return PairStats(**fields, decision=decision, verdict=verdict)
+
+
+# ---------------------------------------------------------------------------------------------------- the verdict
+
+
+_num = short_num  # a difference in a sentence
+
+
+def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
+    """The decision and one or two plain sentences, by :data:`VERDICT_RULE`."""
+    a, b, n = f["a"], f["b"], f["n_paired"]
+    if not n:
+        return VerdictKind.NOTHING, f"No task has attempts from both {a} and {b}: nothing to compare."
+    lo, hi, diff, mde, p = f["ci_low"], f["ci_high"], f["mean_diff"], f["mde"], f["p_value"]
+    k = _repeats_text(f["repeats_min"], f["repeats_max"])
+    sample = f"{n} task{'s' * (n != 1)} x {k} repeat{'s' * (k != '1')}"
+    if f["n_unpaired"]:
+        sample += f"; {f['n_unpaired']} unpaired left out"
+    ci = None if lo is None else f"95% CI {_num(lo)} to {_num(hi)}"
+    if f["sd_diff"] == 0 and abs(diff) <= TIE_TOL:
+        return VerdictKind.UNCLEAR, (f"No clear difference: {b} and {a} have the same mean score on each of the "
+                                     f"{sample}" + (f" ({ci}: tasks not in the sample may still differ)." if ci
+                                                    else "."))
+    figures = ", ".join(x for x in (ci, p_text(p), sample) if x)
+    if abs(diff) > TIE_TOL:
+        headline = f"{b} scores {_num(abs(diff))} {'higher' if diff > 0 else 'lower'} than {a} ({figures})"
+    else:
+        headline = f"{b} scores the same as {a} on average ({figures})"
+    above, below = lo is not None and lo > 0, hi is not None and hi < 0
+    significant = p < ALPHA
+    if significant and (above or below):
+        if above:
+            return VerdictKind.IMPROVEMENT, f"{headline}: an improvement."
+        return VerdictKind.REGRESSION, f"{headline}: a regression."
+    if lo is None:
+        reason = "one paired task gives no interval"
+    elif not (above or below) and not significant:
+        reason = "the interval includes 0 and the test's p is not below 0.05"
+    elif not (above or below):
+        reason = ("the test finds the two differ on some tasks, but the interval for the mean difference includes 0")
+    else:
+        reason = "the interval excludes 0, but the test's p is not below 0.05"
+    text = f"No clear difference: {headline}; {reason}."
+    if mde is None:
+        text += " At least 2 paired tasks are needed for an interval and the power figures."
+    elif mde > abs(diff):
+        text += (f" With {n} tasks, the smallest difference this sample detects with 80% power is {_num(mde)} "
+                 "(paired t).")
+    return VerdictKind.UNCLEAR, text
+
+
+__all__ = ["ALPHA", "ESTIMAND", "MDE_METHOD", "PairStats", "SelectorStats", "TaskStat", "VERDICT_RULE", "VerdictKind",
+           "default_pairs", "p_text", "pair_stats", "selector_stats", "sign_test_p", "wilson"]

@@ -1,0 +1,316 @@
+"""Stop when decided, read back: the design of a ``--stop-when-decided`` launch and its looks, recomputed from the
+files, and how they read.
+
+``hermit-tui eval --stop-when-decided`` runs whole rounds (round ``r`` = repeat ``r`` of every test task under every
+selector) and, after each, compares every candidate with the baseline by the group-sequential test of
+``core.stats.sequential``; the launch stops at the end of the first round after which every candidate is decided
+("improvement", "regression", or with a margin "equivalent"), at the latest after ``eval.repeats`` rounds.
+
+This module holds the design (:class:`SequentialPlan`), the state of the looks (:class:`RoundTracker`, one
+``SequentialMonitor`` per candidate), and what the report, the card and the dashboard need to show them again from
+the files (:func:`pair_looks`, :func:`sequential_pair`): the looks are recomputed from results.jsonl, round by round,
+exactly as the launch computed them (the score scale of each look is [0, 1] widened to the scores seen up to that
+round). The launch's own part, the round barrier and the plan made from its options, is ``core.run.rounds``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from hermit_tui.core.present import short_num
+from hermit_tui.core.records.results import SequentialEntry, Summary
+from hermit_tui.core.stats.figures import PairStats, VerdictKind
+from hermit_tui.core.stats.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor
+
+
+class SequentialPlan(BaseModel):
+    """Who is compared with whom in a ``--stop-when-decided`` launch (labels: the folders under eval/)."""
+
+    baseline: str
+    candidates: list[str]
+    max_rounds: int
+    margin: float | None = None
+    alpha: float = ALPHA
+    method: str = METHOD
+
+    def same_design(self, entry: SequentialEntry) -> list[str]:
+        """How a recorded ``sequential`` entry differs from this plan (what a resume must keep)."""
+        changed = []
+        if entry.baseline != self.baseline:
+            changed.append(f"baseline {entry.baseline} -> {self.baseline}")
+        if entry.max_rounds != self.max_rounds:
+            changed.append(f"maximum rounds (eval.repeats) {entry.max_rounds} -> {self.max_rounds}")
+        if entry.margin != self.margin:
+            changed.append(f"margin {entry.margin or 'none'} -> {self.margin or 'none'}")
+        if entry.alpha != self.alpha:
+            changed.append(f"alpha {entry.alpha} -> {self.alpha}")
+        return changed
+
+
+def _score(value: float) -> float:
+    return value if math.isfinite(value) else 0.0  # a NaN or infinite score counts 0, as everywhere else
+
+
+def round_scores(records: Mapping[tuple[str, int], Any], task_ids: Sequence[str], r: int) -> np.ndarray | None:
+    """Round ``r``'s scores in task order, or None when a task has no attempt in that round."""
+    out = np.empty(len(task_ids))
+    for i, tid in enumerate(task_ids):
+        rec = records.get((tid, r))
+        if rec is None:
+            return None
+        out[i] = _score(rec.judge.score)
+    return out
+
+
+class _Pair:
+    """One candidate's monitor, fed round by round on the score scale seen so far ([0, 1] widened)."""
+
+    def __init__(self, plan: SequentialPlan, candidate: str):
+        self.monitor = SequentialMonitor(plan.baseline, candidate, plan.max_rounds, alpha=plan.alpha,
+                                         margin=plan.margin)
+        self.looks: list[SequentialLook] = []
+
+    def add(self, a: np.ndarray, b: np.ndarray) -> SequentialLook:
+        m = self.monitor
+        m.lo = min(m.lo, float(a.min(initial=0.0)), float(b.min(initial=0.0)))
+        m.hi = max(m.hi, float(a.max(initial=1.0)), float(b.max(initial=1.0)))
+        look = m.add_round(a, b)
+        self.looks.append(look)
+        return look
+
+
+class RoundTracker:
+    """The launch's sequential state: after each whole round, one look per candidate."""
+
+    def __init__(self, plan: SequentialPlan, task_ids: Sequence[str]):
+        self.plan = plan
+        self.task_ids = list(task_ids)
+        self.pairs = {c: _Pair(plan, c) for c in plan.candidates}
+        self.rounds = 0  # rounds checked
+
+    @property
+    def decided(self) -> bool:
+        """Every candidate is decided: no further round is needed."""
+        return self.rounds > 0 and all(p.monitor.decided for p in self.pairs.values())
+
+    @property
+    def finished(self) -> bool:
+        return self.decided or self.rounds >= self.plan.max_rounds
+
+    def complete(self, records: Mapping[str, Mapping[tuple[str, int], Any]], r: int) -> bool:
+        """Whether round ``r`` has an attempt for every task under every selector."""
+        labels = [self.plan.baseline, *self.plan.candidates]
+        return all(round_scores(records[label], self.task_ids, r) is not None for label in labels)
+
+    def check(self, records: Mapping[str, Mapping[tuple[str, int], Any]]) -> list[SequentialLook]:
+        """Look at the next round (it must be complete): one look per candidate."""
+        r = self.rounds + 1
+        if r > self.plan.max_rounds:
+            raise ValueError(f"all {self.plan.max_rounds} rounds were already checked")
+        a = round_scores(records[self.plan.baseline], self.task_ids, r)
+        looks = []
+        for label, pair in self.pairs.items():
+            b = round_scores(records[label], self.task_ids, r)
+            if a is None or b is None:
+                raise ValueError(f"round {r} is not complete")
+            looks.append(pair.add(a, b))
+        self.rounds = r
+        return looks
+
+    def last(self, label: str) -> SequentialLook | None:
+        looks = self.pairs[label].looks if label in self.pairs else []
+        return looks[-1] if looks else None
+
+    def entry(self, label: str) -> SequentialEntry:
+        """summary.json's ``sequential`` object for ``label`` (a candidate or the baseline)."""
+        plan = self.plan
+        common = dict(baseline=plan.baseline, rounds=self.rounds, max_rounds=plan.max_rounds, method=plan.method,
+                      alpha=plan.alpha, margin=plan.margin)
+        if label == plan.baseline:
+            return SequentialEntry(**common, candidates={c: _decision(self.last(c)) for c in plan.candidates})
+        look = self.last(label)
+        if look is None:
+            return SequentialEntry(**common, decision="undecided")
+        return SequentialEntry(**look.summary(), mean_diff=look.mean_diff)
+
+
+def _decision(look: SequentialLook | None) -> str:
+    return look.decision if look is not None else "undecided"
+
+
+#: An evaluation's records, by (task id, repeat) or as read: AttemptRecords, or anything whose items have a record's
+#: ``id``, ``repeat`` and ``judge.score`` (the store's columns, ``core.records.index.Snapshot``).
+Records = Mapping[tuple[str, int], Any] | Iterable[Any]
+
+
+def replay(entry: SequentialEntry, baseline_records: Records, candidate_records: Records, candidate: str,
+           task_ids: Sequence[str]) -> list[SequentialLook] | None:
+    """The looks of a candidate's recorded launch, recomputed from the records round by round (None when a round
+    it ran is not complete in the records)."""
+    base, cand = _by_key(baseline_records), _by_key(candidate_records)
+    plan = SequentialPlan(baseline=entry.baseline, candidates=[candidate], max_rounds=entry.max_rounds,
+                          margin=entry.margin, alpha=entry.alpha, method=entry.method)
+    tracker = RoundTracker(plan, task_ids)
+    if not 1 <= entry.rounds <= entry.max_rounds:
+        return None
+    for _ in range(entry.rounds):
+        if not tracker.complete({entry.baseline: base, candidate: cand}, tracker.rounds + 1):
+            return None
+        tracker.check({entry.baseline: base, candidate: cand})
+    return tracker.pairs[candidate].looks
+
+
+def monitored_pair(a: str, summary_a: Summary | None, b: str, summary_b: Summary | None) -> tuple[str, str] | None:
+    """(baseline, candidate) when evaluations ``a`` and ``b`` (labels, summaries) are a candidate and its baseline
+    of one ``--stop-when-decided`` launch, else None."""
+    for base, sb, cand, sc in ((a, summary_a, b, summary_b), (b, summary_b, a, summary_a)):
+        ec = sc.sequential if sc is not None else None
+        eb = sb.sequential if sb is not None else None
+        if ec is None or eb is None or ec.decision is None or ec.baseline != base or eb.baseline != base:
+            continue
+        if eb.candidates is not None and cand in eb.candidates and eb.rounds == ec.rounds:
+            return base, cand
+    return None
+
+
+def negated(look: SequentialLook) -> SequentialLook:
+    """The same look read the other way round (baseline - candidate)."""
+    flip = {"improvement": "regression", "regression": "improvement"}
+    return look.model_copy(update=dict(
+        baseline=look.candidate, candidate=look.baseline, decision=flip.get(look.decision, look.decision),
+        mean_diff=None if look.mean_diff is None else -look.mean_diff,
+        ci_low=None if look.ci_high is None else -look.ci_high, ci_high=None if look.ci_low is None else -look.ci_low,
+        z=None if look.z is None else -look.z))
+
+
+def pair_look(a: str, summary_a: Summary | None, records_a: Records, b: str, summary_b: Summary | None,
+              records_b: Records, task_ids: Sequence[str] | None) -> tuple[SequentialLook | None, list[str]]:
+    """The last look of :func:`pair_looks` (None when the pair was not monitored), with what to warn about."""
+    looks, notes = pair_looks(a, summary_a, records_a, b, summary_b, records_b, task_ids)
+    return (looks[-1] if looks else None), notes
+
+
+def pair_looks(a: str, summary_a: Summary | None, records_a: Records, b: str, summary_b: Summary | None,
+               records_b: Records, task_ids: Sequence[str] | None) -> tuple[list[SequentialLook], list[str]]:
+    """The looks, round by round, of the pair b - a when a and b are a candidate and its baseline of one
+    ``--stop-when-decided`` launch (recomputed from the records, read as b - a), with what to warn about; ([],
+    warnings) otherwise. ``task_ids``: the test task ids (None, or more than the launch ran: those the baseline's
+    first round has, which must be as many as the candidate's summary says)."""
+    found = monitored_pair(a, summary_a, b, summary_b)
+    if found is None:
+        note = unmonitored_note(a, summary_a, b, summary_b)
+        return [], [note] if note else []
+    base, cand = found
+    summary = summary_b if cand == b else summary_a
+    entry = summary.sequential if summary is not None else None
+    if summary is None or entry is None:  # (monitored_pair found both)
+        return [], []
+    by_label = {a: _by_key(records_a), b: _by_key(records_b)}
+    first = {tid for (tid, rep) in by_label[base] if rep == 1}
+    ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
+    looks = replay(entry, by_label[base], by_label[cand], cand, ids) if len(ids) == summary.tasks else None
+    if not looks:
+        return [], [f"{cand} vs {base}: the stop-when-decided launch's {entry.rounds} rounds are not all in the "
+                    "records, so its sequential test cannot be recomputed: the fixed design's figures are shown, "
+                    "and they ignore that the launch stopped on what it saw"]
+    warnings = []
+    if looks[-1].decision != entry.decision:
+        warnings.append(f"{cand} vs {base}: the launch recorded '{entry.decision}', its records now give "
+                        f"'{looks[-1].decision}' (attempts re-run since the decision?)")
+    return ([negated(look) for look in looks] if cand == a else looks), warnings
+
+
+def _by_key(records: Records) -> Mapping[tuple[str, int], Any]:
+    if isinstance(records, Mapping):
+        return records
+    items: Iterable[Any] = records
+    return {(r.id, r.repeat): r for r in items}
+
+
+def unmonitored_note(a: str, summary_a: Summary | None, b: str, summary_b: Summary | None) -> str | None:
+    """Two candidates of one stop-when-decided launch were compared with the baseline, not with each other."""
+    ea = summary_a.sequential if summary_a is not None else None
+    eb = summary_b.sequential if summary_b is not None else None
+    if ea is None or eb is None or ea.baseline != eb.baseline or a == ea.baseline or b == eb.baseline:
+        return None
+    return (f"{b} vs {a}: both were compared with {ea.baseline} by a stop-when-decided launch, not with each other; "
+            "this pair's fixed-design figures ignore that the launch stopped on what it saw")
+
+
+SEQUENTIAL_RULE = ("after each whole round of a stop-when-decided launch, 'an improvement' ('a regression') when the "
+                   "repeated 95% confidence interval for the mean difference lies above (below) 0, 'equivalent' (with "
+                   "a margin M) when it lies within -M..M; the first decision is kept; otherwise 'undecided'")
+FIXED_P_NOTE = ("the p-value is the fixed design's, not adjusted for the looks after each round: for reference only "
+                "(the decision is the sequential test's)")
+
+
+_num = short_num
+
+
+def sequential_text(look: SequentialLook, a: str, b: str) -> str:
+    """The verdict of a monitored pair, b - a, in one or two sentences."""
+    d = look.mean_diff
+    when = (f"decided at round {look.decided_at} of {look.max_rounds}" if look.decided_at is not None
+            else f"round {look.rounds} of {look.max_rounds}")
+    ci = ("no interval yet" if look.ci_low is None or look.ci_high is None
+          else f"repeated 95% CI {_num(look.ci_low)} to {_num(look.ci_high)}")
+    if d is None:
+        return f"Undecided: no complete round of {a} and {b} yet."
+    if look.decision in ("improvement", "regression"):
+        higher = "higher" if d > 0 else "lower"
+        word = "an improvement" if look.decision == "improvement" else "a regression"
+        return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({ci}; {when}): {word}."
+    if look.decision == "equivalent":
+        return (f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; {when}): equivalent within "
+                f"±{look.margin:g}.")
+    reach = "includes 0" + (f" and reaches beyond ±{look.margin:g}" if look.margin is not None else "")
+    done = look.rounds >= look.max_rounds
+    head = f"Undecided after all {look.max_rounds} rounds" if done else f"Undecided so far ({when})"
+    return f"{head}: {b} − {a} = {d:+.3f} ({ci}); the interval {reach}."
+
+
+def sequential_method(look: SequentialLook) -> str:
+    """The interval's method, in words."""
+    from hermit_tui.core.stats.intervals import METHOD_TEXT
+
+    text = f"repeated 95% confidence interval (the intersection over the rounds run): {look.method}"
+    if look.ci_method is not None and look.nominal_level is not None:
+        text += (f"; round {look.rounds}'s interval: {METHOD_TEXT[look.ci_method]} at the nominal confidence "
+                 f"1 − {1 - look.nominal_level:.2g}")
+    return text
+
+
+def boundary_text(look: SequentialLook) -> str:
+    """This look's boundary against what was observed: critical z, observed z, the interval against 0 and ±M."""
+    def z(x: float | None) -> str:
+        if x is None:
+            return "—"
+        return ("∞" if x > 0 else "−∞") if math.isinf(x) else f"{x:.2f}"
+
+    parts = [f"round {look.rounds} of {look.max_rounds}: boundary |z| ≥ {z(look.boundary_z)}, observed z "
+             f"{z(look.z)}"]
+    if look.ci_low is not None:
+        target = "0" + (f" and ±{look.margin:g}" if look.margin is not None else "")
+        parts.append(f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against {target}")
+    if look.alpha_spent is not None:
+        parts.append(f"α spent {look.alpha_spent:.2g} of {look.alpha:g}")
+    return "; ".join(parts)
+
+
+def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
+    """``pair`` (a ``core.stats.figures.PairStats``, b - a) with the sequential look in place of the fixed design's
+    interval, decision, verdict and rule; ``look`` must read b - a (see :func:`negated`)."""
+    decision = VerdictKind.UNCLEAR if look.decision == "undecided" else VerdictKind(look.decision)
+    return pair.model_copy(update=dict(
+        sequential=look, ci_low=look.ci_low, ci_high=look.ci_high, ci_method=look.ci_method, n_eff=None,
+        method=sequential_method(look), decision=decision, verdict=sequential_text(look, pair.a, pair.b),
+        rule=SEQUENTIAL_RULE, test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE))
+
+
+__all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "Records", "RoundTracker", "SequentialPlan", "boundary_text",
+           "monitored_pair", "negated", "pair_look", "pair_looks", "replay", "round_scores", "sequential_method",
+           "sequential_pair", "sequential_text", "unmonitored_note"]

@@ -1,0 +1,278 @@
+"""Stop when decided: a group-sequential comparison of a candidate with a baseline, round by round.
+
+A launch runs whole rounds (every test task once per selector). After each round, each candidate's difference from
+the baseline, ``d = mean over tasks of (candidate's task mean - baseline's task mean)`` (the estimand of
+``core.stats.figures``), gets a **repeated confidence interval** (Jennison & Turnbull 1989, "Interim analyses: the
+repeated confidence interval approach", JRSS B 51:305; Jennison & Turnbull 2000, *Group Sequential Methods with
+Applications to Clinical Trials*, ch. 9) whose critical values come from an **error-spending** boundary (Lan & DeMets
+1983, "Discrete sequential boundaries for clinical trials", Biometrika 70:659; J&T 2000 ch. 7), symmetric, each side
+spending ``alpha / 2`` by the O'Brien-Fleming-type function ``2 - 2 Phi(z(1 - alpha/4) / sqrt(t))`` (little
+early, nearly the fixed design's 1.96 at the end: with 5 equally spaced looks 4.877, 3.357, 2.680, 2.290, 2.031).
+The intervals of all rounds hold the true difference together with probability at least ``1 - alpha``, so any
+rule that stops on what they show keeps its error rates:
+
+- **improvement** when the interval lies above 0, **regression** when below 0 (improvement and regression take
+  precedence), **equivalent** (with a margin ``M``) when it lies inside ``(-M, M)``; otherwise **undecided**;
+- the first decision is kept (the candidate stopped there), and the interval reported is the intersection of the
+  intervals of every round so far (still a valid interval, Jennison & Turnbull 2000, sec. 9.1).
+
+Information and the spending time. With ``r`` rounds on ``G`` tasks, ``Var(d) = (between + within / r) / G``:
+repeats shrink only the run-to-run part, so the information ``I_r = G / (between + within / r)`` grows more slowly
+than the rounds when tasks differ in how much the candidate helps (``between > 0``). The boundaries use the
+spending time ``t_r = r / R`` (the share of the planned rounds, ``R`` = ``eval.repeats``; the last round spends what
+is left) and the correlation ``sqrt(r / s)`` between rounds ``r < s``, which is what ``between = 0`` gives and the
+smallest correlation any ``between >= 0`` gives (``sqrt(I_r / I_s) >= sqrt(r / s)``). Assuming less correlation
+than there is can only make the rounds' crossings rarer than planned, so the error rates stay at or below
+``alpha``, and the boundaries depend on ``R`` and ``alpha`` alone (no estimate enters them: an estimated
+``between``, biased upwards by its truncation at 0, would make them too lenient). They are computed on the score
+scale by the recursive numerical integration of Armitage, McPherson & Rowe (1969) (J&T 2000 ch. 19). The variance
+components (method of moments on the per-round paired differences) are reported beside the decision.
+
+Small samples: the normal boundary ``c_r`` is turned into a nominal two-sided level ``p_r = 2 (1 - Phi(c_r))``, and
+the interval at round ``r`` is ``core.stats.intervals.mean_interval`` at confidence ``1 - p_r`` (Student t with G - 1
+df, or the bounded score interval / no-spread bound of the fixed design), which keeps it within the range of a
+difference and matches the fixed design's methods (the "significance level approach" to group-sequential t-tests,
+J&T 2000 sec. 3.8). Its error rates are measured by simulation in ``benchmarks/bench_stats.py``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from hermit_tui.core.stats.intervals import mean_interval
+
+ALPHA = 0.05
+METHOD = ("group-sequential repeated confidence intervals, Lan-DeMets O'Brien-Fleming-type alpha spending over the "
+          "planned rounds (Jennison & Turnbull 2000, ch. 7 and 9)")
+GRID = 161  # points of the numerical integration at each round
+Decision = Literal["improvement", "regression", "equivalent", "undecided"]
+
+
+class SequentialLook(BaseModel):
+    """A candidate against the baseline after ``rounds`` whole rounds; the keys of summary.json's ``sequential``
+    (:meth:`summary`) plus the figures behind the decision."""
+
+    baseline: str
+    candidate: str
+    decision: Decision
+    rounds: int
+    max_rounds: int
+    method: str = METHOD
+    alpha: float = ALPHA
+    margin: float | None = None
+    decided_at: int | None = None  # the round of the decision (None while undecided)
+    mean_diff: float | None
+    ci_low: float | None  # the repeated confidence interval (intersected over the rounds so far)
+    ci_high: float | None
+    ci_method: str | None = None  # of this round's interval: "t", "score" or "no-spread"
+    boundary_z: float | None = None  # this round's normal critical value (inf: nothing spent at this round)
+    nominal_level: float | None = None  # 1 - this round's nominal two-sided significance level
+    spending_time: float | None = None  # t_r = r / R
+    alpha_spent: float | None = None  # alpha(t_r)
+    between_var: float | None = None
+    within_var: float | None = None
+    z: float | None = None  # the observed mean difference over its standard error (sd of task differences / sqrt G)
+
+    def summary(self) -> dict[str, Any]:
+        """summary.json's ``sequential`` object: hermit-tui's key, beside hermit's."""
+        return {"baseline": self.baseline, "decision": self.decision, "rounds": self.rounds,
+                "max_rounds": self.max_rounds, "method": self.method, "alpha": self.alpha,
+                "margin": self.margin, "decided_at": self.decided_at,
+                "interval": None if self.ci_low is None else [self.ci_low, self.ci_high]}
+
+
+def obf_spending(t: float, alpha: float = ALPHA) -> float:
+    """The two-sided type I error spent by spending time ``t``: each side spends ``alpha / 2`` by Lan & DeMets'
+    O'Brien-Fleming-type function ``2 - 2 Phi(z(1 - alpha/4) / sqrt(t))`` (the symmetric design of ldbounds and
+    gsDesign)."""
+    from scipy.special import ndtr, ndtri
+
+    if t <= 0:
+        return 0.0
+    return float(2 * (2 - 2 * ndtr(ndtri(1 - alpha / 4) / math.sqrt(min(t, 1.0)))))
+
+
+def _simpson(lo: float, hi: float, m: int = GRID) -> tuple[np.ndarray, np.ndarray]:
+    x = np.linspace(lo, hi, m)
+    w = np.ones(m)
+    w[1:-1:2], w[2:-1:2] = 4, 2
+    return x, w * (hi - lo) / (3 * (m - 1))
+
+
+def spending_boundaries(information: tuple[float, ...], times: tuple[float, ...] | None,
+                        alpha: float = ALPHA, spend: Callable[[float], float] | None = None) -> list[float]:
+    """Critical values ``c_j`` such that, under no difference, the first crossing of ``|Z_j| >= c_j`` happens at look
+    ``j`` with probability ``alpha(t_j) - alpha(t_{j-1})``. ``information``: increasing information levels (the
+    correlation of ``Z_i`` and ``Z_j`` is ``sqrt(I_i / I_j)``); ``times``: the spending times (default
+    ``I_j / I_last``); ``spend``: the two-sided spending function of the time (default :func:`obf_spending` at
+    ``alpha``). Recursive numerical integration on the score scale ``S_j = Z_j sqrt(I_j)`` (Armitage, McPherson &
+    Rowe 1969), Simpson's rule on :data:`GRID` points. A look that is to spend nothing gets ``inf``."""
+    from scipy.optimize import brentq
+    from scipy.special import ndtri
+
+    info = [float(i) for i in information]
+    times = times or tuple(i / info[-1] for i in info)
+    spent = [spend(t) if spend is not None else obf_spending(t, alpha) for t in times]
+    out: list[float] = []
+    grid = weights = dens = np.empty(0)  # the continuation density of S_{j-1} on its grid (set at j = 0)
+    prev_spent = 0.0
+    for j, (ij, target_total) in enumerate(zip(info, spent)):
+        target = max(0.0, target_total - prev_spent)
+        if j == 0:
+            sd = math.sqrt(ij)
+            c = float(ndtri(1 - target / 2)) if target > 0 else math.inf
+            b = c * sd
+            lo_hi = b if math.isfinite(b) else 10 * sd
+            grid, weights = _simpson(-lo_hi, lo_hi)
+            dens = np.exp(-0.5 * (grid / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
+        else:
+            step = math.sqrt(max(ij - info[j - 1], 1e-12))
+            mass = dens * weights
+            if target <= 0:
+                b = math.inf
+            else:
+                hi = float(np.max(np.abs(grid))) + 12 * step
+                if _exit_prob(1e-9, mass, grid, step) <= target:  # cannot spend that much: stop at any value
+                    b = 1e-9
+                else:
+                    b = brentq(lambda x, m=mass, g=grid, s=step, t=target: _exit_prob(x, m, g, s) - t, 1e-9, hi,
+                               xtol=1e-10)
+            reach = float(np.max(np.abs(grid))) + 8 * step
+            lo_hi = min(b, reach) if math.isfinite(b) else reach
+            new_grid, new_weights = _simpson(-lo_hi, lo_hi)
+            kernel = (np.exp(-0.5 * ((new_grid[:, None] - grid[None, :]) / step) ** 2)
+                      / (step * math.sqrt(2 * math.pi)))
+            dens = kernel @ mass
+            grid, weights = new_grid, new_weights
+            c = b / math.sqrt(ij)
+        out.append(c)
+        prev_spent = max(prev_spent, target_total)
+    return out
+
+
+def _exit_prob(bound: float, mass: np.ndarray, grid: np.ndarray, step: float) -> float:
+    """The probability of leaving ``(-bound, bound)`` in the next step, from the density ``mass`` on ``grid``."""
+    from scipy.special import ndtr
+    return float(np.sum(mass * (ndtr((-bound - grid) / step) + ndtr((grid - bound) / step))))
+
+
+@lru_cache(maxsize=256)
+def round_boundaries(max_rounds: int, alpha: float = ALPHA) -> tuple[float, ...]:
+    """The critical values of rounds 1..``max_rounds``: spending time ``r / R``, looks correlated as
+    ``sqrt(r / s)`` (information proportional to the rounds)."""
+    info = tuple(float(r) for r in range(1, max_rounds + 1))
+    return tuple(spending_boundaries(info, tuple(r / max_rounds for r in info), alpha))
+
+
+def variance_components(diffs: np.ndarray) -> tuple[float, float | None]:
+    """(between, within) of the per-task, per-round paired differences ``diffs`` (G x r): ``within`` = mean over tasks
+    of the variance across rounds (None with one round), ``between = max(0, Var(task means) - within / r)``."""
+    g, r = diffs.shape
+    task_means = diffs.mean(axis=1)
+    var_means = float(task_means.var(ddof=1)) if g > 1 else 0.0
+    if r < 2:
+        return 0.0, None
+    within = float(np.mean(diffs.var(axis=1, ddof=1)))
+    return max(0.0, var_means - within / r), within
+
+
+def sequential_look(baseline: str, candidate: str, a: np.ndarray, b: np.ndarray, max_rounds: int, *,
+                    alpha: float = ALPHA, margin: float | None = None, lo: float = 0.0,
+                    hi: float = 1.0) -> SequentialLook:
+    """The decision after the rounds so far, from this round's interval alone (no memory of earlier rounds: see
+    :class:`SequentialMonitor`). ``a`` and ``b``: scores, G tasks x r rounds, in ``[lo, hi]``."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError("baseline and candidate scores must both be tasks x rounds")
+    g, r = a.shape
+    if not 1 <= r <= max_rounds:
+        raise ValueError(f"{r} rounds for a maximum of {max_rounds}")
+    diffs = b - a
+    task_diffs = diffs.mean(axis=1)
+    mean_diff = float(task_diffs.mean()) if g else None
+    base = dict(baseline=baseline, candidate=candidate, rounds=r, max_rounds=max_rounds, alpha=alpha, margin=margin,
+                mean_diff=mean_diff)
+    if g < 2 or mean_diff is None:
+        return SequentialLook(**base, decision="undecided", ci_low=None, ci_high=None)
+    between, within = variance_components(diffs)
+    c = round_boundaries(max_rounds, alpha)[r - 1]
+    t_r = r / max_rounds
+    from scipy.special import ndtr
+
+    nominal = 1.0 - 2 * (1 - float(ndtr(c))) if math.isfinite(c) else 1.0
+    width = hi - lo
+    interval = None
+    if math.isfinite(c) and nominal < 1.0:
+        interval = mean_interval(mean_diff, float(task_diffs.std(ddof=1)), g, -width, width, level=nominal)
+    low, high = (interval.low, interval.high) if interval else (-width, width)
+    sd = float(task_diffs.std(ddof=1))
+    z = mean_diff / (sd / math.sqrt(g)) if sd > 0 else (0.0 if mean_diff == 0 else math.copysign(math.inf, mean_diff))
+    decision = _decide(low, high, margin)
+    return SequentialLook(**base, decision=decision, decided_at=r if decision != "undecided" else None,
+                          ci_low=low, ci_high=high, ci_method=interval.method if interval else None,
+                          boundary_z=c, nominal_level=nominal, spending_time=t_r,
+                          alpha_spent=obf_spending(t_r, alpha), between_var=between, within_var=within, z=z)
+
+
+def _decide(low: float, high: float, margin: float | None) -> Decision:
+    if low > 0:
+        return "improvement"
+    if high < 0:
+        return "regression"
+    if margin is not None and -margin < low and high < margin:
+        return "equivalent"
+    return "undecided"
+
+
+class SequentialMonitor:
+    """One candidate against the baseline over a launch: feed each whole round's scores (one per task, in task
+    order); the first decision is kept and the interval is the intersection of every round's interval."""
+
+    def __init__(self, baseline: str, candidate: str, max_rounds: int, *, alpha: float = ALPHA,
+                 margin: float | None = None, lo: float = 0.0, hi: float = 1.0):
+        if max_rounds < 1:
+            raise ValueError("max_rounds must be at least 1")
+        if margin is not None and not margin > 0:
+            raise ValueError("the equivalence margin must be positive")
+        self.baseline, self.candidate, self.max_rounds = baseline, candidate, max_rounds
+        self.alpha, self.margin, self.lo, self.hi = alpha, margin, lo, hi
+        self._a: list[np.ndarray] = []
+        self._b: list[np.ndarray] = []
+        self.last: SequentialLook | None = None
+
+    @property
+    def decided(self) -> bool:
+        return self.last is not None and self.last.decision != "undecided"
+
+    def add_round(self, a_scores: Sequence[float] | np.ndarray, b_scores: Sequence[float] | np.ndarray
+                  ) -> SequentialLook:
+        if len(self._a) >= self.max_rounds:
+            raise ValueError(f"all {self.max_rounds} rounds were already added")
+        self._a.append(np.asarray(a_scores, dtype=float))
+        self._b.append(np.asarray(b_scores, dtype=float))
+        look = sequential_look(self.baseline, self.candidate, np.column_stack(self._a), np.column_stack(self._b),
+                               self.max_rounds, alpha=self.alpha, margin=self.margin, lo=self.lo, hi=self.hi)
+        prev = self.last
+        if (prev is not None and prev.ci_low is not None and prev.ci_high is not None and look.ci_low is not None
+                and look.ci_high is not None):
+            low, high = max(prev.ci_low, look.ci_low), min(prev.ci_high, look.ci_high)
+            if low > high:  # disjoint intervals: possible only by chance (probability < alpha); keep the latest
+                low, high = look.ci_low, look.ci_high
+            look = look.model_copy(update=dict(ci_low=low, ci_high=high))
+        if prev is not None and prev.decision != "undecided":
+            look = look.model_copy(update=dict(decision=prev.decision, decided_at=prev.decided_at))
+        elif look.ci_low is not None and look.ci_high is not None:
+            decision = _decide(look.ci_low, look.ci_high, self.margin)
+            look = look.model_copy(update=dict(decision=decision,
+                                               decided_at=look.rounds if decision != "undecided" else None))
+        self.last = look
+        return look
+
+
+__all__ = ["ALPHA", "METHOD", "SequentialLook", "SequentialMonitor", "obf_spending", "round_boundaries",
+           "sequential_look", "spending_boundaries", "variance_components"]

@@ -1,0 +1,170 @@
+"""Loading the task's pipeline and judge, and reading what they return, as hermit-harness does.
+
+``agent.name`` is ``file.py:function``, ``file.py:Class`` (built with ``(params, base)``, then ``.run(task,
+adapter)``), ``package.module:function`` / ``:Class``, or one of hermit-harness's built-in agents (loaded through
+hermit when it is installed). A function gets ``params=`` / ``base=`` keywords when its signature names them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import math
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.outputs import RunOutput
+from hermit_tui.core.workspace.config import Config
+
+BUILTIN_AGENTS = ("react", "codex", "claude-code", "cli")
+RUN_OUTPUT_FIELDS = tuple(f.name for f in dataclasses.fields(RunOutput))
+
+
+def _import_source(spec: str, base: Path, key: str) -> Any:
+    module_part, sep, name = spec.partition(":")
+    if not sep or not name or not module_part:
+        raise InputError(f"{key}: expected 'file.py:name' or 'module:name', got {spec!r}")
+    if module_part.endswith(".py"):
+        path = (Path(base) / module_part).expanduser().resolve()
+        if not path.is_file():
+            if path.exists():
+                raise InputError(f"{key}: {path} is not a regular file")
+            raise InputError(f"{key}: file {path} does not exist")
+        digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+        mod_name = f"_hermit_tui_task_{path.stem}_{digest}"
+        module_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise InputError(f"{key}: cannot import {path}")
+        module = importlib.util.module_from_spec(module_spec)
+        if str(path.parent) not in sys.path:
+            sys.path.insert(0, str(path.parent))  # the task's own helper modules sit beside it
+        sys.modules[mod_name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as exc:  # the user's code failed at import: say where, no traceback
+            sys.modules.pop(mod_name, None)
+            raise InputError(f"{key}: importing {path} failed: {type(exc).__name__}: {exc}") from None
+    else:
+        try:
+            module = importlib.import_module(module_part)
+        except Exception as exc:
+            raise InputError(f"{key}: cannot import module {module_part!r}: {type(exc).__name__}: {exc}") from None
+    if not hasattr(module, name):
+        raise InputError(f"{key}: {module_part} has no {name!r}")
+    return getattr(module, name)
+
+
+def _bind(fn: Callable[..., Any], params: dict[str, Any], base: Path) -> Callable[..., Any]:
+    try:
+        wanted = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn
+    extra: dict[str, Any] = {}
+    if "params" in wanted:
+        extra["params"] = dict(params)
+    if "base" in wanted:
+        extra["base"] = Path(base)
+    return functools.partial(fn, **extra) if extra else fn
+
+
+#: ``run(task, adapter)``: a pipeline (hermit's agent), called with a task row and the adapter folder (None: none).
+Pipeline = Callable[[dict[str, Any], Path | None], Any]
+#: ``score(task, output)``: a judge, called with a task row and the pipeline's output.
+Judge = Callable[[dict[str, Any], Any], Any]
+
+
+def load_pipeline(config: Config) -> Pipeline:
+    """The ``run(task, adapter)`` callable that ``agent.name`` names."""
+    name = config.agent_name
+    if not name:
+        raise InputError(f"{config.path.name}: agent.name is required")
+    params = dict(config.agent_params or {})
+    if name in BUILTIN_AGENTS:
+        try:
+            from hermit.agents.base import load_agent
+        except ImportError:
+            raise InputError(f"{config.path.name}: agent.name {name!r} is a hermit-harness built-in agent: "
+                             "install hermit-harness (pip install hermit-harness) to use it") from None
+        try:
+            run: Pipeline = load_agent(name, params, config.base).run
+            return run
+        except Exception as exc:
+            raise InputError(f"{config.path.name}: agent.name {name!r}: {type(exc).__name__}: {exc}") from None
+    target = _import_source(str(name), config.base, f"{config.path.name}: agent.name")
+    if inspect.isclass(target):
+        try:
+            agent: Any = target(params, config.base)  # type: ignore[call-arg]  # an agent class: (params, base)
+        except Exception as exc:
+            raise InputError(f"{config.path.name}: agent.name {name}: building the agent failed: "
+                             f"{type(exc).__name__}: {exc}") from None
+        if not callable(getattr(agent, "run", None)):
+            raise InputError(f"{config.path.name}: agent.name {name}: the class has no run(task, adapter) method")
+        method: Pipeline = agent.run
+        return method
+    if not callable(target):
+        raise InputError(f"{config.path.name}: agent.name {name} is not callable")
+    return _bind(target, params, config.base)
+
+
+def load_judge(config: Config) -> Judge:
+    """The ``score(task, output)`` callable of ``judge.path`` + ``judge.name``."""
+    if not config.judge_path:
+        raise InputError(f"{config.path.name}: judge.path is required")
+    spec = f"{config.judge_path}:{config.judge_name or 'score'}"
+    target = _import_source(spec, config.base, f"{config.path.name}: judge")
+    if not callable(target):
+        raise InputError(f"{config.path.name}: judge {spec} is not callable")
+    judge: Judge = target
+    return judge
+
+
+def normalize_output(value: Any) -> RunOutput:
+    """hermit's RunOutput, this package's RunOutput, or a mapping with ``output``; anything else is a TypeError."""
+    if isinstance(value, RunOutput):
+        return value
+    if type(value).__name__ == "RunOutput" and dataclasses.is_dataclass(value) and hasattr(value, "output"):
+        return RunOutput(**{k: getattr(value, k) for k in RUN_OUTPUT_FIELDS if hasattr(value, k)})
+    if isinstance(value, Mapping) and "output" in value:
+        unknown = [k for k in value if k not in RUN_OUTPUT_FIELDS]
+        known = {k: value[k] for k in RUN_OUTPUT_FIELDS if k in value}
+        if unknown:
+            known["extra"] = {**dict(known.get("extra") or {}), **{k: value[k] for k in unknown}}
+        return RunOutput(**known)
+    raise TypeError(f"the pipeline returned {type(value).__name__}, not RunOutput (or a mapping with 'output')")
+
+
+def normalize_judge(value: Any) -> tuple[float, str, dict[str, Any]]:
+    """(score, feedback, extra) of what a judge returned: a number, a mapping with ``score``, or an object with
+    ``.score``. A score that is not a finite number raises ValueError (recorded as a judge_error)."""
+    if isinstance(value, Mapping):
+        if "score" not in value:
+            raise ValueError(f"the judge returned a mapping without 'score' (keys: {', '.join(map(str, value))})")
+        raw, feedback = value["score"], value.get("feedback", "")
+        extra = {k: v for k, v in value.items() if k not in ("score", "feedback")}  # nested as hermit nests them
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        raw, feedback, extra = value, "", {}
+    elif hasattr(value, "score") and not isinstance(value, (str, bytes)):
+        raw, feedback = value.score, getattr(value, "feedback", "")
+        extra = dict(getattr(value, "extra", None) or {})
+    else:
+        raise TypeError(f"the judge returned {type(value).__name__}, not a score")
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise TypeError(f"the judge's score is {type(raw).__name__} {str(raw)[:40]!r}, not a number")
+    score = float(raw)
+    if not math.isfinite(score):
+        raise ValueError(f"the judge's score is {score}, not a finite number")
+    try:
+        text = "" if feedback is None else str(feedback)
+    except Exception as exc:
+        raise TypeError(f"the judge's feedback cannot be turned into text ({type(exc).__name__})") from None
+    try:
+        extra = dict(extra)
+    except Exception as exc:
+        raise TypeError(f"the judge's extra is not a mapping ({type(exc).__name__})") from None
+    return score, text, extra

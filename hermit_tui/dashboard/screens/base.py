@@ -1,0 +1,83 @@
+"""The dashboard's screens know their app: ``self.app`` is a :class:`~hermit_tui.dashboard.app.HermitApp` to the type
+checker (Textual's ``getters.app``, declared for mypy only: nothing changes at run time, and the app module, which
+imports the screens, is not imported back)."""
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from textual import events
+from textual.geometry import Size
+from textual.screen import ModalScreen, Screen
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from hermit_tui.core.workspace.config import Config
+    from hermit_tui.core.workspace.tasks import TaskSet
+    from hermit_tui.dashboard.app import HermitApp
+
+ResultType = TypeVar("ResultType")
+
+
+def style_stamp(screen: Screen[Any]) -> tuple[object, ...]:
+    """What the styles of a screen's nodes depend on beyond the nodes themselves: the theme, the colour mode, the
+    app's classes and Textual's count of style invalidations."""
+    app = screen.app
+    return app.theme, app.ansi_color, frozenset(app.classes), getattr(app, "_css_update_count", None)
+
+
+class HermitScreen(Screen[ResultType]):
+    """A full screen of the dashboard.
+
+    On its first show a screen is not styled again: Textual restyles every node of a screen at each ScreenResume, and
+    on the first one its nodes were styled when they were mounted a moment before (on the setup screen that is ~1 ms
+    per node, ~50-90 ms at once on the event loop). Should the theme or the app's classes have changed in between,
+    the restyle happens as before; later shows always restyle."""
+
+    if TYPE_CHECKING:
+        app = getters.app(HermitApp)
+
+    _style_stamp_at_mount: tuple[object, ...] | None = None
+    _resumed_once = False
+    _laid_out_at: Size | None = None
+
+    def _on_mount(self, event: events.Mount) -> None:
+        self._style_stamp_at_mount = style_stamp(self)
+
+    async def _on_screen_resume(self, event: events.ScreenResume) -> None:  # type: ignore[override]  # Textual awaits either
+        first, self._resumed_once = not self._resumed_once, True
+        if first and self._style_stamp_at_mount is not None and self._style_stamp_at_mount == style_stamp(self):
+            event.refresh_styles = False
+        # Textual's own handling (restyle when asked, layout, a full render), then a step of the loop for whatever
+        # waits in the screen's queue: the Resize that follows a push is another layout and render, and a screen
+        # handles its queued messages in one step without giving way (two full renders back to back: ~70 ms).
+        Screen._on_screen_resume(self, event)
+        event.prevent_default()
+        if first:
+            self._laid_out_at = self.app.size
+        await asyncio.sleep(0)
+
+    async def _on_resize(self, event: events.Resize) -> None:
+        """The Resize a screen gets on its first show, at the size its ScreenResume has just laid it out at, would
+        lay it out and render it whole once more (~30-50 ms on the per-task table, on the event loop), and lay out
+        the screens below it again at the size they have: skipped. Whatever changed meanwhile asked for its own
+        layout or repaint, which the screen's update timer does; a real resize has another size."""
+        expected, self._laid_out_at = self._laid_out_at, None
+        if expected is not None and event.size == expected:
+            event.stop()
+            event.prevent_default()
+
+
+class HermitModal(ModalScreen[ResultType]):
+    """A dialog of the dashboard."""
+
+    if TYPE_CHECKING:
+        app = getters.app(HermitApp)
+
+
+def opened(app: HermitApp) -> tuple[Config, TaskSet]:
+    """The config the dashboard opened and its tasks: every screen past the picker has them."""
+    if app.config is None or app.taskset is None:
+        raise RuntimeError("no config is open (the picker comes first)")
+    return app.config, app.taskset

@@ -1,0 +1,574 @@
+"""The per-task table: one row per task, each selector's mean (failed attempts marked as in the grid: ✗ pipeline
+error, J judge error), solved-at-least-once and delta to the baseline, with filters, search and sort; and an outputs
+mode (o) with each selector's output side by side per task, the words that differ from the baseline's highlighted.
+Rows come from ``EvalStore.rows``; a large store computes them in a worker thread."""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.color import Color, ColorParseError
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.timer import Timer
+from textual.widgets import Header, Input, Static
+from textual.worker import get_current_worker
+
+from hermit_tui.core.records.annotations import is_failure
+from hermit_tui.dashboard import bindings
+from hermit_tui.dashboard.paths import style
+from hermit_tui.dashboard.screens.annotate import (
+    GROUP_NAMES,
+    LabelPickScreen,
+    Triage,
+    annotation_text,
+    keys_text,
+    progress_text,
+)
+from hermit_tui.dashboard.screens.base import HermitScreen
+from hermit_tui.dashboard.screens.task_cells import (
+    compare_pair,
+    error_marks,
+    label_filter_name,
+    output_of,
+    row_attempts,
+    sort_keys,
+    task_text,
+)
+from hermit_tui.dashboard.state.store import (
+    ANY_LABEL,
+    FILTER_NAMES,
+    FILTERS,
+    UNLABELLED,
+    EvalStore,
+    Failure,
+    Filter,
+    TaskRow,
+    TaskRows,
+)
+from hermit_tui.dashboard.widgets.attempt_grid import ERROR, JUDGE_ERROR, mark_for
+from hermit_tui.dashboard.widgets.banners import Banners
+from hermit_tui.dashboard.widgets.diff_view import diff_words
+from hermit_tui.dashboard.widgets.footer import Footer
+from hermit_tui.dashboard.widgets.static_text import show_text
+from hermit_tui.dashboard.widgets.textfield import TextField
+from hermit_tui.dashboard.widgets.virtual_table import VColumn, VirtualTable
+
+WORKER_THRESHOLD = 2000  # more tasks than this: rows are computed off the event loop
+SEARCH_DEBOUNCE_S = 0.15
+TEXT_WIDTH = 120  # widest the task-text column gets (longer text is cut with an ellipsis)
+NO_DATA = "—"
+CHIPS = {"all": "all", "errors": "errors", "regressions": "regressions", "improvements": "improvements",
+         "flaky": "flaky", "unknown_cost": "unknown cost"}
+
+
+async def yield_to_loop() -> None:
+    """Let the event loop run before going on. A screen handles the messages waiting in its queue in one step of
+    the loop, without giving way between them: on the first show of the per-task table, Textual's own ScreenResume
+    (restyle, layout and a full render, ~50 ms), the store's updates and the Resize that follows (another full
+    render) ran back to back, a stall of 110-130 ms. Yielding before and after each of our refreshes cuts that into
+    steps. A short sleep rather than ``sleep(0)``: a zero sleep only lets the tasks already waiting run, and the
+    steps ran back to back again before the loop looked at its timers and input (an 80 ms gap made of 14 + 44 ms
+    steps, measured at 1,112 tasks)."""
+    await asyncio.sleep(YIELD_S)
+
+
+YIELD_S = 0.001  # see yield_to_loop
+
+
+class TasksScreen(Triage, HermitScreen[None]):
+    """One row per task across the selected evaluations. The triage keys act on the row's target attempt (its
+    first failure in triage order; a cycles through the row's attempts)."""
+
+    CSS_PATH = [style("tasks.tcss")]
+    BINDINGS = bindings.TASKS
+
+    def __init__(self, filter: Filter = "all", search: str = "", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.filter: Filter = filter if filter in FILTERS else "all"
+        self.search = search
+        self.sort = "id"
+        self.reverse = False
+        self._generation = 0
+        self._debounce: Timer | None = None
+        self._col_index: dict[str, int] = {}
+        self._styles: dict[str, Style] = {}
+        self._styles_theme = ""
+        self._shown = 0
+        self._layout: tuple[list[str], int, int] = ([], 4, 0)  # keys, id width, natural text width
+        self.outputs = False  # the outputs mode (o): each selector's output side by side
+        self.repeat = 1  # the repeat whose outputs are shown
+        self.label_filter: str | None = None  # a label, ANY_LABEL or UNLABELLED (store.rows' ``label``)
+        self.target: tuple[str, str, int] | None = None  # the attempt the triage keys act on (column, task, repeat)
+        self._pending_task: str | None = None  # a task to put the cursor on once the rows are shown
+        self._painted_once = False  # the first show draws the rows after its first paint (on_screen_resume)
+        self._walked: tuple[str, str, int] | None = None  # the attempt u (the walk) or a chose last
+        self._walked_group = ""  # why the walk chose it
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Banners(id="tasks-banners")
+        yield Static("", id="tasks-columns")
+        yield Static("", id="tasks-filters")
+        with Horizontal(id="tasks-bar"):
+            yield TextField(self.search, placeholder="/ search id or text", id="tasks-search", compact=True)
+            yield Static("", id="tasks-count")
+        yield VirtualTable(id="tasks-table", zebra_stripes=True, fixed_columns=1)
+        yield Static("", id="tasks-triage")
+        yield Footer()
+
+    @property
+    def table(self) -> VirtualTable:
+        return self.query_one("#tasks-table", VirtualTable)
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", lambda: self.refresh_from_store(), init=False)
+        self.table.focus()
+
+    def focus_main(self) -> None:
+        self.table.focus()
+
+    async def on_screen_resume(self) -> None:
+        """Shown, first or again: the store may have changed meanwhile. On the first show the rows come after the
+        first paint (the screen and its headers, the table empty), each its own step of the loop: together they
+        were one step of ~45 ms CPU at 1,112 tasks, the longest of opening the table."""
+        if not self._painted_once:
+            self._painted_once = True
+            self.refresh_from_store(rows_later=True)
+            return
+        await yield_to_loop()
+        self.refresh_from_store()
+        await yield_to_loop()
+
+    async def on_hermit_app_store_updated(self, message) -> None:
+        await yield_to_loop()
+        self.refresh_from_store()
+        await yield_to_loop()
+
+    # -- computing ------------------------------------------------------------------------------------------------
+    def refresh_from_store(self, rows_later: bool = False) -> None:
+        """Redraw the headers now and the rows inline (small store) or from a worker thread (large store);
+        ``rows_later``: the rows after the next paint."""
+        store: EvalStore = self.app.store
+        self._theme_styles()
+        self.query_one(Banners).show_for(self.app, store)
+        self._show_columns(store)
+        self._show_filters(store)
+        self._generation += 1
+        generation = self._generation
+        query = dict(filter=self.filter, search=self.search, sort=self.sort, reverse=self.reverse,
+                     compare=compare_pair(store), label=self.label_filter)
+        if len(store.task_ids) <= WORKER_THRESHOLD:
+            if rows_later:
+                self.call_after_refresh(lambda: self._show_rows(generation, *self._compute(store, query)))
+            else:
+                self._show_rows(generation, *self._compute(store, query))
+            return
+        pace = self.app.pacer.pace
+
+        def work() -> None:
+            for _ in range(5):  # the store may change under us (a batch applied meanwhile): try again
+                try:
+                    result = self._compute(store, query, pace)
+                    break
+                except RuntimeError:
+                    continue
+            else:
+                return
+            if not get_current_worker().is_cancelled:
+                self.app.call_from_thread(self._show_rows, generation, *result)
+
+        self.app.paced_worker(self, work, exclusive=True, group="tasks-rows", name="tasks-rows")
+
+    @staticmethod
+    def _compute(store: EvalStore, query: dict[str, Any], pause: Callable[[], None] | None = None
+                 ) -> tuple[TaskRows, list[str], int, int]:
+        rows = store.rows(**query, pause=pause)
+        id_width = rows.id_width()
+        text_width = max((len(task_text(store, r.task_id)) for r in rows[:200]), default=0)
+        return rows, store.keys, id_width, min(text_width, TEXT_WIDTH)
+
+    def _show_rows(self, generation: int, rows: TaskRows, keys: list[str], id_width: int,
+                   text_width: int) -> None:
+        if generation != self._generation:
+            return  # a newer request is on its way
+        store: EvalStore = self.app.store
+        self._col_index = {k: i for i, k in enumerate(keys)}
+        self._layout = (keys, id_width, text_width)
+        table = self.table
+        table.set_columns(self._columns(store))
+        table.set_rows(rows, self._cell, key=lambda r: r.task_id)
+        self._shown = len(rows)
+        if self._pending_task is not None:
+            index = next((i for i, r in enumerate(rows) if r.task_id == self._pending_task), None)
+            self._pending_task = None
+            if index is not None:
+                table.cursor_row = index
+        self._show_count(store)
+        self._show_triage()
+
+    # -- columns and cells ----------------------------------------------------------------------------------------
+    def _label(self, text: str, sort_key: str) -> Text:
+        label = Text(text)
+        if sort_key == self.sort:
+            label.append(" ▼" if self.reverse else " ▲", style=self._styles["accent"])
+        return label
+
+    def _columns(self, store: EvalStore) -> list[VColumn]:
+        """The table's columns; the task text takes what is left of the width (at least 9 cells, then scroll)."""
+        keys, id_width, text_width = self._layout
+        def column(key: str, label: str, width: int, justify: str = "right") -> VColumn:
+            text = self._label(label, key)
+            return VColumn(key, text, max(width, text.cell_len), justify)  # type: ignore[arg-type]
+
+        cols = [column("id", "task", max(id_width, 4) + 2, "left")]
+        if self.outputs:
+            room = self.table.size.width - 2 - ((cols[0].width or 0) + 2)
+            each = max(24, room // max(len(keys), 1) - 2)
+            for key in keys:
+                label = Text(key, style="bold")
+                if key == store.baseline:
+                    label.append(" (baseline)", style=self._styles["accent"])
+                cols.append(VColumn(f"out:{key}", label, each, "left"))
+            return cols
+        for key in keys:
+            cols.append(column(f"mean:{key}", key, max(len(key), 6) + 1))
+            cols.append(column(f"solved:{key}", "✓", 1, "left"))
+            if key != store.baseline:
+                cols.append(column(f"delta:{key}", "Δ", 5))
+        if text_width:
+            room = self.table.size.width - 2 - sum((c.width or 0) + 2 for c in cols)  # 2: the vertical scrollbar
+            cols.append(VColumn("text", "task text", max(min(text_width, room), 9)))
+        return cols
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(lambda: self.table.set_columns(self._columns(self.app.store)))
+
+    def _cell(self, row: TaskRow, key: str) -> Text | str:
+        if key == "id":
+            return row.task_id
+        if key == "text":
+            return Text(task_text(self.app.store, row.task_id), style=self._styles["muted"])
+        kind, _, name = key.partition(":")
+        if kind == "out":
+            return self._output_cell(row.task_id, name)
+        i = self._col_index.get(name)
+        cell = row.cells[i] if i is not None and i < len(row.cells) else None
+        if cell is None or cell.mean is None:
+            return Text(NO_DATA, style=self._styles["muted"])
+        if kind == "mean":
+            marks = error_marks(cell)
+            if not marks:
+                return f"{cell.mean:.2f}"
+            if cell.errors + cell.judge_errors >= cell.n:  # nothing but failures: no score to speak of
+                return Text(marks, style=self._styles["bad"] + Style(bold=True))
+            return Text.assemble(f"{cell.mean:.2f}", (marks, self._styles["bad"] + Style(bold=True)))
+        if kind == "solved":
+            return Text("✓", style=self._styles["good"]) if cell.solved_once else Text("·", self._styles["muted"])
+        delta = row.deltas[i] if i is not None else None
+        if delta is None:
+            return Text(NO_DATA, style=self._styles["muted"])
+        if abs(delta) < 0.005:
+            return Text("0.00", style=self._styles["muted"])
+        return Text(f"{delta:+.2f}", style=self._styles["good" if delta > 0 else "bad"])
+
+    def _output_cell(self, task_id: str, key: str) -> Text:
+        """One selector's output for a task (the repeat chosen with [ and ]), its mark first; the words that differ
+        from the baseline's output are highlighted (bold and underlined: legible without colour)."""
+        store: EvalStore = self.app.store
+        col = store.columns.get(key)
+        rec = col.records.get((task_id, self.repeat)) if col is not None else None
+        if rec is None:
+            return Text(NO_DATA, style=self._styles["muted"])
+        glyph, cls = mark_for(rec.status, rec.judge.score, store.threshold)
+        tone = {"attempt-grid--pass": "good", "attempt-grid--partial": "accent"}.get(cls, "bad")
+        text = Text()
+        text.append(glyph, style=self._styles[tone])
+        text.append(" ")
+        mine = output_of(rec)
+        base_col = store.columns.get(store.baseline) if store.baseline else None
+        base = base_col.records.get((task_id, self.repeat)) if base_col is not None and key != store.baseline else None
+        if base is None:
+            text.append(mine, style=self._styles["muted"] if rec.status != "ok" else "")
+            return text
+        for part, kind in diff_words(output_of(base), mine)[1]:
+            text.append(part, style=self._styles["changed"] if kind == "added" else "")
+        return text
+
+    def _theme_styles(self) -> None:
+        """Rich styles for the cells from the current theme's colours (worked out again when the theme changes)."""
+        if self._styles and self._styles_theme == self.app.theme:
+            return
+        variables = self.app.get_css_variables()
+
+        def colour(name: str, fallback: str) -> Style:
+            try:
+                return Style(color=Color.parse(variables[name]).rich_color)
+            except (KeyError, ColorParseError):
+                return Style(color=fallback)
+
+        self._styles_theme = self.app.theme
+        self._styles = {"good": colour("success", "green"), "bad": colour("error", "red"),
+                        "accent": colour("accent", "cyan"), "muted": Style(dim=True),
+                        "changed": colour("warning", "yellow") + Style(bold=True, underline=True)}
+
+    # -- header lines ---------------------------------------------------------------------------------------------
+    def _show_columns(self, store: EvalStore) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        width = max((len(k) for k in store.keys), default=0)
+        for i, (key, col) in enumerate(store.columns.items()):
+            text.append("\n" if i else "")
+            base = key == store.baseline
+            text.append("● " if base else "  ", style=self._styles["accent"])
+            text.append(key.ljust(width), style="bold")
+            if col.selector != key:
+                text.append(f" ({col.selector})")
+            text.append(f"  {col.commit[:7]:<9}" if col.commit else "  no commit", style="" if col.commit else "dim")
+            text.append(f"  mean {col.mean:.3f}" if col.mean is not None else f"  mean {NO_DATA:<5}")
+            errors = col.errors + col.judge_errors
+            text.append(f"  errors {errors}" + (f" ({col.judge_errors} judge)" if col.judge_errors else ""),
+                        style=self._styles["bad"] if errors else "")
+            if col.running:
+                text.append(f"  running {col.done}/{col.expected}", style=self._styles["accent"])
+            if base:
+                text.append("  baseline", style=self._styles["accent"])
+        if store.columns and self.outputs:
+            text.append(f"\noutputs, repeat {self.repeat}/{store.repeats} ([ ]) · differences from {store.baseline} "
+                        "highlighted · o: scores", style="dim")
+        elif store.columns:
+            text.append(f"\nmeans ({ERROR} pipeline, {JUDGE_ERROR} judge error = 0) · ✓ solved once · Δ vs "
+                        f"{store.baseline} (b) · o outputs", style="dim")
+        else:
+            text.append("No evaluations yet: go back to setup (escape) and launch (l), or open earlier ones from "
+                        "history (h).", style="dim")
+        show_text(self.query_one("#tasks-columns", Static), text)
+
+    def _show_filters(self, store: EvalStore) -> None:
+        parts: list[str] = []
+        for name in FILTERS:
+            label = f" {CHIPS[name]} "
+            link = f"[@click=screen.set_filter('{name}')]{label}[/]"
+            parts.append(f"[reverse b]{link}[/]" if name == self.filter else link)
+        content = Content.from_markup("".join(parts) + "  ")
+        chip = f" {label_filter_name(self.label_filter)} × " if self.label_filter is not None else " label… "
+        chip_link = Content.from_markup("[@click=screen.label_filter()]$chip[/]", chip=chip)
+        content += chip_link.stylize("reverse bold") if self.label_filter is not None else chip_link
+        show_text(self.query_one("#tasks-filters", Static), content)
+
+    def _show_count(self, store: EvalStore) -> None:
+        text = f"{self._shown} of {len(store.task_ids)} tasks · {FILTER_NAMES[self.filter]}"
+        pair = compare_pair(store)
+        if self.filter in ("regressions", "improvements"):
+            text = (f"{text}: {pair[1]} vs {pair[0]}" if pair else f"{text}: needs two evaluations")
+        if self.label_filter is not None:
+            text += f" · {label_filter_name(self.label_filter)}"
+        show_text(self.query_one("#tasks-count", Static), Text(text))
+
+    # -- actions --------------------------------------------------------------------------------------------------
+    def action_set_filter(self, name: str) -> None:
+        if name in FILTERS:
+            self.filter = name
+            self.refresh_from_store()
+
+    def action_next_filter(self) -> None:
+        self.action_set_filter(FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)])
+
+    def set_label_filter(self, label: str | None) -> None:
+        self.label_filter = label
+        self.refresh_from_store()
+
+    def action_label_filter(self) -> None:
+        """Choose a label to filter by (or any label, or the failures without one); on the chip: clear it."""
+        store: EvalStore = self.app.store
+        in_use = store.labels_in_use()
+        done, total = store.triage_progress()
+        def attempts(n: int) -> str:
+            return f"{n} attempt{'s' * (n != 1)}"
+        choices = [("", "no label filter (every task)"), (ANY_LABEL, f"any label ({attempts(sum(in_use.values()))})"),
+                   (UNLABELLED, f"unlabelled failures ({attempts(total - done)})")]
+        names = list(dict.fromkeys([*store.label_set, *in_use]))
+        choices += [(name, f"{name} ({attempts(in_use.get(name, 0))})") for name in names]
+        self.app.push_screen(LabelPickScreen("Show the tasks with an attempt carrying", choices,
+                                             self.label_filter or ""),
+                             lambda value: None if value is None else self.set_label_filter(value or None))
+
+    # -- triage ---------------------------------------------------------------------------------------------------
+    def _target_valid(self, store: EvalStore) -> bool:
+        if self.target is None:
+            return False
+        col = store.columns.get(self.target[0])
+        return col is not None and (self.target[1], self.target[2]) in col.records
+
+    def _default_target(self) -> tuple[str, str, int] | None:
+        row = self.table.cursor_value
+        if row is None:
+            return None
+        attempts = row_attempts(self.app.store, row.task_id)
+        return attempts[0] if attempts else None
+
+    def chosen_attempt(self) -> tuple[str, str, int] | None:
+        store: EvalStore = self.app.store
+        row = self.table.cursor_value
+        if row is not None and (self.target is None or self.target[1] != row.task_id or not self._target_valid(store)):
+            self.target = self._default_target()
+        return self.target if self._target_valid(store) else None
+
+    def walk_from(self) -> tuple[str, str, int] | None:
+        """After the attempt the walk showed last; from the top of the walk when the target is not one it showed."""
+        return self.target if self.target is not None and self.target == self._walked else None
+
+    def show_failure(self, failure: Failure) -> None:
+        """Put the cursor on the failure's task (clearing the filters and search that hide it) and target it."""
+        self.target = self._walked = (failure.key, failure.task_id, failure.repeat)
+        self._walked_group = GROUP_NAMES[failure.group]
+        rows = self.table.rows
+        index = next((i for i, r in enumerate(rows) if r.task_id == failure.task_id), None)
+        if index is not None:
+            self.table.cursor_row = index
+            self._show_triage()
+            return
+        self.filter, self.label_filter, self.search = "all", None, ""
+        self.query_one("#tasks-search", Input).value = ""
+        self._pending_task = failure.task_id
+        self.refresh_from_store()
+
+    def action_next_attempt(self) -> None:
+        """Target the row's next attempt (what 1-9, 0 and n act on)."""
+        row = self.table.cursor_value
+        if row is None:
+            return
+        attempts = row_attempts(self.app.store, row.task_id)
+        if not attempts:
+            self.notify(f"No attempt of {row.task_id} yet", severity="warning")
+            return
+        current = self.chosen_attempt()
+        i = attempts.index(current) if current in attempts else -1
+        self.target = self._walked = attempts[(i + 1) % len(attempts)]
+        self._walked_group = ""
+        self._show_triage()
+
+    def _show_triage(self) -> None:
+        """The target attempt (status, score, labels) and the triage progress, on one line."""
+        store: EvalStore = self.app.store
+        self._theme_styles()
+        strip = self.query_one("#tasks-triage", Static)
+        target = self.chosen_attempt()
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if target is None:
+            text.append(progress_text(store), style="dim")
+            show_text(strip, text)
+            return
+        key, task, repeat = target
+        rec = store.columns[key].records[(task, repeat)]
+        failed = is_failure(rec, store.threshold)
+        text.append("▶ ", style=self._styles.get("accent", ""))
+        text.append(f"{key} · {task} · repeat {repeat}", style="bold")
+        text.append(f"  {rec.status} {rec.judge.score:.2f}", style=self._styles["bad" if failed else "good"])
+        if self._walked == target and self._walked_group:
+            text.append(f" ({self._walked_group})", style="dim")
+        ann = annotation_text(store.annotation(key, task, repeat), rec.judge.score)
+        text.append("  ")
+        text.append_text(Text(ann.plain.replace("\n", "  ")) if ann else Text("no label", style="dim"))
+        text.append(f"   {progress_text(store)} · a other attempt · n note · u next unlabelled · ", style="dim")
+        text.append_text(keys_text(store.label_set))
+        show_text(strip, text)
+
+    def on_virtual_table_row_highlighted(self, message: VirtualTable.RowHighlighted) -> None:
+        self._show_triage()
+
+    def action_search(self) -> None:
+        self.query_one("#tasks-search", Input).focus()
+
+    def action_sort(self) -> None:
+        keys = sort_keys(self.app.store)
+        self.set_sort(keys[(keys.index(self.sort) + 1) % len(keys)] if self.sort in keys else "id")
+
+    def set_sort(self, key: str, reverse: bool = False) -> None:
+        self.sort, self.reverse = key, reverse
+        self.refresh_from_store()
+
+    def action_reverse(self) -> None:
+        self.set_sort(self.sort, not self.reverse)
+
+    def action_baseline(self) -> None:
+        store: EvalStore = self.app.store
+        keys = store.keys
+        if not keys:
+            return
+        store.set_baseline(keys[(keys.index(store.baseline) + 1) % len(keys)] if store.baseline in keys else keys[0])
+        if self.sort == f"delta:{store.baseline}":  # the baseline has no delta column any more
+            self.sort, self.reverse = "id", False
+        self.notify(f"Baseline: {store.baseline}", timeout=3)
+        self.refresh_from_store()
+
+    def action_toggle_outputs(self) -> None:
+        self.outputs = not self.outputs
+        self.refresh_from_store()
+
+    def _step_repeat(self, step: int) -> None:
+        if not self.outputs:
+            self.outputs = True
+        else:
+            n = max(self.app.store.repeats, 1)
+            self.repeat = (self.repeat - 1 + step) % n + 1
+        self.refresh_from_store()
+
+    def action_prev_repeat(self) -> None:
+        self._step_repeat(-1)
+
+    def action_next_repeat(self) -> None:
+        self._step_repeat(1)
+
+    def action_errors(self) -> None:
+        self.app.goto("errors")
+
+    def action_history(self) -> None:
+        self.app.goto("history")
+
+    def action_review(self) -> None:
+        self.app.goto("review")
+
+    def action_back(self) -> None:
+        if isinstance(self.focused, Input):
+            self.table.focus()
+        else:
+            self.app.pop_screen()
+
+    # -- events ---------------------------------------------------------------------------------------------------
+    def on_virtual_table_header_clicked(self, message: VirtualTable.HeaderClicked) -> None:
+        if message.column_key == "text" or message.column_key.startswith("out:"):
+            return
+        self.set_sort(message.column_key, not self.reverse if message.column_key == self.sort else False)
+
+    def on_virtual_table_row_selected(self, message: VirtualTable.RowSelected) -> None:
+        if self.outputs:
+            self.app.goto("attempt", task_id=message.row.task_id, repeat=self.repeat, tab="side")
+        elif self.target is not None and self.target == self._walked and self.target[1] == message.row.task_id:
+            # on the attempt the walk (u) or the user (a) chose
+            self.app.goto("attempt", task_id=message.row.task_id, key=self.target[0], repeat=self.target[2])
+        else:
+            self.app.goto("attempt", task_id=message.row.task_id)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id != "tasks-search":
+            return
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(SEARCH_DEBOUNCE_S, lambda: self._apply_search(event.value))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "tasks-search":
+            return
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._apply_search(event.value)
+        self.table.focus()
+
+    def _apply_search(self, value: str) -> None:
+        if value != self.search:
+            self.search = value
+            self.refresh_from_store()
