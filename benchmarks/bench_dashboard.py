@@ -24,6 +24,7 @@ How the times are taken (instrumentation only: the dashboard's own code runs unc
   and the paint hook to note when that update reached the screen. Lag = end of that paint - creation.
 - The event loop's longest stall is the longest gap between ticks of a 10 ms interval timer.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,18 +49,19 @@ REPEATS = 3
 
 # -- instrumentation ---------------------------------------------------------------------------------------------
 
+
 class Probe:
     """Paint times, event-loop stalls, and the streaming timestamps."""
 
     def __init__(self):
         self.paints: list[tuple[float, str]] = []
         self.ticks: list[float] = []
-        self.created: dict[int, float] = {}      # id(event) -> creation time, until applied
-        self.pending: list[tuple[float, float]] = []   # (created, applied) applied, not yet covered by an update
-        self.covered: list[tuple[float, float]] = []   # covered by a screen update, not yet painted
-        self.lags: list[tuple[float, float, float]] = []   # (created, applied, painted)
+        self.created: dict[int, float] = {}  # id(event) -> creation time, until applied
+        self.pending: list[tuple[float, float]] = []  # (created, applied) applied, not yet covered by an update
+        self.covered: list[tuple[float, float]] = []  # covered by a screen update, not yet painted
+        self.lags: list[tuple[float, float, float]] = []  # (created, applied, painted)
         self.shown_rows: list[tuple[float, int, int]] = []  # TasksScreen._show_rows: (time, rows, columns)
-        self.gc: list[tuple[float, float]] = []   # full (generation 2) collections: (start, seconds)
+        self.gc: list[tuple[float, float]] = []  # full (generation 2) collections: (start, seconds)
         self._gc_start = 0.0
         self.lock = threading.Lock()
 
@@ -70,6 +72,7 @@ class Probe:
         from hermit_tui.dashboard.screens.run import RunScreen
         from hermit_tui.dashboard.screens.tasks import TasksScreen
         from hermit_tui.dashboard.state.store import EvalStore
+
         probe = self
         display = App._display
 
@@ -84,6 +87,7 @@ class Probe:
             if probe.covered and isinstance(screen, RunScreen):
                 probe.lags.extend((c, a, now) for c, a in probe.covered)
                 probe.covered = []
+
         App._display = timed_display
 
         apply_many = EvalStore.apply_many
@@ -98,6 +102,7 @@ class Probe:
                     if created is not None:
                         probe.pending.append((created, now))
             return n
+
         EvalStore.apply_many = timed_apply_many
 
         refresh = RunScreen.refresh_from_store
@@ -107,6 +112,7 @@ class Probe:
                 covered, probe.pending = probe.pending, []
             refresh(screen)
             probe.covered.extend(covered)
+
         RunScreen.refresh_from_store = timed_refresh
 
         show_rows = TasksScreen._show_rows
@@ -115,6 +121,7 @@ class Probe:
             show_rows(screen, generation, rows, keys, *rest)
             if generation == screen._generation:
                 probe.shown_rows.append((time.perf_counter(), len(rows), len(keys)))
+
         TasksScreen._show_rows = timed_show_rows
         gc.callbacks.append(self._on_gc)
 
@@ -155,6 +162,7 @@ def parse_size(text: str) -> tuple[int, int]:
 
 # -- the measurements (each in its own process) -------------------------------------------------------------------
 
+
 async def measure_open(project: Path, size: tuple[int, int]) -> dict:
     t_start = time.perf_counter()
     from hermit_tui.dashboard.app import HermitApp
@@ -162,6 +170,7 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
     from hermit_tui.dashboard.screens.setup import SetupScreen
     from hermit_tui.dashboard.screens.tasks import TasksScreen
     from hermit_tui.dashboard.state.store import EvalStore
+
     t_imported = time.perf_counter()
     probe = Probe()
     probe.install()
@@ -172,6 +181,7 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
         out = add_column(store, *args, **kwargs)
         added.append(time.perf_counter())
         return out
+
     EvalStore.add_column = timed_add_column
     app = HermitApp(project / "run.yaml")
     expected = len(synth.test_ids(project))
@@ -193,19 +203,32 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
     async with app.run_test(size=size) as pilot:
         app.set_interval(0.01, probe.tick)
         # opening the config loads its current evaluations at once (off the event loop)
-        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and loaded() and len(added) >= 3
-                       and not any(w.group == "history" for w in app.workers), 300, "the config's evaluations")
+        await wait_for(
+            pilot,
+            lambda: (
+                isinstance(app.screen, SetupScreen)
+                and loaded()
+                and len(added) >= 3
+                and not any(w.group == "history" for w in app.workers)
+            ),
+            300,
+            "the config's evaluations",
+        )
         t_config = added[2]
         config_stall = probe.longest_stall(probe.ticks[1] if len(probe.ticks) > 1 else t_app, t_config)
         await pilot.pause(0.3)
         app.goto("history")
-        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and len(app.screen.evaluations) == 3,
-                       30, "the history list")
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, HistoryScreen) and len(app.screen.evaluations) == 3,
+            30,
+            "the history list",
+        )
         history = app.screen
         history.selected = {e.folder for e in history.evaluations}
         before = len(added)
         t0 = time.perf_counter()
-        history.action_open_selected()   # what Enter does
+        history.action_open_selected()  # what Enter does
 
         def rendered() -> float | None:
             if not (isinstance(app.screen, TasksScreen) and loaded() and len(added) >= before + 3):
@@ -219,20 +242,31 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
             raise SystemExit(f"the summaries are not shown: {header!r}")
         first_rows = min((t for t, *_ in probe.shown_rows if t >= t0), default=t_rendered)
         gc_n, gc_s, gc_max = probe.gc_between(t0, t_rendered)
-        result = {"open_s": t_rendered - t0, "stall_s": probe.longest_stall(t0, t_rendered),
-                  "gc_n": gc_n, "gc_s": gc_s, "gc_max_s": gc_max,
-                  "config_open_s": t_config - t_app, "config_stall_s": config_stall,
-                  "first_rows_s": first_rows - t0, "start_to_setup_s": 0.0,
-                  "import_s": t_imported - t_start, "rows": expected}
+        result = {
+            "open_s": t_rendered - t0,
+            "stall_s": probe.longest_stall(t0, t_rendered),
+            "gc_n": gc_n,
+            "gc_s": gc_s,
+            "gc_max_s": gc_max,
+            "config_open_s": t_config - t_app,
+            "config_stall_s": config_stall,
+            "first_rows_s": first_rows - t0,
+            "start_to_setup_s": 0.0,
+            "import_s": t_imported - t_start,
+            "rows": expected,
+        }
         # sort and filter the whole table, each to its first paint
         screen = app.screen
         await pilot.pause(0.3)
-        for name, act, rows in (("sort", lambda: screen.set_sort("mean:final", reverse=True), expected),
-                                ("filter", lambda: screen.action_set_filter("regressions"), None)):
+        for name, act, rows in (
+            ("sort", lambda: screen.set_sort("mean:final", reverse=True), expected),
+            ("filter", lambda: screen.action_set_filter("regressions"), None),
+        ):
             ts = time.perf_counter()
             act()
-            await wait_for(pilot, lambda ts=ts, rows=rows: painted_after(ts, rows) is not None, 60,
-                           f"the {name}ed table")
+            await wait_for(
+                pilot, lambda ts=ts, rows=rows: painted_after(ts, rows) is not None, 60, f"the {name}ed table"
+            )
             done = painted_after(ts, rows)
             result[f"{name}_s"] = done - ts
             result[f"{name}_stall_s"] = probe.longest_stall(ts, done)
@@ -248,6 +282,7 @@ async def measure_stream(project: Path, size: tuple[int, int], rate: float, seco
     from hermit_tui.dashboard.app import HermitApp
     from hermit_tui.dashboard.screens.run import RunScreen
     from hermit_tui.dashboard.screens.setup import SetupScreen
+
     probe = Probe()
     probe.install()
     app = HermitApp(project / "run.yaml")
@@ -265,13 +300,25 @@ async def measure_stream(project: Path, size: tuple[int, int], rate: float, seco
                     k += 1
                     u = ((k * 2654435761) % 1000) / 1000
                     if u < 0.02:
-                        rec = AttemptRecord(repeat=r, id=tid, status="error", error="RuntimeError: synthetic",
-                                            judge=Judged(score=0.0, feedback="the pipeline failed"), wall_s=0.05)
+                        rec = AttemptRecord(
+                            repeat=r,
+                            id=tid,
+                            status="error",
+                            error="RuntimeError: synthetic",
+                            judge=Judged(score=0.0, feedback="the pipeline failed"),
+                            wall_s=0.05,
+                        )
                     else:
-                        rec = AttemptRecord(repeat=r, id=tid, status="ok", output=f"answer {tid}",
-                                            judge=Judged(score=1.0 if u < 0.5 + 0.1 * j else 0.0,
-                                                         feedback="synthetic", extra={}),
-                                            cost_usd=None if u > 0.95 else 0.002, wall_s=0.05, tokens=120)
+                        rec = AttemptRecord(
+                            repeat=r,
+                            id=tid,
+                            status="ok",
+                            output=f"answer {tid}",
+                            judge=Judged(score=1.0 if u < 0.5 + 0.1 * j else 0.0, feedback="synthetic", extra={}),
+                            cost_usd=None if u > 0.95 else 0.002,
+                            wall_s=0.05,
+                            tokens=120,
+                        )
                     yield ev.AttemptFinished(label=label, record=rec)
 
     def feeder() -> None:
@@ -315,19 +362,41 @@ async def measure_stream(project: Path, size: tuple[int, int], rate: float, seco
     gc_n, gc_s, gc_max = probe.gc_between(t0, t1)
     if shown != n or f"{n}/" not in status:
         raise SystemExit(f"the run screen shows {shown} of {n} attempts ({status!r})")
-    return {"attempts": n, "feed_s": feed["seconds"], "gc_n": gc_n, "gc_s": gc_s, "gc_max_s": gc_max,
-            "rate": feed["sent"] / feed["seconds"], "lag_p50_s": q[49], "lag_p95_s": q[94], "lag_p99_s": q[98],
-            "lag_max_s": lags[-1], "to_store_p50_s": statistics.median(to_store),
-            "paints_per_s": sum(1 for t, name in probe.paints if t0 <= t <= t1 and name == "RunScreen") / (t1 - t0),
-            "stall_s": probe.longest_stall(t0, t1), "peak_rss_mb": synth.peak_rss_mb()}
+    return {
+        "attempts": n,
+        "feed_s": feed["seconds"],
+        "gc_n": gc_n,
+        "gc_s": gc_s,
+        "gc_max_s": gc_max,
+        "rate": feed["sent"] / feed["seconds"],
+        "lag_p50_s": q[49],
+        "lag_p95_s": q[94],
+        "lag_p99_s": q[98],
+        "lag_max_s": lags[-1],
+        "to_store_p50_s": statistics.median(to_store),
+        "paints_per_s": sum(1 for t, name in probe.paints if t0 <= t <= t1 and name == "RunScreen") / (t1 - t0),
+        "stall_s": probe.longest_stall(t0, t1),
+        "peak_rss_mb": synth.peak_rss_mb(),
+    }
 
 
 # -- the driver ---------------------------------------------------------------------------------------------------
 
+
 def child(kind: str, project: Path, args: argparse.Namespace) -> dict:
     """Run one measurement in a fresh process; its last stdout line is the JSON result."""
-    cmd = [sys.executable, __file__, "--child", kind, "--project", str(project), "--size", args.size,
-           "--rate", str(args.rate)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        kind,
+        "--project",
+        str(project),
+        "--size",
+        args.size,
+        "--rate",
+        str(args.rate),
+    ]
     if args.seconds is not None:
         cmd += ["--seconds", str(args.seconds)]
     done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "BENCH_FIGURES": ""})
@@ -344,8 +413,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="stream only this long (default: every attempt)")
     parser.add_argument("--size", default="160x50", help="terminal size, WxH (default 160x50)")
     parser.add_argument("--no-stream", action="store_true", help="measure opening only")
-    parser.add_argument("--dir", help="where the generated project goes (a temporary folder inside it; default: "
-                        "the system's temporary folder)")
+    parser.add_argument(
+        "--dir",
+        help="where the generated project goes (a temporary folder inside it; default: the system's temporary folder)",
+    )
     parser.add_argument("--child", choices=["open", "stream"], help=argparse.SUPPRESS)
     parser.add_argument("--project", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -363,8 +434,11 @@ def main(argv: list[str] | None = None) -> int:
     tasks = args.tasks or (300 if args.quick else 11112)
     if args.quick and args.seconds is None:
         args.seconds = 1.0
-    print(f"# 4. dashboard at scale: {len(LABELS)} selectors x {REPEATS} repeats x {tasks:,} tasks = "
-          f"{len(LABELS) * REPEATS * tasks:,} attempts, terminal {args.size}", flush=True)
+    print(
+        f"# 4. dashboard at scale: {len(LABELS)} selectors x {REPEATS} repeats x {tasks:,} tasks = "
+        f"{len(LABELS) * REPEATS * tasks:,} attempts, terminal {args.size}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="hermit-bench-dashboard-", dir=args.dir) as tmp:
         project = Path(tmp) / "p"
         synth.make_project(project, tasks=tasks, tree=False)
@@ -380,39 +454,79 @@ def main(argv: list[str] | None = None) -> int:
 
 def open_figures(got: dict, prefix: str = "dashboard", open_target: str | None = "< 2") -> None:
     n = f"{got['rows']:,}"
-    synth.figure(f"{prefix}.open_s", got["open_s"], unit="s", target=open_target,
-                 detail=f"Enter in history -> first paint of all {n} rows with the 3 summaries (the evaluations "
-                 f"are read again, off the event loop, and put in the store); {got['gc_n']} full GC collections "
-                 f"{got['gc_s']:.2f} s (longest {got['gc_max_s']:.2f} s); imports {got['import_s']:.2f} s, not "
-                 "counted")
-    synth.figure(f"{prefix}.open_stall_s", got["stall_s"], unit="s", target="< 0.1",
-                 detail="longest event-loop stall from Enter in history to that paint (gap between ticks of a "
-                 "10 ms timer)")
-    synth.figure(f"{prefix}.config_open_s", got["config_open_s"], unit="s",
-                 detail=f"app start with the config -> its 3 current evaluations in the store (read at once, off the "
-                 f"event loop); longest stall meanwhile {got['config_stall_s']:.2f} s (from the first timer tick: "
-                 "Textual's own start-up before it is not counted)")
-    synth.figure(f"{prefix}.open_peak_rss_mb", got["peak_rss_mb"], unit="MB", target="< 600",
-                 detail="peak RSS of the process that opened them (twice: with the config, then from history)")
-    for name, what in (("sort", "sort by final's mean, descending"),
-                       ("filter", "the regressions filter (final vs none)")):
-        synth.figure(f"{prefix}.{name}_s", got[f"{name}_s"], unit="s", target="< 0.2",
-                     detail=f"{what} on the {n}-row table -> its first paint ({got[f'{name}_rows']:,} rows); longest "
-                     f"stall meanwhile {got[f'{name}_stall_s'] * 1000:.0f} ms")
+    synth.figure(
+        f"{prefix}.open_s",
+        got["open_s"],
+        unit="s",
+        target=open_target,
+        detail=f"Enter in history -> first paint of all {n} rows with the 3 summaries (the evaluations "
+        f"are read again, off the event loop, and put in the store); {got['gc_n']} full GC collections "
+        f"{got['gc_s']:.2f} s (longest {got['gc_max_s']:.2f} s); imports {got['import_s']:.2f} s, not "
+        "counted",
+    )
+    synth.figure(
+        f"{prefix}.open_stall_s",
+        got["stall_s"],
+        unit="s",
+        target="< 0.1",
+        detail="longest event-loop stall from Enter in history to that paint (gap between ticks of a 10 ms timer)",
+    )
+    synth.figure(
+        f"{prefix}.config_open_s",
+        got["config_open_s"],
+        unit="s",
+        detail=f"app start with the config -> its 3 current evaluations in the store (read at once, off the "
+        f"event loop); longest stall meanwhile {got['config_stall_s']:.2f} s (from the first timer tick: "
+        "Textual's own start-up before it is not counted)",
+    )
+    synth.figure(
+        f"{prefix}.open_peak_rss_mb",
+        got["peak_rss_mb"],
+        unit="MB",
+        target="< 600",
+        detail="peak RSS of the process that opened them (twice: with the config, then from history)",
+    )
+    for name, what in (
+        ("sort", "sort by final's mean, descending"),
+        ("filter", "the regressions filter (final vs none)"),
+    ):
+        synth.figure(
+            f"{prefix}.{name}_s",
+            got[f"{name}_s"],
+            unit="s",
+            target="< 0.2",
+            detail=f"{what} on the {n}-row table -> its first paint ({got[f'{name}_rows']:,} rows); longest "
+            f"stall meanwhile {got[f'{name}_stall_s'] * 1000:.0f} ms",
+        )
 
 
 def stream_figures(got: dict, rate: float) -> None:
-    synth.figure("dashboard.stream_lag_p99_s", got["lag_p99_s"], unit="s", target="< 0.25",
-                 detail=f"event created -> painted on the RunScreen: p50 {got['lag_p50_s'] * 1000:.0f} ms, "
-                 f"p95 {got['lag_p95_s'] * 1000:.0f} ms, max {got['lag_max_s'] * 1000:.0f} ms "
-                 f"(created -> in the store p50 {got['to_store_p50_s'] * 1000:.0f} ms); {got['attempts']:,} "
-                 f"attempts fed at {got['rate']:,.0f}/s over {got['feed_s']:.1f} s, "
-                 f"{got['paints_per_s']:.1f} paints/s, longest stall {got['stall_s']:.2f} s, {got['gc_n']} full "
-                 f"GC collections {got['gc_s']:.2f} s (longest {got['gc_max_s']:.2f} s)")
-    synth.figure("dashboard.stream_rate", got["rate"], unit="attempts/s", target=f">= {rate * 0.98:g}",
-                 detail="the rate the feeder held (it shares the GIL with the dashboard)")
-    synth.figure("dashboard.stream_peak_rss_mb", got["peak_rss_mb"], unit="MB", target="< 500",
-                 detail="peak RSS of the streaming process")
+    synth.figure(
+        "dashboard.stream_lag_p99_s",
+        got["lag_p99_s"],
+        unit="s",
+        target="< 0.25",
+        detail=f"event created -> painted on the RunScreen: p50 {got['lag_p50_s'] * 1000:.0f} ms, "
+        f"p95 {got['lag_p95_s'] * 1000:.0f} ms, max {got['lag_max_s'] * 1000:.0f} ms "
+        f"(created -> in the store p50 {got['to_store_p50_s'] * 1000:.0f} ms); {got['attempts']:,} "
+        f"attempts fed at {got['rate']:,.0f}/s over {got['feed_s']:.1f} s, "
+        f"{got['paints_per_s']:.1f} paints/s, longest stall {got['stall_s']:.2f} s, {got['gc_n']} full "
+        f"GC collections {got['gc_s']:.2f} s (longest {got['gc_max_s']:.2f} s)",
+    )
+    synth.figure(
+        "dashboard.stream_rate",
+        got["rate"],
+        unit="attempts/s",
+        target=f">= {rate * 0.98:g}",
+        detail="the rate the feeder held (it shares the GIL with the dashboard)",
+    )
+    synth.figure(
+        "dashboard.stream_peak_rss_mb",
+        got["peak_rss_mb"],
+        unit="MB",
+        target="< 500",
+        detail="peak RSS of the streaming process",
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ the
   numpy columns);
 - ``core.records.results.read_results``: AttemptRecord (pydantic) per line, what every view read before.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,12 @@ def measure(path: Path, runs: int) -> dict[str, float]:
 
     from hermit_tui.core.records.columns import _DECODER, read_table
     from hermit_tui.core.records.results import read_results
+
     lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
     ways = {"json.loads": lambda: [json.loads(x) for x in lines]}
     try:
         import orjson
+
         ways["orjson.loads"] = lambda: [orjson.loads(x) for x in lines]
     except ImportError:
         pass
@@ -81,10 +84,16 @@ def main(argv: list[str] | None = None) -> int:
     base = got["json.loads"]
     for name, seconds in got.items():
         print(f"#   {name:32s} {seconds:7.3f} s  ({base / seconds:5.1f}x json.loads)", flush=True)
-    synth.figure("decode.msgspec_typed_over_json", got["msgspec typed (core.records.columns)"] / base,
-                 detail="typed msgspec decoding / json.loads, per line of the same file")
-    synth.figure("decode.read_table_over_json", got["read_table (the whole reader)"] / base,
-                 detail="core.records.columns.read_table (decoding, checks and numpy columns) / json.loads")
+    synth.figure(
+        "decode.msgspec_typed_over_json",
+        got["msgspec typed (core.records.columns)"] / base,
+        detail="typed msgspec decoding / json.loads, per line of the same file",
+    )
+    synth.figure(
+        "decode.read_table_over_json",
+        got["read_table (the whole reader)"] / base,
+        detail="core.records.columns.read_table (decoding, checks and numpy columns) / json.loads",
+    )
     return 0
 
 

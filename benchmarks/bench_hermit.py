@@ -11,6 +11,7 @@ it), /tmp/hvenv/bin/hermit, or a venv created
 under ~/.cache/hermit-tui/bench-hvenv (python3 -m venv + pip install hermit-harness==0.1.0; not with
 $HERMIT_BENCH_NO_INSTALL set). Where it cannot be installed the comparison is skipped with a message.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,10 @@ def find_hermit(given: str | None) -> tuple[Path | None, str]:
     if given:
         return (Path(given), f"using {given}") if Path(given).is_file() else (None, f"{given}: no such file")
     venv = os.environ.get("HERMIT_BENCH_VENV")
-    for c in ([Path(venv, "bin", "hermit")] if venv else []) + [Path(sys.executable).with_name("hermit"),
-                                                                Path("/tmp/hvenv/bin/hermit")]:
+    for c in ([Path(venv, "bin", "hermit")] if venv else []) + [
+        Path(sys.executable).with_name("hermit"),
+        Path("/tmp/hvenv/bin/hermit"),
+    ]:
         if c.is_file():
             return c, f"using {c}"
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hermit-tui" / "bench-hvenv"
@@ -48,8 +51,12 @@ def find_hermit(given: str | None) -> tuple[Path | None, str]:
     print(f"# installing hermit-harness=={HERMIT_VERSION} into {cache} ...", flush=True)
     try:
         subprocess.run(["python3", "-m", "venv", str(cache)], check=True, capture_output=True, timeout=300)
-        subprocess.run([str(cache / "bin" / "pip"), "install", "-q", f"hermit-harness=={HERMIT_VERSION}"],
-                       check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [str(cache / "bin" / "pip"), "install", "-q", f"hermit-harness=={HERMIT_VERSION}"],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         last = detail.decode(errors="replace").strip().splitlines()[-1:] if detail else [str(exc)]
@@ -71,6 +78,7 @@ def in_process(project: Path, concurrency: int) -> float:
     start-up (interpreter, imports) and exit."""
     from hermit_tui.core.run.runner import EvalRun
     from hermit_tui.core.workspace.config import load_config
+
     run = EvalRun(load_config(project / "run.yaml"), LABELS, concurrency=concurrency, update_card=False)
     t0 = time.perf_counter()
     run.run_sync()
@@ -96,13 +104,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     synth.QUICK = args.quick
     tasks, scale, concurrency, repeats = (12, 0.2, 4, 2) if args.quick else (200, 1.0, 16, 3)
-    print(f"# 2. against hermit-harness: {len(LABELS)} selectors x {repeats} repeats x {tasks} tasks, concurrency "
-          f"{concurrency}", flush=True)
+    print(
+        f"# 2. against hermit-harness: {len(LABELS)} selectors x {repeats} repeats x {tasks} tasks, concurrency "
+        f"{concurrency}",
+        flush=True,
+    )
     hermit, how = find_hermit(args.hermit)
     if hermit is None:
         print(f"# SKIPPED: {how}", flush=True)
-        for name in ("hermit.wall_over_ideal", "hermit_tui.wall_over_ideal", "hermit_tui.run_wall_over_ideal",
-                     "hermit.same_results"):
+        for name in (
+            "hermit.wall_over_ideal",
+            "hermit_tui.wall_over_ideal",
+            "hermit_tui.run_wall_over_ideal",
+            "hermit.same_results",
+        ):
             synth.figure(name, None, detail=f"skipped: {how}")
         return 0
     print(f"# hermit: {how}", flush=True)
@@ -116,10 +131,21 @@ def main(argv: list[str] | None = None) -> int:
         hermit_bound = synth.hermit_schedule(ours, LABELS, ids, repeats, concurrency, scale)
         ours_bound = synth.list_schedule(synth.runner_order(ours, LABELS, ids, repeats, scale), concurrency)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # hermit's venv has no hermit_tui
-        hermit_walls = {label: timed([str(hermit), "eval", "--config", "run.yaml", "--adapter", label], theirs, env)
-                        for label in LABELS}
-        cmd = [sys.executable, "-m", "hermit_tui", "eval", "--config", "run.yaml", "--no-card",
-               "--concurrency", str(concurrency)]
+        hermit_walls = {
+            label: timed([str(hermit), "eval", "--config", "run.yaml", "--adapter", label], theirs, env)
+            for label in LABELS
+        }
+        cmd = [
+            sys.executable,
+            "-m",
+            "hermit_tui",
+            "eval",
+            "--config",
+            "run.yaml",
+            "--no-card",
+            "--concurrency",
+            str(concurrency),
+        ]
         for label in LABELS:
             cmd += ["--adapter", label]
         ours_wall = timed(cmd, ours)
@@ -132,26 +158,47 @@ def main(argv: list[str] | None = None) -> int:
                 if abs(float(hs[key]) - float(os_[key])) > 1e-9:
                     mismatches.append(f"{label}.{key}: hermit {hs[key]} vs hermit-tui {os_[key]}")
             attempt_diffs += sum(1 for k in set(hr) | set(or_) if hr.get(k) != or_.get(k))
-            print(f"#   {label:5}: " + ", ".join(f"{k} {hs[k]:.4g}" for k in COMPARED)
-                  + f"  (hermit's own wall_s {hs['wall_s']}, ours {os_['wall_s']})", flush=True)
+            print(
+                f"#   {label:5}: "
+                + ", ".join(f"{k} {hs[k]:.4g}" for k in COMPARED)
+                + f"  (hermit's own wall_s {hs['wall_s']}, ours {os_['wall_s']})",
+                flush=True,
+            )
         hermit_total = sum(hermit_walls.values())
         base = f"ideal {ideal:.2f} s (sum {sum(lat):.1f} s / {concurrency}, longest {max(lat) * 1000:.0f} ms)"
-        synth.figure("hermit.wall_over_ideal", hermit_total / ideal,
-                     detail=f"hermit eval x3 in turn: {hermit_total:.2f} s ("
-                     + ", ".join(f"{k} {v:.2f}" for k, v in hermit_walls.items()) + f"); {base}; its barriers "
-                     f"(selector after selector, repeat after repeat) alone make {hermit_bound:.2f} s")
-        synth.figure("hermit_tui.wall_over_ideal", ours_wall / ideal, target="<= 1.05",
-                     detail=f"hermit-tui eval, one side-by-side launch, whole command: {ours_wall:.2f} s; "
-                     f"{hermit_total / ours_wall:.2f}x faster than hermit; the fixed order alone makes "
-                     f"{ours_bound:.2f} s")
-        synth.figure("hermit_tui.run_wall_over_ideal", run_wall / ideal, target="<= 1.05",
-                     detail=f"the same launch in-process (EvalRun.run_sync, no interpreter start or imports): "
-                     f"{run_wall:.2f} s; the command's start-up and exit cost {ours_wall - run_wall:.2f} s")
-        synth.figure("hermit.same_results", float(not mismatches and not attempt_diffs), target=">= 1", check=True,
-                     detail="mean_score, solved_once, errors, unknown_cost_tasks per selector and every attempt's "
-                     "status/score/cost agree" if not mismatches and not attempt_diffs else
-                     f"{len(mismatches)} summary mismatches ({'; '.join(mismatches[:3])}), "
-                     f"{attempt_diffs} attempts differ")
+        synth.figure(
+            "hermit.wall_over_ideal",
+            hermit_total / ideal,
+            detail=f"hermit eval x3 in turn: {hermit_total:.2f} s ("
+            + ", ".join(f"{k} {v:.2f}" for k, v in hermit_walls.items())
+            + f"); {base}; its barriers "
+            f"(selector after selector, repeat after repeat) alone make {hermit_bound:.2f} s",
+        )
+        synth.figure(
+            "hermit_tui.wall_over_ideal",
+            ours_wall / ideal,
+            target="<= 1.05",
+            detail=f"hermit-tui eval, one side-by-side launch, whole command: {ours_wall:.2f} s; "
+            f"{hermit_total / ours_wall:.2f}x faster than hermit; the fixed order alone makes "
+            f"{ours_bound:.2f} s",
+        )
+        synth.figure(
+            "hermit_tui.run_wall_over_ideal",
+            run_wall / ideal,
+            target="<= 1.05",
+            detail=f"the same launch in-process (EvalRun.run_sync, no interpreter start or imports): "
+            f"{run_wall:.2f} s; the command's start-up and exit cost {ours_wall - run_wall:.2f} s",
+        )
+        synth.figure(
+            "hermit.same_results",
+            float(not mismatches and not attempt_diffs),
+            target=">= 1",
+            check=True,
+            detail="mean_score, solved_once, errors, unknown_cost_tasks per selector and every attempt's "
+            "status/score/cost agree"
+            if not mismatches and not attempt_diffs
+            else f"{len(mismatches)} summary mismatches ({'; '.join(mismatches[:3])}), {attempt_diffs} attempts differ",
+        )
     return 0
 
 

@@ -5,6 +5,7 @@ summaries. Prints attempts per second (target >= 5,000 on a 2-core machine).
 
     python benchmarks/bench_overhead.py [--quick] [--tasks N] [--concurrency C]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,16 +25,16 @@ def measure(project: Path, concurrency: int, repeats: int) -> dict:
     from hermit_tui.core.workspace.config import load_config
 
     t0 = time.perf_counter()
-    run = EvalRun(load_config(project / "run.yaml"), LABELS, repeats=repeats, concurrency=concurrency,
-                  update_card=False)
+    run = EvalRun(
+        load_config(project / "run.yaml"), LABELS, repeats=repeats, concurrency=concurrency, update_card=False
+    )
     t1 = time.perf_counter()
     summaries = run.run_sync()
     t2 = time.perf_counter()
     attempts = sum(s.attempts or 0 for s in summaries.values())
     if attempts != run.total:
         raise SystemExit(f"{attempts} of {run.total} attempts recorded")
-    lines = sum(1 for label in LABELS
-                for _ in open(project / "runs" / synth.RUN / "eval" / label / "results.jsonl"))
+    lines = sum(1 for label in LABELS for _ in open(project / "runs" / synth.RUN / "eval" / label / "results.jsonl"))
     if lines != attempts:
         raise SystemExit(f"results.jsonl holds {lines} lines for {attempts} attempts")
     return {"attempts": attempts, "build": t1 - t0, "run": t2 - t1, "total": t2 - t0}
@@ -48,17 +49,26 @@ def main(argv: list[str] | None = None) -> int:
     synth.QUICK = args.quick
     tasks = args.tasks or (50 if args.quick else 3334)
     repeats = 3
-    print(f"# 3. engine overhead: an instant pipeline, {len(LABELS)} selectors x {repeats} repeats x {tasks} tasks, "
-          f"concurrency {args.concurrency}", flush=True)
+    print(
+        f"# 3. engine overhead: an instant pipeline, {len(LABELS)} selectors x {repeats} repeats x {tasks} tasks, "
+        f"concurrency {args.concurrency}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="hermit-bench-overhead-") as tmp:
         project = Path(tmp) / "p"
-        synth.make_project(project, tasks=tasks, concurrency=args.concurrency, repeats=repeats,
-                           agent="pipeline.py:instant")
+        synth.make_project(
+            project, tasks=tasks, concurrency=args.concurrency, repeats=repeats, agent="pipeline.py:instant"
+        )
         got = measure(project, args.concurrency, repeats)
     rate = got["attempts"] / got["total"]
-    synth.figure("overhead.attempts_per_s", rate, unit="attempts/s", target=">= 5000",
-                 detail=f"{got['attempts']:,} attempts in {got['total']:.2f} s (building the run "
-                 f"{got['build']:.2f} s, running {got['run']:.2f} s: {got['attempts'] / got['run']:,.0f}/s)")
+    synth.figure(
+        "overhead.attempts_per_s",
+        rate,
+        unit="attempts/s",
+        target=">= 5000",
+        detail=f"{got['attempts']:,} attempts in {got['total']:.2f} s (building the run "
+        f"{got['build']:.2f} s, running {got['run']:.2f} s: {got['attempts'] / got['run']:,.0f}/s)",
+    )
     return 0
 
 

@@ -5,6 +5,7 @@ the processes executor is reported beside it: its wall includes starting the wor
 
     python benchmarks/bench_runner.py [--quick] [--executor threads|processes|both]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,15 @@ def measure(project: Path, executor: str, concurrency: int, repeats: int) -> dic
         if isinstance(event, ev.AttemptFinished):
             marks.setdefault("first_finish", time.perf_counter())
 
-    run = EvalRun(config, LABELS, repeats=repeats, concurrency=concurrency, update_card=False, on_event=on_event,
-                  executor=executor)
+    run = EvalRun(
+        config,
+        LABELS,
+        repeats=repeats,
+        concurrency=concurrency,
+        update_card=False,
+        on_event=on_event,
+        executor=executor,
+    )
     _, wall, attempts, t0 = synth.timed_run(run, executor)
     return {"wall": wall, "first": marks["first_finish"] - t0, "attempts": attempts}
 
@@ -51,8 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     synth.QUICK = args.quick
     tasks, scale, concurrency, repeats = (12, 0.2, 4, 2) if args.quick else (200, 1.0, 16, 3)
     executors = ["threads", "processes"] if args.executor == "both" else [args.executor]
-    print(f"# 1. runner efficiency: {len(LABELS)} selectors x {repeats} repeats x {tasks} tasks, concurrency "
-          f"{concurrency}", flush=True)
+    print(
+        f"# 1. runner efficiency: {len(LABELS)} selectors x {repeats} repeats x {tasks} tasks, concurrency "
+        f"{concurrency}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="hermit-bench-runner-") as tmp:
         for executor in executors:
             project = Path(tmp) / executor
@@ -62,10 +73,12 @@ def main(argv: list[str] | None = None) -> int:
             ideal = synth.ideal_wall(lat, concurrency)
             bound = synth.list_schedule(synth.runner_order(project, LABELS, ids, repeats, scale), concurrency)
             got = measure(project, executor, concurrency, repeats)
-            detail = (f"wall {got['wall']:.2f} s, ideal {ideal:.2f} s (sum {sum(lat):.1f} s / {concurrency}, "
-                      f"longest {max(lat) * 1000:.0f} ms), wall/ideal {got['wall'] / ideal:.3f}; the runner's "
-                      f"fixed order at zero overhead would take {bound:.2f} s ({ideal / bound:.3f}); "
-                      f"{got['attempts']} attempts, the first finished after {got['first']:.2f} s")
+            detail = (
+                f"wall {got['wall']:.2f} s, ideal {ideal:.2f} s (sum {sum(lat):.1f} s / {concurrency}, "
+                f"longest {max(lat) * 1000:.0f} ms), wall/ideal {got['wall'] / ideal:.3f}; the runner's "
+                f"fixed order at zero overhead would take {bound:.2f} s ({ideal / bound:.3f}); "
+                f"{got['attempts']} attempts, the first finished after {got['first']:.2f} s"
+            )
             if executor == "threads":
                 synth.figure("runner.threads.efficiency", ideal / got["wall"], target=TARGET, detail=detail)
             else:

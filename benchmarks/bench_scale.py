@@ -16,6 +16,7 @@ final x 3 repeats written in hermit's format by synth.write_evaluation), side by
 
 Generated files go under --dir (default: the system's temporary folder), in a temporary folder removed at the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,20 +64,27 @@ def report(project: Path) -> dict:
     """``hermit-tui report --format json`` in this process (the command's own code path, imports included)."""
     t0 = time.perf_counter()
     from hermit_tui.cli import main
+
     out = project / "report.json"
-    code = main(["report", "--config", str(project / "run.yaml"), "--format", "json", "--output", str(out),
-                 "--force"])
+    code = main(["report", "--config", str(project / "run.yaml"), "--format", "json", "--output", str(out), "--force"])
     seconds = time.perf_counter() - t0
     if code:
         raise SystemExit(f"report exited with {code}")
     data = json.loads(out.read_text())
-    return {"seconds": seconds, "means": {s["label"]: s["stats"]["mean"] for s in data["selectors"]},
-            "peak_rss_mb": synth.peak_rss_mb()}
+    return {
+        "seconds": seconds,
+        "means": {s["label"]: s["stats"]["mean"] for s in data["selectors"]},
+        "peak_rss_mb": synth.peak_rss_mb(),
+    }
 
 
 def child(kind: str, project: Path) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", kind, "--project", str(project)],
-                          capture_output=True, text=True, env={**os.environ, "BENCH_FIGURES": ""})
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", kind, "--project", str(project)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BENCH_FIGURES": ""},
+    )
     if done.returncode:
         raise SystemExit(f"the {kind} measurement failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -102,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     synth.QUICK = args.quick
     sizes = args.tasks or ([100] if args.quick else [1112, 11112, 111112])
-    print(f"# 7. a million attempts: load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
-          flush=True)
+    print(
+        f"# 7. a million attempts: load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True
+    )
     rows = []
     for tasks in sizes:
         attempts = tasks * REPEATS * len(LABELS)
@@ -119,31 +128,59 @@ def main(argv: list[str] | None = None) -> int:
             rep = child("report", project)
             dash = dashboard(project, args.size)
         same = all(abs(rep["means"][k] - v) < 1e-9 for k, v in base["means"].items())
-        row = dict(tasks=tasks, attempts=attempts, stdlib_s=base["seconds"], stdlib_rss=base["peak_rss_mb"],
-                   report_s=rep["seconds"], report_rss=rep["peak_rss_mb"], same_means=same, **{
-                       f"dash_{k}": v for k, v in dash.items()})
+        row = dict(
+            tasks=tasks,
+            attempts=attempts,
+            stdlib_s=base["seconds"],
+            stdlib_rss=base["peak_rss_mb"],
+            report_s=rep["seconds"],
+            report_rss=rep["peak_rss_mb"],
+            same_means=same,
+            **{f"dash_{k}": v for k, v in dash.items()},
+        )
         rows.append(row)
         tag = f"scale.{size_tag(attempts)}"
-        synth.figure(f"{tag}.report_over_stdlib", rep["seconds"] / base["seconds"], target="<= 2",
-                     detail=f"report --format json {rep['seconds']:.2f} s, stdlib pass {base['seconds']:.2f} s")
+        synth.figure(
+            f"{tag}.report_over_stdlib",
+            rep["seconds"] / base["seconds"],
+            target="<= 2",
+            detail=f"report --format json {rep['seconds']:.2f} s, stdlib pass {base['seconds']:.2f} s",
+        )
         synth.figure(f"{tag}.report_peak_rss_mb", rep["peak_rss_mb"], unit="MB", target="< 600")
-        synth.figure(f"{tag}.same_means", float(same), target=">= 1", check=True,
-                     detail="the report's selector means equal the stdlib pass's (within 1e-9)")
-        synth.figure(f"{tag}.open_over_stdlib", dash["open_s"] / base["seconds"], target="<= 2",
-                     detail=f"history -> per-task table painted {dash['open_s']:.2f} s")
-        synth.figure(f"{tag}.config_open_over_stdlib", dash["config_open_s"] / base["seconds"], target="<= 2",
-                     detail=f"app start with the config -> its evaluations in the store {dash['config_open_s']:.2f} s")
+        synth.figure(
+            f"{tag}.same_means",
+            float(same),
+            target=">= 1",
+            check=True,
+            detail="the report's selector means equal the stdlib pass's (within 1e-9)",
+        )
+        synth.figure(
+            f"{tag}.open_over_stdlib",
+            dash["open_s"] / base["seconds"],
+            target="<= 2",
+            detail=f"history -> per-task table painted {dash['open_s']:.2f} s",
+        )
+        synth.figure(
+            f"{tag}.config_open_over_stdlib",
+            dash["config_open_s"] / base["seconds"],
+            target="<= 2",
+            detail=f"app start with the config -> its evaluations in the store {dash['config_open_s']:.2f} s",
+        )
         bench_dashboard.open_figures(dash, prefix=tag, open_target=None)
-    print("\n| attempts | stdlib pass | report --format json | report RSS | dashboard open (history) | open, "
-          "config | longest stall (history / config) | dashboard RSS | sort | filter |")
+    print(
+        "\n| attempts | stdlib pass | report --format json | report RSS | dashboard open (history) | open, "
+        "config | longest stall (history / config) | dashboard RSS | sort | filter |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['attempts']:,} | {r['stdlib_s']:.2f} s | {r['report_s']:.2f} s "
-              f"({r['report_s'] / r['stdlib_s']:.2f}x) | {r['report_rss']:.0f} MB | {r['dash_open_s']:.2f} s "
-              f"({r['dash_open_s'] / r['stdlib_s']:.2f}x) | {r['dash_config_open_s']:.2f} s | "
-              f"{r['dash_stall_s'] * 1000:.0f} / {r['dash_config_stall_s'] * 1000:.0f} ms | "
-              f"{r['dash_peak_rss_mb']:.0f} MB | {r['dash_sort_s'] * 1000:.0f} ms | "
-              f"{r['dash_filter_s'] * 1000:.0f} ms |")
+        print(
+            f"| {r['attempts']:,} | {r['stdlib_s']:.2f} s | {r['report_s']:.2f} s "
+            f"({r['report_s'] / r['stdlib_s']:.2f}x) | {r['report_rss']:.0f} MB | {r['dash_open_s']:.2f} s "
+            f"({r['dash_open_s'] / r['stdlib_s']:.2f}x) | {r['dash_config_open_s']:.2f} s | "
+            f"{r['dash_stall_s'] * 1000:.0f} / {r['dash_config_stall_s'] * 1000:.0f} ms | "
+            f"{r['dash_peak_rss_mb']:.0f} MB | {r['dash_sort_s'] * 1000:.0f} ms | "
+            f"{r['dash_filter_s'] * 1000:.0f} ms |"
+        )
     print(f"# load average after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True)
     return 0
 

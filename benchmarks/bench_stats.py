@@ -14,6 +14,7 @@
 
 Every simulation is seeded. ``--markdown PATH`` writes the tables (RESULTS.md's statistics section).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,6 +41,7 @@ SEED = 20261201
 
 # -- 1. coverage --------------------------------------------------------------------------------------------------
 
+
 def beta_params(mu: float, kappa: float) -> tuple[float, float]:
     return mu * kappa, (1 - mu) * kappa
 
@@ -55,11 +57,22 @@ def scores(rng, kind: str, mu: float, kappa: float, reps: int, g: int, k: int, l
     return p, rng.beta(q * c * np.ones(k), (1 - q) * c * np.ones(k), size=(reps, g, k))
 
 
-SELECTOR_CASES = [("binary", 0.1, 2.0), ("binary", 0.5, 2.0), ("binary", 0.9, 2.0), ("binary", 0.97, 2.0),
-                  ("continuous", 0.1, 10.0), ("continuous", 0.5, 10.0), ("continuous", 0.9, 10.0)]
+SELECTOR_CASES = [
+    ("binary", 0.1, 2.0),
+    ("binary", 0.5, 2.0),
+    ("binary", 0.9, 2.0),
+    ("binary", 0.97, 2.0),
+    ("continuous", 0.1, 10.0),
+    ("continuous", 0.5, 10.0),
+    ("continuous", 0.9, 10.0),
+]
 STRESS_CASES = [("continuous", 0.9, 2.0), ("continuous", 0.97, 2.0)]
 PAIR_CASES = [  # (kind, mu of a, kappa, shift): b's task probability or quality moves by shift * (1 - p) / (1 - mu)
-    ("binary", 0.5, 2.0, 0.0), ("binary", 0.5, 2.0, 0.2), ("binary", 0.8, 2.0, -0.3), ("continuous", 0.5, 10.0, 0.1)]
+    ("binary", 0.5, 2.0, 0.0),
+    ("binary", 0.5, 2.0, 0.2),
+    ("binary", 0.8, 2.0, -0.3),
+    ("continuous", 0.5, 10.0, 0.1),
+]
 
 
 def selector_cell(rng, kind, mu, kappa, g, k, reps) -> dict:
@@ -116,8 +129,11 @@ def coverage(args, md: list[str]) -> None:
     reps = args.reps
     t0 = time.perf_counter()
     rows, all_cov, t_cov, outside, zero, t_out = [], [], [], 0, 0, []
-    for label, cases, cell in (("selector", SELECTOR_CASES, selector_cell), ("pair", PAIR_CASES, pair_cell),
-                               ("stress", [] if args.quick else STRESS_CASES, selector_cell)):
+    for label, cases, cell in (
+        ("selector", SELECTOR_CASES, selector_cell),
+        ("pair", PAIR_CASES, pair_cell),
+        ("stress", [] if args.quick else STRESS_CASES, selector_cell),
+    ):
         for case in cases:
             covs = []
             for g in sizes:
@@ -135,57 +151,90 @@ def coverage(args, md: list[str]) -> None:
     n_cells = len(all_cov)
     in_band = sum(TARGET[0] <= c <= TARGET[1] for c in all_cov)
     mc = 1.96 * math.sqrt(0.95 * 0.05 / reps)
-    synth.figure("stats.coverage.min", min(all_cov), target=f">= {TARGET[0]}",
-                 detail=f"lowest coverage of the 95% intervals over {n_cells} cells ({reps} data sets each, "
-                        f"Monte-Carlo error +/-{mc:.3f}); the former t interval: {min(t_cov):.3f}; {wall:.0f} s")
-    synth.figure("stats.coverage.max", max(all_cov), target=f"<= {TARGET[1]}",
-                 detail=f"highest coverage; {in_band} of {n_cells} cells within {TARGET[0]}-{TARGET[1]}, "
-                        f"{sum(c < TARGET[0] for c in all_cov)} below, {sum(c > TARGET[1] for c in all_cov)} above")
-    synth.figure("stats.coverage.outside_range", float(outside), target="<= 0", check=True,
-                 detail=f"intervals leaving [0, 1] (selectors) or [-1, 1] (pairs), stress cases included; the former "
-                        f"t interval left the range in {100 * max(t_out):.0f}% of data sets at worst; zero-width "
-                        f"intervals: {zero}")
-    md += ["### Coverage of the 95% intervals", "",
-           f"{reps} seeded data sets per cell (Monte-Carlo error of a coverage near 0.95: +/-{mc:.3f}); "
-           "new = `core.stats.intervals` (what every view shows), t = the former t interval (no bounds). Scenarios: "
-           "*binary*: pass/fail attempts, each task solved with probability p ~ Beta(mean mu, concentration "
-           "kappa); *continuous*: each task has a quality q ~ Beta(mu, kappa) and attempts score ~ Beta(q, 10); "
-           "*pair*: b's task probability (or quality) is a's moved by `shift * (1 - p) / (1 - mu)` (up) or "
-           "`shift * p / mu` (down), so the true difference is `shift`. Stress: continuous scores with tasks "
-           "almost all at one end (kappa 2), outside the targets.", ""]
+    synth.figure(
+        "stats.coverage.min",
+        min(all_cov),
+        target=f">= {TARGET[0]}",
+        detail=f"lowest coverage of the 95% intervals over {n_cells} cells ({reps} data sets each, "
+        f"Monte-Carlo error +/-{mc:.3f}); the former t interval: {min(t_cov):.3f}; {wall:.0f} s",
+    )
+    synth.figure(
+        "stats.coverage.max",
+        max(all_cov),
+        target=f"<= {TARGET[1]}",
+        detail=f"highest coverage; {in_band} of {n_cells} cells within {TARGET[0]}-{TARGET[1]}, "
+        f"{sum(c < TARGET[0] for c in all_cov)} below, {sum(c > TARGET[1] for c in all_cov)} above",
+    )
+    synth.figure(
+        "stats.coverage.outside_range",
+        float(outside),
+        target="<= 0",
+        check=True,
+        detail=f"intervals leaving [0, 1] (selectors) or [-1, 1] (pairs), stress cases included; the former "
+        f"t interval left the range in {100 * max(t_out):.0f}% of data sets at worst; zero-width "
+        f"intervals: {zero}",
+    )
+    md += [
+        "### Coverage of the 95% intervals",
+        "",
+        f"{reps} seeded data sets per cell (Monte-Carlo error of a coverage near 0.95: +/-{mc:.3f}); "
+        "new = `core.stats.intervals` (what every view shows), t = the former t interval (no bounds). Scenarios: "
+        "*binary*: pass/fail attempts, each task solved with probability p ~ Beta(mean mu, concentration "
+        "kappa); *continuous*: each task has a quality q ~ Beta(mu, kappa) and attempts score ~ Beta(q, 10); "
+        "*pair*: b's task probability (or quality) is a's moved by `shift * (1 - p) / (1 - mu)` (up) or "
+        "`shift * p / mu` (down), so the true difference is `shift`. Stress: continuous scores with tasks "
+        "almost all at one end (kappa 2), outside the targets.",
+        "",
+    ]
     header = "| case | tasks | " + " | ".join(f"k={k}: new (t)" for k in repeats) + " |"
     md += [header, "|" + "---|" * (2 + len(repeats))]
     for label, case, covs in rows:
         name = f"{label} {case[0]} mu={case[1]} kappa={case[2]:g}" + (f" shift={case[3]:+g}" if len(case) > 3 else "")
         for g in sizes:
             cells = [c for c in covs if c[0] == g]
-            md.append(f"| {name} | {g} | " + " | ".join(
-                f"{r['coverage']:.3f} ({r['t_coverage']:.3f})" for _, _, r in cells) + " |")
+            md.append(
+                f"| {name} | {g} | "
+                + " | ".join(f"{r['coverage']:.3f} ({r['t_coverage']:.3f})" for _, _, r in cells)
+                + " |"
+            )
     md.append("")
 
 
 # -- 2. the paired test -----------------------------------------------------------------------------------------
 
+
 def _test(a_list, b_list, **kw):
     ka = np.array([len(x) for x in a_list])
     kb = np.array([len(x) for x in b_list])
     sd = lambda xs: np.array([x.std(ddof=1) if len(x) > 1 else np.nan for x in xs])  # noqa: E731
-    return paired_randomisation_test(ka, np.array([x.mean() for x in a_list]), sd(a_list), kb,
-                                     np.array([x.mean() for x in b_list]), sd(b_list),
-                                     lambda i: (a_list[i], b_list[i]), **kw)
+    return paired_randomisation_test(
+        ka,
+        np.array([x.mean() for x in a_list]),
+        sd(a_list),
+        kb,
+        np.array([x.mean() for x in b_list]),
+        sd(b_list),
+        lambda i: (a_list[i], b_list[i]),
+        **kw,
+    )
 
 
 def test_section(args, md: list[str]) -> None:
     rng = np.random.default_rng(SEED + 1)
     runs = max(50, args.reps // 2) if args.quick else args.reps
-    md += ["### The paired test", "",
-           f"Rejection rate at 5% with no real effect ({runs} seeded A/A data sets per row; Monte-Carlo error "
-           f"+/-{1.96 * math.sqrt(0.05 * 0.95 / runs):.3f}). Pass/fail attempts, task probabilities ~ Beta(0.5, 2). "
-           "Sign flips = the former test (it treats each task's difference as symmetric about 0).", "",
-           "| tasks | repeats a vs b | this test | how | sign flips |", "|---|---|---|---|---|"]
+    md += [
+        "### The paired test",
+        "",
+        f"Rejection rate at 5% with no real effect ({runs} seeded A/A data sets per row; Monte-Carlo error "
+        f"+/-{1.96 * math.sqrt(0.05 * 0.95 / runs):.3f}). Pass/fail attempts, task probabilities ~ Beta(0.5, 2). "
+        "Sign flips = the former test (it treats each task's difference as symmetric about 0).",
+        "",
+        "| tasks | repeats a vs b | this test | how | sign flips |",
+        "|---|---|---|---|---|",
+    ]
     worst = 0.0
     t0 = time.perf_counter()
-    for g in ([12] if args.quick else [12, 30, 100]):
+    for g in [12] if args.quick else [12, 30, 100]:
         for ka, kb in ((10, 1), (3, 3)):
             new = flips = 0
             how = set()
@@ -202,18 +251,27 @@ def test_section(args, md: list[str]) -> None:
                 worst = max(worst, rate)
             md.append(f"| {g} | {ka} vs {kb} | {rate:.3f} | {'/'.join(sorted(how))} | {flips / runs:.3f} |")
     size_wall = time.perf_counter() - t0
-    synth.figure("stats.test.size_unequal_repeats", worst, target=f"<= {0.05 + 2 * math.sqrt(0.05 * 0.95 / runs):.3f}",
-                 detail=f"highest rejection rate at 5% of the paired test with 10 repeats against 1 and no effect "
-                        f"({runs} A/A data sets per size; sign flips on the same data in RESULTS.md); "
-                        f"{size_wall:.0f} s")
+    synth.figure(
+        "stats.test.size_unequal_repeats",
+        worst,
+        target=f"<= {0.05 + 2 * math.sqrt(0.05 * 0.95 / runs):.3f}",
+        detail=f"highest rejection rate at 5% of the paired test with 10 repeats against 1 and no effect "
+        f"({runs} A/A data sets per size; sign flips on the same data in RESULTS.md); "
+        f"{size_wall:.0f} s",
+    )
 
     # agreement of the large-sample method with the exact one where both run (pass/fail, 3 repeats: thirds)
-    md += ["", "Large-sample method against the exact test on the same data (pass/fail, 3 repeats each, where the "
-               "exact convolution still runs): the largest |p exact - p large-sample| among data sets with "
-               "0.005 < p < 0.2 (the decision range).", "", "| tasks | data sets | max abs difference | mean |",
-           "|---|---|---|---|"]
+    md += [
+        "",
+        "Large-sample method against the exact test on the same data (pass/fail, 3 repeats each, where the "
+        "exact convolution still runs): the largest |p exact - p large-sample| among data sets with "
+        "0.005 < p < 0.2 (the decision range).",
+        "",
+        "| tasks | data sets | max abs difference | mean |",
+        "|---|---|---|---|",
+    ]
     agree = []
-    for g in ([40] if args.quick else [30, 100, 300]):
+    for g in [40] if args.quick else [30, 100, 300]:
         diffs = []
         for _ in range(20 if args.quick else 100):
             p = rng.uniform(0.2, 0.8, size=g)
@@ -227,12 +285,17 @@ def test_section(args, md: list[str]) -> None:
         if diffs:
             md.append(f"| {g} | {len(diffs)} | {max(diffs):.4f} | {np.mean(diffs):.4f} |")
     md.append("")
-    synth.figure("stats.test.exact_vs_large_sample", max(agree) if agree else None, target="<= 0.01",
-                 detail=f"largest |p exact - p normal| over {len(agree)} data sets with 0.005 < p < 0.2 "
-                        "(sign flips, continuity-corrected normal approximation)")
+    synth.figure(
+        "stats.test.exact_vs_large_sample",
+        max(agree) if agree else None,
+        target="<= 0.01",
+        detail=f"largest |p exact - p normal| over {len(agree)} data sets with 0.005 < p < 0.2 "
+        "(sign flips, continuity-corrected normal approximation)",
+    )
 
 
 # -- 3. sequential ------------------------------------------------------------------------------------------------
+
 
 def sequential_run(rng, g: int, max_rounds: int, effect: float, margin=None):
     from hermit_tui.core.stats.sequential import SequentialMonitor
@@ -252,15 +315,20 @@ def sequential_section(args, md: list[str]) -> None:
     runs = args.runs
     max_rounds = 8
     t0 = time.perf_counter()
-    md += ["### Sequential stopping (`core.stats.sequential`)", "",
-           f"Launches of pass/fail tasks (task probabilities p ~ Beta(1, 1); b's are p + 2 effect (1 - p), so the true "
-           f"difference is the effect), at most {max_rounds} rounds, stopping at the first round where the repeated "
-           "confidence interval decides. False claim = improvement or regression on an A/A launch. Saved = share of "
-           "the fixed design's attempts (every round) not run.", "",
-           "| tasks | effect | runs | improvement | regression | undecided | mean rounds | saved | stopped by round "
-           f"{max_rounds // 2} |", "|---|---|---|---|---|---|---|---|---|"]
+    md += [
+        "### Sequential stopping (`core.stats.sequential`)",
+        "",
+        f"Launches of pass/fail tasks (task probabilities p ~ Beta(1, 1); b's are p + 2 effect (1 - p), so the true "
+        f"difference is the effect), at most {max_rounds} rounds, stopping at the first round where the repeated "
+        "confidence interval decides. False claim = improvement or regression on an A/A launch. Saved = share of "
+        "the fixed design's attempts (every round) not run.",
+        "",
+        "| tasks | effect | runs | improvement | regression | undecided | mean rounds | saved | stopped by round "
+        f"{max_rounds // 2} |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     aa_rates = []
-    for g in ([30] if args.quick else [16, 50, 200]):
+    for g in [30] if args.quick else [16, 50, 200]:
         looks = [sequential_run(rng, g, max_rounds, 0.0) for _ in range(runs)]
         claims = sum(lk.decision in ("improvement", "regression") for lk in looks) / runs
         aa_rates.append((g, claims))
@@ -280,33 +348,53 @@ def sequential_section(args, md: list[str]) -> None:
     pooled = float(np.mean([r for _, r in aa_rates]))
     se = math.sqrt(max(pooled, 0.05) * (1 - max(pooled, 0.05)) / (runs * len(aa_rates)))
     each = math.sqrt(0.05 * 0.95 / runs)
-    md += ["", f"A/A false claims over all {runs * len(aa_rates)} launches: **{pooled:.4f}** (Monte-Carlo standard "
-               f"error {se:.4f}; per size +/-{each:.4f}). With no between-task variance in the effect (an A/A launch) "
-               "the boundaries' correlation is exact and the rate is 5% up to the t approximation; any between-task "
-               "variance makes them conservative.", ""]
-    synth.figure("stats.sequential.aa_false_claims", pooled, target="<= 0.05",
-                 detail=f"false claims (improvement or regression) of A/A launches, {runs} each on "
-                        f"{', '.join(str(g) for g, _ in aa_rates)} tasks, 8 rounds at most: "
-                        + ", ".join(f"{g} tasks {r:.3f}" for g, r in aa_rates)
-                        + f" (Monte-Carlo standard error {se:.4f} pooled, {each:.4f} per size); {wall:.0f} s")
-    synth.figure("stats.sequential.saved_at_0.35", saved35, unit="",
-                 detail=f"share of the fixed design's attempts saved at effect 0.35, 50 tasks, {max_rounds} rounds")
-    synth.figure("stats.sequential.first_half_at_0.35", first_half, target=">= 0.5",
-                 detail=f"share of A/B launches at effect 0.35 (50 tasks) that stopped by round {max_rounds // 2}")
+    md += [
+        "",
+        f"A/A false claims over all {runs * len(aa_rates)} launches: **{pooled:.4f}** (Monte-Carlo standard "
+        f"error {se:.4f}; per size +/-{each:.4f}). With no between-task variance in the effect (an A/A launch) "
+        "the boundaries' correlation is exact and the rate is 5% up to the t approximation; any between-task "
+        "variance makes them conservative.",
+        "",
+    ]
+    synth.figure(
+        "stats.sequential.aa_false_claims",
+        pooled,
+        target="<= 0.05",
+        detail=f"false claims (improvement or regression) of A/A launches, {runs} each on "
+        f"{', '.join(str(g) for g, _ in aa_rates)} tasks, 8 rounds at most: "
+        + ", ".join(f"{g} tasks {r:.3f}" for g, r in aa_rates)
+        + f" (Monte-Carlo standard error {se:.4f} pooled, {each:.4f} per size); {wall:.0f} s",
+    )
+    synth.figure(
+        "stats.sequential.saved_at_0.35",
+        saved35,
+        unit="",
+        detail=f"share of the fixed design's attempts saved at effect 0.35, 50 tasks, {max_rounds} rounds",
+    )
+    synth.figure(
+        "stats.sequential.first_half_at_0.35",
+        first_half,
+        target=">= 0.5",
+        detail=f"share of A/B launches at effect 0.35 (50 tasks) that stopped by round {max_rounds // 2}",
+    )
 
 
 def _seq_row(g, effect, looks, max_rounds, note="") -> str:
     n = len(looks)
-    share = {d: sum(lk.decision == d for lk in looks) / n for d in ("improvement", "regression", "undecided",
-                                                                    "equivalent")}
+    share = {
+        d: sum(lk.decision == d for lk in looks) / n for d in ("improvement", "regression", "undecided", "equivalent")
+    }
     rounds = np.array([lk.rounds for lk in looks])
     eff = f"{effect:g}" + (f" ({note}; equivalent {share['equivalent']:.3f})" if note else "")
-    return (f"| {g} | {eff} | {n} | {share['improvement']:.3f} | {share['regression']:.3f} | "
-            f"{share['undecided']:.3f} | {rounds.mean():.2f} | {1 - rounds.mean() / max_rounds:.1%} | "
-            f"{np.mean(rounds <= max_rounds // 2):.1%} |")
+    return (
+        f"| {g} | {eff} | {n} | {share['improvement']:.3f} | {share['regression']:.3f} | "
+        f"{share['undecided']:.3f} | {rounds.mean():.2f} | {1 - rounds.mean() / max_rounds:.1%} | "
+        f"{np.mean(rounds <= max_rounds // 2):.1%} |"
+    )
 
 
 # -- 4. speed -----------------------------------------------------------------------------------------------------
+
 
 def speed_section(args, md: list[str]) -> None:
     from hermit_tui.core.records.scores import AttemptColumns, tabulate
@@ -322,8 +410,9 @@ def speed_section(args, md: list[str]) -> None:
         u = rng.random(g * k)
         score = np.where(u < skill[label], 1.0, np.where(rng.random(g * k) < 0.3, 0.5, 0.0))
         cols[label] = AttemptColumns(np.tile(np.arange(g), k), np.repeat(np.arange(1, k + 1), g), score)
-    tuples = {lb: list(zip([ids[i] for i in c.task.tolist()], c.repeat.tolist(), c.score.tolist()))
-              for lb, c in cols.items()}
+    tuples = {
+        lb: list(zip([ids[i] for i in c.task.tolist()], c.repeat.tolist(), c.score.tolist())) for lb, c in cols.items()
+    }
     selector_stats("warm", cols["none"], ids)  # imports, not timed
     walls = {}
     for name, data in (("columns", cols), ("tuples", tuples)):
@@ -334,24 +423,39 @@ def speed_section(args, md: list[str]) -> None:
         walls[name] = time.perf_counter() - t0
     # the floor: one numpy pass over the same columns (per-task means and the three mean differences)
     t0 = time.perf_counter()
-    means = {lb: np.bincount(c.task, weights=c.score, minlength=g) / np.bincount(c.task, minlength=g)
-             for lb, c in cols.items()}
+    means = {
+        lb: np.bincount(c.task, weights=c.score, minlength=g) / np.bincount(c.task, minlength=g)
+        for lb, c in cols.items()
+    }
     [float((means[b] - means[a]).mean()) for a, b in default_pairs(labels)]
     floor = time.perf_counter() - t0
     attempts = g * k * len(labels)
-    synth.figure("stats.speed.columns_s", walls["columns"], unit="s", target="< 5",
-                 detail=f"{g:,} tasks x {k} repeats x 3 selectors ({attempts:,} attempts) and the 3 default pairs, "
-                        f"from columns: {1e6 * walls['columns'] / g:.1f} us per task (before: ~19,000 us per task); "
-                        f"a bare numpy pass (task means, mean differences) takes {floor:.3f} s; "
-                        f"tests: {pairs[0].test.split(': ', 1)[-1]}")
-    synth.figure("stats.speed.tuples_s", walls["tuples"], unit="s",
-                 detail="the same from (task id, repeat, score) tuples, as the files give them today")
-    md += ["### Speed of the statistics", "",
-           f"{g:,} tasks x {k} repeats x 3 selectors ({attempts:,} attempts) and the 3 default pairs (warm process): "
-           f"**{walls['columns']:.2f} s** from columns, {walls['tuples']:.2f} s from tuples "
-           f"({1e6 * walls['columns'] / g:.1f} us per task; a bare numpy pass computing only the task means and the "
-           f"mean differences takes {floor:.3f} s). Before: about 19 ms per task (16.7 s for 1,000 tasks), the "
-           "100,000 random sign flips of the permutation test taking nearly all of it.", ""]
+    synth.figure(
+        "stats.speed.columns_s",
+        walls["columns"],
+        unit="s",
+        target="< 5",
+        detail=f"{g:,} tasks x {k} repeats x 3 selectors ({attempts:,} attempts) and the 3 default pairs, "
+        f"from columns: {1e6 * walls['columns'] / g:.1f} us per task (before: ~19,000 us per task); "
+        f"a bare numpy pass (task means, mean differences) takes {floor:.3f} s; "
+        f"tests: {pairs[0].test.split(': ', 1)[-1]}",
+    )
+    synth.figure(
+        "stats.speed.tuples_s",
+        walls["tuples"],
+        unit="s",
+        detail="the same from (task id, repeat, score) tuples, as the files give them today",
+    )
+    md += [
+        "### Speed of the statistics",
+        "",
+        f"{g:,} tasks x {k} repeats x 3 selectors ({attempts:,} attempts) and the 3 default pairs (warm process): "
+        f"**{walls['columns']:.2f} s** from columns, {walls['tuples']:.2f} s from tuples "
+        f"({1e6 * walls['columns'] / g:.1f} us per task; a bare numpy pass computing only the task means and the "
+        f"mean differences takes {floor:.3f} s). Before: about 19 ms per task (16.7 s for 1,000 tasks), the "
+        "100,000 random sign flips of the permutation test taking nearly all of it.",
+        "",
+    ]
     if args.quick:
         return
     rows = []
@@ -364,21 +468,43 @@ def speed_section(args, md: list[str]) -> None:
                 synth.write_evaluation(project, label, task_ids, k)
             env = {**os.environ, "HERMIT_TUI_CONFIG_DIR": str(Path(tmp) / "cfg")}
             t0 = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "hermit_tui", "report", "--config", str(project / "run.yaml"),
-                                   "--format", "json", "--output", str(Path(tmp) / "r.json")], env=env,
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "hermit_tui",
+                    "report",
+                    "--config",
+                    str(project / "run.yaml"),
+                    "--format",
+                    "json",
+                    "--output",
+                    str(Path(tmp) / "r.json"),
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             wall = time.perf_counter() - t0
             if done.returncode:
                 raise SystemExit(done.stderr[-2000:])
             rows.append((tasks, wall))
-            synth.figure(f"stats.report_{tasks}_s", wall, unit="s",
-                         detail=f"`hermit-tui report --format json`, whole command, {tasks:,} tasks x 3 x 3 "
-                                f"written in hermit's format (before: 16.7 s at 1,000 tasks, over 300 s at 11,112)")
+            synth.figure(
+                f"stats.report_{tasks}_s",
+                wall,
+                unit="s",
+                detail=f"`hermit-tui report --format json`, whole command, {tasks:,} tasks x 3 x 3 "
+                f"written in hermit's format (before: 16.7 s at 1,000 tasks, over 300 s at 11,112)",
+            )
     md += ["| `hermit-tui report --format json` (whole command) | before | now |", "|---|---|---|"]
     before = {1000: "16.7 s", 11112: "over 300 s (stopped)"}
     md += [f"| {t:,} tasks x 3 repeats x 3 selectors | {before[t]} | {w:.1f} s |" for t, w in rows]
-    md += ["", "What remains of the report's time at scale is reading results.jsonl into pydantic records (issue 15, "
-               "item 1: the columnar store).", ""]
+    md += [
+        "",
+        "What remains of the report's time at scale is reading results.jsonl into pydantic records (issue 15, "
+        "item 1: the columnar store).",
+        "",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -399,8 +525,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [p for p in chosen if p not in parts]
     if unknown:
         parser.error(f"unknown part {', '.join(unknown)} (choose from {', '.join(parts)})")
-    md: list[str] = [f"Produced by `python benchmarks/bench_stats.py{' --quick' if args.quick else ''}` on "
-                     f"{synth.machine()['date']} ({synth.machine()['nproc']} CPUs).", ""]
+    md: list[str] = [
+        f"Produced by `python benchmarks/bench_stats.py{' --quick' if args.quick else ''}` on "
+        f"{synth.machine()['date']} ({synth.machine()['nproc']} CPUs).",
+        "",
+    ]
     for name in chosen:
         parts[name](args, md)
     if args.markdown:

@@ -5,6 +5,7 @@
 --write regenerates benchmarks/RESULTS.md (or PATH) from this run: the machine, the date, the command and every
 figure; the notes below the NOTES_MARKER line of the existing file are kept.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,16 @@ def run(names: list[str], quick: bool) -> tuple[list[dict], dict[str, float]]:
             walls[name] = time.perf_counter() - t0
             if done.returncode:
                 print(f"# {title}: {script} failed with exit code {done.returncode}", flush=True)
-                figures.append({"name": f"{name}.failed", "value": None, "unit": "", "target": None, "ok": False,
-                                "detail": f"{script} exited with {done.returncode}"})
+                figures.append(
+                    {
+                        "name": f"{name}.failed",
+                        "value": None,
+                        "unit": "",
+                        "target": None,
+                        "ok": False,
+                        "detail": f"{script} exited with {done.returncode}",
+                    }
+                )
         if sink.exists():
             figures = [json.loads(line) for line in sink.read_text().splitlines() if line.strip()] + figures
     return figures, walls
@@ -74,29 +83,33 @@ def verdict(f: dict) -> str:
 
 def table(figures: list[dict]) -> list[str]:
     rows = [("figure", "value", "target", "")] + [
-        (f["name"], shown(f), f"{f['target']} {f['unit']}".strip() if f["target"] else "", verdict(f))
-        for f in figures]
+        (f["name"], shown(f), f"{f['target']} {f['unit']}".strip() if f["target"] else "", verdict(f)) for f in figures
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def write_results(path: Path, figures: list[dict], walls: dict[str, float], command: str, load: tuple[str, str],
-                  total: float) -> None:
+def write_results(
+    path: Path, figures: list[dict], walls: dict[str, float], command: str, load: tuple[str, str], total: float
+) -> None:
     m = synth.machine()
     notes = ""
     if path.exists() and NOTES_MARKER in path.read_text():
         notes = path.read_text().split(NOTES_MARKER, 1)[1].lstrip("\n")
     lines = [
-        "# Benchmark results", "",
+        "# Benchmark results",
+        "",
         "Produced by `benchmarks/run_all.py` (see [README.md](README.md) for what each figure measures and how).",
-        "", f"- Date: {m['date']}",
-        f"- Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gb']} GB memory; Python {m['python']}; "
-        f"{m['platform']}",
+        "",
+        f"- Date: {m['date']}",
+        f"- Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gb']} GB memory; Python {m['python']}; {m['platform']}",
         f"- Load average (1, 5, 15 min) before / after: {load[0]} / {load[1]} (other work shared the machine "
         "when it was above the CPU count)",
-        f"- Command: `{command}` ({total / 60:.1f} min: "
-        + ", ".join(f"{k} {v:.0f} s" for k, v in walls.items()) + ")", "",
-        "| figure | value | target | verdict |", "|---|---|---|---|"]
+        f"- Command: `{command}` ({total / 60:.1f} min: " + ", ".join(f"{k} {v:.0f} s" for k, v in walls.items()) + ")",
+        "",
+        "| figure | value | target | verdict |",
+        "|---|---|---|---|",
+    ]
     for f in figures:
         target = f"{f['target']} {f['unit']}".strip() if f["target"] else ""
         lines.append(f"| `{f['name']}` | {shown(f)} | {target} | {verdict(f)} |")
@@ -110,8 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny runs (a smoke test; nothing is judged)")
     parser.add_argument("--only", help="a comma-separated subset of " + ", ".join(SCRIPTS))
-    parser.add_argument("--write", nargs="?", const=str(HERE / "RESULTS.md"), metavar="PATH",
-                        help="write the results file (default benchmarks/RESULTS.md)")
+    parser.add_argument(
+        "--write",
+        nargs="?",
+        const=str(HERE / "RESULTS.md"),
+        metavar="PATH",
+        help="write the results file (default benchmarks/RESULTS.md)",
+    )
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",")] if args.only else list(SCRIPTS)
     unknown = [n for n in names if n not in SCRIPTS]
@@ -119,8 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown benchmark {', '.join(unknown)} (choose from {', '.join(SCRIPTS)})")
     m = synth.machine()
     before = loadavg()
-    print(f"# {m['date']} · {m['nproc']} CPUs ({m['cpu']}) · {m['memory_gb']} GB · Python {m['python']} · "
-          f"load {before}", flush=True)
+    print(
+        f"# {m['date']} · {m['nproc']} CPUs ({m['cpu']}) · {m['memory_gb']} GB · Python {m['python']} · load {before}",
+        flush=True,
+    )
     t0 = time.perf_counter()
     figures, walls = run(names, args.quick)
     total = time.perf_counter() - t0
@@ -131,8 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     misses = [f["name"] for f in figures if f["ok"] is False]
     print(f"# {len(misses)} missed: {', '.join(misses)}" if misses else "# every judged target met")
     if args.write:
-        command = "python benchmarks/run_all.py" + (" --quick" if args.quick else "") + \
-            (f" --only {args.only}" if args.only else "") + " --write"
+        command = (
+            "python benchmarks/run_all.py"
+            + (" --quick" if args.quick else "")
+            + (f" --only {args.only}" if args.only else "")
+            + " --write"
+        )
         write_results(Path(args.write), figures, walls, command, (before, after), total)
         print(f"# wrote {args.write}")
     return 0

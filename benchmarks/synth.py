@@ -6,6 +6,7 @@ heavy-tailed lognormal latencies clipped to 5-500 ms), a judge, a template, and 
 ``root`` and ``<run>/final``. It runs unchanged under ``hermit eval`` (hermit-harness 0.1.0, without hermit-tui
 installed) and under hermit-tui's runner, and both must record the same results.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,10 +22,17 @@ from pathlib import Path
 
 RUN = "bench"
 TEMPLATE_ID = "bench-notes"
-SKILLS = {"root": 0.45, "final": 0.7}       # an adapter's skill (chance of a full score); none: NONE_SKILL
-GIT_ENV = {"GIT_AUTHOR_NAME": "hermit-tui", "GIT_AUTHOR_EMAIL": "hermit-tui@localhost",
-           "GIT_COMMITTER_NAME": "hermit-tui", "GIT_COMMITTER_EMAIL": "hermit-tui@localhost",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+SKILLS = {"root": 0.45, "final": 0.7}  # an adapter's skill (chance of a full score); none: NONE_SKILL
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "hermit-tui",
+    "GIT_AUTHOR_EMAIL": "hermit-tui@localhost",
+    "GIT_COMMITTER_NAME": "hermit-tui",
+    "GIT_COMMITTER_EMAIL": "hermit-tui@localhost",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "LC_ALL": "C",
+}
 
 PIPELINE = '''\
 """A synthetic acting agent for the benchmarks: every figure of an attempt is a hash of (task id, repeat, adapter
@@ -124,7 +132,7 @@ def score(task, output):
     return {{"score": float(text), "feedback": "synthetic"}}
 '''
 
-MANIFEST = f'''\
+MANIFEST = f"""\
 template:
   id: {TEMPLATE_ID}
   version: "0.1"
@@ -136,7 +144,7 @@ structure:
   learnable:
     - path: ADAPTER.md
       format: {{text: true, max_bytes: 8000}}
-'''
+"""
 
 
 def run_yaml(concurrency: int, repeats: int, agent: str = "pipeline.py:run", latency_scale: float = 1.0) -> str:
@@ -160,15 +168,23 @@ def adapter_text(name: str) -> str:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV})
+    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, env={**os.environ, **GIT_ENV})
     if done.returncode:
         raise RuntimeError(f"git {args[0]} failed: {done.stderr.strip()}")
     return done.stdout.strip()
 
 
-def make_project(dest: Path, *, tasks: int = 200, seed: int = 7, concurrency: int = 16, repeats: int = 3,
-                 agent: str = "pipeline.py:run", latency_scale: float = 1.0, tree: bool = True) -> Path:
+def make_project(
+    dest: Path,
+    *,
+    tasks: int = 200,
+    seed: int = 7,
+    concurrency: int = 16,
+    repeats: int = 3,
+    agent: str = "pipeline.py:run",
+    latency_scale: float = 1.0,
+    tree: bool = True,
+) -> Path:
     """Write the synthetic project into ``dest`` (created, must not exist) and return its run.yaml."""
     dest = Path(dest)
     dest.mkdir(parents=True)
@@ -176,8 +192,9 @@ def make_project(dest: Path, *, tasks: int = 200, seed: int = 7, concurrency: in
     other = [f"x{i:02d}" for i in range(10)]
     with open(dest / "tasks.jsonl", "w") as fh:
         for tid in other + test_ids:
-            fh.write(json.dumps({"id": tid, "question": f"synthetic question {tid}", "group": f"g{int(tid[1:]) % 7}"})
-                     + "\n")
+            fh.write(
+                json.dumps({"id": tid, "question": f"synthetic question {tid}", "group": f"g{int(tid[1:]) % 7}"}) + "\n"
+            )
     (dest / "train.txt").write_text("\n".join(other[:5]) + "\n")
     (dest / "val.txt").write_text("\n".join(other[5:]) + "\n")
     (dest / "test.txt").write_text("\n".join(test_ids) + "\n")
@@ -214,15 +231,17 @@ def load_pipeline_module(project: Path) -> types.ModuleType:
     return module
 
 
-def planned_latencies(project: Path, labels: list[str], task_ids: list[str], repeats: int,
-                      scale: float = 1.0) -> list[float]:
+def planned_latencies(
+    project: Path, labels: list[str], task_ids: list[str], repeats: int, scale: float = 1.0
+) -> list[float]:
     """Every attempt's latency as the pipeline will sleep it: labels among none/root/final."""
     mod = load_pipeline_module(project)
     keys = {"none": "none"}
     for name in SKILLS:
         keys[name] = hashlib.sha256(adapter_text(name).encode()).hexdigest()[:16]
-    return [mod.latency_s(t, r, keys[label]) * scale for label in labels for r in range(1, repeats + 1)
-            for t in task_ids]
+    return [
+        mod.latency_s(t, r, keys[label]) * scale for label in labels for r in range(1, repeats + 1) for t in task_ids
+    ]
 
 
 def ideal_wall(latencies: list[float], concurrency: int) -> float:
@@ -234,28 +253,31 @@ def list_schedule(latencies: list[float], concurrency: int) -> float:
     """The wall of ``concurrency`` slots taking the attempts in the given order, each as soon as a slot frees, at
     zero overhead: what a scheduler bound to that order (for pairing) can do at best."""
     import heapq
+
     slots = [0.0] * concurrency
     for x in latencies:
         heapq.heappush(slots, heapq.heappop(slots) + x)
     return max(slots)
 
 
-def runner_order(project: Path, labels: list[str], task_ids: list[str], repeats: int,
-                 scale: float = 1.0) -> list[float]:
+def runner_order(
+    project: Path, labels: list[str], task_ids: list[str], repeats: int, scale: float = 1.0
+) -> list[float]:
     """The latencies in hermit-tui's scheduling order: repeat by repeat, task by task, selector by selector."""
     by_label = {label: planned_latencies(project, [label], task_ids, repeats, scale) for label in labels}
     n = len(task_ids)
     return [by_label[label][(r - 1) * n + i] for r in range(1, repeats + 1) for i in range(n) for label in labels]
 
 
-def hermit_schedule(project: Path, labels: list[str], task_ids: list[str], repeats: int, concurrency: int,
-                    scale: float = 1.0) -> float:
+def hermit_schedule(
+    project: Path, labels: list[str], task_ids: list[str], repeats: int, concurrency: int, scale: float = 1.0
+) -> float:
     """hermit eval's bound: one selector after another, each repeat waiting for the previous one to end."""
     n = len(task_ids)
     total = 0.0
     for label in labels:
         lat = planned_latencies(project, [label], task_ids, repeats, scale)
-        total += sum(list_schedule(lat[(r - 1) * n:r * n], concurrency) for r in range(1, repeats + 1))
+        total += sum(list_schedule(lat[(r - 1) * n : r * n], concurrency) for r in range(1, repeats + 1))
     return total
 
 
@@ -268,8 +290,9 @@ def test_ids(project: Path) -> list[str]:
 QUICK = False  # set by a script's --quick: its figures are a smoke test, not judged against their targets
 
 
-def figure(name: str, value: float | None, *, unit: str = "", target: str | None = None, detail: str = "",
-           check: bool = False) -> None:
+def figure(
+    name: str, value: float | None, *, unit: str = "", target: str | None = None, detail: str = "", check: bool = False
+) -> None:
     """Print one figure line (``FIGURE name = value unit  [target ...: ok|MISS]  detail``); append it as JSON to
     $BENCH_FIGURES when set (run_all.py collects them). A ``check`` (a correctness figure) is judged in --quick too."""
     verdict = None
@@ -287,8 +310,12 @@ def figure(name: str, value: float | None, *, unit: str = "", target: str | None
     out = os.environ.get("BENCH_FIGURES")
     if out:
         with open(out, "a") as fh:
-            fh.write(json.dumps({"name": name, "value": value, "unit": unit, "target": target, "ok": verdict,
-                                 "detail": detail}) + "\n")
+            fh.write(
+                json.dumps(
+                    {"name": name, "value": value, "unit": unit, "target": target, "ok": verdict, "detail": detail}
+                )
+                + "\n"
+            )
 
 
 def peak_rss_mb() -> float:
@@ -312,17 +339,25 @@ def machine() -> dict:
                 mem = round(int(line.split()[1]) / 1024 / 1024, 1)
     except OSError:
         pass
-    return {"nproc": os.cpu_count(), "cpu": cpu, "memory_gb": mem, "python": platform.python_version(),
-            "platform": platform.platform(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "memory_gb": mem,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 # -- an evaluation written directly (the dashboard benchmark) -------------------------------------------------------
+
 
 def write_evaluation(project: Path, label: str, task_ids: list[str], repeats: int, seed: int = 7) -> int:
     """results.jsonl + summary.json of one selector in hermit's format (hermit's keys and line order: one repeat at
     a time, in task order), with scores, errors, judge errors and unknown costs drawn from a seeded generator.
     Returns the number of lines written."""
     import random
+
     rng = random.Random(f"{seed}|{label}")
     skill = {"none": 0.2, **SKILLS}.get(label, 0.5)
     folder = Path(project) / "runs" / RUN / "eval" / label
@@ -338,19 +373,41 @@ def write_evaluation(project: Path, label: str, task_ids: list[str], repeats: in
                 wall = round(0.005 + rng.lognormvariate(-3.5, 1.1), 2)
                 if u < 0.02:
                     msg = "RuntimeError: synthetic failure"
-                    rec = {"repeat": r, "id": tid, "status": "error", "error": msg, "output": None,
-                           "judge": {"score": 0.0, "feedback": f"the pipeline failed: {msg}"}, "cost_usd": None,
-                           "wall_s": wall, "api_speed": None, "tokens": None, "log": None}
+                    rec = {
+                        "repeat": r,
+                        "id": tid,
+                        "status": "error",
+                        "error": msg,
+                        "output": None,
+                        "judge": {"score": 0.0, "feedback": f"the pipeline failed: {msg}"},
+                        "cost_usd": None,
+                        "wall_s": wall,
+                        "api_speed": None,
+                        "tokens": None,
+                        "log": None,
+                    }
                 else:
                     score = 1.0 if rng.random() < skill else 0.5 if rng.random() < 0.3 else 0.0
                     cost = None if rng.random() < 0.05 else round(0.001 + 0.01 * rng.random(), 6)
                     judge_error = u < 0.03
-                    judge = ({"score": 0.0, "feedback": "the judge failed: ValueError: synthetic"} if judge_error
-                             else {"score": score, "feedback": "synthetic", "extra": {}})
-                    rec = {"repeat": r, "id": tid, "status": "judge_error" if judge_error else "ok",
-                           "error": "ValueError: synthetic" if judge_error else None, "output": f"answer {tid}",
-                           "judge": judge, "cost_usd": cost, "wall_s": wall, "api_speed": None,
-                           "tokens": 100 + int(900 * u), "log": None}
+                    judge = (
+                        {"score": 0.0, "feedback": "the judge failed: ValueError: synthetic"}
+                        if judge_error
+                        else {"score": score, "feedback": "synthetic", "extra": {}}
+                    )
+                    rec = {
+                        "repeat": r,
+                        "id": tid,
+                        "status": "judge_error" if judge_error else "ok",
+                        "error": "ValueError: synthetic" if judge_error else None,
+                        "output": f"answer {tid}",
+                        "judge": judge,
+                        "cost_usd": cost,
+                        "wall_s": wall,
+                        "api_speed": None,
+                        "tokens": 100 + int(900 * u),
+                        "log": None,
+                    }
                 s = rec["judge"]["score"]
                 total += 1
                 score_sum += s
@@ -362,10 +419,18 @@ def write_evaluation(project: Path, label: str, task_ids: list[str], repeats: in
                 else:
                     known_cost += rec["cost_usd"]
                 fh.write(json.dumps(rec) + "\n")
-    summary = {"adapter": label, "commit": None if label == "none" else hashlib.sha1(label.encode()).hexdigest(),
-               "tasks": len(task_ids), "repeats": repeats, "mean_score": score_sum / total,
-               "solved_once": len(solved) / len(task_ids), "cost_usd": None if unknown else known_cost,
-               "unknown_cost_tasks": unknown, "errors": errors, "wall_s": 1234.5}
+    summary = {
+        "adapter": label,
+        "commit": None if label == "none" else hashlib.sha1(label.encode()).hexdigest(),
+        "tasks": len(task_ids),
+        "repeats": repeats,
+        "mean_score": score_sum / total,
+        "solved_once": len(solved) / len(task_ids),
+        "cost_usd": None if unknown else known_cost,
+        "unknown_cost_tasks": unknown,
+        "errors": errors,
+        "wall_s": 1234.5,
+    }
     (folder / "summary.json").write_text(json.dumps(summary, indent=1))
     return total
 

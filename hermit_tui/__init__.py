@@ -1,4 +1,5 @@
 """hermit-tui: compare Hermit harness adapters under a fixed evaluation protocol."""
+
 from hermit_tui.core.outputs import JudgeResult, RunOutput
 from hermit_tui.core.version import __version__
 

@@ -4,6 +4,7 @@ triage label set (keys 1-9) per run.
 ``$HERMIT_TUI_CONFIG_DIR/settings.json``, else ``$XDG_CONFIG_HOME/hermit-tui/settings.json``, else
 ``~/.config/hermit-tui/settings.json``.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,16 @@ def remember_config(path: Path) -> None:
 MAX_LAUNCH_CONFIGS = 50
 #: key -> the type its value must have (anything else in the file is ignored when read)
 LAUNCH_KEYS: dict[str, type | tuple[type, ...]] = {
-    "picks": list, "added": list, "repeats": str, "concurrency": str, "limit": str, "timeout": str, "executor": str,
-    "decide": str, "baseline": str, "margin": str,  # --stop-when-decided, --baseline, --margin
+    "picks": list,
+    "added": list,
+    "repeats": str,
+    "concurrency": str,
+    "limit": str,
+    "timeout": str,
+    "executor": str,
+    "decide": str,
+    "baseline": str,
+    "margin": str,  # --stop-when-decided, --baseline, --margin
 }
 
 
@@ -101,6 +110,7 @@ def label_set(run_dir: Path) -> list[str]:
     default set. "judge disagrees" is always first; an entry that is not a valid set is ignored."""
     from hermit_tui.core.errors import InputError
     from hermit_tui.core.records.annotations import DEFAULT_LABEL_SET, check_label_set
+
     entry = load_settings().get("labels", {})
     entry = entry.get(str(Path(run_dir).resolve())) if isinstance(entry, dict) else None
     if isinstance(entry, list) and all(isinstance(v, str) for v in entry):
@@ -115,6 +125,7 @@ def remember_label_set(run_dir: Path, labels: list[str]) -> list[str]:
     """Keep this run's label set (checked first: InputError on a bad one). Returns it as kept. Not being able to
     write the settings file is not an error."""
     from hermit_tui.core.records.annotations import check_label_set
+
     labels = check_label_set(labels)
     data = load_settings()
     sets = data.get("labels")

@@ -5,6 +5,7 @@ report-html.png (1280 px wide, light) and report-html-400-dark.png (400 px wide,
 
 Needs Chromium (apt-get install chromium); the page is rendered headless as the browser tests do.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hermit-tui-", dir="/tmp") as tmp:
         os.environ["HERMIT_TUI_CONFIG_DIR"] = str(Path(tmp) / "settings")
         config = build_demo(Path(tmp) / "demo")
-        EvalRun(load_config(config, ["agent.params.latency_scale=0"]), ["none", "root", "final"],
-                update_card=False).run_sync()
+        EvalRun(
+            load_config(config, ["agent.params.latency_scale=0"]), ["none", "root", "final"], update_card=False
+        ).run_sync()
         page_file = HERE / "report-html.html"
         if cli(["report", "--config", str(config), "--format", "html", "--output", str(page_file), "--force"]):
             return 1

@@ -4,6 +4,7 @@
 
 Needs cairosvg for the PNGs (pip install cairosvg); the SVGs are written without it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,8 +34,9 @@ SCREENS = [
     ("help", "help", {}, []),
 ]
 SIZES = [((120, 40), ""), ((80, 24), "-80x24"), ((200, 50), "-200x50")]
-SHOTS = [(name + suffix, screen, kwargs, size, keys) for name, screen, kwargs, keys in SCREENS
-         for size, suffix in SIZES]
+SHOTS = [
+    (name + suffix, screen, kwargs, size, keys) for name, screen, kwargs, keys in SCREENS for size, suffix in SIZES
+]
 
 
 async def shoot(config: Path, name: str, screen: str, kwargs: dict, size: tuple[int, int], keys: list[str]) -> Path:
@@ -58,6 +60,7 @@ def prepare_history(config_path: Path) -> None:
 
     from hermit_tui.core.run.runner import EvalRun
     from hermit_tui.core.workspace.config import load_config
+
     eval_dir = config_path.parent / "runs" / "demo" / "eval"
     for label in ("none", "root", "final"):
         shutil.copytree(HERE.parent / "tests" / "fixtures" / "hermit_eval" / label, eval_dir / label)
@@ -78,6 +81,7 @@ def svg_to_png(svg: Path) -> None:
 
 def main(only: list[str]) -> None:
     from hermit_tui.demo import build_demo
+
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["HERMIT_TUI_CONFIG_DIR"] = str(Path(tmp) / "settings")
         config = build_demo(Path(tmp) / "demo")

@@ -9,6 +9,7 @@ there. Chromium's own background traffic (time, component updates: the flags do 
 browser-wide proxy, another recording socket kept apart (``Browser.background``), so nothing leaves the machine
 and the page's record holds only the page's requests.
 """
+
 from __future__ import annotations
 
 import base64
@@ -24,17 +25,32 @@ import time
 from pathlib import Path
 
 NOTHING_SENT = "(connection, nothing sent)"
-CHROMIUMS_OWN = {f"CONNECT {host}:443 HTTP/1.1" for host in ("www.google.com", "accounts.google.com",
-                                                               "android.clients.google.com")}
+CHROMIUMS_OWN = {
+    f"CONNECT {host}:443 HTTP/1.1" for host in ("www.google.com", "accounts.google.com", "android.clients.google.com")
+}
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-default-apps", "--disable-extensions", "--no-default-browser-check", "--mute-audio",
-         "--hide-scrollbars", "--disable-client-side-phishing-detection", "--disable-domain-reliability",
-         "--no-pings", "--metrics-recording-only",
-         "--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter,Translate,"
-         "InterestFeedContentSuggestions,CertificateTransparencyComponentUpdater,NetworkTimeServiceQuerying",
-         "--remote-debugging-pipe"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--no-default-browser-check",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--disable-client-side-phishing-detection",
+    "--disable-domain-reliability",
+    "--no-pings",
+    "--metrics-recording-only",
+    "--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter,Translate,"
+    "InterestFeedContentSuggestions,CertificateTransparencyComponentUpdater,NetworkTimeServiceQuerying",
+    "--remote-debugging-pipe",
+]
 
 # Put the two pipe ends on fds 3 and 4 (where Chromium looks for them) and exec Chromium.
 _WRAPPER = """\
@@ -102,9 +118,12 @@ class Browser:
         self.log = Path(self.profile) / "chromium.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", _WRAPPER, str(to_chrome_r), str(from_chrome_w), chromium, *flags,
-                 "about:blank"], pass_fds=(to_chrome_r, from_chrome_w), stdin=subprocess.DEVNULL,
-                stdout=log, stderr=log)
+                [sys.executable, "-c", _WRAPPER, str(to_chrome_r), str(from_chrome_w), chromium, *flags, "about:blank"],
+                pass_fds=(to_chrome_r, from_chrome_w),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._next = 0
@@ -176,8 +195,9 @@ class Browser:
         recorder = ProxyRecorder()
         self._recorders.append(recorder)
         context = self.send("Target.createBrowserContext", {"proxyServer": f"http://127.0.0.1:{recorder.port}"})
-        target = self.send("Target.createTarget", {"url": "about:blank",
-                                                   "browserContextId": context["browserContextId"]})["targetId"]
+        target = self.send(
+            "Target.createTarget", {"url": "about:blank", "browserContextId": context["browserContextId"]}
+        )["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session, recorder)
         for domain in ("Page", "Network", "Log", "Runtime"):
@@ -229,8 +249,11 @@ class Page:
         return self.browser.send(method, params, self.session)
 
     def _mine(self, method: str):
-        return [e["params"] for e in list(self.browser.events)
-                if e.get("sessionId") == self.session and e.get("method") == method]
+        return [
+            e["params"]
+            for e in list(self.browser.events)
+            if e.get("sessionId") == self.session and e.get("method") == method
+        ]
 
     @property
     def requests(self) -> list[str]:
@@ -246,28 +269,35 @@ class Page:
         out = b""
         for p in self._mine("Network.webSocketFrameReceived"):
             frame = p["response"]
-            out += (base64.b64decode(frame["payloadData"]) if frame.get("opcode") == 2
-                    else frame["payloadData"].encode("utf-8"))
+            out += (
+                base64.b64decode(frame["payloadData"])
+                if frame.get("opcode") == 2
+                else frame["payloadData"].encode("utf-8")
+            )
         return out
 
     @property
     def messages(self) -> list[dict]:
         """Console and browser log entries (level, source, text), exceptions included."""
-        out = [{"level": p["entry"]["level"], "source": p["entry"].get("source"), "text": p["entry"]["text"]}
-               for p in self._mine("Log.entryAdded")]
-        out += [{"level": "error", "source": "exception", "text": json.dumps(p["exceptionDetails"])[:2000]}
-                for p in self._mine("Runtime.exceptionThrown")]
+        out = [
+            {"level": p["entry"]["level"], "source": p["entry"].get("source"), "text": p["entry"]["text"]}
+            for p in self._mine("Log.entryAdded")
+        ]
+        out += [
+            {"level": "error", "source": "exception", "text": json.dumps(p["exceptionDetails"])[:2000]}
+            for p in self._mine("Runtime.exceptionThrown")
+        ]
         return out
 
     def navigate(self, url: str, timeout: float | None = None) -> None:
         since = len(self.browser.events)
         self.call("Page.navigate", {"url": url})
-        self.browser.wait_for(lambda e: e.get("sessionId") == self.session and e.get("method") ==
-                              "Page.loadEventFired", timeout, since)
+        self.browser.wait_for(
+            lambda e: e.get("sessionId") == self.session and e.get("method") == "Page.loadEventFired", timeout, since
+        )
 
     def evaluate(self, expression: str):
-        reply = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                               "awaitPromise": True})
+        reply = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
         if "exceptionDetails" in reply:
             raise RuntimeError(f"javascript error: {reply['exceptionDetails']}")
         return reply["result"].get("value")
@@ -284,17 +314,23 @@ class Page:
             time.sleep(0.1)
 
     def set_view(self, width: int, height: int, dark: bool = False) -> None:
-        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
-                                                         "deviceScaleFactor": 1, "mobile": False})
-        self.call("Emulation.setEmulatedMedia", {"features": [
-            {"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]})
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
+        self.call(
+            "Emulation.setEmulatedMedia",
+            {"features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]},
+        )
 
     def screenshot(self, path: Path, full_page: bool = False, max_height: int = 16000) -> Path:
         params: dict = {"format": "png"}
         if full_page:
             size = self.call("Page.getLayoutMetrics")["cssContentSize"]
-            params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": size["width"],
-                                                             "height": min(size["height"], max_height), "scale": 1})
+            params.update(
+                captureBeyondViewport=True,
+                clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], max_height), "scale": 1},
+            )
         data = base64.b64decode(self.call("Page.captureScreenshot", params)["data"])
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)

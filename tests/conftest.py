@@ -5,6 +5,7 @@ stats_by_hand.py), never in conftest.
 The suite runs in parallel (pytest-xdist, ``-n auto`` in pyproject.toml): each worker has its own temporary
 directory, every test its own settings and cache folders, each tmux test its own server socket, each browser test
 its own profile; nothing is shared between tests but the read-only sources."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,6 +44,7 @@ def hermetic_git(tmp_path_factory, monkeypatch):
 def demo_template(tmp_path_factory) -> Path:
     """A demo workspace built once per test session; tests copy it (cheap) rather than rebuild it."""
     from hermit_tui.demo import build_demo
+
     return build_demo(tmp_path_factory.mktemp("demo-template") / "demo").parent
 
 

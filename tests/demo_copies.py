@@ -3,6 +3,7 @@ git work), and private to the test that makes it.
 
 A helper module rather than conftest.py: tests import it by name, and two conftest.py files (tests/ and tests/ui/)
 would both be imported as ``conftest``."""
+
 from __future__ import annotations
 
 import shutil

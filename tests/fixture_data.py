@@ -1,4 +1,5 @@
 """Fixed data for the UI tests and the screenshots: no timing, no randomness."""
+
 from __future__ import annotations
 
 from hermit_tui.core.records.results import AttemptRecord, Judged, summarize
@@ -7,13 +8,17 @@ from hermit_tui.dashboard.state.store import EvalStore
 
 FIXED_LABELS = ("none", "root", "final")
 FIXED_COMMITS = {"none": None, "root": "1" * 40, "final": "f" * 40}
-FIXED_TASKS = [{"id": f"t{i:02d}", "category": ("arith", "units", "strings", "dates")[i % 4],
-                "question": f"question number {i}"} for i in range(1, 13)]
+FIXED_TASKS = [
+    {"id": f"t{i:02d}", "category": ("arith", "units", "strings", "dates")[i % 4], "question": f"question number {i}"}
+    for i in range(1, 13)
+]
 
 # score per (task index, label) before the repeat wobble: none < root < final on average, t04 and t10 regress.
-_BASE = {"none": [0, 0, 1, 0.5, 0, 1, 0, 0, 0.5, 1, 0, 0],
-         "root": [1, 0, 1, 1, 0, 1, 0.5, 0, 1, 1, 0, 0.5],
-         "final": [1, 1, 1, 0, 0, 1, 1, 1, 1, 0.5, 1, 1]}
+_BASE = {
+    "none": [0, 0, 1, 0.5, 0, 1, 0, 0, 0.5, 1, 0, 0],
+    "root": [1, 0, 1, 1, 0, 1, 0.5, 0, 1, 1, 0, 0.5],
+    "final": [1, 1, 1, 0, 0, 1, 1, 1, 1, 0.5, 1, 1],
+}
 
 
 def fixed_records(label: str, repeats: int = 3) -> list[AttemptRecord]:
@@ -27,24 +32,52 @@ def fixed_records(label: str, repeats: int = 3) -> list[AttemptRecord]:
             if tid == "t07" and label == "root":
                 score = 1.0 if r == 2 else 0.0
             if tid == "t05":
-                out.append(AttemptRecord(repeat=r, id=tid, status="error", error="ValueError: no unit for 'parsec'",
-                                         output=None, judge=Judged(score=0.0, feedback="the pipeline failed: "
-                                                                   "ValueError: no unit for 'parsec'"),
-                                         cost_usd=None, wall_s=0.05, traceback="Traceback (most recent call last):\n"
-                                         "  File \"pipeline.py\", line 40, in run\nValueError: no unit for 'parsec'\n"))
+                out.append(
+                    AttemptRecord(
+                        repeat=r,
+                        id=tid,
+                        status="error",
+                        error="ValueError: no unit for 'parsec'",
+                        output=None,
+                        judge=Judged(score=0.0, feedback="the pipeline failed: ValueError: no unit for 'parsec'"),
+                        cost_usd=None,
+                        wall_s=0.05,
+                        traceback="Traceback (most recent call last):\n"
+                        "  File \"pipeline.py\", line 40, in run\nValueError: no unit for 'parsec'\n",
+                    )
+                )
                 continue
             if tid == "t09" and label == "final" and r == 2:
-                out.append(AttemptRecord(repeat=r, id=tid, status="judge_error", error="KeyError: 'expected'",
-                                         output="42 km", judge=Judged(score=0.0, feedback="the judge failed: "
-                                                                      "KeyError: 'expected'"),
-                                         cost_usd=0.002, wall_s=0.12, tokens=120))
+                out.append(
+                    AttemptRecord(
+                        repeat=r,
+                        id=tid,
+                        status="judge_error",
+                        error="KeyError: 'expected'",
+                        output="42 km",
+                        judge=Judged(score=0.0, feedback="the judge failed: KeyError: 'expected'"),
+                        cost_usd=0.002,
+                        wall_s=0.12,
+                        tokens=120,
+                    )
+                )
                 continue
-            out.append(AttemptRecord(
-                repeat=r, id=tid, status="ok", error=None, output=f"{label} answer to {tid}: {score:g}",
-                judge=Judged(score=score, feedback="correct" if score >= 1 else "wrong", extra={"category":
-                                                                                              task["category"]}),
-                cost_usd=None if tid == "t03" else 0.001 * (i + 1), wall_s=0.1 + 0.01 * i, tokens=100 + i,
-                log=None))
+            out.append(
+                AttemptRecord(
+                    repeat=r,
+                    id=tid,
+                    status="ok",
+                    error=None,
+                    output=f"{label} answer to {tid}: {score:g}",
+                    judge=Judged(
+                        score=score, feedback="correct" if score >= 1 else "wrong", extra={"category": task["category"]}
+                    ),
+                    cost_usd=None if tid == "t03" else 0.001 * (i + 1),
+                    wall_s=0.1 + 0.01 * i,
+                    tokens=100 + i,
+                    log=None,
+                )
+            )
     return out
 
 
@@ -53,17 +86,29 @@ def fixed_store(repeats: int = 3) -> EvalStore:
     store = EvalStore({t["id"]: t for t in FIXED_TASKS}, [])
     ids = [t["id"] for t in FIXED_TASKS]
     total = len(ids) * repeats
-    store.apply(ev.RunStarted(labels=list(FIXED_LABELS), task_ids=ids, repeats=repeats, concurrency=4,
-                              total=total * 3))
+    store.apply(ev.RunStarted(labels=list(FIXED_LABELS), task_ids=ids, repeats=repeats, concurrency=4, total=total * 3))
     for label in FIXED_LABELS:
         store.apply(ev.SelectorStarted(label=label, selector=label, commit=FIXED_COMMITS[label], total=total))
     for label in FIXED_LABELS:
         records = fixed_records(label, repeats)
         for rec in records:
             store.apply(ev.AttemptFinished(label=label, record=rec, traceback=rec.traceback))
-        store.apply(ev.SelectorFinished(label=label, summary=summarize(
-            records, adapter=label, commit=FIXED_COMMITS[label], task_ids=ids, repeats=repeats, wall_s=12.0,
-            label=label, complete=True, expected_attempts=total)))
+        store.apply(
+            ev.SelectorFinished(
+                label=label,
+                summary=summarize(
+                    records,
+                    adapter=label,
+                    commit=FIXED_COMMITS[label],
+                    task_ids=ids,
+                    repeats=repeats,
+                    wall_s=12.0,
+                    label=label,
+                    complete=True,
+                    expected_attempts=total,
+                ),
+            )
+        )
     store.apply(ev.RunFinished(summaries={}, cancelled=False, wall_s=12.0))
     return store
 
@@ -79,10 +124,12 @@ def fixture_app(config_path=None, screen: str | None = "setup", *, store: EvalSt
                 from hermit_tui.core.workspace.config import load_config
                 from hermit_tui.core.workspace.tasks import load_tasks
                 from hermit_tui.demo import is_demo_config
+
                 self.config = load_config(config_path)
                 self.taskset = load_tasks(self.config)
                 self.is_demo = is_demo_config(self.config.path)
                 from hermit_tui.dashboard.app import protocol_warnings
+
                 self.store.set_warnings(protocol_warnings(self.config, self.taskset))
                 self.sub_title = self.config.run_name + ("  ·  teaching demonstration" if self.is_demo else "")
             if screen is not None:
@@ -107,7 +154,17 @@ FIXED_ANNOTATIONS = [
 def annotate_fixed(store: EvalStore) -> EvalStore:
     """``store`` with FIXED_ANNOTATIONS (in memory, a fixed time)."""
     from hermit_tui.core.records.annotations import Annotation
+
     for key, task, repeat, labels, note, score in FIXED_ANNOTATIONS:
-        store.put_annotation(key, Annotation(repeat=repeat, id=task, labels=labels, note=note,
-                                             corrected_score=score, at="2026-01-02T03:04:05.000000Z"))
+        store.put_annotation(
+            key,
+            Annotation(
+                repeat=repeat,
+                id=task,
+                labels=labels,
+                note=note,
+                corrected_score=score,
+                at="2026-01-02T03:04:05.000000Z",
+            ),
+        )
     return store

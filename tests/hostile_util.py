@@ -1,4 +1,5 @@
 """Helpers of the hostile corpus: a time limit for in-process cases, and the workspace's file hashes."""
+
 from __future__ import annotations
 
 import contextlib
@@ -26,6 +27,7 @@ def time_limit(seconds: float, what: str = "the case"):
         raise TimeLimitExceeded(f"{what} ran longer than {seconds:g} s")
 
     import time
+
     outer = signal.getitimer(signal.ITIMER_REAL)[0]  # an enclosing limit goes on after this one
     started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expired)

@@ -1,6 +1,7 @@
 """Triage annotations (core/records/annotations.py): the file format, latest-wins reading, concurrent writers, the
 archive, evaluations hermit wrote, the taxonomy counts and the store's triage walk. Expected values are worked out by
 hand from tests/fixture_data.py (see test_tasks_screen.py's table)."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,14 @@ HERMIT_EVAL = Path(__file__).resolve().parent / "fixtures" / "hermit_eval"
 
 
 def rec(tid: str = "t1", repeat: int = 1, score: float = 0.0, status: str = "ok", output="x") -> AttemptRecord:
-    return AttemptRecord(repeat=repeat, id=tid, status=status, output=output, judge=Judged(score=score),
-                         error=None if status == "ok" else "ValueError: boom")
+    return AttemptRecord(
+        repeat=repeat,
+        id=tid,
+        status=status,
+        output=output,
+        judge=Judged(score=score),
+        error=None if status == "ok" else "ValueError: boom",
+    )
 
 
 def lines(folder: Path) -> list[dict]:
@@ -55,8 +62,14 @@ def lines(folder: Path) -> list[dict]:
 def test_a_change_toggles_adds_removes_and_keeps_the_rest():
     key = ("t1", 2)
     a = Change(toggle=["format error", "timeout"]).apply(None, key, "d")
-    assert (a.id, a.repeat, a.labels, a.note, a.corrected_score, a.attempt) == ("t1", 2, ["format error", "timeout"],
-                                                                                "", None, "d")
+    assert (a.id, a.repeat, a.labels, a.note, a.corrected_score, a.attempt) == (
+        "t1",
+        2,
+        ["format error", "timeout"],
+        "",
+        None,
+        "d",
+    )
     b = Change(toggle=["timeout"], note="cut at 20 tokens").apply(a, key, "d")
     assert b.labels == ["format error"] and b.note == "cut at 20 tokens"
     c = Change(add=["format error", "tool misuse"], remove=["nothing"]).apply(b, key, "d")
@@ -99,14 +112,24 @@ def test_the_latest_line_wins_and_a_cleared_attempt_is_gone(tmp_path):
     update_annotation(tmp_path, r2, Change(note="odd"))
     new, _ = update_annotation(tmp_path, r1, Change(add=["timeout"]))
     assert new.labels == ["format error", "timeout"]
-    assert [(e["id"], e["labels"]) for e in lines(tmp_path)] == [("t1", ["format error"]), ("t2", []),
-                                                                  ("t1", ["format error", "timeout"])]
+    assert [(e["id"], e["labels"]) for e in lines(tmp_path)] == [
+        ("t1", ["format error"]),
+        ("t2", []),
+        ("t1", ["format error", "timeout"]),
+    ]
     update_annotation(tmp_path, r2, Change(clear=True))
     again = read_annotations(tmp_path)
     assert set(again.entries) == {("t1", 1)} and again.lines == 4  # append-only: 4 lines, one attempt annotated
     assert again.entries[("t1", 1)].labels == ["format error", "timeout"]
     assert list(json.loads((tmp_path / ANNOTATIONS).read_text().splitlines()[0])) == [
-        "repeat", "id", "labels", "note", "corrected_score", "at", "attempt"]
+        "repeat",
+        "id",
+        "labels",
+        "note",
+        "corrected_score",
+        "at",
+        "attempt",
+    ]
 
 
 def test_a_line_cut_by_a_crash_is_skipped_and_the_next_line_starts_on_its_own(tmp_path):
@@ -126,12 +149,14 @@ def test_a_folder_that_cannot_be_written_is_one_line_and_nothing_changes(tmp_pat
     (tmp_path / ANNOTATIONS).chmod(0o444)
     if os.geteuid() == 0:  # root writes anywhere: opening fails as the kernel fails it for anyone else
         from hermit_tui.core.records import annotations
+
         real = annotations.os.open
 
         def denied(path, flags, *args):
             if Path(path).name == ANNOTATIONS and flags & (os.O_RDWR | os.O_WRONLY):
                 raise PermissionError(13, "Permission denied", str(path))
             return real(path, flags, *args)
+
         monkeypatch.setattr(annotations.os, "open", denied)
     try:
         with pytest.raises(InputError, match=ANNOTATIONS):
@@ -143,6 +168,7 @@ def test_a_folder_that_cannot_be_written_is_one_line_and_nothing_changes(tmp_pat
 
 def test_a_full_disk_is_one_line_and_the_file_is_as_it_was(tmp_path, monkeypatch):
     from hermit_tui.core.records import annotations
+
     update_annotation(tmp_path, rec(), Change(add=["timeout"]))
     before = (tmp_path / ANNOTATIONS).read_bytes()
     real = os.write
@@ -150,6 +176,7 @@ def test_a_full_disk_is_one_line_and_the_file_is_as_it_was(tmp_path, monkeypatch
     def half(fd, data):  # writes part of the line, then the disk is full
         real(fd, data[: len(data) // 2])
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(annotations.os, "write", half)
     with pytest.raises(InputError, match=r"No space left on device\); nothing was changed"):
         update_annotation(tmp_path, rec(), Change(add=["format error"]))
@@ -186,8 +213,7 @@ def test_concurrent_writers_never_interleave_lines_nor_lose_a_change(tmp_path):
     read = read_annotations(tmp_path)
     assert read.skipped == []
     # each process's 25 labels on the shared attempt, none lost (each change applies to the latest line on disk)
-    assert sorted(read.entries[("shared", 1)].labels) == sorted(f"w{k}-{i}" for k in range(writers)
-                                                                for i in range(n))
+    assert sorted(read.entries[("shared", 1)].labels) == sorted(f"w{k}-{i}" for k in range(writers) for i in range(n))
     for k in range(writers):  # 25 toggles: on, off, ..., on
         assert read.entries[(f"w{k}", 1)].labels == ["timeout"]
 
@@ -220,12 +246,15 @@ def test_a_failure_is_an_error_or_a_score_below_the_threshold():
 def test_selector_taxonomy_counts_by_hand():
     records = {r.key: r for r in fixed_records("final")}  # 36 attempts
     # final's failures: t04 x3 (0), t05 x3 (error), t09 r2 (judge error), t10 x3 (0.5): 10
-    ann = {("t04", 1): Annotation(repeat=1, id="t04", labels=["wrong reasoning"], attempt=attempt_digest(
-               records[("t04", 1)])),
-           ("t05", 2): Annotation(repeat=2, id="t05", labels=["format error", "timeout"]),
-           ("t01", 1): Annotation(repeat=1, id="t01", labels=[JUDGE_DISAGREES], corrected_score=0.0),  # a pass
-           ("t10", 1): Annotation(repeat=1, id="t10", labels=["timeout"], attempt="not-this-attempt"),  # stale
-           ("t10", 2): Annotation(repeat=2, id="t10", note="only a note")}
+    ann = {
+        ("t04", 1): Annotation(
+            repeat=1, id="t04", labels=["wrong reasoning"], attempt=attempt_digest(records[("t04", 1)])
+        ),
+        ("t05", 2): Annotation(repeat=2, id="t05", labels=["format error", "timeout"]),
+        ("t01", 1): Annotation(repeat=1, id="t01", labels=[JUDGE_DISAGREES], corrected_score=0.0),  # a pass
+        ("t10", 1): Annotation(repeat=1, id="t10", labels=["timeout"], attempt="not-this-attempt"),  # stale
+        ("t10", 2): Annotation(repeat=2, id="t10", note="only a note"),
+    }
     t = selector_taxonomy("final", records, ann, 1.0, DEFAULT_LABEL_SET, [x["id"] for x in FIXED_TASKS])
     assert (t.attempts, t.failures, t.labelled_failures, t.labelled_attempts) == (36, 10, 2, 3)
     assert t.counts == {JUDGE_DISAGREES: 1, "format error": 1, "wrong reasoning": 1, "timeout": 1}
@@ -240,12 +269,16 @@ def test_selector_taxonomy_counts_by_hand():
 def test_pair_taxonomy_says_which_labels_final_fixed_and_introduced():
     ra = {r.key: r for r in fixed_records("none")}
     rb = {r.key: r for r in fixed_records("final")}
-    a = {("t01", 1): Annotation(repeat=1, id="t01", labels=["format error"]),
-         ("t04", 2): Annotation(repeat=2, id="t04", labels=["timeout"]),
-         ("t05", 1): Annotation(repeat=1, id="t05", labels=["format error"])}
-    b = {("t05", 3): Annotation(repeat=3, id="t05", labels=["format error"]),
-         ("t04", 1): Annotation(repeat=1, id="t04", labels=["wrong reasoning"]),
-         ("t10", 1): Annotation(repeat=1, id="t10", labels=["wrong reasoning"])}
+    a = {
+        ("t01", 1): Annotation(repeat=1, id="t01", labels=["format error"]),
+        ("t04", 2): Annotation(repeat=2, id="t04", labels=["timeout"]),
+        ("t05", 1): Annotation(repeat=1, id="t05", labels=["format error"]),
+    }
+    b = {
+        ("t05", 3): Annotation(repeat=3, id="t05", labels=["format error"]),
+        ("t04", 1): Annotation(repeat=1, id="t04", labels=["wrong reasoning"]),
+        ("t10", 1): Annotation(repeat=1, id="t10", labels=["wrong reasoning"]),
+    }
     p = pair_taxonomy("none", ra, a, "final", rb, b, DEFAULT_LABEL_SET, [x["id"] for x in FIXED_TASKS])
     by = {c.label: c for c in p.labels}
     # final's unlabelled failures are on t04 (r2, r3), t05 (r1, r2), t09 (r2), t10 (r2, r3); none's on every task it
@@ -271,7 +304,8 @@ def test_the_walk_visits_regressions_then_errors_then_flaky_tasks_then_the_rest(
     assert walk[:6] == [("regression", "final", t, r) for t in ("t04", "t10") for r in (1, 2, 3)]
     # then every error: t05 under none, root, final; final's t09 repeat 2 (a judge error)
     assert walk[6:16] == [("error", k, "t05", r) for k in ("none", "root", "final") for r in (1, 2, 3)] + [
-        ("error", "final", "t09", 2)]
+        ("error", "final", "t09", 2)
+    ]
     # then root's flaky t07 (scores 0, 1, 0): repeats 1 and 3 failed
     assert walk[16:18] == [("flaky", "root", "t07", 1), ("flaky", "root", "t07", 3)]
     # the rest: every other attempt below 1.0; none 27 - 3 errors, root 17 - 3 - 2, final 10 - 6 - 1 - 3
@@ -362,6 +396,7 @@ def test_a_retry_keeps_the_annotations_and_the_archive_gets_a_copy(demo_config):
 
 def test_evaluations_hermit_wrote_take_annotations_and_the_store_reads_them(tmp_path):
     from hermit_tui.core.records.folders import open_evaluation
+
     folder = tmp_path / "final"
     shutil.copytree(HERMIT_EVAL / "final", folder)
     stored = open_evaluation(folder)

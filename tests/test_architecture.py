@@ -1,6 +1,7 @@
 """The house's rules, enforced: the engine (hermit_tui.core) imports no UI, widgets import no screen. The contracts
 live in pyproject.toml (import-linter, run by .ci/run); these tests check that they hold on the tree and that they
 break when a module breaks them (a contract that cannot fail proves nothing)."""
+
 from __future__ import annotations
 
 import ast
@@ -17,8 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "hermit_tui"
 CORE = PACKAGE / "core"
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
-needs_import_linter = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is not installed (the "
-                                         "test extra: pip install -e '.[test]')")
+needs_import_linter = pytest.mark.skipif(
+    not LINT_IMPORTS.exists(), reason="import-linter is not installed (the test extra: pip install -e '.[test]')"
+)
 
 
 def test_core_sources_import_no_textual():
@@ -61,10 +63,13 @@ def test_no_folder_holds_more_than_16_modules():
 
 def test_importing_every_core_module_loads_no_textual_and_no_dashboard():
     modules = core_modules()
-    code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
-            + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_plotext', 'rich')"
-              " or m.startswith(('hermit_tui.demo', 'hermit_tui.dashboard', 'hermit_tui.cli',"
-              " 'hermit_tui.settings'))))")
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in modules)
+        + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_plotext', 'rich')"
+        " or m.startswith(('hermit_tui.demo', 'hermit_tui.dashboard', 'hermit_tui.cli',"
+        " 'hermit_tui.settings'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -72,8 +77,14 @@ def test_importing_every_core_module_loads_no_textual_and_no_dashboard():
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     """import-linter with the project's contracts on the package found under ``root`` (first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(root)}
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(root / "pyproject.toml")], cwd=root,
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--config", str(root / "pyproject.toml")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def copy_of_the_package(tmp_path: Path) -> Path:
@@ -89,28 +100,43 @@ def test_the_contracts_hold_on_the_tree(tmp_path):
     assert "BROKEN" not in done.stdout and " kept, 0 broken" in done.stdout
 
 
-@pytest.mark.parametrize(("module", "source", "contract"), [
-    ("core/_leak.py", "import textual.widgets\n", "The engine (hermit_tui.core)"),
-    ("core/_leak.py", "from hermit_tui.demo import build_demo\n", "The engine (hermit_tui.core)"),
-    ("core/_leak.py", "def later():\n    from hermit_tui.dashboard.state.store import EvalStore\n",
-     "The engine (hermit_tui.core)"),
-    ("core/records/_leak.py", "from hermit_tui.cli import main\n", "The engine (hermit_tui.core)"),
-    # the stages, one rule: only downwards, and report and publish apart
-    ("core/stats/figures.py", "from hermit_tui.core.run.runner import EvalRun\n", "The engine's stages"),
-    ("core/records/columns.py", "def later():\n    from hermit_tui.core.stats.figures import PairStats\n",
-     "The engine's stages"),
-    ("core/workspace/config.py", "from hermit_tui.core.records.results import Summary\n", "The engine's stages"),
-    ("core/report/build.py", "from hermit_tui.core.publish.plan import plan_publish\n", "The engine's stages"),
-    ("core/publish/plan.py", "from hermit_tui.core.report.gate import run_gate\n", "The engine's stages"),
-    ("core/present.py", "from hermit_tui.core.workspace.config import Config\n", "The engine's stages"),
-    # the package: commands over the dashboard over the engine; inside each, floor by floor
-    ("dashboard/state/column.py", "from hermit_tui.dashboard.state.store import EvalStore\n",
-     "The dashboard's state"),
-    ("dashboard/widgets/_leak.py", "from hermit_tui.dashboard.screens.help import HelpScreen\n",
-     "The dashboard, floor by floor"),
-    ("dashboard/state/_leak.py", "from hermit_tui.cli.report import run\n", "The house"),
-    ("cli/common.py", "from hermit_tui.cli.gate import run\n", "The commands"),
-])
+@pytest.mark.parametrize(
+    ("module", "source", "contract"),
+    [
+        ("core/_leak.py", "import textual.widgets\n", "The engine (hermit_tui.core)"),
+        ("core/_leak.py", "from hermit_tui.demo import build_demo\n", "The engine (hermit_tui.core)"),
+        (
+            "core/_leak.py",
+            "def later():\n    from hermit_tui.dashboard.state.store import EvalStore\n",
+            "The engine (hermit_tui.core)",
+        ),
+        ("core/records/_leak.py", "from hermit_tui.cli import main\n", "The engine (hermit_tui.core)"),
+        # the stages, one rule: only downwards, and report and publish apart
+        ("core/stats/figures.py", "from hermit_tui.core.run.runner import EvalRun\n", "The engine's stages"),
+        (
+            "core/records/columns.py",
+            "def later():\n    from hermit_tui.core.stats.figures import PairStats\n",
+            "The engine's stages",
+        ),
+        ("core/workspace/config.py", "from hermit_tui.core.records.results import Summary\n", "The engine's stages"),
+        ("core/report/build.py", "from hermit_tui.core.publish.plan import plan_publish\n", "The engine's stages"),
+        ("core/publish/plan.py", "from hermit_tui.core.report.gate import run_gate\n", "The engine's stages"),
+        ("core/present.py", "from hermit_tui.core.workspace.config import Config\n", "The engine's stages"),
+        # the package: commands over the dashboard over the engine; inside each, floor by floor
+        (
+            "dashboard/state/column.py",
+            "from hermit_tui.dashboard.state.store import EvalStore\n",
+            "The dashboard's state",
+        ),
+        (
+            "dashboard/widgets/_leak.py",
+            "from hermit_tui.dashboard.screens.help import HelpScreen\n",
+            "The dashboard, floor by floor",
+        ),
+        ("dashboard/state/_leak.py", "from hermit_tui.cli.report import run\n", "The house"),
+        ("cli/common.py", "from hermit_tui.cli.gate import run\n", "The commands"),
+    ],
+)
 @needs_import_linter
 def test_a_module_breaking_a_contract_fails_the_check(tmp_path, module, source, contract):
     root = copy_of_the_package(tmp_path)

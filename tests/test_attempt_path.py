@@ -7,6 +7,7 @@
 - the results line encoded once in the attempt's thread is the line the record encodes to when written;
 - the fast copy of task rows is a deep copy.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -134,6 +135,7 @@ def test_a_hung_attempt_does_not_keep_the_process_alive(tmp_path):
     """The command exits after its last attempt while a thread of the pool still hangs (daemon threads)."""
     import subprocess
     import sys
+
     script = tmp_path / "hang.py"
     script.write_text(
         "import asyncio, threading\n"
@@ -147,7 +149,8 @@ def test_a_hung_attempt_does_not_keep_the_process_alive(tmp_path):
         "        print('abandoned', pool.abandon(job) is not None, flush=True)\n"
         "    print(await pool.submit(lambda: 'healthy')[0], flush=True)\n"
         "    pool.close()\n"
-        "asyncio.run(main())\n")
+        "asyncio.run(main())\n"
+    )
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["abandoned", "True", "healthy"]
@@ -174,9 +177,19 @@ class Opaque:
     pass
 
 
-@pytest.mark.parametrize("output", [float("nan"), [1.0, float("inf")], {"k": Opaque()}, {1: "int key", 2: {3}},
-                                    Opaque(), {"deep": [[float("-inf")]]}, 10 ** 5000],
-                         ids=["nan", "inf-in-list", "object-in-dict", "set", "object", "deep-inf", "huge-int"])
+@pytest.mark.parametrize(
+    "output",
+    [
+        float("nan"),
+        [1.0, float("inf")],
+        {"k": Opaque()},
+        {1: "int key", 2: {3}},
+        Opaque(),
+        {"deep": [[float("-inf")]]},
+        10**5000,
+    ],
+    ids=["nan", "inf-in-list", "object-in-dict", "set", "object", "deep-inf", "huge-int"],
+)
 def test_an_output_that_cannot_be_written_is_the_attempts_error_with_the_json_message(output):
     judged: list[object] = []
     record, tb = judge_output(lambda task, out: judged.append(out) or 1.0, _attempt(), {"output": output}, 0.0)
@@ -188,20 +201,25 @@ def test_an_output_that_cannot_be_written_is_the_attempts_error_with_the_json_me
 
 def test_a_judge_extra_that_cannot_be_written_is_a_judge_error_with_the_json_message():
     extra = {"ratio": float("nan")}
-    record, tb = judge_output(lambda task, out: {"score": 1.0, **extra}, _attempt(), {"output": "x", "cost_usd": 0.5},
-                              0.0)
+    record, tb = judge_output(
+        lambda task, out: {"score": 1.0, **extra}, _attempt(), {"output": "x", "cost_usd": 0.5}, 0.0
+    )
     assert record.status == "judge_error" and tb
     assert record.error == f"TypeError: the judge's extra cannot be written as JSON ({_dumps_error(extra)})"
     assert record.output == "x" and record.cost_usd == 0.5
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
-    | st.sampled_from([10 ** 400, float("nan"), float("inf"), Opaque(), {1, 2}, b"x", (1, 2)])
-    | st.builds(lambda: -(10 ** 5000)),  # too many digits for int-to-text (built: hypothesis shows the sample list)
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3) | st.integers(), inner,
-                                                                 max_size=4),
-    max_leaves=12)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=5)
+    | st.sampled_from([10**400, float("nan"), float("inf"), Opaque(), {1, 2}, b"x", (1, 2)])
+    | st.builds(lambda: -(10**5000)),  # too many digits for int-to-text (built: hypothesis shows the sample list)
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=4),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -217,14 +235,31 @@ def test_the_fast_json_check_answers_as_json_dumps_does(value):
 
 # -- the results line, encoded once -------------------------------------------------------------------------------
 def test_the_line_kept_from_the_check_is_the_line_the_record_encodes_to():
-    record, _ = run_attempt(lambda task, adapter: {"output": {"answer": [1, 2.5, None]}, "cost_usd": 0.25,
-                                                   "tokens": {"in": 3}},
-                            lambda task, out: {"score": 0.5, "feedback": "half", "why": "x"}, _attempt())
+    record, _ = run_attempt(
+        lambda task, adapter: {"output": {"answer": [1, 2.5, None]}, "cost_usd": 0.25, "tokens": {"in": 3}},
+        lambda task, out: {"score": 0.5, "feedback": "half", "why": "x"},
+        _attempt(),
+    )
     kept = record._line
     assert kept is not None and record.take_line() == kept and record._line is None
-    expected = json.dumps({"repeat": 1, "id": "t1", "status": "ok", "error": None, "output": {"answer": [1, 2.5, None]},
-                           "judge": {"score": 0.5, "feedback": "half", "extra": {"why": "x"}}, "cost_usd": 0.25,
-                           "wall_s": record.wall_s, "api_speed": None, "tokens": {"in": 3}, "log": None}) + "\n"
+    expected = (
+        json.dumps(
+            {
+                "repeat": 1,
+                "id": "t1",
+                "status": "ok",
+                "error": None,
+                "output": {"answer": [1, 2.5, None]},
+                "judge": {"score": 0.5, "feedback": "half", "extra": {"why": "x"}},
+                "cost_usd": 0.25,
+                "wall_s": record.wall_s,
+                "api_speed": None,
+                "tokens": {"in": 3},
+                "log": None,
+            }
+        )
+        + "\n"
+    )
     assert kept == expected.encode()  # hermit's keys, in hermit's order, as json.dumps writes them
 
 
@@ -238,28 +273,42 @@ def test_setting_a_field_after_encoding_drops_the_kept_line():
 def test_a_run_writes_the_lines_its_records_encode_to(tmp_path):
     from hermit_tui.core.run.runner import EvalRun
     from hermit_tui.core.workspace.config import load_config
+
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": f"t{i}", "n": i}) + "\n" for i in range(6)))
     (tmp_path / "test.txt").write_text("".join(f"t{i}\n" for i in range(6)))
     (tmp_path / "train.txt").write_text("")
-    (tmp_path / "pipe.py").write_text("def run(task, adapter):\n"
-                                      "    if task['n'] == 4:\n        return {'output': float('nan')}\n"
-                                      "    return {'output': {'n': task['n']}, 'cost_usd': task['n'] / 10}\n")
+    (tmp_path / "pipe.py").write_text(
+        "def run(task, adapter):\n"
+        "    if task['n'] == 4:\n        return {'output': float('nan')}\n"
+        "    return {'output': {'n': task['n']}, 'cost_usd': task['n'] / 10}\n"
+    )
     (tmp_path / "judge.py").write_text("def score(task, output):\n    return task['n'] % 2\n")
     (tmp_path / "run.yaml").write_text(
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
-        "agent: {name: pipe.py:run, concurrency: 3}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n")
+        "agent: {name: pipe.py:run, concurrency: 3}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n"
+    )
     seen: list[AttemptRecord] = []
     from hermit_tui.core.run import events as ev
-    run = EvalRun(load_config(tmp_path / "run.yaml"), ["none"], repeats=2,
-                  on_event=lambda e: seen.append(e.record) if isinstance(e, ev.AttemptFinished) else None)
+
+    run = EvalRun(
+        load_config(tmp_path / "run.yaml"),
+        ["none"],
+        repeats=2,
+        on_event=lambda e: seen.append(e.record) if isinstance(e, ev.AttemptFinished) else None,
+    )
     run.run_sync()
     lines = (tmp_path / "runs/t/eval/none/results.jsonl").read_text().splitlines(keepends=True)
     assert sorted(lines) == sorted(r.to_json_line() for r in seen) and len(lines) == 12
     assert all(r._line is None for r in seen)  # the dashboard's records keep no encoded line
     rows = [json.loads(line) for line in lines]
     assert sum(r["status"] == "error" for r in rows) == 2  # t4, both repeats: its NaN output
-    assert {r["id"]: r["judge"]["score"] for r in rows if r["status"] == "ok"} == {"t0": 0, "t1": 1, "t2": 0,
-                                                                                    "t3": 1, "t5": 1}
+    assert {r["id"]: r["judge"]["score"] for r in rows if r["status"] == "ok"} == {
+        "t0": 0,
+        "t1": 1,
+        "t2": 0,
+        "t3": 1,
+        "t5": 1,
+    }
 
 
 # -- task rows copied for the pipeline and the judge --------------------------------------------------------------
@@ -274,8 +323,15 @@ def _shares_mutable(a, b) -> bool:
 
 
 def test_a_task_row_is_copied_deeply():
-    row = {"id": "t1", "n": 1.5, "ok": True, "none": None, "nested": {"list": [1, [2, {"x": "y"}]]},
-           "tags": {"a", "b"}, "path": Path("/tmp/x")}
+    row = {
+        "id": "t1",
+        "n": 1.5,
+        "ok": True,
+        "none": None,
+        "nested": {"list": [1, [2, {"x": "y"}]]},
+        "tags": {"a", "b"},
+        "path": Path("/tmp/x"),
+    }
     copied = fresh_copy(row)
     assert copied == row == copy.deepcopy(row)
     assert not _shares_mutable(row, copied) and copied["tags"] is not row["tags"]

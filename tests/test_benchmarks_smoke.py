@@ -1,5 +1,6 @@
 """The benchmark scripts run in their tiny mode (--quick) and print their figure lines. Nothing here is timed: the
 figures themselves are recorded in benchmarks/RESULTS.md by benchmarks/run_all.py."""
+
 from __future__ import annotations
 
 import json
@@ -14,19 +15,52 @@ BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 HERMIT = Path(sys.executable).with_name("hermit")  # hermit-harness is in the test extra
 EXPECTED = {
     "bench_runner.py": ["runner.threads.efficiency", "runner.processes.efficiency"],
-    "bench_hermit.py": ["hermit.wall_over_ideal", "hermit_tui.wall_over_ideal", "hermit_tui.run_wall_over_ideal",
-                        "hermit.same_results"],
+    "bench_hermit.py": [
+        "hermit.wall_over_ideal",
+        "hermit_tui.wall_over_ideal",
+        "hermit_tui.run_wall_over_ideal",
+        "hermit.same_results",
+    ],
     "bench_overhead.py": ["overhead.attempts_per_s"],
-    "bench_dashboard.py": ["dashboard.open_s", "dashboard.open_stall_s", "dashboard.config_open_s",
-                           "dashboard.open_peak_rss_mb", "dashboard.sort_s", "dashboard.filter_s",
-                           "dashboard.stream_lag_p99_s", "dashboard.stream_rate", "dashboard.stream_peak_rss_mb"],
-    "bench_scale.py": [f"scale.900.{name}" for name in (
-        "report_over_stdlib", "report_peak_rss_mb", "same_means", "open_over_stdlib", "config_open_over_stdlib",
-        "open_s", "open_stall_s", "config_open_s", "open_peak_rss_mb", "sort_s", "filter_s")],
-    "bench_stats.py": ["stats.coverage.min", "stats.coverage.max", "stats.coverage.outside_range",
-                       "stats.test.size_unequal_repeats", "stats.test.exact_vs_large_sample",
-                       "stats.sequential.aa_false_claims", "stats.sequential.saved_at_0.35",
-                       "stats.sequential.first_half_at_0.35", "stats.speed.columns_s", "stats.speed.tuples_s"],
+    "bench_dashboard.py": [
+        "dashboard.open_s",
+        "dashboard.open_stall_s",
+        "dashboard.config_open_s",
+        "dashboard.open_peak_rss_mb",
+        "dashboard.sort_s",
+        "dashboard.filter_s",
+        "dashboard.stream_lag_p99_s",
+        "dashboard.stream_rate",
+        "dashboard.stream_peak_rss_mb",
+    ],
+    "bench_scale.py": [
+        f"scale.900.{name}"
+        for name in (
+            "report_over_stdlib",
+            "report_peak_rss_mb",
+            "same_means",
+            "open_over_stdlib",
+            "config_open_over_stdlib",
+            "open_s",
+            "open_stall_s",
+            "config_open_s",
+            "open_peak_rss_mb",
+            "sort_s",
+            "filter_s",
+        )
+    ],
+    "bench_stats.py": [
+        "stats.coverage.min",
+        "stats.coverage.max",
+        "stats.coverage.outside_range",
+        "stats.test.size_unequal_repeats",
+        "stats.test.exact_vs_large_sample",
+        "stats.sequential.aa_false_claims",
+        "stats.sequential.saved_at_0.35",
+        "stats.sequential.first_half_at_0.35",
+        "stats.speed.columns_s",
+        "stats.speed.tuples_s",
+    ],
 }
 # correctness figures, judged in --quick too
 CHECKS = {"hermit.same_results", "stats.coverage.outside_range", "scale.900.same_means"}
@@ -41,8 +75,16 @@ def runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, list[
         sink = tmp / f"{script}.jsonl"
         extra = ["--hermit", str(HERMIT)] if script == "bench_hermit.py" else []
         env = {**os.environ, "BENCH_FIGURES": str(sink), "HERMIT_BENCH_NO_INSTALL": "1"}
-        started[script] = (subprocess.Popen([sys.executable, str(BENCH / script), "--quick", *extra], env=env,
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), sink)
+        started[script] = (
+            subprocess.Popen(
+                [sys.executable, str(BENCH / script), "--quick", *extra],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+            sink,
+        )
     out = {}
     for script, (proc, sink) in started.items():
         stdout, stderr = proc.communicate(timeout=120)
@@ -93,8 +135,10 @@ def test_results_file_keeps_the_notes(tmp_path):
         sys.path.remove(str(BENCH))
     path = tmp_path / "RESULTS.md"
     path.write_text(f"# old figures\n\n{run_all.NOTES_MARKER}\n\n## Notes\nkept by hand\n")
-    figures = [{"name": "a.b", "value": 0.5, "unit": "s", "target": "< 2", "ok": True, "detail": "why"},
-               {"name": "c.d", "value": None, "unit": "", "target": None, "ok": None, "detail": "skipped: x"}]
+    figures = [
+        {"name": "a.b", "value": 0.5, "unit": "s", "target": "< 2", "ok": True, "detail": "why"},
+        {"name": "c.d", "value": None, "unit": "", "target": None, "ok": None, "detail": "skipped: x"},
+    ]
     run_all.write_results(path, figures, {"runner": 3.0}, "python benchmarks/run_all.py --write", ("1", "2"), 3.0)
     text = path.read_text()
     assert "# old figures" not in text

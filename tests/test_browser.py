@@ -5,6 +5,7 @@ dashboard in the page.
 Skipped only when no Chromium is installed (CI installs Debian's). Screenshots are kept under
 ``screenshots/browser/`` (not committed; ``screenshots/report-html.png`` is, made by
 ``python screenshots/make_report_screenshot.py``)."""
+
 from __future__ import annotations
 
 import json
@@ -86,8 +87,10 @@ def test_the_demo_report_in_chromium(browser, demo_report):
     # the script ran: the per-task table sorts (descending first) by final's mean, missing figures last
     assert page.evaluate("document.querySelector('#task-table .controls span').textContent") == "rows 1–16 of 16"
     page.evaluate("document.querySelectorAll('#task-table thead button')[3].click()")
-    shown = page.evaluate("Array.from(document.querySelectorAll('#task-table tbody tr'))"
-                          ".map(r => [r.cells[0].textContent, parseFloat(r.cells[3].dataset.v)])")
+    shown = page.evaluate(
+        "Array.from(document.querySelectorAll('#task-table tbody tr'))"
+        ".map(r => [r.cells[0].textContent, parseFloat(r.cells[3].dataset.v)])"
+    )
     per = {s["label"]: s["stats"]["per_task"] for s in data["selectors"]}
     assert [v for _, v in shown] == sorted((per["final"][t]["mean"] for t in data["test_ids"]), reverse=True)
     assert {t for t, _ in shown} == set(data["test_ids"])
@@ -120,10 +123,13 @@ def test_hostile_ids_and_pages_with_and_without_javascript(browser, tmp_path):
     ids = page.evaluate("Array.from(document.querySelectorAll('#task-table tbody th')).map(c => c.textContent)")
     assert ids == report.test_ids[100:200]
     # the filter finds a hostile id as the text it is
-    page.evaluate("(() => { const i = document.querySelector('#task-table input');"
-                  "i.value = 'onerror'; i.dispatchEvent(new Event('input')); })()")
-    assert page.evaluate("Array.from(document.querySelectorAll('#task-table tbody th')).map(c => c.textContent)"
-                         ) == [HOSTILE[1]]
+    page.evaluate(
+        "(() => { const i = document.querySelector('#task-table input');"
+        "i.value = 'onerror'; i.dispatchEvent(new Event('input')); })()"
+    )
+    assert page.evaluate("Array.from(document.querySelectorAll('#task-table tbody th')).map(c => c.textContent)") == [
+        HOSTILE[1]
+    ]
     assert_fetched_nothing(page, url)
     assert not [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]  # no alert() ran
 

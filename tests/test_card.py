@@ -1,4 +1,5 @@
 """The adapter card: table bytes, Evaluation section replacement, and the atomic commit + tag move."""
+
 from __future__ import annotations
 
 import json
@@ -14,17 +15,21 @@ from hermit_tui.core.publish.card import CardRow, render_eval_table, replace_eva
 from hermit_tui.core.records.results import Summary
 from hermit_tui.core.workspace.tree import AdapterTree
 
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@localhost",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@localhost",
+}
 
-HEADER = ("| Adapter | Tasks | Repeats | Mean score | Solved at least once | Cost (USD) |\n"
-          "|---|---|---|---|---|---|\n")
-CARD_TOP = ("# Adapter card: demo\n\n- Template: `demo-tpl@1`\n- Evolver: `mwm`\n\n"
-            "## What was learned\n\nGreets in Ünïcode — “politely” ✓.\n\n")
+HEADER = "| Adapter | Tasks | Repeats | Mean score | Solved at least once | Cost (USD) |\n|---|---|---|---|---|---|\n"
+CARD_TOP = (
+    "# Adapter card: demo\n\n- Template: `demo-tpl@1`\n- Evolver: `mwm`\n\n"
+    "## What was learned\n\nGreets in Ünïcode — “politely” ✓.\n\n"
+)
 CARD_TAIL = "Where it has not been tested: anything but the demo tasks.\n"
 CARD = CARD_TOP + "## Evaluation\n\nNot evaluated yet (`hermit eval`).\n\n" + CARD_TAIL
 ROW_075 = "| final | 4 | 3 | 0.750 | 0.750 | 4.5000 |"
-
 
 
 def row(mean=0.75, solved=0.75, cost: float | None = 4.5) -> CardRow:
@@ -33,15 +38,20 @@ def row(mean=0.75, solved=0.75, cost: float | None = 4.5) -> CardRow:
 
 # ---------------------------------------------------------------- table and section
 
+
 def test_render_eval_table_bytes():
-    rows = [row(), CardRow(adapter="none", tasks=16, repeats=2, mean_score=2 / 3, solved_once=0.25, cost_usd=None),
-            CardRow(adapter="demo_ckpt-step-1", tasks=1, repeats=1, mean_score=1, solved_once=1, cost_usd=0.00004)]
+    rows = [
+        row(),
+        CardRow(adapter="none", tasks=16, repeats=2, mean_score=2 / 3, solved_once=0.25, cost_usd=None),
+        CardRow(adapter="demo_ckpt-step-1", tasks=1, repeats=1, mean_score=1, solved_once=1, cost_usd=0.00004),
+    ]
     assert render_eval_table(rows) == (
         "| Adapter | Tasks | Repeats | Mean score | Solved at least once | Cost (USD) |\n"
         "|---|---|---|---|---|---|\n"
         "| final | 4 | 3 | 0.750 | 0.750 | 4.5000 |\n"
         "| none | 16 | 2 | 0.667 | 0.250 | unknown |\n"
-        "| demo_ckpt-step-1 | 1 | 1 | 1.000 | 1.000 | 0.0000 |")
+        "| demo_ckpt-step-1 | 1 | 1 | 1.000 | 1.000 | 0.0000 |"
+    )
 
 
 def test_replace_section_of_a_hermit_card():
@@ -49,8 +59,9 @@ def test_replace_section_of_a_hermit_card():
     assert out == CARD_TOP + "## Evaluation\n\n" + HEADER + ROW_075 + "\n\n" + CARD_TAIL
     # again with other numbers: the table is replaced, not added to
     again = replace_evaluation_section(out, render_eval_table([row(0.5, 0.25, None)]))
-    assert again == (CARD_TOP + "## Evaluation\n\n" + HEADER + "| final | 4 | 3 | 0.500 | 0.250 | unknown |\n\n"
-                     + CARD_TAIL)
+    assert again == (
+        CARD_TOP + "## Evaluation\n\n" + HEADER + "| final | 4 | 3 | 0.500 | 0.250 | unknown |\n\n" + CARD_TAIL
+    )
     assert replace_evaluation_section(out, render_eval_table([row()])) == out
 
 
@@ -65,8 +76,9 @@ def test_replace_keeps_trailing_text_and_unicode():
 def test_replace_without_tail_mark():
     table = render_eval_table([row()])
     card = "# c\n\n## Evaluation\nstale\n\n## Next\nkept\n"
-    assert replace_evaluation_section(card, table) == ("# c\n\n## Evaluation\n\n" + HEADER + ROW_075
-                                                       + "\n\n## Next\nkept\n")
+    assert replace_evaluation_section(card, table) == (
+        "# c\n\n## Evaluation\n\n" + HEADER + ROW_075 + "\n\n## Next\nkept\n"
+    )
     card = "# c\n\n## Evaluation\nstale, no newline"
     assert replace_evaluation_section(card, table) == "# c\n\n## Evaluation\n\n" + HEADER + ROW_075 + "\n"
     assert replace_evaluation_section("## Evaluation", table) == "## Evaluation\n\n" + HEADER + ROW_075 + "\n"
@@ -89,27 +101,44 @@ def test_replace_appends_a_missing_section():
 def test_replace_follows_crlf():
     card = "# c\r\n\r\n## Evaluation\r\n\r\nNot yet.\r\n\r\nWhere it has not been tested: x\r\n"
     out = replace_evaluation_section(card, render_eval_table([row()]))
-    assert out == ("# c\r\n\r\n## Evaluation\r\n\r\n" + HEADER.replace("\n", "\r\n") + ROW_075
-                   + "\r\n\r\nWhere it has not been tested: x\r\n")
+    assert out == (
+        "# c\r\n\r\n## Evaluation\r\n\r\n"
+        + HEADER.replace("\n", "\r\n")
+        + ROW_075
+        + "\r\n\r\nWhere it has not been tested: x\r\n"
+    )
 
 
-@pytest.mark.parametrize("card, summary", [
-    (CARD, {"tasks": 4, "repeats": 3, "mean_score": 0.75, "solved_once": 0.75, "cost_usd": 4.5}),
-    (CARD + "\n## Notes ☃\n\nkept\n", {"tasks": 16, "repeats": 2, "mean_score": 2 / 3, "solved_once": 0.0625,
-                                       "cost_usd": None}),
-    (CARD_TOP + "## Evaluation\n\n" + HEADER + "| final | 1 | 1 | 0.000 | 0.000 | unknown |\n\n" + CARD_TAIL,
-     {"tasks": 4, "repeats": 3, "mean_score": 0.123456, "solved_once": 1.0, "cost_usd": 0.00012}),
-])
+@pytest.mark.parametrize(
+    "card, summary",
+    [
+        (CARD, {"tasks": 4, "repeats": 3, "mean_score": 0.75, "solved_once": 0.75, "cost_usd": 4.5}),
+        (
+            CARD + "\n## Notes ☃\n\nkept\n",
+            {"tasks": 16, "repeats": 2, "mean_score": 2 / 3, "solved_once": 0.0625, "cost_usd": None},
+        ),
+        (
+            CARD_TOP + "## Evaluation\n\n" + HEADER + "| final | 1 | 1 | 0.000 | 0.000 | unknown |\n\n" + CARD_TAIL,
+            {"tasks": 4, "repeats": 3, "mean_score": 0.123456, "solved_once": 1.0, "cost_usd": 0.00012},
+        ),
+    ],
+)
 def test_same_bytes_as_hermit(tmp_path, card, summary):
     """hermit's own card rewrite (its git commit stubbed out) on a temp copy gives the same bytes as ours."""
     checkout = tmp_path / "run" / "checkout"
     checkout.mkdir(parents=True)
     (checkout / "CARD.md").write_bytes(card.encode())
-    script = ("import json, sys\nfrom pathlib import Path\nimport hermit.evaluate as ev\n"
-              "ev.Tree.commit = staticmethod(lambda checkout, message: None)\n"
-              "ev._update_card(None, 'demo', Path(sys.argv[1]), json.loads(sys.argv[2]))\n")
-    subprocess.run([sys.executable, "-c", script, str(tmp_path / "run"), json.dumps(summary)], check=True,
-                   env={"PYTHONUTF8": "1", "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
+    script = (
+        "import json, sys\nfrom pathlib import Path\nimport hermit.evaluate as ev\n"
+        "ev.Tree.commit = staticmethod(lambda checkout, message: None)\n"
+        "ev._update_card(None, 'demo', Path(sys.argv[1]), json.loads(sys.argv[2]))\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "run"), json.dumps(summary)],
+        check=True,
+        env={"PYTHONUTF8": "1", "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+    )
     hermits = (checkout / "CARD.md").read_bytes()
     assert hermits != card.encode()
     ours = replace_evaluation_section(card, render_eval_table([CardRow(adapter="final", **summary)]))
@@ -117,6 +146,7 @@ def test_same_bytes_as_hermit(tmp_path, card, summary):
 
 
 # ---------------------------------------------------------------- update_final_card
+
 
 class Cfg:
     def __init__(self, base: Path, run_name: str = "demo"):
@@ -168,8 +198,9 @@ def run(tmp_path) -> Run:
 
 
 def summary(commit: str, mean=0.75, solved=0.75, cost: float | None = 4.5, **extra) -> Summary:
-    return Summary(adapter="final", commit=commit, tasks=4, repeats=3, mean_score=mean, solved_once=solved,
-                   cost_usd=cost, **extra)
+    return Summary(
+        adapter="final", commit=commit, tasks=4, repeats=3, mean_score=mean, solved_once=solved, cost_usd=cost, **extra
+    )
 
 
 EXPECTED_CARD = (CARD_TOP + "## Evaluation\n\n" + HEADER + ROW_075 + "\n\n" + CARD_TAIL).encode()
@@ -246,11 +277,13 @@ def test_tag_elsewhere_is_refused(run):
     assert run.card() == CARD.encode() and run.head() == run.tag() == run.final
 
 
-@pytest.mark.parametrize("error, raised", [(git.GitCommandError(["git", "update-ref"], 1), InputError),
-                                           (RuntimeError("boom"), RuntimeError)])
+@pytest.mark.parametrize(
+    "error, raised", [(git.GitCommandError(["git", "update-ref"], 1), InputError), (RuntimeError("boom"), RuntimeError)]
+)
 def test_failed_tag_move_restores_everything(run, monkeypatch, error, raised):
     def fail(self, tag, commit):
         raise error
+
     monkeypatch.setattr(AdapterTree, "move_tag", fail)
     status = run.status()
     with pytest.raises(raised):

@@ -1,4 +1,5 @@
 """The headless CLI as a user runs it: a real process, its output, its exit code."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,9 @@ FAST = "agent.params.latency_scale=0.01"
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "HERMIT_TUI_CONFIG_DIR": str(Path(cwd or ".").resolve() / ".settings")}
-    return subprocess.run([sys.executable, "-m", "hermit_tui", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hermit_tui", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
 
 
 @pytest.fixture
@@ -38,22 +40,26 @@ def test_one_adapter_prints_its_summary_like_hermit(demo):
 
 
 def test_several_adapters_print_label_to_summary(demo):
-    out = cli("eval", "--config", str(demo), "--adapter", "none", "--adapter", "demo/ckpt-step-1",
-              "eval.repeats=1", FAST)
+    out = cli(
+        "eval", "--config", str(demo), "--adapter", "none", "--adapter", "demo/ckpt-step-1", "eval.repeats=1", FAST
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert list(data) == ["none", "demo_ckpt-step-1"]
     assert (demo.parent / "runs/demo/eval/demo_ckpt-step-1/summary.json").is_file()
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--adapter", "nosuchtag"], "nosuchtag"),
-    (["--adapter=--output=/tmp/x"], "--output"),
-    (["--adapter", "root", "eval.repeats=three"], "eval.repeats"),
-    (["--adapter", "root", "agent.concurency=2"], "agent.concurency"),
-    (["--adapter", "root", "--limit", "0"], "--limit"),
-    (["--adapter", "root", "--concurrency", "x"], "concurrency"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--adapter", "nosuchtag"], "nosuchtag"),
+        (["--adapter=--output=/tmp/x"], "--output"),
+        (["--adapter", "root", "eval.repeats=three"], "eval.repeats"),
+        (["--adapter", "root", "agent.concurency=2"], "agent.concurency"),
+        (["--adapter", "root", "--limit", "0"], "--limit"),
+        (["--adapter", "root", "--concurrency", "x"], "concurrency"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(demo, args, needle):
     out = cli("eval", "--config", str(demo), *args)
     assert out.returncode == 2, out.stderr

@@ -1,5 +1,6 @@
 """``hermit-tui annotate`` (triage, headless) and the failure taxonomy of ``hermit-tui report`` and of the card at
 publish time; bad input is one line, exit code 2, and nothing written."""
+
 from __future__ import annotations
 
 import json
@@ -38,16 +39,16 @@ def annotate(capsys, config: Path, *args: str) -> tuple[int, str, str]:
 
 
 def failures(folder: Path) -> list:
-    return [r for r in read_results(folder / "results.jsonl").records
-            if r.status != "ok" or r.judge.score < 1.0]
+    return [r for r in read_results(folder / "results.jsonl").records if r.status != "ok" or r.judge.score < 1.0]
 
 
 def test_labels_note_and_corrected_score_are_appended_and_printed(evaluated, capsys):
     config, eval_dir = evaluated
     target = failures(eval_dir / "final")[0]
     where = ["--adapter", "final", "--task", target.id, "--repeat", str(target.repeat)]
-    code, out, err = annotate(capsys, config, *where, "--label", "format error", "--label", "timeout",
-                              "--note", "stops mid-sentence")
+    code, out, err = annotate(
+        capsys, config, *where, "--label", "format error", "--label", "timeout", "--note", "stops mid-sentence"
+    )
     assert (code, err) == (0, "")
     shown = json.loads(out)
     assert shown["label"] == "final" and shown["folder"] == str(eval_dir / "final")
@@ -74,6 +75,7 @@ def test_labels_note_and_corrected_score_are_appended_and_printed(evaluated, cap
 
 def test_labels_come_from_the_run_label_set_in_the_settings(evaluated, capsys):
     from hermit_tui.settings import label_set, remember_label_set
+
     config, eval_dir = evaluated
     yaml_before = Path(config).read_bytes()
     run_dir = load_config(config).run_dir
@@ -88,27 +90,49 @@ def test_labels_come_from_the_run_label_set_in_the_settings(evaluated, capsys):
     assert Path(config).read_bytes() == yaml_before  # the label set lives in hermit-tui's settings, not run.yaml
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--adapter", "root", "--task", "arith-04", "--repeat", "1", "--label", "timeout"],
-     "--adapter root: no evaluation in {eval}/root (evaluated here: final, none)"),
-    (["--adapter", "-x", "--task", "arith-04", "--repeat", "1", "--label", "timeout"], "--adapter"),
-    (["--adapter", "none", "--task", "nope-1", "--repeat", "1", "--label", "timeout"],
-     "--task nope-1: no attempt of it is recorded in {eval}/none/results.jsonl"),
-    (["--adapter", "none", "--task", "arith-04", "--repeat", "3", "--label", "timeout"],
-     "--repeat 3: arith-04 has repeat 1, 2 under none"),
-    (["--adapter", "none", "--task", "arith-04", "--repeat", "0", "--label", "timeout"],
-     "--repeat must be a positive whole number, got 0"),
-    (["--adapter", "none", "--task", "arith-04", "--repeat", "1", "--label", "bogus"],
-     "--label 'bogus': not in the run's label set"),
-    (["--adapter", "none", "--task", "arith-04", "--repeat", "1", "--label", "  "], "--label: a label cannot be empty"),
-    (["--adapter", "none", "--task", "arith-04", "--repeat", "1", "--judge-score", "inf"],
-     "--judge-score: 'inf' is not a finite number"),
-    (["--adapter", "none", "--task", "arith-04", "--repeat", "1", "--judge-score", "high"],
-     "--judge-score: 'high' is not a number"),
-    (["--adapter", "none", "--task", "arith-04", "--label", "timeout"],
-     "hermit-tui annotate: the following arguments are required: --repeat"),
-    (["--adapter", "none", "--task", "arith-04", "--repeat", "one"], "argument --repeat: invalid int value: 'one'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--adapter", "root", "--task", "arith-04", "--repeat", "1", "--label", "timeout"],
+            "--adapter root: no evaluation in {eval}/root (evaluated here: final, none)",
+        ),
+        (["--adapter", "-x", "--task", "arith-04", "--repeat", "1", "--label", "timeout"], "--adapter"),
+        (
+            ["--adapter", "none", "--task", "nope-1", "--repeat", "1", "--label", "timeout"],
+            "--task nope-1: no attempt of it is recorded in {eval}/none/results.jsonl",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--repeat", "3", "--label", "timeout"],
+            "--repeat 3: arith-04 has repeat 1, 2 under none",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--repeat", "0", "--label", "timeout"],
+            "--repeat must be a positive whole number, got 0",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--repeat", "1", "--label", "bogus"],
+            "--label 'bogus': not in the run's label set",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--repeat", "1", "--label", "  "],
+            "--label: a label cannot be empty",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--repeat", "1", "--judge-score", "inf"],
+            "--judge-score: 'inf' is not a finite number",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--repeat", "1", "--judge-score", "high"],
+            "--judge-score: 'high' is not a number",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--label", "timeout"],
+            "hermit-tui annotate: the following arguments are required: --repeat",
+        ),
+        (["--adapter", "none", "--task", "arith-04", "--repeat", "one"], "argument --repeat: invalid int value: 'one'"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2_and_nothing_written(evaluated, capsys, args, message):
     config, eval_dir = evaluated
     before = {p: p.stat().st_mtime_ns for p in eval_dir.rglob("*")}
@@ -120,19 +144,48 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(evaluated, capsys, arg
     assert not list(eval_dir.rglob(ANNOTATIONS))
 
 
-def test_an_evaluation_hermit_wrote_takes_annotations_and_the_report_counts_them(demo_config, capsys, tmp_path,
-                                                                                monkeypatch):
+def test_an_evaluation_hermit_wrote_takes_annotations_and_the_report_counts_them(
+    demo_config, capsys, tmp_path, monkeypatch
+):
     monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
     eval_dir = load_config(demo_config).run_dir / "eval"
     for label in ("none", "final"):
         shutil.copytree(FIXTURES / label, eval_dir / label)
     none_fail, final_fail = failures(eval_dir / "none"), failures(eval_dir / "final")
     for r in none_fail[:3]:
-        assert annotate(capsys, demo_config, "--adapter", "none", "--task", r.id, "--repeat", str(r.repeat),
-                        "--label", "wrong reasoning")[0] == 0
+        assert (
+            annotate(
+                capsys,
+                demo_config,
+                "--adapter",
+                "none",
+                "--task",
+                r.id,
+                "--repeat",
+                str(r.repeat),
+                "--label",
+                "wrong reasoning",
+            )[0]
+            == 0
+        )
     r = final_fail[0]
-    assert annotate(capsys, demo_config, "--adapter", "final", "--task", r.id, "--repeat", str(r.repeat),
-                    "--label", "wrong reasoning", "--label", "format error")[0] == 0
+    assert (
+        annotate(
+            capsys,
+            demo_config,
+            "--adapter",
+            "final",
+            "--task",
+            r.id,
+            "--repeat",
+            str(r.repeat),
+            "--label",
+            "wrong reasoning",
+            "--label",
+            "format error",
+        )[0]
+        == 0
+    )
     code, out, err = run(capsys, "report", "--config", str(demo_config), "--format", "json")
     assert code == 0, err
     tax = json.loads(out)["taxonomy"]
@@ -152,8 +205,9 @@ def test_an_evaluation_hermit_wrote_takes_annotations_and_the_report_counts_them
     assert wrong["fixed"] == [t for t in only_none if t not in open_final]
     only_final = [r.id] if r.id not in none_tasks else []
     assert wrong["introduced"] == [t for t in only_final if t not in open_none]
-    assert sorted(wrong["untriaged"]) == sorted([t for t in only_none if t in open_final]
-                                                + [t for t in only_final if t in open_none])
+    assert sorted(wrong["untriaged"]) == sorted(
+        [t for t in only_none if t in open_final] + [t for t in only_final if t in open_none]
+    )
     fmt = changes["format error"]
     assert (fmt["introduced"], fmt["untriaged"]) == (([], [r.id]) if r.id in open_none else ([r.id], []))
 

@@ -1,5 +1,6 @@
 """``hermit-tui show``: one task's attempts under one selector, headless, as text and JSON; bad input is one line
 and exit code 2."""
+
 from __future__ import annotations
 
 import json
@@ -38,25 +39,41 @@ def show(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_json_is_every_field_of_every_repeat_and_the_transcript(evaluated, capsys):
     config, eval_dir = evaluated
-    code, out, err = show(capsys, "--config", str(config), "--adapter", "root", "--task", "arith-04",
-                          "--format", "json")
+    code, out, err = show(
+        capsys, "--config", str(config), "--adapter", "root", "--task", "arith-04", "--format", "json"
+    )
     assert code == 0 and err == ""
     shown = json.loads(out)
     assert (shown["label"], shown["selector"], shown["written_by"]) == ("root", "root", "hermit-tui")
-    row = next(json.loads(line) for line in (config.parent / "tasks.jsonl").read_text().splitlines()
-               if json.loads(line)["id"] == "arith-04")
+    row = next(
+        json.loads(line)
+        for line in (config.parent / "tasks.jsonl").read_text().splitlines()
+        if json.loads(line)["id"] == "arith-04"
+    )
     assert shown["task"] == {"id": "arith-04", "fields": row, "note": None}
     on_disk = records(eval_dir / "root" / "results.jsonl")
-    kept = {(t["id"], t["repeat"]): t["messages"] for t in
-            map(json.loads, (eval_dir / "root" / "transcripts.jsonl").read_text().splitlines())}
+    kept = {
+        (t["id"], t["repeat"]): t["messages"]
+        for t in map(json.loads, (eval_dir / "root" / "transcripts.jsonl").read_text().splitlines())
+    }
     assert [a["repeat"] for a in shown["attempts"]] == [1, 2]
     for a in shown["attempts"]:
         rec = on_disk[("arith-04", a["repeat"])]
         assert (a["status"], a["score"], a["feedback"], a["judge_extra"], a["output"], a["error"]) == (
-            rec["status"], rec["judge"]["score"], rec["judge"]["feedback"], rec["judge"].get("extra"),
-            rec["output"], rec["error"])
+            rec["status"],
+            rec["judge"]["score"],
+            rec["judge"]["feedback"],
+            rec["judge"].get("extra"),
+            rec["output"],
+            rec["error"],
+        )
         assert (a["cost_usd"], a["tokens"], a["wall_s"], a["api_speed"], a["log"]) == (
-            rec["cost_usd"], rec["tokens"], rec["wall_s"], rec["api_speed"], rec["log"])
+            rec["cost_usd"],
+            rec["tokens"],
+            rec["wall_s"],
+            rec["api_speed"],
+            rec["log"],
+        )
         assert a["cost"] == f"${rec['cost_usd']:.4f}"
         assert a["transcript"]["source"] == "transcripts.jsonl"
         assert a["transcript"]["messages"] == kept[("arith-04", a["repeat"])]
@@ -75,13 +92,21 @@ def test_text_shows_fields_output_cost_and_the_tool_calls(evaluated, capsys):
     assert f"Log         {rec['log']}" in lines
     assert lines[lines.index("Output") + 1] == f"  {rec['output']}"
     start = lines.index("Transcript  5 messages, from transcripts.jsonl")
-    assert lines[start + 1:] == [
-        "  [1] system", "    You solve short exercises. Use a tool, then answer with the value only.",
-        "  [2] user", "    Compute: 289 + 476",
-        "  [3] assistant", "    → calls calculator (call_arith-04_r2)", "        {",
-        '          "expression": "289 + 476"', "        }",
-        "  [4] tool result · calculator (call_arith-04_r2)", "    765",
-        "  [5] assistant", f"    {rec['output']}"]  # no adapter: no notes in the system prompt
+    assert lines[start + 1 :] == [
+        "  [1] system",
+        "    You solve short exercises. Use a tool, then answer with the value only.",
+        "  [2] user",
+        "    Compute: 289 + 476",
+        "  [3] assistant",
+        "    → calls calculator (call_arith-04_r2)",
+        "        {",
+        '          "expression": "289 + 476"',
+        "        }",
+        "  [4] tool result · calculator (call_arith-04_r2)",
+        "    765",
+        "  [5] assistant",
+        f"    {rec['output']}",
+    ]  # no adapter: no notes in the system prompt
 
 
 def test_failed_attempts_show_error_traceback_and_unknown_cost(evaluated, capsys):
@@ -93,8 +118,7 @@ def test_failed_attempts_show_error_traceback_and_unknown_cost(evaluated, capsys
     assert f"Error       {rec['error']}" in out.splitlines() and "Cost        unknown" in out.splitlines()
     assert "\nTraceback\n  Traceback (most recent call last):" in out and "$0" not in out
     assert "Transcript  no transcript: the attempt recorded no messages and no log" in out
-    code, out, _ = show(capsys, "--config", str(config), "--adapter", "root", "--task", "roman-05", "--format",
-                        "json")
+    code, out, _ = show(capsys, "--config", str(config), "--adapter", "root", "--task", "roman-05", "--format", "json")
     for a in json.loads(out)["attempts"]:
         assert a["status"] == "judge_error" and a["feedback"].startswith("the judge failed")
         assert a["cost_usd"] is None and a["cost"] == "unknown" and a["traceback"]
@@ -103,8 +127,9 @@ def test_failed_attempts_show_error_traceback_and_unknown_cost(evaluated, capsys
 def test_an_evaluation_hermit_wrote(demo_config, capsys):
     eval_dir = load_config(demo_config).run_dir / "eval"
     shutil.copytree(FIXTURES / "root", eval_dir / "root")
-    code, out, err = show(capsys, "--config", str(demo_config), "--adapter", "root", "--task", "arith-04",
-                          "--format", "json")
+    code, out, err = show(
+        capsys, "--config", str(demo_config), "--adapter", "root", "--task", "arith-04", "--format", "json"
+    )
     assert code == 0 and err == ""
     shown = json.loads(out)
     assert shown["written_by"] == "hermit" and len(shown["attempts"]) == 3
@@ -113,20 +138,37 @@ def test_an_evaluation_hermit_wrote(demo_config, capsys):
         assert a["transcript"]["note"] == f"no transcript: the log {a['log']} is not found"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--adapter", "final", "--task", "arith-04"], "--adapter final: no evaluation in {eval}/final (evaluated here: "
-                                                   "none, root)"),
-    (["--adapter", "demo/nope", "--task", "arith-04"], "--adapter demo/nope: no evaluation in {eval}/demo_nope"),
-    (["--adapter", "none", "--task", "nope-1"], "--task nope-1: unknown task (not in {eval}/none/results.jsonl nor "
-                                                "in {ws}/tasks.jsonl)"),
-    (["--adapter", "none", "--task", "arith-01"], "--task arith-01: no attempt of it is recorded in "
-                                                  "{eval}/none/results.jsonl"),
-    (["--adapter", "none", "--task", "arith-04", "--repeat", "3"], "--repeat 3: arith-04 has repeat 1, 2 under none"),
-    (["--adapter", "none", "--task", "arith-04", "--repeat", "0"], "--repeat must be a positive whole number, got 0"),
-    (["--adapter", "none", "--task", "arith-04", "--format", "xml"], "hermit-tui show: argument --format: invalid "
-                                                                     "choice: 'xml'"),
-    (["--adapter", "none"], "hermit-tui show: the following arguments are required: --task"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--adapter", "final", "--task", "arith-04"],
+            "--adapter final: no evaluation in {eval}/final (evaluated here: none, root)",
+        ),
+        (["--adapter", "demo/nope", "--task", "arith-04"], "--adapter demo/nope: no evaluation in {eval}/demo_nope"),
+        (
+            ["--adapter", "none", "--task", "nope-1"],
+            "--task nope-1: unknown task (not in {eval}/none/results.jsonl nor in {ws}/tasks.jsonl)",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-01"],
+            "--task arith-01: no attempt of it is recorded in {eval}/none/results.jsonl",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--repeat", "3"],
+            "--repeat 3: arith-04 has repeat 1, 2 under none",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--repeat", "0"],
+            "--repeat must be a positive whole number, got 0",
+        ),
+        (
+            ["--adapter", "none", "--task", "arith-04", "--format", "xml"],
+            "hermit-tui show: argument --format: invalid choice: 'xml'",
+        ),
+        (["--adapter", "none"], "hermit-tui show: the following arguments are required: --task"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(evaluated, capsys, args, message):
     config, eval_dir = evaluated
     before = {p: p.stat().st_mtime_ns for p in eval_dir.rglob("*")}
@@ -140,8 +182,22 @@ def test_bad_input_is_one_line_and_exit_2(evaluated, capsys, args, message):
 
 def test_the_console_script(evaluated):
     config, _ = evaluated
-    done = subprocess.run([str(Path(sys.executable).with_name("hermit-tui")), "show", "--config", str(config),
-                           "--adapter", "none", "--task", "pct-04", "--repeat", "1"], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("hermit-tui")),
+            "show",
+            "--config",
+            str(config),
+            "--adapter",
+            "none",
+            "--task",
+            "pct-04",
+            "--repeat",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "→ calls calculator" in done.stdout and "tool result · calculator" in done.stdout

@@ -1,6 +1,7 @@
 """The columnar reader (core/records/columns.py) against the pydantic one (core/records.read_results): the same
 attempts, the same warnings and the same one-line errors on hand-made and generated lines; records read back by
 offset."""
+
 from __future__ import annotations
 
 import json
@@ -18,13 +19,27 @@ from hermit_tui.core.records.columns import AttemptTable, read_table
 from hermit_tui.core.records.results import AttemptRecord, Judged, read_results
 from hermit_tui.core.records.scores import tabulate
 
-RECORD = {"repeat": 1, "id": "a", "status": "ok", "error": None, "output": "a", "judge": {"score": 1.0},
-          "cost_usd": 0.0, "wall_s": 0.1, "api_speed": None, "tokens": None, "log": None}
-JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
-                      st.text(max_size=20))
-JSON_VALUE = st.recursive(JSON_LEAF, lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                                           st.dictionaries(st.text(max_size=8), kids, max_size=4)),
-                          max_leaves=20)
+RECORD = {
+    "repeat": 1,
+    "id": "a",
+    "status": "ok",
+    "error": None,
+    "output": "a",
+    "judge": {"score": 1.0},
+    "cost_usd": 0.0,
+    "wall_s": 0.1,
+    "api_speed": None,
+    "tokens": None,
+    "log": None,
+}
+JSON_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20)
+)
+JSON_VALUE = st.recursive(
+    JSON_LEAF,
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+    max_leaves=20,
+)
 FIELDS = st.sampled_from(["repeat", "id", "status", "judge", "cost_usd", "wall_s", "output", "error", "log", "tokens"])
 JUDGE_FIELDS = st.sampled_from(["score", "feedback", "extra"])
 
@@ -84,28 +99,39 @@ def write(tmp_path, lines, final_newline=True):
 
 HAND = {
     "plain": [json.dumps(RECORD), json.dumps({**RECORD, "id": "b", "cost_usd": None, "tokens": 12})],
-    "lax forms pydantic reads": [json.dumps({**RECORD, "repeat": "2"}), json.dumps({**RECORD, "repeat": True}),
-                                 json.dumps({**RECORD, "repeat": 3.0}),
-                                 json.dumps({**RECORD, "judge": {"score": "0.5"}}),
-                                 json.dumps({**RECORD, "cost_usd": "0.25"})],
-    "non-finite numbers": [json.dumps(RECORD).replace('"score": 1.0', '"score": NaN'),
-                           json.dumps(RECORD).replace('"score": 1.0', '"score": -Infinity'),
-                           json.dumps(RECORD).replace('"score": 1.0', '"score": 1e999'),
-                           json.dumps(RECORD).replace('"cost_usd": 0.0', '"cost_usd": NaN')],
+    "lax forms pydantic reads": [
+        json.dumps({**RECORD, "repeat": "2"}),
+        json.dumps({**RECORD, "repeat": True}),
+        json.dumps({**RECORD, "repeat": 3.0}),
+        json.dumps({**RECORD, "judge": {"score": "0.5"}}),
+        json.dumps({**RECORD, "cost_usd": "0.25"}),
+    ],
+    "non-finite numbers": [
+        json.dumps(RECORD).replace('"score": 1.0', '"score": NaN'),
+        json.dumps(RECORD).replace('"score": 1.0', '"score": -Infinity'),
+        json.dumps(RECORD).replace('"score": 1.0', '"score": 1e999'),
+        json.dumps(RECORD).replace('"cost_usd": 0.0', '"cost_usd": NaN'),
+    ],
     "huge repeat": [json.dumps({**RECORD, "repeat": 1 << 70}), json.dumps({**RECORD, "repeat": -(1 << 80)})],
-    "odd tokens": [json.dumps({**RECORD, "tokens": {"in": 3, "out": 4}}), json.dumps({**RECORD, "tokens": "many"}),
-                   json.dumps({**RECORD, "tokens": 1 << 1100})],
+    "odd tokens": [
+        json.dumps({**RECORD, "tokens": {"in": 3, "out": 4}}),
+        json.dumps({**RECORD, "tokens": "many"}),
+        json.dumps({**RECORD, "tokens": 1 << 1100}),
+    ],
     "blank lines and CRLF": ["", json.dumps(RECORD) + "\r", "   ", json.dumps({**RECORD, "repeat": 2}), ""],
     "wrong types": [json.dumps(RECORD), json.dumps({**RECORD, "judge": {"score": 1, "extra": [1]}})],
     "feedback not text": [json.dumps({**RECORD, "judge": {"score": 1, "feedback": 3}})],
     "status": [json.dumps({**RECORD, "status": "OK"})],
     "wall null": [json.dumps({**RECORD, "wall_s": None})],
-    "nested too deep for pydantic": [json.dumps({**RECORD, "output": None}).replace(
-        '"output": null', '"output": ' + "[" * 300 + "]" * 300)],
-    "nested deep but readable": [json.dumps({**RECORD, "output": None}).replace(
-        '"output": null', '"output": ' + "[" * 150 + "]" * 150)],
-    "bad UTF-8 in a skipped key": ['{"repeat": 1, "id": "a", "status": "ok", "judge": {"score": 1}, '
-                                   '"output": "\udcff"}'],
+    "nested too deep for pydantic": [
+        json.dumps({**RECORD, "output": None}).replace('"output": null', '"output": ' + "[" * 300 + "]" * 300)
+    ],
+    "nested deep but readable": [
+        json.dumps({**RECORD, "output": None}).replace('"output": null', '"output": ' + "[" * 150 + "]" * 150)
+    ],
+    "bad UTF-8 in a skipped key": [
+        '{"repeat": 1, "id": "a", "status": "ok", "judge": {"score": 1}, "output": "\udcff"}'
+    ],
     "a bad middle line": [json.dumps(RECORD), "{not json}", json.dumps(RECORD)],
     "two bad lines": [json.dumps(RECORD), "{", "{"],
     "not an object": ["[1, 2]", json.dumps(RECORD)],
@@ -140,17 +166,35 @@ def test_lines_across_read_blocks(tmp_path, monkeypatch):
     assert_same(write(tmp_path, lines[:5] + ["{bad"] + lines[5:]))
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(st.tuples(FIELDS, JSON_VALUE).map(lambda kv: json.dumps({**RECORD, kv[0]: kv[1]})),
-                          st.tuples(JUDGE_FIELDS, JSON_VALUE).map(
-                              lambda kv: json.dumps({**RECORD, "judge": {"score": 0.5, kv[0]: kv[1]}})),
-                          st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", '"1"', "true"]).map(
-                              lambda x: json.dumps(RECORD).replace('"score": 1.0', f'"score": {x}')),
-                          st.integers(1, 400).map(lambda d: json.dumps({**RECORD, "output": None}).replace(
-                              '"output": null', '"output": ' + "[" * d + "]" * d)),
-                          st.text(max_size=40), JSON_VALUE.map(json.dumps)), max_size=6),
-       st.booleans())
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(FIELDS, JSON_VALUE).map(lambda kv: json.dumps({**RECORD, kv[0]: kv[1]})),
+            st.tuples(JUDGE_FIELDS, JSON_VALUE).map(
+                lambda kv: json.dumps({**RECORD, "judge": {"score": 0.5, kv[0]: kv[1]}})
+            ),
+            st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", '"1"', "true"]).map(
+                lambda x: json.dumps(RECORD).replace('"score": 1.0', f'"score": {x}')
+            ),
+            st.integers(1, 400).map(
+                lambda d: json.dumps({**RECORD, "output": None}).replace(
+                    '"output": null', '"output": ' + "[" * d + "]" * d
+                )
+            ),
+            st.text(max_size=40),
+            JSON_VALUE.map(json.dumps),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+)
 def test_generated_lines_read_as_read_results_reads_them(tmp_path, lines, final_newline):
     assert_same(write(tmp_path, lines, final_newline))
 
@@ -175,11 +219,20 @@ def test_records_are_read_from_the_file_that_was_read_even_after_it_is_replaced(
 
 
 def test_figures_unknown_costs_and_the_latest_attempt(tmp_path):
-    rows = [{**RECORD, "id": "a", "repeat": 1, "judge": {"score": 0.0}, "cost_usd": 0.5},
-            {**RECORD, "id": "b", "repeat": 1, "status": "error", "error": "ValueError: x", "cost_usd": None,
-             "judge": {"score": 0.0}},
-            {**RECORD, "id": "a", "repeat": 1, "judge": {"score": 1.0}, "cost_usd": 0.25},  # a re-run replaces
-            {**RECORD, "id": "a", "repeat": 2, "status": "judge_error", "judge": {"score": 0.0}, "cost_usd": 0.0}]
+    rows = [
+        {**RECORD, "id": "a", "repeat": 1, "judge": {"score": 0.0}, "cost_usd": 0.5},
+        {
+            **RECORD,
+            "id": "b",
+            "repeat": 1,
+            "status": "error",
+            "error": "ValueError: x",
+            "cost_usd": None,
+            "judge": {"score": 0.0},
+        },
+        {**RECORD, "id": "a", "repeat": 1, "judge": {"score": 1.0}, "cost_usd": 0.25},  # a re-run replaces
+        {**RECORD, "id": "a", "repeat": 2, "status": "judge_error", "judge": {"score": 0.0}, "cost_usd": 0.0},
+    ]
     table = read_table(write(tmp_path, [json.dumps(r) for r in rows]))
     assert table.ids == ["a", "b"] and table.task.tolist() == [0, 1, 0, 0]
     assert table.latest().tolist() == [1, 2, 3]
@@ -200,9 +253,15 @@ def test_figures_unknown_costs_and_the_latest_attempt(tmp_path):
 def test_a_table_grows_in_memory_with_live_attempts():
     table = AttemptTable()
     for i in range(200):
-        rec = AttemptRecord(repeat=1 + i % 2, id=f"t{i // 2}", status="ok" if i % 7 else "error",
-                            error=None if i % 7 else "boom", judge=Judged(score=(i % 3) / 2),
-                            cost_usd=None if i % 5 == 0 else 0.01, tokens={"in": 1} if i == 3 else i)
+        rec = AttemptRecord(
+            repeat=1 + i % 2,
+            id=f"t{i // 2}",
+            status="ok" if i % 7 else "error",
+            error=None if i % 7 else "boom",
+            judge=Judged(score=(i % 3) / 2),
+            cost_usd=None if i % 5 == 0 else 0.01,
+            tokens={"in": 1} if i == 3 else i,
+        )
         assert table.append(rec, "tb" if i == 0 else None) == i
     assert table.n == 200 and len(table.ids) == 100
     assert table.record(17).id == "t8" and table.record(17).repeat == 2
@@ -217,6 +276,7 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
     since), corrected scores, and per pair the tasks fixed, introduced and not triaged."""
     from hermit_tui.core.records import taxonomy as column_taxonomy
     from hermit_tui.core.records.annotations import Annotation, attempt_digest, pair_taxonomy, selector_taxonomy
+
     tables, records, notes = {}, {}, {}
     for label, shift in (("none", 0), ("final", 1)):
         rows = []
@@ -224,8 +284,16 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
             for r in (1, 2):
                 score = ((i + r + shift) % 3) / 2
                 status = "error" if (i + shift) % 5 == 0 else "ok"
-                rows.append({**RECORD, "id": f"t{i}", "repeat": r, "status": status,
-                             "judge": {"score": 0.0 if status != "ok" else score}, "output": f"{label} {i} {r}"})
+                rows.append(
+                    {
+                        **RECORD,
+                        "id": f"t{i}",
+                        "repeat": r,
+                        "status": status,
+                        "judge": {"score": 0.0 if status != "ok" else score},
+                        "output": f"{label} {i} {r}",
+                    }
+                )
         rows.append({**rows[3], "judge": {"score": 1.0}, "output": "re-run"})  # t1 repeat 2 re-run: replaces
         rows.append({**RECORD, "id": "outside", "repeat": 1, "judge": {"score": float("nan")}})
         folder = tmp_path / label
@@ -250,8 +318,24 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
             assert got == want
             assert want.stale == 2 and want.corrected == 1 and want.corrected_mean != want.recorded_mean
     for threshold in (1.0, 0.5):
-        want = pair_taxonomy("none", records["none"], notes["none"], "final", records["final"], notes["final"],
-                             task_order=test_ids, threshold=threshold)
-        got = column_taxonomy.pair_taxonomy("none", tables["none"], notes["none"], "final", tables["final"],
-                                            notes["final"], task_order=test_ids, threshold=threshold)
+        want = pair_taxonomy(
+            "none",
+            records["none"],
+            notes["none"],
+            "final",
+            records["final"],
+            notes["final"],
+            task_order=test_ids,
+            threshold=threshold,
+        )
+        got = column_taxonomy.pair_taxonomy(
+            "none",
+            tables["none"],
+            notes["none"],
+            "final",
+            tables["final"],
+            notes["final"],
+            task_order=test_ids,
+            threshold=threshold,
+        )
         assert got == want and got.labels

@@ -1,4 +1,5 @@
 """Which evaluations compare with final (or the first shown): task count, repeats, the protocol fingerprint."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,9 +9,18 @@ from hermit_tui.core.publish.plan import EvalRow
 from hermit_tui.core.records.results import Summary
 from hermit_tui.core.report.comparable import Shape, compare_shapes, rows_mismatches, summaries_mismatches
 
-FP = {"test_ids_sha256": "a" * 64, "test_rows_sha256": "b" * 64, "judge_sha256": "c" * 64,
-      "pipeline_sha256": "d" * 64, "agent_params_sha256": "e" * 64, "model_sha256": "f" * 64, "repeats": 3,
-      "smoke_limit": None, "dataset_revision": None, "hermit_tui_version": "0.1.0"}
+FP = {
+    "test_ids_sha256": "a" * 64,
+    "test_rows_sha256": "b" * 64,
+    "judge_sha256": "c" * 64,
+    "pipeline_sha256": "d" * 64,
+    "agent_params_sha256": "e" * 64,
+    "model_sha256": "f" * 64,
+    "repeats": 3,
+    "smoke_limit": None,
+    "dataset_revision": None,
+    "hermit_tui_version": "0.1.0",
+}
 
 
 def summary(adapter: str, *, tasks: int = 16, repeats: int = 3, fp: dict | None = FP, **extra) -> Summary:
@@ -26,8 +36,9 @@ def test_same_protocol_compares():
 
 
 def test_repeats_differ_is_named_once_with_both_sizes():
-    found = summaries_mismatches({"none": summary("none", repeats=1, fp={**FP, "repeats": 1}),
-                                  "final": summary("final")})
+    found = summaries_mismatches(
+        {"none": summary("none", repeats=1, fp={**FP, "repeats": 1}), "final": summary("final")}
+    )
     assert len(found) == 1
     m = found[0]
     assert (m.label, m.reference) == ("none", "final")
@@ -65,15 +76,38 @@ def test_smoke_limit_without_fingerprints():
 
 
 def row(label: str, *, tasks=16, repeats=3, protocol=(), complete=True, smoke=None) -> EvalRow:
-    return EvalRow(label=label, adapter=label, selector=label, commit=None, tasks=tasks, repeats=repeats, mean=0.5,
-                   ci_low=None, ci_high=None, solved_once=0.5, attempts=tasks * repeats, errors=0, pipeline_errors=0,
-                   judge_errors=0, cost_usd=None, unknown_cost_attempts=0, folder=Path("/x"), written_by="hermit-tui",
-                   protocol=list(protocol), complete=complete, smoke_limit=smoke)
+    return EvalRow(
+        label=label,
+        adapter=label,
+        selector=label,
+        commit=None,
+        tasks=tasks,
+        repeats=repeats,
+        mean=0.5,
+        ci_low=None,
+        ci_high=None,
+        solved_once=0.5,
+        attempts=tasks * repeats,
+        errors=0,
+        pipeline_errors=0,
+        judge_errors=0,
+        cost_usd=None,
+        unknown_cost_attempts=0,
+        folder=Path("/x"),
+        written_by="hermit-tui",
+        protocol=list(protocol),
+        complete=complete,
+        smoke_limit=smoke,
+    )
 
 
 def test_publish_rows():
-    rows = [row("none", repeats=1, protocol=["repeats"]), row("root", protocol=[NO_FINGERPRINT]),
-            row("ckpt", protocol=["the pipeline's source"], complete=False), row("final")]
+    rows = [
+        row("none", repeats=1, protocol=["repeats"]),
+        row("root", protocol=[NO_FINGERPRINT]),
+        row("ckpt", protocol=["the pipeline's source"], complete=False),
+        row("final"),
+    ]
     found = {m.label: m for m in rows_mismatches(rows)}
     assert found["none"].reasons == ["16 tasks × 1 repeats, final 16 × 3"]
     assert found["root"].unchecked and found["root"].comparable

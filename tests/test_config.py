@@ -1,4 +1,5 @@
 """run.yaml loading: defaults <- file <- overrides, unknown keys, validation, derived names and folders."""
+
 from __future__ import annotations
 
 import copy
@@ -94,8 +95,10 @@ def error_of(path, overrides=()) -> str:
 
 # ----- defaults and the realistic file -----
 
+
 def test_defaults_cover_hermits_defaults_yaml():
     import hermit  # hermit-harness is in the test extra
+
     shipped = Path(hermit.__file__).parent / "defaults.yaml"
     assert DEFAULTS == yaml.safe_load(shipped.read_text())
     assert FREE_SECTIONS == {"params", "llm", "backends", "profiles"}
@@ -130,7 +133,7 @@ def test_realistic_hermit_config(realistic, tmp_path):
     assert config.agent_name == "pipeline.py:run"
     assert config.agent_params == {"temperature": 0.2, "tools": {"search": True}}
     assert config.concurrency == 2
-    assert config.data["pipeline"]["run"] == "pipeline.py:run"          # the pipeline section itself is kept
+    assert config.data["pipeline"]["run"] == "pipeline.py:run"  # the pipeline section itself is kept
     # other values, including free sections with arbitrary keys
     assert (config.repeats, config.shuffle, config.timeout_min) == (2, False, None)
     assert config.get("data.step_size") == 4 and config.get("data.shuffle_seed") == 7
@@ -140,7 +143,7 @@ def test_realistic_hermit_config(realistic, tmp_path):
     assert config.get("backends.local.api_key_env") == "LOCAL_KEY"
     assert config.get("llm.extra_body") == {"reasoning": "low"}
     assert config.get("trainer.budget") == {"usd": 5.0, "tokens": None, "hours": 1}
-    assert config.get("trainer.tree_dir") is None                       # default kept beside file values
+    assert config.get("trainer.tree_dir") is None  # default kept beside file values
     # names and folders
     assert config.run_name == "gepa-seed"
     assert config.output_dir == tmp_path / "out"
@@ -170,8 +173,13 @@ def test_hermit_agrees_on_run_name_run_dir_and_tree_dir(realistic, tmp_path):
             "print(json.dumps([c.run_name(), str(c.run_dir()), str(c.tree_dir(tid))]))\n"
         )
         overrides = ["eval.repeats=3", "trainer.output_dir=runs2"]
-        done = subprocess.run([sys.executable, "-c", script, str(path), *overrides],
-                              capture_output=True, text=True, env=dict(os.environ), timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(path), *overrides],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         name, run_dir, tree_dir = json.loads(done.stdout)
         ours = load_config(path, overrides)
@@ -182,19 +190,26 @@ def test_hermit_agrees_on_run_name_run_dir_and_tree_dir(realistic, tmp_path):
 
 # ----- the older spelling -----
 
+
 def test_pipeline_folds_only_into_an_empty_agent_name(tmp_path):
-    path = write(tmp_path / "run.yaml", """\
+    path = write(
+        tmp_path / "run.yaml",
+        """\
         agent: {params: {a: 1, b: 1}}
         pipeline: {run: p.py:run, params: {b: 2}}
-    """)
+    """,
+    )
     config = load_config(path)
     assert config.agent_name == "p.py:run"
     assert config.agent_params == {"a": 1, "b": 2}
-    assert config.concurrency == 4                                       # pipeline.concurrency unset: not copied
-    write(path, """\
+    assert config.concurrency == 4  # pipeline.concurrency unset: not copied
+    write(
+        path,
+        """\
         agent: {name: a.py:run, concurrency: 3}
         pipeline: {run: p.py:run, concurrency: 9, params: {b: 2}}
-    """)
+    """,
+    )
     config = load_config(path)
     assert (config.agent_name, config.concurrency, config.agent_params) == ("a.py:run", 3, {})
 
@@ -206,13 +221,17 @@ def test_pipeline_run_given_by_override(tmp_path):
 
 # ----- unknown keys -----
 
-@pytest.mark.parametrize("text, message", [
-    ("agent: {concurency: 3}", "unknown key 'agent.concurency' (did you mean 'agent.concurrency'?)"),
-    ("evals: {repeats: 3}", "unknown key 'evals' (did you mean 'eval'?)"),
-    ("trainer: {budget: {dollars: 3}}", "unknown key 'trainer.budget.dollars'"),
-    ("zzzz: 1", "unknown key 'zzzz'"),
-    ("judge: {params: {a: 1}}", "unknown key 'judge.params'"),
-])
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("agent: {concurency: 3}", "unknown key 'agent.concurency' (did you mean 'agent.concurrency'?)"),
+        ("evals: {repeats: 3}", "unknown key 'evals' (did you mean 'eval'?)"),
+        ("trainer: {budget: {dollars: 3}}", "unknown key 'trainer.budget.dollars'"),
+        ("zzzz: 1", "unknown key 'zzzz'"),
+        ("judge: {params: {a: 1}}", "unknown key 'judge.params'"),
+    ],
+)
 def test_unknown_keys_name_the_file_and_dotted_key(tmp_path, text, message):
     path = write(tmp_path / "run.yaml", text)
     assert error_of(path) == f"{path}: {message}"
@@ -225,14 +244,17 @@ def test_message_uses_the_path_as_given(tmp_path, monkeypatch):
 
 
 def test_free_sections_take_any_keys_at_any_depth(tmp_path):
-    path = write(tmp_path / "run.yaml", """\
+    path = write(
+        tmp_path / "run.yaml",
+        """\
         agent: {params: {x: {y: {z: 1}}}}
         evolver: {params: {whatever: [1, 2]}}
         sandbox: {profiles: {learner: {anything: {goes: true}}}}
         backends: {mine: {from: openai, odd_key: 1}}
         llm: {model: a/b, extra: {deep: {er: 2}}}
         task_info: {free: {because: "its default is null"}}
-    """)
+    """,
+    )
     config = load_config(path)
     assert config.get("agent.params.x.y.z") == 1
     assert config.get("sandbox.profiles.learner.anything.goes") is True
@@ -243,12 +265,16 @@ def test_free_sections_take_any_keys_at_any_depth(tmp_path):
 
 # ----- shape errors -----
 
-@pytest.mark.parametrize("text, message", [
-    ("agent: 3", "agent must be a mapping, got 3"),
-    ("agent: {params: 5}", "agent.params must be a mapping, got 5"),
-    ("trainer: {budget: lots}", "trainer.budget must be a mapping, got a string"),
-    ("eval: [1, 2]", "eval must be a mapping, got a list"),
-])
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("agent: 3", "agent must be a mapping, got 3"),
+        ("agent: {params: 5}", "agent.params must be a mapping, got 5"),
+        ("trainer: {budget: lots}", "trainer.budget must be a mapping, got a string"),
+        ("eval: [1, 2]", "eval must be a mapping, got a list"),
+    ],
+)
 def test_sections_must_be_mappings(tmp_path, text, message):
     path = write(tmp_path / "run.yaml", text)
     assert error_of(path) == f"{path}: {message}"
@@ -278,7 +304,7 @@ def test_missing_directory_unreadable_and_non_utf8_configs(tmp_path):
     assert error_of(tmp_path) == f"{tmp_path}: is a directory, not a config file"
     latin = write(tmp_path / "latin.yaml", b"data:\n  tasks: caf\xe9.jsonl\n")
     assert error_of(latin) == f"{latin}:2: not UTF-8 text"
-    if os.geteuid() != 0:                                               # root reads anything
+    if os.geteuid() != 0:  # root reads anything
         locked = write(tmp_path / "locked.yaml", "eval: {repeats: 1}\n")
         locked.chmod(0)
         try:
@@ -288,6 +314,7 @@ def test_missing_directory_unreadable_and_non_utf8_configs(tmp_path):
 
 
 # ----- value validation -----
+
 
 @pytest.mark.parametrize("key", ["eval.repeats", "agent.concurrency", "pipeline.concurrency"])
 @pytest.mark.parametrize("bad", ["three", 0, -1, 1.5, True])
@@ -299,10 +326,14 @@ def test_counts_must_be_positive_integers(tmp_path, key, bad):
 
 def test_a_bad_override_value_names_the_override(tmp_path):
     path = write(tmp_path / "run.yaml", "eval: {repeats: 2}\n")
-    assert error_of(path, ["eval.repeats=0"]) == \
-        "override 'eval.repeats=0': eval.repeats must be a positive integer, got 0"
-    assert error_of(path, ["eval={repeats: x}"]) == \
-        "override 'eval={repeats: x}': eval.repeats must be a positive integer, got 'x'"
+    assert (
+        error_of(path, ["eval.repeats=0"])
+        == "override 'eval.repeats=0': eval.repeats must be a positive integer, got 0"
+    )
+    assert (
+        error_of(path, ["eval={repeats: x}"])
+        == "override 'eval={repeats: x}': eval.repeats must be a positive integer, got 'x'"
+    )
     # a later good override fixes a bad value of the file
     write(path, "eval: {repeats: 0}\n")
     assert error_of(path) == f"{path}: eval.repeats must be a positive integer, got 0"
@@ -346,11 +377,22 @@ def test_paths_must_be_scalars(tmp_path):
 
 # ----- overrides -----
 
+
 def test_overrides_parse_values_as_yaml(tmp_path):
     path = write(tmp_path / "run.yaml", "agent: {params: {model: a, keep: 1}}\ndata: {val: v.txt}\n")
-    config = load_config(path, ["eval.repeats=3", "agent.params.model=x", "agent.params.nested.deep=1",
-                                "data.shuffle=false", "data.val=", "agent.timeout_min=1.5", "llm.model=b/c",
-                                "trainer.run_name=r1"])
+    config = load_config(
+        path,
+        [
+            "eval.repeats=3",
+            "agent.params.model=x",
+            "agent.params.nested.deep=1",
+            "data.shuffle=false",
+            "data.val=",
+            "agent.timeout_min=1.5",
+            "llm.model=b/c",
+            "trainer.run_name=r1",
+        ],
+    )
     assert config.repeats == 3
     assert config.agent_params == {"model": "x", "keep": 1, "nested": {"deep": 1}}
     assert config.shuffle is False
@@ -358,9 +400,16 @@ def test_overrides_parse_values_as_yaml(tmp_path):
     assert config.timeout_min == 1.5
     assert config.get("llm") == {"model": "b/c"}
     assert config.run_name == "r1"
-    assert config.overrides == ["eval.repeats=3", "agent.params.model=x", "agent.params.nested.deep=1",
-                                "data.shuffle=false", "data.val=", "agent.timeout_min=1.5", "llm.model=b/c",
-                                "trainer.run_name=r1"]
+    assert config.overrides == [
+        "eval.repeats=3",
+        "agent.params.model=x",
+        "agent.params.nested.deep=1",
+        "data.shuffle=false",
+        "data.val=",
+        "agent.timeout_min=1.5",
+        "llm.model=b/c",
+        "trainer.run_name=r1",
+    ]
 
 
 def test_override_of_a_whole_section_merges_and_a_free_one_replaces(tmp_path):
@@ -370,17 +419,20 @@ def test_override_of_a_whole_section_merges_and_a_free_one_replaces(tmp_path):
     assert load_config(path, ["agent.params={b: 2}"]).agent_params == {"b": 2}
 
 
-@pytest.mark.parametrize("item, message", [
-    ("agent.concurency=3", "unknown key 'agent.concurency' (did you mean 'agent.concurrency'?)"),
-    ("judge.params.x=1", "unknown key 'judge.params'"),
-    ("data.shuffle.x=1", "unknown key 'data.shuffle.x' (data.shuffle is not a section)"),
-    ("repeats", "expected key.sub=value"),
-    ("=3", "expected key.sub=value"),
-    ("eval..repeats=3", "expected key.sub=value"),
-    ("agent=3", "agent must be a mapping, got 3"),
-    ("agent.params=7", "agent.params must be a mapping, got 7"),
-    ("eval={repeat: 2}", "unknown key 'eval.repeat' (did you mean 'eval.repeats'?)"),
-])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("agent.concurency=3", "unknown key 'agent.concurency' (did you mean 'agent.concurrency'?)"),
+        ("judge.params.x=1", "unknown key 'judge.params'"),
+        ("data.shuffle.x=1", "unknown key 'data.shuffle.x' (data.shuffle is not a section)"),
+        ("repeats", "expected key.sub=value"),
+        ("=3", "expected key.sub=value"),
+        ("eval..repeats=3", "expected key.sub=value"),
+        ("agent=3", "agent must be a mapping, got 3"),
+        ("agent.params=7", "agent.params must be a mapping, got 7"),
+        ("eval={repeat: 2}", "unknown key 'eval.repeat' (did you mean 'eval.repeats'?)"),
+    ],
+)
 def test_bad_overrides_name_the_override(tmp_path, item, message):
     path = write(tmp_path / "run.yaml", "")
     assert error_of(path, [item]) == f"override '{item}': {message}"
@@ -405,12 +457,13 @@ def test_with_overrides_reloads_and_keeps_the_original(tmp_path):
 
 # ----- get and resolve_path -----
 
+
 def test_get_and_resolve_path(tmp_path, monkeypatch):
     config = load_config(write(tmp_path / "sub" / "run.yaml", "judge: {path: j.py}\n"))
     assert config.get("judge.path") == "j.py"
     assert config.get("judge.nothing", "d") == "d"
     assert config.get("judge.path.deeper", "d") == "d"
-    assert config.get("data.val", "d") is None                           # present and null: stays None
+    assert config.get("data.val", "d") is None  # present and null: stays None
     monkeypatch.setenv("HT_X", str(tmp_path / "x"))
     monkeypatch.setenv("HOME", str(tmp_path / "h"))
     assert config.resolve_path(None) is None and config.resolve_path("") is None
@@ -423,6 +476,7 @@ def test_get_and_resolve_path(tmp_path, monkeypatch):
 
 
 # ----- run name, template and tree rules -----
+
 
 def test_builtin_template(tmp_path):
     path = write(tmp_path / "run.yaml", "template: continual-harness@1.0\nevolver: {name: gepa}\n")
@@ -449,7 +503,7 @@ def test_tree_dir_setting_needs_no_template(tmp_path):
 
 def test_what_needs_template_or_evolver_says_so(tmp_path):
     path = write(tmp_path / "run.yaml", "")
-    config = load_config(path)                                          # loading does not need them
+    config = load_config(path)  # loading does not need them
     for attr in ("template_id", "tree_dir"):
         with pytest.raises(InputError) as info:
             getattr(config, attr)

@@ -1,4 +1,5 @@
 """The built-in demo workspace: its files, its adapter tree, its run records and the pipeline's designed behaviour."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -42,8 +43,9 @@ def load(path: Path, name: str):
 
 
 def export(tree: Path, ref: str, target: Path) -> Path:
-    data = subprocess.run(["git", "-C", str(tree), "archive", "--format=tar", ref], capture_output=True,
-                          check=True).stdout
+    data = subprocess.run(
+        ["git", "-C", str(tree), "archive", "--format=tar", ref], capture_output=True, check=True
+    ).stdout
     target.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(target, filter="data")
@@ -64,8 +66,13 @@ def test_run_yaml_is_hermit_shaped(ws):
     text = (ws / "run.yaml").read_text()
     assert text.startswith("#") and "teaching demonstration" in text.split("\ndata:")[0].lower()
     cfg = yaml.safe_load(text)
-    assert cfg["data"] == {**cfg["data"], "tasks": "tasks.jsonl", "train": "train.txt", "val": "val.txt",
-                           "test": "test.txt"}
+    assert cfg["data"] == {
+        **cfg["data"],
+        "tasks": "tasks.jsonl",
+        "train": "train.txt",
+        "val": "val.txt",
+        "test": "test.txt",
+    }
     assert cfg["agent"]["name"] == "pipeline.py:run" and cfg["agent"]["concurrency"] == 4
     assert cfg["agent"]["params"] == {"latency_scale": 1.0}
     assert cfg["judge"] == {"path": "judge.py", "name": "score"}
@@ -99,13 +106,13 @@ def test_answers_live_only_in_judge_data(ws):
 def test_judge_scores_by_hand(ws):
     judge = load(ws / "judge.py", "_demo_judge_hand")
     t = rows(ws)
-    assert judge.score(t["arith-01"], RunOutput("1776"))["score"] == 1.0           # 37 * 48 = 1776
+    assert judge.score(t["arith-01"], RunOutput("1776"))["score"] == 1.0  # 37 * 48 = 1776
     assert judge.score(t["arith-01"], RunOutput("1775"))["score"] == 0.0
-    assert judge.score(t["unit-01"], RunOutput("7.46"))["score"] == 1.0            # 12 km = 7.456 mi
-    assert judge.score(t["unit-01"], RunOutput("7.7"))["score"] == 0.5             # 3.2% off: half credit
-    assert judge.score(t["unit-01"], RunOutput("19.31"))["score"] == 0.0           # the inverse factor
+    assert judge.score(t["unit-01"], RunOutput("7.46"))["score"] == 1.0  # 12 km = 7.456 mi
+    assert judge.score(t["unit-01"], RunOutput("7.7"))["score"] == 0.5  # 3.2% off: half credit
+    assert judge.score(t["unit-01"], RunOutput("19.31"))["score"] == 0.0  # the inverse factor
     assert judge.score(t["sort-01"], RunOutput("3, 7, 25, 19, 42"))["score"] == pytest.approx(3 / 5)
-    verdict = judge.score(t["date-01"], {"output": "2024-03-01"})                     # 2024 is a leap year
+    verdict = judge.score(t["date-01"], {"output": "2024-03-01"})  # 2024 is a leap year
     assert verdict["score"] == 1.0 and verdict["expected"] == "2024-03-01" and verdict["category"] == "date_math"
 
 
@@ -137,7 +144,7 @@ def test_invalid_commit_is_repaired_and_untagged(tree):
     assert len(invalid) == 1
     tagged = {git(tree, "rev-parse", f"{t}^{{commit}}") for t in TAGS}
     assert invalid[0] not in tagged
-    repair = commits[commits.index(invalid[0]) - 1]                 # its child on the branch
+    repair = commits[commits.index(invalid[0]) - 1]  # its child on the branch
     assert git(tree, "rev-parse", f"{repair}^") == invalid[0]
     assert repair == git(tree, "rev-parse", "demo/ckpt-step-2")
     assert "worked_examples.txt" in git(tree, "ls-tree", "--name-only", invalid[0]).split()
@@ -167,8 +174,18 @@ def test_run_records(ws, tree):
     assert [s["step"] for s in steps] == [1, 2, 3]
     seen = []
     for s in steps:
-        assert {"step", "epoch", "tasks", "rollout", "evolver", "commit", "changed", "check", "budget_after",
-                "time"} <= set(s)
+        assert {
+            "step",
+            "epoch",
+            "tasks",
+            "rollout",
+            "evolver",
+            "commit",
+            "changed",
+            "check",
+            "budget_after",
+            "time",
+        } <= set(s)
         scores = s["rollout"]["scores"]
         assert set(scores) == set(s["tasks"]) and set(scores) <= set(train)
         assert s["rollout"]["mean_score"] == pytest.approx(sum(scores.values()) / len(scores), abs=1e-4)
@@ -193,7 +210,7 @@ def _attempts(ws: Path, adapter: Path | None, name: str) -> dict[str, list[dict]
     for tid in ids(ws / "test.txt"):
         out[tid] = []
         for repeat in (1, 2, 3):
-            pipeline.current_repeat = lambda r=repeat: r      # what hermit-tui's runner would report
+            pipeline.current_repeat = lambda r=repeat: r  # what hermit-tui's runner would report
             record = {"status": "ok", "cost": None, "score": 0.0}
             try:
                 result = pipeline.run(dict(tasks[tid]), adapter, params={"latency_scale": 0})
@@ -216,14 +233,18 @@ def _attempts(ws: Path, adapter: Path | None, name: str) -> dict[str, list[dict]
 @pytest.fixture(scope="module")
 def protocol(ws, tree, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("adapters")
-    return {"none": _attempts(ws, None, "none"),
-            "root": _attempts(ws, export(tree, "root", tmp / "root"), "root"),
-            "final": _attempts(ws, export(tree, "demo/final", tmp / "final"), "final")}
+    return {
+        "none": _attempts(ws, None, "none"),
+        "root": _attempts(ws, export(tree, "root", tmp / "root"), "root"),
+        "final": _attempts(ws, export(tree, "demo/final", tmp / "final"), "final"),
+    }
 
 
 def test_designed_behaviour_on_the_test_split(protocol):
-    mean = {k: sum(r["score"] for v in res.values() for r in v) / sum(len(v) for v in res.values())
-            for k, res in protocol.items()}
+    mean = {
+        k: sum(r["score"] for v in res.values() for r in v) / sum(len(v) for v in res.values())
+        for k, res in protocol.items()
+    }
     assert mean["none"] + 0.1 < mean["root"] < mean["final"] - 0.1
     per_task = {k: {t: sum(r["score"] for r in v) for t, v in res.items()} for k, res in protocol.items()}
     regressions = [t for t in per_task["root"] if per_task["final"][t] < per_task["root"][t]]
@@ -232,8 +253,8 @@ def test_designed_behaviour_on_the_test_split(protocol):
     assert flaky
     every = [r for res in protocol.values() for v in res.values() for r in v]
     assert all(0.0 <= r["score"] <= 1.0 for r in every)
-    assert any(0.0 < r["score"] < 1.0 for r in every)                               # partial credit
-    assert any(r["status"] == "ok" and r["cost"] is None for r in every)           # unknown cost
+    assert any(0.0 < r["score"] < 1.0 for r in every)  # partial credit
+    assert any(r["status"] == "ok" and r["cost"] is None for r in every)  # unknown cost
     assert any(r["cost"] is not None for r in every)
 
 
@@ -242,8 +263,8 @@ def test_one_pipeline_error_and_one_judge_error(protocol):
         failing = {t for res in protocol.values() for t, v in res.items() if any(r["status"] == status for r in v)}
         assert len(failing) == 1
         (tid,) = failing
-        assert all(r["status"] == status for res in protocol.values() for r in res[tid])   # always, everywhere
-        assert tid in protocol["none"][tid][0]["error"]                                     # the message names it
+        assert all(r["status"] == status for res in protocol.values() for r in res[tid])  # always, everywhere
+        assert tid in protocol["none"][tid][0]["error"]  # the message names it
 
 
 def test_repeat_counter_stands_in_for_hermit(ws, tree, tmp_path):
@@ -260,7 +281,7 @@ def test_repeat_counter_stands_in_for_hermit(ws, tree, tmp_path):
     got = []
     for _ in range(3):
         got.append(counted.run(dict(task), root, params={"latency_scale": 0}).output)
-        counted.run(dict(task), None, params={"latency_scale": 0})      # another adapter: its own count
+        counted.run(dict(task), None, params={"latency_scale": 0})  # another adapter: its own count
     assert got == want
     assert counted.run(dict(task), root, params={"latency_scale": 0}).extra["repeat"] == 4
 
@@ -283,7 +304,7 @@ def test_build_is_idempotent_and_never_overwrites(tmp_path):
     with pytest.raises(InputError):
         build_demo(foreign / "notes.txt")
 
-    inside = run_yaml.parent / "sub"        # a new folder inside a demo is not a demo
+    inside = run_yaml.parent / "sub"  # a new folder inside a demo is not a demo
     assert build_demo(inside) == inside / "run.yaml"
     (tmp_path / "empty").mkdir()
     assert build_demo(tmp_path / "empty") == (tmp_path / "empty" / "run.yaml").resolve()
@@ -298,8 +319,9 @@ def test_same_tree_every_build(ws, tmp_path):
         a = git(ws / "runs/trees/demo-notes", "rev-parse", f"{ref}:ADAPTER.md")
         b = git(other / "runs/trees/demo-notes", "rev-parse", f"{ref}:ADAPTER.md")
         assert a == b
-    assert git(ws / "runs/trees/demo-notes", "rev-parse", "root") == git(other / "runs/trees/demo-notes",
-                                                                         "rev-parse", "root")
+    assert git(ws / "runs/trees/demo-notes", "rev-parse", "root") == git(
+        other / "runs/trees/demo-notes", "rev-parse", "root"
+    )
 
 
 def test_default_demo_dir(monkeypatch, tmp_path):
@@ -322,17 +344,37 @@ def test_real_hermit_evaluates_the_demo(tmp_path):
     assert HERMIT.is_file(), f"hermit-harness's CLI is not beside {sys.executable}"
     run_yaml = build_demo(tmp_path / "ws")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    done = subprocess.run([str(HERMIT), "eval", "--config", str(run_yaml), "--adapter", "root", "eval.repeats=1",
-                           "agent.params.latency_scale=0.01"], cwd=tmp_path, capture_output=True, text=True,
-                          env=env, timeout=60)
+    done = subprocess.run(
+        [
+            str(HERMIT),
+            "eval",
+            "--config",
+            str(run_yaml),
+            "--adapter",
+            "root",
+            "eval.repeats=1",
+            "agent.params.latency_scale=0.01",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads((run_yaml.parent / "runs/demo/eval/root/summary.json").read_text())
     assert summary["tasks"] == 16 and summary["repeats"] == 1 and summary["errors"] == 2
     assert summary["commit"] == git(run_yaml.parent / "runs/trees/demo-notes", "rev-parse", "root")
     lines = (run_yaml.parent / "runs/demo/eval/root/results.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["status"] for line in lines).count("ok") == 14
-    check = subprocess.run([str(HERMIT), "check", "--config", str(run_yaml), "--no-probe"], cwd=tmp_path,
-                           capture_output=True, text=True, env=env, timeout=60)
+    check = subprocess.run(
+        [str(HERMIT), "check", "--config", str(run_yaml), "--no-probe"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert check.returncode == 0, check.stdout[-2000:]
 
 
@@ -344,8 +386,11 @@ def test_hermit_fixtures_match_the_demo(protocol, label):
     """The saved outputs of the real hermit eval agree attempt by attempt with the demo as it is now."""
     lines = [json.loads(line) for line in (FIXTURES / label / "results.jsonl").read_text().splitlines()]
     saved = {(r["id"], r["repeat"]): (r["status"], r["judge"]["score"], r["cost_usd"]) for r in lines}
-    mine = {(tid, n): (r["status"], r["score"], r["cost"] if r["status"] != "error" else None)
-            for tid, attempts in protocol[label].items() for n, r in enumerate(attempts, start=1)}
+    mine = {
+        (tid, n): (r["status"], r["score"], r["cost"] if r["status"] != "error" else None)
+        for tid, attempts in protocol[label].items()
+        for n, r in enumerate(attempts, start=1)
+    }
     assert saved == mine
     summary = json.loads((FIXTURES / label / "summary.json").read_text())
     assert summary["mean_score"] == pytest.approx(sum(s for _, s, _ in mine.values()) / len(mine))
@@ -370,10 +415,10 @@ def test_each_attempt_returns_a_short_trajectory(ws, tree, tmp_path):
         (tool_call,) = call["tool_calls"]
         assert call["role"] == "assistant" and tool_call["type"] == "function"
         tools.add(tool_call["function"]["name"])
-        assert json.loads(tool_call["function"]["arguments"])                          # JSON arguments
+        assert json.loads(tool_call["function"]["arguments"])  # JSON arguments
         assert result == {"role": "tool", "tool_call_id": tool_call["id"], "content": result["content"]}
         if tid in answers:
-            assert json.loads(result["content"]) == answers[tid]                       # the tool is right
+            assert json.loads(result["content"]) == answers[tid]  # the tool is right
         assert final == {"role": "assistant", "content": out.output}
     assert {"calculator", "convert", "calendar", "python"} <= tools
     none = pipeline.run(dict(tasks["arith-01"]), None, params={"latency_scale": 0})

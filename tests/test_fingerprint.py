@@ -1,4 +1,5 @@
 """The protocol fingerprint: stored beside each summary, and what a difference is called."""
+
 import hashlib
 import json
 
@@ -9,6 +10,7 @@ from hermit_tui.core.workspace.fingerprint import differences
 
 def test_fingerprint_is_stored_and_names_what_differs(tmp_path):
     from hermit_tui.demo import build_demo
+
     path = build_demo(tmp_path / "demo")
     config = load_config(path, ["agent.params.latency_scale=0.01"])
     a = EvalRun(config, ["none"], repeats=1, limit=2).run_sync()["none"]

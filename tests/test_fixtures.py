@@ -1,4 +1,5 @@
 """The test fixtures themselves: a copied demo workspace is independent of its template."""
+
 import subprocess
 
 

@@ -3,6 +3,7 @@ one-line bad input, the step summary appended for CI, and ``eval`` gating what i
 
 The figures are recomputed here from results.jsonl (the paired interval by hand, as test_report does), never taken
 from the code under test."""
+
 from __future__ import annotations
 
 import json
@@ -147,22 +148,34 @@ def test_improvement_passes_above_the_margin_and_fails_below(evaluated, capsys):
 def test_no_regression_fails_when_the_interval_lies_below_minus_the_margin(evaluated, capsys):
     low, high = paired_by_hand(evaluated, "final", "none")  # none - final: a clear regression
     assert high < -0.1
-    code, lines, _ = gate(evaluated, "--baseline", "final", "--candidate", "none", "--require", "no-regression",
-                          capsys=capsys)
+    code, lines, _ = gate(
+        evaluated, "--baseline", "final", "--candidate", "none", "--require", "no-regression", capsys=capsys
+    )
     assert code == 3
     result, text = checks_of(lines)["no-regression"]
     assert result == "FAIL" and text.startswith("none - final 95% CI")
     assert ci_in(text) == pytest.approx((low, high), abs=5.1e-5)
     assert f"lies entirely below +0.0000: its high end {high:+.4f} < +0.0000" in text
     margin = round(-high + 0.01, 3)  # a margin wider than the loss: tolerated
-    code, lines, _ = gate(evaluated, "--baseline", "final", "--candidate", "none", "--require", "no-regression",
-                          "--margin", str(margin), capsys=capsys)
+    code, lines, _ = gate(
+        evaluated,
+        "--baseline",
+        "final",
+        "--candidate",
+        "none",
+        "--require",
+        "no-regression",
+        "--margin",
+        str(margin),
+        capsys=capsys,
+    )
     assert code == 0 and checks_of(lines)["no-regression"][0] == "PASS"
 
 
 def test_the_gate_interval_is_the_reports(evaluated, capsys):
     from hermit_tui.core.report.build import build_report
     from hermit_tui.core.workspace.tasks import load_tasks
+
     config = load_config(evaluated / "run.yaml")
     report = build_report(config, load_tasks(config), ["none", "final"])
     pair = report.pairs[0]
@@ -184,8 +197,9 @@ def test_evaluations_hermit_wrote_cannot_be_checked_unless_allowed(ws, capsys):
     code, lines, _ = gate(ws, "--require", "comparable", capsys=capsys)
     assert code == 3
     result, text = checks_of(lines)["comparable"]
-    assert result == "FAIL" and text.startswith("cannot be checked: no protocol fingerprint for none (written by "
-                                                 "hermit eval), final (written by hermit eval)")
+    assert result == "FAIL" and text.startswith(
+        "cannot be checked: no protocol fingerprint for none (written by hermit eval), final (written by hermit eval)"
+    )
     code, lines, _ = gate(ws, "--require", "comparable", "--allow-unchecked", capsys=capsys)
     assert code == 0
     result, text = checks_of(lines)["comparable"]
@@ -197,8 +211,10 @@ def test_evaluations_hermit_wrote_cannot_be_checked_unless_allowed(ws, capsys):
     assert code == 3 and "no protocol fingerprint for final (written by hermit eval)" in lines[1]
     # hermit's files are complete: every attempt is there
     code, lines, _ = gate(ws, "--require", "complete", capsys=capsys)
-    assert code == 0 and checks_of(lines)["complete final"] == ("PASS", "48 of 48 expected attempts (16 tasks x 3 "
-                                                                          "repeats)")
+    assert code == 0 and checks_of(lines)["complete final"] == (
+        "PASS",
+        "48 of 48 expected attempts (16 tasks x 3 repeats)",
+    )
 
 
 def test_complete_fails_on_missing_attempts_and_on_a_cancelled_run(ws, capsys):
@@ -213,30 +229,37 @@ def test_complete_fails_on_missing_attempts_and_on_a_cancelled_run(ws, capsys):
     data = json.loads(summary.read_text())
     summary.write_text(json.dumps({**data, "cancelled": True, "complete": False}))
     code, out, _ = gate(ws, "--require", "complete", capsys=capsys)
-    assert checks_of(out)["complete final"] == ("FAIL", "cancelled: 46 of 48 expected attempts (16 tasks x 3 "
-                                                        "repeats)")
+    assert checks_of(out)["complete final"] == ("FAIL", "cancelled: 46 of 48 expected attempts (16 tasks x 3 repeats)")
 
 
 def test_max_error_rate_per_selector(evaluated, capsys):
     for label in ("none", "final"):
         recs = rows(evaluated, label)
-        assert (sum(r["status"] == "error" for r in recs), sum(r["status"] == "judge_error" for r in recs),
-                len(recs)) == (3, 3, 48)  # date-05 fails in the pipeline, roman-05 in the judge, each repeat
+        assert (
+            sum(r["status"] == "error" for r in recs),
+            sum(r["status"] == "judge_error" for r in recs),
+            len(recs),
+        ) == (3, 3, 48)  # date-05 fails in the pipeline, roman-05 in the judge, each repeat
     code, lines, _ = gate(evaluated, "--require", "complete", "--max-error-rate", "0.125", capsys=capsys)
     checks = checks_of(lines)
     assert code == 0 and checks["max-error-rate final"] == (
-        "PASS", "error rate 0.1250 (3 pipeline + 3 judge errors in 48 attempts) <= 0.125")
+        "PASS",
+        "error rate 0.1250 (3 pipeline + 3 judge errors in 48 attempts) <= 0.125",
+    )
     code, lines, _ = gate(evaluated, "--require", "complete", "--max-error-rate", "0.1", capsys=capsys)
     checks = checks_of(lines)
     assert code == 3
-    assert checks["max-error-rate none"] == ("FAIL", "error rate 0.1250 (3 pipeline + 3 judge errors in 48 "
-                                                     "attempts) > 0.1")
+    assert checks["max-error-rate none"] == (
+        "FAIL",
+        "error rate 0.1250 (3 pipeline + 3 judge errors in 48 attempts) > 0.1",
+    )
     assert checks["max-error-rate final"][0] == "FAIL" and checks["complete final"][0] == "PASS"
 
 
 def test_json_format_carries_the_same_checks(evaluated, capsys):
-    code, lines, _ = gate(evaluated, "--require", "improvement", "--require", "complete", "--format", "json",
-                          capsys=capsys)
+    code, lines, _ = gate(
+        evaluated, "--require", "improvement", "--require", "complete", "--format", "json", capsys=capsys
+    )
     data = json.loads("\n".join(lines))
     assert code == 0 and data["verdict"] == "PASS" and data["passed"] is True
     assert [c["requirement"] for c in data["checks"]] == ["improvement", "complete", "complete"]
@@ -255,8 +278,9 @@ def test_smoke_subsets_are_gated_only_when_asked(ws, capsys):
     assert code == 2 and "no smoke subset of 'none', the baseline" in err
     code, lines, _ = gate(ws, "--smoke", "--candidate", "final", "--baseline", "final", capsys=capsys)
     assert code == 2
-    code, lines, _ = gate(ws, "--smoke", "--require", "complete", "--baseline", "final", "--candidate", "final",
-                          capsys=capsys)
+    code, lines, _ = gate(
+        ws, "--smoke", "--require", "complete", "--baseline", "final", "--candidate", "final", capsys=capsys
+    )
     assert code == 2
     EvalRun(load_config(ws / "run.yaml", FAST), ["none"], limit=2, update_card=False).run_sync()
     code, lines, _ = gate(ws, "--smoke", capsys=capsys)
@@ -266,16 +290,19 @@ def test_smoke_subsets_are_gated_only_when_asked(ws, capsys):
     assert checks["comparable"][0] == "PASS"  # two smoke subsets of the same limit do compare
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--require", "better"], "--require: unknown requirement 'better'"),
-    (["--margin", "-0.1"], "--margin must be a finite number at least 0"),
-    (["--margin", "nan"], "--margin must be a finite number at least 0"),
-    (["--max-error-rate", "1.5"], "--max-error-rate must be a share between 0 and 1"),
-    (["--candidate", "demo/ckpt-step-2"], "no evaluation of 'demo_ckpt-step-2', the candidate"),
-    (["--baseline", "final"], "--baseline and --candidate are both 'final'"),
-    (["--candidate", "none", "--require", "improvement"], "--require improvement needs a baseline"),
-    (["--format", "xml"], "invalid choice: 'xml'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--require", "better"], "--require: unknown requirement 'better'"),
+        (["--margin", "-0.1"], "--margin must be a finite number at least 0"),
+        (["--margin", "nan"], "--margin must be a finite number at least 0"),
+        (["--max-error-rate", "1.5"], "--max-error-rate must be a share between 0 and 1"),
+        (["--candidate", "demo/ckpt-step-2"], "no evaluation of 'demo_ckpt-step-2', the candidate"),
+        (["--baseline", "final"], "--baseline and --candidate are both 'final'"),
+        (["--candidate", "none", "--require", "improvement"], "--require improvement needs a baseline"),
+        (["--format", "xml"], "invalid choice: 'xml'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(evaluated, capsys, args, needle):
     code, lines, err = gate(evaluated, *args, capsys=capsys)
     assert code == 2 and lines == []
@@ -293,8 +320,9 @@ def test_the_step_summary_is_appended(evaluated, tmp_path, capsys, monkeypatch):
     summary.write_text("# earlier steps wrote this\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     assert gate(evaluated, "--require", "improvement", capsys=capsys)[0] == 0
-    assert gate(evaluated, "--require", "improvement", "--margin", "0.9", "--max-error-rate", "0.1",
-                capsys=capsys)[0] == 3
+    assert (
+        gate(evaluated, "--require", "improvement", "--margin", "0.9", "--max-error-rate", "0.1", capsys=capsys)[0] == 3
+    )
     text = summary.read_text()
     assert text.startswith("# earlier steps wrote this\n")  # appended, never replaced
     first, second = text.split("### hermit-tui gate: ")[1:]
@@ -303,11 +331,16 @@ def test_the_step_summary_is_appended(evaluated, tmp_path, capsys, monkeypatch):
     rows_ = [line for line in second.splitlines() if line.startswith("| baseline") or line.startswith("| candidate")]
     assert [r.split(" | ")[1] for r in rows_] == ["none", "final"]
     assert all("48 of 48" in r and "3 + 3" in r for r in rows_)
-    checks = [line.split(" | ") for line in second.splitlines() if line.startswith("| improvement")
-              or line.startswith("| max-error-rate")]
-    assert [(c[0].strip("| "), c[1]) for c in checks] == [("improvement", "**FAIL**"),
-                                                         ("max-error-rate none", "**FAIL**"),
-                                                         ("max-error-rate final", "**FAIL**")]
+    checks = [
+        line.split(" | ")
+        for line in second.splitlines()
+        if line.startswith("| improvement") or line.startswith("| max-error-rate")
+    ]
+    assert [(c[0].strip("| "), c[1]) for c in checks] == [
+        ("improvement", "**FAIL**"),
+        ("max-error-rate none", "**FAIL**"),
+        ("max-error-rate final", "**FAIL**"),
+    ]
     assert "**Verdict: FAIL** (exit 3): 3 of 3 checks failed" in second
     assert "**Verdict: PASS** (exit 0): 1 check passed" in first
 
@@ -322,14 +355,33 @@ def test_an_unwritable_step_summary_is_a_warning_not_a_verdict(evaluated, tmp_pa
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hermit_tui", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "hermit_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_eval_gates_after_writing_everything(demo_config, tmp_path):
     step = tmp_path / "summary.md"
-    out = cli("eval", "--config", str(demo_config), "--adapter", "none", "--adapter", "final", "--no-card",
-              "--require", "improvement", "--margin", "0.95", *FAST, env={"GITHUB_STEP_SUMMARY": str(step)})
+    out = cli(
+        "eval",
+        "--config",
+        str(demo_config),
+        "--adapter",
+        "none",
+        "--adapter",
+        "final",
+        "--no-card",
+        "--require",
+        "improvement",
+        "--margin",
+        "0.95",
+        *FAST,
+        env={"GITHUB_STEP_SUMMARY": str(step)},
+    )
     assert out.returncode == 3, out.stderr
     data = json.loads(out.stdout)  # stdout is still only the summaries
     assert set(data) == {"none", "final"}
@@ -346,14 +398,31 @@ def test_eval_gates_after_writing_everything(demo_config, tmp_path):
 
 
 def test_eval_derives_baseline_and_candidate_from_its_selectors(demo_config):
-    out = cli("eval", "--config", str(demo_config), "--adapter", "root", "--adapter", "final", "--no-card",
-              "--max-error-rate", "0.2", "eval.repeats=1", *FAST)
+    out = cli(
+        "eval",
+        "--config",
+        str(demo_config),
+        "--adapter",
+        "root",
+        "--adapter",
+        "final",
+        "--no-card",
+        "--max-error-rate",
+        "0.2",
+        "eval.repeats=1",
+        *FAST,
+    )
     assert out.returncode == 0, out.stderr
-    gate_lines = out.stderr[out.stderr.index("gate: "):].splitlines()
+    gate_lines = out.stderr[out.stderr.index("gate: ") :].splitlines()
     assert gate_lines[0] == "gate: candidate final vs baseline root, margin 0"
     assert [line.split(":")[0] for line in gate_lines[1:-1]] == [
-        "PASS comparable", "PASS complete root", "PASS complete final", "PASS no-regression",
-        "PASS max-error-rate root", "PASS max-error-rate final"]
+        "PASS comparable",
+        "PASS complete root",
+        "PASS complete final",
+        "PASS no-regression",
+        "PASS max-error-rate root",
+        "PASS max-error-rate final",
+    ]
 
 
 def test_eval_without_gate_options_does_not_gate(demo_config):
@@ -361,12 +430,15 @@ def test_eval_without_gate_options_does_not_gate(demo_config):
     assert out.returncode == 0 and "gate:" not in out.stderr and "verdict" not in out.stderr
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--adapter", "final", "--require", "improvement"], "--require improvement needs a baseline"),
-    (["--adapter", "final", "--baseline", "root"], "no evaluation of 'root' to gate against"),
-    (["--adapter", "none", "--adapter", "final", "--margin", "-1"], "--margin must be"),
-    (["--adapter", "none", "--adapter", "final", "--require", "faster"], "unknown requirement 'faster'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--adapter", "final", "--require", "improvement"], "--require improvement needs a baseline"),
+        (["--adapter", "final", "--baseline", "root"], "no evaluation of 'root' to gate against"),
+        (["--adapter", "none", "--adapter", "final", "--margin", "-1"], "--margin must be"),
+        (["--adapter", "none", "--adapter", "final", "--require", "faster"], "unknown requirement 'faster'"),
+    ],
+)
 def test_eval_refuses_bad_gate_options_before_running(demo_config, args, needle):
     out = cli("eval", "--config", str(demo_config), *args, *FAST)
     assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1
@@ -377,10 +449,24 @@ def test_eval_refuses_bad_gate_options_before_running(demo_config, args, needle)
 
 
 def facts(label: str, role: str = "candidate", **kw) -> SelectorFacts:
-    base = dict(role=role, label=label, folder=f"/x/{label}", written_by="hermit-tui", tasks=10, repeats=2,
-                n_test=10, present=20, expected=20, attempts=20, pipeline_errors=0, judge_errors=0,
-                known_cost_usd=0.0, unknown_cost_attempts=0, summary_complete=True,
-                fingerprint={"test_ids_sha256": "a", "repeats": 2, "smoke_limit": None})
+    base = dict(
+        role=role,
+        label=label,
+        folder=f"/x/{label}",
+        written_by="hermit-tui",
+        tasks=10,
+        repeats=2,
+        n_test=10,
+        present=20,
+        expected=20,
+        attempts=20,
+        pipeline_errors=0,
+        judge_errors=0,
+        known_cost_usd=0.0,
+        unknown_cost_attempts=0,
+        summary_complete=True,
+        fingerprint={"test_ids_sha256": "a", "repeats": 2, "smoke_limit": None},
+    )
     return SelectorFacts(**{**base, **kw})
 
 
@@ -401,8 +487,10 @@ def test_improvement_and_no_regression_boundaries():
 
 def test_complete_and_error_rate_checks():
     assert check_complete(facts("final")).passed
-    assert check_complete(facts("final", present=19)).figure == "19 of 20 expected attempts (10 tasks x 2 repeats): " \
-                                                                "1 missing"
+    assert (
+        check_complete(facts("final", present=19)).figure == "19 of 20 expected attempts (10 tasks x 2 repeats): "
+        "1 missing"
+    )
     assert not check_complete(facts("final", smoke_limit=3)).passed
     assert check_complete(facts("final", tasks=8)).figure == "measured on 8 test tasks; the config's test split has 10"
     assert not check_complete(facts("final", repeats=None, expected=None, summary_problem="bad json")).passed
@@ -426,35 +514,58 @@ def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
     """``sequential`` (--stop-when-decided), as summary.json holds it: the candidate's interval against its baseline."""
     from hermit_tui.core.records.folders import StoredEvaluation
     from hermit_tui.core.report.gate import selector_facts
-    seq = {"baseline": "none", "decision": "improvement", "rounds": 2, "max_rounds": 5, "method": "group-sequential",
-           "alpha": 0.05, "interval": [0.12, 0.4]}
-    summary = Summary.model_validate({"adapter": "final", "tasks": 10, "repeats": 5, "mean_score": 0.5,
-                                      "solved_once": 0.5, "complete": True, "sequential": seq,
-                                      "hermit_tui_version": "0.1.0"})
+
+    seq = {
+        "baseline": "none",
+        "decision": "improvement",
+        "rounds": 2,
+        "max_rounds": 5,
+        "method": "group-sequential",
+        "alpha": 0.05,
+        "interval": [0.12, 0.4],
+    }
+    summary = Summary.model_validate(
+        {
+            "adapter": "final",
+            "tasks": 10,
+            "repeats": 5,
+            "mean_score": 0.5,
+            "solved_once": 0.5,
+            "complete": True,
+            "sequential": seq,
+            "hermit_tui_version": "0.1.0",
+        }
+    )
     stored = StoredEvaluation(label="final", folder=Path("/x/final"), summary=summary)
     from hermit_tui.core.records.results import AttemptRecord
-    recs = [AttemptRecord(repeat=r, id=f"t{i}", status="ok", judge={"score": 1.0}) for i in range(10)
-            for r in (1, 2)]
+
+    recs = [AttemptRecord(repeat=r, id=f"t{i}", status="ok", judge={"score": 1.0}) for i in range(10) for r in (1, 2)]
     cand = selector_facts("candidate", stored, recs, [f"t{i}" for i in range(10)])
-    assert {k: getattr(cand.sequential, k) for k in seq if k != "interval"} == {k: v for k, v in seq.items()
-                                                                              if k != "interval"}
+    assert {k: getattr(cand.sequential, k) for k in seq if k != "interval"} == {
+        k: v for k, v in seq.items() if k != "interval"
+    }
     assert list(cand.sequential.interval) == seq["interval"] and cand.present == 20 and cand.expected == 50
     iv = gate_interval(facts("none", "baseline"), cand, None)
     assert (iv.low, iv.high, iv.source) == (0.12, 0.4, "sequential") and "after 2 rounds" in iv.method
     assert gate_interval(facts("root", "baseline"), cand, None) is None  # another baseline: not this interval
     # the design stopped it when decided after 2 of 5 rounds: the 2 rounds are what is expected
     done = check_complete(cand)
-    assert done.passed and done.figure == ("20 of 20 expected attempts (10 tasks x 2 repeats) (stopped when decided "
-                                           "after 2 of 5 rounds)")
+    assert done.passed and done.figure == (
+        "20 of 20 expected attempts (10 tasks x 2 repeats) (stopped when decided after 2 of 5 rounds)"
+    )
     result = decide(facts("none", "baseline"), cand, ["improvement"], 0.1, None)
-    assert result.passed and result.checks[0].figure.startswith("final - none 95% CI [+0.1200, +0.4000] "
-                                                                "(group-sequential, after 2 rounds)")
+    assert result.passed and result.checks[0].figure.startswith(
+        "final - none 95% CI [+0.1200, +0.4000] (group-sequential, after 2 rounds)"
+    )
     assert not decide(facts("none", "baseline"), cand, ["improvement"], 0.15, None).passed
 
 
 def test_requirements_parse_and_decide_refuses_what_it_cannot_check():
     assert parse_requirements(["improvement,complete", "complete", " comparable "]) == [
-        "improvement", "complete", "comparable"]
+        "improvement",
+        "complete",
+        "comparable",
+    ]
     assert parse_requirements(None) == []
     with pytest.raises(InputError, match="unknown requirement 'fast'"):
         parse_requirements(["fast"])
@@ -466,10 +577,20 @@ def test_requirements_parse_and_decide_refuses_what_it_cannot_check():
 
 def test_the_step_summary_says_unknown_when_no_attempt_has_a_cost():
     from hermit_tui.core.report.gate import GateResult, to_markdown
-    result = GateResult(baseline="none", candidate="final", requirements=[], margin=0.0, max_error_rate=None,
-                        selectors=[facts("none", "baseline", unknown_cost_attempts=20),
-                                   facts("final", known_cost_usd=0.25, unknown_cost_attempts=3)],
-                        checks=[], passed=True)
+
+    result = GateResult(
+        baseline="none",
+        candidate="final",
+        requirements=[],
+        margin=0.0,
+        max_error_rate=None,
+        selectors=[
+            facts("none", "baseline", unknown_cost_attempts=20),
+            facts("final", known_cost_usd=0.25, unknown_cost_attempts=3),
+        ],
+        checks=[],
+        passed=True,
+    )
     rows_ = {line.split(" | ")[1]: line for line in to_markdown(result).splitlines() if line.startswith("| ")}
     assert "| unknown (20 attempts) |" in rows_["none"]  # no known part: not "0.0000 + 20 unknown"
     assert "| 0.2500 + 3 unknown |" in rows_["final"]

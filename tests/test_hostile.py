@@ -4,6 +4,7 @@ checks that the workspace's files outside the evaluation it writes are exactly a
 The corpus of bad inputs given on the command line is tests/test_bad_input.py; the property-based part is
 tests/test_hostile_properties.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,13 +37,22 @@ def limited():
 
 def lines_of(path: Path) -> list[dict]:
     """Strict JSON (no NaN or Infinity): what any reader of hermit's files can parse."""
+
     def refuse(token):
         raise ValueError(f"non-standard JSON token {token}")
+
     return [json.loads(line, parse_constant=refuse) for line in path.read_text().splitlines() if line.strip()]
 
 
-def workspace(tmp_path: Path, ids: list[str], pipeline: str, judge: str = "def score(task, output):\n"
-              "    return 1.0\n", *, timeout_min: float | None = None, concurrency: int = 2) -> Path:
+def workspace(
+    tmp_path: Path,
+    ids: list[str],
+    pipeline: str,
+    judge: str = "def score(task, output):\n    return 1.0\n",
+    *,
+    timeout_min: float | None = None,
+    concurrency: int = 2,
+) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "tasks.jsonl").write_text("".join(json.dumps({"id": i}) + "\n" for i in ids))
@@ -54,7 +64,8 @@ def workspace(tmp_path: Path, ids: list[str], pipeline: str, judge: str = "def s
     (ws / "run.yaml").write_text(
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
         f"agent: {{name: pipe.py:run, concurrency: {concurrency}{timeout}}}\njudge: {{path: judge.py}}\n"
-        "trainer: {run_name: t, tree_dir: tree}\n")
+        "trainer: {run_name: t, tree_dir: tree}\n"
+    )
     return ws / "run.yaml"
 
 
@@ -94,7 +105,7 @@ RETURNS = [
     ("judge returns None", OK_OUT, "None", "judge_error", "score"),
 ]
 
-HELPERS = '''
+HELPERS = """
 import os
 class Opaque:
     pass
@@ -115,25 +126,32 @@ def judge_loop():
     d = {"score": 1.0}
     d["me"] = d
     return d
-'''
+"""
 
 
 @pytest.mark.parametrize("executor", ["threads", "processes"])
 @pytest.mark.parametrize("name, value, verdict, status, needle", RETURNS, ids=[r[0] for r in RETURNS])
-def test_a_return_that_cannot_be_written_is_that_attempts_error(name, value, verdict, status, needle, executor,
-                                                                  tmp_path):
-    pipeline = HELPERS + f'''
+def test_a_return_that_cannot_be_written_is_that_attempts_error(
+    name, value, verdict, status, needle, executor, tmp_path
+):
+    pipeline = (
+        HELPERS
+        + f"""
 def run(task, adapter):
     if task["id"] == "bad":
         return {value}
     return {OK_OUT}
-'''
-    judge = HELPERS + f'''
+"""
+    )
+    judge = (
+        HELPERS
+        + f"""
 def score(task, output):
     if task["id"] == "bad":
         return {verdict}
     return 1.0
-'''
+"""
+    )
     path = workspace(tmp_path, ["good1", "bad", "good2"], pipeline, judge)
     ws = path.parent
     before = snapshot(ws)
@@ -152,13 +170,13 @@ def score(task, output):
 
 
 # -- classes 1 and 3: hung attempts and judges ------------------------------------------------------------------------
-HANGS = '''
+HANGS = """
 import time
 def run(task, adapter):
     if task["id"].startswith("hang"):
         time.sleep(3600)
     return {"output": task["id"], "cost_usd": 0.0}
-'''
+"""
 
 
 def test_hung_threads_never_starve_a_healthy_attempt_into_a_timeout(tmp_path):
@@ -179,6 +197,7 @@ def test_hung_threads_never_starve_a_healthy_attempt_into_a_timeout(tmp_path):
 
 def test_when_hung_threads_exhaust_capacity_the_summary_says_so(tmp_path, monkeypatch):
     from hermit_tui.core.run import executors
+
     monkeypatch.setattr(executors, "HUNG_THREAD_LIMIT", 3)
     ids = [f"hang{i}" for i in range(5)] + ["ok0", "ok1"]
     path = workspace(tmp_path, ids, HANGS, timeout_min=0.005, concurrency=1)
@@ -206,8 +225,10 @@ def test_the_timeout_clock_starts_when_the_attempt_starts(tmp_path):
 
 
 def test_a_hung_judge_under_threads_keeps_the_output(tmp_path):
-    judge = ("import time\ndef score(task, output):\n    if task['id'] == 'stuck':\n        time.sleep(3600)\n"
-             "    return 1.0\n")
+    judge = (
+        "import time\ndef score(task, output):\n    if task['id'] == 'stuck':\n        time.sleep(3600)\n"
+        "    return 1.0\n"
+    )
     path = workspace(tmp_path, ["ok", "stuck"], HANGS, judge, timeout_min=0.01)
     before = snapshot(path.parent)
     with time_limit(LIMIT_S, "hung judge"):
@@ -220,8 +241,10 @@ def test_a_hung_judge_under_threads_keeps_the_output(tmp_path):
 
 
 def test_a_hung_judge_under_processes_is_bounded(tmp_path):
-    judge = ("import time\ndef score(task, output):\n    if task['id'] == 'stuck':\n        time.sleep(3600)\n"
-             "    return 1.0\n")
+    judge = (
+        "import time\ndef score(task, output):\n    if task['id'] == 'stuck':\n        time.sleep(3600)\n"
+        "    return 1.0\n"
+    )
     path = workspace(tmp_path, ["ok", "stuck", "ok2"], HANGS, judge, timeout_min=0.01)
     before = snapshot(path.parent)
     with time_limit(LIMIT_S, "hung judge in processes"):
@@ -234,8 +257,10 @@ def test_a_hung_judge_under_processes_is_bounded(tmp_path):
 
 
 def test_an_async_pipeline_that_never_returns_times_out(tmp_path):
-    pipeline = ("import asyncio\nasync def run(task, adapter):\n    if task['id'] == 'hang':\n"
-                "        await asyncio.sleep(3600)\n    return {'output': 1}\n")
+    pipeline = (
+        "import asyncio\nasync def run(task, adapter):\n    if task['id'] == 'hang':\n"
+        "        await asyncio.sleep(3600)\n    return {'output': 1}\n"
+    )
     path = workspace(tmp_path, ["hang", "ok"], pipeline, timeout_min=0.01)
     before = snapshot(path.parent)
     with time_limit(LIMIT_S, "async hang"):
@@ -247,17 +272,28 @@ def test_an_async_pipeline_that_never_returns_times_out(tmp_path):
 
 def _cli(path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run([sys.executable, "-m", "hermit_tui", "eval", "--config", str(path), "--adapter", "none",
-                           *args], capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "hermit_tui", "eval", "--config", str(path), "--adapter", "none", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 @pytest.mark.parametrize("executor", ["threads", "processes"])
 @pytest.mark.parametrize("what", ["pipeline", "judge"])
 def test_the_command_exits_promptly_while_hung_threads_live(what, executor, tmp_path):
     """The process must end after its last attempt even though a hung pipeline or judge thread never returns."""
-    judge = ("import time\ndef score(task, output):\n    if task['id'] == 'hang':\n        time.sleep(3600)\n"
-             "    return 1.0\n") if what == "judge" else "def score(task, output):\n    return 1.0\n"
-    pipeline = HANGS.replace('task["id"].startswith("hang")', 'False') if what == "judge" else HANGS
+    judge = (
+        (
+            "import time\ndef score(task, output):\n    if task['id'] == 'hang':\n        time.sleep(3600)\n"
+            "    return 1.0\n"
+        )
+        if what == "judge"
+        else "def score(task, output):\n    return 1.0\n"
+    )
+    pipeline = HANGS.replace('task["id"].startswith("hang")', "False") if what == "judge" else HANGS
     path = workspace(tmp_path, ["ok", "hang"], pipeline, judge, timeout_min=0.01)
     before = snapshot(path.parent)
     out = _cli(path, "--executor", executor, timeout=90)  # a hang raises TimeoutExpired here
@@ -269,14 +305,14 @@ def test_the_command_exits_promptly_while_hung_threads_live(what, executor, tmp_
 
 
 # -- class 6: output streams ------------------------------------------------------------------------------------------
-NOISY = '''
+NOISY = """
 import os, sys
 def run(task, adapter):
     print("chatty pipeline says hello", task["id"])
     sys.stdout.write("{not json\\n")
     os.write(1, b"raw bytes on fd 1\\n")
     return {"output": task["id"], "cost_usd": 0.0}
-'''
+"""
 
 
 @pytest.mark.parametrize("executor", ["threads", "processes"])
@@ -308,12 +344,26 @@ FAST = ["agent.params.latency_scale=0"]
 def test_a_killed_resume_after_a_cut_line_stays_recoverable(demo):
     """A cut last line, then a resume killed mid-way (kill -9), then another resume: every attempt once."""
     eval_dir = demo.parent / "runs/demo/eval"
-    base = [sys.executable, "-m", "hermit_tui", "eval", "--config", str(demo), "--adapter", "none", "--limit", "6",
-            "--concurrency", "1", "eval.repeats=2", "agent.params.latency_scale=2"]
+    base = [
+        sys.executable,
+        "-m",
+        "hermit_tui",
+        "eval",
+        "--config",
+        str(demo),
+        "--adapter",
+        "none",
+        "--limit",
+        "6",
+        "--concurrency",
+        "1",
+        "eval.repeats=2",
+        "agent.params.latency_scale=2",
+    ]
     subprocess.run(base, capture_output=True, timeout=120, check=True)
     results_file = eval_dir / "none/smoke/results.jsonl"  # --limit: a smoke subset, in its own folder
     data = results_file.read_bytes()
-    cut = data[:len(data) // 2 - 7]  # several whole lines, then half of one
+    cut = data[: len(data) // 2 - 7]  # several whole lines, then half of one
     results_file.write_bytes(cut)
     # a resume, killed (kill -9) once it has opened the file and recorded something
     proc = subprocess.Popen(base + ["--resume"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -329,13 +379,18 @@ def test_a_killed_resume_after_a_cut_line_stays_recoverable(demo):
     rows = lines_of(results_file)
     keys = Counter((r["id"], r["repeat"]) for r in rows)
     assert len(keys) == 12 and max(keys.values()) == 1
-    report = subprocess.run([sys.executable, "-m", "hermit_tui", "report", "--config", str(demo), "--format", "json",
-                             "--smoke"], capture_output=True, text=True, timeout=120)
+    report = subprocess.run(
+        [sys.executable, "-m", "hermit_tui", "report", "--config", str(demo), "--format", "json", "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stderr
 
 
 def test_records_outside_the_protocol_are_ignored_with_a_warning_and_kept(demo):
     from hermit_tui.core.run import events as ev
+
     config = load_config(demo, FAST)
     EvalRun(config, ["none"], repeats=1, limit=3).run_sync()
     path = config.run_dir / "eval/none/smoke/results.jsonl"
@@ -358,6 +413,7 @@ def test_stale_temporary_files_of_a_killed_run_are_removed_on_the_next_start(dem
     import tempfile
 
     from hermit_tui.core.workspace.selectors import TEMP_PREFIX
+
     config = load_config(demo, FAST)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -385,8 +441,9 @@ def test_the_demo_pipeline_keeps_logs_inside_the_workspace(demo, tmp_path):
     outside = snapshot(tmp_path, exclude=("demo",))
     for executor in ("threads", "processes"):
         with time_limit(LIMIT_S, "evil ids"):
-            EvalRun(load_config(demo, FAST), ["none", "root"], repeats=1, executor=executor,
-                    update_card=False).run_sync()
+            EvalRun(
+                load_config(demo, FAST), ["none", "root"], repeats=1, executor=executor, update_card=False
+            ).run_sync()
         assert snapshot(tmp_path, exclude=("demo",)) == outside
         for label in ("none", "root"):
             for row in lines_of(demo.parent / "runs/demo/eval" / label / "results.jsonl"):
@@ -400,6 +457,7 @@ def test_the_demo_pipeline_under_hermit_keeps_logs_inside_its_folder(tmp_path):
     import importlib.util
 
     from hermit_tui.demo import build_demo
+
     ws = build_demo(tmp_path / "demo").parent
     spec = importlib.util.spec_from_file_location("demo_pipeline_alone", ws / "pipeline.py")
     module = importlib.util.module_from_spec(spec)
@@ -415,11 +473,13 @@ def test_non_finite_scores_on_disk_are_flagged(demo):
     """hermit writes what its judge returned, NaN included: the report and a recomputed summary say so."""
     from hermit_tui.cli import main
     from hermit_tui.core.records.results import summarize
+
     config = load_config(demo, FAST)
     EvalRun(config, ["none"], repeats=1).run_sync()
     path = config.run_dir / "eval/none/results.jsonl"
     text = path.read_text().splitlines()
     import re
+
     text[0] = re.sub(r'"score": [0-9.]+', '"score": NaN', text[0], count=1)
     text[1] = re.sub(r'"score": [0-9.]+', '"score": Infinity', text[1], count=1)
     path.write_text("\n".join(text) + "\n")
@@ -428,8 +488,9 @@ def test_non_finite_scores_on_disk_are_flagged(demo):
     summary = summarize(records, adapter="none", commit=None, task_ids=[r.id for r in records], repeats=1, wall_s=0)
     assert summary.nonfinite_scores == 2 and math.isfinite(summary.mean_score)
     with time_limit(LIMIT_S, "report"):
-        code = main(["report", "--config", str(demo), "--format", "json", "--output", str(demo.parent / "r.json"),
-                     *FAST])
+        code = main(
+            ["report", "--config", str(demo), "--format", "json", "--output", str(demo.parent / "r.json"), *FAST]
+        )
     assert code == 0
     assert snapshot(demo.parent, exclude=("r.json",)) == before  # the report reads, it writes only its output
     warnings = json.loads((demo.parent / "r.json").read_text())["warnings"]
@@ -441,6 +502,7 @@ FORMULAS = ["=1+1", "+SUM(A1:A2)", "-2+3", "@cmd", '=HYPERLINK("http://example.i
 
 def test_csv_cells_a_spreadsheet_would_run_are_neutralised(demo):
     from hermit_tui.cli import main
+
     tasks = demo.parent / "tasks.jsonl"
     first = json.loads(tasks.read_text().splitlines()[0])
     tasks.write_text(tasks.read_text() + "".join(json.dumps({**first, "id": f}) + "\n" for f in FORMULAS))
@@ -456,6 +518,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(demo):
         assert main(["report", "--config", str(demo), "--format", "csv", "--output", str(out), *FAST]) == 0
     assert snapshot(demo.parent, exclude=("r.csv",)) == before
     import csv
+
     rows = list(csv.reader(out.read_text().splitlines()))
     cells = [c for row in rows for c in row]
     for cell in cells:
@@ -470,6 +533,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(demo):
 
 def _published_demo(demo):
     from hermit_tui.core.publish.apply import plan_publish
+
     config = load_config(demo, FAST)
     EvalRun(config, ["none", "root", "final"], repeats=1, update_card=False).run_sync()
     return config, plan_publish(config, None)
@@ -478,6 +542,7 @@ def _published_demo(demo):
 def test_a_failed_publish_leaves_no_temporary_card(demo, monkeypatch):
     from hermit_tui.core.publish import card as cardmod
     from hermit_tui.core.publish.apply import publish
+
     config, plan = _published_demo(demo)
     checkout = config.run_dir / "checkout"
     before = snapshot(demo.parent)
@@ -487,6 +552,7 @@ def test_a_failed_publish_leaves_no_temporary_card(demo, monkeypatch):
         if Path(dst).name == "CARD.md":
             raise OSError(28, "No space left on device")
         return real_replace(src, dst, *a, **k)
+
     monkeypatch.setattr(cardmod.os, "replace", failing)
     with pytest.raises(InputError, match="publishing failed"):
         publish(plan)
@@ -494,15 +560,18 @@ def test_a_failed_publish_leaves_no_temporary_card(demo, monkeypatch):
 
     def without_reflogs(snap):  # git's reflogs record the rollback itself
         return {k: v for k, v in snap.items() if not ("/.git/" in "/" + k and "/logs/" in k)}
+
     assert without_reflogs(snapshot(demo.parent)) == without_reflogs(before)
 
 
 def test_publishing_keeps_the_cards_file_mode(demo):
     from hermit_tui.core.publish.apply import publish
+
     config, _ = _published_demo(demo)
     card = config.run_dir / "checkout/CARD.md"
     os.chmod(card, 0o640)
     from hermit_tui.core.publish.apply import plan_publish
+
     publish(plan_publish(config, None))
     assert stat.S_IMODE(card.stat().st_mode) == 0o640
     assert not list(card.parent.glob(".CARD.md.*"))
@@ -510,6 +579,7 @@ def test_publishing_keeps_the_cards_file_mode(demo):
 
 def test_write_atomic_cleans_up_and_keeps_the_mode(tmp_path, monkeypatch):
     from hermit_tui.core.records import results as records
+
     target = tmp_path / "summary.json"
     target.write_text("{}")
     os.chmod(target, 0o600)
@@ -518,6 +588,7 @@ def test_write_atomic_cleans_up_and_keeps_the_mode(tmp_path, monkeypatch):
 
     def failing(src, dst):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(records.os, "replace", failing)
     with pytest.raises(OSError):
         records.write_atomic(target, '{"b": 2}')
@@ -528,6 +599,7 @@ def test_write_atomic_cleans_up_and_keeps_the_mode(tmp_path, monkeypatch):
 def test_an_unreadable_file_in_an_adapter_folder_is_one_line(tmp_path, monkeypatch):
     from hermit_tui.core.workspace import selectors
     from hermit_tui.core.workspace.selectors import directory_hash
+
     folder = tmp_path / "adapter"
     folder.mkdir()
     (folder / "adapter.yaml").write_text("template: {id: x}\n")
@@ -541,6 +613,7 @@ def test_an_unreadable_file_in_an_adapter_folder_is_one_line(tmp_path, monkeypat
             if Path(path).name == "secret.md":
                 raise PermissionError(13, "Permission denied", str(path))
             return real(path, *args, **kwargs)
+
         monkeypatch.setattr(selectors, "read_bytes", denied)
     try:
         with time_limit(LIMIT_S, "unreadable"), pytest.raises(InputError, match="secret.md"):
@@ -554,6 +627,7 @@ ODD_IDS = ["..", ".", "../x", "a/b", "a_b", "/etc/passwd", "x" * 500, "\x00", "Ã
 
 def test_safe_file_names_stay_in_their_folder_and_apart(tmp_path):
     from hermit_tui.core.context import _CURRENT, AttemptContext, attempt_log_path, safe_file_name
+
     names = [safe_file_name(i) for i in ODD_IDS]
     assert len(set(names)) == len(names)  # distinct ids, distinct files
     for name in names:
@@ -572,6 +646,7 @@ def test_safe_file_names_stay_in_their_folder_and_apart(tmp_path):
 
 def test_the_corpus_has_at_least_120_cases():
     import test_bad_input
+
     runtime = 0
     for name, obj in dict(globals()).items():
         if name.startswith("test_") and callable(obj) and name != "test_the_corpus_has_at_least_120_cases":

@@ -1,6 +1,7 @@
 """Generated hostile input for the loaders (hypothesis): run.yaml texts, overrides, task rows, results lines and lock
 files. Every outcome is success or InputError (exit 2) with one line; never another exception, a hang (each example
 runs under a time limit) or a change on disk."""
+
 from __future__ import annotations
 
 import contextlib
@@ -23,37 +24,111 @@ from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 from hermit_tui.core.workspace.tasks import load_tasks
 
-EXAMPLES = settings(max_examples=40, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+EXAMPLES = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 LIMIT_S = 20
 
 PIPELINE = "def run(task, adapter):\n    return {'output': task['id'], 'cost_usd': 0.0}\n"
 JUDGE = "def score(task, output):\n    return 1.0\n"
-RUN_YAML = ("data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
-            "agent: {name: pipe.py:run, concurrency: 2}\njudge: {path: judge.py}\n"
-            "trainer: {run_name: t, tree_dir: tree}\n")
+RUN_YAML = (
+    "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
+    "agent: {name: pipe.py:run, concurrency: 2}\njudge: {path: judge.py}\n"
+    "trainer: {run_name: t, tree_dir: tree}\n"
+)
 
 # -- the pieces hostile input is made of ----------------------------------------------------------------------------
-NUMBERS = st.sampled_from(["0", "-1", "1e308", ".inf", "-.inf", ".nan", "9" * 30, "0x10", "1_000", "2**64", "true",
-                           "null", "~", "1.5", "-0", "1e-320", "0o17"])
-YAML_HOSTILE = st.sampled_from([
-    "&a [*a]", "&m {k: *m}", "!!python/object/apply:os.system ['true']", "!!binary aGVsbG8=", "*undefined",
-    "[" * 500 + "]" * 500, "{a: " * 150 + "1" + "}" * 150, "[" * 60 + "]" * 60, "'\x00'", "\"\\ud800\"",
-    "&x [1, 2]", "{? [1, 2] : 3}", "!!set {a, b}", "2026-01-01", "- - -", "|\n  block", ">-\n folded",
-    "{" + ", ".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" if i else "l0: &l0 [x]"
-                    for i in range(10)) + "}",
-])
-KEYS = st.sampled_from(["eval.repeats", "agent.concurrency", "agent.timeout_min", "agent.name", "agent.params",
-                        "agent.params.x", "judge.path", "judge.name", "data.tasks", "data.test", "data.shuffle",
-                        "trainer.run_name", "trainer.output_dir", "pipeline.concurrency", "pipeline.run", "template",
-                        "task_info", "model", "llm", "backends", "eval", "agent", "sandbox.allow", "nope.key", "",
-                        "eval..repeats", "eval.repeats.x", ".", "a" * 200])
+NUMBERS = st.sampled_from(
+    [
+        "0",
+        "-1",
+        "1e308",
+        ".inf",
+        "-.inf",
+        ".nan",
+        "9" * 30,
+        "0x10",
+        "1_000",
+        "2**64",
+        "true",
+        "null",
+        "~",
+        "1.5",
+        "-0",
+        "1e-320",
+        "0o17",
+    ]
+)
+YAML_HOSTILE = st.sampled_from(
+    [
+        "&a [*a]",
+        "&m {k: *m}",
+        "!!python/object/apply:os.system ['true']",
+        "!!binary aGVsbG8=",
+        "*undefined",
+        "[" * 500 + "]" * 500,
+        "{a: " * 150 + "1" + "}" * 150,
+        "[" * 60 + "]" * 60,
+        "'\x00'",
+        '"\\ud800"',
+        "&x [1, 2]",
+        "{? [1, 2] : 3}",
+        "!!set {a, b}",
+        "2026-01-01",
+        "- - -",
+        "|\n  block",
+        ">-\n folded",
+        "{"
+        + ", ".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" if i else "l0: &l0 [x]" for i in range(10))
+        + "}",
+    ]
+)
+KEYS = st.sampled_from(
+    [
+        "eval.repeats",
+        "agent.concurrency",
+        "agent.timeout_min",
+        "agent.name",
+        "agent.params",
+        "agent.params.x",
+        "judge.path",
+        "judge.name",
+        "data.tasks",
+        "data.test",
+        "data.shuffle",
+        "trainer.run_name",
+        "trainer.output_dir",
+        "pipeline.concurrency",
+        "pipeline.run",
+        "template",
+        "task_info",
+        "model",
+        "llm",
+        "backends",
+        "eval",
+        "agent",
+        "sandbox.allow",
+        "nope.key",
+        "",
+        "eval..repeats",
+        "eval.repeats.x",
+        ".",
+        "a" * 200,
+    ]
+)
 VALUES = st.one_of(NUMBERS, YAML_HOSTILE, st.text(max_size=40))
-JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
-                      st.text(max_size=20))
-JSON_VALUE = st.recursive(JSON_LEAF, lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                                           st.dictionaries(st.text(max_size=8), kids, max_size=4)),
-                          max_leaves=20)
+JSON_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20)
+)
+JSON_VALUE = st.recursive(
+    JSON_LEAF,
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+    max_leaves=20,
+)
 
 
 def deep_json(depth: int) -> str:
@@ -99,9 +174,17 @@ def private_tmp(tmp_path, monkeypatch):
 
 
 @EXAMPLES
-@given(st.lists(st.one_of(st.tuples(KEYS, VALUES).map(lambda kv: f"{kv[0]}: {kv[1]}"),
-                          st.tuples(KEYS, VALUES).map(lambda kv: f"{kv[0]}:\n  x: {kv[1]}"),
-                          YAML_HOSTILE, st.text(max_size=30)), max_size=5))
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(KEYS, VALUES).map(lambda kv: f"{kv[0]}: {kv[1]}"),
+            st.tuples(KEYS, VALUES).map(lambda kv: f"{kv[0]}:\n  x: {kv[1]}"),
+            YAML_HOSTILE,
+            st.text(max_size=30),
+        ),
+        max_size=5,
+    )
+)
 def test_generated_run_yaml(pieces):
     ws = workspace()
     (ws / "run.yaml").write_text(RUN_YAML + "\n".join(pieces) + "\n", encoding="utf-8", errors="surrogatepass")
@@ -109,20 +192,28 @@ def test_generated_run_yaml(pieces):
 
 
 @EXAMPLES
-@given(st.lists(st.one_of(st.tuples(KEYS, VALUES).map(lambda kv: f"{kv[0]}={kv[1]}"), st.text(max_size=30)),
-                max_size=4))
+@given(
+    st.lists(st.one_of(st.tuples(KEYS, VALUES).map(lambda kv: f"{kv[0]}={kv[1]}"), st.text(max_size=30)), max_size=4)
+)
 def test_generated_overrides(overrides):
     ws = workspace()
     outcome(ws, lambda: load_everything(ws, overrides))
 
 
 @EXAMPLES
-@given(st.lists(st.one_of(JSON_VALUE.map(lambda v: json.dumps(v)),
-                          st.dictionaries(st.sampled_from(["id", "task_id", "x"]), JSON_VALUE, max_size=3)
-                          .map(json.dumps),
-                          st.integers(1, 3000).map(lambda d: '{"id": "d", "x": ' + deep_json(d) + "}"),
-                          st.text(max_size=30)), min_size=1, max_size=6),
-       st.lists(st.sampled_from(["a", "b", "d", "0", "", "#c", "x"]), max_size=4))
+@given(
+    st.lists(
+        st.one_of(
+            JSON_VALUE.map(lambda v: json.dumps(v)),
+            st.dictionaries(st.sampled_from(["id", "task_id", "x"]), JSON_VALUE, max_size=3).map(json.dumps),
+            st.integers(1, 3000).map(lambda d: '{"id": "d", "x": ' + deep_json(d) + "}"),
+            st.text(max_size=30),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.lists(st.sampled_from(["a", "b", "d", "0", "", "#c", "x"]), max_size=4),
+)
 def test_generated_task_rows(rows, test_ids):
     ws = workspace()
     (ws / "tasks.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8", errors="surrogatepass")
@@ -132,22 +223,44 @@ def test_generated_task_rows(rows, test_ids):
         config = load_config(ws / "run.yaml")
         load_tasks(config)
         EvalRun(config, ["none"], update_card=False)
+
     outcome(ws, load)
 
 
-RECORD = {"repeat": 1, "id": "a", "status": "ok", "error": None, "output": "a", "judge": {"score": 1.0},
-          "cost_usd": 0.0, "wall_s": 0.1, "api_speed": None, "tokens": None, "log": None}
+RECORD = {
+    "repeat": 1,
+    "id": "a",
+    "status": "ok",
+    "error": None,
+    "output": "a",
+    "judge": {"score": 1.0},
+    "cost_usd": 0.0,
+    "wall_s": 0.1,
+    "api_speed": None,
+    "tokens": None,
+    "log": None,
+}
 FIELDS = st.sampled_from(["repeat", "id", "status", "judge", "cost_usd", "wall_s", "output", "error", "log"])
 
 
 @EXAMPLES
-@given(st.lists(st.one_of(st.tuples(FIELDS, JSON_VALUE).map(lambda kv: json.dumps({**RECORD, kv[0]: kv[1]})),
-                          st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999"]).map(
-                              lambda x: json.dumps(RECORD).replace('"score": 1.0', f'"score": {x}')),
-                          st.integers(1, 3000).map(lambda d: json.dumps({**RECORD, "output": None}).replace(
-                              '"output": null', '"output": ' + deep_json(d))),
-                          st.text(max_size=40), JSON_VALUE.map(json.dumps)), max_size=6),
-       st.booleans())
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(FIELDS, JSON_VALUE).map(lambda kv: json.dumps({**RECORD, kv[0]: kv[1]})),
+            st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999"]).map(
+                lambda x: json.dumps(RECORD).replace('"score": 1.0', f'"score": {x}')
+            ),
+            st.integers(1, 3000).map(
+                lambda d: json.dumps({**RECORD, "output": None}).replace('"output": null', '"output": ' + deep_json(d))
+            ),
+            st.text(max_size=40),
+            JSON_VALUE.map(json.dumps),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+)
 def test_generated_results_lines(lines, final_newline):
     ws = workspace()
     folder = ws / "runs/t/eval/none"
@@ -166,13 +279,19 @@ def test_generated_results_lines(lines, final_newline):
         assert "Traceback" not in err.getvalue()
         if code == 2:
             assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+
     outcome(ws, load)
 
 
 @EXAMPLES
-@given(st.one_of(JSON_VALUE.map(json.dumps), st.binary(max_size=40).map(lambda b: b.decode("latin-1")),
-                 st.integers().map(lambda pid: json.dumps({"pid": pid, "host": "elsewhere"})),
-                 st.integers(-10, 1 << 70).map(lambda pid: json.dumps({"pid": pid}))))
+@given(
+    st.one_of(
+        JSON_VALUE.map(json.dumps),
+        st.binary(max_size=40).map(lambda b: b.decode("latin-1")),
+        st.integers().map(lambda pid: json.dumps({"pid": pid, "host": "elsewhere"})),
+        st.integers(-10, 1 << 70).map(lambda pid: json.dumps({"pid": pid})),
+    )
+)
 def test_generated_lock_files(content):
     ws = workspace()
     folder = ws / "runs/t/eval/none"

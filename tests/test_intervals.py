@@ -1,5 +1,6 @@
 """The bounded interval methods, each pinned against an independent computation: scipy's t test and Clopper-Pearson
 interval, the Wilson quadratic solved with numpy, and published tables."""
+
 import math
 
 import numpy as np

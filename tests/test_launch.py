@@ -1,4 +1,5 @@
 """LaunchOptions: the one validated model of a launch's options (the CLI, the dashboard and Ray build it)."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,27 +12,30 @@ from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
 
-@pytest.mark.parametrize("values, message", [
-    (dict(), "no adapter selector given"),
-    (dict(selectors=["none"], executor="gpu"), "--executor must be one of threads, processes, ray, got 'gpu'"),
-    (dict(selectors=["none"], concurrency=0), "--concurrency must be a positive whole number, got 0"),
-    (dict(selectors=["none"], concurrency=True), "--concurrency must be a positive whole number, got True"),
-    (dict(selectors=["none"], concurrency="3"), "--concurrency must be a positive whole number, got '3'"),
-    (dict(selectors=["none"], concurrency=5000), "--concurrency must be at most 1024, got 5000"),
-    (dict(selectors=["none"], repeats=-1), "eval.repeats must be a positive whole number, got -1"),
-    (dict(selectors=["none"], limit=0), "--limit must be a positive whole number, got 0"),
-    (dict(selectors=["none"], timeout_min=0), "the attempt timeout must be a positive number of minutes up to"),
-    (dict(selectors=["none"], timeout_min=10 ** 9), "the attempt timeout must be a positive number of minutes up to"),
-    (dict(selectors=["none"], max_cost=float("nan")), "--max-cost: the maximum cost must be a positive number"),
-    (dict(selectors=["none"], max_cost=-1), "--max-cost: the maximum cost must be a positive number"),
-    (dict(selectors=["none"], margin=0.1), "--margin is for --stop-when-decided"),
-    (dict(selectors=["none"], baseline="none"), "--baseline is for --stop-when-decided"),
-    (dict(selectors=["a", "b"], stop_when_decided=True, margin=0), "--margin must be a positive number"),
-    (dict(selectors=["a", "b"], stop_when_decided=True, limit=3), "--stop-when-decided with --limit"),
-    (dict(retry={"none": [("t1", 1)]}, stop_when_decided=True), "--stop-when-decided cannot re-run chosen"),
-    (dict(selectors=["none"], colour="blue"), "launch option colour: Extra inputs are not permitted"),
-    (dict(selectors=["none"], resume="perhaps"), "launch option resume: Input should be a valid boolean"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (dict(), "no adapter selector given"),
+        (dict(selectors=["none"], executor="gpu"), "--executor must be one of threads, processes, ray, got 'gpu'"),
+        (dict(selectors=["none"], concurrency=0), "--concurrency must be a positive whole number, got 0"),
+        (dict(selectors=["none"], concurrency=True), "--concurrency must be a positive whole number, got True"),
+        (dict(selectors=["none"], concurrency="3"), "--concurrency must be a positive whole number, got '3'"),
+        (dict(selectors=["none"], concurrency=5000), "--concurrency must be at most 1024, got 5000"),
+        (dict(selectors=["none"], repeats=-1), "eval.repeats must be a positive whole number, got -1"),
+        (dict(selectors=["none"], limit=0), "--limit must be a positive whole number, got 0"),
+        (dict(selectors=["none"], timeout_min=0), "the attempt timeout must be a positive number of minutes up to"),
+        (dict(selectors=["none"], timeout_min=10**9), "the attempt timeout must be a positive number of minutes up to"),
+        (dict(selectors=["none"], max_cost=float("nan")), "--max-cost: the maximum cost must be a positive number"),
+        (dict(selectors=["none"], max_cost=-1), "--max-cost: the maximum cost must be a positive number"),
+        (dict(selectors=["none"], margin=0.1), "--margin is for --stop-when-decided"),
+        (dict(selectors=["none"], baseline="none"), "--baseline is for --stop-when-decided"),
+        (dict(selectors=["a", "b"], stop_when_decided=True, margin=0), "--margin must be a positive number"),
+        (dict(selectors=["a", "b"], stop_when_decided=True, limit=3), "--stop-when-decided with --limit"),
+        (dict(retry={"none": [("t1", 1)]}, stop_when_decided=True), "--stop-when-decided cannot re-run chosen"),
+        (dict(selectors=["none"], colour="blue"), "launch option colour: Extra inputs are not permitted"),
+        (dict(selectors=["none"], resume="perhaps"), "launch option resume: Input should be a valid boolean"),
+    ],
+)
 def test_a_bad_option_is_one_line_naming_it(values, message):
     with pytest.raises(InputError) as caught:
         LaunchOptions(**values)
@@ -41,8 +45,9 @@ def test_a_bad_option_is_one_line_naming_it(values, message):
 
 def test_options_keep_what_was_given_and_fill_the_rest_from_the_config(demo_config):
     config = load_config(demo_config)
-    given = LaunchOptions(selectors=["none", "root"], concurrency=3, timeout_min=1.5, max_cost=2,
-                          retry={"none": [["t1", "2"]]})
+    given = LaunchOptions(
+        selectors=["none", "root"], concurrency=3, timeout_min=1.5, max_cost=2, retry={"none": [["t1", "2"]]}
+    )
     assert given.concurrency_for(config) == 3 and given.timeout_s_for(config) == 90.0
     assert given.max_cost == 2.0 and given.retry == {"none": [("t1", 2)]}
     default = LaunchOptions(selectors=["none"])
@@ -74,8 +79,12 @@ def test_each_executor_is_built_from_the_options_by_its_class(demo_config):
         assert plan.executor.summary_keys("none") == {}
     ray = pytest.importorskip("ray")
     assert ray is not None
-    plan = LaunchPlan(config, LaunchOptions(selectors=["none"], executor="ray", judge_on_workers=True,
-                                            retry_lost=True, ray_address="127.0.0.1:1"))
+    plan = LaunchPlan(
+        config,
+        LaunchOptions(
+            selectors=["none"], executor="ray", judge_on_workers=True, retry_lost=True, ray_address="127.0.0.1:1"
+        ),
+    )
     executor = plan.executor
     assert executor.pipeline is None and executor.judge is None  # the workers load both; nothing started yet
     assert (executor.address, executor.judge_on_workers, executor.retry_lost) == ("127.0.0.1:1", True, True)

@@ -1,6 +1,7 @@
 """Cost control: the projection at completion, and --max-cost, which stops starting attempts once a launch's cost
 reaches it, marks the summaries incomplete with the reason, and lets --resume finish the job. An unknown cost is
 never counted as $0."""
+
 from __future__ import annotations
 
 import json
@@ -72,8 +73,23 @@ def reached_after(costs: list[float | None], cap: float) -> int | None:
 
 def test_max_cost_stops_a_launch_and_resume_finishes_it_with_nothing_run_twice(demo_config, capsys):
     cap = 0.01
-    code = main(["eval", "--config", str(demo_config), "--adapter", "none", "--adapter", "root",
-                 "--concurrency", "1", "--max-cost", str(cap), "--no-card", *FAST])
+    code = main(
+        [
+            "eval",
+            "--config",
+            str(demo_config),
+            "--adapter",
+            "none",
+            "--adapter",
+            "root",
+            "--concurrency",
+            "1",
+            "--max-cost",
+            str(cap),
+            "--no-card",
+            *FAST,
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 1
     assert "stopped: max cost $0.0100 reached" in captured.err and "--resume" in captured.err
@@ -83,8 +99,11 @@ def test_max_cost_stops_a_launch_and_resume_finishes_it_with_nothing_run_twice(d
     done = sum(len(v) for v in first.values())
     expected = 2 * 16 * 3
     # one at a time, attempts run repeat by repeat, task by task, none then root: replay that order
-    test_ids = [t.strip() for t in (demo_config.parent / "test.txt").read_text().splitlines()
-                if t.strip() and not t.startswith("#")]
+    test_ids = [
+        t.strip()
+        for t in (demo_config.parent / "test.txt").read_text().splitlines()
+        if t.strip() and not t.startswith("#")
+    ]
     by_key = {(label, r["id"], r["repeat"]): r for label, v in first.items() for r in v}
     order = [(label, t, rep) for rep in (1, 2, 3) for t in test_ids for label in ("none", "root")]
     assert set(order[:done]) == set(by_key)  # exactly the first attempts of the order ran
@@ -99,9 +118,13 @@ def test_max_cost_stops_a_launch_and_resume_finishes_it_with_nothing_run_twice(d
 
     # --resume without a cap: only the missing attempts run, none twice
     started: list[tuple[str, str, int]] = []
-    resumed = EvalRun(config, ["none", "root"], resume=True, update_card=False,
-                      on_event=lambda e: started.append((e.label, e.task_id, e.repeat))
-                      if isinstance(e, ev.AttemptStarted) else None)
+    resumed = EvalRun(
+        config,
+        ["none", "root"],
+        resume=True,
+        update_card=False,
+        on_event=lambda e: started.append((e.label, e.task_id, e.repeat)) if isinstance(e, ev.AttemptStarted) else None,
+    )
     summaries = resumed.run_sync()
     assert not set(started) & set(by_key) and sorted(started) == sorted(order[done:])
     for label in ("none", "root"):
@@ -119,8 +142,9 @@ def test_max_cost_stops_a_launch_and_resume_finishes_it_with_nothing_run_twice(d
 def test_attempts_in_flight_finish_and_none_starts_after_the_cap(demo_config):
     config = load_config(demo_config, ["agent.params.latency_scale=0.05"])
     seen = []
-    run = EvalRun(config, ["none", "root", "final"], concurrency=4, max_cost=0.02, update_card=False,
-                  on_event=seen.append)
+    run = EvalRun(
+        config, ["none", "root", "final"], concurrency=4, max_cost=0.02, update_card=False, on_event=seen.append
+    )
     run.run_sync()
     costs, reached_at = [], None
     for i, event in enumerate(seen):
@@ -129,7 +153,7 @@ def test_attempts_in_flight_finish_and_none_starts_after_the_cap(demo_config):
             if reached_at is None and reached_after(costs, 0.02) is not None:
                 reached_at = i
     assert reached_at is not None and run.stop_reason
-    later = seen[reached_at + 1:]
+    later = seen[reached_at + 1 :]
     assert not any(isinstance(e, ev.AttemptStarted) for e in later)
     started = sum(isinstance(e, ev.AttemptStarted) for e in seen)
     finished = sum(isinstance(e, ev.AttemptFinished) for e in seen)
@@ -150,10 +174,10 @@ def test_a_cap_that_is_never_reached_changes_nothing(demo_config):
     assert next(e for e in seen if isinstance(e, ev.RunFinished)).stop_reason is None
 
 
-UNPRICED = '''
+UNPRICED = """
 def run(task, adapter):
     return {"output": "x", "cost_usd": None if task["id"] != "paid" else 1.0}
-'''
+"""
 
 
 def priced_workspace(tmp_path: Path, ids: list[str]) -> Path:
@@ -164,7 +188,8 @@ def priced_workspace(tmp_path: Path, ids: list[str]) -> Path:
     (tmp_path / "judge.py").write_text("def score(task, output):\n    return 1.0\n")
     (tmp_path / "run.yaml").write_text(
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
-        "agent: {name: pipe.py:run, concurrency: 1}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n")
+        "agent: {name: pipe.py:run, concurrency: 1}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n"
+    )
     return tmp_path / "run.yaml"
 
 

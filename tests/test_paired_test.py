@@ -1,5 +1,6 @@
 """The paired randomisation test, against brute-force enumeration, exact integer arithmetic and the
 Cochran-Mantel-Haenszel statistic (computed here from hypergeometric moments, a different formula)."""
+
 import itertools
 import math
 from fractions import Fraction
@@ -17,8 +18,16 @@ def run(a: list[list[float]], b: list[list[float]], **kw):
     ka = np.array([len(x) for x in a])
     kb = np.array([len(x) for x in b])
     sd = lambda xs: np.array([x.std(ddof=1) if len(x) > 1 else np.nan for x in xs])  # noqa: E731
-    return paired_randomisation_test(ka, np.array([x.mean() for x in a]), sd(a), kb, np.array([x.mean() for x in b]),
-                                     sd(b), lambda i: (a[i], b[i]), **kw)
+    return paired_randomisation_test(
+        ka,
+        np.array([x.mean() for x in a]),
+        sd(a),
+        kb,
+        np.array([x.mean() for x in b]),
+        sd(b),
+        lambda i: (a[i], b[i]),
+        **kw,
+    )
 
 
 def brute_force_p(a: list[list[float]], b: list[list[float]]) -> Fraction:
@@ -26,8 +35,8 @@ def brute_force_p(a: list[list[float]], b: list[list[float]]) -> Fraction:
     b's attempts among the pooled ones where they are not; exact rational arithmetic."""
     per_task = []
     for xa, xb in zip(a, b):
-        fa = [Fraction(x).limit_denominator(10 ** 6) for x in xa]
-        fb = [Fraction(x).limit_denominator(10 ** 6) for x in xb]
+        fa = [Fraction(x).limit_denominator(10**6) for x in xa]
+        fb = [Fraction(x).limit_denominator(10**6) for x in xb]
         d = sum(fb) / len(fb) - sum(fa) / len(fa)
         if len(fa) == len(fb):
             per_task.append([d, -d])
@@ -39,8 +48,13 @@ def brute_force_p(a: list[list[float]], b: list[list[float]]) -> Fraction:
                 rest = [pooled[i] for i in range(len(pooled)) if i not in chosen]
                 outs.append(sum(bs) / len(bs) - sum(rest) / len(rest))
             per_task.append(outs)
-    observed = abs(sum(sum(Fraction(x).limit_denominator(10 ** 6) for x in xb) / len(xb)
-                       - sum(Fraction(x).limit_denominator(10 ** 6) for x in xa) / len(xa) for xa, xb in zip(a, b)))
+    observed = abs(
+        sum(
+            sum(Fraction(x).limit_denominator(10**6) for x in xb) / len(xb)
+            - sum(Fraction(x).limit_denominator(10**6) for x in xa) / len(xa)
+            for xa, xb in zip(a, b)
+        )
+    )
     hits = total = 0
     for combo in itertools.product(*per_task):
         total += 1
@@ -49,7 +63,7 @@ def brute_force_p(a: list[list[float]], b: list[list[float]]) -> Fraction:
 
 
 def test_sign_flips_agree_with_brute_force():
-    a = [[0, 0], [.5, .5], [0, 0], [1, 1], [1, 0], [0, 1]]
+    a = [[0, 0], [0.5, 0.5], [0, 0], [1, 1], [1, 0], [0, 1]]
     b = [[1, 0], [1, 1], [1, 1], [1, 0], [0, 1], [1, 1]]
     got = run(a, b)
     assert got.exact and got.flipped_tasks == 6 and got.redealt_tasks == 0
@@ -139,7 +153,7 @@ def test_ties_and_degenerate_cases():
     assert one.p_value == 1.0 and one.exact  # one task: both signs equally extreme
     # unequal repeats, constant within each task: re-dealing can change nothing on a task where all scores agree
     assert run([[1.0, 1.0]], [[1.0]]).p_value == 1.0
-    assert EXACT_WORK >= 2 ** 21 - 2  # 20 sign flips always fit
+    assert EXACT_WORK >= 2**21 - 2  # 20 sign flips always fit
 
 
 def test_unequal_repeats_keep_their_size_where_sign_flips_do_not():

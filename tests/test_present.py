@@ -1,5 +1,6 @@
 """core/present.py: the one place hermit-tui words a cost, a p-value, an interval and an evaluation's caveats. Each
 rule is checked on values worked out by hand, and every view that states it is checked to use these words."""
+
 from __future__ import annotations
 
 import math
@@ -40,14 +41,17 @@ def test_the_live_cost_projects_the_known_mean_over_the_expected_attempts():
     assert p.cost_phrase(0.0, 4, 4, 10, running=True) == "unknown so far · 4 unknown"  # not "$0.0000 so far"
 
 
-@pytest.mark.parametrize(("value", "text", "cell"), [
-    (0.3149, "p = 0.31", "0.315"),
-    (0.046, "p = 0.046", "0.046"),
-    (0.0502, "p = 0.0502", "0.0502"),  # never rounded onto 0.05
-    (0.0496, "p = 0.0496", "0.0496"),
-    (0.0004, "p < 0.001", "< 0.001"),
-    (None, "p —", "—"),
-])
+@pytest.mark.parametrize(
+    ("value", "text", "cell"),
+    [
+        (0.3149, "p = 0.31", "0.315"),
+        (0.046, "p = 0.046", "0.046"),
+        (0.0502, "p = 0.0502", "0.0502"),  # never rounded onto 0.05
+        (0.0496, "p = 0.0496", "0.0496"),
+        (0.0004, "p < 0.001", "< 0.001"),
+        (None, "p —", "—"),
+    ],
+)
 def test_p_values_never_round_onto_005(value, text, cell):
     assert p.p_text(value) == text and p.p_value(value) == cell
 
@@ -61,9 +65,11 @@ def test_figures_and_intervals():
 def test_caveats_come_most_serious_first_and_say_why():
     assert p.caveats() == []
     got = p.caveats(smoke_limit=2, done=3, expected=6, complete=False, cancelled=True, retries=1)
-    assert got == ["smoke subset of 2 tasks: a wiring check, not an evaluation",
-                   "incomplete: 3 of 6 attempts, cancelled; it cannot be published",
-                   "1 attempt re-run after failing: re-running only failures can bias the mean"]
+    assert got == [
+        "smoke subset of 2 tasks: a wiring check, not an evaluation",
+        "incomplete: 3 of 6 attempts, cancelled; it cannot be published",
+        "1 attempt re-run after failing: re-running only failures can bias the mean",
+    ]
     assert p.caveats(smoke=True) == ["smoke subset: a wiring check, not an evaluation"]
     assert p.incomplete_caveat() == "incomplete: not every attempt finished; it cannot be published"
 
@@ -71,8 +77,17 @@ def test_caveats_come_most_serious_first_and_say_why():
 def test_no_view_writes_the_cost_rule_out_again():
     """The wording lives in present.py: no other module spells an unknown cost or a caveat by hand."""
     package = Path(p.__file__).resolve().parent.parent
-    rules = [re.compile(r'"unknown" if [\w.]*cost'), re.compile(r'\$\{[\w.]*cost[\w.]*:\.4f\}'),
-             re.compile("re-running only failures can bias the mean"), re.compile("a wiring check, not an evaluation")]
-    offenders = [f"{path.relative_to(package)}: {rule.pattern}" for path in sorted(package.rglob("*.py"))
-                 if path.name != "present.py" for rule in rules if rule.search(path.read_text(encoding="utf-8"))]
+    rules = [
+        re.compile(r'"unknown" if [\w.]*cost'),
+        re.compile(r"\$\{[\w.]*cost[\w.]*:\.4f\}"),
+        re.compile("re-running only failures can bias the mean"),
+        re.compile("a wiring check, not an evaluation"),
+    ]
+    offenders = [
+        f"{path.relative_to(package)}: {rule.pattern}"
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "present.py"
+        for rule in rules
+        if rule.search(path.read_text(encoding="utf-8"))
+    ]
     assert offenders == []

@@ -1,5 +1,6 @@
 """What pipelines and judges print: kept per attempt (eval/<label>/logs/<start>/<task>.r<N>.printed.txt, named by the
 record's ``printed``), never on the command's stdout (hermit-tui eval prints exactly its JSON there)."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ needs_bin = pytest.mark.skipif(not BIN.exists(), reason="the hermit-tui console 
 
 # Prints on every path a pipeline can take: Python-level stdout and stderr, straight to fds 1 and 2, and from a
 # subprocess it starts. The judge prints too. Each line names the task and repeat, so its owner can be checked.
-PRINTER = '''
+PRINTER = """
 import os, subprocess, sys
 from hermit_tui.core.context import current_repeat
 
@@ -38,7 +39,7 @@ def run(task, adapter):
 def score(task, output):
     print(f"JUDGE {task['id']}")
     return 0.5
-'''
+"""
 PY_LINES = ("PYOUT", "PYERR")
 FD_LINES = ("FDOUT", "FDERR", "SUBOUT", "SUBERR")
 
@@ -85,9 +86,27 @@ def test_each_attempt_keeps_what_it_printed(demo_config, executor):
 @pytest.mark.parametrize("executor", ["threads", "processes"])
 def test_the_eval_commands_stdout_is_exactly_its_json(demo_config, executor):
     path, overrides = printing_project(demo_config)
-    out = subprocess.run([str(BIN), "eval", "--config", str(path), "--adapter", "none", "--adapter", "root",
-                          "--limit", "3", "--no-card", "--executor", executor, *overrides],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            str(BIN),
+            "eval",
+            "--config",
+            str(path),
+            "--adapter",
+            "none",
+            "--adapter",
+            "root",
+            "--limit",
+            "3",
+            "--no-card",
+            "--executor",
+            executor,
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)  # the whole stdout: nothing else was printed there
     assert set(data) == {"none", "root"} and data["none"]["tasks"] == 3 and data["none"]["errors"] == 2
@@ -110,8 +129,24 @@ def test_show_names_the_file(demo_config):
     path, overrides = printing_project(demo_config)
     config = load_config(path, overrides)
     EvalRun(config, ["none"], repeats=1).run_sync()
-    out = subprocess.run([str(BIN), "show", "--config", str(path), "--adapter", "none", "--task", "arith-04",
-                          "--format", "json", *overrides], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            str(BIN),
+            "show",
+            "--config",
+            str(path),
+            "--adapter",
+            "none",
+            "--task",
+            "arith-04",
+            "--format",
+            "json",
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     printed = json.loads(out.stdout)["attempts"][0]["printed"]
     assert "PYOUT arith-04.r1" in Path(printed).read_text()

@@ -1,6 +1,7 @@
 """Progress without a terminal (issue 16): ``eval`` with stderr piped prints a plain line per selector at each
 quarter of its attempts and at least every 10 seconds. The timer is tested with an injectable clock (no waiting, no
 timed assertion); the quarters with a real ``eval`` whose stderr is a pipe."""
+
 from __future__ import annotations
 
 import io
@@ -17,8 +18,10 @@ from hermit_tui.cli.progress import EVERY_S, PlainProgress, duration_text
 from hermit_tui.core.records.results import AttemptRecord
 from hermit_tui.core.run import events as ev
 
-LINE = re.compile(r"^\[progress\] (\S+): (\d+)/(\d+) attempts \((\d+)%\), mean (\S+), errors (\d+), "
-                  r"cost \$([0-9.]+) known(?: \+ (\d+) unknown)?, ETA (\S+)$")
+LINE = re.compile(
+    r"^\[progress\] (\S+): (\d+)/(\d+) attempts \((\d+)%\), mean (\S+), errors (\d+), "
+    r"cost \$([0-9.]+) known(?: \+ (\d+) unknown)?, ETA (\S+)$"
+)
 
 
 class Clock:
@@ -34,8 +37,15 @@ def record(tid: str, score: float, status: str = "ok", cost: float | None = 0.01
 
 
 def started(progress, labels=("a", "b"), total=8):
-    progress(ev.RunStarted(labels=list(labels), task_ids=[f"t{i}" for i in range(total)], repeats=1,
-                           concurrency=2, total=total * len(labels)))
+    progress(
+        ev.RunStarted(
+            labels=list(labels),
+            task_ids=[f"t{i}" for i in range(total)],
+            repeats=1,
+            concurrency=2,
+            total=total * len(labels),
+        )
+    )
     for label in labels:
         progress(ev.SelectorStarted(label=label, selector=label, commit=None, total=total))
 
@@ -72,8 +82,9 @@ def test_a_line_at_each_quarter_with_the_figures_so_far():
         # the pace: k attempts done in the 2 (k - 1) s since the first one started (each starts and ends at once)
         elapsed = 2.0 * (k - 1)
         assert eta == (duration_text((8 - k) * elapsed / k) if k < 8 else "0s")
-    assert out.getvalue().splitlines()[0] == ("[progress] 2 selectors (a, b) x 8 tasks x 1 repeats: 16 attempts, "
-                                              "2 at once")
+    assert out.getvalue().splitlines()[0] == (
+        "[progress] 2 selectors (a, b) x 8 tasks x 1 repeats: 16 attempts, 2 at once"
+    )
 
 
 def test_at_least_every_ten_seconds_per_running_selector():
@@ -95,8 +106,20 @@ def test_at_least_every_ten_seconds_per_running_selector():
     # a finished selector goes quiet; a quarter resets the selector's silence
     for i in range(1, 8):
         finish(p, "a", record(f"t{i}", 0.0))
-    p(ev.SelectorFinished(label="a", summary={"adapter": "a", "tasks": 8, "repeats": 1, "mean_score": 0.125,
-                                              "solved_once": 0.125, "attempts": 8, "expected_attempts": 8}))
+    p(
+        ev.SelectorFinished(
+            label="a",
+            summary={
+                "adapter": "a",
+                "tasks": 8,
+                "repeats": 1,
+                "mean_score": 0.125,
+                "solved_once": 0.125,
+                "attempts": 8,
+                "expected_attempts": 8,
+            },
+        )
+    )
     assert out.getvalue().splitlines()[-1] == "a: 8/8 attempts, mean 0.125, errors 0"
     n = len(parsed(out.getvalue()))
     clock.now += EVERY_S
@@ -132,6 +155,7 @@ def test_the_timer_thread_writes_without_events():
             if text.startswith("[progress] a: 0/4"):
                 wrote.set()
             return out.write(text)
+
     p.stream = Watch()
     with p:
         assert wrote.wait(30), "the timer thread never wrote a line"
@@ -140,7 +164,15 @@ def test_the_timer_thread_writes_without_events():
 
 def test_duration_text():
     assert [duration_text(x) for x in (0, 12.4, 65, 3599, 3600 * 2 + 7 * 60 + 30, None, math.inf, -1)] == [
-        "0s", "12s", "1m05s", "59m59s", "2h07m", "?", "?", "?"]
+        "0s",
+        "12s",
+        "1m05s",
+        "59m59s",
+        "2h07m",
+        "?",
+        "?",
+        "?",
+    ]
 
 
 def test_a_terminal_keeps_the_live_bars():
@@ -151,6 +183,7 @@ def test_a_terminal_keeps_the_live_bars():
     class Tty(io.StringIO):
         def isatty(self):
             return True
+
     sink, context = _progress(None, Tty())
     assert isinstance(context, Progress)
     sink, context = _progress(None, io.StringIO())
@@ -158,9 +191,27 @@ def test_a_terminal_keeps_the_live_bars():
 
 
 def test_eval_with_stderr_piped_prints_the_quarters(demo_config):
-    out = subprocess.run([sys.executable, "-m", "hermit_tui", "eval", "--config", str(demo_config), "--adapter",
-                          "none", "--adapter", "final", "--no-card", "--concurrency", "2",
-                          "agent.params.latency_scale=0"], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hermit_tui",
+            "eval",
+            "--config",
+            str(demo_config),
+            "--adapter",
+            "none",
+            "--adapter",
+            "final",
+            "--no-card",
+            "--concurrency",
+            "2",
+            "agent.params.latency_scale=0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     summaries = json.loads(out.stdout)
     lines = parsed(out.stderr)

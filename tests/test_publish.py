@@ -1,5 +1,6 @@
 """Reviewing and publishing the final card, on real git repositories (the demo workspace): the plan (table, diff,
 warnings), a clean publish, every refusal, failures injected at each step, undo, a card hermit wrote, and the CLI."""
+
 from __future__ import annotations
 
 import io
@@ -24,13 +25,16 @@ from hermit_tui.core.workspace.tree import AdapterTree
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hermit_eval"
 FAST = ["agent.params.latency_scale=0"]
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@localhost",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@localhost",
+}
 FINAL = "40c22b79ec6057cae58bb8b1929f9de1e3a4d481"  # the demo's `final: demo` commit (fixed dates and identity)
 ROOT = "4c69319e31bea360df6147a6ce17a38f305225de"
 T_975_15 = 2.131449545559323  # Student t, 97.5th percentile, 15 degrees of freedom (16 test tasks)
 MESSAGE = "card: evaluation of demo/final (16 tasks x 3, mean 0.731) [hermit-tui]"
-
 
 
 class Workspace:
@@ -49,8 +53,9 @@ class Workspace:
         return EvalRun(self.config, list(selectors), update_card=kw.pop("update_card", False), **kw).run_sync()
 
     def git(self, *args: str, **kw) -> str:
-        return self.tree.git.execute(["git", "-C", str(kw.pop("cwd", self.config.tree_dir)), *args],
-                                     env={**IDENTITY}, **kw)
+        return self.tree.git.execute(
+            ["git", "-C", str(kw.pop("cwd", self.config.tree_dir)), *args], env={**IDENTITY}, **kw
+        )
 
     def head(self) -> str:
         return self.tree.git.rev_parse("refs/heads/demo")
@@ -66,8 +71,14 @@ class Workspace:
 
     def state(self) -> tuple:
         """Everything publish may touch."""
-        return (self.card(), self.head(), self.tag(), self.summary_path.read_bytes() if self.summary_path.exists()
-                else None, self.log_path.read_bytes() if self.log_path.exists() else None, self.status())
+        return (
+            self.card(),
+            self.head(),
+            self.tag(),
+            self.summary_path.read_bytes() if self.summary_path.exists() else None,
+            self.log_path.read_bytes() if self.log_path.exists() else None,
+            self.status(),
+        )
 
 
 @pytest.fixture
@@ -99,6 +110,7 @@ def task_means(results: Path) -> list[float]:
 
 # ---------------------------------------------------------------------------------------------------- the plan
 
+
 def test_plan_rows_diff_and_nothing_changed(ws):
     before = ws.state()
     plan = plan_publish(ws.config)
@@ -106,8 +118,14 @@ def test_plan_rows_diff_and_nothing_changed(ws):
     assert ws.state() == before and not ws.log_path.exists()
     assert [r.label for r in plan.rows] == ["none", "root", "final"]
     final = plan.rows[-1]
-    assert (final.commit, final.tasks, final.repeats, final.errors, final.cost_usd, final.unknown_cost_attempts) == \
-        (FINAL, 16, 3, 6, None, 9)
+    assert (final.commit, final.tasks, final.repeats, final.errors, final.cost_usd, final.unknown_cost_attempts) == (
+        FINAL,
+        16,
+        3,
+        6,
+        None,
+        9,
+    )
     assert plan.rows[1].commit == ROOT and plan.rows[0].commit is None
     # 95% interval worked by hand: 16 tasks, so the score interval with an effective sample size (t(0.975, 15))
     means = task_means(ws.run_dir / "eval" / "final" / "results.jsonl")
@@ -115,8 +133,7 @@ def test_plan_rows_diff_and_nothing_changed(ws):
     low, high = score_interval_by_hand(means, 0.0, 1.0, T_975_15)
     assert centre == pytest.approx(0.73125) == final.mean == pytest.approx(final.mean_score)
     assert (final.ci_low, final.ci_high, final.ci_method) == (pytest.approx(low), pytest.approx(high), "score")
-    row = (f"| final | 40c22b7 | 16 | 3 | 0.731 [{low:.3f}, {high:.3f}] | 0.875 | 6 "
-           "| unknown (9 attempts) |")
+    row = f"| final | 40c22b7 | 16 | 3 | 0.731 [{low:.3f}, {high:.3f}] | 0.875 | 6 | unknown (9 attempts) |"
     assert row in plan.table.splitlines()
     assert "| root | 4c69319 | 16 | 3 | 0.553 [" in plan.table and "| none | — | 16 | 3 |" in plan.table
     assert "All rows share final's protocol" in plan.table
@@ -127,14 +144,16 @@ def test_plan_rows_diff_and_nothing_changed(ws):
     old, new = plan.current_card, plan.new_card
     assert old.encode() == before[0]
     head, _, _ = old.partition("## Evaluation\n")
-    tail = old[old.index("Where it has not been tested"):]
+    tail = old[old.index("Where it has not been tested") :]
     assert new.startswith(head + "## Evaluation\n\n| Adapter | Commit |") and new.endswith("\n\n" + tail)
     assert "Not evaluated yet" not in new
     assert plan.diff.startswith("--- a/CARD.md\n+++ b/CARD.md\n@@")
     assert "-Not evaluated yet (`hermit eval`).\n" in plan.diff and f"+{row}\n" in plan.diff
     assert plan.message == MESSAGE
-    assert "errors: none 6/48, root 6/48, final 6/48 attempts failed (pipeline or judge) and count as 0: " \
-           "inspect them before trusting the means" in plan.warnings
+    assert (
+        "errors: none 6/48, root 6/48, final 6/48 attempts failed (pipeline or judge) and count as 0: "
+        "inspect them before trusting the means" in plan.warnings
+    )
     assert "unknown cost: none 9, root 9, final 9 attempts report no cost (the card says so)" in plan.warnings
 
 
@@ -142,12 +161,13 @@ def test_extra_rows_test_reuse_and_unknown_label(ws):
     ws.evaluate("demo/ckpt-step-1", "demo/ckpt-step-2")
     plan = plan_publish(ws.config, ["demo/ckpt-step-1"])
     assert [r.adapter for r in plan.rows] == ["none", "root", "demo/ckpt-step-1", "final"]
-    assert plan.rows[2].label == "demo_ckpt-step-1" and plan.rows[2].commit == ws.tree.git.rev_parse(
-        "demo/ckpt-step-1")
+    assert plan.rows[2].label == "demo_ckpt-step-1" and plan.rows[2].commit == ws.tree.git.rev_parse("demo/ckpt-step-1")
     reuse = [w for w in plan.warnings if w.startswith("test reuse")]
-    assert reuse == ["test reuse: 3 different adapters of run demo were evaluated on this test split "
-                     "(demo_ckpt-step-1, demo_ckpt-step-2, final); if final was chosen by these scores, the test is "
-                     "no longer an untouched evaluation: say so, or measure on a fresh test split"]
+    assert reuse == [
+        "test reuse: 3 different adapters of run demo were evaluated on this test split "
+        "(demo_ckpt-step-1, demo_ckpt-step-2, final); if final was chosen by these scores, the test is "
+        "no longer an untouched evaluation: say so, or measure on a fresh test split"
+    ]
     assert plan.refusals == []
     with pytest.raises(InputError, match="no evaluation of 'demo_ckpt-step-3'"):
         plan_publish(ws.config, ["demo/ckpt-step-3"])
@@ -177,13 +197,15 @@ def test_stale_row_overlap_and_ordered_stream(ws):
     w = Workspace(ws.config.path, ["data.shuffle=false", "data.test=train.txt"])
     plan = plan_publish(w.config)
     step1 = ws.tree.git.rev_parse("demo/ckpt-step-1")
-    assert (f"stale measurement: root was measured at 4c69319, but 'root' now points at {step1[:7]}, another "
-            "adapter") in plan.warnings
+    assert (
+        f"stale measurement: root was measured at 4c69319, but 'root' now points at {step1[:7]}, another adapter"
+    ) in plan.warnings
     assert any(x.startswith("test overlap: test overlaps train: 16 tasks (arith-01, ") for x in plan.warnings)
     assert any(x.startswith("ordered stream (data.shuffle is false)") for x in plan.warnings)
 
 
 # ---------------------------------------------------------------------------------------------------- publishing
+
 
 def test_clean_publish(ws):
     old_head, summary_before = ws.head(), json.loads(ws.summary_path.read_text())
@@ -202,8 +224,11 @@ def test_clean_publish(ws):
     summary = json.loads(ws.summary_path.read_text())
     published = summary.pop("published")
     assert summary == summary_before
-    assert {k: published[k] for k in ("measured_commit", "card_commit", "previous_tag_target")} == \
-        {"measured_commit": FINAL, "card_commit": new, "previous_tag_target": FINAL}
+    assert {k: published[k] for k in ("measured_commit", "card_commit", "previous_tag_target")} == {
+        "measured_commit": FINAL,
+        "card_commit": new,
+        "previous_tag_target": FINAL,
+    }
     log = [json.loads(line) for line in ws.log_path.read_text().splitlines()]
     assert len(log) == 1 and log[0]["action"] == "publish" and log[0]["previous_tag_target"] == FINAL
     assert log[0]["card_commit"] == new and log[0]["message"] == MESSAGE
@@ -225,6 +250,7 @@ def test_publish_refuses_a_changed_review(ws):
 
 
 # ---------------------------------------------------------------------------------------------------- refusals
+
 
 def _dirty(w: Workspace):
     (w.checkout / "ADAPTER.md").write_text("edited by hand\n")
@@ -271,17 +297,20 @@ def _detached(w: Workspace):
     w.git("checkout", "-q", "--detach", cwd=w.checkout)
 
 
-@pytest.mark.parametrize("damage, refusal", [
-    (_dirty, "uncommitted changes in the checkout (1: ADAPTER.md)"),
-    (_tag_elsewhere, "the final tag is not at the checkout's HEAD"),
-    (_no_final, "no completed final evaluation: none under"),
-    (_smoke_final, "no completed final evaluation: it is a smoke subset of 2 tasks"),
-    (_incomplete_final, "no completed final evaluation: it is incomplete"),
-    (_tag_to_step_1, "the final evaluation measured another adapter than the tag's: 40c22b79ec60 was measured"),
-    (_another_adapter, "the final evaluation measured another adapter than the tag's: 40c22b79ec60 was measured"),
-    (_no_checkout, "no checkout:"),
-    (_detached, "is not on branch 'demo'"),
-])
+@pytest.mark.parametrize(
+    "damage, refusal",
+    [
+        (_dirty, "uncommitted changes in the checkout (1: ADAPTER.md)"),
+        (_tag_elsewhere, "the final tag is not at the checkout's HEAD"),
+        (_no_final, "no completed final evaluation: none under"),
+        (_smoke_final, "no completed final evaluation: it is a smoke subset of 2 tasks"),
+        (_incomplete_final, "no completed final evaluation: it is incomplete"),
+        (_tag_to_step_1, "the final evaluation measured another adapter than the tag's: 40c22b79ec60 was measured"),
+        (_another_adapter, "the final evaluation measured another adapter than the tag's: 40c22b79ec60 was measured"),
+        (_no_checkout, "no checkout:"),
+        (_detached, "is not on branch 'demo'"),
+    ],
+)
 def test_refusals(ws, damage, refusal):
     damage(ws)
     plan = plan_publish(ws.config)
@@ -315,8 +344,9 @@ def test_tag_on_the_same_adapter_without_the_card_is_accepted(ws):
     ws.git("tag", "-f", "demo/final", "demo/ckpt-step-3")
     plan = plan_publish(ws.config)
     assert plan.refusals == []
-    assert any(w.startswith("demo/final (e3d733a) is not at the head of branch 'demo' (40c22b7)")
-               for w in plan.warnings)
+    assert any(
+        w.startswith("demo/final (e3d733a) is not at the head of branch 'demo' (40c22b7)") for w in plan.warnings
+    )
     result = publish(plan)
     assert ws.tag() == ws.head() == result.card_commit and ws.tree.git.rev_parse(f"{ws.head()}^") == FINAL
 
@@ -324,11 +354,13 @@ def test_tag_on_the_same_adapter_without_the_card_is_accepted(ws):
 def test_untracked_files_are_a_warning(ws):
     (ws.checkout / "notes.txt").write_text("scratch\n")
     plan = plan_publish(ws.config)
-    assert plan.refusals == [] and any(w.startswith("untracked files in the checkout (notes.txt)")
-                                       for w in plan.warnings)
+    assert plan.refusals == [] and any(
+        w.startswith("untracked files in the checkout (notes.txt)") for w in plan.warnings
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- atomicity
+
 
 def _failing_once(real, error):
     calls = []
@@ -338,26 +370,32 @@ def _failing_once(real, error):
         if len(calls) == 1:
             raise error
         return real(*args, **kwargs)
+
     return fake
 
 
 def _after(real, error):
     """The step happens, then fails: what it did must be undone too."""
+
     def fake(*args, **kwargs):
         real(*args, **kwargs)
         raise error
+
     return fake
 
 
-@pytest.mark.parametrize("where, name, wrap", [
-    (cardmod, "write_card", _failing_once),
-    (cardmod, "commit_card", _failing_once),
-    (cardmod, "move_branch", _after),
-    (cardmod, "stage_card", _after),
-    (AdapterTree, "move_tag", _after),
-    (pub, "record_in_summary", _after),
-    (pub, "append_log", _after),
-])
+@pytest.mark.parametrize(
+    "where, name, wrap",
+    [
+        (cardmod, "write_card", _failing_once),
+        (cardmod, "commit_card", _failing_once),
+        (cardmod, "move_branch", _after),
+        (cardmod, "stage_card", _after),
+        (AdapterTree, "move_tag", _after),
+        (pub, "record_in_summary", _after),
+        (pub, "append_log", _after),
+    ],
+)
 def test_a_failing_step_leaves_everything_as_before(ws, monkeypatch, where, name, wrap):
     before = ws.state()
     monkeypatch.setattr(where, name, wrap(getattr(where, name), OSError(28, "No space left on device")))
@@ -375,6 +413,7 @@ def test_an_unexpected_error_is_raised_after_restoring(ws, monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------------- undo
+
 
 def test_undo_and_publish_again(ws):
     card_commit = publish(ws.config).card_commit
@@ -422,6 +461,7 @@ def test_failed_undo_leaves_the_tag(ws, monkeypatch):
 
 # ---------------------------------------------------------------------------------------------------- hermit's card
 
+
 def test_updates_a_card_written_by_hermit_eval(demo_config):
     """hermit's own evaluations and card commit (the fixtures), then hermit-tui's publish on top."""
     w = Workspace(demo_config)
@@ -435,8 +475,10 @@ def test_updates_a_card_written_by_hermit_eval(demo_config):
 
     plan = plan_publish(w.config)
     assert plan.refusals == [] and plan.measured_commit == FINAL
-    assert "final was measured by hermit eval (no protocol fingerprint): whether the rows share one protocol " \
-           "cannot be checked" in plan.warnings
+    assert (
+        "final was measured by hermit eval (no protocol fingerprint): whether the rows share one protocol "
+        "cannot be checked" in plan.warnings
+    )
     assert not any(x.startswith("stale") for x in plan.warnings)  # the card commit is the same adapter
     assert "-| final | 16 | 3 | 0.731 | 0.875 | unknown |\n" in plan.diff
     assert [r.written_by for r in plan.rows] == ["hermit"] * 3
@@ -444,8 +486,8 @@ def test_updates_a_card_written_by_hermit_eval(demo_config):
     publish(plan)
     new = w.card()
     text = hermit_card.decode()
-    head = text[:text.index("## Evaluation\n") + len("## Evaluation\n")]
-    tail = text[text.index("Where it has not been tested"):]
+    head = text[: text.index("## Evaluation\n") + len("## Evaluation\n")]
+    tail = text[text.index("Where it has not been tested") :]
     assert new.startswith(head.encode() + b"\n| Adapter | Commit | Tasks |")
     assert new.endswith(b"\n\n" + tail.encode())
     assert b"| final | 40c22b7 | 16 | 3 | 0.731 [" in new
@@ -468,6 +510,7 @@ def test_updates_the_card_the_runner_wrote(demo_config):
 
 # ---------------------------------------------------------------------------------------------------- the CLI
 
+
 class Tty(io.StringIO):
     def isatty(self) -> bool:
         return True
@@ -476,6 +519,7 @@ class Tty(io.StringIO):
 def cli(argv: list[str], stdin: io.StringIO | None = None) -> tuple[int, str, str]:
     """Parse and run like hermit-tui's main does (InputError: exit 2, one line)."""
     from hermit_tui.cli.common import Parser as _Parser
+
     parser = _Parser(prog="hermit-tui")
     cli_publish.add_parser(parser.add_subparsers(dest="command", parser_class=_Parser))
     out, err = io.StringIO(), io.StringIO()
@@ -537,10 +581,12 @@ def test_cli_refusal_is_one_line(ws):
 
 # ---------------------------------------------------------------------------------------------------- failure labels
 
+
 def _label(ws: Workspace, label: str, how_many: int, name: str) -> int:
     """Label the first ``how_many`` failures of an evaluation; returns how many failures it has."""
     from hermit_tui.core.records.annotations import Change, is_failure, update_annotation
     from hermit_tui.core.records.results import read_results
+
     folder = ws.run_dir / "eval" / label
     failed = [r for r in read_results(folder / "results.jsonl").records if is_failure(r)]
     for r in failed[:how_many]:
@@ -559,9 +605,11 @@ def test_the_failure_labels_line_is_off_by_default_and_on_when_asked(ws):
     n_final = _label(ws, "final", 1, "timeout")
     assert plan_publish(ws.config).new_card == plain.new_card  # still off by default
     plan = plan_publish(ws.config, taxonomy=True)
-    line = ("Failure labels (assigned by hand while reading the failures, with hermit-tui; a reading aid, not a "
-            f"measurement): none 2 of {n_none} failures labelled (format error 2); final 1 of {n_final} failures "
-            "labelled (timeout 1).")
+    line = (
+        "Failure labels (assigned by hand while reading the failures, with hermit-tui; a reading aid, not a "
+        f"measurement): none 2 of {n_none} failures labelled (format error 2); final 1 of {n_final} failures "
+        "labelled (timeout 1)."
+    )
     assert plan.taxonomy_line == line
     section = plan.new_card.split("## Evaluation", 1)[1]
     assert section.index(line) > section.index("Mean score: the mean over test tasks")  # under the table's note
@@ -578,16 +626,19 @@ def test_the_failure_labels_line_is_off_by_default_and_on_when_asked(ws):
 
 def test_publish_cli_failure_labels_dry_run_shows_the_line(ws, capsys):
     from hermit_tui.cli import main
+
     _label(ws, "final", 2, "wrong reasoning")
     state = ws.state()
-    code = main(["publish", "--config", str(ws.config.path), "--failure-labels", "--dry-run",
-                 "agent.params.latency_scale=0"])
+    code = main(
+        ["publish", "--config", str(ws.config.path), "--failure-labels", "--dry-run", "agent.params.latency_scale=0"]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "+Failure labels (assigned by hand" in out and "final 2 of" in out
     assert ws.state() == state
 
 
 # ---------------------------------------------------------------------------------------------------- the review
+
 
 def test_the_review_gathers_the_plan_the_undo_and_the_other_evaluations_and_changes_nothing(ws):
     ws.evaluate("demo/ckpt-step-1")

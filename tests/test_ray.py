@@ -4,6 +4,7 @@ and the task's code reaches the workers through Ray's working_dir, never importe
 
 Skipped without Ray (``pip install 'hermit-tui[ray]'``), except the checks that need no cluster.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,13 +25,22 @@ from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
 FAST = ["agent.params.latency_scale=0.01"]
-COMPARED = ("mean_score", "solved_once", "errors", "unknown_cost_tasks", "cost_usd", "tasks", "repeats", "attempts",
-            "complete")
+COMPARED = (
+    "mean_score",
+    "solved_once",
+    "errors",
+    "unknown_cost_tasks",
+    "cost_usd",
+    "tasks",
+    "repeats",
+    "attempts",
+    "complete",
+)
 
 # A pipeline beside the demo's: crashes its worker process (os._exit) on the task named by params.crash_task, once
 # per attempt when params.marks names a folder (the retry then succeeds), else every time; hangs on params.hang_tasks
 # after writing its pid (into params.pids, else params.marks); otherwise the demo's pipeline.
-WRAPPER = '''\
+WRAPPER = """\
 import os
 import time
 from pathlib import Path
@@ -53,7 +63,7 @@ def run(task, adapter, params=None, base=None):
             mark.write_text("")
             os._exit(3)
     return demo_run(task, adapter, params=params, base=base)
-'''
+"""
 
 
 def rows(path: Path) -> list[dict]:
@@ -81,6 +91,7 @@ def cluster():
     working_dir), as ``--ray-address`` does."""
     pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
+
     local = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 2, "include_dashboard": False})
     yield local.address
     local.shutdown()
@@ -97,6 +108,7 @@ def workspaces(demo_template, tmp_path_factory):
         repair_worktree(demo_template, dest)
         (dest / "wrapper.py").write_text(WRAPPER)
         return dest
+
     return make
 
 
@@ -113,20 +125,33 @@ def demo_runs(cluster, workspaces):
             results = remote / "runs" / "demo" / "eval" / event.label / "results.jsonl"
             seen["first"] = {"started": seen["events"].count("AttemptStarted"), "lines": len(rows(results))}
 
-    run = EvalRun(load_config(remote / "run.yaml", FAST), ["none", "final"], update_card=False, executor="ray",
-                  ray_address=cluster, on_event=on_event)
+    run = EvalRun(
+        load_config(remote / "run.yaml", FAST),
+        ["none", "final"],
+        update_card=False,
+        executor="ray",
+        ray_address=cluster,
+        on_event=on_event,
+    )
     ray_summaries = run.run_sync()
     seen["modules"] = pipeline_modules(remote)
-    return {"local": local, "remote": remote, "threads": threads, "ray": ray_summaries, "seen": seen,
-            "total": run.total}
+    return {
+        "local": local,
+        "remote": remote,
+        "threads": threads,
+        "ray": ray_summaries,
+        "seen": seen,
+        "total": run.total,
+    }
 
 
 def test_the_demo_on_ray_gives_the_local_summaries_and_records(demo_runs):
     for label in ("none", "final"):
         local, remote = demo_runs["threads"][label], demo_runs["ray"][label]
         # sums over records in completion order: equal up to the last bit of a float, whichever executor ran them
-        assert {k: getattr(remote, k) for k in COMPARED} == pytest.approx({k: getattr(local, k) for k in COMPARED},
-                                                                          rel=1e-12)
+        assert {k: getattr(remote, k) for k in COMPARED} == pytest.approx(
+            {k: getattr(local, k) for k in COMPARED}, rel=1e-12
+        )
         assert remote.complete and remote.attempts == 16 * 3 and remote.executor == "ray"
         a = rows(demo_runs["local"] / "runs/demo/eval" / label / "results.jsonl")
         b = rows(demo_runs["remote"] / "runs/demo/eval" / label / "results.jsonl")
@@ -137,15 +162,15 @@ def test_the_demo_on_ray_gives_the_local_summaries_and_records(demo_runs):
 
 def test_results_stream_while_the_run_goes_on(demo_runs):
     seen = demo_runs["seen"]
-    assert seen["first"]["lines"] == 1                      # on disk as soon as reported
-    assert seen["first"]["started"] < demo_runs["total"]    # while most attempts were still to be handed out
+    assert seen["first"]["lines"] == 1  # on disk as soon as reported
+    assert seen["first"]["started"] < demo_runs["total"]  # while most attempts were still to be handed out
     assert seen["events"].count("AttemptFinished") == demo_runs["total"] == 96
     assert seen["events"][-1] == "RunFinished"
 
 
 def test_the_pipeline_ran_on_the_workers_from_the_shipped_folder_only(demo_runs):
     remote = demo_runs["remote"]
-    assert demo_runs["seen"]["modules"] == []   # the driver never imported the pipeline
+    assert demo_runs["seen"]["modules"] == []  # the driver never imported the pipeline
     logs = [Path(r["log"]) for r in rows(remote / "runs/demo/eval/final/results.jsonl") if r.get("log")]
     assert logs, "the demo pipeline writes a log beside its own folder"
     shipped = {p.parents[2] for p in logs}  # <base>/logs/<adapter sha>/<task>.log: base is the pipeline's folder
@@ -153,33 +178,51 @@ def test_the_pipeline_ran_on_the_workers_from_the_shipped_folder_only(demo_runs)
     base = shipped.pop()
     assert not base.is_relative_to(remote)
     assert (base / "pipeline.py").read_bytes() == (remote / "pipeline.py").read_bytes()
-    assert not (base / "runs").exists()        # run outputs and the adapter tree are not shipped
-    assert not (base / "judge.py").exists()    # the driver judges: the judge stays with it
+    assert not (base / "runs").exists()  # run outputs and the adapter tree are not shipped
+    assert not (base / "judge.py").exists()  # the driver judges: the judge stays with it
 
 
 def test_judging_on_the_workers_keeps_the_task_folder_off_the_driver(cluster, workspaces, demo_runs):
     folder = workspaces("judge-on-workers")
-    summary = EvalRun(load_config(folder / "run.yaml", FAST), ["final"], update_card=False, executor="ray",
-                      ray_address=cluster, judge_on_workers=True).run_sync()["final"]
+    summary = EvalRun(
+        load_config(folder / "run.yaml", FAST),
+        ["final"],
+        update_card=False,
+        executor="ray",
+        ray_address=cluster,
+        judge_on_workers=True,
+    ).run_sync()["final"]
     assert summary.mean_score == pytest.approx(demo_runs["threads"]["final"].mean_score, rel=1e-12)
     assert summary.errors == demo_runs["threads"]["final"].errors
     assert str(folder) not in sys.path and str(folder.resolve()) not in sys.path
-    assert not any(getattr(m, "__file__", None) and Path(m.__file__).resolve().is_relative_to(folder.resolve())
-                   for m in list(sys.modules.values()))
+    assert not any(
+        getattr(m, "__file__", None) and Path(m.__file__).resolve().is_relative_to(folder.resolve())
+        for m in list(sys.modules.values())
+    )
 
 
 def test_trajectories_come_back_from_the_workers_whoever_judges(cluster, workspaces, demo_runs):
     """RunOutput.messages crosses from the Ray workers to the driver's transcripts.jsonl, as with local threads."""
+
     def sidecar(folder: Path, label: str, smoke: bool = False) -> dict:
-        return {(r["id"], r["repeat"]): r["messages"] for r in rows(folder / "runs/demo/eval" / label
-                                                                    / ("smoke" if smoke else "")
-                                                                    / "transcripts.jsonl")}
+        return {
+            (r["id"], r["repeat"]): r["messages"]
+            for r in rows(folder / "runs/demo/eval" / label / ("smoke" if smoke else "") / "transcripts.jsonl")
+        }
+
     local = sidecar(demo_runs["local"], "final")
     assert len(local) == 16 * 3 - 3  # every attempt but the pipeline's failures
     assert sidecar(demo_runs["remote"], "final") == local  # the driver judged
     folder = workspaces("judge-on-workers-transcripts")
-    EvalRun(load_config(folder / "run.yaml", FAST), ["final"], update_card=False, executor="ray",
-            ray_address=cluster, judge_on_workers=True, limit=4).run_sync()
+    EvalRun(
+        load_config(folder / "run.yaml", FAST),
+        ["final"],
+        update_card=False,
+        executor="ray",
+        ray_address=cluster,
+        judge_on_workers=True,
+        limit=4,
+    ).run_sync()
     # the workers judged: the record and the trajectory came back together
     remote = sidecar(folder, "final", smoke=True)
     assert remote and remote == {k: v for k, v in local.items() if k in remote}
@@ -190,12 +233,20 @@ def test_force_cancel_keeps_finished_attempts_and_cancels_the_cluster_work(clust
     """Ray initialised by the caller (as a notebook would): the run uses that connection and leaves it open, so
     the hung attempts stop because their Ray tasks were cancelled, not because the job ended."""
     import ray
+
     folder = workspaces("cancel")
     marks = tmp_path / "marks"
     marks.mkdir()
     hang = (folder / "test.txt").read_text().split()[:2]
-    config = load_config(folder / "run.yaml", [*FAST, "agent.name=wrapper.py:run", f"agent.params.marks={marks}",
-                                               f"agent.params.hang_tasks=[{','.join(hang)}]"])
+    config = load_config(
+        folder / "run.yaml",
+        [
+            *FAST,
+            "agent.name=wrapper.py:run",
+            f"agent.params.marks={marks}",
+            f"agent.params.hang_tasks=[{','.join(hang)}]",
+        ],
+    )
     finished: list[tuple[str, int]] = []
 
     def on_event(event) -> None:
@@ -212,8 +263,7 @@ def test_force_cancel_keeps_finished_attempts_and_cancels_the_cluster_work(clust
 
     ray.init(address=cluster, runtime_env=ray_runtime_env(config), log_to_driver=False)
     try:
-        run = EvalRun(config, ["none"], repeats=1, concurrency=4, update_card=False, executor="ray",
-                      on_event=on_event)
+        run = EvalRun(config, ["none"], repeats=1, concurrency=4, update_card=False, executor="ray", on_event=on_event)
         watcher = threading.Thread(target=cancel_when_both_hang)
         watcher.start()
         summary = run.run_sync()["none"]
@@ -251,18 +301,28 @@ def _alive(pid: int) -> bool:
 def test_a_dead_worker_and_a_late_attempt_are_error_records_and_the_run_goes_on(cluster, workspaces, tmp_path):
     folder = workspaces("crash")
     victim, late = (folder / "test.txt").read_text().split()[1:3]
-    config = load_config(folder / "run.yaml", [*FAST, "agent.name=wrapper.py:run", f"agent.params.crash_task={victim}",
-                                               f"agent.params.hang_tasks=[{late}]", f"agent.params.pids={tmp_path}",
-                                               "agent.timeout_min=0.05"])
-    summary = EvalRun(config, ["none"], repeats=1, update_card=False, executor="ray",
-                      ray_address=cluster).run_sync()["none"]
+    config = load_config(
+        folder / "run.yaml",
+        [
+            *FAST,
+            "agent.name=wrapper.py:run",
+            f"agent.params.crash_task={victim}",
+            f"agent.params.hang_tasks=[{late}]",
+            f"agent.params.pids={tmp_path}",
+            "agent.timeout_min=0.05",
+        ],
+    )
+    summary = EvalRun(config, ["none"], repeats=1, update_card=False, executor="ray", ray_address=cluster).run_sync()[
+        "none"
+    ]
     recorded = {r["id"]: r for r in rows(folder / "runs/demo/eval/none/results.jsonl")}
     assert summary.complete and len(recorded) == 16
     assert recorded[victim]["status"] == "error"
     assert recorded[victim]["error"].startswith(LOST_PREFIX + ": WorkerCrashedError")
     assert recorded[late]["status"] == "error"
-    assert recorded[late]["error"] == ("TimeoutError: the attempt ran longer than agent.timeout_min (0.05 min); "
-                                       "its Ray task was cancelled")
+    assert recorded[late]["error"] == (
+        "TimeoutError: the attempt ran longer than agent.timeout_min (0.05 min); its Ray task was cancelled"
+    )
     assert not alive_after_a_while([int((tmp_path / f"{late}.pid").read_text())])
     others = [r for tid, r in recorded.items() if tid not in (victim, late)]
     assert not any((r["error"] or "").startswith(("WorkerLost", "TimeoutError")) for r in others)
@@ -272,14 +332,17 @@ def test_a_dead_worker_and_a_late_attempt_are_error_records_and_the_run_goes_on(
 def test_retry_lost_runs_a_lost_attempt_once_more_and_counts_it(cluster, workspaces, tmp_path):
     folder = workspaces("retry")
     victim = (folder / "test.txt").read_text().split()[0]
-    config = load_config(folder / "run.yaml", [*FAST, "agent.name=wrapper.py:run", f"agent.params.crash_task={victim}",
-                                               f"agent.params.marks={tmp_path}"])
-    run = EvalRun(config, ["none"], repeats=1, limit=4, update_card=False, executor="ray", ray_address=cluster,
-                  retry_lost=True)
+    config = load_config(
+        folder / "run.yaml",
+        [*FAST, "agent.name=wrapper.py:run", f"agent.params.crash_task={victim}", f"agent.params.marks={tmp_path}"],
+    )
+    run = EvalRun(
+        config, ["none"], repeats=1, limit=4, update_card=False, executor="ray", ray_address=cluster, retry_lost=True
+    )
     summary = run.run_sync()["none"]
     recorded = {r["id"]: r for r in rows(folder / "runs/demo/eval/none/smoke/results.jsonl")}  # --limit
     shown = {tid: (r["status"], r["error"]) for tid, r in recorded.items()}
-    assert (tmp_path / f"{victim}.crashed").exists()      # the first try did crash its worker
+    assert (tmp_path / f"{victim}.crashed").exists()  # the first try did crash its worker
     assert recorded[victim]["status"] != "error", shown
     assert summary.attempts == 4 and dict(run.executor.ray_retries) == {"none": 1}, shown
     assert summary.retry_lost is True and summary.ray_retries == 1  # the summary says it ran once more
@@ -287,6 +350,7 @@ def test_retry_lost_runs_a_lost_attempt_once_more_and_counts_it(cluster, workspa
 
 def test_a_caller_initialised_ray_needs_the_working_dir(cluster, workspaces):
     import ray
+
     config = load_config(workspaces("caller") / "run.yaml", FAST)
     ray.init(address=cluster, log_to_driver=False)
     try:
@@ -297,6 +361,7 @@ def test_a_caller_initialised_ray_needs_the_working_dir(cluster, workspaces):
 
 
 # -- without a cluster ----------------------------------------------------------------------------------------------
+
 
 def test_asking_for_ray_without_it_says_how_to_install(demo_config, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
@@ -324,12 +389,13 @@ def test_the_runtime_env_leaves_out_outputs_and_the_drivers_judge(demo_config):
 def test_adapter_archives_are_reproducible_and_complete(tmp_path):
     import io
     import tarfile
+
     a = tmp_path / "a"
     (a / "sub").mkdir(parents=True)
     (a / "ADAPTER.md").write_text("- [arithmetic] carry the one\n")
     (a / "sub" / "notes.txt").write_text("x")
     digest, data = pack_adapter(a)
-    os.utime(a / "ADAPTER.md", (1, 1))                       # a later export: same content, other times
+    os.utime(a / "ADAPTER.md", (1, 1))  # a later export: same content, other times
     assert pack_adapter(a) == (digest, data)
     (a / "sub" / "notes.txt").write_text("y")
     assert pack_adapter(a)[0] != digest

@@ -11,6 +11,7 @@ ADAPTER.md): with none it answers sums from memory (odd sums come out one too hi
 pipeline error). A product question makes it call a tool that does not exist (hermit answers with an error text).
 The judge has no reference for one task (a judge error).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,16 +39,25 @@ PRICE = {"input": 2.0, "cached_input": 0.5, "output": 8.0}  # USD per million to
 MODEL = "loopback-1"
 SELECTORS = ["none", "root", "careful"]
 REPEATS = 2
-HERMIT_SUMMARY_KEYS = ("adapter", "commit", "tasks", "repeats", "mean_score", "solved_once", "cost_usd",
-                       "unknown_cost_tasks", "errors")
+HERMIT_SUMMARY_KEYS = (
+    "adapter",
+    "commit",
+    "tasks",
+    "repeats",
+    "mean_score",
+    "solved_once",
+    "cost_usd",
+    "unknown_cost_tasks",
+    "errors",
+)
 # id -> question; the judge's references live in the judge file, not here
 TASKS = {
-    "s1": "What is 12 + 30?",      # even sum: right from memory too
-    "s2": "What is 250 + 117?",    # odd sum: wrong from memory
-    "s3": "What is 9 + 8?",        # odd
-    "s4": "What is 1000 + 2?",     # even
-    "s5": "What is 77 + 23?",      # the judge has no reference: judge_error
-    "m1": "Multiply 6 by 7.",      # the model calls a tool that does not exist
+    "s1": "What is 12 + 30?",  # even sum: right from memory too
+    "s2": "What is 250 + 117?",  # odd sum: wrong from memory
+    "s3": "What is 9 + 8?",  # odd
+    "s4": "What is 1000 + 2?",  # even
+    "s5": "What is 77 + 23?",  # the judge has no reference: judge_error
+    "m1": "Multiply 6 by 7.",  # the model calls a tool that does not exist
     "p1": "What is 5 + 6? (policy)",  # refused (HTTP 400) when the system prompt holds three hints
 }
 ANSWERS = {"s1": 42, "s2": 367, "s3": 17, "s4": 1002, "m1": 42, "p1": 11}
@@ -61,8 +71,12 @@ def skill(system: str) -> int:
 def usage_of(messages: list[dict], reply: str) -> dict:
     prompt = 10 * len(messages) + sum(len(str(m.get("content") or "")) for m in messages) // 4
     cached = (10 * 2 + sum(len(str(m.get("content") or "")) for m in messages[:2]) // 4) if len(messages) > 2 else 0
-    return {"prompt_tokens": prompt, "completion_tokens": 3 + len(reply) // 2,
-            "prompt_tokens_details": {"cached_tokens": cached}, "total_tokens": prompt + 3 + len(reply) // 2}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": 3 + len(reply) // 2,
+        "prompt_tokens_details": {"cached_tokens": cached},
+        "total_tokens": prompt + 3 + len(reply) // 2,
+    }
 
 
 def reply_to(body: dict) -> tuple[int, dict]:
@@ -97,9 +111,13 @@ def completion(content, tool_calls, usage) -> dict:
     message = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
-    return {"id": "cmpl-1", "object": "chat.completion", "model": MODEL,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-            "usage": usage}
+    return {
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "model": MODEL,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": usage,
+    }
 
 
 class Server:
@@ -113,8 +131,11 @@ class Server:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, payload = (reply_to(body) if self.path == "/v1/chat/completions"
-                                   else (404, {"error": {"message": f"no route {self.path}"}}))
+                status, payload = (
+                    reply_to(body)
+                    if self.path == "/v1/chat/completions"
+                    else (404, {"error": {"message": f"no route {self.path}"}})
+                )
                 with owner.lock:
                     owner.requests.append((body, status, payload))
                 data = json.dumps(payload).encode()
@@ -142,7 +163,7 @@ class Server:
 
 
 # -- the workspace -----------------------------------------------------------------------------------------------
-TOOLS = '''\
+TOOLS = """\
 from hermit.agents.tools import tool
 
 
@@ -151,9 +172,9 @@ from hermit.agents.tools import tool
                                  "required": ["a", "b"]})
 def add(a: int, b: int, _task: dict) -> dict:
     return {"sum": a + b, "task": _task["id"]}
-'''
+"""
 
-JUDGE = f'''\
+JUDGE = f"""\
 ANSWERS = {json.dumps(ANSWERS)}
 
 
@@ -162,7 +183,7 @@ def score(task, output):
     got = str(output.output).strip()
     return {{"score": 1.0 if got == str(expected) else 0.0, "feedback": f"expected {{expected}}, got {{got}}",
              "expected": expected}}
-'''
+"""
 
 CAREFUL = """\
 # Notes for the solver
@@ -176,8 +197,9 @@ CAREFUL = """\
 def react_workspace(template: Path, dest: Path, url: str) -> Path:
     """A copy of the demo workspace with a react config; returns that config."""
     shutil.copytree(template, dest, symlinks=True)
-    (dest / "react_tasks.jsonl").write_text("".join(json.dumps({"id": tid, "question": q}) + "\n"
-                                                    for tid, q in TASKS.items()))
+    (dest / "react_tasks.jsonl").write_text(
+        "".join(json.dumps({"id": tid, "question": q}) + "\n" for tid, q in TASKS.items())
+    )
     (dest / "react_test.txt").write_text("\n".join(TASKS) + "\n")
     (dest / "react_train.txt").write_text("")
     (dest / "react_tools.py").write_text(TOOLS)
@@ -187,7 +209,8 @@ def react_workspace(template: Path, dest: Path, url: str) -> Path:
     shutil.copytree(dest / "template", careful)
     (careful / "ADAPTER.md").write_text(CAREFUL)
     config = dest / "react.yaml"
-    config.write_text(textwrap.dedent(f"""\
+    config.write_text(
+        textwrap.dedent(f"""\
         data:
           tasks: react_tasks.jsonl
           train: react_train.txt
@@ -206,7 +229,8 @@ def react_workspace(template: Path, dest: Path, url: str) -> Path:
         sandbox: {{enabled: false}}
         trainer: {{run_name: demo, output_dir: runs}}
         eval: {{repeats: {REPEATS}}}
-        """))
+        """)
+    )
     return config
 
 
@@ -231,8 +255,11 @@ def by_key(path: Path) -> dict[tuple[str, int], dict]:
 
 def price(usage: dict) -> float:
     cached = usage["prompt_tokens_details"]["cached_tokens"]
-    return ((usage["prompt_tokens"] - cached) * PRICE["input"] + cached * PRICE["cached_input"]
-            + usage["completion_tokens"] * PRICE["output"]) / 1e6
+    return (
+        (usage["prompt_tokens"] - cached) * PRICE["input"]
+        + cached * PRICE["cached_input"]
+        + usage["completion_tokens"] * PRICE["output"]
+    ) / 1e6
 
 
 # -- the tests ---------------------------------------------------------------------------------------------------
@@ -267,7 +294,7 @@ def test_react_agent_end_to_end_against_a_loopback_server(ours, server):
             if tid == "m1":
                 assert calls == 2 and rec["output"] == "I could not compute it: Error: unknown tool multiply"
             elif level >= 2:
-                assert calls == 2 and rec["output"] == str(total)          # through the add tool
+                assert calls == 2 and rec["output"] == str(total)  # through the add tool
             else:
                 assert calls == 1 and rec["output"] == str(total + total % 2)  # from memory
             assert rec["judge"]["score"] == (1.0 if rec["output"] == str(ANSWERS[tid]) else 0.0)
@@ -277,8 +304,7 @@ def test_react_agent_end_to_end_against_a_loopback_server(ours, server):
         assert summary["mean_score"] == pytest.approx(sum(scores) / len(scores))
         unknown = sum(r["cost_usd"] is None for r in records.values())
         assert summary["unknown_cost_tasks"] == unknown
-        assert summary["cost_usd"] == (None if unknown else pytest.approx(sum(r["cost_usd"] for r in
-                                                                              records.values())))
+        assert summary["cost_usd"] == (None if unknown else pytest.approx(sum(r["cost_usd"] for r in records.values())))
         assert summary["errors"] == sum(r["status"] != "ok" for r in records.values())
     assert summaries["none"].mean_score < summaries["root"].mean_score
     assert summaries["careful"].errors == REPEATS + REPEATS  # p1 refused, s5's judge error
@@ -302,14 +328,14 @@ def test_react_trajectories_are_kept_beside_hermits_files(ours):
     assert turns[3].tool == "add" and json.loads(turns[3].text) == {"sum": 367, "task": "s2"}
     assert turns[4].text == "367"
     # an attempt refused by the server has no trajectory and no log: a note, not an error
-    refused = next(r for r in read_results(config.run_dir / "eval" / "careful" / "results.jsonl").records
-                   if r.id == "p1")
+    refused = next(
+        r for r in read_results(config.run_dir / "eval" / "careful" / "results.jsonl").records if r.id == "p1"
+    )
     shown = load_transcript(config.run_dir / "eval" / "careful", refused)
     assert shown.messages is None and shown.note.startswith("no transcript")
 
 
-def test_react_through_worker_processes_keeps_the_same_records_and_trajectories(ours, demo_template, tmp_path,
-                                                                                 server):
+def test_react_through_worker_processes_keeps_the_same_records_and_trajectories(ours, demo_template, tmp_path, server):
     """The process executor sends the trajectory back through a pipe (pickled): same records, same transcripts."""
     config_path = react_workspace(demo_template, tmp_path / "ws", server.url)
     config = load_config(config_path)
@@ -330,8 +356,14 @@ def test_hermit_eval_writes_the_same_records_and_summaries(ours, demo_template, 
     config_path = react_workspace(demo_template, tmp_path / "ws", server.url)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     for selector in ("none", "root", "adapters/careful"):
-        done = subprocess.run([str(HERMIT), "eval", "--config", str(config_path), "--adapter", selector],
-                              cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+        done = subprocess.run(
+            [str(HERMIT), "eval", "--config", str(config_path), "--adapter", selector],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
     config, summaries = ours
     hermit_eval = config_path.parent / "runs" / "demo" / "eval"
@@ -340,8 +372,10 @@ def test_hermit_eval_writes_the_same_records_and_summaries(ours, demo_template, 
         mine = json.loads(summaries[label].to_json())
         assert set(theirs) == set(HERMIT_SUMMARY_KEYS) | {"wall_s"}  # hermit's own file, untouched by us
         for key in HERMIT_SUMMARY_KEYS:
-            assert mine[key] == (pytest.approx(theirs[key]) if isinstance(theirs[key], float) else theirs[key]), \
-                (label, key)
+            assert mine[key] == (pytest.approx(theirs[key]) if isinstance(theirs[key], float) else theirs[key]), (
+                label,
+                key,
+            )
         a = by_key(hermit_eval / label / "results.jsonl")
         b = by_key(config.run_dir / "eval" / label / "results.jsonl")
         assert a.keys() == b.keys()
@@ -356,8 +390,10 @@ def test_hermit_eval_writes_the_same_records_and_summaries(ours, demo_template, 
                 assert set(a[key]["api_speed"]) == set(b[key]["api_speed"])
             assert (a[key]["log"] is None) == (b[key]["log"] is None)
             if a[key]["log"]:  # both logs hold the same trajectory
-                assert json.loads(Path(a[key]["log"]).read_text())["messages"] == \
-                    json.loads(Path(b[key]["log"]).read_text())["messages"]
+                assert (
+                    json.loads(Path(a[key]["log"]).read_text())["messages"]
+                    == json.loads(Path(b[key]["log"]).read_text())["messages"]
+                )
         # hermit-tui reads hermit's evaluation's trajectories from its react logs (there is no sidecar)
         assert not (hermit_eval / label / TRANSCRIPTS).exists()
         for rec in read_results(hermit_eval / label / "results.jsonl").records:
@@ -367,9 +403,15 @@ def test_hermit_eval_writes_the_same_records_and_summaries(ours, demo_template, 
 
 def test_show_reads_a_hermit_written_trajectory_from_its_react_log(ours, demo_template, tmp_path, server, capsys):
     from hermit_tui.cli import main
+
     config_path = react_workspace(demo_template, tmp_path / "ws", server.url)
-    done = subprocess.run([str(HERMIT), "eval", "--config", str(config_path), "--adapter", "root"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(HERMIT), "eval", "--config", str(config_path), "--adapter", "root"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert main(["show", "--config", str(config_path), "--adapter", "root", "--task", "s2", "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -381,4 +423,4 @@ def test_show_reads_a_hermit_written_trajectory_from_its_react_log(ours, demo_te
     assert main(["show", "--config", str(config_path), "--adapter", "root", "--task", "s2", "--repeat", "2"]) == 0
     text = capsys.readouterr().out
     assert "Transcript  5 messages, from the log " in text
-    assert '→ calls add (call_250_117)' in text and "tool result · add (call_250_117)" in text
+    assert "→ calls add (call_250_117)" in text and "tool result · add (call_250_117)" in text

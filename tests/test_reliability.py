@@ -1,4 +1,5 @@
 """Nothing lost: a killed run resumes without losing or repeating attempts, locks, isolation, disk full."""
+
 from __future__ import annotations
 
 import errno
@@ -25,13 +26,26 @@ def lines_of(path: Path) -> list[dict]:
 @pytest.fixture
 def demo(tmp_path):
     from hermit_tui.demo import build_demo
+
     return build_demo(tmp_path / "demo")
 
 
 def test_sigkill_mid_run_then_resume_loses_and_repeats_nothing(demo):
     eval_dir = demo.parent / "runs" / "demo" / "eval"
-    args = [sys.executable, "-m", "hermit_tui", "eval", "--config", str(demo), "--adapter", "none",
-            "--adapter", "root", "eval.repeats=2", "agent.params.latency_scale=0.3"]
+    args = [
+        sys.executable,
+        "-m",
+        "hermit_tui",
+        "eval",
+        "--config",
+        str(demo),
+        "--adapter",
+        "none",
+        "--adapter",
+        "root",
+        "eval.repeats=2",
+        "agent.params.latency_scale=0.3",
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     results = eval_dir / "none" / "results.jsonl"
@@ -76,8 +90,9 @@ def test_a_live_lock_refuses_and_names_the_process(demo):
     folder.mkdir(parents=True)
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        (folder / ".hermit-tui.lock").write_text(json.dumps({"pid": sleeper.pid, "host": os.uname().nodename,
-                                                             "started_at": "2026-11-29T10:00:00+00:00"}))
+        (folder / ".hermit-tui.lock").write_text(
+            json.dumps({"pid": sleeper.pid, "host": os.uname().nodename, "started_at": "2026-11-29T10:00:00+00:00"})
+        )
         with pytest.raises(InputError, match=rf"process {sleeper.pid}"):
             EvalRun(config, ["none"], repeats=1).run_sync()
         assert not (folder / "results.jsonl").exists()
@@ -89,7 +104,7 @@ def test_a_live_lock_refuses_and_names_the_process(demo):
     assert summary.complete and not (folder / ".hermit-tui.lock").exists()
 
 
-CRASHY = '''
+CRASHY = """
 import os, signal, sys, time
 def run(task, adapter):
     kind = task["id"]
@@ -102,7 +117,7 @@ def run(task, adapter):
     if kind == "hang":
         time.sleep(60)
     return {"output": kind, "cost_usd": 0.01}
-'''
+"""
 
 
 def crashy_workspace(tmp_path: Path) -> Path:
@@ -115,7 +130,8 @@ def crashy_workspace(tmp_path: Path) -> Path:
     (tmp_path / "run.yaml").write_text(
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
         "agent: {name: pipe.py:run, concurrency: 2, timeout_min: 0.03}\njudge: {path: judge.py}\n"
-        "trainer: {run_name: t, tree_dir: tree}\n")
+        "trainer: {run_name: t, tree_dir: tree}\n"
+    )
     return tmp_path / "run.yaml"
 
 
@@ -144,6 +160,7 @@ def test_sys_exit_in_a_thread_pipeline_is_an_error_attempt(tmp_path):
 
 def test_disk_full_stops_cleanly_and_keeps_whole_lines(demo, monkeypatch):
     from hermit_tui.core.records import journal as journal_mod
+
     config = load_config(demo, ["agent.params.latency_scale=0.01"])
     real_append = journal_mod.SelectorJournal.append
     calls = {"n": 0}
@@ -158,6 +175,7 @@ def test_disk_full_stops_cleanly_and_keeps_whole_lines(demo, monkeypatch):
 
             def boom(data):
                 raise OSError(errno.ENOSPC, "No space left on device")
+
             self._lines.fh.write = boom
             try:
                 return real_append(self, record)
@@ -187,6 +205,7 @@ def test_resume_refuses_when_the_judge_changed(demo):
 def test_an_executor_that_cannot_start_leaves_earlier_evaluations_in_place(demo, monkeypatch):
     """E.g. a Ray cluster that cannot be reached: nothing is archived, nothing is written."""
     from hermit_tui.core.run import executors
+
     config = load_config(demo, ["agent.params.latency_scale=0.01"])
     EvalRun(config, ["none"], repeats=1, limit=2).run_sync()
     folder = config.run_dir / "eval" / "none" / "smoke"  # --limit: the smoke folder
@@ -195,6 +214,7 @@ def test_an_executor_that_cannot_start_leaves_earlier_evaluations_in_place(demo,
 
     async def cannot_start(self):
         raise InputError("the cluster at 10.0.0.1:6379 cannot be reached")
+
     monkeypatch.setattr(executors.ThreadExecutor, "start", cannot_start)
     with pytest.raises(InputError, match="cannot be reached"):
         EvalRun(config, ["none"], repeats=1, limit=2).run_sync()

@@ -1,5 +1,6 @@
 """The report: its figures against values recomputed by hand from results.jsonl, its three formats, reports over
 hermit-written evaluations, and the CLI's --output rules."""
+
 import argparse
 import csv
 import io
@@ -25,8 +26,18 @@ from hermit_tui.core.workspace.tasks import load_tasks
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hermit_eval"
 LABELS = ["none", "root", "final"]
 T15 = 2.131449546  # t(0.975, 15 df), from published tables
-SUMMARY_KEYS = ["adapter", "commit", "tasks", "repeats", "mean_score", "solved_once", "cost_usd",
-                "unknown_cost_tasks", "errors", "wall_s"]
+SUMMARY_KEYS = [
+    "adapter",
+    "commit",
+    "tasks",
+    "repeats",
+    "mean_score",
+    "solved_once",
+    "cost_usd",
+    "unknown_cost_tasks",
+    "errors",
+    "wall_s",
+]
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +115,10 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
             assert pair["ci_method"] == "score"
             assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(score_interval(diffs, -1.0, 1.0), abs=1e-8)
         assert (pair["wins"], pair["losses"], pair["ties"]) == (
-            sum(d > 1e-9 for d in diffs), sum(d < -1e-9 for d in diffs), sum(abs(d) <= 1e-9 for d in diffs))
+            sum(d > 1e-9 for d in diffs),
+            sum(d < -1e-9 for d in diffs),
+            sum(abs(d) <= 1e-9 for d in diffs),
+        )
         section = md.split(f"### {pair['b']} vs {pair['a']}")[1].split("###")[0]
         assert f"**Verdict:** {pair['verdict']}" in section
         shown = re.search(r"\| mean difference \| (-?[0-9.]+) \|", section).group(1)
@@ -115,8 +129,15 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
     assert [s["mean_score"] for s in data["training"]["steps"]] == [s["rollout"]["mean_score"] for s in steps]
     assert data["training"]["label"].startswith("TRAINING evidence")
     # warnings come first, training evidence last and apart from the test figures
-    order = [md.index(h) for h in ("## Warnings", "## Results on the test split", "## Paired comparisons",
-                                   "## Training evidence (TRAINING, not test)")]
+    order = [
+        md.index(h)
+        for h in (
+            "## Warnings",
+            "## Results on the test split",
+            "## Paired comparisons",
+            "## Training evidence (TRAINING, not test)",
+        )
+    ]
     assert order == sorted(order)
     assert "Teaching demonstration" in md.split("## Protocol")[0]
     assert "sandbox_disabled" in md.split("## Protocol")[0]  # the demo trained with the sandbox off
@@ -138,8 +159,7 @@ def test_csv_is_the_per_task_table(evaluated):
             assert float(r[f"{label}_sd"]) == pytest.approx(statistics.stdev(s))
             assert int(r[f"{label}_n"]) == 3
             assert int(r[f"{label}_solved_once"]) == int(max(s) >= 1)
-        assert float(r["final_minus_none"]) == pytest.approx(
-            sum(scores["final"][t]) / 3 - sum(scores["none"][t]) / 3)
+        assert float(r["final_minus_none"]) == pytest.approx(sum(scores["final"][t]) / 3 - sum(scores["none"][t]) / 3)
 
 
 def test_unequal_repeats_and_a_missing_task_are_said_and_use_one_estimand(evaluated, tmp_path):
@@ -211,13 +231,30 @@ def test_a_report_over_hermit_written_evaluations(demo_config):
 
 
 def test_default_order_none_root_checkpoints_final_others():
-    names = ["zeta", "final", "demo_ckpt-step-10", "other_ckpt-step-1", "demo_ckpt-epoch-1", "demo_ckpt-step-2",
-             "root", "demo_bootstrap", "none"]
+    names = [
+        "zeta",
+        "final",
+        "demo_ckpt-step-10",
+        "other_ckpt-step-1",
+        "demo_ckpt-epoch-1",
+        "demo_ckpt-step-2",
+        "root",
+        "demo_bootstrap",
+        "none",
+    ]
     stored = [StoredEvaluation(label=n, folder=Path(n)) for n in names]
     stored.append(StoredEvaluation(label="old", folder=Path("x"), archived=True, archived_at="20260101T000000Z"))
-    assert default_labels(stored, "demo") == ["none", "root", "demo_bootstrap", "demo_ckpt-step-2",
-                                              "demo_ckpt-step-10", "demo_ckpt-epoch-1", "final",
-                                              "other_ckpt-step-1", "zeta"]
+    assert default_labels(stored, "demo") == [
+        "none",
+        "root",
+        "demo_bootstrap",
+        "demo_ckpt-step-2",
+        "demo_ckpt-step-10",
+        "demo_ckpt-epoch-1",
+        "final",
+        "other_ckpt-step-1",
+        "zeta",
+    ]
 
 
 def parse(argv):
@@ -235,8 +272,26 @@ def test_cli_writes_output_and_refuses_to_overwrite(evaluated, tmp_path, capsys)
     with pytest.raises(InputError, match="already exists; pass --force"):
         cli_report.run(parse(["--config", str(evaluated), "--output", str(out)]))
     assert out.read_text() == "keep me"
-    assert cli_report.run(parse(["--config", str(evaluated), "--format", "csv", "--output", str(out),
-                                 "--force", "--adapter", "root", "--adapter", "final"])) == 0
+    assert (
+        cli_report.run(
+            parse(
+                [
+                    "--config",
+                    str(evaluated),
+                    "--format",
+                    "csv",
+                    "--output",
+                    str(out),
+                    "--force",
+                    "--adapter",
+                    "root",
+                    "--adapter",
+                    "final",
+                ]
+            )
+        )
+        == 0
+    )
     assert out.read_text().splitlines()[0].startswith("task_id,root_mean,root_sd,root_n,root_solved_once,final_mean")
     capsys.readouterr()
     assert cli_report.run(parse(["--config", str(evaluated), "--adapter", "none"])) == 0

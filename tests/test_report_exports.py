@@ -1,5 +1,6 @@
 """Exports for machines (issue 16): ``report --format csv --per attempt`` and ``report --format junit``, checked
 against results.jsonl read here, the JUnit XML validated by parsing it as CI reporters do."""
+
 from __future__ import annotations
 
 import csv
@@ -55,8 +56,11 @@ def test_per_attempt_csv_has_every_attempt_as_recorded(evaluated, capsys):
     code, text, err = run_report(evaluated, "--format", "csv", "--per", "attempt", capsys=capsys)
     assert code == 0, err
     table = list(csv.reader(io.StringIO(text)))
-    assert tuple(table[0]) == ATTEMPT_COLUMNS == ("selector", "task", "repeat", "status", "score", "error_kind",
-                                                  "cost_usd", "tokens", "wall_s")
+    assert (
+        tuple(table[0])
+        == ATTEMPT_COLUMNS
+        == ("selector", "task", "repeat", "status", "score", "error_kind", "cost_usd", "tokens", "wall_s")
+    )
     body = table[1:]
     assert len(body) == 3 * 16 * 3
     test_ids = (evaluated / "test.txt").read_text().split()
@@ -78,16 +82,28 @@ def test_per_attempt_csv_has_every_attempt_as_recorded(evaluated, capsys):
 
 def test_per_attempt_csv_neutralises_formulas(evaluated):
     rep = report(evaluated, ["none"])
-    evil = [AttemptRecord(repeat=1, id="=HYPERLINK(\"http://x\")", status="error", error="@SUM(A1): boom",
-                          judge={"score": 0.0}, tokens={"in": 5, "out": "+1"}),
-            AttemptRecord(repeat=1, id="-2+3", status="ok", judge={"score": 1.0}, cost_usd=0.5, wall_s=1.5)]
+    evil = [
+        AttemptRecord(
+            repeat=1,
+            id='=HYPERLINK("http://x")',
+            status="error",
+            error="@SUM(A1): boom",
+            judge={"score": 0.0},
+            tokens={"in": 5, "out": "+1"},
+        ),
+        AttemptRecord(repeat=1, id="-2+3", status="ok", judge={"score": 1.0}, cost_usd=0.5, wall_s=1.5),
+    ]
     rep = rep.model_copy(update={"test_ids": [r.id for r in evil]})
     rows = list(csv.reader(io.StringIO(to_attempts_csv(rep, {"none": evil}))))
-    assert rows[1][1] == "'=HYPERLINK(\"http://x\")" and rows[2][1] == "'-2+3"
+    assert rows[1][1] == '\'=HYPERLINK("http://x")' and rows[2][1] == "'-2+3"
     assert rows[1][5] == "unknown"  # the error names no exception type ("@SUM(A1)" is not one)
     assert rows[1][7] == '{"in": 5, "out": "+1"}' and rows[2][6:] == ["0.5", "", "1.5"]
-    assert error_kind(AttemptRecord(repeat=1, id="t", status="error", error="asyncio.TimeoutError: slow",
-                                    judge={"score": 0})) == "asyncio.TimeoutError"
+    assert (
+        error_kind(
+            AttemptRecord(repeat=1, id="t", status="error", error="asyncio.TimeoutError: slow", judge={"score": 0})
+        )
+        == "asyncio.TimeoutError"
+    )
 
 
 def test_per_attempt_goes_with_csv_only(evaluated, capsys):
@@ -135,12 +151,17 @@ def test_junit_parses_with_the_structure_ci_reporters_read(evaluated, tmp_path, 
                 element = case.find(want)
                 assert element.get("message")
             assert float(case.get("time")) == pytest.approx(sum(r["wall_s"] for r in mine), abs=1e-3)
-        assert (int(suite.get("tests")), int(suite.get("failures")), int(suite.get("errors")),
-                int(suite.get("skipped"))) == (16, counts["failure"], counts["error"], 0)
+        assert (
+            int(suite.get("tests")),
+            int(suite.get("failures")),
+            int(suite.get("errors")),
+            int(suite.get("skipped")),
+        ) == (16, counts["failure"], counts["error"], 0)
         assert counts["error"] == 2  # date-05 (pipeline) and roman-05 (judge) fail on every repeat
         date = next(c for c in cases if c.get("name") == "date-05").find("error")
-        assert date.get("type") == "ValueError" and "every attempt failed (3 pipeline errors in 3)" in \
-            date.get("message")
+        assert date.get("type") == "ValueError" and "every attempt failed (3 pipeline errors in 3)" in date.get(
+            "message"
+        )
         roman = next(c for c in cases if c.get("name") == "roman-05").find("error")
         assert roman.get("type") == "LookupError" and "3 judge errors in 3" in roman.get("message")
         for key, value in (("tests", 16), ("failures", counts["failure"]), ("errors", counts["error"])):
@@ -153,10 +174,13 @@ def test_junit_parses_with_the_structure_ci_reporters_read(evaluated, tmp_path, 
 
 def test_junit_threshold_skipped_tasks_and_characters_xml_cannot_hold(evaluated):
     rep = report(evaluated, ["none"], threshold=0.5)
-    recs = [AttemptRecord(repeat=1, id="t1", status="ok", judge={"score": 0.5}),
-            AttemptRecord(repeat=1, id="t2", status="error", error="ValueError: bad \x00\x1b[31m byte & <tag>",
-                          judge={"score": 0.0}),
-            AttemptRecord(repeat=2, id="t2", status="ok", judge={"score": 0.25})]
+    recs = [
+        AttemptRecord(repeat=1, id="t1", status="ok", judge={"score": 0.5}),
+        AttemptRecord(
+            repeat=1, id="t2", status="error", error="ValueError: bad \x00\x1b[31m byte & <tag>", judge={"score": 0.0}
+        ),
+        AttemptRecord(repeat=2, id="t2", status="ok", judge={"score": 0.25}),
+    ]
     rep = rep.model_copy(update={"test_ids": ["t1", "t2", "t3"]})
     root = ET.fromstring(to_junit(rep, {"none": recs}))
     cases = {c.get("name"): c for c in root.iter("testcase")}
@@ -166,8 +190,12 @@ def test_junit_threshold_skipped_tasks_and_characters_xml_cannot_hold(evaluated)
     assert "bad \ufffd\ufffd[31m byte & <tag>" in failure.text  # escaped, control characters replaced
     assert cases["t3"].find("skipped").get("message") == "no attempt recorded on this task"
     suite = root.find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("3", "1", "0",
-                                                                                                      "1")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
+        "3",
+        "1",
+        "0",
+        "1",
+    )
 
 
 def test_read_attempts_keeps_the_latest_record_of_each_test_attempt(evaluated, tmp_path):
@@ -187,16 +215,25 @@ def test_the_exports_from_columns_equal_the_exports_from_records(evaluated, tmp_
     """read_attempts gives rows of the columns; the CSV and the JUnit XML are those the AttemptRecords give, odd
     lines included (a float token count, a mapping of tokens, a cost that is not a number, a re-run)."""
     from hermit_tui.core.records.results import read_results
+
     ws = tmp_path / "demo"
     shutil.copytree(evaluated, ws, symlinks=True)
     repair_worktree(evaluated, ws)
     path = ws / "runs/demo/eval/root/results.jsonl"
     lines = path.read_text().splitlines()
     rows = [json.loads(line) for line in lines]
-    odd = [dict(rows[0], tokens=12.0), dict(rows[1], tokens={"in": 1, "out": 2}, cost_usd=None),
-           dict(rows[2], status="error", error="KeyError: 'x'", judge={"score": 0.0, "feedback": ""}, wall_s=1.5)]
-    path.write_text("\n".join(lines) + "\n" + "".join(json.dumps(r) + "\n" for r in odd)
-                    + json.dumps(rows[3]).replace('"cost_usd": ', '"cost_usd": NaN, "x": ') + "\n")
+    odd = [
+        dict(rows[0], tokens=12.0),
+        dict(rows[1], tokens={"in": 1, "out": 2}, cost_usd=None),
+        dict(rows[2], status="error", error="KeyError: 'x'", judge={"score": 0.0, "feedback": ""}, wall_s=1.5),
+    ]
+    path.write_text(
+        "\n".join(lines)
+        + "\n"
+        + "".join(json.dumps(r) + "\n" for r in odd)
+        + json.dumps(rows[3]).replace('"cost_usd": ', '"cost_usd": NaN, "x": ')
+        + "\n"
+    )
     rep = report(ws)
     order = {tid: i for i, tid in enumerate(rep.test_ids)}
     by_records = {}

@@ -2,6 +2,7 @@
 every string from the data is escaped, nothing can be fetched, and it stays usable at 10,000 tasks.
 
 The page is read back with the standard library's HTML parser, independently of the code that wrote it."""
+
 from __future__ import annotations
 
 import base64
@@ -22,10 +23,51 @@ from hermit_tui.core.report.html import PAGE_ROWS, to_html
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
-ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "main", "header", "nav", "section", "article",
-                "footer", "h1", "h2", "h3", "h4", "p", "ul", "li", "a", "code", "strong", "span", "div", "table",
-                "thead", "tbody", "tr", "th", "td", "details", "summary", "noscript", "figure", "figcaption",
-                "script", "svg", "g", "line", "rect", "circle", "text", "desc"}
+ALLOWED_TAGS = {
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "main",
+    "header",
+    "nav",
+    "section",
+    "article",
+    "footer",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "p",
+    "ul",
+    "li",
+    "a",
+    "code",
+    "strong",
+    "span",
+    "div",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "details",
+    "summary",
+    "noscript",
+    "figure",
+    "figcaption",
+    "script",
+    "svg",
+    "g",
+    "line",
+    "rect",
+    "circle",
+    "text",
+    "desc",
+}
 
 
 class Page(HTMLParser):
@@ -45,9 +87,16 @@ class Page(HTMLParser):
             el["text"] = "".join(c if isinstance(c, str) else c["text"] for c in el["content"])
 
     def handle_starttag(self, tag, attrs):
-        el = {"tag": tag, "attrs": dict(attrs), "text": "", "parent": self.stack[-1] if self.stack else None,
-              "parents": [e["tag"] for e in self.stack], "classes": [e["attrs"].get("class") or "" for e in self.stack],
-              "children": [], "content": []}
+        el = {
+            "tag": tag,
+            "attrs": dict(attrs),
+            "text": "",
+            "parent": self.stack[-1] if self.stack else None,
+            "parents": [e["tag"] for e in self.stack],
+            "classes": [e["attrs"].get("class") or "" for e in self.stack],
+            "children": [],
+            "content": [],
+        }
         if self.stack:
             self.stack[-1]["children"].append(el)
             self.stack[-1]["content"].append(el)
@@ -67,16 +116,22 @@ class Page(HTMLParser):
             self.scripts.append(data)
 
     def find(self, tag: str, **attrs) -> list[dict]:
-        return [e for e in self.elements if e["tag"] == tag
-                and all(e["attrs"].get(k.replace("_", "-")) == v for k, v in attrs.items())]
+        return [
+            e
+            for e in self.elements
+            if e["tag"] == tag and all(e["attrs"].get(k.replace("_", "-")) == v for k, v in attrs.items())
+        ]
 
     def children(self, el: dict, *tags: str) -> list[dict]:
         return [e for e in el["children"] if not tags or e["tag"] in tags]
 
     def task_rows(self) -> list[dict]:
         """The rows of the per-task table(s), in order."""
-        return [e for e in self.elements if e["tag"] == "tr" and e["parents"][-1:] == ["tbody"]
-                and any("tasks" in c.split() for c in e["classes"])]
+        return [
+            e
+            for e in self.elements
+            if e["tag"] == "tr" and e["parents"][-1:] == ["tbody"] and any("tasks" in c.split() for c in e["classes"])
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +165,14 @@ def test_the_figures_are_the_json_reports(both):
     for sel in data["selectors"]:
         st, row = sel["stats"], rows[sel["label"]]
         attrs = row["attrs"]
-        for key, attr in (("mean", "data-mean"), ("ci_low", "data-ci-low"), ("ci_high", "data-ci-high"),
-                          ("attempt_mean", "data-attempt-mean"), ("solved_once", "data-solved-once"),
-                          ("pass_k", "data-pass-k")):
+        for key, attr in (
+            ("mean", "data-mean"),
+            ("ci_low", "data-ci-low"),
+            ("ci_high", "data-ci-high"),
+            ("attempt_mean", "data-attempt-mean"),
+            ("solved_once", "data-solved-once"),
+            ("pass_k", "data-pass-k"),
+        ):
             assert _float(attrs.get(attr)) == st[key], (sel["label"], key)  # exactly the same float
         assert attrs["data-ci-method"] == st["ci_method"]
         assert int(attrs["data-errors"]) == sel["errors"] and int(attrs["data-n-tasks"]) == st["n_tasks"]
@@ -129,7 +189,10 @@ def test_the_figures_are_the_json_reports(both):
             assert _float(attrs[f"data-{key.replace('_', '-')}"]) == pair[key]
         assert attrs["data-decision"] == pair["decision"]
         assert [int(attrs[k]) for k in ("data-wins", "data-losses", "data-ties")] == [
-            pair["wins"], pair["losses"], pair["ties"]]
+            pair["wins"],
+            pair["losses"],
+            pair["ties"],
+        ]
         assert pair["verdict"] in article["text"]
         assert f"{pair['ci_low']:.4f} to {pair['ci_high']:.4f}" in article["text"]
 
@@ -145,7 +208,8 @@ def test_the_figures_are_the_json_reports(both):
         assert [_float(c["attrs"].get("data-v")) for c in cells[1:]] == expected, tid
         assert [c["text"] for c in cells[1:4]] == [f"{v:.3f}" for v in expected[:3]]
         assert [("s" if per[label][tid]["solved"] else "u") for label in labels] == [
-            c["attrs"]["class"] for c in cells[1:4]]
+            c["attrs"]["class"] for c in cells[1:4]
+        ]
 
 
 def test_warnings_come_first_and_the_demo_has_its_banner(both):
@@ -159,12 +223,11 @@ def test_warnings_come_first_and_the_demo_has_its_banner(both):
     assert sections[:4] == ["warnings", "protocol", "results", "pairs"]
     assert text.index('id="demo-banner"') < text.index('id="warnings"') < text.index('id="results"')
     shown = [e["text"] for e in page.elements if e["tag"] == "li" and e["parent"]["attrs"].get("class") == "warnings"]
-    assert shown[:len(data["warnings"]) - 1] == data["warnings"][1:]
+    assert shown[: len(data["warnings"]) - 1] == data["warnings"][1:]
     # the protocol's checks and the interval method of each selector are on the page
     assert all(c["message"] in page.find("section", id="protocol")[0]["text"] for c in data["checks"])
     results = page.find("section", id="results")[0]["text"]
-    assert "95% CI (none, root, final: score)" in results and "score interval with an effective sample size" \
-        in results
+    assert "95% CI (none, root, final: score)" in results and "score interval with an effective sample size" in results
     assert "TRAINING" in page.find("section", id="training")[0]["text"]
     synthetic = Page(to_html(synthetic_report(20, demo=False)))
     assert synthetic.find("p", id="demo-banner") == []
@@ -199,8 +262,9 @@ def test_every_string_from_the_data_is_escaped():
     ids = [page.children(row, "th")[0]["text"] for row in page.task_rows()]
     assert ids == report.test_ids  # the hostile ids are text, exactly as written
     assert all(h in ids for h in HOSTILE)
-    warnings = [e["text"] for e in page.elements
-                if e["tag"] == "li" and e["parent"]["attrs"].get("class") == "warnings"]
+    warnings = [
+        e["text"] for e in page.elements if e["tag"] == "li" and e["parent"]["attrs"].get("class") == "warnings"
+    ]
     assert "A warning with <b>markup</b> & an id: <script>alert(1)</script>" in warnings
     titles = [e["text"] for e in page.elements if e["tag"] == "title" and "svg" in e["parents"]]
     assert any(t.startswith(HOSTILE[1] + ":") for t in titles)  # the per-task bars' tooltips too
@@ -227,13 +291,18 @@ def test_ten_thousand_tasks_are_paged_and_all_there():
 
 def test_fields_added_to_the_model_later_are_rendered():
     """Another issue adds e.g. a failure taxonomy to the Report: the page shows it without being changed."""
+
     class Later(Report):
         failure_taxonomy: list[dict] = []
 
     base = synthetic_report(12)
-    later = Later(**base.model_dump(), failure_taxonomy=[
-        {"label": "wrong format", "count": 3, "tasks": ["t1", "<i>t2</i>"]},
-        {"label": "<script>x()</script>", "count": 1, "tasks": []}])
+    later = Later(
+        **base.model_dump(),
+        failure_taxonomy=[
+            {"label": "wrong format", "count": 3, "tasks": ["t1", "<i>t2</i>"]},
+            {"label": "<script>x()</script>", "count": 1, "tasks": []},
+        ],
+    )
     page = Page(to_html(later))
     section = page.find("section", id="extra-failure_taxonomy") or page.find("section", id="extra-failure-taxonomy")
     assert section and "Failure taxonomy" in section[0]["text"]
@@ -247,8 +316,9 @@ def test_the_cli_writes_html_and_keeps_an_existing_file(evaluated, tmp_path, cap
     out.write_text("keep me")
     assert main(["report", "--config", str(evaluated), "--format", "html", "--output", str(out)]) == 2
     assert "already exists; pass --force" in capsys.readouterr().err and out.read_text() == "keep me"
-    assert main(["report", "--config", str(evaluated), "--format", "html", "--adapter", "root",
-                 "--adapter", "final"]) == 0
+    assert (
+        main(["report", "--config", str(evaluated), "--format", "html", "--adapter", "root", "--adapter", "final"]) == 0
+    )
     text = capsys.readouterr().out
     assert text.startswith("<!DOCTYPE html>") and re.search(r'data-label="final"', text)
     assert 'data-label="none"' not in text

@@ -1,5 +1,6 @@
 """core.run.continuing.retry_targets: which failed attempts the dashboard's 'Re-run failed' launches, per eval folder,
 and which evaluations it leaves out (smoke checks, archived ones, those stored outside this run's eval folder)."""
+
 from __future__ import annotations
 
 from hermit_tui.core.run.continuing import RetryCandidate, retry_targets
@@ -28,9 +29,13 @@ def test_current_and_live_evaluations_are_retried_the_rest_left_out(demo_config,
 def test_two_columns_of_one_folder_are_merged_without_duplicates(demo_config):
     config = load_config(demo_config)
     folder = config.run_dir / "eval" / "root"
-    plan, skipped = retry_targets([RetryCandidate(key="root", label="root", failed=[("b", 1), ("a", 1)], live=True),
-                                   RetryCandidate(key="root#2", label="root", failed=[("a", 1)], folder=folder)],
-                                  config)
+    plan, skipped = retry_targets(
+        [
+            RetryCandidate(key="root", label="root", failed=[("b", 1), ("a", 1)], live=True),
+            RetryCandidate(key="root#2", label="root", failed=[("a", 1)], folder=folder),
+        ],
+        config,
+    )
     assert plan == {"root": [("a", 1), ("b", 1)]} and skipped == []
 
 

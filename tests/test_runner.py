@@ -1,5 +1,6 @@
 """The runner end to end on the demo workspace: summaries recomputed independently from the files, hermit's
 contract, side-by-side scheduling, archives, the card, cancel, retries and timeouts."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,18 @@ from hermit_tui.core.workspace.config import load_config
 
 FAST = ["agent.params.latency_scale=0.01"]
 FIXTURES = Path(__file__).parent / "fixtures" / "hermit_eval"
-HERMIT_KEYS = ["adapter", "commit", "tasks", "repeats", "mean_score", "solved_once", "cost_usd",
-               "unknown_cost_tasks", "errors", "wall_s"]
+HERMIT_KEYS = [
+    "adapter",
+    "commit",
+    "tasks",
+    "repeats",
+    "mean_score",
+    "solved_once",
+    "cost_usd",
+    "unknown_cost_tasks",
+    "errors",
+    "wall_s",
+]
 
 
 def independent_summary(results: Path, n_tasks: int) -> dict:
@@ -29,12 +40,15 @@ def independent_summary(results: Path, n_tasks: int) -> dict:
     for r in rows:
         by_task[r["id"]].append(r["judge"]["score"])
     unknown = sum(1 for r in rows if r["cost_usd"] is None)
-    return {"mean_score": sum(scores) / len(scores),
-            "solved_once": sum(1 for v in by_task.values() if max(v) >= 1.0) / n_tasks,
-            "unknown_cost_tasks": unknown,
-            "cost_usd": None if unknown else sum(r["cost_usd"] for r in rows),
-            "errors": sum(1 for r in rows if r["status"] != "ok"),
-            "attempts": len(rows), "keys": {(r["id"], r["repeat"]) for r in rows}}
+    return {
+        "mean_score": sum(scores) / len(scores),
+        "solved_once": sum(1 for v in by_task.values() if max(v) >= 1.0) / n_tasks,
+        "unknown_cost_tasks": unknown,
+        "cost_usd": None if unknown else sum(r["cost_usd"] for r in rows),
+        "errors": sum(1 for r in rows if r["status"] != "ok"),
+        "attempts": len(rows),
+        "keys": {(r["id"], r["repeat"]) for r in rows},
+    }
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -44,6 +58,7 @@ def git(cwd: Path, *args: str) -> str:
 @pytest.fixture
 def demo(tmp_path):
     from hermit_tui.demo import build_demo
+
     return build_demo(tmp_path / "demo")
 
 
@@ -52,8 +67,11 @@ def test_demo_none_root_final_side_by_side(demo):
     seen: list[ev.Event] = []
     summaries = EvalRun(config, ["none", "root", "final"], on_event=seen.append).run_sync()
     assert list(summaries) == ["none", "root", "final"]
-    test_ids = [line.strip() for line in (demo.parent / "test.txt").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    test_ids = [
+        line.strip()
+        for line in (demo.parent / "test.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     eval_dir = config.run_dir / "eval"
     means = {}
     for label in summaries:
@@ -87,12 +105,23 @@ def test_same_figures_as_real_hermit(demo):
     for label in ("none", "root", "final"):
         theirs = json.loads((FIXTURES / label / "summary.json").read_text())
         mine = json.loads(ours[label].to_json())
-        for key in ("adapter", "commit", "tasks", "repeats", "mean_score", "solved_once", "cost_usd",
-                    "unknown_cost_tasks", "errors"):
+        for key in (
+            "adapter",
+            "commit",
+            "tasks",
+            "repeats",
+            "mean_score",
+            "solved_once",
+            "cost_usd",
+            "unknown_cost_tasks",
+            "errors",
+        ):
             assert mine[key] == pytest.approx(theirs[key]), (label, key)
+
         # record by record: same statuses, scores, outputs and costs for every (task, repeat)
         def index(path):
             return {(r["id"], r["repeat"]): r for r in map(json.loads, path.read_text().splitlines())}
+
         a = index(FIXTURES / label / "results.jsonl")
         b = index(config.run_dir / "eval" / label / "results.jsonl")
         assert a.keys() == b.keys()
@@ -104,12 +133,16 @@ def test_same_figures_as_real_hermit(demo):
 def test_attempts_are_interleaved_so_partial_results_stay_paired(demo):
     config = load_config(demo, FAST)
     order = []
-    run = EvalRun(config, ["none", "root"], concurrency=1, repeats=1,
-                  on_event=lambda e: order.append((e.label, e.task_id)) if isinstance(e, ev.AttemptStarted) else None)
+    run = EvalRun(
+        config,
+        ["none", "root"],
+        concurrency=1,
+        repeats=1,
+        on_event=lambda e: order.append((e.label, e.task_id)) if isinstance(e, ev.AttemptStarted) else None,
+    )
     run.run_sync()
     # with one slot, the start order is task by task, selector by selector
-    assert order[:4] == [("none", order[0][1]), ("root", order[0][1]), ("none", order[2][1]),
-                         ("root", order[2][1])]
+    assert order[:4] == [("none", order[0][1]), ("root", order[0][1]), ("none", order[2][1]), ("root", order[2][1])]
     assert order[0][1] != order[2][1]
 
 
@@ -140,8 +173,9 @@ def test_label_collision_and_duplicates_are_refused_before_anything_is_written(d
 
 def test_invalid_commit_is_refused(demo):
     config = load_config(demo, FAST)
-    invalid = git(config.tree_dir, "log", "--all", "--fixed-strings", "--grep=[invalid: fails check_spec",
-                  "--format=%H").split()
+    invalid = git(
+        config.tree_dir, "log", "--all", "--fixed-strings", "--grep=[invalid: fails check_spec", "--format=%H"
+    ).split()
     assert invalid, "the demo holds an invalid commit"
     with pytest.raises(InputError, match="invalid"):
         EvalRun(config, [invalid[0][:10]])
@@ -166,9 +200,11 @@ def test_final_updates_the_card_on_the_run_branch_and_moves_the_tag(demo):
     after = (checkout / "CARD.md").read_text()
     head, mid, tail = before.partition("## Evaluation")
     assert after.startswith(head + "## Evaluation")
-    assert after.endswith(tail[tail.index("Where it has not been tested"):])
-    row = (f"| final | {summary.tasks} | {summary.repeats} | {summary.mean_score:.3f} | "
-           f"{summary.solved_once:.3f} | unknown |")
+    assert after.endswith(tail[tail.index("Where it has not been tested") :])
+    row = (
+        f"| final | {summary.tasks} | {summary.repeats} | {summary.mean_score:.3f} | "
+        f"{summary.solved_once:.3f} | unknown |"
+    )
     assert row in after
     new_head = git(checkout, "rev-parse", "HEAD")
     assert git(checkout, "rev-parse", f"{new_head}^") == head_before
@@ -195,6 +231,7 @@ def test_cancel_keeps_finished_attempts_and_marks_incomplete(demo):
         if isinstance(e, ev.AttemptFinished) and not holder.get("done"):
             holder["done"] = True
             holder["run"].cancel()
+
     run = holder["run"] = EvalRun(config, ["none", "root"], concurrency=2, on_event=on_event)
     summaries = run.run_sync()
     assert run.cancelled
@@ -213,15 +250,19 @@ def test_timeout_is_an_error_attempt_and_the_run_goes_on(tmp_path):
         "def run(task, adapter):\n"
         "    if task['id'] == 'slow':\n"
         "        time.sleep(3)\n"
-        "    return {'output': task['id'], 'cost_usd': 0.0}\n")
+        "    return {'output': task['id'], 'cost_usd': 0.0}\n"
+    )
     (tmp_path / "judge.py").write_text("def score(task, output):\n    return 1.0\n")
     (tmp_path / "run.yaml").write_text(
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
         "agent: {name: pipe.py:run, timeout_min: 0.005}\njudge: {path: judge.py}\n"
-        "trainer: {run_name: t, tree_dir: tree}\n")
+        "trainer: {run_name: t, tree_dir: tree}\n"
+    )
     summary = EvalRun(load_config(tmp_path / "run.yaml"), ["none"]).run_sync()["none"]
-    rows = {json.loads(line)["id"]: json.loads(line) for line in
-            (tmp_path / "runs" / "t" / "eval" / "none" / "results.jsonl").read_text().splitlines()}
+    rows = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in (tmp_path / "runs" / "t" / "eval" / "none" / "results.jsonl").read_text().splitlines()
+    }
     assert rows["slow"]["status"] == "error" and "timeout_min" in rows["slow"]["error"]
     assert rows["fast"]["status"] == "ok"
     assert summary.errors == 1 and summary.mean_score == 0.5
@@ -247,8 +288,9 @@ def test_retry_replaces_only_the_failed_attempts_and_counts_them(demo):
 
 def test_pipeline_and_judge_shapes(tmp_path):
     """What pipelines and judges may return, and what becomes an error attempt."""
-    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": i}) + "\n" for i in
-                                                  ["dict", "obj", "wrong", "nan", "str", "none", "extra"]))
+    (tmp_path / "tasks.jsonl").write_text(
+        "".join(json.dumps({"id": i}) + "\n" for i in ["dict", "obj", "wrong", "nan", "str", "none", "extra"])
+    )
     (tmp_path / "test.txt").write_text("dict\nobj\nwrong\nnan\nstr\nnone\nextra\n")
     (tmp_path / "train.txt").write_text("")
     (tmp_path / "pipe.py").write_text(
@@ -259,19 +301,21 @@ def test_pipeline_and_judge_shapes(tmp_path):
         "        return 42\n"
         "    if task['id'] == 'obj':\n"
         "        return RunOutput(output='o', cost_usd=0.5, tokens=3)\n"
-        "    return {'output': task['id'], 'cost_usd': 0.25}\n")
+        "    return {'output': task['id'], 'cost_usd': 0.25}\n"
+    )
     (tmp_path / "judge.py").write_text(
         "class R:\n    score = 0.5\n    feedback = 'half'\n    extra = {'k': 1}\n"
         "def score(task, output):\n"
         "    assert 'mutated' not in task\n"
         "    return {'dict': 1.0, 'obj': R(), 'nan': float('nan'), 'str': 'high', 'none': None,\n"
-        "            'extra': {'score': 0.75, 'feedback': 'ok', 'why': 'x'}}[task['id']]\n")
+        "            'extra': {'score': 0.75, 'feedback': 'ok', 'why': 'x'}}[task['id']]\n"
+    )
     (tmp_path / "run.yaml").write_text(
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
-        "agent: {name: pipe.py:run}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n")
+        "agent: {name: pipe.py:run}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n"
+    )
     EvalRun(load_config(tmp_path / "run.yaml"), ["none"]).run_sync()
-    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "runs/t/eval/none/results.jsonl").read_text()
-                                    .splitlines())}
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "runs/t/eval/none/results.jsonl").read_text().splitlines())}
     assert rows["dict"]["status"] == "ok" and rows["dict"]["judge"]["score"] == 1.0
     assert rows["obj"]["judge"] == {"score": 0.5, "feedback": "half", "extra": {"k": 1}}
     assert rows["obj"]["cost_usd"] == 0.5 and rows["obj"]["tokens"] == 3
@@ -287,15 +331,20 @@ def test_cancel_from_another_thread_with_force_abandons_hung_attempts(tmp_path):
     (tmp_path / "tasks.jsonl").write_text('{"id": "a"}\n{"id": "b"}\n')
     (tmp_path / "test.txt").write_text("a\nb\n")
     (tmp_path / "train.txt").write_text("")
-    (tmp_path / "pipe.py").write_text("import threading\nE = threading.Event()\n"
-                                      "def run(task, adapter):\n    E.wait(20)\n    return {'output': 1}\n")
+    (tmp_path / "pipe.py").write_text(
+        "import threading\nE = threading.Event()\ndef run(task, adapter):\n    E.wait(20)\n    return {'output': 1}\n"
+    )
     (tmp_path / "judge.py").write_text("def score(task, output):\n    return 1.0\n")
     (tmp_path / "run.yaml").write_text(
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
-        "agent: {name: pipe.py:run, concurrency: 2}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n")
+        "agent: {name: pipe.py:run, concurrency: 2}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n"
+    )
     started = threading.Event()
-    run = EvalRun(load_config(tmp_path / "run.yaml"), ["none"],
-                  on_event=lambda e: started.set() if isinstance(e, ev.AttemptStarted) else None)
+    run = EvalRun(
+        load_config(tmp_path / "run.yaml"),
+        ["none"],
+        on_event=lambda e: started.set() if isinstance(e, ev.AttemptStarted) else None,
+    )
     timer = threading.Thread(target=lambda: (started.wait(10), run.cancel(force=True)))
     timer.start()
     summary = run.run_sync()["none"]

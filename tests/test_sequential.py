@@ -1,5 +1,6 @@
 """The sequential comparison (stop when decided): its boundaries against a published table and an independent
 multivariate-normal computation, its decisions on clear cases, and a seeded A/A check of its false-claim rate."""
+
 import math
 
 import numpy as np
@@ -54,8 +55,16 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
     assert look.boundary_z == pytest.approx(norm.ppf(1 - obf_spending(1 / 8) / 2)) == pytest.approx(6.232, abs=1e-3)
     assert round_boundaries(8) == pytest.approx(spending_boundaries(tuple(range(1, 9)), None))
     assert look.method == METHOD and look.summary() == {
-        "baseline": "none", "decision": "improvement", "rounds": 1, "max_rounds": 8, "method": METHOD,
-        "alpha": 0.05, "margin": None, "decided_at": 1, "interval": [look.ci_low, look.ci_high]}
+        "baseline": "none",
+        "decision": "improvement",
+        "rounds": 1,
+        "max_rounds": 8,
+        "method": METHOD,
+        "alpha": 0.05,
+        "margin": None,
+        "decided_at": 1,
+        "interval": [look.ci_low, look.ci_high],
+    }
     worse = sequential_look("none", "root", b, a, 8)
     assert worse.decision == "regression" and worse.ci_high < 0 and worse.ci_low >= -1
     same = SequentialMonitor("none", "none-again", 3)

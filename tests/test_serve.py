@@ -1,5 +1,6 @@
 """``hermit-tui serve`` without a browser (tests/test_browser.py loads its page in Chromium): the session command,
 the loopback rule, one-line errors, the page it serves, and a clean stop."""
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,13 @@ def free_port() -> int:
 
 
 def serve(config: Path, port: int, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "hermit_tui", "serve", "--config", str(config), "--port", str(port),
-                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "hermit_tui", "serve", "--config", str(config), "--port", str(port), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def wait_http(url: str, proc: subprocess.Popen, timeout: float = 30) -> str:
@@ -73,13 +78,33 @@ def test_the_session_command_is_this_python_with_the_config_and_overrides_quoted
     config = tmp_path / "a folder; with $pace" / "run.yaml"
     overrides = ["agent.params.note=it's $(rm -rf ~) `x` & y", "agent.concurrency=2"]
     argv = shlex.split(cli_serve.session_command(config, overrides))
-    assert argv == [sys.executable, "-m", "hermit_tui", "--config", str(config),
-                    "--set", overrides[0], "--set", overrides[1]]
+    assert argv == [
+        sys.executable,
+        "-m",
+        "hermit_tui",
+        "--config",
+        str(config),
+        "--set",
+        overrides[0],
+        "--set",
+        overrides[1],
+    ]
 
 
-@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("localhost", True), ("::1", True),
-                                            ("127.8.9.10", True), ("[::1]", True), ("0.0.0.0", False),
-                                            ("::", False), ("192.168.1.20", False), ("example.com", False)])
+@pytest.mark.parametrize(
+    "host, loopback",
+    [
+        ("127.0.0.1", True),
+        ("localhost", True),
+        ("::1", True),
+        ("127.8.9.10", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.20", False),
+        ("example.com", False),
+    ],
+)
 def test_loopback_addresses(host, loopback):
     assert cli_serve.is_loopback(host) is loopback
 
@@ -88,8 +113,11 @@ def test_the_served_page_asks_no_third_party_and_names_the_run():
     original = (Path(textual_serve.__file__).parent / "templates" / "app_index.html").read_text()
     assert "fonts.googleapis.com" in original  # what this guards against: textual-serve's page fetches a web font
     page = cli_serve.patched_template(original)
-    assert "googleapis" not in page and "https://" not in page and "http://" not in page.replace(
-        "http://www.w3.org/2000/svg", "")
+    assert (
+        "googleapis" not in page
+        and "https://" not in page
+        and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    )
     assert "<title>{{ application.name|e }}</title>" in page
     fonts = Path(textual_serve.__file__).parent / "static" / "fonts"
     for name in ("RobotoMono-VariableFont_wght.ttf", "RobotoMono-Italic-VariableFont_wght.ttf"):
@@ -102,18 +130,20 @@ def run_cli(*argv: str, extra_code: str = "") -> subprocess.CompletedProcess:
 
 
 def test_without_the_web_extra_one_line_and_exit_2(demo_config):
-    done = run_cli("serve", "--config", str(demo_config),
-                   extra_code="import sys; sys.modules['textual_serve'] = None\n")  # as if not installed
+    done = run_cli(
+        "serve", "--config", str(demo_config), extra_code="import sys; sys.modules['textual_serve'] = None\n"
+    )  # as if not installed
     assert done.returncode == 2
-    assert done.stderr == ("hermit-tui: error: `hermit-tui serve` needs the web extra: "
-                           "pip install 'hermit-tui[web]'\n")
+    assert done.stderr == ("hermit-tui: error: `hermit-tui serve` needs the web extra: pip install 'hermit-tui[web]'\n")
 
 
 def test_bad_input_is_one_line_and_exit_2(demo_config, tmp_path):
-    cases = [(["--config", str(tmp_path / "missing.yaml")], "config file not found"),
-             (["--config", str(demo_config), "--port", "70000"], "--port must be between 1 and 65535"),
-             (["--config", str(demo_config), "--public-url", "ftp://x"], "--public-url must start with http"),
-             (["--config", str(demo_config), "not-an-override"], "not-an-override")]
+    cases = [
+        (["--config", str(tmp_path / "missing.yaml")], "config file not found"),
+        (["--config", str(demo_config), "--port", "70000"], "--port must be between 1 and 65535"),
+        (["--config", str(demo_config), "--public-url", "ftp://x"], "--public-url must start with http"),
+        (["--config", str(demo_config), "not-an-override"], "not-an-override"),
+    ]
     for argv, message in cases:
         done = run_cli("serve", *argv)
         assert done.returncode == 2, (argv, done.stderr)
@@ -132,8 +162,10 @@ def test_a_busy_port_and_another_host(demo_config):
     done = run_cli("serve", "--config", str(demo_config), "--host", "192.0.2.1", "--port", str(free_port()))
     lines = done.stderr.splitlines()
     assert done.returncode == 2 and len(lines) == 2
-    assert lines[0] == ("hermit-tui: warning: serving on 192.0.2.1: anyone who can reach this address can drive the "
-                        "dashboard (launch evaluations, publish cards); there is no login")
+    assert lines[0] == (
+        "hermit-tui: warning: serving on 192.0.2.1: anyone who can reach this address can drive the "
+        "dashboard (launch evaluations, publish cards); there is no login"
+    )
     assert lines[1].startswith("hermit-tui: error: 192.0.2.1:")
 
 

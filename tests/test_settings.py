@@ -1,4 +1,5 @@
 """hermit-tui's settings file: hostile contents are ignored, never read into a hang."""
+
 from __future__ import annotations
 
 import json

@@ -1,6 +1,7 @@
 """What the setup screen shows, worked out in the core: the versions it offers
 (core.workspace.selectors.version_choices), what a typed selector names (describe_selector), and protocol checks that
 never keep the screen from opening."""
+
 from __future__ import annotations
 
 import shutil
@@ -64,7 +65,11 @@ def test_protocol_checks_that_fail_are_a_warning_for_the_screen(demo_config, mon
 
     def broken(*args: object) -> list[protocol.Check]:
         raise OSError("disk on fire")
+
     monkeypatch.setattr(protocol, "protocol_checks", broken)
     (check,) = protocol.checks_for_display(config, taskset)
-    assert (check.level, check.code, check.message) == ("warning", "checks_failed",
-                                                         "protocol checks failed: disk on fire")
+    assert (check.level, check.code, check.message) == (
+        "warning",
+        "checks_failed",
+        "protocol checks failed: disk on fire",
+    )

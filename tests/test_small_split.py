@@ -1,6 +1,7 @@
 """Issue 19's "done when": on the demo with a 4-task test split, no interval anywhere (report, HTML report, card,
 compare screen and its plots) leaves the possible range, for a fixed launch and a stop-when-decided one: a mean
 lies in [0, 1], a difference in [-1, 1]."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,18 @@ def test_no_interval_leaves_the_range_on_a_four_task_split(demo_config, capsys, 
     ids = [line for line in test_txt.read_text().splitlines() if line.strip() and not line.startswith("#")][:4]
     test_txt.write_text("\n".join(ids) + "\n")
     extra = ["--stop-when-decided"] if sequential else []
-    code = main(["eval", "--config", str(demo_config), *(a for s in LABELS for a in ("--adapter", s)), "--no-card",
-                 *extra, FAST, "eval.repeats=4"])
+    code = main(
+        [
+            "eval",
+            "--config",
+            str(demo_config),
+            *(a for s in LABELS for a in ("--adapter", s)),
+            "--no-card",
+            *extra,
+            FAST,
+            "eval.repeats=4",
+        ]
+    )
     summaries = json.loads(capsys.readouterr().out)
     assert code == 0 and all(s["tasks"] == 4 for s in summaries.values())
     if sequential:
@@ -63,8 +74,9 @@ def test_no_interval_leaves_the_range_on_a_four_task_split(demo_config, capsys, 
     for mean, low, high in cells:
         within(float(low), float(high), 0, 1, "a card row")
         assert float(low) <= float(mean) <= float(high)
-    for low, high in re.findall(r"\[(-?\d\.\d{3}), (-?\d\.\d{3})\]: (?:an improvement|a regression|undecided)",
-                                plan.table):
+    for low, high in re.findall(
+        r"\[(-?\d\.\d{3}), (-?\d\.\d{3})\]: (?:an improvement|a regression|undecided)", plan.table
+    ):
         within(float(low), float(high), -1, 1, "a card decision")
     assert bool(plan.sequential) == sequential
 
@@ -77,8 +89,9 @@ def test_no_interval_leaves_the_range_on_a_four_task_split(demo_config, capsys, 
     test_ids = load_tasks(load_config(demo_config)).test_ids
     for a, b in (("none", "final"), ("root", "final"), ("none", "root")):
         ra, rb = stored[a].load_results().records, stored[b].load_results().records
-        c = with_sequential(compare(a, ra, b, rb, test_ids), (stored[a].summary, stored[b].summary), ra, rb,
-                            test_ids, None)
+        c = with_sequential(
+            compare(a, ra, b, rb, test_ids), (stored[a].summary, stored[b].summary), ra, rb, test_ids, None
+        )
         for s in (c.sa, c.sb):
             within(s.ci_low, s.ci_high, 0, 1, f"compare: {s.label}")
         within(c.pair.ci_low, c.pair.ci_high, -1, 1, f"compare: {b} - {a}")

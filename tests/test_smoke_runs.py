@@ -1,5 +1,6 @@
 """Smoke subsets never displace evidence (issue 16): ``--limit N`` writes ``eval/<label>/smoke/`` (archived there),
 leaves the full evaluation byte for byte, resumes its own folder, and is read only when asked for."""
+
 from __future__ import annotations
 
 import hashlib
@@ -51,8 +52,9 @@ def files(folder: Path, skip: str | None = "smoke") -> dict[str, str]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hermit_tui", *args], capture_output=True, text=True, timeout=300,
-                          env=os.environ.copy())
+    return subprocess.run(
+        [sys.executable, "-m", "hermit_tui", *args], capture_output=True, text=True, timeout=300, env=os.environ.copy()
+    )
 
 
 def test_limit_leaves_the_full_evaluation_byte_for_byte(ws):
@@ -60,8 +62,9 @@ def test_limit_leaves_the_full_evaluation_byte_for_byte(ws):
     before = {label: files(eval_dir / label) for label in ("none", "final")}
     assert "results.jsonl" in before["none"] and "summary.json" in before["none"]
     card = (ws / "runs/demo/checkout/CARD.md").read_bytes()
-    out = cli("eval", "--config", str(ws / "run.yaml"), "--adapter", "none", "--adapter", "final", "--limit", "2",
-              *FAST)
+    out = cli(
+        "eval", "--config", str(ws / "run.yaml"), "--adapter", "none", "--adapter", "final", "--limit", "2", *FAST
+    )
     assert out.returncode == 0, out.stderr
     smoke = {label: eval_dir / label / "smoke" for label in ("none", "final")}
     first = {label: files(folder, None) for label, folder in smoke.items()}
@@ -81,8 +84,9 @@ def test_limit_leaves_the_full_evaluation_byte_for_byte(ws):
     archived = list((smoke["none"] / "archive").iterdir())
     assert len(archived) == 1
     kept = files(archived[0], None)
-    assert kept == {k: v for k, v in first["none"].items() if k in ("results.jsonl", "summary.json",
-                                                                    "transcripts.jsonl")}
+    assert kept == {
+        k: v for k, v in first["none"].items() if k in ("results.jsonl", "summary.json", "transcripts.jsonl")
+    }
 
 
 def test_a_smoke_run_resumes_its_own_folder(ws):
@@ -128,14 +132,16 @@ def test_listings_leave_smoke_folders_out_unless_asked(ws):
 def test_the_dashboard_report_and_test_reuse_read_only_full_evaluations(ws, capsys):
     from hermit_tui.cli import main
     from hermit_tui.dashboard.app import current_evaluations
+
     config = load_config(ws / "run.yaml", FAST)
     before = build_report(config, load_tasks(config), None)
     EvalRun(config, ["none", "root"], limit=2, update_card=False).run_sync()  # root has only a smoke subset
     assert [e.label for e in current_evaluations(config)] == ["final", "none"]
     after = build_report(config, load_tasks(config), None)
     assert [s.label for s in after.selectors] == ["none", "final"] and after.comparable
-    assert [(p.a, p.b, p.ci_low, p.ci_high) for p in after.pairs] == [(p.a, p.b, p.ci_low, p.ci_high)
-                                                                      for p in before.pairs]
+    assert [(p.a, p.b, p.ci_low, p.ci_high) for p in after.pairs] == [
+        (p.a, p.b, p.ci_low, p.ci_high) for p in before.pairs
+    ]
     assert not [w for w in after.warnings if "smoke" in w]
     assert after.test_reuse == before.test_reuse
     with pytest.raises(InputError, match="no evaluation of 'root'"):

@@ -3,6 +3,7 @@
 Constants from published tables: t(0.975, 3) = 3.182446, t(0.975, 5) = 2.570582, t(0.975, 11) = 2.200985,
 t(0.80, 5) = 0.919544, z(0.975) = 1.959964, z(0.80) = 0.841621.
 """
+
 import itertools
 import math
 from fractions import Fraction
@@ -45,7 +46,7 @@ def test_selector_hand_worked_four_tasks_two_repeats():
     assert s.se == pytest.approx(math.sqrt(1 / 24))
     # 4 tasks: the score interval, n_eff = .25 / (1/24) = 6, t(0.975, 3): the roots of
     # (1 + c^2/6) m^2 - (1 + c^2/6) m + .25 = 0 -> m = .5 -/+ .5 sqrt(1 - 1 / (1 + c^2/6))
-    half = 0.5 * math.sqrt(1 - 1 / (1 + T3 ** 2 / 6))
+    half = 0.5 * math.sqrt(1 - 1 / (1 + T3**2 / 6))
     assert s.ci_method == "score" and s.n_eff == pytest.approx(6.0)
     assert (s.ci_low, s.ci_high) == (pytest.approx(0.5 - half, abs=1e-9), pytest.approx(0.5 + half, abs=1e-9))
     assert "score interval" in s.method and "effective sample size 6.0" in s.method
@@ -60,7 +61,7 @@ def test_selector_hand_worked_four_tasks_two_repeats():
     assert s.within_var == pytest.approx(0.125)
     assert s.between_var == pytest.approx(5 / 48)
     assert s.within_share == pytest.approx(0.375)
-    assert s.se_more_tasks == pytest.approx(math.sqrt((1 / 6) / 8))           # twice the tasks
+    assert s.se_more_tasks == pytest.approx(math.sqrt((1 / 6) / 8))  # twice the tasks
     assert s.se_more_repeats == pytest.approx(math.sqrt((5 / 48 + 1 / 32) / 4))  # between + noise/2, over 4 tasks
     assert s.se_repeats_floor == pytest.approx(math.sqrt((5 / 48) / 4))
     assert s.lever == "tasks" and "38%" in s.lever_note
@@ -183,11 +184,15 @@ def test_edge_cases_do_not_crash():
 def test_records_tuples_columns_and_tables_agree():
     def rec(tid, repeat, score):
         return AttemptRecord(repeat=repeat, id=tid, status="ok", judge=Judged(score=score))
+
     ids = list(FOUR_BY_TWO)
     table = attempts(FOUR_BY_TWO) + [("t1", 1, 0.0), ("zz", 1, 1.0)]  # a later t1 repeat 1, an id outside
     records = [rec(t, r, s) for t, r, s in table]
-    cols = AttemptColumns(np.array([ids.index(t) if t in ids else -1 for t, _, _ in table]),
-                          np.array([r for _, r, _ in table]), np.array([s for _, _, s in table]))
+    cols = AttemptColumns(
+        np.array([ids.index(t) if t in ids else -1 for t, _, _ in table]),
+        np.array([r for _, r, _ in table]),
+        np.array([s for _, _, s in table]),
+    )
     want = selector_stats("x", table, ids)
     assert want.n_ignored == 2 and want.per_task["t1"].mean == 0.5
     assert selector_stats("x", records, ids) == want
@@ -201,7 +206,7 @@ def test_records_tuples_columns_and_tables_agree():
 # --------------------------------------------------------------------------------------------- pairs
 
 # 6 tasks x 2 repeats; task means a -> b and the difference b - a
-SIX_A = {"t1": [0, 0], "t2": [.5, .5], "t3": [0, 0], "t4": [1, 1], "t5": [1, 0], "t6": [0, 1]}
+SIX_A = {"t1": [0, 0], "t2": [0.5, 0.5], "t3": [0, 0], "t4": [1, 1], "t5": [1, 0], "t6": [0, 1]}
 SIX_B = {"t1": [1, 0], "t2": [1, 1], "t3": [1, 1], "t4": [1, 0], "t5": [0, 1], "t6": [1, 1]}
 SIX_D = [Fraction(1, 2), Fraction(1, 2), Fraction(1), Fraction(-1, 2), Fraction(0), Fraction(1, 2)]
 
@@ -224,8 +229,9 @@ def test_pair_hand_worked_six_tasks():
 
     # exact randomisation p-value, all 64 sign flips enumerated here
     observed = abs(sum(SIX_D))
-    extreme = sum(abs(sum(s * d for s, d in zip(signs, SIX_D))) >= observed
-                  for signs in itertools.product((1, -1), repeat=6))
+    extreme = sum(
+        abs(sum(s * d for s, d in zip(signs, SIX_D))) >= observed for signs in itertools.product((1, -1), repeat=6)
+    )
     # by hand: 0.5 * (sum of the four .5-signs) in {2,1,0,-1,-2} (counts 1,4,6,4,1), plus +/-1 for t3;
     # |total| >= 2 for (2,+1), (1,+1), (-1,-1), (-2,-1): 1 + 4 + 4 + 1 = 10 patterns, x2 for t5's zero -> 20
     assert extreme == 20
@@ -245,25 +251,30 @@ def test_power_helpers_are_consistent():
     from scipy.stats import t
 
     p = pair_stats("none", attempts(SIX_A), "final", attempts(SIX_B), list(SIX_A))
-    assert p.tasks_needed(p.mde) == 6       # the current sample detects exactly its own MDE
-    assert p.repeats_needed(p.mde) == 2     # the current repeats, likewise
+    assert p.tasks_needed(p.mde) == 6  # the current sample detects exactly its own MDE
+    assert p.repeats_needed(p.mde) == 2  # the current repeats, likewise
     # half the difference: the smallest n with (t(.975, n-1) + t(.8, n-1)) sd / sqrt(n) <= mde / 2, by a plain search
     sd = math.sqrt(4 / 15)
-    n = next(n for n in range(2, 1000) if (t.ppf(.975, n - 1) + t.ppf(.8, n - 1)) * sd / math.sqrt(n) <= p.mde / 2)
+    n = next(n for n in range(2, 1000) if (t.ppf(0.975, n - 1) + t.ppf(0.8, n - 1)) * sd / math.sqrt(n) <= p.mde / 2)
     assert p.tasks_needed(p.mde / 2) == n == 18  # fewer than 4 x 6: the t quantiles shrink as n grows
     # repeats for 0.4: room = 6 * 0.4^2 / (T5 + T5_80)^2 - 7/120; k = (5/12) / room
-    room = 6 * 0.4 ** 2 / (T5 + T5_80) ** 2 - 7 / 120
+    room = 6 * 0.4**2 / (T5 + T5_80) ** 2 - 7 / 120
     assert p.repeats_needed(0.4) == math.ceil((5 / 12) / room) == 21
     # no number of repeats gets below (T5 + T5_80) * sqrt(between / 6) = 0.3441: 0.3 is out of reach
     assert p.repeats_needed(0.3) is None
 
 
 def test_transition_table_and_threshold():
-    a = {"t1": [0, 0], "t2": [1, 1], "t3": [1, 1], "t4": [0, .5], "t5": [1, 0], "t6": [0, 0]}
-    b = {"t1": [1, 1], "t2": [0, .5], "t3": [1, 1], "t4": [0, 0], "t5": [1, 1], "t6": [1, 0]}
+    a = {"t1": [0, 0], "t2": [1, 1], "t3": [1, 1], "t4": [0, 0.5], "t5": [1, 0], "t6": [0, 0]}
+    b = {"t1": [1, 1], "t2": [0, 0.5], "t3": [1, 1], "t4": [0, 0], "t5": [1, 1], "t6": [1, 0]}
     p = pair_stats("root", attempts(a), "final", attempts(b), list(a))
-    assert p.transitions == {"fixed": ["t1"], "broken": ["t2"], "stable_pass": ["t3"], "stable_fail": ["t4"],
-                             "flaky": ["t5", "t6"]}
+    assert p.transitions == {
+        "fixed": ["t1"],
+        "broken": ["t2"],
+        "stable_pass": ["t3"],
+        "stable_fail": ["t4"],
+        "flaky": ["t5", "t6"],
+    }
     assert p.transition_counts == {"fixed": 1, "broken": 1, "stable_pass": 1, "stable_fail": 1, "flaky": 2}
     # threshold 0.5: t2's b [0, .5] and t4's a [0, .5] are now solved once -> both flaky
     half = pair_stats("root", attempts(a), "final", attempts(b), list(a), threshold=0.5)
@@ -298,8 +309,9 @@ def test_pair_edge_cases():
     assert one.tasks_needed(0.1) is None and "one paired task gives no interval" in one.verdict
     assert one.decision == "unclear"
     # a task missing from one selector is left out and counted
-    miss = pair_stats("a", attempts({"t1": [0], "t2": [0], "t3": [1]}), "b", attempts({"t1": [1], "t2": [1]}),
-                      ["t1", "t2", "t3"])
+    miss = pair_stats(
+        "a", attempts({"t1": [0], "t2": [0], "t3": [1]}), "b", attempts({"t1": [1], "t2": [1]}), ["t1", "t2", "t3"]
+    )
     assert miss.n_paired == 2 and miss.unpaired == ["t3"] and "1 unpaired left out" in miss.verdict
     assert miss.p_value == pytest.approx(0.5) and miss.decision == "unclear" and miss.warnings
     # nothing in common
@@ -321,22 +333,28 @@ def test_verdict_clear_improvement_and_regression():
     p = pair_stats("none", attempts(TWELVE_A), "final", attempts(TWELVE_B), list(TWELVE_A))
     assert p.ci_low == pytest.approx(2 * lo - 1, abs=1e-9) and p.p_value == pytest.approx(2 / 4096)
     assert p.decision == "improvement"
-    assert p.verdict == (f"final scores 0.75 higher than none (95% CI {2 * lo - 1:.2f} to {2 * hi - 1:.2f}, "
-                         "p < 0.001, 12 tasks x 2 repeats): an improvement.")
+    assert p.verdict == (
+        f"final scores 0.75 higher than none (95% CI {2 * lo - 1:.2f} to {2 * hi - 1:.2f}, "
+        "p < 0.001, 12 tasks x 2 repeats): an improvement."
+    )
     back = pair_stats("final", attempts(TWELVE_B), "none", attempts(TWELVE_A), list(TWELVE_A))
     assert back.decision == "regression"
-    assert back.verdict == (f"none scores 0.75 lower than final (95% CI {1 - 2 * hi:.2f} to {1 - 2 * lo:.2f}, "
-                            "p < 0.001, 12 tasks x 2 repeats): a regression.")
+    assert back.verdict == (
+        f"none scores 0.75 lower than final (95% CI {1 - 2 * hi:.2f} to {1 - 2 * lo:.2f}, "
+        "p < 0.001, 12 tasks x 2 repeats): a regression."
+    )
 
 
 def test_verdict_interval_includes_zero():
     p = pair_stats("none", attempts(SIX_A), "final", attempts(SIX_B), list(SIX_A))
     lo, hi = wilson_roots(2 / 3, 20.0, T5)
     mde = (T5 + T5_80) * math.sqrt(4 / 90)
-    assert p.verdict == (f"No clear difference: final scores 0.33 higher than none (95% CI {2 * lo - 1:.2f} to "
-                         f"{2 * hi - 1:.2f}, p = 0.31, 6 tasks x 2 repeats); the interval includes 0 and the test's "
-                         f"p is not below 0.05. With 6 tasks, the smallest difference this sample detects with 80% "
-                         f"power is {mde:.2f} (paired t).")
+    assert p.verdict == (
+        f"No clear difference: final scores 0.33 higher than none (95% CI {2 * lo - 1:.2f} to "
+        f"{2 * hi - 1:.2f}, p = 0.31, 6 tasks x 2 repeats); the interval includes 0 and the test's "
+        f"p is not below 0.05. With 6 tasks, the smallest difference this sample detects with 80% "
+        f"power is {mde:.2f} (paired t)."
+    )
     # many tasks, a small noisy difference: still no claim
     rng = np.random.default_rng(5)
     ids = [f"t{i}" for i in range(200)]
@@ -355,8 +373,13 @@ def test_small_samples_can_decide_when_the_evidence_is_there():
     p = pair_stats("root", attempts(a), "final", attempts(b), list(a))
     assert p.ci_low > 0 and p.p_value == pytest.approx(2 / 64) and p.decision == "improvement"
     # 4 tasks, diffs 1, 1, 1, .9: the interval excludes 0 but the exact p cannot go below 2/16
-    four = pair_stats("root", attempts({f"t{i}": [0] for i in range(4)}), "final",
-                      attempts({f"t{i}": [1] if i < 3 else [0.9] for i in range(4)}), [f"t{i}" for i in range(4)])
+    four = pair_stats(
+        "root",
+        attempts({f"t{i}": [0] for i in range(4)}),
+        "final",
+        attempts({f"t{i}": [1] if i < 3 else [0.9] for i in range(4)}),
+        [f"t{i}" for i in range(4)],
+    )
     assert four.ci_low > 0 and four.p_value == pytest.approx(2 / 16) and four.decision == "unclear"
     assert "the interval excludes 0, but the test's p is not below 0.05 (p = 0.125" not in four.verdict
     assert four.verdict.endswith("the interval excludes 0, but the test's p is not below 0.05.")
@@ -366,8 +389,20 @@ def test_verdict_has_no_second_rule_and_no_contradictory_p():
     from hermit_tui.core.stats.figures import _verdict
 
     # the issue's 250-task case: CI 0.01 to 0.09, p = 0.009, a difference below the MDE: an improvement
-    fields = dict(a="none", b="final", n_paired=250, repeats_min=3, repeats_max=3, n_unpaired=0, ci_low=0.01,
-                  ci_high=0.09, mean_diff=0.05, mde=0.057, p_value=0.009, sd_diff=0.3)
+    fields = dict(
+        a="none",
+        b="final",
+        n_paired=250,
+        repeats_min=3,
+        repeats_max=3,
+        n_unpaired=0,
+        ci_low=0.01,
+        ci_high=0.09,
+        mean_diff=0.05,
+        mde=0.057,
+        p_value=0.009,
+        sd_diff=0.3,
+    )
     assert _verdict(fields)[0] == "improvement"
     # p just above 0.05 is never printed as 0.05
     assert p_text(0.0502) == "p = 0.0502" and p_text(0.0498) == "p = 0.0498"
@@ -376,8 +411,10 @@ def test_verdict_has_no_second_rule_and_no_contradictory_p():
     assert "p = 0.0502" in unclear and "not below 0.05" in unclear
     # the test finds a difference on some tasks, the interval for the mean does not: said so, no contradiction
     mixed = _verdict(fields | dict(ci_low=-0.01, p_value=0.01))
-    assert mixed[0] == "unclear" and "differ on some tasks, but the interval for the mean difference includes 0" \
-        in mixed[1]
+    assert (
+        mixed[0] == "unclear"
+        and "differ on some tasks, but the interval for the mean difference includes 0" in mixed[1]
+    )
 
 
 def test_default_pairs():
@@ -388,8 +425,8 @@ def test_default_pairs():
 
 
 def test_within_noise_larger_than_observed_variance_is_capped():
-    a = {"t1": [0, 1], "t2": [0, .5], "t3": [1, .5], "t4": [0, 1]}
-    b = {"t1": [.5, .5], "t2": [.5, .5], "t3": [.5, .5], "t4": [1, 1]}
+    a = {"t1": [0, 1], "t2": [0, 0.5], "t3": [1, 0.5], "t4": [0, 1]}
+    b = {"t1": [0.5, 0.5], "t2": [0.5, 0.5], "t3": [0.5, 0.5], "t4": [1, 1]}
     # selector a: task means .5, .25, .75, .5 -> Var 0.125/3 = 1/24; within = mean(.5, .125, .125, .5) = .3125,
     # noise .3125/2 = .15625 > 1/24, so the noise is capped at 1/24: between 0, share 1, both levers equal
     s = selector_stats("a", attempts(a), list(a))
@@ -401,7 +438,7 @@ def test_within_noise_larger_than_observed_variance_is_capped():
     # pair: diffs 0, .25, -.25, .5 -> mean .125, Var = 2 * (.125^2 + .375^2) / 3 = 0.3125/3;
     # raw noise (.3125 + 0) / 2 = .15625 > .104167 -> capped: between 0, within .3125 * (.104167/.15625) = 0.208333
     p = pair_stats("a", attempts(a), "b", attempts(b), list(a))
-    assert p.sd_diff ** 2 == pytest.approx(0.3125 / 3)
+    assert p.sd_diff**2 == pytest.approx(0.3125 / 3)
     assert p.between_var == 0 and p.noise_var == pytest.approx(0.3125 / 3)
     assert p.within_var == pytest.approx(0.3125 * (0.3125 / 3) / 0.15625)
     assert p.repeats_needed(p.mde) == 2  # the current repeats reproduce the current MDE

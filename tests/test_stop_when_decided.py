@@ -5,6 +5,7 @@ A/B (boost 0.4 on 30 tasks, at most 6 rounds): stops after round 2 with an impro
 rounds and stays undecided; with a margin of 0.2 it stops as equivalent. The files are checked independently of the
 runner: attempts run = rounds x tasks x selectors, nothing run twice, the round barrier held, summaries complete with
 repeats = rounds run, and each summary's sequential entry."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ TASKS, ROUNDS = 30, 6
 def project(tmp_path) -> Path:
     # "clone" draws independently of none with the same probabilities (an A/A pair); "good" adds 0.4; "worse"
     # takes 0.6 away (always fails)
-    return build(tmp_path / "p", tasks=TASKS, repeats=ROUNDS, seed=5,
-                 adapters={"good": 0.4, "clone": 0.0, "worse": -0.6})
+    return build(
+        tmp_path / "p", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.4, "clone": 0.0, "worse": -0.6}
+    )
 
 
 def lines(path: Path) -> list[dict]:
@@ -41,8 +43,7 @@ def lines(path: Path) -> list[dict]:
 
 def launch(project: Path, selectors: list[str], **kw) -> tuple[dict, list]:
     seen: list = []
-    summaries = EvalRun(load_config(project), selectors, stop_when_decided=True, on_event=seen.append,
-                        **kw).run_sync()
+    summaries = EvalRun(load_config(project), selectors, stop_when_decided=True, on_event=seen.append, **kw).run_sync()
     return summaries, seen
 
 
@@ -59,7 +60,11 @@ def check_files(project: Path, labels: list[str], rounds: int) -> dict[str, list
         assert set(keys) == {(t, r) for t in ids for r in range(1, rounds + 1)}
         summary = json.loads((folder / "summary.json").read_text())
         assert (summary["repeats"], summary["attempts"], summary["expected_attempts"], summary["complete"]) == (
-            rounds, TASKS * rounds, TASKS * rounds, True)
+            rounds,
+            TASKS * rounds,
+            TASKS * rounds,
+            True,
+        )
         assert summary["fingerprint"]["repeats"] == rounds
         scores = [r["judge"]["score"] for r in rows]
         assert summary["mean_score"] == pytest.approx(sum(scores) / len(scores))
@@ -101,10 +106,18 @@ def test_ab_stops_early_with_an_improvement(project):
     assert [(e.round, e.stopped) for e in checks] == [(1, False), (2, True)]
 
     good = json.loads((project.parent / "runs/seq/eval/good/summary.json").read_text())["sequential"]
-    assert {k: good[k] for k in ("baseline", "decision", "rounds", "max_rounds", "method", "alpha", "decided_at",
-                                 "margin")} == {
-        "baseline": "none", "decision": "improvement", "rounds": 2, "max_rounds": ROUNDS, "method": METHOD,
-        "alpha": 0.05, "decided_at": 2, "margin": None}
+    assert {
+        k: good[k] for k in ("baseline", "decision", "rounds", "max_rounds", "method", "alpha", "decided_at", "margin")
+    } == {
+        "baseline": "none",
+        "decision": "improvement",
+        "rounds": 2,
+        "max_rounds": ROUNDS,
+        "method": METHOD,
+        "alpha": 0.05,
+        "decided_at": 2,
+        "margin": None,
+    }
     base = json.loads((project.parent / "runs/seq/eval/none/summary.json").read_text())["sequential"]
     assert base["candidates"] == {"good": "improvement"} and base["rounds"] == 2 and base["decision"] is None
     assert summaries["good"].sequential.decision == "improvement"
@@ -124,7 +137,8 @@ def test_ab_stops_early_with_an_improvement(project):
     # two-look multivariate normal computation, correlation sqrt(1/2))
     c1, c2 = round1.boundary_z, round2.boundary_z
     stay = multivariate_normal(mean=[0, 0], cov=[[1, math.sqrt(0.5)], [math.sqrt(0.5), 1]]).cdf(
-        [c1, c2], lower_limit=[-c1, -c2], rng=1)
+        [c1, c2], lower_limit=[-c1, -c2], rng=1
+    )
     assert 1 - stay == pytest.approx(obf_spending(2 / ROUNDS), abs=2e-5)
 
 
@@ -151,8 +165,11 @@ def test_whole_rounds_go_on_until_every_candidate_is_decided(project):
     # and the earlier decisions are kept
     summaries, seen = launch(project, ["adapters/good", "none", "adapters/clone", "adapters/worse"])
     check_files(project, ["good", "none", "clone", "worse"], rounds=ROUNDS)
-    assert summaries["none"].sequential.candidates == {"good": "improvement", "clone": "undecided",
-                                                       "worse": "regression"}
+    assert summaries["none"].sequential.candidates == {
+        "good": "improvement",
+        "clone": "undecided",
+        "worse": "regression",
+    }
     good, worse = summaries["good"].sequential, summaries["worse"].sequential
     assert (good.decision, good.decided_at, good.rounds) == ("improvement", 2, ROUNDS)
     assert worse.decision == "regression" and worse.interval[1] < 0 and worse.decided_at <= 2
@@ -169,21 +186,26 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
             if holder["n"] == stop_after:
                 holder["run"].cancel()
 
-    run = holder["run"] = EvalRun(config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True,
-                                  concurrency=2, on_event=sink)
+    run = holder["run"] = EvalRun(
+        config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, concurrency=2, on_event=sink
+    )
     cut = run.run_sync()
     assert run.cancelled and all(s.complete is False and s.repeats == ROUNDS for s in cut.values())
     assert cut["good"].sequential.rounds == 1 and cut["good"].sequential.decision == "undecided"
     recorded = sum(len(lines(project.parent / "runs/seq/eval" / k / "results.jsonl")) for k in cut)
 
-    for kwargs in (dict(), dict(stop_when_decided=True, margin=0.1),
-                   dict(stop_when_decided=True, baseline="adapters/clone")):
+    for kwargs in (
+        dict(),
+        dict(stop_when_decided=True, margin=0.1),
+        dict(stop_when_decided=True, baseline="adapters/clone"),
+    ):
         with pytest.raises(InputError, match="cannot resume"):
             EvalRun(config, ["none", "adapters/good", "adapters/clone"], resume=True, **kwargs)
 
     seen: list = []
-    resumed = EvalRun(config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True,
-                      on_event=seen.append).run_sync()
+    resumed = EvalRun(
+        config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True, on_event=seen.append
+    ).run_sync()
     assert sum(isinstance(e, ev.AttemptStarted) for e in seen) == 3 * TASKS * ROUNDS - recorded
     check_files(project, ["none", "good", "clone"], rounds=ROUNDS)
     # the same as an uninterrupted launch of the same project
@@ -195,19 +217,23 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
     # resuming a launch that stopped when decided runs nothing and keeps its decision
     launch(project, ["none", "adapters/good"])
     seen = []
-    again = EvalRun(config, ["none", "adapters/good"], stop_when_decided=True, resume=True,
-                    on_event=seen.append).run_sync()
+    again = EvalRun(
+        config, ["none", "adapters/good"], stop_when_decided=True, resume=True, on_event=seen.append
+    ).run_sync()
     assert not any(isinstance(e, ev.AttemptStarted) for e in seen)
     assert again["good"].repeats == 2 and again["good"].sequential.decision == "improvement"
 
 
-@pytest.mark.parametrize("selectors, kwargs, message", [
-    (["none"], {}, "at least two --adapter"),
-    (["none", "adapters/good"], dict(baseline="root"), "--baseline 'root' is not among the selectors"),
-    (["none", "adapters/good"], dict(limit=3), "--stop-when-decided with --limit"),
-    (["none", "adapters/good"], dict(margin=0.0), "--margin must be a positive number"),
-    (["none", "adapters/good"], dict(margin=float("nan")), "--margin must be a positive number"),
-])
+@pytest.mark.parametrize(
+    "selectors, kwargs, message",
+    [
+        (["none"], {}, "at least two --adapter"),
+        (["none", "adapters/good"], dict(baseline="root"), "--baseline 'root' is not among the selectors"),
+        (["none", "adapters/good"], dict(limit=3), "--stop-when-decided with --limit"),
+        (["none", "adapters/good"], dict(margin=0.0), "--margin must be a positive number"),
+        (["none", "adapters/good"], dict(margin=float("nan")), "--margin must be a positive number"),
+    ],
+)
 def test_bad_combinations_are_refused_before_anything_is_written(project, selectors, kwargs, message):
     with pytest.raises(InputError, match=message):
         EvalRun(load_config(project), selectors, stop_when_decided=True, **kwargs)
@@ -217,8 +243,20 @@ def test_bad_combinations_are_refused_before_anything_is_written(project, select
 
 
 def test_cli_flags_and_bad_input(project, capsys):
-    code = main(["eval", "--config", str(project), "--adapter", "adapters/good", "--adapter", "none",
-                 "--stop-when-decided", "--baseline", "none"])
+    code = main(
+        [
+            "eval",
+            "--config",
+            str(project),
+            "--adapter",
+            "adapters/good",
+            "--adapter",
+            "none",
+            "--stop-when-decided",
+            "--baseline",
+            "none",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0
     payload = json.loads(out)
@@ -227,29 +265,64 @@ def test_cli_flags_and_bad_input(project, capsys):
     assert "round 2 of 6: good vs none: improvement" in err
     assert "every candidate is decided after round 2 of 6" in err
     # the baseline can be given as typed or by its label; the default is none
-    code = main(["eval", "--config", str(project), "--adapter", "adapters/good", "--adapter", "adapters/clone",
-                 "--stop-when-decided", "--baseline", "clone", "--margin", "0.5"])
+    code = main(
+        [
+            "eval",
+            "--config",
+            str(project),
+            "--adapter",
+            "adapters/good",
+            "--adapter",
+            "adapters/clone",
+            "--stop-when-decided",
+            "--baseline",
+            "clone",
+            "--margin",
+            "0.5",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0 and json.loads(out)["good"]["sequential"]["baseline"] == "clone"
     before = sorted(p.name for p in (project.parent / "runs/seq/eval").iterdir())
     for argv, message in [
         (["--adapter", "none", "--stop-when-decided"], "at least two --adapter"),
-        (["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--baseline", "final"],
-         "--baseline 'final' is not among the selectors (none, good)"),
-        (["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--margin", "-1"],
-         "--margin must be a positive number"),
-        (["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--margin", "x"],
-         "argument --margin: invalid float value"),
-        (["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--limit", "2"],
-         "--stop-when-decided with --limit"),
+        (
+            ["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--baseline", "final"],
+            "--baseline 'final' is not among the selectors (none, good)",
+        ),
+        (
+            ["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--margin", "-1"],
+            "--margin must be a positive number",
+        ),
+        (
+            ["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--margin", "x"],
+            "argument --margin: invalid float value",
+        ),
+        (
+            ["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--limit", "2"],
+            "--stop-when-decided with --limit",
+        ),
     ]:
         code = main(["eval", "--config", str(project), *argv])
         out, err = capsys.readouterr()
         assert code == 2 and out == "" and message in err and err.count("\n") == 1, (argv, err)
     assert sorted(p.name for p in (project.parent / "runs/seq/eval").iterdir()) == before
     # without --stop-when-decided, --baseline and --margin are the gate's: the launch runs its fixed design, then gates
-    code = main(["eval", "--config", str(project), "--adapter", "none", "--adapter", "adapters/good",
-                 "--baseline", "none", "--margin", "0.1"])
+    code = main(
+        [
+            "eval",
+            "--config",
+            str(project),
+            "--adapter",
+            "none",
+            "--adapter",
+            "adapters/good",
+            "--baseline",
+            "none",
+            "--margin",
+            "0.1",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0 and "sequential" not in json.loads(out)["good"] and "verdict: PASS" in err
 
@@ -285,8 +358,23 @@ def test_the_report_uses_the_sequential_interval_and_says_so(project, capsys):
 def test_the_card_carries_the_decisions_with_their_intervals(demo_config, capsys):
     from hermit_tui.core.publish.plan import plan_publish
 
-    code = main(["eval", "--config", str(demo_config), "--adapter", "none", "--adapter", "root", "--adapter",
-                 "final", "--stop-when-decided", "--no-card", "agent.params.latency_scale=0.01", "eval.repeats=8"])
+    code = main(
+        [
+            "eval",
+            "--config",
+            str(demo_config),
+            "--adapter",
+            "none",
+            "--adapter",
+            "root",
+            "--adapter",
+            "final",
+            "--stop-when-decided",
+            "--no-card",
+            "agent.params.latency_scale=0.01",
+            "eval.repeats=8",
+        ]
+    )
     payload = json.loads(capsys.readouterr().out)
     assert code == 0
     rounds = payload["final"]["repeats"]
@@ -296,6 +384,7 @@ def test_the_card_carries_the_decisions_with_their_intervals(demo_config, capsys
     assert not plan.refusals and f"| final | {payload['final']['commit'][:7]} | 16 | {rounds} |" in plan.table
     low, high = payload["final"]["sequential"]["interval"]
     diff = payload["final"]["sequential"]["mean_diff"]
-    assert (f"final − none {diff:+.3f} [{low:.3f}, {high:.3f}]: an improvement (after {rounds} of at most 8 "
-            "rounds)") in plan.table
+    assert (
+        f"final − none {diff:+.3f} [{low:.3f}, {high:.3f}]: an improvement (after {rounds} of at most 8 rounds)"
+    ) in plan.table
     assert "Stopped when decided (group-sequential repeated confidence intervals" in plan.table

@@ -2,6 +2,7 @@
 change through a method that bumps its version, columns read from disk built off the store (build_stored) and put in at
 once (add_column), live attempts streaming in, and the per-task table, error groups and triage walk on the columns, each
 checked against figures computed here from the records."""
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,16 @@ IDS = [t["id"] for t in FIXED_TASKS]
 def write_eval(folder, records, repeats=3):
     folder.mkdir(parents=True)
     (folder / "results.jsonl").write_text("".join(r.to_json_line() for r in records))
-    summary = summarize(records, adapter=folder.name, commit=None, task_ids=sorted({r.id for r in records}),
-                        repeats=repeats, wall_s=1.0, label=folder.name, complete=True)
+    summary = summarize(
+        records,
+        adapter=folder.name,
+        commit=None,
+        task_ids=sorted({r.id for r in records}),
+        repeats=repeats,
+        wall_s=1.0,
+        label=folder.name,
+        complete=True,
+    )
     (folder / "summary.json").write_text(summary.to_json())
     return open_evaluation(folder)
 
@@ -54,10 +63,17 @@ def random_records(label: str, seed: int, tasks: int = 40, repeats: int = 3) -> 
             u = rng.random()
             status = "error" if u < 0.05 else "judge_error" if u < 0.08 else "ok"
             score = 0.0 if status != "ok" else rng.choice([0.0, 0.5, 1.0, 1.0])
-            out.append(AttemptRecord(repeat=r, id=f"t{i:02d}", status=status,
-                                     error=f"ValueError: {i % 3}" if status != "ok" else None,
-                                     judge=Judged(score=score, feedback="f"),
-                                     cost_usd=None if rng.random() < 0.1 else 0.001, output=f"{label} {i} {r}"))
+            out.append(
+                AttemptRecord(
+                    repeat=r,
+                    id=f"t{i:02d}",
+                    status=status,
+                    error=f"ValueError: {i % 3}" if status != "ok" else None,
+                    judge=Judged(score=score, feedback="f"),
+                    cost_usd=None if rng.random() < 0.1 else 0.001,
+                    output=f"{label} {i} {r}",
+                )
+            )
     out += out[:5][::-1]  # re-runs of a few attempts, appended
     return out
 
@@ -132,6 +148,7 @@ def test_new_ids_worked_out_in_the_worker_are_checked_again_on_the_loop(tmp_path
 
 def test_task_ids_indexed_off_the_loop_equal_the_ones_added_on_it():
     from hermit_tui.dashboard.state.store import LOOKUP_SLICE, index_task_ids
+
     rng = random.Random(5)
     ids = [f"t{rng.randrange(3 * LOOKUP_SLICE)}" for _ in range(3 * LOOKUP_SLICE)]  # duplicates across slices
     first_seen = list(dict.fromkeys(ids))
@@ -174,8 +191,10 @@ def assert_column_figures(col, records, threshold=1.0):
         assert cell.n == len(recs) and math.isclose(cell.mean, mean_of(recs))
         assert cell.solved == sum(s >= threshold for s in scores)
         assert cell.failed == sum(is_failure(r, threshold) for r in recs)
-        assert (cell.errors, cell.judge_errors) == (sum(r.status == "error" for r in recs),
-                                                    sum(r.status == "judge_error" for r in recs))
+        assert (cell.errors, cell.judge_errors) == (
+            sum(r.status == "error" for r in recs),
+            sum(r.status == "judge_error" for r in recs),
+        )
         assert cell.unknown_cost == sum(r.cost_usd is None for r in recs)
         assert cell.flaky == (len(recs) > 1 and (0 < cell.solved < len(recs) or max(scores) - min(scores) > 1e-9))
     for key, rec in kept.items():
@@ -184,7 +203,8 @@ def assert_column_figures(col, records, threshold=1.0):
     assert ("nope", 1) not in col.records and col.mark("nope", 1) == (None, None)
     assert set(col.records) == set(kept)
     assert [r.key for r in col.attempts_of(records[0].id)] == sorted(
-        (k for k in kept if k[0] == records[0].id), key=lambda k: k[1])
+        (k for k in kept if k[0] == records[0].id), key=lambda k: k[1]
+    )
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -193,8 +213,11 @@ def test_live_and_disk_columns_hold_the_figures_of_their_records(tmp_path, seed)
     equal to the ones computed here; and again after the success threshold changes."""
     records = random_records("x", seed)
     live = EvalStore()
-    live.apply(ev.RunStarted(labels=["x"], task_ids=sorted({r.id for r in records}), repeats=3, concurrency=1,
-                             total=len(records)))
+    live.apply(
+        ev.RunStarted(
+            labels=["x"], task_ids=sorted({r.id for r in records}), repeats=3, concurrency=1, total=len(records)
+        )
+    )
     live.apply(ev.SelectorStarted(label="x", selector="x", commit=None, total=len(records)))
     for rec in records:
         live.apply(ev.AttemptFinished(label="x", record=rec))
@@ -213,12 +236,17 @@ def test_a_retry_streaming_in_recounts_its_task():
     before = col.cells["t07"]
     assert before.flaky and before.solved == 1
     for r in (1, 3):
-        store.apply(ev.AttemptFinished(label="root", record=AttemptRecord(repeat=r, id="t07", status="ok",
-                                                                         judge=Judged(score=1.0), cost_usd=0.5)))
+        store.apply(
+            ev.AttemptFinished(
+                label="root",
+                record=AttemptRecord(repeat=r, id="t07", status="ok", judge=Judged(score=1.0), cost_usd=0.5),
+            )
+        )
     after = col.cells["t07"]
     assert (after.n, after.solved, after.flaky, after.mean) == (3, 3, False, 1.0)
-    records = fixed_records("root") + [AttemptRecord(repeat=r, id="t07", status="ok", judge=Judged(score=1.0),
-                                                     cost_usd=0.5) for r in (1, 3)]
+    records = fixed_records("root") + [
+        AttemptRecord(repeat=r, id="t07", status="ok", judge=Judged(score=1.0), cost_usd=0.5) for r in (1, 3)
+    ]
     assert_column_figures(col, records)
 
 
@@ -243,8 +271,10 @@ def reference_rows(store, filter="all", search="", sort="id", reverse=False, lab
             continue
         if filter == "unknown_cost" and not any(r.cost_usd is None for p in live for r in p):
             continue
-        if filter == "flaky" and not any(len(p) > 1 and (0 < sum(r.judge.score >= 1 for r in p) < len(p) or len(
-                {r.judge.score for r in p}) > 1) for p in live):
+        if filter == "flaky" and not any(
+            len(p) > 1 and (0 < sum(r.judge.score >= 1 for r in p) < len(p) or len({r.judge.score for r in p}) > 1)
+            for p in live
+        ):
             continue
         if filter in ("regressions", "improvements"):
             pa, pb = data[a].get(tid), data[b].get(tid)
@@ -269,6 +299,7 @@ def reference_rows(store, filter="all", search="", sort="id", reverse=False, lab
             return float(any(r.judge.score >= 1 for r in p))
         bp = data[base].get(tid)
         return None if not bp else mean_of(p) - mean_of(bp)
+
     have = [t for t in out if value(t) is not None]
     return sorted(have, key=value, reverse=reverse) + [t for t in out if value(t) is None]
 
@@ -305,8 +336,12 @@ def test_the_label_filter_keeps_the_tasks_of_labelled_and_unlabelled_failures():
     store = fixed_store()
     store.put_annotation("final", Annotation(repeat=1, id="t10", labels=["format error"]))
     assert store.rows(label="format error").task_ids == ["t10"]
-    unlabelled = {r.id for c in store.columns.values() for r in c.records.values()
-                  if is_failure(r) and not (c.key == "final" and r.key == ("t10", 1))}
+    unlabelled = {
+        r.id
+        for c in store.columns.values()
+        for r in c.records.values()
+        if is_failure(r) and not (c.key == "final" and r.key == ("t10", 1))
+    }
     assert store.rows(label=UNLABELLED).task_ids == [t for t in store.task_ids if t in unlabelled]
 
 

@@ -1,4 +1,5 @@
 """Task rows and split files: ids, file order, and one-line errors naming file and line."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,10 @@ def project(tmp_path):
     write(tmp_path / "data" / "train.txt", "t-01\n3\n")
     write(tmp_path / "data" / "val.txt", "# validation\n\nt-02\n")
     write(tmp_path / "data" / "test.txt", "# held out\nt-04\n  t-02  \n\n")
-    write(tmp_path / "run.yaml", "data:\n  tasks: data/tasks.jsonl\n  train: data/train.txt\n"
-                                 "  val: data/val.txt\n  test: data/test.txt\n")
+    write(
+        tmp_path / "run.yaml",
+        "data:\n  tasks: data/tasks.jsonl\n  train: data/train.txt\n  val: data/val.txt\n  test: data/test.txt\n",
+    )
     return tmp_path
 
 
@@ -75,18 +78,18 @@ def test_unset_splits_are_empty(project):
 def test_overlaps_one_line_per_pair(project):
     write(project / "data" / "train.txt", "t-01\nt-02\n3\nt-04\n")
     write(project / "data" / "val.txt", "3\n")
-    assert load(project).overlaps() == [
-        "test overlaps train: 2 tasks (t-04, t-02)",
-        "val overlaps train: 1 task (3)",
-    ]
+    assert load(project).overlaps() == ["test overlaps train: 2 tasks (t-04, t-02)", "val overlaps train: 1 task (3)"]
     write(project / "data" / "val.txt", "t-04\n")
     assert load(project).overlaps()[1] == "test overlaps val: 1 task (t-04)"
 
 
 def test_overlap_list_is_shortened(tmp_path):
     ids = [f"t{i}" for i in range(7)]
-    tasks = TaskSet(tasks={i: {"id": i} for i in ids}, splits={"train": ids, "val": [], "test": ids[::-1]},
-                    source=tmp_path / "tasks.jsonl")
+    tasks = TaskSet(
+        tasks={i: {"id": i} for i in ids},
+        splits={"train": ids, "val": [], "test": ids[::-1]},
+        source=tmp_path / "tasks.jsonl",
+    )
     assert tasks.overlaps() == ["test overlaps train: 7 tasks (t6, t5, t4, t3, t2, …)"]
 
 
@@ -113,18 +116,21 @@ def test_missing_files(project):
     assert error_of(project) == f"{project / 'data' / 'tasks.jsonl'}: task file not found"
 
 
-@pytest.mark.parametrize("lines, message", [
-    (['{"id": "a"}', "", '{"id": "b" "x": 1}'], "3: not valid JSON (Expecting ',' delimiter)"),
-    (['{"id": "a"}', "[1, 2]"], "2: a task must be a JSON object, got list"),
-    (['"text"'], "1: a task must be a JSON object, got str"),
-    (['{"id": "a"}', '{"question": "no id"}'], "2: the task has no usable 'id' or 'task_id' (got None)"),
-    (['{"id": null, "task_id": "x"}'], "1: the task has no usable 'id' or 'task_id' (got None)"),
-    (['{"id": ""}'], "1: the task has no usable 'id' or 'task_id' (got '')"),
-    (['{"id": true}'], "1: the task has no usable 'id' or 'task_id' (got True)"),
-    (['{"id": [1]}'], "1: the task has no usable 'id' or 'task_id' (got [1])"),
-    (['{"id": "a"}', "", '{"id": "b"}', '{"task_id": "a"}'], "4: duplicate task id 'a' (first on line 1)"),
-    (['{"id": 7}', '{"id": "7"}'], "2: duplicate task id '7' (first on line 1)"),
-])
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (['{"id": "a"}', "", '{"id": "b" "x": 1}'], "3: not valid JSON (Expecting ',' delimiter)"),
+        (['{"id": "a"}', "[1, 2]"], "2: a task must be a JSON object, got list"),
+        (['"text"'], "1: a task must be a JSON object, got str"),
+        (['{"id": "a"}', '{"question": "no id"}'], "2: the task has no usable 'id' or 'task_id' (got None)"),
+        (['{"id": null, "task_id": "x"}'], "1: the task has no usable 'id' or 'task_id' (got None)"),
+        (['{"id": ""}'], "1: the task has no usable 'id' or 'task_id' (got '')"),
+        (['{"id": true}'], "1: the task has no usable 'id' or 'task_id' (got True)"),
+        (['{"id": [1]}'], "1: the task has no usable 'id' or 'task_id' (got [1])"),
+        (['{"id": "a"}', "", '{"id": "b"}', '{"task_id": "a"}'], "4: duplicate task id 'a' (first on line 1)"),
+        (['{"id": 7}', '{"id": "7"}'], "2: duplicate task id '7' (first on line 1)"),
+    ],
+)
 def test_bad_task_lines_name_file_and_line(project, lines, message):
     path = write(project / "data" / "tasks.jsonl", "\n".join(lines) + "\n")
     assert error_of(project) == f"{path}:{message}"

@@ -1,5 +1,6 @@
 """The installed `hermit-tui demo` in a real terminal (tmux): launch none/root/final and read the results back; a
 launch publishes nothing and Review & publish (then undo) does; quitting mid-launch leaves no process behind."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.tmux,
-              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+pytestmark = [pytest.mark.tmux, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 TMUX = shutil.which("tmux")
 BIN = Path(sys.executable).parent / "hermit-tui"
 needs_bin = pytest.mark.skipif(not BIN.exists(), reason="the hermit-tui console script is not installed here")
@@ -61,12 +61,18 @@ def start(tmp_path: Path, size: tuple[int, int], *args: str, settings: dict | No
     (tmp_path / "settings").mkdir(exist_ok=True)
     if settings is not None:
         (tmp_path / "settings" / "settings.json").write_text(json.dumps(settings))
-    env = {"HERMIT_TUI_CONFIG_DIR": str(tmp_path / "settings"), "TERM": "xterm-256color",
-           "PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", str(tmp_path)), "LANG": "C.UTF-8"}
+    env = {
+        "HERMIT_TUI_CONFIG_DIR": str(tmp_path / "settings"),
+        "TERM": "xterm-256color",
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+        "LANG": "C.UTF-8",
+    }
     pid_file = tmp_path / "app.pid"
     # the short sleep lets tmux apply the window size before the app reads it; exec keeps the shell's pid
-    command = f"echo $$ > {shlex.quote(str(pid_file))}; sleep 0.3; exec " + " ".join([
-        "env", *(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.quote(str(BIN)), *map(shlex.quote, args)])
+    command = f"echo $$ > {shlex.quote(str(pid_file))}; sleep 0.3; exec " + " ".join(
+        ["env", *(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.quote(str(BIN)), *map(shlex.quote, args)]
+    )
     tmux(socket, "new-session", "-d", "-s", "hermit", "-x", str(size[0]), "-y", str(size[1]), command)
     return socket, pid_file
 
@@ -83,12 +89,17 @@ def test_demo_in_a_real_terminal(tmp_path):
         wait_screen(socket, lambda s: "Versions" in s and "final" in s and "versions in the adapter tree" in s)
         keys(socket, "l")
         text = wait_screen(socket, lambda s: "finished" in s and "144/144" in s, timeout=120)
-        test_ids = [line.strip() for line in (workspace / "test.txt").read_text().splitlines()
-                    if line.strip() and not line.startswith("#")]
+        test_ids = [
+            line.strip()
+            for line in (workspace / "test.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
         for tid in test_ids[:10]:
             assert tid in text
-        summaries = {label: json.loads((workspace / "runs/demo/eval" / label / "summary.json").read_text())
-                     for label in ("none", "root", "final")}
+        summaries = {
+            label: json.loads((workspace / "runs/demo/eval" / label / "summary.json").read_text())
+            for label in ("none", "root", "final")
+        }
         # the per-selector lines show the same means as the files
         for label, s in summaries.items():
             line = next(ln for ln in text.splitlines() if ln.strip().startswith(label) and "mean" in ln)
@@ -176,19 +187,22 @@ def alive(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
 def test_quitting_mid_launch_leaves_no_process_and_moves_nothing(tmp_path):
     from hermit_tui.demo import build_demo
+
     workspace = tmp_path / "demo"
     config = build_demo(workspace)
     tree, card_path = workspace / "runs/trees/demo-notes", workspace / "runs/demo/checkout/CARD.md"
     card, before = card_path.read_bytes(), refs(tree)
     # the launch settings remembered for this config: worker processes (the demanding case for leftovers)
     settings = {"launch": {str(config.resolve()): {"executor": "processes", "repeats": "3", "concurrency": "4"}}}
-    socket, pid_file = start(tmp_path, (80, 24), "--config", str(config), "--set", "agent.params.latency_scale=20",
-                             settings=settings)
+    socket, pid_file = start(
+        tmp_path, (80, 24), "--config", str(config), "--set", "agent.params.latency_scale=20", settings=settings
+    )
     try:
         wait_screen(socket, lambda s: "[x] final" in s and "processes" in s)
         keys(socket, "l")
-        wait_screen(socket, lambda s: "running" in s and any(f" {n}/144 attempts" in s for n in range(1, 140)),
-                    timeout=60)
+        wait_screen(
+            socket, lambda s: "running" in s and any(f" {n}/144 attempts" in s for n in range(1, 140)), timeout=60
+        )
         pid = int(pid_file.read_text())
         below = descendants(pid)
         assert below, "worker processes were expected under the dashboard"

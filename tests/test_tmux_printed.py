@@ -1,6 +1,7 @@
 """The dashboard at 80x24 in a real terminal (tmux) while a pipeline prints on every path (Python-level, fds 1 and
 2, a subprocess), under threads and worker processes: no stray text ever reaches the screen, and the attempts keep
 what they printed."""
+
 from __future__ import annotations
 
 import time
@@ -19,16 +20,34 @@ def test_a_printing_pipeline_never_reaches_the_screen(tmp_path, executor):
     import subprocess
 
     from hermit_tui.demo import build_demo
+
     config = build_demo(tmp_path / "demo")
     # one attempt also leaves a subprocess that prints after the launch ended, when nothing repaints over it
-    late = ('\n    if task["id"] == "arith-04":\n'
-            '        subprocess.Popen(["sh", "-c", "sleep 3; echo LATEOUT; echo LATEERR >&2"])\n')
-    (config.parent / "printer.py").write_text(PRINTER.replace('    if task["id"].endswith("5"):',
-                                                              late + '    if task["id"].endswith("5"):'))
-    settings = {"launch": {str(config.resolve()): {"executor": executor, "repeats": "1", "concurrency": "4",
-                                                   "picks": ["none", "root"]}}}
-    socket, _ = start(tmp_path, (80, 24), "--config", str(config), "--set", "agent.name=printer.py:run",
-                      "--set", "judge.path=printer.py", "--set", "judge.name=score", settings=settings)
+    late = (
+        '\n    if task["id"] == "arith-04":\n'
+        '        subprocess.Popen(["sh", "-c", "sleep 3; echo LATEOUT; echo LATEERR >&2"])\n'
+    )
+    (config.parent / "printer.py").write_text(
+        PRINTER.replace('    if task["id"].endswith("5"):', late + '    if task["id"].endswith("5"):')
+    )
+    settings = {
+        "launch": {
+            str(config.resolve()): {"executor": executor, "repeats": "1", "concurrency": "4", "picks": ["none", "root"]}
+        }
+    }
+    socket, _ = start(
+        tmp_path,
+        (80, 24),
+        "--config",
+        str(config),
+        "--set",
+        "agent.name=printer.py:run",
+        "--set",
+        "judge.path=printer.py",
+        "--set",
+        "judge.name=score",
+        settings=settings,
+    )
     markers = PY_LINES + FD_LINES + ("JUDGE", "LATE")
     try:
         deadline = time.monotonic() + 60

@@ -1,5 +1,6 @@
 """Transcripts: the sidecar beside hermit's files (written, archived, compacted, resumed, sent across processes),
 hermit's react logs read as transcripts, and trajectories read as turns."""
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ def lines(path: Path) -> list[dict]:
 
 
 # -- a pipeline of our own: messages of every kind ---------------------------------------------------------------
-PIPELINE = '''
+PIPELINE = """
 import threading
 from hermit_tui.core.context import current_repeat
 
@@ -58,7 +59,7 @@ def run(task, adapter):
                 {"role": "tool", "tool_call_id": "c1", "content": Opaque()},
                 {"role": "assistant", "content": f"answer {tid} r{current_repeat()}"}]
     return {"output": f"answer {tid}", "cost_usd": 0.25, "messages": messages}
-'''
+"""
 
 
 def workspace(tmp_path: Path, ids=("a", "b", "quiet", "boom")) -> Path:
@@ -70,7 +71,8 @@ def workspace(tmp_path: Path, ids=("a", "b", "quiet", "boom")) -> Path:
     (tmp_path / "run.yaml").write_text(
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
         "agent: {name: pipe.py:run, concurrency: 2}\njudge: {path: judge.py}\n"
-        "trainer: {run_name: t, tree_dir: tree}\neval: {repeats: 2}\n")
+        "trainer: {run_name: t, tree_dir: tree}\neval: {repeats: 2}\n"
+    )
     return tmp_path / "run.yaml"
 
 
@@ -127,6 +129,7 @@ def test_resume_after_a_crash_compacts_the_sidecar_like_the_results(tmp_path):
             done.append(event.record.key)
             if len(done) == 5:
                 run.cancel()
+
     run.on_event = stop_after_five
     run.run_sync()
     folder = config.run_dir / "eval" / "none"
@@ -137,9 +140,12 @@ def test_resume_after_a_crash_compacts_the_sidecar_like_the_results(tmp_path):
         fh.write('{"repeat": 1, "id": "t6", "messages": [{"role": "us')
     assert TranscriptIndex.build(folder / TRANSCRIPTS).skipped == 1
     started = []
-    resumed = EvalRun(config, ["none"], resume=True,
-                      on_event=lambda e: started.append((e.task_id, e.repeat))
-                      if isinstance(e, ev.AttemptStarted) else None)
+    resumed = EvalRun(
+        config,
+        ["none"],
+        resume=True,
+        on_event=lambda e: started.append((e.task_id, e.repeat)) if isinstance(e, ev.AttemptStarted) else None,
+    )
     resumed.run_sync()
     assert not set(started) & set(done) and len(started) == 16 - 5  # nothing run twice
     results = lines(folder / "results.jsonl")
@@ -173,6 +179,7 @@ def test_a_failed_transcript_write_stops_the_run_with_whole_lines(tmp_path, monk
 
     from hermit_tui.core.errors import RunFailed
     from hermit_tui.core.records import transcripts as mod
+
     config = load_config(workspace(tmp_path, ids=("a", "b", "c")))
     real = mod.TranscriptLog.write
     count = {"n": 0}
@@ -185,6 +192,7 @@ def test_a_failed_transcript_write_stops_the_run_with_whole_lines(tmp_path, monk
             self.rollback()
             raise raise_it
         return real(self, record_id, repeat, messages)
+
     monkeypatch.setattr(mod.TranscriptLog, "write", filling_up)
     with pytest.raises(RunFailed, match="No space left"):
         EvalRun(config, ["none"], concurrency=1).run_sync()
@@ -206,13 +214,18 @@ def test_hermits_react_log_is_read_as_the_transcript(tmp_path):
     assert (shown.messages, shown.source, shown.path, shown.note) == (messages, "log", str(log), "")
 
 
-@pytest.mark.parametrize("content, note", [
-    (None, "no transcript: the log {log} is not found"),
-    ("plain text log\n", "no transcript: the log x.log is not hermit's react JSON (open it as text)"),
-    ('{"output": 1}', "no transcript: the log x.log is JSON but not hermit's react log (no task and messages)"),
-    ('{"task": "t", "messages": "not a list"}', "no transcript: the log x.log is JSON but not hermit's react log "
-                                                "(no task and messages)"),
-])
+@pytest.mark.parametrize(
+    "content, note",
+    [
+        (None, "no transcript: the log {log} is not found"),
+        ("plain text log\n", "no transcript: the log x.log is not hermit's react JSON (open it as text)"),
+        ('{"output": 1}', "no transcript: the log x.log is JSON but not hermit's react log (no task and messages)"),
+        (
+            '{"task": "t", "messages": "not a list"}',
+            "no transcript: the log x.log is JSON but not hermit's react log (no task and messages)",
+        ),
+    ],
+)
 def test_a_log_that_is_not_a_transcript_is_a_one_line_note(tmp_path, content, note):
     log = tmp_path / "x.log"
     if content is not None:
@@ -227,6 +240,7 @@ def test_no_log_a_folder_and_a_huge_log_are_notes_too(tmp_path, monkeypatch):
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"task": "t", "messages": [{"role": "user", "content": "x" * 3000}]}))
     from hermit_tui.core.records import transcripts as mod
+
     monkeypatch.setattr(mod, "LOG_LIMIT_BYTES", 2000)
     assert "too large" in read_hermit_log(str(big)).note
     assert LOG_LIMIT_BYTES >= 10_000_000
@@ -235,8 +249,9 @@ def test_no_log_a_folder_and_a_huge_log_are_notes_too(tmp_path, monkeypatch):
 def test_the_sidecar_comes_before_the_log(tmp_path):
     folder = tmp_path / "eval" / "none"
     folder.mkdir(parents=True)
-    (folder / TRANSCRIPTS).write_text(json.dumps({"repeat": 2, "id": "t1", "messages": [{"role": "user",
-                                                                                        "content": "kept"}]}) + "\n")
+    (folder / TRANSCRIPTS).write_text(
+        json.dumps({"repeat": 2, "id": "t1", "messages": [{"role": "user", "content": "kept"}]}) + "\n"
+    )
     log = tmp_path / "log.json"
     log.write_text(json.dumps({"task": "t1", "messages": [{"role": "user", "content": "logged"}]}))
     assert load_transcript(folder, record(str(log), repeat=2)).messages[0]["content"] == "kept"
@@ -248,9 +263,14 @@ def test_openai_messages_as_turns():
     messages = [
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": [{"type": "text", "text": "look at"}, {"type": "image_url", "image_url": {}}]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "cats", "n": 2}'}},
-            {"id": "c2", "type": "function", "function": {"name": "noargs", "arguments": ""}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "cats", "n": 2}'}},
+                {"id": "c2", "type": "function", "function": {"name": "noargs", "arguments": ""}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": '["a", "b"]'},
         {"role": "tool", "tool_call_id": "c2", "content": "Error: unknown tool noargs"},
         {"role": "assistant", "content": "done", "function_call": {"name": "legacy", "arguments": "not json"}},
@@ -260,28 +280,37 @@ def test_openai_messages_as_turns():
     assert [t.role for t in turns] == ["system", "user", "assistant", "tool", "tool", "assistant", "?"]
     assert turns[1].text == "look at\n[image]"
     assert [(c.id, c.name, c.arguments) for c in turns[2].calls] == [
-        ("c1", "search", '{\n  "q": "cats",\n  "n": 2\n}'), ("c2", "noargs", "")]
+        ("c1", "search", '{\n  "q": "cats",\n  "n": 2\n}'),
+        ("c2", "noargs", ""),
+    ]
     assert (turns[3].tool, turns[3].call_id, turns[3].title) == ("search", "c1", "tool result · search (c1)")
     assert turns[4].tool == "noargs"
     assert turns[5].calls[0].name == "legacy" and turns[5].calls[0].arguments == "not json"
     assert turns[6].text == "a bare string"
     text = "\n".join(transcript_lines(turns))
-    assert "[3] assistant\n  → calls search (c1)\n      {\n        \"q\": \"cats\"," in text
-    assert "[4] tool result · search (c1)\n  [\"a\", \"b\"]" in text
+    assert '[3] assistant\n  → calls search (c1)\n      {\n        "q": "cats",' in text
+    assert '[4] tool result · search (c1)\n  ["a", "b"]' in text
 
 
 def test_anthropic_blocks_as_turns():
     messages = [
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "let me"},
-                                          {"type": "tool_use", "id": "tu1", "name": "calc", "input": {"x": 1}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": [{"type": "text",
-                                                                                              "text": "2"}]}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "hmm"},
+                {"type": "text", "text": "let me"},
+                {"type": "tool_use", "id": "tu1", "name": "calc", "input": {"x": 1}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": [{"type": "text", "text": "2"}]}],
+        },
     ]
     first, second = turns_of(messages)
     assert first.text == "(thinking) hmm\nlet me" and first.calls[0].name == "calc"
     assert first.calls[0].arguments == '{\n  "x": 1\n}'
-    assert (second.call_id, second.tool, second.text, second.title) == ("tu1", "calc", "2",
-                                                                       "tool result · calc (tu1)")
+    assert (second.call_id, second.tool, second.text, second.title) == ("tu1", "calc", "2", "tool result · calc (tu1)")
 
 
 def test_jsonable_keeps_sdk_objects_as_their_fields():
@@ -312,12 +341,14 @@ def test_read_results_is_unchanged_by_a_sidecar(tmp_path):
 
 def test_the_index_reads_only_what_a_live_run_appended(tmp_path, monkeypatch):
     from hermit_tui.core.records import transcripts as mod
+
     folder = tmp_path / "eval" / "none"
     folder.mkdir(parents=True)
     path = folder / TRANSCRIPTS
 
     def line(tid: str, text: str) -> str:
         return json.dumps({"repeat": 1, "id": tid, "messages": [{"role": "user", "content": text}]}) + "\n"
+
     path.write_text(line("a", "first") + line("b", "second")[:20])  # b is being written
     assert read_sidecar(folder, "a", 1).messages[0]["content"] == "first"
     assert read_sidecar(folder, "b", 1) is None
@@ -325,8 +356,9 @@ def test_the_index_reads_only_what_a_live_run_appended(tmp_path, monkeypatch):
     assert (index.end, index.partial, index.skipped) == (len(line("a", "first")), True, 1)
     read_from = []
     real_extend = mod.TranscriptIndex.extend
-    monkeypatch.setattr(mod.TranscriptIndex, "extend", lambda self, p: (read_from.append(self.end),
-                                                                        real_extend(self, p))[1])
+    monkeypatch.setattr(
+        mod.TranscriptIndex, "extend", lambda self, p: (read_from.append(self.end), real_extend(self, p))[1]
+    )
     with open(path, "a") as fh:
         fh.write(line("b", "second")[20:] + line("a", "again"))
     assert read_sidecar(folder, "b", 1).messages[0]["content"] == "second"
@@ -335,6 +367,7 @@ def test_the_index_reads_only_what_a_live_run_appended(tmp_path, monkeypatch):
     assert mod._index_of(path).skipped == 0
     # a compaction replaces the file: read again from the start
     from hermit_tui.core.records.transcripts import compact_transcripts
+
     compact_transcripts(folder, [("b", 1), ("a", 1)])
     assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == ["b", "a"]
     assert read_sidecar(folder, "a", 1).messages[0]["content"] == "again"

@@ -1,4 +1,5 @@
 """The adapter tree and selector resolution, on real git repositories built in tmp_path."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,9 +23,12 @@ from hermit_tui.core.workspace.selectors import (
 )
 from hermit_tui.core.workspace.tree import INVALID_MARK, AdapterTree
 
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
-
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@localhost",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@localhost",
+}
 
 
 class Cfg:
@@ -77,8 +81,13 @@ def built(tmp_path) -> Built:
     b.invalid = commit(run, {"adapter.yaml": "broken: ["}, f"step 3: break it\n\n{INVALID_MARK}\n")
     b.repair = commit(run, {"adapter.yaml": b.files["root"]["adapter.yaml"]}, "step 3: repair")
     b.final = commit(run, {"CARD.md": "# card\n"}, "final: demo")
-    for tag, sha in [("demo/ckpt-step-1", b.step1), ("demo/ckpt-step-2", b.step2), ("demo/ckpt-epoch-1", b.step2),
-                     ("demo/final", b.final), ("demo/x", b.step1)]:
+    for tag, sha in [
+        ("demo/ckpt-step-1", b.step1),
+        ("demo/ckpt-step-2", b.step2),
+        ("demo/ckpt-epoch-1", b.step2),
+        ("demo/final", b.final),
+        ("demo/x", b.step1),
+    ]:
         tree.git.tag(tag, sha)
     tree.git.branch("other", "root")
     tree.git.worktree("add", "-q", str(tmp_path / "other-checkout"), "other")
@@ -101,10 +110,12 @@ def files_under(folder: Path) -> dict[str, str]:
 
 def temp_exports() -> set[str]:
     import tempfile
+
     return {p.name for p in Path(tempfile.gettempdir()).glob(TEMP_PREFIX + "*")}
 
 
 # ---------------------------------------------------------------- tree
+
 
 def test_tree_missing_or_not_git(tmp_path):
     with pytest.raises(InputError, match=f"adapter tree {tmp_path / 'nope'} does not exist"):
@@ -118,14 +129,14 @@ def test_resolve_tags_branches_and_commits(built):
     tree = AdapterTree(built.cfg.tree_dir)
     assert tree.resolve("root") == built.root
     assert tree.resolve("demo/ckpt-step-2") == built.step2
-    assert tree.resolve("demo") == built.final          # the run's branch head
+    assert tree.resolve("demo") == built.final  # the run's branch head
     assert tree.resolve(built.step1[:7]) == built.step1
     assert tree.resolve(built.step1.upper()) == built.step1
     assert tree.resolve(built.step1) == built.step1
     with pytest.raises(InputError, match="unknown adapter version 'nosuch' in tree"):
         tree.resolve("nosuch")
     with pytest.raises(InputError, match="unknown adapter version 'root~1'"):
-        tree.resolve("root~1")                          # revision syntax is not a version name
+        tree.resolve("root~1")  # revision syntax is not a version name
     for missing in ("0" * 40, built.root[:3], "HEAD"):
         with pytest.raises(InputError, match="unknown adapter version"):
             tree.resolve(missing)
@@ -139,8 +150,10 @@ def test_resolve_ambiguous_abbreviation(built):
     seen: dict[str, bytes] = {}
     i = 0
     while True:
-        body = (f"tree {empty_tree}\nparent {built.root}\nauthor t <t@localhost> 0 +0000\n"
-                f"committer t <t@localhost> 0 +0000\n\ncrafted {i}\n").encode()
+        body = (
+            f"tree {empty_tree}\nparent {built.root}\nauthor t <t@localhost> 0 +0000\n"
+            f"committer t <t@localhost> 0 +0000\n\ncrafted {i}\n"
+        ).encode()
         sha = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
         if sha[:4] in seen:
             break
@@ -148,8 +161,12 @@ def test_resolve_ambiguous_abbreviation(built):
         i += 1
     shas = []
     for data in (seen[sha[:4]], body):
-        out = subprocess.run(["git", "-C", str(built.cfg.tree_dir), "hash-object", "-t", "commit", "-w", "--stdin"],
-                             input=data, capture_output=True, check=True)
+        out = subprocess.run(
+            ["git", "-C", str(built.cfg.tree_dir), "hash-object", "-t", "commit", "-w", "--stdin"],
+            input=data,
+            capture_output=True,
+            check=True,
+        )
         shas.append(out.stdout.decode().strip())
     assert shas[0] != shas[1] and shas[0][:4] == shas[1][:4] == sha[:4]
     tree = AdapterTree(built.cfg.tree_dir)
@@ -203,6 +220,7 @@ def test_versions_order_and_fields(built):
 
 # ---------------------------------------------------------------- selectors
 
+
 def test_label_for():
     assert label_for("demo/ckpt-step-1") == "demo_ckpt-step-1"
     assert label_for("bc7efd7") == "bc7efd7"
@@ -216,8 +234,9 @@ def test_check_selector_text_refuses(text):
 
 def test_every_selector_kind(built):
     cfg = built.cfg
-    got = {t: resolve_selector(t, cfg) for t in ["none", "root", "final", "demo/ckpt-step-1", built.step2[:9],
-                                                 built.step2]}
+    got = {
+        t: resolve_selector(t, cfg) for t in ["none", "root", "final", "demo/ckpt-step-1", built.step2[:9], built.step2]
+    }
     assert [(s.kind, s.label, s.commit, s.ref) for s in got.values()] == [
         ("none", "none", None, None),
         ("root", "root", built.root, "root"),
@@ -313,7 +332,7 @@ def test_label_collisions_refused(built):
     make_adapter_dir(cfg.base / "adapters" / "root")
     with pytest.raises(InputError, match="selectors 'root' and 'adapters/root' would both write eval/root/"):
         resolve_selectors(["root", "adapters/root"], cfg)
-    assert resolve_selector("adapters/root", cfg).label == "root"   # alone it is fine
+    assert resolve_selector("adapters/root", cfg).label == "root"  # alone it is fine
     make_adapter_dir(cfg.base / "adapters" / "demo_x")
     with pytest.raises(InputError, match="'demo/x' and 'adapters/demo_x' would both write eval/demo_x/"):
         resolve_selectors(["demo/x", "adapters/demo_x"], cfg)
@@ -323,6 +342,7 @@ def test_label_collisions_refused(built):
 
 
 # ---------------------------------------------------------------- materialize
+
 
 def test_materialize_tree_selector(built):
     before = temp_exports()

@@ -3,6 +3,7 @@
 ``hermit-tui [--config run.yaml]`` opens the dashboard; ``eval``, ``report``, ``gate``, ``publish``, ``show``,
 ``serve``, ``annotate`` and ``demo`` are modules of this package. Exit codes: ``cli.common``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,19 +23,35 @@ from hermit_tui.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, Parser
 from hermit_tui.cli.dashboard import open_dashboard
 from hermit_tui.core.errors import InputError, RunFailed
 
-COMMANDS = {"eval": cli_eval, "report": cli_report, "gate": cli_gate, "publish": cli_publish, "show": cli_show,
-            "serve": cli_serve, "annotate": cli_annotate, "demo": cli_demo}
+COMMANDS = {
+    "eval": cli_eval,
+    "report": cli_report,
+    "gate": cli_gate,
+    "publish": cli_publish,
+    "show": cli_show,
+    "serve": cli_serve,
+    "annotate": cli_annotate,
+    "demo": cli_demo,
+}
 
 
 def _parser() -> argparse.ArgumentParser:
     from hermit_tui import __version__
 
-    parser = Parser(prog="hermit-tui", description="Compare Hermit harness adapters under a fixed evaluation "
-                    "protocol: a terminal dashboard, and a headless CLI.")
+    parser = Parser(
+        prog="hermit-tui",
+        description="Compare Hermit harness adapters under a fixed evaluation "
+        "protocol: a terminal dashboard, and a headless CLI.",
+    )
     parser.add_argument("--version", action="version", version=f"hermit-tui {__version__}")
     parser.add_argument("--config", help="open the dashboard on this run.yaml")
-    parser.add_argument("--set", action="append", default=[], metavar="key.sub=value",
-                        help="a config override for the dashboard (repeatable), as hermit takes them")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="key.sub=value",
+        help="a config override for the dashboard (repeatable), as hermit takes them",
+    )
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for module in COMMANDS.values():
         module.add_parser(sub)

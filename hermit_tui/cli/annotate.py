@@ -12,6 +12,7 @@ changes) and adds "judge disagrees", ``--clear`` removes everything first. Witho
 attempt's annotation. An unknown selector, task, repeat or label is an InputError: one line, exit code 2, nothing
 written.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,21 +23,36 @@ from hermit_tui.core.errors import InputError
 
 def add_parser(subparsers):
     """Add the ``annotate`` subcommand to an argparse subparsers object; returns its parser."""
-    p = subparsers.add_parser("annotate", help="label, note or correct the score of one attempt (triage, "
-                              "headless): appends to eval/<label>/annotations.jsonl")
+    p = subparsers.add_parser(
+        "annotate",
+        help="label, note or correct the score of one attempt (triage, "
+        "headless): appends to eval/<label>/annotations.jsonl",
+    )
     p.add_argument("--config", required=True, help="hermit's run.yaml")
-    p.add_argument("--adapter", required=True, metavar="SEL", help="the selector whose current evaluation holds the "
-                   "attempt (none | root | final | a tag | a commit | an adapter directory)")
+    p.add_argument(
+        "--adapter",
+        required=True,
+        metavar="SEL",
+        help="the selector whose current evaluation holds the "
+        "attempt (none | root | final | a tag | a commit | an adapter directory)",
+    )
     p.add_argument("--task", required=True, metavar="ID", help="the task id")
     p.add_argument("--repeat", required=True, type=int, metavar="N", help="the repeat (from 1)")
-    p.add_argument("--label", action="append", default=[], metavar="L",
-                   help="add a label of the run's label set (repeatable)")
+    p.add_argument(
+        "--label", action="append", default=[], metavar="L", help="add a label of the run's label set (repeatable)"
+    )
     p.add_argument("--remove-label", action="append", default=[], metavar="L", help="take a label off (repeatable)")
-    p.add_argument("--note", metavar="TEXT", help="the attempt's note (replaces the earlier one; \"\" removes it)")
-    p.add_argument("--judge-score", metavar="X", help="a corrected score, kept beside the judge's (which never "
-                   "changes); adds the label \"judge disagrees\"")
-    p.add_argument("--clear", action="store_true", help="remove the attempt's labels, note and corrected score "
-                   "(before the other options apply)")
+    p.add_argument("--note", metavar="TEXT", help='the attempt\'s note (replaces the earlier one; "" removes it)')
+    p.add_argument(
+        "--judge-score",
+        metavar="X",
+        help='a corrected score, kept beside the judge\'s (which never changes); adds the label "judge disagrees"',
+    )
+    p.add_argument(
+        "--clear",
+        action="store_true",
+        help="remove the attempt's labels, note and corrected score (before the other options apply)",
+    )
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
 
@@ -55,14 +71,17 @@ def find_attempt(config, selector: str, task_id: str, repeat: int):
     folder = root / label
     if not (folder / RESULTS).is_file():
         present = sorted(p.name for p in root.iterdir() if (p / RESULTS).is_file()) if root.is_dir() else []
-        raise InputError(f"--adapter {selector}: no evaluation in {folder} (evaluated here: "
-                         f"{', '.join(present) if present else 'none yet'})")
+        raise InputError(
+            f"--adapter {selector}: no evaluation in {folder} (evaluated here: "
+            f"{', '.join(present) if present else 'none yet'})"
+        )
     attempts = {r.repeat: r for r in task_records(folder / RESULTS, task_id)}  # a retried attempt: the latest line
     if not attempts:
         raise InputError(f"--task {task_id}: no attempt of it is recorded in {folder / RESULTS}")
     if repeat not in attempts:
-        raise InputError(f"--repeat {repeat}: {task_id} has repeat {', '.join(map(str, sorted(attempts)))} under "
-                         f"{label}")
+        raise InputError(
+            f"--repeat {repeat}: {task_id} has repeat {', '.join(map(str, sorted(attempts)))} under {label}"
+        )
     return folder, attempts[repeat]
 
 
@@ -75,8 +94,10 @@ def change_of(args, label_set: list[str]):
         for text in texts:
             name = check_label(text, option)
             if name not in label_set:
-                raise InputError(f"{option} {name!r}: not in the run's label set ({', '.join(label_set)}); edit the "
-                                 "set in the dashboard (shift+l)")
+                raise InputError(
+                    f"{option} {name!r}: not in the run's label set ({', '.join(label_set)}); edit the "
+                    "set in the dashboard (shift+l)"
+                )
             out.append(name)
         return out
 

@@ -3,6 +3,7 @@
 Exit codes: 0 done, 2 bad input (one line on stderr, no traceback), 3 a gate failed (``gate``, ``eval --require``),
 1 anything else (including a cancelled run).
 """
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """``hermit-tui [--config run.yaml]``: the dashboard, after a bad config has been refused in one line."""
+
 from __future__ import annotations
 
 import sys
@@ -15,6 +16,7 @@ def open_dashboard(config_path: Path | None, overrides: list[str] | None = None)
         return EXIT_FAILED
     if config_path is not None:  # a bad config is a one-line error before the screen is taken over
         from hermit_tui.core.workspace.config import load_config
+
         load_config(config_path, overrides or [])
     return run_app(config_path, overrides)
 

@@ -1,4 +1,5 @@
 """``hermit-tui demo``: create the built-in demo workspace (a teaching demonstration) and open it."""
+
 from __future__ import annotations
 
 import sys
@@ -12,8 +13,13 @@ def add_parser(sub) -> None:
     p_demo = sub.add_parser("demo", help="create the built-in demo workspace (a teaching demonstration) and open it")
     p_demo.add_argument("dir", nargs="?", help="where to create it (default: the user cache folder)")
     p_demo.add_argument("--no-ui", action="store_true", help="only create it and print its run.yaml path")
-    p_demo.add_argument("--set", action="append", default=[], metavar="key.sub=value",
-                        help="a config override for the dashboard (repeatable)")
+    p_demo.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="key.sub=value",
+        help="a config override for the dashboard (repeatable)",
+    )
 
 
 def run(args) -> int:
@@ -22,8 +28,10 @@ def run(args) -> int:
     config_path = build_demo(Path(args.dir) if args.dir else default_demo_dir())
     if args.no_ui:
         print(config_path)
-        sys.stderr.write("The demo is a teaching demonstration, not evidence of real-model performance. Try:\n"
-                         f"  hermit-tui eval --config {config_path} --adapter none --adapter root --adapter final\n")
+        sys.stderr.write(
+            "The demo is a teaching demonstration, not evidence of real-model performance. Try:\n"
+            f"  hermit-tui eval --config {config_path} --adapter none --adapter root --adapter final\n"
+        )
         return EXIT_OK
     return open_dashboard(config_path, args.set)
 

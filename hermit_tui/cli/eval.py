@@ -1,5 +1,6 @@
 """``hermit-tui eval``: one or more selectors side by side on the test split, with progress on stderr and the
 summaries as JSON on stdout (``--require``: the gate after it)."""
+
 from __future__ import annotations
 
 import json
@@ -14,35 +15,67 @@ from hermit_tui.cli.common import EXIT_FAILED, EXIT_OK
 def add_parser(sub) -> None:
     p_eval = sub.add_parser("eval", help="evaluate one or more adapters side by side on the test split")
     p_eval.add_argument("--config", required=True, help="hermit's run.yaml")
-    p_eval.add_argument("--adapter", action="append", required=True, metavar="SEL",
-                        help="none | root | final | a tag | a commit | an adapter directory; repeat to compare")
-    p_eval.add_argument("--concurrency", type=int, help="attempts at once, shared by all selectors "
-                        "(default agent.concurrency)")
-    p_eval.add_argument("--limit", type=int, metavar="N", help="only the first N test tasks: a wiring check whose "
-                        "summary says so and that can never be published")
+    p_eval.add_argument(
+        "--adapter",
+        action="append",
+        required=True,
+        metavar="SEL",
+        help="none | root | final | a tag | a commit | an adapter directory; repeat to compare",
+    )
+    p_eval.add_argument(
+        "--concurrency", type=int, help="attempts at once, shared by all selectors (default agent.concurrency)"
+    )
+    p_eval.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="only the first N test tasks: a wiring check whose summary says so and that can never be published",
+    )
     p_eval.add_argument("--no-card", action="store_true", help="with final: do not update CARD.md or move the tag")
-    p_eval.add_argument("--resume", action="store_true", help="continue interrupted evaluations: keep the recorded "
-                        "attempts and run only the missing ones (the protocol must match)")
-    p_eval.add_argument("--executor", choices=("threads", "processes", "ray"),
-                        default=os.environ.get("HERMIT_TUI_EXECUTOR", "threads"),
-                        help="where attempts run: threads of this process (default), worker processes that can "
-                        "be killed when an attempt hangs or crashes, or a Ray cluster ($HERMIT_TUI_EXECUTOR)")
-    p_eval.add_argument("--ray-address", metavar="ADDRESS",
-                        help="with --executor ray: the cluster to join (default $RAY_ADDRESS, else a local one)")
-    p_eval.add_argument("--judge-on-workers", action="store_true",
-                        help="with --executor ray: judge on the workers (by default the driver judges, so "
-                        "judge-owned private labels never leave it)")
-    p_eval.add_argument("--retry-lost-once", action="store_true",
-                        help="with --executor ray: run an attempt whose worker or node was lost once more (the "
-                        "summary records it)")
-    p_eval.add_argument("--max-cost", type=float, metavar="USD",
-                        help="stop starting new attempts once this launch's attempts cost this much (unknown costs "
-                        "count at the mean known cost); the ones in flight finish; continue later with --resume")
+    p_eval.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue interrupted evaluations: keep the recorded "
+        "attempts and run only the missing ones (the protocol must match)",
+    )
+    p_eval.add_argument(
+        "--executor",
+        choices=("threads", "processes", "ray"),
+        default=os.environ.get("HERMIT_TUI_EXECUTOR", "threads"),
+        help="where attempts run: threads of this process (default), worker processes that can "
+        "be killed when an attempt hangs or crashes, or a Ray cluster ($HERMIT_TUI_EXECUTOR)",
+    )
+    p_eval.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --executor ray: the cluster to join (default $RAY_ADDRESS, else a local one)",
+    )
+    p_eval.add_argument(
+        "--judge-on-workers",
+        action="store_true",
+        help="with --executor ray: judge on the workers (by default the driver judges, so "
+        "judge-owned private labels never leave it)",
+    )
+    p_eval.add_argument(
+        "--retry-lost-once",
+        action="store_true",
+        help="with --executor ray: run an attempt whose worker or node was lost once more (the summary records it)",
+    )
+    p_eval.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="stop starting new attempts once this launch's attempts cost this much (unknown costs "
+        "count at the mean known cost); the ones in flight finish; continue later with --resume",
+    )
     cli_gate.add_gate_options(p_eval, for_eval=True)
-    p_eval.add_argument("--stop-when-decided", action="store_true",
-                        help="run whole rounds (every task once per selector; eval.repeats rounds at most) and stop "
-                        "after the first round at which every selector is decided against the baseline by a "
-                        "group-sequential test (improvement or regression at 95%%, or equivalent within --margin)")
+    p_eval.add_argument(
+        "--stop-when-decided",
+        action="store_true",
+        help="run whole rounds (every task once per selector; eval.repeats rounds at most) and stop "
+        "after the first round at which every selector is decided against the baseline by a "
+        "group-sequential test (improvement or regression at 95%%, or equivalent within --margin)",
+    )
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
 
@@ -53,6 +86,7 @@ def _progress(run, stream):
 
     if not stream.isatty():
         from hermit_tui.cli.progress import PlainProgress
+
         plain = PlainProgress(stream)
         return plain, plain
 
@@ -60,8 +94,14 @@ def _progress(run, stream):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     console = Console(file=stream)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeRemainingColumn(), TextColumn("{task.fields[note]}"), console=console)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[note]}"),
+        console=console,
+    )
     bars: dict[str, TaskID] = {}
     sums: dict[str, list[float]] = {}
 
@@ -79,6 +119,7 @@ def _progress(run, stream):
             progress.update(bars[event.label], total=event.summary.expected_attempts)  # stopped when decided
         elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
             progress.console.print(event.message)
+
     return rich_sink, progress
 
 
@@ -121,14 +162,22 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     from hermit_tui.core.workspace.config import load_config
 
     config = load_config(args.config, args.overrides)
-    options = LaunchOptions(selectors=args.adapter, concurrency=args.concurrency, limit=args.limit,
-                            update_card=not args.no_card, resume=args.resume, executor=args.executor,
-                            ray_address=args.ray_address, judge_on_workers=args.judge_on_workers,
-                            retry_lost=args.retry_lost_once, max_cost=args.max_cost,
-                            stop_when_decided=args.stop_when_decided,
-                            # --baseline and --margin serve both the sequential test and the gate
-                            baseline=args.baseline if args.stop_when_decided else None,
-                            margin=args.margin if args.stop_when_decided else None)
+    options = LaunchOptions(
+        selectors=args.adapter,
+        concurrency=args.concurrency,
+        limit=args.limit,
+        update_card=not args.no_card,
+        resume=args.resume,
+        executor=args.executor,
+        ray_address=args.ray_address,
+        judge_on_workers=args.judge_on_workers,
+        retry_lost=args.retry_lost_once,
+        max_cost=args.max_cost,
+        stop_when_decided=args.stop_when_decided,
+        # --baseline and --margin serve both the sequential test and the gate
+        baseline=args.baseline if args.stop_when_decided else None,
+        margin=args.margin if args.stop_when_decided else None,
+    )
     run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
     sink, progress = _progress(run, out.guard.terminal_err)
@@ -140,6 +189,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         else:
             sys.stderr.write("cancelling: finishing the attempts in flight (Ctrl-C again to abandon them)\n")
             run.cancel()
+
     previous = signal.signal(signal.SIGINT, interrupted)
     try:
         if progress is not None:

@@ -8,6 +8,7 @@ Exit codes: 0 every check passed, 3 some check failed, 2 bad input (one line on 
 ``eval`` takes the same options (``--require`` etc.) and gates what it wrote, after writing everything.
 When ``$GITHUB_STEP_SUMMARY`` names a file, a Markdown summary is appended to it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +25,7 @@ STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 def _requirements(text: str) -> list[str]:
     from hermit_tui.core.report.gate import parse_requirements
+
     return parse_requirements([text])
 
 
@@ -32,38 +34,73 @@ def add_gate_options(p: argparse.ArgumentParser, *, for_eval: bool = False) -> N
     from hermit_tui.core.report.gate import DEFAULT_REQUIRE, REQUIREMENTS
 
     when = " (eval gates only when a gate option is given)" if for_eval else ""
-    p.add_argument("--require", action="extend", type=_requirements, metavar="REQ",
-                   help=f"a check to pass, repeatable or comma-separated: {', '.join(REQUIREMENTS)} (default: "
-                   f"{' '.join(DEFAULT_REQUIRE)}){when}")
-    p.add_argument("--margin", type=float, metavar="M",
-                   help="the smallest difference that matters. improvement: the 95%% interval of candidate - baseline "
-                   "must lie above +M; no-regression: it must not lie entirely below -M (default 0)"
-                   + ("; with --stop-when-decided also stop for 'equivalent' once the difference lies within -M..M"
-                      if for_eval else ""))
-    p.add_argument("--max-error-rate", type=float, metavar="F",
-                   help="fail a selector whose pipeline + judge errors exceed this share of its attempts")
-    base = ("default: none when evaluated in this launch, else the first other selector" if for_eval
-            else "default: none")
-    p.add_argument("--baseline", metavar="SEL", help=f"the selector compared against ({base})"
-                   + ("; with --stop-when-decided, the one the sequential test compares every other selector with"
-                      if for_eval else ""))
-    p.add_argument("--candidate", metavar="SEL", help="the selector checked (default: final"
-                   + (" when evaluated in this launch, else the last selector)" if for_eval else ")"))
-    p.add_argument("--allow-unchecked", action="store_true",
-                   help="comparable: accept evaluations without a protocol fingerprint (written by hermit eval) when "
-                   "their task count and repeats agree (by default they fail as 'cannot be checked')")
+    p.add_argument(
+        "--require",
+        action="extend",
+        type=_requirements,
+        metavar="REQ",
+        help=f"a check to pass, repeatable or comma-separated: {', '.join(REQUIREMENTS)} (default: "
+        f"{' '.join(DEFAULT_REQUIRE)}){when}",
+    )
+    p.add_argument(
+        "--margin",
+        type=float,
+        metavar="M",
+        help="the smallest difference that matters. improvement: the 95%% interval of candidate - baseline "
+        "must lie above +M; no-regression: it must not lie entirely below -M (default 0)"
+        + (
+            "; with --stop-when-decided also stop for 'equivalent' once the difference lies within -M..M"
+            if for_eval
+            else ""
+        ),
+    )
+    p.add_argument(
+        "--max-error-rate",
+        type=float,
+        metavar="F",
+        help="fail a selector whose pipeline + judge errors exceed this share of its attempts",
+    )
+    base = "default: none when evaluated in this launch, else the first other selector" if for_eval else "default: none"
+    p.add_argument(
+        "--baseline",
+        metavar="SEL",
+        help=f"the selector compared against ({base})"
+        + (
+            "; with --stop-when-decided, the one the sequential test compares every other selector with"
+            if for_eval
+            else ""
+        ),
+    )
+    p.add_argument(
+        "--candidate",
+        metavar="SEL",
+        help="the selector checked (default: final"
+        + (" when evaluated in this launch, else the last selector)" if for_eval else ")"),
+    )
+    p.add_argument(
+        "--allow-unchecked",
+        action="store_true",
+        help="comparable: accept evaluations without a protocol fingerprint (written by hermit eval) when "
+        "their task count and repeats agree (by default they fail as 'cannot be checked')",
+    )
 
 
 def add_parser(subparsers):
     """Add the ``gate`` subcommand to an argparse subparsers object; returns its parser."""
-    p = subparsers.add_parser("gate", help="check evaluations on disk for CI: exit 0 when every check passes, 3 "
-                              "when one fails, 2 on bad input")
+    p = subparsers.add_parser(
+        "gate",
+        help="check evaluations on disk for CI: exit 0 when every check passes, 3 when one fails, 2 on bad input",
+    )
     p.add_argument("--config", required=True, help="hermit's run.yaml")
     add_gate_options(p)
-    p.add_argument("--smoke", action="store_true", help="gate the smoke subsets (eval --limit, under "
-                   "eval/<label>/smoke/) instead of the evaluations")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="text (one line per check, "
-                   "default) or json")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="gate the smoke subsets (eval --limit, under eval/<label>/smoke/) instead of the evaluations",
+    )
+    p.add_argument(
+        "--format", choices=("text", "json"), default="text", help="text (one line per check, default) or json"
+    )
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
 
@@ -90,6 +127,7 @@ class GatePlan:
 
 def _check_numbers(args) -> tuple[float, float | None]:
     from hermit_tui.core.report.gate import check_error_rate, check_margin
+
     return check_margin(0.0 if args.margin is None else args.margin), check_error_rate(args.max_error_rate)
 
 
@@ -104,8 +142,9 @@ def plan_for_eval(args, run) -> GatePlan | None:
         return None
     margin, max_error_rate = _check_numbers(args)
     labels = run.labels
-    candidate = label_of(args.candidate, run.config) if args.candidate else (
-        "final" if "final" in labels else labels[-1])
+    candidate = (
+        label_of(args.candidate, run.config) if args.candidate else ("final" if "final" in labels else labels[-1])
+    )
     baseline: str | None
     if args.baseline:
         baseline = label_of(args.baseline, run.config)
@@ -126,8 +165,15 @@ def plan_for_eval(args, run) -> GatePlan | None:
             folder = eval_folder(run.config.run_dir, label, smoke=run.smoke)
             if not (folder / RESULTS).is_file():
                 raise InputError(f"{folder}: no evaluation of '{label}' to gate against (it is not in this launch)")
-    return GatePlan(baseline=baseline, candidate=candidate, requirements=requirements, margin=margin,
-                    max_error_rate=max_error_rate, allow_unchecked=args.allow_unchecked, smoke=run.smoke)
+    return GatePlan(
+        baseline=baseline,
+        candidate=candidate,
+        requirements=requirements,
+        margin=margin,
+        max_error_rate=max_error_rate,
+        allow_unchecked=args.allow_unchecked,
+        smoke=run.smoke,
+    )
 
 
 def append_step_summary(markdown: str) -> None:
@@ -140,16 +186,26 @@ def append_step_summary(markdown: str) -> None:
         with open(Path(target), "a", encoding="utf-8") as fh:
             fh.write(markdown)
     except OSError as exc:
-        sys.stderr.write(f"hermit-tui: warning: ${STEP_SUMMARY} {target}: cannot append the summary "
-                         f"({exc.strerror or exc})\n")
+        sys.stderr.write(
+            f"hermit-tui: warning: ${STEP_SUMMARY} {target}: cannot append the summary ({exc.strerror or exc})\n"
+        )
 
 
 def gate_after_eval(plan: GatePlan, config, taskset, stream) -> int:
     """Gate what ``eval`` wrote: the lines to ``stream`` (stderr: eval's stdout is its JSON), 0 or 3."""
     from hermit_tui.core.report.gate import load_gate, to_markdown, to_text
 
-    result = load_gate(config, taskset, plan.baseline, plan.candidate, plan.requirements, margin=plan.margin,
-                       max_error_rate=plan.max_error_rate, smoke=plan.smoke, allow_unchecked=plan.allow_unchecked)
+    result = load_gate(
+        config,
+        taskset,
+        plan.baseline,
+        plan.candidate,
+        plan.requirements,
+        margin=plan.margin,
+        max_error_rate=plan.max_error_rate,
+        smoke=plan.smoke,
+        allow_unchecked=plan.allow_unchecked,
+    )
     code = 0 if result.passed else EXIT_GATE_FAILED
     stream.write(to_text(result))
     stream.flush()
@@ -170,9 +226,18 @@ def run(args) -> int:
     taskset = load_tasks(config)
     candidate = label_of(args.candidate or "final", config)
     baseline = label_of(args.baseline, config) if args.baseline else "none" if candidate != "none" else None
-    result = load_gate(config, taskset, baseline, candidate, requirements, margin=margin,
-                       max_error_rate=max_error_rate, smoke=args.smoke, allow_unchecked=args.allow_unchecked,
-                       baseline_optional=args.baseline is None)
+    result = load_gate(
+        config,
+        taskset,
+        baseline,
+        candidate,
+        requirements,
+        margin=margin,
+        max_error_rate=max_error_rate,
+        smoke=args.smoke,
+        allow_unchecked=args.allow_unchecked,
+        baseline_optional=args.baseline is None,
+    )
     code = 0 if result.passed else EXIT_GATE_FAILED
     sys.stdout.write(to_json(result) if args.format == "json" else to_text(result))
     sys.stdout.flush()
@@ -180,5 +245,14 @@ def run(args) -> int:
     return code
 
 
-__all__ = ["EXIT_GATE_FAILED", "GatePlan", "add_gate_options", "add_parser", "append_step_summary",
-           "gate_after_eval", "gate_requested", "plan_for_eval", "run"]
+__all__ = [
+    "EXIT_GATE_FAILED",
+    "GatePlan",
+    "add_gate_options",
+    "add_parser",
+    "append_step_summary",
+    "gate_after_eval",
+    "gate_requested",
+    "plan_for_eval",
+    "run",
+]

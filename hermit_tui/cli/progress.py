@@ -9,6 +9,7 @@ The mean is over the attempts done so far (failed ones score 0, as hermit counts
 pace of this launch's attempts (attempts recorded by an earlier launch and resumed do not count towards the pace).
 The clock is injectable and :meth:`PlainProgress.tick` can be called by hand, so tests need no real waiting.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,8 +60,14 @@ class PlainProgress:
     ``clock``: a monotonic clock (injectable for tests); ``every_s``: the longest silence per running selector;
     ``ticker``: start a thread that calls :meth:`tick` (tests call it themselves)."""
 
-    def __init__(self, stream: TextIO, *, clock: Callable[[], float] = time.monotonic, every_s: float = EVERY_S,
-                 ticker: bool = True):
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        every_s: float = EVERY_S,
+        ticker: bool = True,
+    ):
         self.stream = stream
         self.clock = clock
         self.every_s = every_s
@@ -79,9 +86,11 @@ class PlainProgress:
     def _apply(self, event: ev.Event) -> None:
         now = self.clock()
         if isinstance(event, ev.RunStarted):
-            self._write(f"{PREFIX} {len(event.labels)} selector{'s' * (len(event.labels) != 1)} "
-                        f"({', '.join(event.labels)}) x {len(event.task_ids)} tasks x {event.repeats} repeats: "
-                        f"{event.total} attempts, {event.concurrency} at once")
+            self._write(
+                f"{PREFIX} {len(event.labels)} selector{'s' * (len(event.labels) != 1)} "
+                f"({', '.join(event.labels)}) x {len(event.task_ids)} tasks x {event.repeats} repeats: "
+                f"{event.total} attempts, {event.concurrency} at once"
+            )
         elif isinstance(event, ev.SelectorStarted):
             self.selectors[event.label] = _Selector(total=event.total, started=now, last_line=now)
         elif isinstance(event, ev.AttemptStarted):
@@ -113,8 +122,10 @@ class PlainProgress:
             sel = self.selectors.get(event.label)
             if sel is not None:
                 sel.finished = True
-            self._write(f"{event.label}: {s.attempts}/{s.expected_attempts} attempts, mean {s.mean_score:.3f}, "
-                        f"errors {s.errors}")
+            self._write(
+                f"{event.label}: {s.attempts}/{s.expected_attempts} attempts, mean {s.mean_score:.3f}, "
+                f"errors {s.errors}"
+            )
         elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
             self._write(event.message)
         elif isinstance(event, ev.RunFinished):
@@ -168,8 +179,10 @@ class PlainProgress:
             eta = duration_text(remaining * (now - sel.first_attempt) / fresh)
         else:
             eta = "?"
-        return (f"{PREFIX} {label}: {sel.done}/{sel.total} attempts{pct}, mean {mean}, errors {sel.errors}, "
-                f"cost {cost}, ETA {eta}")
+        return (
+            f"{PREFIX} {label}: {sel.done}/{sel.total} attempts{pct}, mean {mean}, errors {sel.errors}, "
+            f"cost {cost}, ETA {eta}"
+        )
 
     def _line(self, label: str, sel: _Selector, now: float) -> None:
         sel.last_line = now

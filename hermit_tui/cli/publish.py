@@ -6,6 +6,7 @@
 The diff and the warnings are printed first. Publishing then needs the word "publish" typed on a terminal, or
 ``--yes``; without a terminal and without ``--yes`` nothing happens (exit 2). Refusals are one line, exit 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,18 +22,33 @@ _RESET = "\x1b[0m"
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``publish`` subcommand to ``subparsers`` (from ``ArgumentParser.add_subparsers``)."""
-    p = subparsers.add_parser("publish", help="review final's card (diff and warnings), then commit it and move "
-                              "the <run>/final tag; --undo moves the tag back")
+    p = subparsers.add_parser(
+        "publish",
+        help="review final's card (diff and warnings), then commit it and move "
+        "the <run>/final tag; --undo moves the tag back",
+    )
     p.add_argument("--config", required=True, help="hermit's run.yaml")
-    p.add_argument("--adapter", action="append", default=[], metavar="SEL",
-                   help="another evaluated selector to put on the card beside none, root and final (repeatable)")
+    p.add_argument(
+        "--adapter",
+        action="append",
+        default=[],
+        metavar="SEL",
+        help="another evaluated selector to put on the card beside none, root and final (repeatable)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the diff and the warnings; change nothing")
     p.add_argument("--yes", action="store_true", help="publish without the typed confirmation (read --dry-run first)")
-    p.add_argument("--failure-labels", action="store_true",
-                   help="add a line with each row's failure labels (the triage labels in annotations.jsonl) under "
-                   "the card's table (off by default)")
-    p.add_argument("--undo", action="store_true", help="move <run>/final back to where the last hermit-tui publish "
-                   "found it (the card commit stays on the branch)")
+    p.add_argument(
+        "--failure-labels",
+        action="store_true",
+        help="add a line with each row's failure labels (the triage labels in annotations.jsonl) under "
+        "the card's table (off by default)",
+    )
+    p.add_argument(
+        "--undo",
+        action="store_true",
+        help="move <run>/final back to where the last hermit-tui publish "
+        "found it (the card commit stays on the branch)",
+    )
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
 
@@ -79,11 +95,15 @@ def run(args, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stde
     if plan.refusals:
         raise InputError("cannot publish: " + "; ".join(plan.refusals))
     if plan.up_to_date:
-        stdout.write(f"{plan.card_path.name} already holds this evaluation and {plan.tag} points at it: "
-                     "nothing to publish\n")
+        stdout.write(
+            f"{plan.card_path.name} already holds this evaluation and {plan.tag} points at it: nothing to publish\n"
+        )
         return EXIT_OK
-    target = (f"commit {plan.card_path.name} on branch '{plan.run}' and move {plan.tag} to it" if plan.changes_card
-              else f"move {plan.tag} to the head of branch '{plan.run}', whose card already holds this evaluation")
+    target = (
+        f"commit {plan.card_path.name} on branch '{plan.run}' and move {plan.tag} to it"
+        if plan.changes_card
+        else f"move {plan.tag} to the head of branch '{plan.run}', whose card already holds this evaluation"
+    )
     if args.dry_run:
         stdout.write(f"\ndry run: nothing changed (publishing would {target})\n")
         return EXIT_OK
@@ -104,8 +124,10 @@ def _undo(args, config, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     entry, problem = undo_check(config)
     if entry is None:
         raise InputError(f"cannot undo: {problem}")
-    what = (f"move {entry['tag']} back from {entry['card_commit'][:12]} to {entry['previous_tag_target'][:12]} "
-            f"(published {entry.get('at', '?')}; the card commit stays on the branch)")
+    what = (
+        f"move {entry['tag']} back from {entry['card_commit'][:12]} to {entry['previous_tag_target'][:12]} "
+        f"(published {entry.get('at', '?')}; the card commit stays on the branch)"
+    )
     stdout.write(f"undo would {what}\n")
     if args.dry_run:
         stdout.write("dry run: nothing changed\n")

@@ -5,6 +5,7 @@
 
 Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,25 +19,49 @@ FORMATS = ("md", "json", "csv", "html", "junit")
 
 def add_parser(subparsers):
     """Add the ``report`` subcommand to an argparse subparsers object; returns its parser."""
-    p = subparsers.add_parser("report", help="write the evaluation report of a run (Markdown, JSON, CSV or one "
-                              "self-contained HTML page) from the evaluations on disk, including ones `hermit eval` "
-                              "wrote")
+    p = subparsers.add_parser(
+        "report",
+        help="write the evaluation report of a run (Markdown, JSON, CSV or one "
+        "self-contained HTML page) from the evaluations on disk, including ones `hermit eval` "
+        "wrote",
+    )
     p.add_argument("--config", required=True, help="hermit's run.yaml")
-    p.add_argument("--adapter", action="append", metavar="SEL",
-                   help="a selector whose current evaluation to include (repeatable, in this order); default: every "
-                   "current evaluation, in the order none, root, checkpoints, final, others")
-    p.add_argument("--format", choices=FORMATS, default="md", help="md (default), json, csv (the per-task table), "
-                   "html (one self-contained page: plots, sortable per-task table; fetches nothing), or junit (JUnit "
-                   "XML for CI test reporters: a testcase per selector and task)")
-    p.add_argument("--per", choices=("task", "attempt"), default="task",
-                   help="with --format csv: one row per task (default) or per attempt (selector, task, repeat, "
-                   "status, score, error kind, cost, tokens, wall time)")
-    p.add_argument("--smoke", action="store_true", help="report the smoke subsets (eval --limit, under "
-                   "eval/<label>/smoke/) instead of the evaluations")
+    p.add_argument(
+        "--adapter",
+        action="append",
+        metavar="SEL",
+        help="a selector whose current evaluation to include (repeatable, in this order); default: every "
+        "current evaluation, in the order none, root, checkpoints, final, others",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="md",
+        help="md (default), json, csv (the per-task table), "
+        "html (one self-contained page: plots, sortable per-task table; fetches nothing), or junit (JUnit "
+        "XML for CI test reporters: a testcase per selector and task)",
+    )
+    p.add_argument(
+        "--per",
+        choices=("task", "attempt"),
+        default="task",
+        help="with --format csv: one row per task (default) or per attempt (selector, task, repeat, "
+        "status, score, error kind, cost, tokens, wall time)",
+    )
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="report the smoke subsets (eval --limit, under eval/<label>/smoke/) instead of the evaluations",
+    )
     p.add_argument("--output", metavar="FILE", help="write here instead of stdout (atomically)")
     p.add_argument("--force", action="store_true", help="with --output: replace an existing file")
-    p.add_argument("--threshold", type=float, default=1.0, metavar="X",
-                   help="the success threshold of the solved rates shown (default hermit's 1.0; the files keep 1.0)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="the success threshold of the solved rates shown (default hermit's 1.0; the files keep 1.0)",
+    )
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
 
@@ -72,10 +97,19 @@ def run(args) -> int:
 
     labels = [label_of(text, config) for text in args.adapter] if args.adapter else None
     from hermit_tui.settings import label_set
-    report = build_report(config, taskset, labels, threshold=args.threshold, label_set=label_set(config.run_dir),
-                          smoke=args.smoke, demo=is_demo_config(config.path))
+
+    report = build_report(
+        config,
+        taskset,
+        labels,
+        threshold=args.threshold,
+        label_set=label_set(config.run_dir),
+        smoke=args.smoke,
+        demo=is_demo_config(config.path),
+    )
     if args.format == "junit" or args.per == "attempt":
         from hermit_tui.core.report.exports import read_attempts, to_attempts_csv, to_junit
+
         text = (to_junit if args.format == "junit" else to_attempts_csv)(report, read_attempts(report))
     else:
         text = {"md": to_markdown, "json": to_json, "csv": to_csv, "html": to_html}[args.format](report)

@@ -10,6 +10,7 @@ The page textual-serve ships asks Google's font service for its terminal font; h
 page that loads the same font from textual-serve's own files instead, and names the run in the page's title, so a
 served dashboard makes no request beyond the server it came from.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -26,25 +27,37 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 EXTRA_MISSING = "`hermit-tui serve` needs the web extra: pip install 'hermit-tui[web]'"
 _WEB_FONT = re.compile(r"<link\b[^>]*fonts\.googleapis\.com[^>]*>", re.IGNORECASE | re.DOTALL)
-_LOCAL_FONT = ('<style>@font-face{font-family:"Roboto Mono";font-style:normal;'
-               'src:url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype")}'
-               '@font-face{font-family:"Roboto Mono";font-style:italic;'
-               'src:url("{{ config.static.url }}fonts/RobotoMono-Italic-VariableFont_wght.ttf") format("truetype")}'
-               "</style>")
+_LOCAL_FONT = (
+    '<style>@font-face{font-family:"Roboto Mono";font-style:normal;'
+    'src:url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype")}'
+    '@font-face{font-family:"Roboto Mono";font-style:italic;'
+    'src:url("{{ config.static.url }}fonts/RobotoMono-Italic-VariableFont_wght.ttf") format("truetype")}'
+    "</style>"
+)
 _TITLE = "<title>{{ application.name|e }}</title>"
 
 
 def add_parser(subparsers):
     """Add the ``serve`` subcommand to an argparse subparsers object; returns its parser."""
-    p = subparsers.add_parser("serve", help="the dashboard in a browser, one process per session (needs "
-                              "pip install 'hermit-tui[web]'); loopback only by default")
+    p = subparsers.add_parser(
+        "serve",
+        help="the dashboard in a browser, one process per session (needs "
+        "pip install 'hermit-tui[web]'); loopback only by default",
+    )
     p.add_argument("--config", required=True, help="hermit's run.yaml, opened in every session")
-    p.add_argument("--host", default=DEFAULT_HOST,
-                   help=f"the address to listen on (default {DEFAULT_HOST}: this machine only; anyone who can reach "
-                   "another address can drive the dashboard, and there is no login)")
+    p.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"the address to listen on (default {DEFAULT_HOST}: this machine only; anyone who can reach "
+        "another address can drive the dashboard, and there is no login)",
+    )
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})")
-    p.add_argument("--public-url", metavar="URL", help="the address browsers use when it is not http://HOST:PORT "
-                   "(behind a reverse proxy or an SSH tunnel, or with --host 0.0.0.0)")
+    p.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the address browsers use when it is not http://HOST:PORT "
+        "(behind a reverse proxy or an SSH tunnel, or with --host 0.0.0.0)",
+    )
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
 
@@ -100,18 +113,26 @@ def run(args) -> int:
     from textual_serve.server import Server
 
     if not is_loopback(args.host):
-        sys.stderr.write(f"hermit-tui: warning: serving on {args.host}: anyone who can reach this address can drive "
-                         "the dashboard (launch evaluations, publish cards); there is no login\n")
+        sys.stderr.write(
+            f"hermit-tui: warning: serving on {args.host}: anyone who can reach this address can drive "
+            "the dashboard (launch evaluations, publish cards); there is no login\n"
+        )
     templates = Path(tempfile.mkdtemp(prefix="hermit-tui-serve-"))
     try:
         original = Path(textual_serve.__file__).resolve().parent / "templates"
         for page in original.glob("*.html"):
             text = page.read_text(encoding="utf-8")
-            (templates / page.name).write_text(patched_template(text) if page.name == "app_index.html" else text,
-                                               encoding="utf-8")
-        server = Server(session_command(config_path, args.overrides or []), host=args.host, port=args.port,
-                        title=f"hermit-tui · {config.run_name}", public_url=args.public_url,
-                        templates_path=templates)
+            (templates / page.name).write_text(
+                patched_template(text) if page.name == "app_index.html" else text, encoding="utf-8"
+            )
+        server = Server(
+            session_command(config_path, args.overrides or []),
+            host=args.host,
+            port=args.port,
+            title=f"hermit-tui · {config.run_name}",
+            public_url=args.public_url,
+            templates_path=templates,
+        )
         try:
             server.serve()
         except OSError as exc:
@@ -121,5 +142,13 @@ def run(args) -> int:
     return 0
 
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "EXTRA_MISSING", "add_parser", "is_loopback", "patched_template", "run",
-           "session_command"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "EXTRA_MISSING",
+    "add_parser",
+    "is_loopback",
+    "patched_template",
+    "run",
+    "session_command",
+]

@@ -8,6 +8,7 @@ cost says unknown, never $0), tokens, wall time, API speed, log path, and the tr
 results (from transcripts.jsonl, else from the log when it is hermit's react JSON). Without ``--repeat``, every
 repeat. An unknown selector, task or repeat is an InputError: one line, exit code 2.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,11 +24,19 @@ FORMATS = ("text", "json")
 
 def add_parser(subparsers):
     """Add the ``show`` subcommand to an argparse subparsers object; returns its parser."""
-    p = subparsers.add_parser("show", help="show one task's attempts under one selector: fields, output, score, "
-                              "cost, transcript with tool calls (the drill-down, headless)")
+    p = subparsers.add_parser(
+        "show",
+        help="show one task's attempts under one selector: fields, output, score, "
+        "cost, transcript with tool calls (the drill-down, headless)",
+    )
     p.add_argument("--config", required=True, help="hermit's run.yaml")
-    p.add_argument("--adapter", required=True, metavar="SEL", help="the selector whose current evaluation to read "
-                   "(none | root | final | a tag | a commit | an adapter directory)")
+    p.add_argument(
+        "--adapter",
+        required=True,
+        metavar="SEL",
+        help="the selector whose current evaluation to read "
+        "(none | root | final | a tag | a commit | an adapter directory)",
+    )
     p.add_argument("--task", required=True, metavar="ID", help="the task id")
     p.add_argument("--repeat", type=int, metavar="N", help="only this repeat (default: every repeat)")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default) or json")
@@ -39,6 +48,7 @@ def add_parser(subparsers):
 def _task_row(config, task_id: str) -> tuple[dict | None, str]:
     """The task's row from data.tasks, or None and why not (the attempts are still shown)."""
     from hermit_tui.core.workspace.tasks import read_tasks
+
     if config.tasks_path is None:
         return None, "data.tasks is not set: the task's fields are not known"
     try:
@@ -69,8 +79,10 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
     row, task_note = _task_row(config, task_id)
     if not attempts:
         if row is None:
-            raise InputError(f"--task {task_id}: unknown task (not in {folder / RESULTS}"
-                             + (f" nor in {config.tasks_path})" if config.tasks_path else ")"))
+            raise InputError(
+                f"--task {task_id}: unknown task (not in {folder / RESULTS}"
+                + (f" nor in {config.tasks_path})" if config.tasks_path else ")")
+            )
         raise InputError(f"--task {task_id}: no attempt of it is recorded in {folder / RESULTS}")
     if repeat is not None:
         chosen = [r for r in attempts if r.repeat == repeat]
@@ -87,19 +99,40 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
     out_attempts = []
     for rec in attempts:
         transcript = load_transcript(folder, rec)
-        out_attempts.append({
-            "repeat": rec.repeat, "status": rec.status, "score": rec.judge.score, "feedback": rec.judge.feedback,
-            "judge_extra": rec.judge.extra, "output": rec.output, "error": rec.error,
-            "traceback": rec.traceback, "cost_usd": rec.cost_usd,
-            "cost": cost_text(rec.cost_usd), "tokens": rec.tokens,
-            "wall_s": rec.wall_s, "api_speed": rec.api_speed, "log": rec.log, "printed": rec.printed,
-            "transcript": {"source": transcript.source, "path": transcript.path, "note": transcript.note or None,
-                           "messages": transcript.messages},
-        })
-    return {"selector": selector, "label": label, "folder": str(folder),
-            "written_by": None if summary is None else ("hermit" if summary.written_by_hermit else "hermit-tui"),
-            "task": {"id": task_id, "fields": row, "note": task_note or None},
-            "skipped_lines": skipped, "attempts": out_attempts}
+        out_attempts.append(
+            {
+                "repeat": rec.repeat,
+                "status": rec.status,
+                "score": rec.judge.score,
+                "feedback": rec.judge.feedback,
+                "judge_extra": rec.judge.extra,
+                "output": rec.output,
+                "error": rec.error,
+                "traceback": rec.traceback,
+                "cost_usd": rec.cost_usd,
+                "cost": cost_text(rec.cost_usd),
+                "tokens": rec.tokens,
+                "wall_s": rec.wall_s,
+                "api_speed": rec.api_speed,
+                "log": rec.log,
+                "printed": rec.printed,
+                "transcript": {
+                    "source": transcript.source,
+                    "path": transcript.path,
+                    "note": transcript.note or None,
+                    "messages": transcript.messages,
+                },
+            }
+        )
+    return {
+        "selector": selector,
+        "label": label,
+        "folder": str(folder),
+        "written_by": None if summary is None else ("hermit" if summary.written_by_hermit else "hermit-tui"),
+        "task": {"id": task_id, "fields": row, "note": task_note or None},
+        "skipped_lines": skipped,
+        "attempts": out_attempts,
+    }
 
 
 # -- text -------------------------------------------------------------------------------------------------------------
@@ -168,8 +201,9 @@ def run(args) -> int:
 
     config = load_config(args.config, args.overrides or [])
     shown = gather(config, args.adapter, str(args.task), args.repeat)
-    text = json.dumps(shown, indent=1, ensure_ascii=False, default=str) + "\n" if args.format == "json" \
-        else to_text(shown)
+    text = (
+        json.dumps(shown, indent=1, ensure_ascii=False, default=str) + "\n" if args.format == "json" else to_text(shown)
+    )
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -7,6 +7,7 @@ by repeat can ask here. Outside hermit-tui ``current_repeat()`` and ``attempt_lo
 (``eval/<label>/logs/<start of the evaluation>/``), named from the task id made safe for a file name, so that a task
 id holding ``../`` or ``/`` can never place a file outside it. Use :func:`safe_file_name` for your own names.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,5 @@
 """Errors the engine raises for the user to read."""
+
 from __future__ import annotations
 
 

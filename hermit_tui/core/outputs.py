@@ -3,6 +3,7 @@
 Pipelines written for hermit return ``hermit.task.RunOutput``; pipelines written without hermit installed can return
 this module's ``RunOutput`` (same fields) or a mapping with an ``output`` key.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

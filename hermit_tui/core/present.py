@@ -8,6 +8,7 @@ styles what it gets. The rules these functions keep:
 - a p-value near 0.05 is never rounded onto it (``p = 0.0502``, not ``p = 0.050``);
 - a caveat names what it is about and why it matters, in one sentence.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,6 +21,7 @@ NO_FINGERPRINT = "no protocol fingerprint"
 
 
 # ---------------------------------------------------------------------------------------------------- costs
+
 
 def money(value: float) -> str:
     """Dollars: cents from $1 up, four decimals below (the demo's attempts cost fractions of a cent)."""
@@ -59,7 +61,7 @@ def projected_cost(known: float, done: int, expected: int) -> float | None:
 
 
 def cost_phrase(known: float, unknown: int, done: int, expected: int, *, running: bool) -> str:
-    """"$0.84 so far · ~$2.10 at the end · 3 unknown": what a live view says about a launch's cost."""
+    """ "$0.84 so far · ~$2.10 at the end · 3 unknown": what a live view says about a launch's cost."""
     if done == 0:
         return "no attempt finished yet"
     if unknown >= done:
@@ -75,6 +77,7 @@ def cost_phrase(known: float, unknown: int, done: int, expected: int, *, running
 
 
 # ---------------------------------------------------------------------------------------------------- figures
+
 
 def tokens_text(tokens: Any) -> str:
     """An attempt's token counts as hermit records them (a mapping, a number, or nothing reported)."""
@@ -124,6 +127,7 @@ def plural(n: int, word: str) -> str:
 
 # ---------------------------------------------------------------------------------------------------- caveats
 
+
 def smoke_caveat(limit: int | None) -> str:
     """A smoke subset (``--limit N``) is never an evaluation."""
     return f"smoke subset{' of ' + plural(limit, 'task') if limit else ''}: a wiring check, not an evaluation"
@@ -131,8 +135,9 @@ def smoke_caveat(limit: int | None) -> str:
 
 def incomplete_caveat(done: int | None = None, expected: int | None = None, *, cancelled: bool = False) -> str:
     """An evaluation that did not finish: its figures cover part of the protocol, and it cannot be published."""
-    counted = (f"{done} of {plural(expected, 'attempt')}" if done is not None and expected
-               else "not every attempt finished")
+    counted = (
+        f"{done} of {plural(expected, 'attempt')}" if done is not None and expected else "not every attempt finished"
+    )
     return f"incomplete: {counted}{', cancelled' if cancelled else ''}; it cannot be published"
 
 
@@ -141,13 +146,22 @@ def retry_caveat(retries: int) -> str:
     return f"{plural(retries, 'attempt')} re-run after failing: re-running only failures can bias the mean"
 
 
-SEQUENTIAL_CAVEAT = ("a stop-when-decided launch stopped on what it saw: its decisions use the sequential test's "
-                     "repeated intervals; the fixed design's figures do not account for the stopping")
+SEQUENTIAL_CAVEAT = (
+    "a stop-when-decided launch stopped on what it saw: its decisions use the sequential test's "
+    "repeated intervals; the fixed design's figures do not account for the stopping"
+)
 
 
-def caveats(*, smoke_limit: int | None = None, smoke: bool = False, done: int | None = None,
-            expected: int | None = None, complete: bool = True, cancelled: bool = False,
-            retries: int | None = None) -> list[str]:
+def caveats(
+    *,
+    smoke_limit: int | None = None,
+    smoke: bool = False,
+    done: int | None = None,
+    expected: int | None = None,
+    complete: bool = True,
+    cancelled: bool = False,
+    retries: int | None = None,
+) -> list[str]:
     """Every caveat of one evaluation, most serious first: a smoke subset (``smoke`` or a ``smoke_limit``), an
     incomplete or cancelled run, retried attempts. A view prefixes each with the evaluation's name."""
     out = []
@@ -160,6 +174,27 @@ def caveats(*, smoke_limit: int | None = None, smoke: bool = False, done: int | 
     return out
 
 
-__all__ = ["NO_DATA", "NO_FINGERPRINT", "SEQUENTIAL_CAVEAT", "UNKNOWN", "caveats", "cost_cell", "cost_phrase", "cost_text", "fixed",
-           "incomplete_caveat", "interval_text", "known_cost_text", "partial_cost", "money", "p_text", "p_value",
-           "plural", "projected_cost", "retry_caveat", "short_num", "smoke_caveat", "tokens_text"]
+__all__ = [
+    "NO_DATA",
+    "NO_FINGERPRINT",
+    "SEQUENTIAL_CAVEAT",
+    "UNKNOWN",
+    "caveats",
+    "cost_cell",
+    "cost_phrase",
+    "cost_text",
+    "fixed",
+    "incomplete_caveat",
+    "interval_text",
+    "known_cost_text",
+    "partial_cost",
+    "money",
+    "p_text",
+    "p_value",
+    "plural",
+    "projected_cost",
+    "retry_caveat",
+    "short_num",
+    "smoke_caveat",
+    "tokens_text",
+]

@@ -1,5 +1,6 @@
 """The dashboard application. It only coordinates: it owns the store and the engine's workers, and moves between
 screens; what each screen shows lives in ``dashboard/screens/``, reusable pieces in ``dashboard/widgets/``."""
+
 from __future__ import annotations
 
 import gc
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 DRAIN_INTERVAL_S = 0.1  # engine events are applied to the store and repainted in batches at this pace
 WALK_WORKER_THRESHOLD = 20_000  # attempts from which the triage walk is computed in a worker thread
+
+
 class HermitApp(App):
     """hermit-tui: none/root/final side by side, attempts streaming in, drill-down, history."""
 
@@ -42,9 +45,27 @@ class HermitApp(App):
     # Every screen's stylesheet is read at start: the first push of a screen whose stylesheet is new makes Textual
     # parse every stylesheet again and restyle every widget (over 100 ms on a loaded machine: a stall on each first
     # visit of a screen). The screens still name their own file, already read.
-    CSS_PATH = [style("app.tcss"), *(style(f"{name}.tcss") for name in (
-        "setup", "run", "tasks", "attempt", "compare", "errors", "history", "review", "annotate", "picker",
-        "threshold", "quit", "help"))]
+    CSS_PATH = [
+        style("app.tcss"),
+        *(
+            style(f"{name}.tcss")
+            for name in (
+                "setup",
+                "run",
+                "tasks",
+                "attempt",
+                "compare",
+                "errors",
+                "history",
+                "review",
+                "annotate",
+                "picker",
+                "threshold",
+                "quit",
+                "help",
+            )
+        ),
+    ]
     BINDINGS = bindings.APP
     COMMANDS = App.COMMANDS | {HermitCommands}
 
@@ -67,8 +88,14 @@ class HermitApp(App):
             self.cancelled = cancelled
             self.error = error
 
-    def __init__(self, config_path: Path | None = None, *, overrides: list[str] | None = None,
-                 store: EvalStore | None = None, live_updates: bool = True):
+    def __init__(
+        self,
+        config_path: Path | None = None,
+        *,
+        overrides: list[str] | None = None,
+        store: EvalStore | None = None,
+        live_updates: bool = True,
+    ):
         super().__init__()
         self.config_path = Path(config_path) if config_path else None
         self.overrides = list(overrides or [])
@@ -103,32 +130,40 @@ class HermitApp(App):
             self.open_config(self.config_path, self.overrides)
         else:
             from hermit_tui.dashboard.screens.picker import PickerScreen
+
             self.push_screen(PickerScreen())
 
     # -- config ---------------------------------------------------------------------------------------------------
     def open_config(self, path: Path, overrides: list[str] | None = None) -> None:
         """Load a run.yaml and its tasks off the event loop, then show the setup screen."""
-        self.run_worker(lambda: self._load_config(Path(path), overrides or []), thread=True, exclusive=True,
-                        group="load", name="load-config")
+        self.run_worker(
+            lambda: self._load_config(Path(path), overrides or []),
+            thread=True,
+            exclusive=True,
+            group="load",
+            name="load-config",
+        )
 
     def _load_config(self, path: Path, overrides: list[str]) -> None:
         from hermit_tui.dashboard.screens import SCREENS
+
         for name in ("setup", "history", "tasks", "run", "compare"):  # the screens a config leads to, imported
             SCREENS[name]  # here, while the loop waits for the config: later, beside the loop, they slowed it
         from hermit_tui.core.workspace.config import load_config
         from hermit_tui.core.workspace.tasks import load_tasks
         from hermit_tui.demo import is_demo_config
         from hermit_tui.settings import launch_settings, remember_config
+
         try:
             config = load_config(path, overrides)
             taskset = load_tasks(config)
         except InputError as exc:
-            self.call_from_thread(self.notify, str(exc), title="Cannot open the config", severity="error",
-                                  timeout=10)
+            self.call_from_thread(self.notify, str(exc), title="Cannot open the config", severity="error", timeout=10)
             return
         if get_current_worker().is_cancelled:
             return
         from hermit_tui.settings import label_set
+
         remember_config(config.path)
         found = current_evaluations(config)  # shown at once, as a launch would show them
         # Off the event loop too: the checks compare the splits (0.1 s at 111,112 tasks) and read the training
@@ -136,18 +171,37 @@ class HermitApp(App):
         from hermit_tui.core.report.protocol import checks_for_display
         from hermit_tui.dashboard.screens.setup import protocol_table
         from hermit_tui.dashboard.state.store import index_task_ids
+
         checks = checks_for_display(config, taskset)
         warnings, labels = [c.message for c in checks], label_set(config.run_dir)
         protocol = protocol_table(config, taskset, checks)
         indexed = index_task_ids(taskset.test_ids)  # the store's positions of 111,112 ids: ~70 ms, here
-        self.call_from_thread(self._config_loaded, config, taskset, is_demo_config(config.path),
-                              launch_settings(config.path), warnings, labels, protocol, indexed)
+        self.call_from_thread(
+            self._config_loaded,
+            config,
+            taskset,
+            is_demo_config(config.path),
+            launch_settings(config.path),
+            warnings,
+            labels,
+            protocol,
+            indexed,
+        )
         self.call_from_thread(lambda: self.add_stored(found, beside_live=False))
 
-    def _config_loaded(self, config, taskset, is_demo: bool, launch: dict | None = None,
-                       warnings: list[str] | None = None, labels: list[str] | None = None,
-                       protocol: Any = None, indexed: tuple[list[str], dict[str, int]] | None = None) -> None:
+    def _config_loaded(
+        self,
+        config,
+        taskset,
+        is_demo: bool,
+        launch: dict | None = None,
+        warnings: list[str] | None = None,
+        labels: list[str] | None = None,
+        protocol: Any = None,
+        indexed: tuple[list[str], dict[str, int]] | None = None,
+    ) -> None:
         from hermit_tui.dashboard.screens.setup import SetupScreen
+
         self.config, self.taskset, self.is_demo = config, taskset, is_demo
         self.protocol_view = protocol
         self.config_path = config.path
@@ -157,6 +211,7 @@ class HermitApp(App):
             warnings = protocol_warnings(config, taskset)
         if labels is None:
             from hermit_tui.settings import label_set
+
             labels = label_set(config.run_dir)
         self.store.reset(taskset.tasks, taskset.test_ids, warnings=warnings, label_set=labels, indexed=indexed)
         # The tasks (a dict per task: 111,112 of them on a large split) live as long as the config: out of the
@@ -172,6 +227,7 @@ class HermitApp(App):
     def remember_launch(self, values: dict) -> None:
         """The setup screen's choices: kept for this session and written to the settings file (not run.yaml)."""
         from hermit_tui.settings import remember_launch
+
         self.launch_settings = dict(values)
         if self.config is not None:
             remember_launch(self.config.path, values)
@@ -199,11 +255,13 @@ class HermitApp(App):
             update["ray_address"] = os.environ.get("RAY_ADDRESS") or None
         options = options.model_copy(update=update)
         config = self.config
-        self.run_worker(lambda: self._run(config, options), thread=True, exclusive=True, group="eval",
-                        name="evaluation")
+        self.run_worker(
+            lambda: self._run(config, options), thread=True, exclusive=True, group="eval", name="evaluation"
+        )
 
     def _run(self, config: Config, options: LaunchOptions) -> None:
         from hermit_tui.core.run.runner import EvalRun
+
         try:
             run = EvalRun(config, options, on_event=self._events.append, tasks=self.taskset)
         except InputError as exc:
@@ -224,6 +282,7 @@ class HermitApp(App):
 
     def _show_run(self) -> None:
         from hermit_tui.dashboard.screens.run import RunScreen
+
         if not isinstance(self.screen, RunScreen):
             self.push_screen(RunScreen())
 
@@ -235,18 +294,27 @@ class HermitApp(App):
         if error:
             self.notify(error, title="The evaluation stopped", severity="error", timeout=15)
         elif cancelled:
-            self.notify("Cancelled: every finished attempt is kept; the summaries are marked incomplete",
-                        severity="warning", timeout=8)
+            self.notify(
+                "Cancelled: every finished attempt is kept; the summaries are marked incomplete",
+                severity="warning",
+                timeout=8,
+            )
         elif self.store.stop_reason:
-            self.notify(f"Stopped, {self.store.stop_reason}: the summaries are marked incomplete; Resume "
-                        "continues", severity="warning", timeout=10)
+            self.notify(
+                f"Stopped, {self.store.stop_reason}: the summaries are marked incomplete; Resume continues",
+                severity="warning",
+                timeout=10,
+            )
         elif self.store.sequential is not None:
             looks = [v[-1] for v in self.store.sequential_looks.values() if v]
             rounds = max((look.rounds for look in looks), default=0)
             decided = ", ".join(f"{look.candidate} {look.decision}" for look in looks)
-            self.notify(f"Stopped when decided after round {rounds} of {self.store.sequential.max_rounds}: {decided}"
-                        if self.store.sequential_stopped else f"Evaluation finished: all {rounds} rounds, "
-                        f"{decided} against {self.store.sequential.baseline}", timeout=8)
+            self.notify(
+                f"Stopped when decided after round {rounds} of {self.store.sequential.max_rounds}: {decided}"
+                if self.store.sequential_stopped
+                else f"Evaluation finished: all {rounds} rounds, {decided} against {self.store.sequential.baseline}",
+                timeout=8,
+            )
         else:
             self.notify("Evaluation finished", timeout=5)
         self.screen.post_message(self.RunEnded(cancelled, error))
@@ -260,8 +328,12 @@ class HermitApp(App):
         run.cancel(force=force)
         self.abandoned = self.abandoned or force
         if not quiet:
-            self.notify("Cancelling: the attempts in flight finish and are kept (cancel again to abandon them)"
-                        if not force else "Abandoning the attempts in flight", severity="warning")
+            self.notify(
+                "Cancelling: the attempts in flight finish and are kept (cancel again to abandon them)"
+                if not force
+                else "Abandoning the attempts in flight",
+                severity="warning",
+            )
 
     def cancel_or_abandon(self) -> None:
         """Cancel the launch; asked again while it is cancelling, abandon the attempts in flight."""
@@ -272,6 +344,7 @@ class HermitApp(App):
     async def action_quit(self) -> None:
         """Quit; during a launch, ask first (cancel it and quit, cancel it and stay, or keep it running)."""
         from hermit_tui.dashboard.screens.quit import QuitScreen, StoppingScreen
+
         if self.quitting:
             if isinstance(self.screen, StoppingScreen):
                 self.screen.action_abandon()
@@ -285,6 +358,7 @@ class HermitApp(App):
 
     def _quit_chosen(self, choice: str | None) -> None:
         from hermit_tui.dashboard.screens.quit import StoppingScreen
+
         if choice == "cancel":
             self.cancel_run()
         elif choice == "quit":
@@ -298,6 +372,7 @@ class HermitApp(App):
     def action_toggle_banners(self) -> None:
         """Expand the warnings collapsed to one line, or collapse them."""
         from hermit_tui.dashboard.widgets.banners import Banners
+
         shown = self.screen.query(Banners)
         current = shown.first().expanded() if shown else bool(self.banners_expanded)
         self.banners_expanded = not current
@@ -306,6 +381,7 @@ class HermitApp(App):
 
     def on_resize(self) -> None:
         from hermit_tui.dashboard.widgets.banners import Banners
+
         for banner in self.screen.query(Banners):
             banner.redraw()
 
@@ -336,6 +412,7 @@ class HermitApp(App):
 
         def load() -> None:
             from hermit_tui.dashboard.state.store import build_stored
+
             worker = get_current_worker()
             for stored in evaluations:
                 if worker.is_cancelled or store.generation != generation:
@@ -348,6 +425,7 @@ class HermitApp(App):
                     continue
                 new_ids = store.new_task_ids(col)
                 self.call_from_thread(self._stored_loaded, store, generation, stored, col, beside_live, new_ids)
+
         self.paced_worker(self, load, group="history", name="open-history")
 
     def paced_worker(self, node: DOMNode, work: Callable[[], Any], **kwargs: Any) -> Worker:
@@ -369,8 +447,15 @@ class HermitApp(App):
             self._beat.stop()
             self._beat = None
 
-    def _stored_loaded(self, store: EvalStore, generation: int, stored: Any, col: Any, beside_live: bool,
-                       new_ids: set[str] | None = None) -> None:
+    def _stored_loaded(
+        self,
+        store: EvalStore,
+        generation: int,
+        stored: Any,
+        col: Any,
+        beside_live: bool,
+        new_ids: set[str] | None = None,
+    ) -> None:
         if store is not self.store or store.generation != generation:  # another config was opened meanwhile
             return
         shown = store.columns.get(stored.name)
@@ -389,6 +474,7 @@ class HermitApp(App):
         annotations.jsonl on the annotation thread (in order), then put in the store. A column with no folder keeps it
         in memory."""
         from hermit_tui.core.records.annotations import attempt_digest
+
         store = self.store
         col = store.columns.get(key)
         rec = col.records.get((task_id, repeat)) if col is not None else None
@@ -401,12 +487,14 @@ class HermitApp(App):
             return
         if self._annotation_writer is None:
             from concurrent.futures import ThreadPoolExecutor
+
             self._annotation_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="annotations")
         folder, generation = col.folder, store.generation
         self.annotations_pending += 1
 
         def write() -> None:
             from hermit_tui.core.records.annotations import update_annotation
+
             try:
                 _, read = update_annotation(folder, rec, change)
                 result: Any = read
@@ -415,6 +503,7 @@ class HermitApp(App):
             except Exception as exc:  # a failed write must not take the dashboard down
                 result = InputError(f"{folder}: {type(exc).__name__}: {exc}")
             self.post_message(self.AnnotationSaved(store, key, folder, result, generation))  # never blocks
+
         self._annotation_writer.submit(write)
 
     def on_hermit_app_annotation_saved(self, message: AnnotationSaved) -> None:
@@ -432,6 +521,7 @@ class HermitApp(App):
     def edit_label_set(self) -> None:
         """The label set dialog; the new set goes to the settings file (per run) and the store."""
         from hermit_tui.dashboard.screens.annotate import LabelSetScreen
+
         where = f" for {self.config.run_dir}" if self.config is not None else ""
 
         def chosen(labels: list[str] | None) -> None:
@@ -439,22 +529,24 @@ class HermitApp(App):
                 return
             if self.config is not None:
                 from hermit_tui.settings import remember_label_set
+
                 remember_label_set(self.config.run_dir, labels)
             self.store.set_label_set(labels)
             self.notify(f"Label set: {', '.join(f'{i} {n}' for i, n in enumerate(labels, start=1))}", timeout=5)
             self.screen.post_message(self.StoreUpdated())
+
         self.push_screen(LabelSetScreen(self.store.label_set, where), chosen)
 
     def open_next_unlabelled(self) -> None:
         """The drill-down on the first unlabelled failure of the triage walk (from screens without attempts)."""
-        self.next_unlabelled(None, lambda f: self.goto("attempt", task_id=f.task_id, key=f.key, repeat=f.repeat),
-                             self)
+        self.next_unlabelled(None, lambda f: self.goto("attempt", task_id=f.task_id, key=f.key, repeat=f.repeat), self)
 
     def next_unlabelled(self, after, show, where) -> None:
         """Show the next unlabelled failure after ``after`` (dashboard/screens/annotate.next_unlabelled). On a large
         store whose walk must be computed again, that is done in a worker thread first (half a second at 100,000
         attempts)."""
         from hermit_tui.dashboard.screens.annotate import next_unlabelled
+
         store, generation = self.store, self.store.generation
         if store.walk_ready() or sum(c.done for c in store.columns.values()) < WALK_WORKER_THRESHOLD:
             next_unlabelled(where, after, show)
@@ -469,12 +561,14 @@ class HermitApp(App):
                     continue
             if not get_current_worker().is_cancelled and store is self.store and store.generation == generation:
                 self.call_from_thread(next_unlabelled, where, after, show)
+
         self.run_worker(work, thread=True, exclusive=True, group="triage-walk", name="triage-walk")
 
     async def triage(self, action: str) -> None:
         """A triage action from the palette: on the current screen when it has a chosen attempt (drill-down,
         per-task table, errors), else on the per-task table."""
         from hermit_tui.dashboard.screens.annotate import Triage
+
         if isinstance(self.screen, Triage):
             await self.screen.run_action(action)
         elif action == "next_unlabelled":
@@ -494,6 +588,7 @@ class HermitApp(App):
     # -- actions --------------------------------------------------------------------------------------------------
     def action_help(self) -> None:
         from hermit_tui.dashboard.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -503,12 +598,14 @@ class HermitApp(App):
     def action_open_demo(self) -> None:
         def build() -> None:
             from hermit_tui.demo import build_demo, default_demo_dir
+
             try:
                 path = build_demo(default_demo_dir())
             except InputError as exc:
                 self.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
                 return
             self.call_from_thread(self.open_config, path)
+
         self.run_worker(build, thread=True, exclusive=True, group="load", name="build-demo")
 
     def action_set_threshold(self) -> None:
@@ -521,6 +618,7 @@ class HermitApp(App):
             self.store.set_threshold(value)
             self.notify(f"Success threshold {value:g} in the views (the files keep hermit's 1.0)")
             self.screen.post_message(self.StoreUpdated())
+
         self.push_screen(ThresholdScreen(self.store.threshold), chosen)
 
     def action_export_report(self) -> None:
@@ -537,23 +635,30 @@ class HermitApp(App):
             from hermit_tui.core.records.results import write_atomic
             from hermit_tui.core.report.build import build_report, to_csv, to_json, to_markdown
             from hermit_tui.core.report.html import to_html
+
             try:
                 report = build_report(config, taskset, None, threshold=threshold, label_set=label_set, demo=demo)
                 folder = config.run_dir / "reports" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
                 folder.mkdir(parents=True, exist_ok=False)
-                for name, render in (("report.md", to_markdown), ("report.json", to_json), ("report.csv", to_csv),
-                                     ("report.html", to_html)):
+                for name, render in (
+                    ("report.md", to_markdown),
+                    ("report.json", to_json),
+                    ("report.csv", to_csv),
+                    ("report.html", to_html),
+                ):
                     write_atomic(folder / name, render(report))
             except (InputError, OSError) as exc:
                 self.call_from_thread(self.notify, str(exc), title="Report not written", severity="error")
                 return
             self.call_from_thread(self.notify, f"Report written to {folder}", title="Report", timeout=10)
+
         self.run_worker(export, thread=True, exclusive=True, group="report", name="export-report")
 
     def goto(self, name: str, **kwargs: Any):
         """Show a screen by name (used by bindings and palette commands). A screen already open lower in the stack
         is shown again as it was (what was above it is closed) rather than opened twice."""
         from hermit_tui.dashboard.screens import SCREENS
+
         if self.config is None and name not in ("picker", "help"):
             self.notify("Open a config first", severity="warning")
             return None
@@ -576,6 +681,7 @@ class HermitApp(App):
     async def run_on(self, name: str, action: str) -> None:
         """Show screen ``name`` and run one of its actions there (palette commands such as "Swap a/b")."""
         from hermit_tui.dashboard.screens import SCREENS
+
         shown = self.goto(name)
         if shown is not None:
             await shown

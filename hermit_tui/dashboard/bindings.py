@@ -2,6 +2,7 @@
 
 A binding with ``show=False`` is in the help screen only (the footer must fit 80 columns); every action also has a
 command-palette entry (``dashboard/palette.py``)."""
+
 from __future__ import annotations
 
 from textual.binding import Binding, BindingType
@@ -16,7 +17,8 @@ APP: list[BindingType] = [
 ]
 
 TEXT_FIELD: list[BindingType] = [
-    Binding("escape", "leave", "Leave the field (the screen's keys work again)", show=False)]
+    Binding("escape", "leave", "Leave the field (the screen's keys work again)", show=False)
+]
 
 PICKER: list[BindingType] = [
     Binding("d", "open_demo", "Demo"),
@@ -54,19 +56,21 @@ TRIAGE: list[BindingType] = [
     *[Binding(str(n), f"label({n})", f"Toggle label {n}", show=False) for n in range(2, 10)],
     Binding("0", "clear_annotation", "Clear the attempt's labels, note and corrected score", show=False),
     Binding("n", "note", "Note and corrected score on the chosen attempt…", show=False),
-    Binding("u", "next_unlabelled", "Next unlabelled failure (regressions, errors, flaky tasks, the rest)",
-            show=False),
+    Binding("u", "next_unlabelled", "Next unlabelled failure (regressions, errors, flaky tasks, the rest)", show=False),
     Binding("L", "label_set", "Edit the label set (keys 1-9)…", key_display="shift+l", show=False),
 ]
 #: In the help screen once, as "1-9".
 HELP_HIDDEN = {f"label({n})" for n in range(2, 10)}
-TRIAGE_HELP = ("1-9 toggle a label of the run's set (several per attempt; 1 is the built-in \"judge disagrees\")"
-               " on the chosen attempt")
+TRIAGE_HELP = (
+    '1-9 toggle a label of the run\'s set (several per attempt; 1 is the built-in "judge disagrees")'
+    " on the chosen attempt"
+)
 
 TASKS: list[BindingType] = [
     Binding("slash", "search", "Search", key_display="/", show=False),
-    Binding("f", "next_filter", "Filter: next (all, errors, regressions, improvements, flaky, unknown cost)",
-            show=False),
+    Binding(
+        "f", "next_filter", "Filter: next (all, errors, regressions, improvements, flaky, unknown cost)", show=False
+    ),
     Binding("F", "label_filter", "Filter by label…", key_display="shift+f", show=False),
     Binding("a", "next_attempt", "Target: the row's next attempt (what 1-9, 0 and n act on)", show=False),
     *TRIAGE,
@@ -144,18 +148,28 @@ QUIT: list[BindingType] = [
     Binding("escape", "choose('keep')", "Keep running", show=False),
 ]
 
-STOPPING: list[BindingType] = [
-    Binding("a", "abandon", "Abandon the attempts in flight"),
+STOPPING: list[BindingType] = [Binding("a", "abandon", "Abandon the attempts in flight")]
+
+HELP: list[BindingType] = [
+    Binding("escape", "dismiss", "Close"),
+    Binding("question_mark", "dismiss", "Close", show=False),
 ]
 
-HELP: list[BindingType] = [Binding("escape", "dismiss", "Close"),
-                           Binding("question_mark", "dismiss", "Close", show=False)]
-
 #: For the help screen: (screen title, bindings) in the order a user meets them.
-ALL = [("Everywhere", APP), ("In a text field", TEXT_FIELD), ("Config picker", PICKER), ("Setup", SETUP),
-       ("Live run", RUN),
-       ("Per-task table", TASKS), ("Drill-down", ATTEMPT), ("Errors", ERRORS), ("History", HISTORY),
-       ("Compare", COMPARE), ("Review & publish", REVIEW), ("Quitting during a launch", QUIT),
-       ("While a launch stops", STOPPING)]
+ALL = [
+    ("Everywhere", APP),
+    ("In a text field", TEXT_FIELD),
+    ("Config picker", PICKER),
+    ("Setup", SETUP),
+    ("Live run", RUN),
+    ("Per-task table", TASKS),
+    ("Drill-down", ATTEMPT),
+    ("Errors", ERRORS),
+    ("History", HISTORY),
+    ("Compare", COMPARE),
+    ("Review & publish", REVIEW),
+    ("Quitting during a launch", QUIT),
+    ("While a launch stops", STOPPING),
+]
 ALL.insert(ALL.index(("Drill-down", ATTEMPT)) + 1, ("Transcript tab", TRANSCRIPT + TRANSCRIPT_TURN))
 ALL.insert(ALL.index(("Errors", ERRORS)) + 1, ("Triage (drill-down, per-task table, errors)", TRIAGE))

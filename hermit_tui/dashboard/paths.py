@@ -1,4 +1,5 @@
 """Where the package's files are: the stylesheets ship inside the wheel as ``hermit_tui/styles``."""
+
 from __future__ import annotations
 
 from importlib.resources import files

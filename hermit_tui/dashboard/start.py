@@ -1,5 +1,6 @@
 """Running the dashboard in a terminal: the app between a guard of the terminal's file descriptors (nothing a
 pipeline prints reaches the screen) and the end of a launch the app did not stop itself."""
+
 from __future__ import annotations
 
 import os
@@ -14,6 +15,7 @@ def run_app(config_path: Path | None = None, overrides: list[str] | None = None)
     to a pipe read into files (core.run.printed.TerminalGuard), so that nothing a pipeline, a judge, a worker process or
     a library prints can reach the screen."""
     from hermit_tui.core.run.printed import TerminalGuard
+
     stray = printed_outside_launches()
     try:
         stray.unlink()
@@ -30,6 +32,7 @@ def _run_app(config_path: Path | None, overrides: list[str] | None) -> int:
     run = app.current_run
     if run is not None:  # the app stopped some other way during a launch: nothing may go on after it
         import time
+
         run.cancel(force=True)
         app.abandoned = True
         deadline = time.monotonic() + 10
@@ -39,6 +42,7 @@ def _run_app(config_path: Path | None, overrides: list[str] | None) -> int:
         # Abandoned attempts may still run in threads that cannot be killed, and the interpreter would wait for
         # them at exit: their results are not recorded and the summaries are written, so leave now.
         import sys
+
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

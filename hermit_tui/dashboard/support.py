@@ -1,5 +1,6 @@
 """What the app uses beside its class: the pacer that lets worker threads give way to the event loop, and helpers
 run off the loop or before it (the resource tracker, a config's current evaluations, its protocol warnings)."""
+
 from __future__ import annotations
 
 import os
@@ -43,6 +44,7 @@ def start_resource_tracker() -> None:
     is reused."""
     import contextlib
     from multiprocessing import resource_tracker
+
     with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
         resource_tracker.ensure_running()
 
@@ -50,6 +52,7 @@ def start_resource_tracker() -> None:
 def current_evaluations(config) -> list:
     """The current (not archived) evaluations under the run's eval folder, readable ones only."""
     from hermit_tui.core.records.folders import list_evaluations
+
     try:
         return [e for e in list_evaluations(config.run_dir, include_archived=False) if e.summary is not None]
     except (InputError, OSError):
@@ -59,6 +62,7 @@ def current_evaluations(config) -> list:
 def protocol_warnings(config, taskset) -> list[str]:
     """The protocol checks every summary view carries (test overlap, answers visible to training, grants...)."""
     from hermit_tui.core.report.protocol import protocol_checks
+
     return [check.message for check in protocol_checks(config, taskset)]
 
 
@@ -66,5 +70,6 @@ def printed_outside_launches() -> Path:
     """Where the dashboard keeps what its process prints to file descriptors 1 and 2 outside a launch (the file of
     the last session; a launch's own goes to its evaluation's log folder: core.run.printed)."""
     cache = os.environ.get("XDG_CACHE_HOME")
-    return (Path(cache).expanduser() if cache else Path.home() / ".cache") / "hermit-tui" / \
-        "printed-outside-launches.txt"
+    return (
+        (Path(cache).expanduser() if cache else Path.home() / ".cache") / "hermit-tui" / "printed-outside-launches.txt"
+    )

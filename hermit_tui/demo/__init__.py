@@ -6,6 +6,7 @@ commit and its repair, ``demo/final``; the run's checkout with ``CARD.md``; ``co
 ``summary.json``. Everything is deterministic, commit dates included. It is a teaching demonstration, not evidence
 of any real model's performance.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -24,16 +25,31 @@ from hermit_tui.core.errors import InputError
 DEMO_RUN = "demo"
 MARKER = ".hermit-tui-demo"
 FILES = Path(__file__).resolve().parent / "files"
-COPIED = ("run.yaml", "README.md", "pipeline.py", "judge.py", "tasks.jsonl", "train.txt", "val.txt", "test.txt",
-          "judge_data", "template", "task_info")
+COPIED = (
+    "run.yaml",
+    "README.md",
+    "pipeline.py",
+    "judge.py",
+    "tasks.jsonl",
+    "train.txt",
+    "val.txt",
+    "test.txt",
+    "judge_data",
+    "template",
+    "task_info",
+)
 TEMPLATE_ID = "demo-notes"
 EVOLVER = "claude"
 INVALID_MARK = "[invalid: fails check_spec; the next commit repairs it]"
-START = 1767225600          # 2026-01-01T00:00:00Z; commit N of the tree is dated START + N hours
-IDENTITY = {"GIT_AUTHOR_NAME": "hermit-tui demo", "GIT_AUTHOR_EMAIL": "demo@localhost",
-            "GIT_COMMITTER_NAME": "hermit-tui demo", "GIT_COMMITTER_EMAIL": "demo@localhost"}
+START = 1767225600  # 2026-01-01T00:00:00Z; commit N of the tree is dated START + N hours
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "hermit-tui demo",
+    "GIT_AUTHOR_EMAIL": "demo@localhost",
+    "GIT_COMMITTER_NAME": "hermit-tui demo",
+    "GIT_COMMITTER_EMAIL": "demo@localhost",
+}
 ORIGIN = '\norigin:\n  template: demo-notes\n  version: "0.1"\n'
-EVOLVER_USAGE = [(0.184, 41200), (0.213, 47800), (0.196, 44100)]     # per step: USD, tokens (made up, fixed)
+EVOLVER_USAGE = [(0.184, 41200), (0.213, 47800), (0.196, 44100)]  # per step: USD, tokens (made up, fixed)
 STEPS = [  # (ADAPTER.md file under files/training, summary of the simulated learner)
     ("ADAPTER.step-1.md", "added a second hint each for sorting and date arithmetic"),
     ("ADAPTER.step-2.md", "added hints for reversing, counting letters and percentages"),
@@ -73,8 +89,9 @@ def build_demo(dest: str | Path, *, force: bool = False) -> Path:
         for child in dest.iterdir():
             shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
     elif dest.exists() and any(dest.iterdir()):
-        raise InputError(f"{dest}: the folder is not empty and is not a hermit-tui demo workspace; "
-                         "choose a new or empty folder")
+        raise InputError(
+            f"{dest}: the folder is not empty and is not a hermit-tui demo workspace; choose a new or empty folder"
+        )
     existed = dest.exists()
     try:
         _build(dest)
@@ -97,8 +114,14 @@ class _Git:
         self.hour = 0
 
     def __call__(self, *args: str, hour: int | None = None) -> str:
-        env = {**os.environ, **IDENTITY, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-               "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        env = {
+            **os.environ,
+            **IDENTITY,
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "LC_ALL": "C",
+        }
         if hour is not None:
             env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"{START + 3600 * hour} +0000"
         run = subprocess.run(["git", "-C", str(self.cwd), *args], capture_output=True, text=True, env=env)
@@ -133,32 +156,51 @@ def _rollout(pipeline, judge, tasks: list[dict], text: str) -> tuple[int, dict[s
         latencies.append(result["latency_s"])
         tokens += result["tokens"]
     known = [c for c in costs if c is not None]
-    return tokens, {"mean_score": round(sum(scores.values()) / len(scores), 4), "scores": scores,
-            "cost_usd": round(sum(known), 6) if known else None,
-            "unknown_cost_tasks": sum(c is None for c in costs),
-            "wall_s": round(sum(latencies) / 4, 1), "api_speed": []}
+    return tokens, {
+        "mean_score": round(sum(scores.values()) / len(scores), 4),
+        "scores": scores,
+        "cost_usd": round(sum(known), 6) if known else None,
+        "unknown_cost_tasks": sum(c is None for c in costs),
+        "wall_s": round(sum(latencies) / 4, 1),
+        "api_speed": [],
+    }
 
 
 def _card(root_commit: str, steps: list[dict], budget: dict, note: str) -> str:
     usd, unknown = budget["usd"], budget["unknown_cost_calls"]
-    return "\n".join([
-        f"# Adapter card: {DEMO_RUN}", "",
-        f"- Template: `{TEMPLATE_ID}@0.1`",
-        f"- Started from: `{root_commit}`",
-        f"- Evolver: `{EVOLVER}` (simulated: hermit-tui wrote these commits; no learner ran)",
-        "- Task: tasks.jsonl (hermit-tui's built-in demo, 40 small skill tasks)",
-        f"- Training: 1 epoch(s), {len(steps)} step(s)",
-        f"- Spending: rollouts ${usd['rollout']:.4f}, Evolver ${usd['evolver']:.4f} "
-        f"(+{unknown} calls of unknown cost); {budget['seconds'] / 3600:.2f} h", "",
-        "## Settings that affect what can be trusted", "",
-        '- sandbox: {"enabled": false}',
-        '- evolver_access: {"environment": [], "tools": [], "send_material_out": false}',
-        "- validation data given to the Evolver: True", "",
-        "A teaching demonstration: the acting agent is a deterministic simulation whose skills are read from",
-        "ADAPTER.md. Nothing here is evidence of a real model's performance.", "",
-        "## What was learned", "", note, "",
-        "## Evaluation", "", "Not evaluated yet (`hermit eval`).", "",
-        "Where it has not been tested: anything beyond this demo's simulated solver and its test split.", ""])
+    return "\n".join(
+        [
+            f"# Adapter card: {DEMO_RUN}",
+            "",
+            f"- Template: `{TEMPLATE_ID}@0.1`",
+            f"- Started from: `{root_commit}`",
+            f"- Evolver: `{EVOLVER}` (simulated: hermit-tui wrote these commits; no learner ran)",
+            "- Task: tasks.jsonl (hermit-tui's built-in demo, 40 small skill tasks)",
+            f"- Training: 1 epoch(s), {len(steps)} step(s)",
+            f"- Spending: rollouts ${usd['rollout']:.4f}, Evolver ${usd['evolver']:.4f} "
+            f"(+{unknown} calls of unknown cost); {budget['seconds'] / 3600:.2f} h",
+            "",
+            "## Settings that affect what can be trusted",
+            "",
+            '- sandbox: {"enabled": false}',
+            '- evolver_access: {"environment": [], "tools": [], "send_material_out": false}',
+            "- validation data given to the Evolver: True",
+            "",
+            "A teaching demonstration: the acting agent is a deterministic simulation whose skills are read from",
+            "ADAPTER.md. Nothing here is evidence of a real model's performance.",
+            "",
+            "## What was learned",
+            "",
+            note,
+            "",
+            "## Evaluation",
+            "",
+            "Not evaluated yet (`hermit eval`).",
+            "",
+            "Where it has not been tested: anything beyond this demo's simulated solver and its test split.",
+            "",
+        ]
+    )
 
 
 def _build(dest: Path) -> None:
@@ -188,30 +230,39 @@ def _build(dest: Path) -> None:
     work = _Git(checkout)
     work.hour = tree.hour
 
-    budget: dict[str, Any] = {"usd": {"rollout": 0.0, "evolver": 0.0}, "tokens": {"rollout": 0, "evolver": 0},
-                              "unknown_cost_calls": 0, "seconds": 0.0}
+    budget: dict[str, Any] = {
+        "usd": {"rollout": 0.0, "evolver": 0.0},
+        "tokens": {"rollout": 0, "evolver": 0},
+        "unknown_cost_calls": 0,
+        "seconds": 0.0,
+    }
     text = (checkout / "ADAPTER.md").read_text()
     parent, records = root, []
     for n, (source, summary) in enumerate(STEPS, start=1):
-        chunk = train[(n - 1) * step_size:n * step_size]
+        chunk = train[(n - 1) * step_size : n * step_size]
         tokens_used, rollout = _rollout(pipeline, judge, [tasks[t] for t in chunk], text)
         text = (FILES / "training" / source).read_text()
         (checkout / "ADAPTER.md").write_text(text)
         if n == 1:
-            with open(checkout / "adapter.yaml", "a") as f:    # a changed adapter names its origin
+            with open(checkout / "adapter.yaml", "a") as f:  # a changed adapter names its origin
                 f.write(ORIGIN)
         message = f"step {n} (epoch 1) [{EVOLVER}]: {summary}\n\nrun: {DEMO_RUN}\nevolver: {EVOLVER}\n"
         check, repaired = {"passed": True, "issues": []}, []
-        if n == 2:   # the learner also left a file outside the learnable paths: committed as invalid, then repaired
+        if n == 2:  # the learner also left a file outside the learnable paths: committed as invalid, then repaired
             shutil.copyfile(FILES / "training" / "worked_examples.txt", checkout / "worked_examples.txt")
             invalid = work.commit(f"{message}\n{INVALID_MARK}\n")
             (checkout / "worked_examples.txt").unlink()
             reason = "file outside every learnable path"
             repaired = [{"path": "worked_examples.txt", "restored_from": "parent (absent there)", "reason": reason}]
-            commits = [invalid, work.commit(f"repair step {n} (epoch 1): 1 file(s)\n\n"
-                                            f"- worked_examples.txt: removed ({reason})\n")]
-            check = {"passed": False, "issues": [{"path": "worked_examples.txt", "check": 2, "problem": reason}],
-                     "after_repair": {"passed": True, "issues": []}}
+            commits = [
+                invalid,
+                work.commit(f"repair step {n} (epoch 1): 1 file(s)\n\n- worked_examples.txt: removed ({reason})\n"),
+            ]
+            check = {
+                "passed": False,
+                "issues": [{"path": "worked_examples.txt", "check": 2, "problem": reason}],
+                "after_repair": {"passed": True, "issues": []},
+            }
         else:
             commits = [work.commit(message)]
         head = commits[-1]
@@ -223,17 +274,35 @@ def _build(dest: Path) -> None:
         budget["tokens"]["evolver"] += tokens
         budget["unknown_cost_calls"] += rollout["unknown_cost_tasks"]
         budget["seconds"] = round(budget["seconds"] + rollout["wall_s"] + 95.0 + 10 * n, 1)
-        records.append({
-            "step": n, "epoch": 1, "tasks": chunk, "rollout": rollout,
-            "evolver": {"status": "done", "summary": summary, "wall_s": 95.0 + 10 * n,
-                        "usage": [{"input_tokens": tokens - 3000, "output_tokens": 3000, "cost_usd": usd, "calls": 1}]},
-            "status": "done", "parent": parent, "commits": commits, "commit": head, "changed": True,
-            "check": check, "repaired": repaired, "budget_after": json.loads(json.dumps(budget)),
-            "time": _stamp(work.hour - 1)})
+        records.append(
+            {
+                "step": n,
+                "epoch": 1,
+                "tasks": chunk,
+                "rollout": rollout,
+                "evolver": {
+                    "status": "done",
+                    "summary": summary,
+                    "wall_s": 95.0 + 10 * n,
+                    "usage": [{"input_tokens": tokens - 3000, "output_tokens": 3000, "cost_usd": usd, "calls": 1}],
+                },
+                "status": "done",
+                "parent": parent,
+                "commits": commits,
+                "commit": head,
+                "changed": True,
+                "check": check,
+                "repaired": repaired,
+                "budget_after": json.loads(json.dumps(budget)),
+                "time": _stamp(work.hour - 1),
+            }
+        )
         parent = head
 
-    note = ("Simulated training of the demo: three steps on the train split added tagged hints to ADAPTER.md; the "
-            "last step rewrote the notes and dropped the unit-conversion hints, a regression the test split shows.")
+    note = (
+        "Simulated training of the demo: three steps on the train split added tagged hints to ADAPTER.md; the "
+        "last step rewrote the notes and dropped the unit-conversion hints, a regression the test split shows."
+    )
     (checkout / "CARD.md").write_text(_card(root, records, budget, note))
     final = work.commit(f"final: {DEMO_RUN}\n\n{note}\n")
     tree("tag", f"{DEMO_RUN}/final", final)
@@ -242,15 +311,32 @@ def _build(dest: Path) -> None:
         for record in records:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
     template = yaml.safe_load((dest / "template" / "adapter.yaml").read_text())["template"]
-    resolved = {"config": config, "template": template, "tree": str(tree_dir), "branch": DEMO_RUN, "start": root,
-                "evolver": {"name": EVOLVER, "simulated": True}, "warnings": [], "python": None}
+    resolved = {
+        "config": config,
+        "template": template,
+        "tree": str(tree_dir),
+        "branch": DEMO_RUN,
+        "start": root,
+        "evolver": {"name": EVOLVER, "simulated": True},
+        "warnings": [],
+        "python": None,
+    }
     (run_dir / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
-    run_summary = {"run": DEMO_RUN, "stop_reason": "all epochs done", "final_commit": final,
-               "final_tag": f"{DEMO_RUN}/final", "tree": str(tree_dir), "branch": DEMO_RUN, "steps": len(records),
-               "bootstrap": False, "spending": budget,
-               "checkpoints": [f"{DEMO_RUN}/ckpt-step-{n}" for n in range(1, len(records) + 1)],
-               "finalize": note, "warnings": [],
-               "demo": "teaching demonstration: simulated agent, not evidence of real-model performance"}
+    run_summary = {
+        "run": DEMO_RUN,
+        "stop_reason": "all epochs done",
+        "final_commit": final,
+        "final_tag": f"{DEMO_RUN}/final",
+        "tree": str(tree_dir),
+        "branch": DEMO_RUN,
+        "steps": len(records),
+        "bootstrap": False,
+        "spending": budget,
+        "checkpoints": [f"{DEMO_RUN}/ckpt-step-{n}" for n in range(1, len(records) + 1)],
+        "finalize": note,
+        "warnings": [],
+        "demo": "teaching demonstration: simulated agent, not evidence of real-model performance",
+    }
     (run_dir / "summary.json").write_text(json.dumps(run_summary, indent=1))
     (dest / MARKER).write_text(json.dumps({"built_by": "hermit-tui demo", "format": 1}) + "\n")
 

@@ -1,4 +1,5 @@
 """Fixtures of the UI tests: demo workspaces in the states the journey needs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,8 +35,9 @@ def demo(demo_config, monkeypatch) -> Workspace:
 def evaluated_template(demo_template, tmp_path_factory) -> Path:
     """A demo with none, root and final evaluated (3 repeats), nothing published; copy it before use."""
     config = copy_workspace(demo_template, tmp_path_factory.mktemp("journey-evaluated") / "demo")
-    EvalRun(load_config(config, ["agent.params.latency_scale=0"]), ["none", "root", "final"],
-            update_card=False).run_sync()
+    EvalRun(
+        load_config(config, ["agent.params.latency_scale=0"]), ["none", "root", "final"], update_card=False
+    ).run_sync()
     return config.parent
 
 

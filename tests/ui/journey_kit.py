@@ -1,5 +1,6 @@
 """What the journey, palette and snapshot tests share: waiting on the app, typing, and the demo's files that
 publishing may touch (CARD.md, tags, branches, summaries)."""
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,11 @@ class Workspace:
 
 def setup_ready(app) -> bool:
     screen = app.screen
-    return (isinstance(screen, SetupScreen) and screen._restored
-            and screen.query_one("#versions", SelectionList).option_count > 1)
+    return (
+        isinstance(screen, SetupScreen)
+        and screen._restored
+        and screen.query_one("#versions", SelectionList).option_count > 1
+    )
 
 
 async def settle(pilot, prefix: str = "review") -> None:

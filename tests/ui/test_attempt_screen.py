@@ -1,4 +1,5 @@
 """The drill-down: a task's fields, every attempt per selector, the side-by-side diff, the log viewer."""
+
 from __future__ import annotations
 
 import pytest
@@ -69,8 +70,7 @@ def test_read_tail_keeps_the_end_of_a_long_log(tmp_path):
 def test_word_diff_of_two_lines():
     left, right = diff_words("the cat sat on the mat", "the dog sat on the red mat")
     assert left == [("the ", "same"), ("cat", "removed"), (" sat on the mat", "same")]
-    assert right == [("the ", "same"), ("dog", "added"), (" sat on the ", "same"), ("red ", "added"),
-                     ("mat", "same")]
+    assert right == [("the ", "same"), ("dog", "added"), (" sat on the ", "same"), ("red ", "added"), ("mat", "same")]
     rows = diff_rows("a\nb c d\ne", "a\nb x d\nf\ng")
     assert [(left[0] if left else None, r[0] if r else None) for left, r in rows] == [(1, 1), (2, 2), (3, 3), (None, 4)]
     assert changed_words(rows) == (["c", "e"], ["x", "f", "g"])
@@ -82,8 +82,7 @@ async def test_drill_down_shows_every_field_and_opens_on_the_attempt():
         screen = await open_attempt(pilot, app, "t09", "final", 2)
         tabs = screen.query_one(TabbedContent)
         assert str(tabs.get_tab(tabs.active).label) == "final"
-        assert [str(t.label) for t in tabs.query(Tab)] == ["none", "root", "final",
-                                                                                    "Side by side", "Transcript"]
+        assert [str(t.label) for t in tabs.query(Tab)] == ["none", "root", "final", "Side by side", "Transcript"]
         focused = screen.focused
         assert isinstance(focused, AttemptCard) and (focused.key, focused.record.repeat) == ("final", 2)
         listing = focused.parent
@@ -95,8 +94,19 @@ async def test_drill_down_shows_every_field_and_opens_on_the_attempt():
         judged = card_text(focused)
         status = focused.query_one(".attempt-status", Label)
         assert status.has_class("status-judge_error") and "judge_error" in lines_of(status)[0]
-        for expected in ("final · repeat 2", "score 0.000", "the judge failed: KeyError: 'expected'",
-                         "KeyError: 'expected'", "$0.0020", "Tokens", "120", "0.12 s", "Log", "none", "42 km"):
+        for expected in (
+            "final · repeat 2",
+            "score 0.000",
+            "the judge failed: KeyError: 'expected'",
+            "KeyError: 'expected'",
+            "$0.0020",
+            "Tokens",
+            "120",
+            "0.12 s",
+            "Log",
+            "none",
+            "42 km",
+        ):
             assert expected in judged, expected
 
         # t03's cost is unknown: "unknown", never $0
@@ -123,33 +133,50 @@ async def test_side_by_side_highlights_the_changed_words_and_cycles_pairs():
         screen = await open_attempt(pilot, app, "t02")
         view = screen.query_one(DiffView)
         # default pair: the baseline (none) against the last column (final), repeat 1
-        assert (screen.query_one("#side-left", Select).value, screen.query_one("#side-right", Select).value,
-                screen.query_one("#side-repeat", Select).value) == ("none", "final", 1)
-        assert view.rows == [((1, [("none", "removed"), (" answer to t02: ", "same"), ("0", "removed")]),
-                              (1, [("final", "added"), (" answer to t02: ", "same"), ("1", "added")]))]
+        assert (
+            screen.query_one("#side-left", Select).value,
+            screen.query_one("#side-right", Select).value,
+            screen.query_one("#side-repeat", Select).value,
+        ) == ("none", "final", 1)
+        assert view.rows == [
+            (
+                (1, [("none", "removed"), (" answer to t02: ", "same"), ("0", "removed")]),
+                (1, [("final", "added"), (" answer to t02: ", "same"), ("1", "added")]),
+            )
+        ]
         # the drawn cells carry the theme's red and green on exactly those words
         table = view.table()
         left_cell = list(table.columns[1].cells)[1]
         right_cell = list(table.columns[3].cells)[1]
         removed, added = view.get_component_rich_style("diff--removed"), view.get_component_rich_style("diff--added")
-        assert [(left_cell.plain[s.start:s.end], s.style) for s in left_cell.spans if s.style] == [
-            ("none", removed), ("0", removed)]
-        assert [(right_cell.plain[s.start:s.end], s.style) for s in right_cell.spans if s.style] == [
-            ("final", added), ("1", added)]
+        assert [(left_cell.plain[s.start : s.end], s.style) for s in left_cell.spans if s.style] == [
+            ("none", removed),
+            ("0", removed),
+        ]
+        assert [(right_cell.plain[s.start : s.end], s.style) for s in right_cell.spans if s.style] == [
+            ("final", added),
+            ("1", added),
+        ]
         red, green = removed.bgcolor.get_truecolor(), added.bgcolor.get_truecolor()
         assert red.red > red.green and green.green > green.red
 
         await pilot.press("right_curly_bracket")
         assert screen.query_one(TabbedContent).active == "side"
         assert (screen.query_one("#side-left", Select).value, screen.query_one("#side-right", Select).value) == (
-            "root", "final")
+            "root",
+            "final",
+        )
         assert changed_words(view.rows) == (["root", "0"], ["final", "1"])  # t02: root 0 -> final 1
         await pilot.press("right_curly_bracket")
         assert (screen.query_one("#side-left", Select).value, screen.query_one("#side-right", Select).value) == (
-            "none", "root")
+            "none",
+            "root",
+        )
         await pilot.press("left_curly_bracket")
         assert (screen.query_one("#side-left", Select).value, screen.query_one("#side-right", Select).value) == (
-            "root", "final")
+            "root",
+            "final",
+        )
 
 
 async def test_large_outputs_are_diffed_in_a_worker():
@@ -216,22 +243,40 @@ async def test_refreshes_when_attempts_arrive():
         store.apply(ev.SelectorStarted(label="extra", selector="demo/ckpt-step-1", commit="e" * 40, total=24))
         for rec in (AttemptRecord(repeat=3, id="t01", status="ok", output="late", judge=Judged(score=1.0)),):
             store.columns["none"].add(rec)
-        store.apply(ev.AttemptFinished(label="extra", record=AttemptRecord(
-            repeat=1, id="t01", status="ok", output="extra says", judge=Judged(score=0.5), cost_usd=0.01)))
+        store.apply(
+            ev.AttemptFinished(
+                label="extra",
+                record=AttemptRecord(
+                    repeat=1, id="t01", status="ok", output="extra says", judge=Judged(score=0.5), cost_usd=0.01
+                ),
+            )
+        )
         screen.post_message(HermitApp.StoreUpdated())
         await pilot.pause()
         await pilot.pause()
         assert [c.record.repeat for c in screen.query(AttemptCard) if c.key == "none"] == [1, 2, 3]
         tabs = screen.query_one(TabbedContent)
-        assert [str(t.label) for t in tabs.query(Tab)] == ["none", "root", "final", "extra",
-                                                                                    "Side by side", "Transcript"]
+        assert [str(t.label) for t in tabs.query(Tab)] == [
+            "none",
+            "root",
+            "final",
+            "extra",
+            "Side by side",
+            "Transcript",
+        ]
         tabs.active = screen._panes["extra"]
         await pilot.pause()
         assert "extra says" in card_text(card(screen, "extra", 1))
         # a live column keeps streaming in: the next repeat of this task appears, another task's does not
         for tid, rep in (("t02", 1), ("t01", 2)):
-            store.apply(ev.AttemptFinished(label="extra", record=AttemptRecord(
-                repeat=rep, id=tid, status="error", error="OSError: gone", judge=Judged(score=0.0))))
+            store.apply(
+                ev.AttemptFinished(
+                    label="extra",
+                    record=AttemptRecord(
+                        repeat=rep, id=tid, status="error", error="OSError: gone", judge=Judged(score=0.0)
+                    ),
+                )
+            )
             screen.post_message(HermitApp.StoreUpdated())
             await pilot.pause()
         await pilot.pause()
@@ -249,6 +294,7 @@ def _snap_app(task_id: str, key: str | None, repeat: int | None, press: tuple[st
         for key_name in press:
             await pilot.press(key_name)
         await pilot.pause()
+
     return app, run_before
 
 

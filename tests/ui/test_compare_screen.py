@@ -15,6 +15,7 @@ none: mean 4/12 = 0.333; final: mean (9 + 2/3 + 1/2) / 12 = 0.764; final - none 
 Costs: 0.001 * (i + 1) per ok attempt except t03 (unknown) and t05 (failed, unknown): none 3 * 0.070 = $0.2100 + 6
 unknown; final's t09 repeat 2 costs 0.002 instead of 0.009: $0.2030 + 6 unknown.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -75,8 +76,9 @@ def assert_numbers(screen: CompareScreen, store: EvalStore, a: str, b: str) -> N
     sa, sb, pair = expected_numbers(store, a, b)
     assert (text(screen, "#head-a"), text(screen, "#head-b")) == (a, b)
     for side, s in (("a", sa), ("b", sb)):
-        assert text(screen, f"#{side}-mean") == (f"{s.mean:.3f}  95% CI {s.ci_low:.3f} to {s.ci_high:.3f} "
-                                                 f"({s.ci_method})")
+        assert text(screen, f"#{side}-mean") == (
+            f"{s.mean:.3f}  95% CI {s.ci_low:.3f} to {s.ci_high:.3f} ({s.ci_method})"
+        )
         assert 0 <= s.ci_low and s.ci_high <= 1 and f"95% CI: {s.method}." in text(screen, f"#split-{side}")
         lo, hi = s.solved_once_ci
         assert text(screen, f"#{side}-solved") == f"{s.solved_once:.3f}  Wilson {lo:.3f} to {hi:.3f}"
@@ -85,8 +87,9 @@ def assert_numbers(screen: CompareScreen, store: EvalStore, a: str, b: str) -> N
         assert text(screen, f"#{side}-sample") == "12 × 3 (36 attempts)"
         assert s.lever_note in text(screen, f"#split-{side}")
     figures = text(screen, "#pair-figures")
-    assert (f"{b} − {a}: {pair.mean_diff:+.3f}  95% CI {pair.ci_low:.3f} to {pair.ci_high:.3f} "
-            f"({pair.ci_method})") in figures
+    assert (
+        f"{b} − {a}: {pair.mean_diff:+.3f}  95% CI {pair.ci_low:.3f} to {pair.ci_high:.3f} ({pair.ci_method})"
+    ) in figures
     shown = f"{pair.p_value:.3f}" if pair.p_value < 0.1 else f"{pair.p_value:.2f}"  # 2 decimals from 0.1 up
     assert f"p = {shown}: paired randomisation test" in figures and "exact" in figures
     assert f"95% CI: {pair.method}." in figures and "Verdict rule: 'an improvement'" in figures
@@ -152,7 +155,7 @@ async def test_verdict_is_green_for_an_improvement_and_red_for_a_regression_afte
         assert verdict.has_class("-improvement") and not verdict.has_class("-neutral")
         # every one of 12 paired differences is +1: the exact permutation p is 2 / 2^12 = 0.00049
         assert "p < 0.001: paired randomisation test" in text(screen, "#pair-figures")
-        assert screen.paired.pair.p_value == pytest.approx(2 / 2 ** 12)
+        assert screen.paired.pair.p_value == pytest.approx(2 / 2**12)
         # unknown cost is never shown as $0
         assert text(screen, "#a-cost") == "unknown (24 attempts)"
         await pilot.press("s")
@@ -163,9 +166,18 @@ async def test_verdict_is_green_for_an_improvement_and_red_for_a_regression_afte
         assert verdict.has_class("-regression") and not verdict.has_class("-improvement")
 
 
-FINGERPRINT = {"test_ids_sha256": "a" * 64, "test_rows_sha256": "b" * 64, "judge_sha256": "c" * 64,
-               "pipeline_sha256": None, "agent_params_sha256": "d" * 64, "model_sha256": "e" * 64, "repeats": 3,
-               "smoke_limit": None, "dataset_revision": None, "hermit_tui_version": "0.1.0"}
+FINGERPRINT = {
+    "test_ids_sha256": "a" * 64,
+    "test_rows_sha256": "b" * 64,
+    "judge_sha256": "c" * 64,
+    "pipeline_sha256": None,
+    "agent_params_sha256": "d" * 64,
+    "model_sha256": "e" * 64,
+    "repeats": 3,
+    "smoke_limit": None,
+    "dataset_revision": None,
+    "hermit_tui_version": "0.1.0",
+}
 
 
 def with_fingerprints(**fingerprints: dict | None) -> EvalStore:
@@ -186,7 +198,8 @@ async def test_a_fingerprint_difference_raises_a_red_banner_naming_it():
         # the version is informational: not named
         assert text(screen, "#compare-protocol") == (
             "! NOT COMPARABLE: none and final differ in the judge's source, repeats. A difference in scores may "
-            "come from the protocol, not the adapter.")
+            "come from the protocol, not the adapter."
+        )
         screen.query_one("#select-b", Select).value = "root"  # same fingerprint: no banner
         await settle(pilot)
         assert not banner.display
@@ -199,7 +212,8 @@ async def test_a_missing_fingerprint_warns_that_the_protocol_cannot_be_checked()
         banner = screen.query_one("#compare-protocol", Static)
         assert banner.display and banner.has_class("-unchecked") and not banner.has_class("-mismatch")
         assert text(screen, "#compare-protocol") == (
-            "! Protocol cannot be checked: final carries no fingerprint (written by hermit eval?).")
+            "! Protocol cannot be checked: final carries no fingerprint (written by hermit eval?)."
+        )
 
 
 async def test_transitions_list_their_tasks_and_enter_opens_the_attempt(monkeypatch):
@@ -212,8 +226,7 @@ async def test_transitions_list_their_tasks_and_enter_opens_the_attempt(monkeypa
         await pilot.pause()
         table = screen.query_one("#transitions", VirtualTable)
         # hand-worked: fixed = never solved by none, always by final
-        assert list(table.rows) == [("fixed", 6), ("broken", 1), ("stable_pass", 2), ("stable_fail", 2),
-                                    ("flaky", 1)]
+        assert list(table.rows) == [("fixed", 6), ("broken", 1), ("stable_pass", 2), ("stable_fail", 2), ("flaky", 1)]
         table.focus()
         await pilot.press("down", "enter")  # broken
         tasks = screen.query_one("#transition-tasks", VirtualTable)
@@ -262,12 +275,26 @@ async def test_plots_draw_the_series_computed_from_the_records():
         assert hist.counts == {"none": [7, 0, 0, 0, 0, 2, 0, 0, 0, 3], "final": [2, 0, 0, 0, 0, 1, 1, 0, 0, 8]}
         assert hist.edges[0] == 0.0 and hist.edges[-1] == 1.0 and len(hist.edges) == 11
         means = screen.query_one("#plot-means", plots.MeansPlot).data
-        assert means == [plots.MeanCI("none", sa.mean, sa.ci_low, sa.ci_high, "score"),
-                         plots.MeanCI("final", sb.mean, sb.ci_low, sb.ci_high, "score")]
+        assert means == [
+            plots.MeanCI("none", sa.mean, sa.ci_low, sa.ci_high, "score"),
+            plots.MeanCI("final", sb.mean, sb.ci_low, sb.ci_high, "score"),
+        ]
         a, b, diffs = screen.query_one("#plot-diffs", plots.DifferencesPlot).data
         assert (a, b) == ("none", "final")
-        assert [t for t, _ in diffs] == ["t04", "t10", "t03", "t05", "t06", "t09", "t01", "t02", "t07", "t08",
-                                         "t11", "t12"]
+        assert [t for t, _ in diffs] == [
+            "t04",
+            "t10",
+            "t03",
+            "t05",
+            "t06",
+            "t09",
+            "t01",
+            "t02",
+            "t07",
+            "t08",
+            "t11",
+            "t12",
+        ]
         assert [round(d, 6) for _, d in diffs] == [-0.5, -0.5, 0, 0, 0, round(1 / 6, 6)] + [1.0] * 6
         running = screen.query_one("#plot-running", plots.RunningPlot).data
         ns = sorted({-(-36 * i // 20) for i in range(1, 21)})  # ceil(36 i / 20)
@@ -280,13 +307,15 @@ async def test_plots_draw_the_series_computed_from_the_records():
             assert running[label] == want
         # by hand: the first 2 attempts of none (t01, t02, repeat 1) both score 0: no spread, so the interval is
         # [0, 1 - 0.025^(1/2)], not zero-width; the last point is the full mean
-        assert running["none"][0] == plots.RunningPoint(2, 0.0, 0.0, pytest.approx(1 - 0.025 ** 0.5), "no-spread")
+        assert running["none"][0] == plots.RunningPoint(2, 0.0, 0.0, pytest.approx(1 - 0.025**0.5), "no-spread")
         assert running["final"][-1] == plots.RunningPoint(36, sb.mean, sb.ci_low, sb.ci_high, "score")
         # each plot paints, with its legend / labels
-        for tab, plot_id, words in (("tab-scores", "#plot-scores", ["none", "final"]),
-                                    ("tab-means", "#plot-means", ["none", "final"]),
-                                    ("tab-diffs", "#plot-diffs", ["final − none per task, sorted (12 tasks)"]),
-                                    ("tab-running", "#plot-running", ["none", "final", "attempts"])):
+        for tab, plot_id, words in (
+            ("tab-scores", "#plot-scores", ["none", "final"]),
+            ("tab-means", "#plot-means", ["none", "final"]),
+            ("tab-diffs", "#plot-diffs", ["final − none per task, sorted (12 tasks)"]),
+            ("tab-running", "#plot-running", ["none", "final", "attempts"]),
+        ):
             screen.query_one(TabbedContent).active = tab
             await pilot.pause()
             painted = screen.query_one(plot_id).render().plain
@@ -297,8 +326,9 @@ def live_store() -> EvalStore:
     """none finished; final running with only its first repeat in."""
     store = fixed_store()
     full = store.columns["final"]
-    store.columns["final"] = type(full)(key="final", label="final", selector="final", source="live",
-                                        expected=36, running=True)
+    store.columns["final"] = type(full)(
+        key="final", label="final", selector="final", source="live", expected=36, running=True
+    )
     for rec in [r for r in full.records.values() if r.repeat == 1]:
         store.columns["final"].add(rec)
     store.run_active = True
@@ -348,6 +378,7 @@ def _snap(tab: str | None = None):
         if tab:
             screen.query_one(TabbedContent).active = tab
             await pilot.pause()
+
     return app, run_before
 
 

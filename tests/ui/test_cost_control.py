@@ -1,4 +1,5 @@
 """Cost control in the dashboard: the live projection on the run screen, and the max-cost launch setting."""
+
 from __future__ import annotations
 
 import json
@@ -36,13 +37,25 @@ def versions_loaded(app) -> bool:
 
 def live_store(costs: dict[str, list[float | None]], expected: int, max_cost: float | None) -> EvalStore:
     store = EvalStore()
-    store.apply(ev.RunStarted(labels=list(costs), task_ids=[f"t{i}" for i in range(expected)], repeats=1,
-                              concurrency=2, total=expected * len(costs), max_cost_usd=max_cost))
+    store.apply(
+        ev.RunStarted(
+            labels=list(costs),
+            task_ids=[f"t{i}" for i in range(expected)],
+            repeats=1,
+            concurrency=2,
+            total=expected * len(costs),
+            max_cost_usd=max_cost,
+        )
+    )
     for label, values in costs.items():
         store.apply(ev.SelectorStarted(label=label, selector=label, commit=None, total=expected))
         for i, cost in enumerate(values):
-            store.apply(ev.AttemptFinished(label=label, record=AttemptRecord(
-                repeat=1, id=f"t{i}", status="ok", judge=Judged(score=1.0), cost_usd=cost)))
+            store.apply(
+                ev.AttemptFinished(
+                    label=label,
+                    record=AttemptRecord(repeat=1, id=f"t{i}", status="ok", judge=Judged(score=1.0), cost_usd=cost),
+                )
+            )
     return store
 
 
@@ -56,8 +69,9 @@ def test_the_run_screen_projects_the_cost_at_the_end():
     assert "$0.4400 → ~$1.10 + 3 unknown" in progress_text(store.columns["root"]).plain
     assert "$0.4000 → ~$1.00" in progress_text(store.columns["none"]).plain
     store.apply(ev.RunFinished(summaries={}, cancelled=False, wall_s=1.0, stop_reason="max cost $5.00 reached: x"))
-    assert cost_line(store, running=False).plain == ("cost $0.8400 · 3 unknown  ·  stopped at the max cost of "
-                                                     "$5.00: Resume continues")
+    assert cost_line(store, running=False).plain == (
+        "cost $0.8400 · 3 unknown  ·  stopped at the max cost of $5.00: Resume continues"
+    )
     everything_unknown = live_store({"none": [None, None]}, 10, max_cost=None)
     assert cost_line(everything_unknown, running=True).plain == "cost unknown so far · 2 unknown"
 
@@ -65,6 +79,7 @@ def test_the_run_screen_projects_the_cost_at_the_end():
 @pytest.fixture
 def demo(tmp_path, monkeypatch):
     from hermit_tui.demo import build_demo
+
     monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
     return build_demo(tmp_path / "demo")
 
@@ -76,8 +91,9 @@ async def test_max_cost_setting_stops_the_launch_and_resume_finishes_it(demo):
         app.screen.query_one("#max-cost", Input).value = "0.01"
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        await wait_for(pilot, lambda: not app.running and app.store.columns
-                       and all(c.summary for c in app.store.columns.values()))
+        await wait_for(
+            pilot, lambda: not app.running and app.store.columns and all(c.summary for c in app.store.columns.values())
+        )
         await pilot.pause(0.2)
         assert app.store.stop_reason and app.store.stop_reason.startswith("max cost $0.0100 reached")
         assert "stopped at the max cost" in str(app.screen.query_one("#run-status").content)
@@ -97,9 +113,11 @@ async def test_max_cost_setting_stops_the_launch_and_resume_finishes_it(demo):
         await pilot.press("r")
 
         def finished() -> bool:
-            summaries = [json.loads((run_dir / label / "summary.json").read_text())
-                         for label in ("none", "root", "final")]
+            summaries = [
+                json.loads((run_dir / label / "summary.json").read_text()) for label in ("none", "root", "final")
+            ]
             return not app.running and all(s.get("complete") for s in summaries)
+
         await wait_for(pilot, finished)
         await pilot.pause(0.2)
         assert isinstance(app.screen, RunScreen)
@@ -119,6 +137,8 @@ async def test_a_bad_max_cost_is_an_error_notification_and_launches_nothing(demo
         await pilot.press("l")
         await pilot.pause(0.3)
         assert isinstance(app.screen, SetupScreen) and not app.running
-        assert any(n.message == "max cost must be a positive number of dollars, got '-3'" and n.severity == "error"
-                   for n in app._notifications)
+        assert any(
+            n.message == "max cost must be a positive number of dollars, got '-3'" and n.severity == "error"
+            for n in app._notifications
+        )
         assert not (demo.parent / "runs" / "demo" / "eval").exists()

@@ -1,4 +1,5 @@
 """The errors screen: groups and counts, jumping to an attempt, re-running only the failed attempts."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -59,11 +60,16 @@ async def test_groups_and_counts_per_selector_are_on_screen():
         assert "none 3 · root 3 · final 3 + 1 judge error" in summary
         shown = [line.strip(" │├└─▼▶") for line in lines_of(screen.query_one(Tree)) if line.strip(" │")]
         shown = [" ".join(line.split()) for line in shown if line]
-        assert shown[:2] == ["error · ValueError 9 attempts",
-                             "ValueError: no unit for 'parsec' 9: none 3 · root 3 · final 3"]
+        assert shown[:2] == [
+            "error · ValueError 9 attempts",
+            "ValueError: no unit for 'parsec' 9: none 3 · root 3 · final 3",
+        ]
         assert shown[2:11] == [f"{key} t05 repeat {r}" for key in ("none", "root", "final") for r in (1, 2, 3)]
-        assert shown[11:] == ["judge_error · KeyError 1 attempt", "KeyError: 'expected' 1: none 0 · root 0 · final 1",
-                              "final t09 repeat 2"]
+        assert shown[11:] == [
+            "judge_error · KeyError 1 attempt",
+            "KeyError: 'expected' 1: none 0 · root 0 · final 1",
+            "final t09 repeat 2",
+        ]
         assert not screen.query_one("#errors-empty").display
         assert not screen.query_one("#errors-retries").display
 
@@ -138,21 +144,31 @@ async def test_retried_columns_carry_a_banner_and_updates_refresh():
         assert banner == ["final: 4 attempts re-run after failing: re-running only failures can bias the mean"]
         tree = screen.query_one(Tree)
         tree.root.children[0].collapse()  # folded by the user: stays folded when the tree is rebuilt
-        store.apply(ev.AttemptFinished(label="root", record=AttemptRecord(
-            repeat=1, id="t01", status="error", error="TimeoutError: 30 s", judge=Judged(score=0.0))))
+        store.apply(
+            ev.AttemptFinished(
+                label="root",
+                record=AttemptRecord(
+                    repeat=1, id="t01", status="error", error="TimeoutError: 30 s", judge=Judged(score=0.0)
+                ),
+            )
+        )
         screen.post_message(HermitApp.StoreUpdated())
         await pilot.pause()
         kinds = [(str(n.label).split("   ")[0], n.is_expanded) for n in tree.root.children]
-        assert kinds == [("error · ValueError", False), ("error · TimeoutError", True),
-                         ("judge_error · KeyError", True)]
+        assert kinds == [
+            ("error · ValueError", False),
+            ("error · TimeoutError", True),
+            ("judge_error · KeyError", True),
+        ]
         assert lines_of(screen.query_one("#errors-summary"))[0].startswith("11 of 108 attempts failed")
 
 
 async def test_no_errors():
     store = EvalStore({t["id"]: t for t in FIXED_TASKS}, [])
     store.apply(ev.SelectorStarted(label="none", selector="none", commit=None, total=1))
-    store.apply(ev.AttemptFinished(label="none", record=AttemptRecord(repeat=1, id="t01", status="ok",
-                                                                      judge=Judged(score=1.0))))
+    store.apply(
+        ev.AttemptFinished(label="none", record=AttemptRecord(repeat=1, id="t01", status="ok", judge=Judged(score=1.0)))
+    )
     app = HermitApp(store=store, live_updates=False)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_errors(pilot)
@@ -170,6 +186,7 @@ def _snap_app(retries: int | None = None):
     async def run_before(pilot) -> None:
         app.push_screen(ErrorsScreen())
         await pilot.pause()
+
     return app, run_before
 
 

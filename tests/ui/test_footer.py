@@ -1,5 +1,6 @@
 """The footer: one widget, the screen's shown keys as one line, updated when the bindings change (no widget per key),
 compact below 110 columns, the palette's key on the right, hover, click, disabled keys."""
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -94,7 +95,7 @@ async def test_a_click_presses_the_key_a_disabled_key_rings_the_bell_and_hover_s
         await pilot.pause()
         assert [item.enabled for item in footer.items] == [True, False, True, True]
         beta = text.index("Beta")
-        assert footer.render()[beta:beta + 4].get_style_at_offset(app.console, 0).dim
+        assert footer.render()[beta : beta + 4].get_style_at_offset(app.console, 0).dim
         await pilot.click(Footer, offset=(beta, 0))
         await pilot.pause()
         assert app.pressed == ["alpha", "help"] and app.bells == 1

@@ -1,4 +1,5 @@
 """The history screen: evaluations read back from disk (hermit's own format, archived, damaged), chosen and opened."""
+
 from __future__ import annotations
 
 import json
@@ -20,13 +21,33 @@ ARCHIVE_STAMP = "20260102T030405Z"
 def hermit_record(repeat: int, tid: str, score: float | None, cost: float | None = 0.001) -> str:
     """One results.jsonl line exactly as ``hermit eval`` writes it (score None: the pipeline raised)."""
     if score is None:
-        rec = {"repeat": repeat, "id": tid, "status": "error", "error": "ValueError: boom", "output": None,
-               "judge": {"score": 0.0, "feedback": "the pipeline failed: ValueError: boom"}, "cost_usd": None,
-               "wall_s": 0.1, "api_speed": None, "tokens": None, "log": None}
+        rec = {
+            "repeat": repeat,
+            "id": tid,
+            "status": "error",
+            "error": "ValueError: boom",
+            "output": None,
+            "judge": {"score": 0.0, "feedback": "the pipeline failed: ValueError: boom"},
+            "cost_usd": None,
+            "wall_s": 0.1,
+            "api_speed": None,
+            "tokens": None,
+            "log": None,
+        }
     else:
-        rec = {"repeat": repeat, "id": tid, "status": "ok", "error": None, "output": f"answer {tid}",
-               "judge": {"score": score, "feedback": "", "extra": {}}, "cost_usd": cost, "wall_s": 0.2,
-               "api_speed": None, "tokens": 10, "log": None}
+        rec = {
+            "repeat": repeat,
+            "id": tid,
+            "status": "ok",
+            "error": None,
+            "output": f"answer {tid}",
+            "judge": {"score": score, "feedback": "", "extra": {}},
+            "cost_usd": cost,
+            "wall_s": 0.2,
+            "api_speed": None,
+            "tokens": 10,
+            "log": None,
+        }
     return json.dumps(rec) + "\n"
 
 
@@ -48,22 +69,72 @@ def populate(run_dir: Path) -> dict[str, Path]:
     - broken: an unreadable summary.json; partial: no summary.json at all.
     """
     eval_dir = run_dir / "eval"
-    none = write_eval(eval_dir / "none", [
-        hermit_record(1, "t1", 0.0), hermit_record(1, "t2", None),
-        hermit_record(2, "t1", 1.0), hermit_record(2, "t2", None)],
-        {"adapter": "none", "commit": None, "tasks": 2, "repeats": 2, "mean_score": 0.25, "solved_once": 0.5,
-         "cost_usd": None, "unknown_cost_tasks": 2, "errors": 2, "wall_s": 3.2})
-    archived = write_eval(eval_dir / "none" / "archive" / ARCHIVE_STAMP, [
-        hermit_record(1, "t1", 1.0), hermit_record(1, "t2", 0.5),
-        hermit_record(2, "t1", 1.0), hermit_record(2, "t2", 0.0)],
-        {"adapter": "none", "commit": None, "tasks": 2, "repeats": 2, "mean_score": 0.625, "solved_once": 0.5,
-         "cost_usd": 0.004, "unknown_cost_tasks": 0, "errors": 0, "wall_s": 2.0})
-    root = write_eval(eval_dir / "root", [hermit_record(1, "t1", 1.0, cost=0.0123)],
-                      {"adapter": "root", "commit": "abcdef0123456789abcdef0123456789abcdef01", "tasks": 1,
-                       "repeats": 2, "mean_score": 1.0, "solved_once": 1.0, "cost_usd": 0.0123,
-                       "unknown_cost_tasks": 0, "errors": 0, "wall_s": 1.0, "label": "root", "attempts": 1,
-                       "expected_attempts": 2, "complete": False, "cancelled": True, "smoke_limit": 1,
-                       "retries": 3, "hermit_tui_version": "0.1.0"})
+    none = write_eval(
+        eval_dir / "none",
+        [
+            hermit_record(1, "t1", 0.0),
+            hermit_record(1, "t2", None),
+            hermit_record(2, "t1", 1.0),
+            hermit_record(2, "t2", None),
+        ],
+        {
+            "adapter": "none",
+            "commit": None,
+            "tasks": 2,
+            "repeats": 2,
+            "mean_score": 0.25,
+            "solved_once": 0.5,
+            "cost_usd": None,
+            "unknown_cost_tasks": 2,
+            "errors": 2,
+            "wall_s": 3.2,
+        },
+    )
+    archived = write_eval(
+        eval_dir / "none" / "archive" / ARCHIVE_STAMP,
+        [
+            hermit_record(1, "t1", 1.0),
+            hermit_record(1, "t2", 0.5),
+            hermit_record(2, "t1", 1.0),
+            hermit_record(2, "t2", 0.0),
+        ],
+        {
+            "adapter": "none",
+            "commit": None,
+            "tasks": 2,
+            "repeats": 2,
+            "mean_score": 0.625,
+            "solved_once": 0.5,
+            "cost_usd": 0.004,
+            "unknown_cost_tasks": 0,
+            "errors": 0,
+            "wall_s": 2.0,
+        },
+    )
+    root = write_eval(
+        eval_dir / "root",
+        [hermit_record(1, "t1", 1.0, cost=0.0123)],
+        {
+            "adapter": "root",
+            "commit": "abcdef0123456789abcdef0123456789abcdef01",
+            "tasks": 1,
+            "repeats": 2,
+            "mean_score": 1.0,
+            "solved_once": 1.0,
+            "cost_usd": 0.0123,
+            "unknown_cost_tasks": 0,
+            "errors": 0,
+            "wall_s": 1.0,
+            "label": "root",
+            "attempts": 1,
+            "expected_attempts": 2,
+            "complete": False,
+            "cancelled": True,
+            "smoke_limit": 1,
+            "retries": 3,
+            "hermit_tui_version": "0.1.0",
+        },
+    )
     broken = write_eval(eval_dir / "broken", [hermit_record(1, "t1", 1.0)], "{ this is not json")
     partial = write_eval(eval_dir / "partial", [hermit_record(1, "t1", 1.0)], None)
     return {"none": none, "archived": archived, "root": root, "broken": broken, "partial": partial}
@@ -117,10 +188,41 @@ async def test_lists_current_archived_and_damaged_evaluations(config):
         none, archived, root, broken, partial = (line.split() for line in lines)
         # the figures come right after the label (they stay on screen at 80 columns)
         assert none == ["[", "]", "none", "0.250", "2×2", "0.500", "2", "unknown", "current", "—", "none", "hermit"]
-        assert archived == ["[", "]", "none", "0.625", "2×2", "0.500", "0", "$0.0040", "2026-01-02", "03:04:05", "—",
-                            "none", "hermit"]
-        assert root == ["[", "]", "root", "1.000", "1×2", "1.000", "0", "$0.0123", "current", "abcdef0", "root",
-                        "hermit-tui", "incomplete,", "smoke", "(1", "task),", "3", "retried"]
+        assert archived == [
+            "[",
+            "]",
+            "none",
+            "0.625",
+            "2×2",
+            "0.500",
+            "0",
+            "$0.0040",
+            "2026-01-02",
+            "03:04:05",
+            "—",
+            "none",
+            "hermit",
+        ]
+        assert root == [
+            "[",
+            "]",
+            "root",
+            "1.000",
+            "1×2",
+            "1.000",
+            "0",
+            "$0.0123",
+            "current",
+            "abcdef0",
+            "root",
+            "hermit-tui",
+            "incomplete,",
+            "smoke",
+            "(1",
+            "task),",
+            "3",
+            "retried",
+        ]
         assert broken[:3] == ["[", "]", "broken"] and broken[3:12] == ["—"] * 5 + ["current"] + ["—"] * 3
         assert "summary.json: not an evaluation summary" in lines[3]
         assert "no summary.json (interrupted, or still running)" in lines[4]
@@ -128,8 +230,9 @@ async def test_lists_current_archived_and_damaged_evaluations(config):
         # the highlighted row's folder, what it measured, and its notes are spelled out below the table
         detail = str(screen.query_one("#history-detail", Static).content)
         assert detail.splitlines()[0] == "demo/runs/demo/eval/none  none · no commit · current · by hermit"
-        assert [e.folder for e in screen.evaluations] == [folders[k] for k in
-                                                           ("none", "archived", "root", "broken", "partial")]
+        assert [e.folder for e in screen.evaluations] == [
+            folders[k] for k in ("none", "archived", "root", "broken", "partial")
+        ]
         await pilot.press("end")
         detail = str(screen.query_one("#history-detail", Static).content)
         assert detail.splitlines()[0] == "demo/runs/demo/eval/partial"
@@ -137,8 +240,11 @@ async def test_lists_current_archived_and_damaged_evaluations(config):
         await pilot.press("up", "up")
         detail = str(screen.query_one("#history-detail", Static).content).splitlines()
         assert detail[0] == "demo/runs/demo/eval/root  root · abcdef0 · current · by hermit-tui"
-        assert [line.split(":")[0] for line in detail[1:]] == ["incomplete", "smoke subset of 1 task",
-                                                                "3 attempts re-run after failing"]
+        assert [line.split(":")[0] for line in detail[1:]] == [
+            "incomplete",
+            "smoke subset of 1 task",
+            "3 attempts re-run after failing",
+        ]
 
 
 async def test_space_selects_and_enter_opens_exactly_those(config):
@@ -201,9 +307,9 @@ async def test_open_folder_by_path(config, tmp_path):
         screen = await show_history(pilot)
         field = screen.query_one("#open-folder", Input)
         field.focus()
-        await pilot.press("space")                         # typed into the field, not a row selection
+        await pilot.press("space")  # typed into the field, not a row selection
         assert field.value == " " and screen.selected == set()
-        field.value = "kept/nowhere"                       # relative to the working directory (tmp_path)
+        field.value = "kept/nowhere"  # relative to the working directory (tmp_path)
         await pilot.press("enter")
         await settle(pilot, "history-open")
         assert added == [] and shown == []
@@ -222,8 +328,10 @@ async def test_empty_state_names_the_eval_folder(config):
         screen = await show_history(pilot)
         empty = screen.query_one("#history-empty", Static)
         assert empty.display and not screen.query_one(HistoryTable).display
-        assert str(empty.content) == ("No evaluations yet under demo/runs/demo/eval: go back to setup (escape) and "
-                                      "launch some (l), or type the path of an evaluation folder below (/).")
+        assert str(empty.content) == (
+            "No evaluations yet under demo/runs/demo/eval: go back to setup (escape) and "
+            "launch some (l), or type the path of an evaluation folder below (/)."
+        )
 
 
 async def test_opened_evaluations_reach_the_store(config):
@@ -255,18 +363,40 @@ async def test_smoke_checks_are_listed_as_such_beside_their_label(config):
     """--limit writes eval/<label>/smoke/: History lists it (and its archive) as a smoke check after the label's
     evaluations; the current evaluation of the label stays "current"."""
     folders = populate(config.run_dir)
-    smoke_summary = {"adapter": "none", "commit": None, "tasks": 1, "repeats": 2, "mean_score": 0.5,
-                     "solved_once": 1.0, "cost_usd": 0.002, "unknown_cost_tasks": 0, "errors": 0, "wall_s": 0.4,
-                     "label": "none", "attempts": 2, "expected_attempts": 2, "complete": True, "smoke_limit": 1,
-                     "hermit_tui_version": "0.1.0"}
-    smoke = write_eval(folders["none"] / "smoke", [hermit_record(1, "t1", 1.0), hermit_record(2, "t1", 0.0)],
-                       smoke_summary)
+    smoke_summary = {
+        "adapter": "none",
+        "commit": None,
+        "tasks": 1,
+        "repeats": 2,
+        "mean_score": 0.5,
+        "solved_once": 1.0,
+        "cost_usd": 0.002,
+        "unknown_cost_tasks": 0,
+        "errors": 0,
+        "wall_s": 0.4,
+        "label": "none",
+        "attempts": 2,
+        "expected_attempts": 2,
+        "complete": True,
+        "smoke_limit": 1,
+        "hermit_tui_version": "0.1.0",
+    }
+    smoke = write_eval(
+        folders["none"] / "smoke", [hermit_record(1, "t1", 1.0), hermit_record(2, "t1", 0.0)], smoke_summary
+    )
     old = write_eval(smoke / "archive" / ARCHIVE_STAMP, [hermit_record(1, "t1", 1.0)], smoke_summary)
     app = make_app(config)
     async with app.run_test(size=(220, 40)) as pilot:
         screen = await show_history(pilot)
-        assert [e.folder for e in screen.evaluations] == [folders["none"], folders["archived"], smoke, old,
-                                                           folders["root"], folders["broken"], folders["partial"]]
+        assert [e.folder for e in screen.evaluations] == [
+            folders["none"],
+            folders["archived"],
+            smoke,
+            old,
+            folders["root"],
+            folders["broken"],
+            folders["partial"],
+        ]
         lines = [line.split() for line in table_lines(screen)]
         assert lines[0][8] == "current"
         assert lines[2][2:9] == ["none", "0.500", "1×2", "1.000", "0", "$0.0020", "smoke"]
@@ -275,5 +405,7 @@ async def test_smoke_checks_are_listed_as_such_beside_their_label(config):
         await pilot.press("down", "down")
         detail = str(screen.query_one("#history-detail", Static).content).splitlines()
         assert detail[0] == "demo/runs/demo/eval/none/smoke  none · no commit · smoke check, current · by hermit-tui"
-        assert detail[1].startswith("smoke check of 1 task: a wiring check kept apart from the evaluation; report, "
-                                    "gate and publish use it only with --smoke")
+        assert detail[1].startswith(
+            "smoke check of 1 task: a wiring check kept apart from the evaluation; report, "
+            "gate and publish use it only with --smoke"
+        )

@@ -3,6 +3,7 @@ publish and its undo still work; launch settings survive screen changes and are 
 a text field; a typed tag or commit can be added (text that looks like an option never reaches git); quitting during
 a launch asks first; Review refuses rows that do not compare with final unless told 'publish anyway'; evaluations on
 disk are shown at once in launch order with baseline none."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,10 @@ async def test_a_launch_with_final_publishes_nothing_then_review_publishes_and_u
         app.screen.query_one("#repeats", Input).value = "1"
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        await wait_for(pilot, lambda: not app.running and "final" in app.store.columns
-                       and app.store.columns["final"].summary is not None)
+        await wait_for(
+            pilot,
+            lambda: not app.running and "final" in app.store.columns and app.store.columns["final"].summary is not None,
+        )
         await pilot.pause(0.2)
         # final finished complete: nothing was published, byte for byte
         assert demo.summary("final")["complete"] is True
@@ -100,8 +103,9 @@ async def test_launch_settings_survive_screen_changes_and_are_remembered_per_con
             modal = app.screen
             await type_text(pilot, bad)
             await pilot.press("enter")
-            await wait_for(pilot, lambda why=why, modal=modal: why in str(modal.query_one("#adddir-error",
-                                                                                          Static).content))
+            await wait_for(
+                pilot, lambda why=why, modal=modal: why in str(modal.query_one("#adddir-error", Static).content)
+            )
             assert app.screen is modal
             await pilot.press("escape")
             await pilot.pause()
@@ -112,8 +116,12 @@ async def test_launch_settings_survive_screen_changes_and_are_remembered_per_con
 
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        await wait_for(pilot, lambda: not app.running and len(app.store.columns) >= 5
-                       and all(c.summary for c in app.store.columns.values()))
+        await wait_for(
+            pilot,
+            lambda: (
+                not app.running and len(app.store.columns) >= 5 and all(c.summary for c in app.store.columns.values())
+            ),
+        )
         # the launch ran with those settings: 2 tasks (smoke: eval/<label>/smoke/), 2 repeats, the typed selectors'
         # own folders
         assert demo.summary("my-variant", smoke=True)["repeats"] == 2
@@ -124,7 +132,11 @@ async def test_launch_settings_survive_screen_changes_and_are_remembered_per_con
         setup = app.screen
         assert setup.ticked() == picks
         assert [setup.query_one(f"#{f}", Input).value for f in ("repeats", "concurrency", "limit", "timeout")] == [
-            "2", "3", "2", "5"]
+            "2",
+            "3",
+            "2",
+            "5",
+        ]
     saved = json.loads(settings_path().read_text())["launch"][str(demo.config_path.resolve())]
     assert saved["picks"] == picks and saved["repeats"] == "2" and saved["executor"] == "threads"
     assert saved["added"] == ["adapters/my-variant", step1[:8]]
@@ -199,8 +211,9 @@ async def test_quit_and_cancel_shows_the_launch_stopping_then_leaves(demo):
 
 async def test_review_refuses_rows_that_do_not_compare_unless_told_publish_anyway(evaluated_copy):
     demo = evaluated_copy
-    await EvalRun(load_config(demo.config_path, ["agent.params.latency_scale=0"]), ["none"], repeats=1,
-                  update_card=False).run()  # none again, with 1 repeat beside final's 3
+    await EvalRun(
+        load_config(demo.config_path, ["agent.params.latency_scale=0"]), ["none"], repeats=1, update_card=False
+    ).run()  # none again, with 1 repeat beside final's 3
     shutil.rmtree(demo.eval / "none" / "archive")  # (else the plan takes the archived one, measured like final)
     before = demo.tag()
     app = HermitApp(demo.config_path)
@@ -233,8 +246,9 @@ async def test_review_refuses_rows_that_do_not_compare_unless_told_publish_anywa
 
 async def test_evaluations_on_disk_are_shown_at_once_in_launch_order_with_baseline_none(evaluated_copy):
     demo = evaluated_copy
-    await EvalRun(load_config(demo.config_path, ["agent.params.latency_scale=0"]), ["demo/ckpt-step-2"],
-                  update_card=False).run()
+    await EvalRun(
+        load_config(demo.config_path, ["agent.params.latency_scale=0"]), ["demo/ckpt-step-2"], update_card=False
+    ).run()
     app = HermitApp(demo.config_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: setup_ready(app) and len(app.store.columns) == 4)
@@ -262,8 +276,12 @@ async def test_a_launch_in_worker_processes_runs_from_the_dashboard(demo):
         setup.query_one("#limit", Input).value = "2"
         setup.query_one("#repeats", Input).value = "1"
         await pilot.press("l")
-        await wait_for(pilot, lambda: not app.running and len(app.store.columns) == 3
-                       and all(c.summary for c in app.store.columns.values()))
+        await wait_for(
+            pilot,
+            lambda: (
+                not app.running and len(app.store.columns) == 3 and all(c.summary for c in app.store.columns.values())
+            ),
+        )
         assert not [n for n in app._notifications if n.severity == "error"]
     for label in ("none", "root", "final"):
         s = demo.summary(label, smoke=True)

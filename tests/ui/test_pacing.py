@@ -1,4 +1,5 @@
 """The pacer: worker threads give way to a busy event loop, never wait when nothing beats, never starve."""
+
 from __future__ import annotations
 
 import threading
@@ -27,6 +28,7 @@ class FakeClock:
 
 def test_pace_is_free_without_a_beat_waits_while_the_beat_is_late_and_never_longer_than_most_s(monkeypatch):
     import hermit_tui.dashboard.support as app_module
+
     clock = FakeClock()
     monkeypatch.setattr(app_module, "time", clock)
     pacer = Pacer(most_s=0.2)

@@ -1,5 +1,6 @@
 """The command palette (ctrl+p): each listed action is found by its name and runs, on a demo with none, root and final
 evaluated (resume, add, re-run, swap, filter, sort, baseline, outputs, export, publish, undo...)."""
+
 from __future__ import annotations
 
 from journey_kit import settle, setup_ready, type_text, wait_for
@@ -13,14 +14,27 @@ from hermit_tui.dashboard.screens.review import ConfirmScreen, ReviewScreen
 from hermit_tui.dashboard.screens.setup import AddSelectorScreen, SetupScreen
 from hermit_tui.dashboard.screens.tasks import TasksScreen
 
-LISTED = ["Resume interrupted evaluations", "Add an adapter directory, tag or commit…",
-          "Re-run failed attempts…", "Swap the compared selectors", "Filter the per-task table (next filter)",
-          "Sort the per-task table (next column)", "Baseline: next selector", "Export the report",
-          "Publish the final card…", "Undo the last publish…", "Triage: next unlabelled failure",
-          "Triage: toggle a label on the chosen attempt…", "Triage: note and corrected score on the chosen attempt…",
-          "Triage: clear the chosen attempt's labels and note", "Triage: edit the label set (keys 1-9)…",
-          "Filter the per-task table by label…", "Per-task table: target the row's next attempt",
-          "Compare: failure labels fixed and introduced", "Review: failure labels line on the card (on/off)"]
+LISTED = [
+    "Resume interrupted evaluations",
+    "Add an adapter directory, tag or commit…",
+    "Re-run failed attempts…",
+    "Swap the compared selectors",
+    "Filter the per-task table (next filter)",
+    "Sort the per-task table (next column)",
+    "Baseline: next selector",
+    "Export the report",
+    "Publish the final card…",
+    "Undo the last publish…",
+    "Triage: next unlabelled failure",
+    "Triage: toggle a label on the chosen attempt…",
+    "Triage: note and corrected score on the chosen attempt…",
+    "Triage: clear the chosen attempt's labels and note",
+    "Triage: edit the label set (keys 1-9)…",
+    "Filter the per-task table by label…",
+    "Per-task table: target the row's next attempt",
+    "Compare: failure labels fixed and introduced",
+    "Review: failure labels line on the card (on/off)",
+]
 
 
 async def run_command(pilot, name: str) -> None:
@@ -34,6 +48,7 @@ async def run_command(pilot, name: str) -> None:
     def found() -> int | None:
         names = [hits.get_option_at_index(i).prompt.plain.split("\n")[0] for i in range(hits.option_count)]
         return names.index(name) if name in names else None
+
     try:
         await wait_for(pilot, lambda: found() is not None, timeout=10)
     except AssertionError:
@@ -92,8 +107,7 @@ async def test_walk_the_palette(evaluated_copy):
 
         reports = demo.root / "runs" / "demo" / "reports"
         await run_command(pilot, "Export the report")
-        await wait_for(pilot, lambda: reports.is_dir() and any((d / "report.md").is_file()
-                                                                for d in reports.iterdir()))
+        await wait_for(pilot, lambda: reports.is_dir() and any((d / "report.md").is_file() for d in reports.iterdir()))
 
         before = demo.tag()
         await run_command(pilot, "Publish the final card…")  # the confirmation follows once the review is ready
@@ -136,8 +150,13 @@ async def test_walk_the_triage_commands(evaluated_copy):
         assert isinstance(app.screen, LabelPickScreen)
         app.screen.query_one(OptionList).highlighted = 2  # the third label of the set: tool misuse
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.annotations_pending == 0
-                       and app.store.annotation(first.key, first.task_id, first.repeat) is not None)
+        await wait_for(
+            pilot,
+            lambda: (
+                app.annotations_pending == 0
+                and app.store.annotation(first.key, first.task_id, first.repeat) is not None
+            ),
+        )
         assert app.store.annotation(first.key, first.task_id, first.repeat).labels == ["tool misuse"]
         on_disk = read_annotations(demo.eval / first.key).entries[(first.task_id, first.repeat)]
         assert on_disk.labels == ["tool misuse"]
@@ -146,12 +165,21 @@ async def test_walk_the_triage_commands(evaluated_copy):
         assert isinstance(app.screen, NoteScreen)
         await type_text(pilot, "checked")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.annotations_pending == 0 and
-                       app.store.annotation(first.key, first.task_id, first.repeat).note == "checked")
+        await wait_for(
+            pilot,
+            lambda: (
+                app.annotations_pending == 0
+                and app.store.annotation(first.key, first.task_id, first.repeat).note == "checked"
+            ),
+        )
 
         await run_command(pilot, "Triage: clear the chosen attempt's labels and note")
-        await wait_for(pilot, lambda: app.annotations_pending == 0
-                       and app.store.annotation(first.key, first.task_id, first.repeat) is None)
+        await wait_for(
+            pilot,
+            lambda: (
+                app.annotations_pending == 0 and app.store.annotation(first.key, first.task_id, first.repeat) is None
+            ),
+        )
         assert len((demo.eval / first.key / ANNOTATIONS).read_text().splitlines()) == 3
 
         await run_command(pilot, "Triage: edit the label set (keys 1-9)…")

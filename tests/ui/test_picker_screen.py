@@ -1,4 +1,5 @@
 """The config picker: recent configs, the YAML-only file browser, the path field and the built-in demo."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,16 @@ def workspace(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "workspace"
     for folder in ("experiments", "runs", ".hidden", "__pycache__", "node_modules", ".git"):
         (root / folder).mkdir(parents=True)
-    for name in ("run.yaml", "smoke.yml", "notes.txt", "pipeline.py", ".pre-commit-config.yaml",
-                 "experiments/bigger.yaml", "experiments/readme.md", "node_modules/package.yaml"):
+    for name in (
+        "run.yaml",
+        "smoke.yml",
+        "notes.txt",
+        "pipeline.py",
+        ".pre-commit-config.yaml",
+        "experiments/bigger.yaml",
+        "experiments/readme.md",
+        "node_modules/package.yaml",
+    ):
         (root / name).write_text("x: 1\n")
     monkeypatch.chdir(root)
     return root
@@ -122,14 +131,14 @@ async def test_typed_path_opens_a_file_or_a_folder_run_yaml(workspace):
         await loaded(pilot)
         field = app.screen.query_one("#path", Input)
         field.focus()
-        await pilot.press(*"smoke.yml", "enter")          # relative to the working directory
-        field.value = str(workspace)                       # a folder holding run.yaml
+        await pilot.press(*"smoke.yml", "enter")  # relative to the working directory
+        field.value = str(workspace)  # a folder holding run.yaml
         await pilot.press("enter")
         field.value = "missing.yaml"
         await pilot.press("enter")
         await pilot.pause()
         assert opened == [workspace / "smoke.yml", workspace / "run.yaml"]
-        field.value = "experiments"                        # a folder without run.yaml: browse there
+        field.value = "experiments"  # a folder without run.yaml: browse there
         await pilot.press("enter")
         tree = await loaded(pilot)
         assert str(tree.root.label) == "experiments/"
@@ -153,7 +162,7 @@ async def test_demo_button_and_key(workspace):
         await pilot.pause()
         assert demos == ["demo", "demo"]
         app.screen.query_one("#path", Input).focus()
-        await pilot.press("d")                            # typing in the path field is not a shortcut
+        await pilot.press("d")  # typing in the path field is not a shortcut
         await pilot.pause()
         assert demos == ["demo", "demo"]
         assert app.screen.query_one("#path", Input).value == "d"
@@ -184,11 +193,12 @@ async def test_escape_goes_back_only_when_opened_over_a_config(workspace):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
-        await pilot.press("escape")                       # at start-up there is nothing to go back to
+        await pilot.press("escape")  # at start-up there is nothing to go back to
         assert isinstance(app.screen, PickerScreen) and len(app.screen_stack) == 2
         assert app.screen.check_action("back", ()) is False  # so the Footer does not offer it
         from hermit_tui.dashboard.screens.help import HelpScreen
-        await app.push_screen(HelpScreen())               # any screen beneath, as a config's setup would be
+
+        await app.push_screen(HelpScreen())  # any screen beneath, as a config's setup would be
         await app.push_screen(PickerScreen())
         await loaded(pilot)
         assert app.screen.check_action("back", ()) is True

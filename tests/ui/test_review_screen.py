@@ -1,5 +1,6 @@
 """The review & publish screen on a real demo workspace: warnings shown, refusals disabling publish, the typed
 confirmation, the tick-and-click confirmation, undo, and snapshots."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,12 +20,12 @@ from hermit_tui.dashboard.screens.review import ConfirmScreen, ReviewScreen
 FINAL = "40c22b79ec6057cae58bb8b1929f9de1e3a4d481"
 
 
-
 @pytest.fixture(scope="session")
 def evaluated(demo_template, tmp_path_factory) -> Path:
     config = copy_workspace(demo_template, tmp_path_factory.mktemp("review-evaluated") / "demo")
-    EvalRun(load_config(config, ["agent.params.latency_scale=0"]), ["none", "root", "final"],
-            update_card=False).run_sync()
+    EvalRun(
+        load_config(config, ["agent.params.latency_scale=0"]), ["none", "root", "final"], update_card=False
+    ).run_sync()
     return config.parent
 
 
@@ -122,8 +123,10 @@ async def test_publish_only_after_typing_publish(config_path):
         await settle(pilot)
         assert isinstance(app.screen, ReviewScreen)
         assert repo.tag() == repo.head() != FINAL
-        assert repo.tree.git.log("-1", "--format=%s", "demo") == \
-            "card: evaluation of demo/final (16 tasks x 3, mean 0.731) [hermit-tui]"
+        assert (
+            repo.tree.git.log("-1", "--format=%s", "demo")
+            == "card: evaluation of demo/final (16 tasks x 3, mean 0.731) [hermit-tui]"
+        )
         assert "already published" in text_of(app.screen.query_one("#review-title", Static))
         assert "u undo that publish…" in text_of(app.screen.query_one("#review-actions", Static))
 
@@ -161,8 +164,9 @@ async def test_tick_and_click_undo(config_path):
 
 
 async def test_ticking_another_row_puts_it_on_the_card(config_path):
-    await EvalRun(load_config(config_path, ["agent.params.latency_scale=0"]), ["demo/ckpt-step-1"],
-                  update_card=False).run()
+    await EvalRun(
+        load_config(config_path, ["agent.params.latency_scale=0"]), ["demo/ckpt-step-1"], update_card=False
+    ).run()
     app = fixture_app(config_path, "review")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -175,8 +179,7 @@ async def test_ticking_another_row_puts_it_on_the_card(config_path):
         assert [str(k.value) for k in table.rows] == ["none", "root", "demo_ckpt-step-1", "final"]
         assert str(table.get_row("demo_ckpt-step-1")[0]) == "demo/ckpt-step-1"
         assert "| demo/ckpt-step-1 |" in screen.plan.new_card
-        assert "⚠ test reuse: 2 different adapters of run demo" in text_of(screen.query_one("#review-warnings",
-                                                                                           Static))
+        assert "⚠ test reuse: 2 different adapters of run demo" in text_of(screen.query_one("#review-warnings", Static))
 
 
 async def _review(pilot) -> None:

@@ -1,5 +1,6 @@
 """What the run screen asks of the app and the grid, through their public doors: cancel then abandon
 (HermitApp.cancel_or_abandon), and a grid redrawn from scratch for another store (AttemptGrid.show)."""
+
 from __future__ import annotations
 
 from fixture_data import fixed_store

@@ -1,5 +1,6 @@
 """HermitScreen's first show: styled once (at mount, not again at the first ScreenResume), laid out once (the Resize
 at the same size that follows a push is not a second full layout); later shows and real resizes as Textual does."""
+
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
@@ -29,6 +30,7 @@ class Host(App):
             nodes = list(nodes)
             self.restyled.append(len(nodes))
             update_nodes(nodes, animate)
+
         self.stylesheet.update_nodes = counted  # type: ignore[method-assign]
 
 
@@ -38,6 +40,7 @@ def spy_layouts(app: Host, screen: Screen) -> None:
     def counted(size=None, scroll: bool = False) -> None:
         app.layouts.append((type(screen).__name__, size))
         refresh_layout(size, scroll)
+
     screen._refresh_layout = counted  # type: ignore[method-assign]
 
 

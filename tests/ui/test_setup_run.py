@@ -1,4 +1,5 @@
 """Pilot tests of the main flow on the demo: open a config, pick selectors, launch, watch, cancel."""
+
 from __future__ import annotations
 
 import json
@@ -26,6 +27,7 @@ async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:
 @pytest.fixture
 def demo(tmp_path, monkeypatch):
     from hermit_tui.demo import build_demo
+
     monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
     return build_demo(tmp_path / "demo")
 
@@ -48,6 +50,7 @@ async def test_setup_lists_versions_and_protocol(demo):
         assert {"demo/ckpt-step-1", "demo/ckpt-step-3", "final"} <= set(values)
         assert selections.selected == ["none", "root", "final"]
         from rich.console import Console
+
         console = Console(width=100, record=True, file=open("/dev/null", "w"))
         console.print(app.screen.query_one("#protocol").content)
         protocol = console.export_text()
@@ -67,8 +70,9 @@ async def test_launch_watch_to_completion_and_files_agree(demo):
         app.screen.query_one("#repeats").value = "2"
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        await wait_for(pilot, lambda: not app.running and app.store.columns
-                       and all(c.summary for c in app.store.columns.values()))
+        await wait_for(
+            pilot, lambda: not app.running and app.store.columns and all(c.summary for c in app.store.columns.values())
+        )
         await pilot.pause(0.2)
         run_dir = demo.parent / "runs" / "demo" / "eval"
         for label in ("none", "root", "final"):
@@ -88,9 +92,11 @@ async def test_cancel_keeps_finished_attempts(demo):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: versions_loaded(app))
         await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and any(
-            c.done for c in app.store.columns.values()))
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, RunScreen) and any(c.done for c in app.store.columns.values())
+        )
         from hermit_tui.dashboard.widgets.footer import Footer
+
         assert "Cancel" in [item.description for item in app.screen.query_one(Footer).items]  # while it runs
         await pilot.press("c")
         await wait_for(pilot, lambda: not app.running, timeout=30)
@@ -128,6 +134,7 @@ async def test_help_screen_lists_bindings(demo):
         await pilot.press("question_mark")
         await pilot.pause()
         from hermit_tui.dashboard.screens.help import HelpScreen
+
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
         await pilot.pause()
@@ -138,6 +145,7 @@ async def test_resume_action_continues_an_interrupted_evaluation(demo):
     from hermit_tui.core.run import events as ev
     from hermit_tui.core.run.runner import EvalRun
     from hermit_tui.core.workspace.config import load_config
+
     config = load_config(demo, FAST)
     holder = {}
 
@@ -145,6 +153,7 @@ async def test_resume_action_continues_an_interrupted_evaluation(demo):
         if isinstance(event, ev.AttemptFinished) and event.record.repeat == 1 and not holder.get("stopped"):
             holder["stopped"] = True
             holder["run"].cancel()
+
     run = holder["run"] = EvalRun(config, ["none"], concurrency=1, on_event=stop_early)
     await run.run()
     path = demo.parent / "runs" / "demo" / "eval" / "none"
@@ -159,8 +168,10 @@ async def test_resume_action_continues_an_interrupted_evaluation(demo):
         selections.deselect("final")
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        await wait_for(pilot, lambda: not app.running and "none" in app.store.columns
-                       and app.store.columns["none"].summary is not None)
+        await wait_for(
+            pilot,
+            lambda: not app.running and "none" in app.store.columns and app.store.columns["none"].summary is not None,
+        )
     after = (path / "results.jsonl").read_text().splitlines()
     summary = json.loads((path / "summary.json").read_text())
     assert summary["complete"] is True and len(after) == 48
@@ -170,14 +181,16 @@ async def test_resume_action_continues_an_interrupted_evaluation(demo):
 async def test_export_report_from_the_dashboard(demo):
     from hermit_tui.core.run.runner import EvalRun
     from hermit_tui.core.workspace.config import load_config
+
     await EvalRun(load_config(demo, FAST), ["none", "final"], repeats=1, update_card=False).run()
     app = HermitApp(demo, overrides=FAST)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: versions_loaded(app))
         app.action_export_report()
         reports = demo.parent / "runs" / "demo" / "reports"
-        await wait_for(pilot, lambda: reports.is_dir() and any(
-            (d / "report.html").exists() for d in reports.iterdir()))  # the last one written
+        await wait_for(
+            pilot, lambda: reports.is_dir() and any((d / "report.html").exists() for d in reports.iterdir())
+        )  # the last one written
         folder = next(reports.iterdir())
         data = json.loads((folder / "report.json").read_text())
         summary = json.loads((demo.parent / "runs/demo/eval/final/summary.json").read_text())

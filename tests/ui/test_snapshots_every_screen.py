@@ -1,6 +1,7 @@
 """Every screen (and the dialogs a user meets) at 80x24 and at 200x50, on fixed data: the demo workspace with the
 evaluations hermit-harness itself wrote (tests/fixtures/hermit_eval), one of them archived, and the fixed store of
 tests/fixture_data.py. Plus the setup screen with NO_COLOR: ticked and unticked must read apart without colour."""
+
 from __future__ import annotations
 
 import shutil
@@ -22,6 +23,7 @@ ARCHIVED = "20260102T030405Z"
 def workspace(tmp_path_factory) -> Path:
     """The demo, with hermit's own none/root/final evaluations and an archived none (fixed data, fixed names)."""
     from hermit_tui.demo import build_demo
+
     config = build_demo(tmp_path_factory.mktemp("snapshots", numbered=False) / "demo")
     eval_dir = config.parent / "runs" / "demo" / "eval"
     for label in ("none", "root", "final"):
@@ -80,6 +82,7 @@ def pushing(screen_factory):
         pilot.app.push_screen(screen_factory())
         await pilot.pause()
         await pilot.pause()
+
     return run
 
 
@@ -88,6 +91,7 @@ def pressing(*keys: str):
         await pilot.pause()
         await pilot.press(*keys)
         await pilot.pause()
+
     return run
 
 

@@ -1,5 +1,6 @@
 """SVG snapshots of the setup, live-run and help screens on fixed data (the demo workspace's config, the fixed
 store), at 80x24 and 120x40."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,6 +12,7 @@ SIZES = [(80, 24), (120, 40)]
 @pytest.fixture(scope="module")
 def demo_yaml(tmp_path_factory):
     from hermit_tui.demo import build_demo
+
     return build_demo(tmp_path_factory.mktemp("snap") / "demo")
 
 
@@ -22,6 +24,7 @@ def private_settings(tmp_path, monkeypatch):
 async def versions_shown(pilot) -> None:
     """The setup screen lists the tree's versions from a worker: wait for them."""
     from textual.widgets import SelectionList
+
     for _ in range(200):
         selections = pilot.app.screen.query(SelectionList)
         if selections and selections.first().option_count > 1:

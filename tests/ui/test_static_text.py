@@ -1,4 +1,5 @@
 """show_text: an unchanged Static is left alone, a changed one is laid out only when its height may have changed."""
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -30,6 +31,7 @@ def spy_layouts(widget: Static) -> list[bool]:
         if layout:
             calls.append(True)
         return refresh(*regions, layout=layout, **kwargs)
+
     widget.refresh = recorded  # type: ignore[method-assign]
     return calls
 
@@ -42,6 +44,7 @@ def spy(widget: Static) -> list[bool]:
     def recorded(content="", *, layout: bool = True) -> None:
         calls.append(layout)
         update(content, layout=layout)
+
     widget.update = recorded  # type: ignore[method-assign]
     return calls
 

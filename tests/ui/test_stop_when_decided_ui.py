@@ -1,6 +1,7 @@
 """--stop-when-decided in the dashboard (Pilot): the setup screen's launch setting (kept per config, passed to the
 launch, refused when the margin is no positive number), and the compare screen's sequential panel showing the
 boundary being approached while a launch runs, then the recorded decision once it stopped."""
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,11 @@ def project(tmp_path, monkeypatch) -> Path:
     config = build(tmp_path / "p", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.4})
     # the project has no adapter tree: the directory is remembered as typed in on an earlier visit
     settings_path().parent.mkdir(parents=True)
-    settings_path().write_text(json.dumps({"launch": {str(config.resolve()): {
-        "picks": ["none", "adapters/good"], "added": ["adapters/good"]}}}))
+    settings_path().write_text(
+        json.dumps(
+            {"launch": {str(config.resolve()): {"picks": ["none", "adapters/good"], "added": ["adapters/good"]}}}
+        )
+    )
     return config
 
 
@@ -62,8 +66,9 @@ async def test_the_setup_setting_launches_a_stop_when_decided_run_and_is_remembe
         setup.query_one("#baseline", Input).value = "none"
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        await wait_for(pilot, lambda: not app.running and app.store.columns
-                       and all(c.summary for c in app.store.columns.values()))
+        await wait_for(
+            pilot, lambda: not app.running and app.store.columns and all(c.summary for c in app.store.columns.values())
+        )
         await pilot.pause(0.2)
         eval_dir = project.parent / "runs" / "seq" / "eval"
         good = json.loads((eval_dir / "good" / "summary.json").read_text())
@@ -71,8 +76,7 @@ async def test_the_setup_setting_launches_a_stop_when_decided_run_and_is_remembe
         assert good["sequential"]["decision"] == "improvement" and good["sequential"]["max_rounds"] == ROUNDS
         assert len((eval_dir / "none" / "results.jsonl").read_text().splitlines()) == TASKS * 2
         assert app.store.sequential_stopped and app.store.sequential.baseline == "none"
-        assert any("Stopped when decided after round 2 of 6: good improvement" in n.message
-                   for n in app._notifications)
+        assert any("Stopped when decided after round 2 of 6: good improvement" in n.message for n in app._notifications)
     saved = json.loads(settings_path().read_text())["launch"][str(project.resolve())]
     assert (saved["decide"], saved["baseline"], saved["margin"]) == ("on", "none", "")
 
@@ -99,8 +103,16 @@ def live_store(rounds_done: int, extra: int) -> tuple[EvalStore, RoundTracker]:
     attempts of the next round."""
     plan = SequentialPlan(baseline="none", candidates=["good"], max_rounds=ROUNDS)
     store = EvalStore({t: {"id": t} for t in IDS}, [])
-    store.apply(ev.RunStarted(labels=["none", "good"], task_ids=IDS, repeats=ROUNDS, concurrency=2,
-                              total=2 * len(IDS) * ROUNDS, sequential=plan))
+    store.apply(
+        ev.RunStarted(
+            labels=["none", "good"],
+            task_ids=IDS,
+            repeats=ROUNDS,
+            concurrency=2,
+            total=2 * len(IDS) * ROUNDS,
+            sequential=plan,
+        )
+    )
     for label in ("none", "good"):
         store.apply(ev.SelectorStarted(label=label, selector=label, commit=None, total=len(IDS) * ROUNDS))
     tracker = RoundTracker(plan, IDS)
@@ -112,8 +124,7 @@ def live_store(rounds_done: int, extra: int) -> tuple[EvalStore, RoundTracker]:
                 records[label][rec.key] = rec
                 store.apply(ev.AttemptFinished(label=label, record=rec))
         looks = tracker.check(records)
-        store.apply(ev.RoundChecked(round=r, max_rounds=ROUNDS, baseline="none", looks=looks,
-                                    stopped=tracker.decided))
+        store.apply(ev.RoundChecked(round=r, max_rounds=ROUNDS, baseline="none", looks=looks, stopped=tracker.decided))
     done = 0
     for tid in IDS:
         for label in ("none", "good"):
@@ -170,9 +181,23 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         assert tracker.decided and looks[0].decision == "improvement"
         store.apply(ev.RoundChecked(round=2, max_rounds=ROUNDS, baseline="none", looks=looks, stopped=True))
         for label in ("none", "good"):
-            store.apply(ev.SelectorFinished(label=label, summary=summarize(
-                records[label].values(), adapter=label, commit=None, task_ids=IDS, repeats=2, wall_s=1.0,
-                label=label, complete=True, expected_attempts=2 * len(IDS), sequential=tracker.entry(label))))
+            store.apply(
+                ev.SelectorFinished(
+                    label=label,
+                    summary=summarize(
+                        records[label].values(),
+                        adapter=label,
+                        commit=None,
+                        task_ids=IDS,
+                        repeats=2,
+                        wall_s=1.0,
+                        label=label,
+                        complete=True,
+                        expected_attempts=2 * len(IDS),
+                        sequential=tracker.entry(label),
+                    ),
+                )
+            )
         store.apply(ev.RunFinished(summaries={}, cancelled=False, wall_s=1.0))
         screen.post_message(HermitApp.StoreUpdated())
         screen = await settle(pilot)
@@ -198,9 +223,23 @@ def finished_store() -> EvalStore:
     assert tracker.decided
     for label in ("none", "good"):
         records = list(store.columns[label].records.values())
-        store.apply(ev.SelectorFinished(label=label, summary=summarize(
-            records, adapter=label, commit=None, task_ids=IDS, repeats=2, wall_s=1.0, label=label, complete=True,
-            expected_attempts=2 * len(IDS), sequential=tracker.entry(label))))
+        store.apply(
+            ev.SelectorFinished(
+                label=label,
+                summary=summarize(
+                    records,
+                    adapter=label,
+                    commit=None,
+                    task_ids=IDS,
+                    repeats=2,
+                    wall_s=1.0,
+                    label=label,
+                    complete=True,
+                    expected_attempts=2 * len(IDS),
+                    sequential=tracker.entry(label),
+                ),
+            )
+        )
     store.apply(ev.RunFinished(summaries={}, cancelled=False, wall_s=1.0))
     return store
 
@@ -214,6 +253,7 @@ def test_snapshot_of_a_decided_pair(snap_compare):
         screen = await settle(pilot)
         screen.query_one("#numbers").scroll_to_widget(screen.query_one("#sequential"), animate=False)
         await pilot.pause()
+
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 
 

@@ -10,6 +10,7 @@ Expected rows are worked out by hand from tests/conftest.py (mean over 3 repeats
     t05    0     0     0  (errors)  t11    0     0     1
     t06    1     1     1            t12    0     0.5   1
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -108,7 +109,7 @@ async def test_f_cycles_the_filters_and_the_chip_of_the_active_one_is_marked():
         await pilot.press("f", "f")
         assert screen.filter == "regressions" and shown(screen) == ["t04", "t10"]
         chips = screen.query_one("#tasks-filters", Static).content
-        marked = [chips.plain[s.start:s.end] for s in chips.spans if "reverse" in str(s.style)]
+        marked = [chips.plain[s.start : s.end] for s in chips.spans if "reverse" in str(s.style)]
         assert marked == [" regressions "]
         await pilot.press("f", "f", "f", "f")
         assert screen.filter == "all" and shown(screen) == ALL
@@ -207,13 +208,11 @@ async def test_a_store_update_refreshes_the_rows_and_the_cursor_stays_on_its_tas
         await pilot.click(VirtualTable, offset=(43, 0))  # by final's mean: t04 t05 t10 t09 t01 ...
         await pilot.press("home", "down", "down", "down")  # the sort kept the cursor on t01, now 5th
         assert screen.table.cursor_value.task_id == "t09"
-        retried = AttemptRecord(repeat=2, id="t09", status="ok", output="42", judge=Judged(score=1.0),
-                                cost_usd=0.002)
+        retried = AttemptRecord(repeat=2, id="t09", status="ok", output="42", judge=Judged(score=1.0), cost_usd=0.002)
         app.store.apply(ev.AttemptFinished(label="final", record=retried))  # the judge error replaced: mean 1
         screen.post_message(HermitApp.StoreUpdated())
         await pilot.pause()
-        assert shown(screen) == ["t04", "t05", "t10", "t01", "t02", "t03", "t06", "t07", "t08", "t09", "t11",
-                                 "t12"]
+        assert shown(screen) == ["t04", "t05", "t10", "t01", "t02", "t03", "t06", "t07", "t08", "t09", "t11", "t12"]
         assert screen.table.cursor_row == 9 and screen.table.cursor_value.task_id == "t09"
         assert "errors 3" in str(screen.query_one("#tasks-columns", Static).content).splitlines()[2]
 
@@ -244,8 +243,12 @@ def big_store(n: int) -> EvalStore:
     store.apply(ev.RunStarted(labels=["none"], task_ids=ids, repeats=1, concurrency=1, total=n))
     store.apply(ev.SelectorStarted(label="none", selector="none", commit=None, total=n))
     for i, t in enumerate(ids):
-        store.apply(ev.AttemptFinished(label="none", record=AttemptRecord(
-            repeat=1, id=t, status="ok", judge=Judged(score=float(i % 2)), cost_usd=0.0)))
+        store.apply(
+            ev.AttemptFinished(
+                label="none",
+                record=AttemptRecord(repeat=1, id=t, status="ok", judge=Judged(score=float(i % 2)), cost_usd=0.0),
+            )
+        )
     return store
 
 

@@ -1,4 +1,5 @@
 """The success threshold the views use: set from the palette, recounted everywhere, files untouched."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,6 +27,7 @@ def test_store_recounts_solved_under_a_new_threshold():
 async def test_palette_threshold_recounts_the_views():
     from hermit_tui.dashboard.screens.compare import CompareScreen
     from hermit_tui.dashboard.screens.tasks import TasksScreen
+
     app = fixture_app(None, None)
     async with app.run_test(size=(120, 40)) as pilot:
         app.push_screen(TasksScreen())
@@ -47,8 +49,9 @@ async def test_palette_threshold_recounts_the_views():
             if result is not None:
                 break
             await pilot.pause(0.05)
-        expected = selector_stats("none", fixed_records("none"), [t["id"] for t in __import__(
-            "fixture_data").FIXED_TASKS], threshold=0.5)
+        expected = selector_stats(
+            "none", fixed_records("none"), [t["id"] for t in __import__("fixture_data").FIXED_TASKS], threshold=0.5
+        )
         assert app.screen.result.sa.solved_once == pytest.approx(expected.solved_once)
 
 

@@ -1,6 +1,7 @@
 """The drill-down's Transcript tab: role-labelled turns, tool calls with their arguments, tool results, long
 contents folded, search, two selectors side by side; for attempts hermit-tui wrote (transcripts.jsonl) and for
 ones hermit wrote (its react log). A missing or unreadable log is a one-line note."""
+
 from __future__ import annotations
 
 import json
@@ -64,8 +65,10 @@ def live_store(demo_config):
 
 async def test_a_hermit_tui_attempt_turn_by_turn_with_folds_search_and_side_by_side(live_store):
     config, store = live_store
-    sidecar = {(r["id"], r["repeat"]): r["messages"] for r in map(
-        json.loads, (config.run_dir / "eval" / "root" / "transcripts.jsonl").read_text().splitlines())}
+    sidecar = {
+        (r["id"], r["repeat"]): r["messages"]
+        for r in map(json.loads, (config.run_dir / "eval" / "root" / "transcripts.jsonl").read_text().splitlines())
+    }
     record = store.columns["root"].records[("arith-04", 1)]
     app = HermitApp(store=store, live_updates=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -80,15 +83,20 @@ async def test_a_hermit_tui_attempt_turn_by_turn_with_folds_search_and_side_by_s
         system, user, call, result, answer = blocks
         # role-labelled turns; the tool call with its arguments; the result names the tool it answers
         assert plain(user).splitlines() == ["user  #2", "Compute: 289 + 476"]
-        assert plain(call).splitlines() == ["assistant  #3", "→ calculator  (call_arith-04_r1)", "    {",
-                                            '      "expression": "289 + 476"', "    }"]
+        assert plain(call).splitlines() == [
+            "assistant  #3",
+            "→ calculator  (call_arith-04_r1)",
+            "    {",
+            '      "expression": "289 + 476"',
+            "    }",
+        ]
         assert plain(result).splitlines() == ["tool result · calculator (call_arith-04_r1)  #4", "765"]
         assert plain(answer).splitlines()[1] == record.output
         # the system prompt holds the adapter's notes: long, so folded to its first lines
         body = messages[0]["content"].splitlines()
         assert system.long and system.folded
         shown = plain(system).splitlines()
-        assert shown[1:1 + FOLD_KEEP] == body[:FOLD_KEEP]
+        assert shown[1 : 1 + FOLD_KEEP] == body[:FOLD_KEEP]
         assert shown[-1] == f"… {len(body) - FOLD_KEEP} more lines" and "enter: unfold" in shown[0]
         system.focus()
         await pilot.press("enter")
@@ -103,11 +111,13 @@ async def test_a_hermit_tui_attempt_turn_by_turn_with_folds_search_and_side_by_s
         await pilot.pause()
         wanted = sum("\n".join(line for line, _ in b.body).lower().count("skill") for b in blocks)
         assert wanted > 0
-        assert str(screen.query_one("#transcript-matches", Label).content) == \
-            f"{wanted} {'match' if wanted == 1 else 'matches'} in 1 message"
+        assert (
+            str(screen.query_one("#transcript-matches", Label).content)
+            == f"{wanted} {'match' if wanted == 1 else 'matches'} in 1 message"
+        )
         assert not system.folded and system.opened_by_search  # unfolded to show the match
         spans = [s for s in system.text().spans if s.style == "black on yellow"]
-        assert len(spans) == wanted and all(system.text().plain[s.start:s.end].lower() == "skill" for s in spans)
+        assert len(spans) == wanted and all(system.text().plain[s.start : s.end].lower() == "skill" for s in spans)
         await pilot.press("enter")
         assert screen.focused is system
         search.value = ""
@@ -121,8 +131,11 @@ async def test_a_hermit_tui_attempt_turn_by_turn_with_folds_search_and_side_by_s
         right = view(screen, "right")
         assert right.display
         assert str(right.query_one(".transcript-title").content).startswith("none · repeat 2 · ")
-        none_messages = [r for r in map(json.loads, (config.run_dir / "eval" / "none" / "transcripts.jsonl")
-                                        .read_text().splitlines()) if (r["id"], r["repeat"]) == ("arith-04", 2)]
+        none_messages = [
+            r
+            for r in map(json.loads, (config.run_dir / "eval" / "none" / "transcripts.jsonl").read_text().splitlines())
+            if (r["id"], r["repeat"]) == ("arith-04", 2)
+        ]
         assert [b.turn.role for b in right.blocks] == [m["role"] for m in none_messages[0]["messages"]]
         assert plain(right.blocks[-1]).splitlines()[1] == store.columns["none"].records[("arith-04", 2)].output
         assert str(left.query_one(".transcript-title").content).startswith("root · repeat 2 · ")
@@ -135,10 +148,14 @@ async def test_a_hermit_tui_attempt_turn_by_turn_with_folds_search_and_side_by_s
 HERMIT_MESSAGES = [
     {"role": "system", "content": "You answer arithmetic questions."},
     {"role": "user", "content": "What is 250 + 117?"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_250_117", "type": "function",
-         "function": {"name": "add", "arguments": "{\"a\": 250, \"b\": 117}"}}]},
-    {"role": "tool", "tool_call_id": "call_250_117", "content": "{\"sum\": 367}"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_250_117", "type": "function", "function": {"name": "add", "arguments": '{"a": 250, "b": 117}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_250_117", "content": '{"sum": 367}'},
     {"role": "assistant", "content": "367"},
 ]
 
@@ -150,18 +167,45 @@ def hermit_evaluation(tmp_path: Path) -> Path:
     logs = tmp_path / ".logs"
     folder.mkdir(parents=True)
     logs.mkdir()
-    (logs / "s2-a1.json").write_text(json.dumps({"task": "s2", "model": "m", "adapter": "/x/adapter",
-                                                 "messages": HERMIT_MESSAGES}, indent=1))
+    (logs / "s2-a1.json").write_text(
+        json.dumps({"task": "s2", "model": "m", "adapter": "/x/adapter", "messages": HERMIT_MESSAGES}, indent=1)
+    )
     (logs / "s2-a3.log").write_text("not json at all\n")
     lines = []
     for repeat, log in ((1, logs / "s2-a1.json"), (2, logs / "gone.json"), (3, logs / "s2-a3.log")):
-        lines.append({"repeat": repeat, "id": "s2", "status": "ok", "error": None, "output": "367",
-                      "judge": {"score": 1.0, "feedback": "right", "extra": {}}, "cost_usd": 0.0011, "wall_s": 0.3,
-                      "api_speed": {"output_tokens_per_s": 40.0, "model_calls": 2}, "tokens": 321, "log": str(log)})
+        lines.append(
+            {
+                "repeat": repeat,
+                "id": "s2",
+                "status": "ok",
+                "error": None,
+                "output": "367",
+                "judge": {"score": 1.0, "feedback": "right", "extra": {}},
+                "cost_usd": 0.0011,
+                "wall_s": 0.3,
+                "api_speed": {"output_tokens_per_s": 40.0, "model_calls": 2},
+                "tokens": 321,
+                "log": str(log),
+            }
+        )
     (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    (folder / "summary.json").write_text(json.dumps({
-        "adapter": "root", "commit": "c" * 40, "tasks": 1, "repeats": 3, "mean_score": 1.0, "solved_once": 1.0,
-        "cost_usd": 0.0033, "unknown_cost_tasks": 0, "errors": 0, "wall_s": 1.0}, indent=1))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "adapter": "root",
+                "commit": "c" * 40,
+                "tasks": 1,
+                "repeats": 3,
+                "mean_score": 1.0,
+                "solved_once": 1.0,
+                "cost_usd": 0.0033,
+                "unknown_cost_tasks": 0,
+                "errors": 0,
+                "wall_s": 1.0,
+            },
+            indent=1,
+        )
+    )
     return folder
 
 
@@ -186,8 +230,10 @@ async def test_a_hermit_written_attempt_reads_its_react_log(tmp_path):
         assert not left.blocks
         panel.choose(repeat=3)
         await settle(pilot)
-        assert str(left.query_one(".transcript-note").content) == \
-            "no transcript: the log s2-a3.log is not hermit's react JSON (open it as text)"
+        assert (
+            str(left.query_one(".transcript-note").content)
+            == "no transcript: the log s2-a3.log is not hermit's react JSON (open it as text)"
+        )
         assert screen.app.screen is screen and not [n for n in app._notifications if n.severity == "error"]
 
 
@@ -196,8 +242,10 @@ async def test_an_attempt_without_messages_or_log_is_a_note():
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_transcript(pilot, app, "t05", "root", 2)
         left = view(screen, "left")
-        assert str(left.query_one(".transcript-note").content) == \
-            "no transcript: the attempt recorded no messages and no log"
+        assert (
+            str(left.query_one(".transcript-note").content)
+            == "no transcript: the attempt recorded no messages and no log"
+        )
         assert "\n" not in str(left.query_one(".transcript-note").content)
 
 
@@ -209,8 +257,11 @@ def _snap_store(tmp_path: Path):
         folder.mkdir()
         store.columns[label].folder = folder
         messages = [dict(m) for m in HERMIT_MESSAGES]
-        messages[0] = {"role": "system", "content": "You answer arithmetic questions.\n\n" + "\n".join(
-            f"- [arithmetic] hint number {i}" for i in range(1, 19))}
+        messages[0] = {
+            "role": "system",
+            "content": "You answer arithmetic questions.\n\n"
+            + "\n".join(f"- [arithmetic] hint number {i}" for i in range(1, 19)),
+        }
         messages[-1] = {"role": "assistant", "content": answer}
         (folder / "transcripts.jsonl").write_text(json.dumps({"repeat": 1, "id": "t01", "messages": messages}) + "\n")
     return store
@@ -229,6 +280,7 @@ def test_snapshot_transcript_side_by_side(snap_compare, tmp_path):
         await settle(pilot)
         app.screen.query_one("#transcript-search", Input).value = "367"
         await pilot.pause()
+
     assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
 
 
@@ -238,10 +290,16 @@ async def test_an_evaluation_the_real_hermit_eval_wrote_with_its_react_agent(dem
     import subprocess
 
     from test_react_agent import HERMIT, Server, react_workspace
+
     with Server() as server:
         config_path = react_workspace(demo_template, tmp_path / "ws", server.url)
-        done = subprocess.run([str(HERMIT), "eval", "--config", str(config_path), "--adapter", "root"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [str(HERMIT), "eval", "--config", str(config_path), "--adapter", "root"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     config = load_config(config_path)
     store = EvalStore(load_tasks(config).tasks, load_tasks(config).test_ids)
@@ -252,10 +310,14 @@ async def test_an_evaluation_the_real_hermit_eval_wrote_with_its_react_agent(dem
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_transcript(pilot, app, "s2", "root", 2)
         left = view(screen, "left")
-        assert str(left.query_one(".transcript-note").content) == \
-            f"5 messages · from hermit's log {Path(column.records[('s2', 2)].log).name}"
+        assert (
+            str(left.query_one(".transcript-note").content)
+            == f"5 messages · from hermit's log {Path(column.records[('s2', 2)].log).name}"
+        )
         assert [b.turn.role for b in left.blocks] == [m["role"] for m in logged["messages"]]
         assert plain(left.blocks[2]).splitlines()[1] == "→ add  (call_250_117)"
-        assert plain(left.blocks[3]).splitlines() == ["tool result · add (call_250_117)  #4",
-                                                      '{"sum": 367, "task": "s2"}']
+        assert plain(left.blocks[3]).splitlines() == [
+            "tool result · add (call_250_117)  #4",
+            '{"sum": 367, "task": "s2"}',
+        ]
         assert plain(left.blocks[4]).splitlines()[1] == "367"

@@ -2,6 +2,7 @@
 counts move on the errors and compare screens; the walk over unlabelled failures; the note, label-set and
 label-filter dialogs; the files on disk. Expected values are worked out by hand from tests/fixture_data.py (see
 tests/ui/test_tasks_screen.py's table and tests/test_annotations.py's walk)."""
+
 from __future__ import annotations
 
 import io
@@ -44,6 +45,7 @@ def labels(app, key: str, task: str, repeat: int) -> list[str]:
 def text_of(widget: Static) -> str:
     """What a Static shows, as plain text (its Text, or its Rich renderables rendered 200 columns wide)."""
     from rich.console import Console
+
     content = widget.content
     if isinstance(content, str):
         return content
@@ -190,6 +192,7 @@ async def test_u_on_the_drill_down_goes_to_the_next_card_then_the_next_task():
 async def test_every_failure_labelled_says_so():
     store = fixed_store()
     from hermit_tui.core.records.annotations import Annotation
+
     for f in store.failure_walk():
         store.put_annotation(f.key, Annotation(repeat=f.repeat, id=f.task_id, labels=["timeout"]))
     app = make_app(store)
@@ -255,8 +258,11 @@ async def test_the_table_filters_by_label_from_a_picker():
         assert isinstance(app.screen, LabelPickScreen)
         options = app.screen.query_one(OptionList)
         prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-        assert prompts[:3] == ["no label filter (every task)", "any label (8 attempts)",
-                               "unlabelled failures (47 attempts)"]
+        assert prompts[:3] == [
+            "no label filter (every task)",
+            "any label (8 attempts)",
+            "unlabelled failures (47 attempts)",
+        ]
         assert "format error (2 attempts)" in prompts
         options.highlighted = prompts.index("format error (2 attempts)")
         await pilot.press("enter")
@@ -283,11 +289,17 @@ async def test_labels_reach_the_evaluation_folder_and_the_label_set_the_settings
         await pilot.press("u")
         key, task, repeat = app.screen.chosen_attempt()
         await pilot.press("2", "4")
-        await wait_for(pilot, lambda: app.annotations_pending == 0 and labels(app, key, task, repeat)
-                       == ["format error", "wrong reasoning"])
+        await wait_for(
+            pilot,
+            lambda: (
+                app.annotations_pending == 0 and labels(app, key, task, repeat) == ["format error", "wrong reasoning"]
+            ),
+        )
         written = [json.loads(line) for line in (demo.eval / key / ANNOTATIONS).read_text().splitlines()]
         assert [(w["id"], w["repeat"], w["labels"]) for w in written] == [
-            (task, repeat, ["format error"]), (task, repeat, ["format error", "wrong reasoning"])]
+            (task, repeat, ["format error"]),
+            (task, repeat, ["format error", "wrong reasoning"]),
+        ]
         assert app.store.triage_progress()[0] == 1
 
         await pilot.press("L")
@@ -321,6 +333,7 @@ def _push(factory, *keys):
             await pilot.pause()
         pilot.app.clear_notifications()  # a toast would hide what the view shows
         await pilot.pause()
+
     return run
 
 
@@ -354,6 +367,7 @@ def test_snapshot(snap_compare, name, before, size):
 
 async def test_on_a_large_store_the_walk_is_computed_in_a_worker(monkeypatch):
     import hermit_tui.dashboard.app as app_module
+
     monkeypatch.setattr(app_module, "WALK_WORKER_THRESHOLD", 0)  # every store is "large"
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -370,6 +384,7 @@ async def test_on_a_large_store_the_walk_is_computed_in_a_worker(monkeypatch):
 def test_the_store_taxonomy_agrees_with_the_engine():
     """The store keeps running counts; the report computes from the records: the figures must be the same."""
     from hermit_tui.core.records.annotations import pair_taxonomy, selector_taxonomy
+
     store = annotate_fixed(fixed_store())
     for key, col in store.columns.items():
         fast = store.taxonomy()[key]
@@ -377,5 +392,6 @@ def test_the_store_taxonomy_agrees_with_the_engine():
         assert fast == slow, key
     ca, cb = store.columns["none"], store.columns["final"]
     assert store.pair_taxonomy("none", "final") == pair_taxonomy(
-        "none", ca.records, ca.annotations, "final", cb.records, cb.annotations, store.label_set, store.task_ids)
+        "none", ca.records, ca.annotations, "final", cb.records, cb.annotations, store.label_set, store.task_ids
+    )
     assert store.triage_progress() == (7, 54)

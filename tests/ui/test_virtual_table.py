@@ -1,4 +1,5 @@
 """VirtualTable: lazy rendering of large row sets, cursor movement, mouse, messages, header alignment."""
+
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
@@ -134,7 +135,7 @@ async def test_horizontal_scroll_moves_header_and_body_together():
 
 async def test_unset_widths_are_measured_from_the_header_and_the_first_200_rows_only():
     rows = list(range(1000))  # rows 0..199 give "a0".."a199" (4 cells); "a999" is never measured but fits too
-    rows[500] = 10 ** 12  # a long value beyond the sample: truncated with an ellipsis, never measured
+    rows[500] = 10**12  # a long value beyond the sample: truncated with an ellipsis, never measured
     app = TableApp(columns=[VColumn("a", "Label", None), VColumn("b", "B", 3)], rows=rows)
     async with app.run_test(size=(40, 12)) as pilot:
         table = app.query_one(VirtualTable)

@@ -6,6 +6,7 @@ section, commits ``CARD.md`` alone on the run's branch, moves ``<run>/final`` to
 in final's summary.json and in a publish log; any failure puts everything back. :func:`undo_publish` moves the tag
 back to where the last publish found it.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,6 +58,7 @@ class UndoResult(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------------------- publishing
+
 
 def publish_log_path(run_dir: Path) -> Path:
     return eval_root(run_dir) / PUBLISH_LOG
@@ -112,8 +114,10 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
         reviewed = plan_or_config
         plan = plan_publish(reviewed.config, reviewed.labels, reviewed.taxonomy)
         if plan.reviewed_state() != reviewed.reviewed_state():
-            raise InputError("the card, the checkout, the tag or the evaluations changed since the review: "
-                             "review again before publishing")
+            raise InputError(
+                "the card, the checkout, the tag or the evaluations changed since the review: "
+                "review again before publishing"
+            )
     else:
         plan = plan_publish(plan_or_config, labels)
     if plan.refusals:
@@ -121,12 +125,22 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
     if not plan.can_publish:
         raise InputError("cannot publish: there is no card to write")
     if plan.up_to_date:
-        return PublishResult(tag=plan.tag, branch=plan.run, committed=False, card_commit=plan.head,
-                             measured_commit=plan.measured_commit, previous_tag_target=plan.tag_target,
-                             message=f"{CARD_NAME} already holds this evaluation and {plan.tag} points at it: "
-                                     "nothing to publish")
-    summary, head, current, new, message = (plan.final_summary, plan.head, plan.current_card, plan.new_card,
-                                            plan.message)
+        return PublishResult(
+            tag=plan.tag,
+            branch=plan.run,
+            committed=False,
+            card_commit=plan.head,
+            measured_commit=plan.measured_commit,
+            previous_tag_target=plan.tag_target,
+            message=f"{CARD_NAME} already holds this evaluation and {plan.tag} points at it: nothing to publish",
+        )
+    summary, head, current, new, message = (
+        plan.final_summary,
+        plan.head,
+        plan.current_card,
+        plan.new_card,
+        plan.message,
+    )
     if summary is None or head is None or current is None or new is None or message is None:
         raise InputError("cannot publish: the review found no final summary, checkout head or card to write")
     tree, repo = _open(plan.config)
@@ -136,36 +150,68 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
     try:
         if original != current.encode("utf-8"):
             raise InputError(f"{plan.card_path} changed since the review: review again before publishing")
-        change = CardChange(repo, tree, plan.card_path, branch=plan.branch, head=head, tag=plan.tag,
-                            tag_before=plan.tag_target, original=original)
+        change = CardChange(
+            repo,
+            tree,
+            plan.card_path,
+            branch=plan.branch,
+            head=head,
+            tag=plan.tag,
+            tag_before=plan.tag_target,
+            original=original,
+        )
         try:
             commit = change.apply(new.encode("utf-8") if plan.changes_card else None, message)
             at = now_iso()
-            record = {"measured_commit": plan.measured_commit, "card_commit": commit,
-                      "previous_tag_target": plan.tag_target, "at": at}
+            record = {
+                "measured_commit": plan.measured_commit,
+                "card_commit": commit,
+                "previous_tag_target": plan.tag_target,
+                "at": at,
+            }
             record_in_summary(summary, "published", record)
-            append_log(log, {"action": "publish", "run": plan.run, "tag": plan.tag, **record,
-                             "message": plan.message if plan.changes_card else None,
-                             "summary": str(summary)})
+            append_log(
+                log,
+                {
+                    "action": "publish",
+                    "run": plan.run,
+                    "tag": plan.tag,
+                    **record,
+                    "message": plan.message if plan.changes_card else None,
+                    "summary": str(summary),
+                },
+            )
         except Exception as exc:
             change.rollback()
             _put_back(summary, summary_bytes)
             _put_back(log, log_bytes)
             if isinstance(exc, (git.GitCommandError, OSError, ValueError, InputError)):
-                raise InputError(f"publishing failed ({' '.join(str(exc).split())[:300]}); the card, branch "
-                                 f"'{plan.run}', tag {plan.tag} and final's summary are as before") from None
+                raise InputError(
+                    f"publishing failed ({' '.join(str(exc).split())[:300]}); the card, branch "
+                    f"'{plan.run}', tag {plan.tag} and final's summary are as before"
+                ) from None
             raise
     finally:
         repo.close()
         tree.close()
-    what = (f"{CARD_NAME} committed as {commit[:12]} on branch '{plan.run}'" if plan.changes_card
-            else f"{CARD_NAME} already held this evaluation at {commit[:12]}")
-    return PublishResult(tag=plan.tag, branch=plan.run, committed=plan.changes_card, card_commit=commit,
-                         measured_commit=plan.measured_commit, previous_tag_target=plan.tag_target,
-                         message=f"{what}; {plan.tag} moved from {short_sha(plan.tag_target)} to it")
+    what = (
+        f"{CARD_NAME} committed as {commit[:12]} on branch '{plan.run}'"
+        if plan.changes_card
+        else f"{CARD_NAME} already held this evaluation at {commit[:12]}"
+    )
+    return PublishResult(
+        tag=plan.tag,
+        branch=plan.run,
+        committed=plan.changes_card,
+        card_commit=commit,
+        measured_commit=plan.measured_commit,
+        previous_tag_target=plan.tag_target,
+        message=f"{what}; {plan.tag} moved from {short_sha(plan.tag_target)} to it",
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- undo
+
 
 def read_publish_log(run_dir: Path) -> list[dict[str, Any]]:
     """The publish log's entries (unreadable lines are skipped)."""
@@ -208,8 +254,10 @@ def undo_check(config: Config) -> tuple[dict[str, Any] | None, str | None]:
     finally:
         tree.close()
     if now != card_commit:
-        return None, (f"{tag} has moved since the last publish (it points at {short_sha(now)}, the publish left it at "
-                      f"{card_commit[:12]}): nothing is undone")
+        return None, (
+            f"{tag} has moved since the last publish (it points at {short_sha(now)}, the publish left it at "
+            f"{card_commit[:12]}): nothing is undone"
+        )
     return entry, None
 
 
@@ -222,8 +270,9 @@ def undo_publish(config: Config) -> UndoResult:
     tag, card_commit, previous = entry["tag"], entry["card_commit"], entry["previous_tag_target"]
     log = publish_log_path(config.run_dir)
     summary = Path(entry["summary"]) if isinstance(entry.get("summary"), str) else None
-    if summary is not None and (summary.name != "summary.json"
-                                or summary.resolve().parent.parent != eval_root(config.run_dir).resolve()):
+    if summary is not None and (
+        summary.name != "summary.json" or summary.resolve().parent.parent != eval_root(config.run_dir).resolve()
+    ):
         summary = None  # the log names a summary outside this run: leave it alone
     summary_bytes, log_bytes = (_snapshot(summary) if summary else None), _snapshot(log)
     tree = AdapterTree(Path(config.tree_dir))
@@ -235,8 +284,17 @@ def undo_publish(config: Config) -> UndoResult:
                 published = read_summary(summary).published
                 if published is not None and published.card_commit == card_commit:
                     record_in_summary(summary, "published", {**published.model_dump(), "undone_at": at})
-            append_log(log, {"action": "undo", "run": config.run_name, "tag": tag, "card_commit": card_commit,
-                             "restored_to": previous, "at": at})
+            append_log(
+                log,
+                {
+                    "action": "undo",
+                    "run": config.run_name,
+                    "tag": tag,
+                    "card_commit": card_commit,
+                    "restored_to": previous,
+                    "at": at,
+                },
+            )
         except Exception as exc:
             try:
                 tree.repo.git.update_ref(f"refs/tags/{tag}", card_commit)
@@ -246,17 +304,22 @@ def undo_publish(config: Config) -> UndoResult:
                 _put_back(summary, summary_bytes)
             _put_back(log, log_bytes)
             if isinstance(exc, (git.GitCommandError, OSError, ValueError, InputError)):
-                raise InputError(f"undo failed ({' '.join(str(exc).split())[:300]}); {tag} and the log are as "
-                                 "before") from None
+                raise InputError(
+                    f"undo failed ({' '.join(str(exc).split())[:300]}); {tag} and the log are as before"
+                ) from None
             raise
     finally:
         tree.close()
-    return UndoResult(tag=tag, restored_to=previous, card_commit=card_commit,
-                      message=f"{tag} moved back to {previous[:12]}; the card commit {card_commit[:12]} stays on the "
-                              "branch")
+    return UndoResult(
+        tag=tag,
+        restored_to=previous,
+        card_commit=card_commit,
+        message=f"{tag} moved back to {previous[:12]}; the card commit {card_commit[:12]} stays on the branch",
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- the review
+
 
 class Review(BaseModel):
     """Everything the Review & publish screen shows before anything happens: the plan, the publish an undo would
@@ -283,7 +346,26 @@ def carry_out(action: Literal["publish", "undo"], review: Review, config: Config
     return publish(review.plan).message if action == "publish" else undo_publish(config).message
 
 
-__all__ = ["CONFIRM_WORD", "DEFAULT_LABELS", "PUBLISH_LOG", "UNDO_WORD", "EvalRow", "PublishPlan", "PublishResult",
-           "Review", "UndoResult", "carry_out", "last_publish", "plan_publish", "publish", "publish_log_path",
-           "read_publish_log", "render_publish_table", "review", "same_adapter", "undo_check", "undo_publish",
-           "unified_diff"]
+__all__ = [
+    "CONFIRM_WORD",
+    "DEFAULT_LABELS",
+    "PUBLISH_LOG",
+    "UNDO_WORD",
+    "EvalRow",
+    "PublishPlan",
+    "PublishResult",
+    "Review",
+    "UndoResult",
+    "carry_out",
+    "last_publish",
+    "plan_publish",
+    "publish",
+    "publish_log_path",
+    "read_publish_log",
+    "render_publish_table",
+    "review",
+    "same_adapter",
+    "undo_check",
+    "undo_publish",
+    "unified_diff",
+]

@@ -5,6 +5,7 @@ The pieces are separate so that a review step can show the new card before anyth
 :func:`update_final_card` writes, commits and re-tags as hermit does, through :class:`CardChange` (the atomic write,
 commit and tag move that publishing uses too).
 """
+
 from __future__ import annotations
 
 import os
@@ -55,8 +56,10 @@ def render_eval_table(rows: Sequence[CardRow]) -> str:
     """The Markdown table hermit writes (scores to 3 decimals, cost to 4 or ``unknown``); no trailing newline."""
     lines = [TABLE_HEADER, TABLE_RULE]
     for r in rows:
-        lines.append(f"| {r.adapter} | {r.tasks} | {r.repeats} | {r.mean_score:.3f} | {r.solved_once:.3f} | "
-                     f"{cost_cell(r.cost_usd)} |")
+        lines.append(
+            f"| {r.adapter} | {r.tasks} | {r.repeats} | {r.mean_score:.3f} | {r.solved_once:.3f} | "
+            f"{cost_cell(r.cost_usd)} |"
+        )
     return "\n".join(lines)
 
 
@@ -100,8 +103,14 @@ def replace_evaluation_section(card_text: str, table: str) -> str:
 def final_row(summary: Summary | Mapping[str, Any]) -> CardRow:
     """The card row of an evaluation summary, labelled ``final``."""
     s = summary if isinstance(summary, Summary) else Summary.model_validate(summary)
-    return CardRow(adapter="final", tasks=s.tasks, repeats=s.repeats, mean_score=s.mean_score,
-                   solved_once=s.solved_once, cost_usd=s.cost_usd)
+    return CardRow(
+        adapter="final",
+        tasks=s.tasks,
+        repeats=s.repeats,
+        mean_score=s.mean_score,
+        solved_once=s.solved_once,
+        cost_usd=s.cost_usd,
+    )
 
 
 def _identity_env(repo: git.Repo) -> dict[str, str]:
@@ -175,8 +184,18 @@ class CardChange:
     ``branch``, point ``tag`` at that commit. :meth:`rollback` puts back what :meth:`apply` may have changed:
     CARD.md's bytes, the branch, the checkout's index and the tag (to ``tag_before``; deleted when None)."""
 
-    def __init__(self, repo: git.Repo, tree: AdapterTree, card: Path, *, branch: str, head: str, tag: str,
-                 tag_before: str | None, original: bytes):
+    def __init__(
+        self,
+        repo: git.Repo,
+        tree: AdapterTree,
+        card: Path,
+        *,
+        branch: str,
+        head: str,
+        tag: str,
+        tag_before: str | None,
+        original: bytes,
+    ):
         self.repo, self.tree, self.card = repo, tree, card
         self.branch, self.head, self.tag, self.tag_before = branch, head, tag, tag_before
         self.original = original
@@ -198,12 +217,19 @@ class CardChange:
         """Each step is tried even when another fails: restoring the rest matters more than the first failure."""
         tag_ref = f"refs/tags/{self.tag}"
         steps: list[Callable[[], object]] = [
-                 lambda: write_card(self.card, self.original),
-                 lambda: self.repo.git.update_ref(self.branch, self.head),
-                 lambda: (self.index_path.write_bytes(self.index_bytes) if self.index_bytes is not None
-                          else self.index_path.unlink(True)),
-                 lambda: (self.tree.repo.git.update_ref(tag_ref, self.tag_before) if self.tag_before
-                          else self.tree.repo.git.update_ref("-d", tag_ref))]
+            lambda: write_card(self.card, self.original),
+            lambda: self.repo.git.update_ref(self.branch, self.head),
+            lambda: (
+                self.index_path.write_bytes(self.index_bytes)
+                if self.index_bytes is not None
+                else self.index_path.unlink(True)
+            ),
+            lambda: (
+                self.tree.repo.git.update_ref(tag_ref, self.tag_before)
+                if self.tag_before
+                else self.tree.repo.git.update_ref("-d", tag_ref)
+            ),
+        ]
         for step in steps:
             try:
                 step()
@@ -255,8 +281,10 @@ def _update(tree: AdapterTree, repo: git.Repo, card: Path, tag: str, run: str, s
     head = repo.git.rev_parse("--verify", "HEAD")
     final = tree.tag_target(tag)
     if final != head or (s.commit is not None and s.commit != final):
-        raise InputError(f"tag {tag} points at {str(final)[:12]}, not at the evaluated commit "
-                         f"{str(s.commit)[:12]} and the head of branch '{run}': card not updated")
+        raise InputError(
+            f"tag {tag} points at {str(final)[:12]}, not at the evaluated commit "
+            f"{str(s.commit)[:12]} and the head of branch '{run}': card not updated"
+        )
 
     original = card.read_bytes()
     try:
@@ -273,13 +301,31 @@ def _update(tree: AdapterTree, repo: git.Repo, card: Path, tag: str, run: str, s
     except Exception as exc:
         change.rollback()
         if isinstance(exc, (git.GitCommandError, OSError)):
-            raise InputError(f"updating {card} failed ({' '.join(str(exc).split())[:300]}); the card, branch "
-                             f"'{run}' and tag {tag} are as before") from None
+            raise InputError(
+                f"updating {card} failed ({' '.join(str(exc).split())[:300]}); the card, branch "
+                f"'{run}' and tag {tag} are as before"
+            ) from None
         raise
-    return CardResult(card_path=card, commit=commit, moved_tag=True,
-                      message=f"{card.name} updated in commit {commit[:12]} on branch '{run}'; {tag} moved to it")
+    return CardResult(
+        card_path=card,
+        commit=commit,
+        moved_tag=True,
+        message=f"{card.name} updated in commit {commit[:12]} on branch '{run}'; {tag} moved to it",
+    )
 
 
-__all__ = ["CARD_NAME", "EVAL_HEADING", "TAIL_MARK", "CardChange", "CardResult", "CardRow", "checkout_branch",
-           "commit_card", "final_row", "render_eval_table", "replace_evaluation_section", "split_lines",
-           "update_final_card"]
+__all__ = [
+    "CARD_NAME",
+    "EVAL_HEADING",
+    "TAIL_MARK",
+    "CardChange",
+    "CardResult",
+    "CardRow",
+    "checkout_branch",
+    "commit_card",
+    "final_row",
+    "render_eval_table",
+    "replace_evaluation_section",
+    "split_lines",
+    "update_final_card",
+]

@@ -2,6 +2,7 @@
 whether final's evaluation can be published, and every warning a reader must see before confirming (stale
 measurements, protocol mismatches, test reuse, test overlap, caveats, errors, unknown costs, an ordered stream).
 Each records what it finds in the plan's ``refusals`` or ``warnings``; ``core.publish.plan`` calls them."""
+
 from __future__ import annotations
 
 import hashlib
@@ -29,6 +30,7 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 
 
 # ---------------------------------------------------------------------------------------------------- git helpers
+
 
 def is_sha(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(_SHA.fullmatch(value))
@@ -70,12 +72,14 @@ def short_sha(sha: str | None) -> str:
 
 # ---------------------------------------------------------------------------------------------------- checks
 
+
 def inspect_checkout(plan: PublishPlan, tree: AdapterTree) -> git.Repo | None:
     """The checkout's refusals and warnings; the open repo when there is a usable one."""
     checkout = plan.checkout
     if not checkout.is_dir():
-        plan.refusals.append(f"no checkout: {checkout} does not exist (the run's branch is checked out there by "
-                             "hermit train)")
+        plan.refusals.append(
+            f"no checkout: {checkout} does not exist (the run's branch is checked out there by hermit train)"
+        )
         return None
     try:
         repo = git.Repo(checkout)
@@ -91,31 +95,40 @@ def inspect_checkout(plan: PublishPlan, tree: AdapterTree) -> git.Repo | None:
     tracked = [line[3:] for line in repo.git.status("--porcelain", "--untracked-files=no").splitlines()]
     if tracked:
         shown = ", ".join(tracked[:3]) + (", …" if len(tracked) > 3 else "")
-        plan.refusals.append(f"uncommitted changes in the checkout ({len(tracked)}: {shown}): commit or discard "
-                             "them first, the card commit must hold exactly the measured adapter")
+        plan.refusals.append(
+            f"uncommitted changes in the checkout ({len(tracked)}: {shown}): commit or discard "
+            "them first, the card commit must hold exactly the measured adapter"
+        )
     untracked = [line[3:] for line in repo.git.status("--porcelain").splitlines() if line.startswith("??")]
     if untracked:
-        plan.warnings.append(f"untracked files in the checkout ({', '.join(untracked[:3])}"
-                             f"{', …' if len(untracked) > 3 else ''}): they are not part of the adapter or the card "
-                             "commit")
+        plan.warnings.append(
+            f"untracked files in the checkout ({', '.join(untracked[:3])}"
+            f"{', …' if len(untracked) > 3 else ''}): they are not part of the adapter or the card "
+            "commit"
+        )
     return repo
 
 
-def final_evaluation(plan: PublishPlan, found: list[StoredEvaluation], repo: git.Repo,
-                      run_dir: Path) -> StoredEvaluation | None:
+def final_evaluation(
+    plan: PublishPlan, found: list[StoredEvaluation], repo: git.Repo, run_dir: Path
+) -> StoredEvaluation | None:
     """final's current evaluation when it can be published; the refusal otherwise."""
     current = next((e for e in found if not e.archived), None)
     if current is None:
-        plan.refusals.append(f"no completed final evaluation: none under {eval_root(run_dir) / 'final'} "
-                             "(hermit-tui eval --adapter final)")
+        plan.refusals.append(
+            f"no completed final evaluation: none under {eval_root(run_dir) / 'final'} "
+            "(hermit-tui eval --adapter final)"
+        )
         return None
     s = current.summary
     if s is None:
         plan.refusals.append(f"no completed final evaluation: {current.problem}")
         return None
     if not s.is_complete or s.cancelled or s.in_progress is not None:
-        plan.refusals.append("no completed final evaluation: it is "
-                             + incomplete_caveat(s.attempts, s.expected_attempts, cancelled=bool(s.cancelled)))
+        plan.refusals.append(
+            "no completed final evaluation: it is "
+            + incomplete_caveat(s.attempts, s.expected_attempts, cancelled=bool(s.cancelled))
+        )
         return None
     if s.is_smoke:
         plan.refusals.append(f"no completed final evaluation: it is a {smoke_caveat(s.smoke_limit)}")
@@ -126,14 +139,22 @@ def final_evaluation(plan: PublishPlan, found: list[StoredEvaluation], repo: git
     plan.measured_commit = s.commit
     plan.final_summary = current.folder / "summary.json"
     if plan.tag_target is not None and not same_adapter(repo, s.commit, plan.tag_target):
-        plan.refusals.append(f"the final evaluation measured another adapter than the tag's: {s.commit[:12]} was "
-                             f"measured, {plan.tag} now points at {plan.tag_target[:12]}; evaluate final again")
+        plan.refusals.append(
+            f"the final evaluation measured another adapter than the tag's: {s.commit[:12]} was "
+            f"measured, {plan.tag} now points at {plan.tag_target[:12]}; evaluate final again"
+        )
     return current
 
 
-def collect_warnings(plan: PublishPlan, config: Config, tree: AdapterTree, rows: list[EvalRow],
-                     found: list[StoredEvaluation], final: StoredEvaluation | None, final_fp: Fingerprint | None
-                     ) -> None:
+def collect_warnings(
+    plan: PublishPlan,
+    config: Config,
+    tree: AdapterTree,
+    rows: list[EvalRow],
+    found: list[StoredEvaluation],
+    final: StoredEvaluation | None,
+    final_fp: Fingerprint | None,
+) -> None:
     """Every warning a reader must see before confirming, most serious first."""
     w = plan.warnings
     for row in rows:
@@ -143,18 +164,27 @@ def collect_warnings(plan: PublishPlan, config: Config, tree: AdapterTree, rows:
                 w.append(f"stale measurement: {row.label} {stale}")
     final_row = next((r for r in rows if r.label == "final"), None)
     if final_row is not None and final_fp is None:
-        w.append("final was measured by hermit eval (no protocol fingerprint): whether the rows share one protocol "
-                 "cannot be checked")
+        w.append(
+            "final was measured by hermit eval (no protocol fingerprint): whether the rows share one protocol "
+            "cannot be checked"
+        )
     for row in rows:
         if row.protocol == [NO_FINGERPRINT] and final_fp is not None:
-            w.append(f"protocol unchecked: {row.label} was measured by hermit eval (no protocol fingerprint); it "
-                     "may not share final's protocol")
+            w.append(
+                f"protocol unchecked: {row.label} was measured by hermit eval (no protocol fingerprint); it "
+                "may not share final's protocol"
+            )
         elif row.protocol and final_fp is not None:
             w.append(f"protocol mismatch: {row.label} differs from final in {', '.join(row.protocol)}")
-        elif final_row is not None and row is not final_row and (row.tasks, row.repeats) != (final_row.tasks,
-                                                                                             final_row.repeats):
-            w.append(f"protocol mismatch: {row.label} has {row.tasks} tasks x {row.repeats}, final "
-                     f"{final_row.tasks} x {final_row.repeats}")
+        elif (
+            final_row is not None
+            and row is not final_row
+            and (row.tasks, row.repeats) != (final_row.tasks, final_row.repeats)
+        ):
+            w.append(
+                f"protocol mismatch: {row.label} has {row.tasks} tasks x {row.repeats}, final "
+                f"{final_row.tasks} x {final_row.repeats}"
+            )
     reuse = _test_reuse(tree, plan, found, final, final_fp)
     if reuse:
         w.append(reuse)
@@ -164,20 +194,36 @@ def collect_warnings(plan: PublishPlan, config: Config, tree: AdapterTree, rows:
         overlaps = [f"the task splits cannot be read ({exc})"]
     w += [f"test overlap: {o}" for o in overlaps]
     for r in rows:
-        w += [f"{r.label}: {caveat}" for caveat in caveats(
-            smoke_limit=r.smoke_limit, done=r.attempts, expected=r.tasks * r.repeats, complete=r.complete,
-            cancelled=r.cancelled, retries=r.retries)]
+        w += [
+            f"{r.label}: {caveat}"
+            for caveat in caveats(
+                smoke_limit=r.smoke_limit,
+                done=r.attempts,
+                expected=r.tasks * r.repeats,
+                complete=r.complete,
+                cancelled=r.cancelled,
+                retries=r.retries,
+            )
+        ]
     failing = [r for r in rows if r.errors]
     if failing:
-        w.append("errors: " + ", ".join(f"{r.label} {r.errors}/{r.attempts}" for r in failing)
-                 + " attempts failed (pipeline or judge) and count as 0: inspect them before trusting the means")
+        w.append(
+            "errors: "
+            + ", ".join(f"{r.label} {r.errors}/{r.attempts}" for r in failing)
+            + " attempts failed (pipeline or judge) and count as 0: inspect them before trusting the means"
+        )
     unknown = [r for r in rows if r.cost_usd is None]
     if unknown:
-        w.append("unknown cost: " + ", ".join(f"{r.label} {r.unknown_cost_attempts}" for r in unknown)
-                 + " attempts report no cost (the card says so)")
+        w.append(
+            "unknown cost: "
+            + ", ".join(f"{r.label} {r.unknown_cost_attempts}" for r in unknown)
+            + " attempts report no cost (the card says so)"
+        )
     if not config.shuffle:
-        w.append("ordered stream (data.shuffle is false): preserve stream order and the benchmark's own protocol; "
-                 "one aggregate evaluation may not be its protocol")
+        w.append(
+            "ordered stream (data.shuffle is false): preserve stream order and the benchmark's own protocol; "
+            "one aggregate evaluation may not be its protocol"
+        )
 
 
 def _stale(config: Config, tree: AdapterTree, row: EvalRow, run: str) -> str | None:
@@ -206,8 +252,13 @@ def _stale(config: Config, tree: AdapterTree, row: EvalRow, run: str) -> str | N
     return None
 
 
-def _test_reuse(tree: AdapterTree, plan: PublishPlan, found: list[StoredEvaluation],
-                final: StoredEvaluation | None, final_fp: Fingerprint | None) -> str | None:
+def _test_reuse(
+    tree: AdapterTree,
+    plan: PublishPlan,
+    found: list[StoredEvaluation],
+    final: StoredEvaluation | None,
+    final_fp: Fingerprint | None,
+) -> str | None:
     """Several adapters of this run measured on this test split: final may have been chosen on test."""
     if final is None or final.summary is None or plan.tag_target is None:
         return None
@@ -237,9 +288,11 @@ def _test_reuse(tree: AdapterTree, plan: PublishPlan, found: list[StoredEvaluati
     if len(adapters) < 2:
         return None
     names = sorted({label for labels in adapters.values() for label in labels})
-    return (f"test reuse: {len(adapters)} different adapters of run {plan.run} were evaluated on this test split "
-            f"({', '.join(names)}); if final was chosen by these scores, the test is no longer an untouched "
-            "evaluation: say so, or measure on a fresh test split")
+    return (
+        f"test reuse: {len(adapters)} different adapters of run {plan.run} were evaluated on this test split "
+        f"({', '.join(names)}); if final was chosen by these scores, the test is no longer an untouched "
+        "evaluation: say so, or measure on a fresh test split"
+    )
 
 
 __all__ = ["collect_warnings", "final_evaluation", "inspect_checkout", "is_sha", "same_adapter", "short_sha"]

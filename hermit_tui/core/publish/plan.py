@@ -8,6 +8,7 @@ must see first and the refusals that make publishing impossible. ``core/publish/
 This module chooses the rows and assembles the plan; what the card says is ``core.publish.table``, the checks that
 refuse or warn are ``core.publish.checks``. Their names are re-exported here, where callers have always found them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -81,16 +82,28 @@ class PublishPlan(BaseModel):
     @property
     def up_to_date(self) -> bool:
         """The card already holds this evaluation and the tag already points at it: nothing to publish."""
-        return (self.new_card is not None and not self.changes_card and self.head is not None
-                and self.head == self.tag_target)
+        return (
+            self.new_card is not None
+            and not self.changes_card
+            and self.head is not None
+            and self.head == self.tag_target
+        )
 
     def reviewed_state(self) -> tuple[Any, ...]:
         """What a reader confirmed: publishing refuses when any of it changed since."""
-        return (self.current_card, self.new_card, self.head, self.tag_target, self.measured_commit,
-                tuple(self.warnings), tuple(self.refusals))
+        return (
+            self.current_card,
+            self.new_card,
+            self.head,
+            self.tag_target,
+            self.measured_commit,
+            tuple(self.warnings),
+            tuple(self.refusals),
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- planning
+
 
 def _stats(stored: StoredEvaluation) -> tuple[Any, dict[str, int]]:
     table = read_table(stored.results_path)
@@ -110,15 +123,35 @@ def _row(stored: StoredEvaluation, final_fp: Fingerprint | None, is_final: bool)
         protocol = [] if fp else [NO_FINGERPRINT]
     else:
         protocol = differences(final_fp, fp) if fp and final_fp else [NO_FINGERPRINT]
-    return EvalRow(label=stored.label, adapter=adapter, selector=s.adapter, content_hash=s.content_hash,
-                   commit=s.commit, tasks=s.tasks, repeats=s.repeats,
-                   mean=st.mean if st.mean is not None else s.mean_score, ci_low=st.ci_low, ci_high=st.ci_high,
-                   ci_method=st.ci_method, mean_score=s.mean_score, solved_once=s.solved_once,
-                   attempts=st.n_attempts, errors=s.errors, pipeline_errors=counts["error"],
-                   judge_errors=counts["judge_error"], cost_usd=s.cost_usd, unknown_cost_attempts=s.unknown_cost_tasks,
-                   folder=stored.folder, archived_at=stored.archived_at,
-                   written_by="hermit" if s.written_by_hermit else "hermit-tui", protocol=protocol,
-                   complete=s.is_complete, cancelled=bool(s.cancelled), smoke_limit=s.smoke_limit, retries=s.retries)
+    return EvalRow(
+        label=stored.label,
+        adapter=adapter,
+        selector=s.adapter,
+        content_hash=s.content_hash,
+        commit=s.commit,
+        tasks=s.tasks,
+        repeats=s.repeats,
+        mean=st.mean if st.mean is not None else s.mean_score,
+        ci_low=st.ci_low,
+        ci_high=st.ci_high,
+        ci_method=st.ci_method,
+        mean_score=s.mean_score,
+        solved_once=s.solved_once,
+        attempts=st.n_attempts,
+        errors=s.errors,
+        pipeline_errors=counts["error"],
+        judge_errors=counts["judge_error"],
+        cost_usd=s.cost_usd,
+        unknown_cost_attempts=s.unknown_cost_tasks,
+        folder=stored.folder,
+        archived_at=stored.archived_at,
+        written_by="hermit" if s.written_by_hermit else "hermit-tui",
+        protocol=protocol,
+        complete=s.is_complete,
+        cancelled=bool(s.cancelled),
+        smoke_limit=s.smoke_limit,
+        retries=s.retries,
+    )
 
 
 def _usable(stored: StoredEvaluation) -> bool:
@@ -149,9 +182,16 @@ def plan_publish(config: Config, labels: Sequence[str] | None = None, taxonomy: 
     extras = [lab for lab in dict.fromkeys(label_of(t, config) for t in (labels or [])) if lab not in DEFAULT_LABELS]
     run_dir = Path(config.run_dir)
     checkout = run_dir / "checkout"
-    plan = PublishPlan(config=config, labels=list(labels or []), run=run, tag=f"{run}/final",
-                       branch=f"refs/heads/{run}", checkout=checkout, card_path=checkout / CARD_NAME,
-                       taxonomy=taxonomy)
+    plan = PublishPlan(
+        config=config,
+        labels=list(labels or []),
+        run=run,
+        tag=f"{run}/final",
+        branch=f"refs/heads/{run}",
+        checkout=checkout,
+        card_path=checkout / CARD_NAME,
+        taxonomy=taxonomy,
+    )
     if not valid_ref_name(plan.tag):
         plan.refusals.append(f"run name '{run}' cannot name a tag")
         return plan
@@ -179,12 +219,16 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
         plan.refusals.append(f"no tag {plan.tag} in the adapter tree")
     elif plan.head is not None and plan.head != plan.tag_target:
         if same_adapter(repo, plan.tag_target, plan.head):
-            plan.warnings.append(f"{plan.tag} ({plan.tag_target[:7]}) is not at the head of branch '{plan.run}' "
-                                 f"({plan.head[:7]}), which holds the same adapter with another CARD.md (an undone "
-                                 "publish?): the card goes on top of the branch and the tag moves there")
+            plan.warnings.append(
+                f"{plan.tag} ({plan.tag_target[:7]}) is not at the head of branch '{plan.run}' "
+                f"({plan.head[:7]}), which holds the same adapter with another CARD.md (an undone "
+                "publish?): the card goes on top of the branch and the tag moves there"
+            )
         else:
-            plan.refusals.append(f"the final tag is not at the checkout's HEAD: {plan.tag} points at "
-                                 f"{short_sha(plan.tag_target)}, branch '{plan.run}' at {short_sha(plan.head)}")
+            plan.refusals.append(
+                f"the final tag is not at the checkout's HEAD: {plan.tag} points at "
+                f"{short_sha(plan.tag_target)}, branch '{plan.run}' at {short_sha(plan.head)}"
+            )
 
     if plan.card_path.is_file():
         try:
@@ -214,8 +258,10 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
             chosen = _pick(by_label.get(label, []), final_fp)
             if chosen is None:
                 if label in DEFAULT_LABELS:
-                    plan.warnings.append(f"no evaluation of {label}: the card has no {label} row "
-                                         f"{'(the no-adapter baseline)' if label == 'none' else '(the seed)'}")
+                    plan.warnings.append(
+                        f"no evaluation of {label}: the card has no {label} row "
+                        f"{'(the no-adapter baseline)' if label == 'none' else '(the seed)'}"
+                    )
                 continue
         if chosen is None:
             continue
@@ -226,8 +272,10 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
             (plan.refusals if label == "final" else plan.warnings).append(f"{label}: {exc}")
             continue
         if chosen.archived:
-            plan.warnings.append(f"{label}: the current evaluation was measured under another protocol than final; "
-                                 f"the row is the archived one of {chosen.archived_at}, which matches final's")
+            plan.warnings.append(
+                f"{label}: the current evaluation was measured under another protocol than final; "
+                f"the row is the archived one of {chosen.archived_at}, which matches final's"
+            )
     plan.rows = rows
     collect_warnings(plan, config, tree, rows, found, final, final_fp)
 
@@ -238,8 +286,7 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
         except InputError as exc:
             plan.warnings.append(f"the failure labels cannot be read: {exc}")
         if plan.taxonomy_line is None:
-            plan.warnings.append("no failure of the card's rows carries a label: the card gets no failure-labels "
-                                 "line")
+            plan.warnings.append("no failure of the card's rows carries a label: the card gets no failure-labels line")
     if final_row is not None and plan.current_card is not None:
         summaries = [chosen_by_label[r.label].summary for r in rows if r.label in chosen_by_label]
         if any(s is not None and s.sequential for s in summaries):
@@ -250,10 +297,25 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
         plan.table = render_publish_table(rows, plan.taxonomy_line, plan.sequential)
         plan.new_card = replace_evaluation_section(plan.current_card, plan.table)
         plan.diff = unified_diff(plan.current_card, plan.new_card)
-        plan.message = (f"card: evaluation of {plan.tag} ({final_row.tasks} tasks x {final_row.repeats}, "
-                        f"mean {final_row.mean:.3f}) [hermit-tui]")
+        plan.message = (
+            f"card: evaluation of {plan.tag} ({final_row.tasks} tasks x {final_row.repeats}, "
+            f"mean {final_row.mean:.3f}) [hermit-tui]"
+        )
 
 
-__all__ = ["CONFIRM_WORD", "DEFAULT_LABELS", "PUBLISH_LOG", "TABLE_HEADER", "TABLE_RULE", "UNDO_WORD",
-           "EvalRow", "PublishPlan", "plan_publish", "render_publish_table", "same_adapter", "sequential_lines",
-           "taxonomy_line", "unified_diff"]
+__all__ = [
+    "CONFIRM_WORD",
+    "DEFAULT_LABELS",
+    "PUBLISH_LOG",
+    "TABLE_HEADER",
+    "TABLE_RULE",
+    "UNDO_WORD",
+    "EvalRow",
+    "PublishPlan",
+    "plan_publish",
+    "render_publish_table",
+    "same_adapter",
+    "sequential_lines",
+    "taxonomy_line",
+    "unified_diff",
+]

@@ -1,6 +1,7 @@
 """What a publish writes into the card: the rows of its Evaluation table (:class:`EvalRow`, one per selector), the
 Markdown table with the paragraph that says how to read it, the failure-labels line, the phrases on the decisions of a
 --stop-when-decided launch, and the diff of CARD.md before and after. ``core.publish.plan`` chooses the rows."""
+
 from __future__ import annotations
 
 import difflib
@@ -18,8 +19,9 @@ from hermit_tui.core.records.folders import StoredEvaluation
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
 from hermit_tui.core.stats.intervals import METHOD_TEXT
 
-TABLE_HEADER = ("| Adapter | Commit | Tasks | Repeats | Mean score [95% CI] | Solved at least once | Errors "
-                "| Cost (USD) |")
+TABLE_HEADER = (
+    "| Adapter | Commit | Tasks | Repeats | Mean score [95% CI] | Solved at least once | Errors | Cost (USD) |"
+)
 TABLE_RULE = "|---|---|---|---|---|---|---|---|"
 
 
@@ -57,8 +59,16 @@ class EvalRow(BaseModel):
     def cells(self) -> list[str]:
         ci = f" [{self.ci_low:.3f}, {self.ci_high:.3f}]" if self.ci_low is not None else ""
         cost = partial_cost(self.cost_usd, self.unknown_cost_attempts, dollars=False)
-        return [self.adapter, self.commit[:7] if self.commit else "—", str(self.tasks), str(self.repeats),
-                f"{self.mean:.3f}{ci}", f"{self.solved_once:.3f}", str(self.errors), cost]
+        return [
+            self.adapter,
+            self.commit[:7] if self.commit else "—",
+            str(self.tasks),
+            str(self.repeats),
+            f"{self.mean:.3f}{ci}",
+            f"{self.solved_once:.3f}",
+            str(self.errors),
+            cost,
+        ]
 
 
 def taxonomy_line(rows: Sequence[EvalRow]) -> str | None:
@@ -66,6 +76,7 @@ def taxonomy_line(rows: Sequence[EvalRow]) -> str | None:
     failure of any row carries a label. Failures: error/judge_error or a score below hermit's 1.0."""
     from hermit_tui.core.records.annotations import read_annotations
     from hermit_tui.core.records.taxonomy import selector_taxonomy
+
     parts = []
     for row in rows:
         table = read_table(row.folder / "results.jsonl")
@@ -79,8 +90,10 @@ def taxonomy_line(rows: Sequence[EvalRow]) -> str | None:
         parts.append(f"{row.adapter} {t.labelled_failures} of {t.failures} failures labelled ({counts})")
     if not parts:
         return None
-    return ("Failure labels (assigned by hand while reading the failures, with hermit-tui; a reading aid, not a "
-            "measurement): " + "; ".join(parts) + ".")
+    return (
+        "Failure labels (assigned by hand while reading the failures, with hermit-tui; a reading aid, not a "
+        "measurement): " + "; ".join(parts) + "."
+    )
 
 
 def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequential: Sequence[str] = ()) -> str:
@@ -91,38 +104,53 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
     final = next((r for r in rows if r.label == "final"), None)
     others = [r for r in rows if r.protocol and r is not final]
     if final is not None and final.protocol:
-        protocol = ("Protocols not checked: final was measured by hermit eval, which records no protocol "
-                    "fingerprint.")
+        protocol = "Protocols not checked: final was measured by hermit eval, which records no protocol fingerprint."
     elif others:
-        protocol = ("Not shown to share final's protocol: "
-                    + "; ".join(f"{r.adapter} ({', '.join(r.protocol)})" for r in others) + ".")
+        protocol = (
+            "Not shown to share final's protocol: "
+            + "; ".join(f"{r.adapter} ({', '.join(r.protocol)})" for r in others)
+            + "."
+        )
     else:
-        protocol = ("All rows share final's protocol (test tasks, judge, pipeline, agent params, model settings, "
-                    "repeats).")
+        protocol = (
+            "All rows share final's protocol (test tasks, judge, pipeline, agent params, model settings, repeats)."
+        )
     by_method: dict[str, list[str]] = {}
     for r in rows:
         if r.ci_method:
             by_method.setdefault(r.ci_method, []).append(r.adapter)
     methods = "; ".join(f"{METHOD_TEXT[m]} for {', '.join(names)}" for m, names in by_method.items())
-    differ = [f"{r.adapter} {r.mean_score:.3f}" for r in rows
-              if r.mean_score is not None and abs(r.mean_score - r.mean) > 5e-4]
-    hermit = (f" With unequal repeats it differs from hermit's mean_score over attempts ({', '.join(differ)})."
-              if differ else "")
-    note = ("Mean score: the mean over test tasks of each task's mean score, failed attempts scored 0 (hermit's "
-            f"mean_score when every task has the same repeats).{hermit} 95% CI, with the task as the unit of "
-            f"sampling and never beyond the score range: {methods or 'none'}. Solved at least once: share of test "
-            f"tasks with an attempt scoring at least {SOLVED_THRESHOLD}. Commit: the adapter version measured. "
-            f"{protocol}")
+    differ = [
+        f"{r.adapter} {r.mean_score:.3f}"
+        for r in rows
+        if r.mean_score is not None and abs(r.mean_score - r.mean) > 5e-4
+    ]
+    hermit = (
+        f" With unequal repeats it differs from hermit's mean_score over attempts ({', '.join(differ)})."
+        if differ
+        else ""
+    )
+    note = (
+        "Mean score: the mean over test tasks of each task's mean score, failed attempts scored 0 (hermit's "
+        f"mean_score when every task has the same repeats).{hermit} 95% CI, with the task as the unit of "
+        f"sampling and never beyond the score range: {methods or 'none'}. Solved at least once: share of test "
+        f"tasks with an attempt scoring at least {SOLVED_THRESHOLD}. Commit: the adapter version measured. "
+        f"{protocol}"
+    )
     if sequential:
-        note += ("\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets O'Brien-"
-                 "Fleming-type alpha spending over the planned rounds; Jennison & Turnbull 2000): "
-                 + "; ".join(sequential) + ". The decisions and their intervals stay valid although the launch "
-                 "stopped on what it saw; the per-adapter intervals in the table are the fixed design's.")
+        note += (
+            "\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets O'Brien-"
+            "Fleming-type alpha spending over the planned rounds; Jennison & Turnbull 2000): "
+            + "; ".join(sequential)
+            + ". The decisions and their intervals stay valid although the launch "
+            "stopped on what it saw; the per-adapter intervals in the table are the fixed design's."
+        )
     return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
 
 
-def sequential_lines(chosen: dict[str, StoredEvaluation], rows: Sequence[EvalRow], task_ids: Sequence[str]
-                     ) -> list[str]:
+def sequential_lines(
+    chosen: dict[str, StoredEvaluation], rows: Sequence[EvalRow], task_ids: Sequence[str]
+) -> list[str]:
     """One phrase per candidate on the card whose baseline is on the card too, from one --stop-when-decided
     launch: the difference with its repeated 95% interval and the decision, recomputed from the records."""
     from hermit_tui.core.stats.looks import pair_look
@@ -141,15 +169,18 @@ def sequential_lines(chosen: dict[str, StoredEvaluation], rows: Sequence[EvalRow
             continue
         table_b.close()  # the light rows read the arrays only
         table_c.close()
-        look, _ = pair_look(entry.baseline, base.summary, table_b.keyed(light=True), row.label, s,
-                            table_c.keyed(light=True), task_ids)
+        look, _ = pair_look(
+            entry.baseline, base.summary, table_b.keyed(light=True), row.label, s, table_c.keyed(light=True), task_ids
+        )
         if look is None or look.mean_diff is None or look.ci_low is None:
             continue
         decision = {"improvement": "an improvement", "regression": "a regression"}.get(look.decision, "undecided")
         if look.decision == "equivalent":
             decision = f"equivalent within ±{look.margin:g}"
-        out.append(f"{names[row.label]} − {names[entry.baseline]} {look.mean_diff:+.3f} [{look.ci_low:.3f}, "
-                   f"{look.ci_high:.3f}]: {decision} (after {look.rounds} of at most {look.max_rounds} rounds)")
+        out.append(
+            f"{names[row.label]} − {names[entry.baseline]} {look.mean_diff:+.3f} [{look.ci_low:.3f}, "
+            f"{look.ci_high:.3f}]: {decision} (after {look.rounds} of at most {look.max_rounds} rounds)"
+        )
     return out
 
 
@@ -158,5 +189,12 @@ def unified_diff(old: str, new: str) -> str:
     return "".join(difflib.unified_diff(split_lines(old), split_lines(new), f"a/{CARD_NAME}", f"b/{CARD_NAME}"))
 
 
-__all__ = ["TABLE_HEADER", "TABLE_RULE", "EvalRow", "render_publish_table", "sequential_lines",
-           "taxonomy_line", "unified_diff"]
+__all__ = [
+    "TABLE_HEADER",
+    "TABLE_RULE",
+    "EvalRow",
+    "render_publish_table",
+    "sequential_lines",
+    "taxonomy_line",
+    "unified_diff",
+]

@@ -17,6 +17,7 @@ lines, and a toggle made in one is not lost by the other (each change is applied
 
 The recorded score never changes: a corrected score is kept apart, and only views that say so use it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,8 +43,15 @@ except ImportError:  # pragma: no cover
 
 JUDGE_DISAGREES = "judge disagrees"
 #: The label set a run starts with (keys 1-9 in the dashboard); "judge disagrees" is built in and always first.
-DEFAULT_LABEL_SET = (JUDGE_DISAGREES, "format error", "tool misuse", "wrong reasoning", "incomplete answer",
-                     "flaky infrastructure", "timeout")
+DEFAULT_LABEL_SET = (
+    JUDGE_DISAGREES,
+    "format error",
+    "tool misuse",
+    "wrong reasoning",
+    "incomplete answer",
+    "flaky infrastructure",
+    "timeout",
+)
 MAX_LABELS = 9
 MAX_LABEL_CHARS = 40
 MAX_NOTE_CHARS = 2000
@@ -114,8 +122,9 @@ class Change(BaseModel):
                 labels.insert(0, JUDGE_DISAGREES)
         if JUDGE_DISAGREES not in labels:  # no disagreement: no corrected score
             score = None
-        return Annotation(repeat=key[1], id=key[0], labels=labels, note=note, corrected_score=score, at=now_stamp(),
-                          attempt=digest)
+        return Annotation(
+            repeat=key[1], id=key[0], labels=labels, note=note, corrected_score=score, at=now_stamp(), attempt=digest
+        )
 
 
 def now_stamp() -> str:
@@ -126,8 +135,16 @@ def attempt_digest(record: AttemptRecord) -> str:
     """A short digest of what an attempt recorded (status, error, output, score, feedback, cost, tokens, log): the
     same for the record in memory and as read back from results.jsonl, different for a re-run attempt (almost
     always: a re-run that recorded exactly the same things is taken for the same attempt)."""
-    fields = [record.status, record.error, record.output, record.judge.score, record.judge.feedback,
-              record.cost_usd, record.tokens, record.log]
+    fields = [
+        record.status,
+        record.error,
+        record.output,
+        record.judge.score,
+        record.judge.feedback,
+        record.cost_usd,
+        record.tokens,
+        record.log,
+    ]
     try:
         text = json.dumps(fields, sort_keys=True, default=str, ensure_ascii=False)
     except (TypeError, ValueError):  # keys of mixed types, nan...: still deterministic
@@ -339,7 +356,7 @@ class FailureTaxonomy(BaseModel):
 
     source: str = f"eval/<label>/{ANNOTATIONS}"
     threshold: float
-    failure: str = ("an attempt with status error or judge_error, or a score below the success threshold")
+    failure: str = "an attempt with status error or judge_error, or a score below the success threshold"
     label_set: list[str]
     selectors: list[SelectorTaxonomy]
     pairs: list[PairTaxonomy]
@@ -351,9 +368,14 @@ def _ordered(counts: dict[str, int], label_set: Sequence[str]) -> dict[str, int]
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], rank.get(kv[0], len(rank)), kv[0])))
 
 
-def selector_taxonomy(label: str, records: Mapping[Key, AttemptRecord], annotations: Mapping[Key, Annotation],
-                      threshold: float = SOLVED_THRESHOLD, label_set: Sequence[str] = DEFAULT_LABEL_SET,
-                      task_ids: Sequence[str] | None = None) -> SelectorTaxonomy:
+def selector_taxonomy(
+    label: str,
+    records: Mapping[Key, AttemptRecord],
+    annotations: Mapping[Key, Annotation],
+    threshold: float = SOLVED_THRESHOLD,
+    label_set: Sequence[str] = DEFAULT_LABEL_SET,
+    task_ids: Sequence[str] | None = None,
+) -> SelectorTaxonomy:
     """Counts per label for one evaluation (``records`` and ``annotations`` by (task id, repeat))."""
     live = applying(annotations, records)
     counts: dict[str, int] = {}
@@ -376,15 +398,24 @@ def selector_taxonomy(label: str, records: Mapping[Key, AttemptRecord], annotati
         recorded_mean = task_mean(records.values(), task_ids)
         corrected_mean = task_mean(records.values(), task_ids, corrected)
     return SelectorTaxonomy(
-        label=label, attempts=len(records), failures=failures, labelled_failures=labelled_failures,
-        labelled_attempts=sum(1 for a in live.values() if a.labels), counts=_ordered(counts, label_set),
-        failure_counts=_ordered(failure_counts, label_set), notes=sum(1 for a in live.values() if a.note),
-        corrected=len(corrected), stale=len(annotations) - len(live), corrected_mean=corrected_mean,
-        recorded_mean=recorded_mean)
+        label=label,
+        attempts=len(records),
+        failures=failures,
+        labelled_failures=labelled_failures,
+        labelled_attempts=sum(1 for a in live.values() if a.labels),
+        counts=_ordered(counts, label_set),
+        failure_counts=_ordered(failure_counts, label_set),
+        notes=sum(1 for a in live.values() if a.note),
+        corrected=len(corrected),
+        stale=len(annotations) - len(live),
+        corrected_mean=corrected_mean,
+        recorded_mean=recorded_mean,
+    )
 
 
-def task_mean(records: Iterable[AttemptRecord], task_ids: Sequence[str] | None = None,
-              scores: Mapping[Key, float] | None = None) -> float | None:
+def task_mean(
+    records: Iterable[AttemptRecord], task_ids: Sequence[str] | None = None, scores: Mapping[Key, float] | None = None
+) -> float | None:
     """The mean over tasks of each task's mean score (the estimand of core.stats.figures), with ``scores`` in place of
     the recorded ones for the attempts it names; only ``task_ids`` when given."""
     wanted = set(task_ids) if task_ids is not None else None
@@ -408,30 +439,53 @@ def task_labels(records: Mapping[Key, AttemptRecord], annotations: Mapping[Key, 
     return out
 
 
-def untriaged_tasks(records: Mapping[Key, AttemptRecord], annotations: Mapping[Key, Annotation],
-                    threshold: float = SOLVED_THRESHOLD) -> set[str]:
+def untriaged_tasks(
+    records: Mapping[Key, AttemptRecord], annotations: Mapping[Key, Annotation], threshold: float = SOLVED_THRESHOLD
+) -> set[str]:
     """Tasks with a failure that carries no label."""
     live = applying(annotations, records)
     return {k[0] for k, r in records.items() if is_failure(r, threshold) and not (k in live and live[k].labels)}
 
 
-def pair_taxonomy(a: str, records_a: Mapping[Key, AttemptRecord], annotations_a: Mapping[Key, Annotation],
-                  b: str, records_b: Mapping[Key, AttemptRecord], annotations_b: Mapping[Key, Annotation],
-                  label_set: Sequence[str] = DEFAULT_LABEL_SET, task_order: Sequence[str] | None = None,
-                  threshold: float = SOLVED_THRESHOLD) -> PairTaxonomy:
+def pair_taxonomy(
+    a: str,
+    records_a: Mapping[Key, AttemptRecord],
+    annotations_a: Mapping[Key, Annotation],
+    b: str,
+    records_b: Mapping[Key, AttemptRecord],
+    annotations_b: Mapping[Key, Annotation],
+    label_set: Sequence[str] = DEFAULT_LABEL_SET,
+    task_order: Sequence[str] | None = None,
+    threshold: float = SOLVED_THRESHOLD,
+) -> PairTaxonomy:
     """Per label, on the tasks both evaluations attempted: the tasks where ``a`` had it and ``b`` does not (fixed),
     where ``b`` has it and ``a`` did not (introduced), and where both do. A label missing on one side says something
     only where that side was triaged: when that side has a failure on the task that carries no label, the task is
     ``untriaged`` instead of fixed or introduced."""
-    return pair_changes(a, b, task_labels(records_a, annotations_a), task_labels(records_b, annotations_b),
-                        untriaged_tasks(records_a, annotations_a, threshold),
-                        untriaged_tasks(records_b, annotations_b, threshold),
-                        {k[0] for k in records_a} & {k[0] for k in records_b}, label_set, task_order)
+    return pair_changes(
+        a,
+        b,
+        task_labels(records_a, annotations_a),
+        task_labels(records_b, annotations_b),
+        untriaged_tasks(records_a, annotations_a, threshold),
+        untriaged_tasks(records_b, annotations_b, threshold),
+        {k[0] for k in records_a} & {k[0] for k in records_b},
+        label_set,
+        task_order,
+    )
 
 
-def pair_changes(a: str, b: str, ta: Mapping[str, set[str]], tb: Mapping[str, set[str]], open_a: set[str],
-                 open_b: set[str], paired: set[str], label_set: Sequence[str] = DEFAULT_LABEL_SET,
-                 task_order: Sequence[str] | None = None) -> PairTaxonomy:
+def pair_changes(
+    a: str,
+    b: str,
+    ta: Mapping[str, set[str]],
+    tb: Mapping[str, set[str]],
+    open_a: set[str],
+    open_b: set[str],
+    paired: set[str],
+    label_set: Sequence[str] = DEFAULT_LABEL_SET,
+    task_order: Sequence[str] | None = None,
+) -> PairTaxonomy:
     """:func:`pair_taxonomy` from its parts: each side's labels per task, its untriaged tasks, the paired tasks."""
     rank = {tid: i for i, tid in enumerate(task_order or [])}
 
@@ -444,16 +498,47 @@ def pair_changes(a: str, b: str, ta: Mapping[str, set[str]], tb: Mapping[str, se
         in_a = {t for t, v in ta.items() if name in v and t in paired}
         in_b = {t for t, v in tb.items() if name in v and t in paired}
         only_a, only_b = in_a - in_b, in_b - in_a
-        out.append(LabelChange(label=name, a_tasks=len(in_a), b_tasks=len(in_b), fixed=order(only_a - open_b),
-                               introduced=order(only_b - open_a), both=order(in_a & in_b),
-                               untriaged=order((only_a & open_b) | (only_b & open_a))))
+        out.append(
+            LabelChange(
+                label=name,
+                a_tasks=len(in_a),
+                b_tasks=len(in_b),
+                fixed=order(only_a - open_b),
+                introduced=order(only_b - open_a),
+                both=order(in_a & in_b),
+                untriaged=order((only_a & open_b) | (only_b & open_a)),
+            )
+        )
     set_rank = {label: i for i, label in enumerate(label_set)}
     out.sort(key=lambda c: (-(c.a_tasks + c.b_tasks), set_rank.get(c.label, len(set_rank)), c.label))
     return PairTaxonomy(a=a, b=b, labels=out)
 
 
-__all__ = ["ANNOTATIONS", "DEFAULT_LABEL_SET", "JUDGE_DISAGREES", "MAX_LABELS", "Annotation", "AnnotationsFile",
-           "Change", "FailureTaxonomy", "LabelChange", "PairTaxonomy", "SelectorTaxonomy", "applying", "pair_changes",
-           "attempt_digest", "check_label", "check_label_set", "check_note", "check_score", "is_failure",
-           "pair_taxonomy", "parse_annotations", "read_annotations", "selector_taxonomy", "task_labels", "task_mean",
-           "update_annotation"]
+__all__ = [
+    "ANNOTATIONS",
+    "DEFAULT_LABEL_SET",
+    "JUDGE_DISAGREES",
+    "MAX_LABELS",
+    "Annotation",
+    "AnnotationsFile",
+    "Change",
+    "FailureTaxonomy",
+    "LabelChange",
+    "PairTaxonomy",
+    "SelectorTaxonomy",
+    "applying",
+    "pair_changes",
+    "attempt_digest",
+    "check_label",
+    "check_label_set",
+    "check_note",
+    "check_score",
+    "is_failure",
+    "pair_taxonomy",
+    "parse_annotations",
+    "read_annotations",
+    "selector_taxonomy",
+    "task_labels",
+    "task_mean",
+    "update_annotation",
+]

@@ -14,6 +14,7 @@ line, word for word). So the table holds the attempts ``read_results`` would giv
 decodes the benchmark's 333,336-line file in 0.4 s where ``json.loads`` takes 5.8 s and orjson 2.5 s
 (benchmarks/bench_decode.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -129,7 +130,7 @@ def parse_into(table: AttemptTable, raw: bytes, path: Path | str) -> None:
     cut = raw.rfind(b"\n")
     if cut >= 0:
         reader.lines(raw[:cut].split(b"\n"), 0)
-    reader.finish(raw[cut + 1:], cut + 1)
+    reader.finish(raw[cut + 1 :], cut + 1)
 
 
 class _Reader:
@@ -200,7 +201,7 @@ class _Reader:
         pause = self.pause
         try:
             for start in range(0, len(lines), DECODE_SLICE):  # one C call per slice: the lock changes hands between
-                items.extend(map(decode, lines[start:start + DECODE_SLICE]))
+                items.extend(map(decode, lines[start : start + DECODE_SLICE]))
                 if pause is not None:
                     pause()
         except (msgspec.ValidationError, msgspec.DecodeError):
@@ -244,8 +245,16 @@ class _Reader:
                         raise not_a_record(self.path, *self.pending) from None
                     self.pending = (base + i + 1, exc)
                     continue
-                item = _Line(repeat=rec.repeat, id=rec.id, status=rec.status, judge=_Judge(score=rec.judge.score),
-                             error=rec.error, cost_usd=rec.cost_usd, wall_s=rec.wall_s, tokens=rec.tokens)
+                item = _Line(
+                    repeat=rec.repeat,
+                    id=rec.id,
+                    status=rec.status,
+                    judge=_Judge(score=rec.judge.score),
+                    error=rec.error,
+                    cost_usd=rec.cost_usd,
+                    wall_s=rec.wall_s,
+                    tokens=rec.tokens,
+                )
             if self.pending is not None:  # a bad line with more after it: not a cut last line
                 raise not_a_record(self.path, *self.pending) from None
             items.append(item)
@@ -273,8 +282,11 @@ def _add_chunk(table: AttemptTable, items: list[_Line], starts: np.ndarray, leng
     status = np.fromiter(map(STATUS_CODE.__getitem__, map(attrgetter("status"), items)), dtype=np.int8, count=k)
     nan = math.nan
     costs = list(map(attrgetter("cost_usd"), items))
-    cost = np.array(costs, dtype=np.float64) if None not in costs else np.array(
-        [nan if c is None else c for c in costs], dtype=np.float64)
+    cost = (
+        np.array(costs, dtype=np.float64)
+        if None not in costs
+        else np.array([nan if c is None else c for c in costs], dtype=np.float64)
+    )
     cost[~np.isfinite(cost)] = nan  # a cost that is not a finite number is unknown: never $0, never NaN dollars
     wall = np.fromiter(map(attrgetter("wall_s"), items), dtype=np.float64, count=k)
     wall[~np.isfinite(wall)] = nan
@@ -284,16 +296,31 @@ def _add_chunk(table: AttemptTable, items: list[_Line], starts: np.ndarray, leng
     except OverflowError:
         tokens = np.array([as_number(t) for t in raw_tokens], dtype=np.float64)
     tokens[~np.isfinite(tokens)] = nan
-    table._extend(dict(task=task, repeat=repeat_, score=score, status=status, cost=cost, tokens=tokens, wall=wall,
-                       offset=starts, length=lengths))
+    table._extend(
+        dict(
+            task=task,
+            repeat=repeat_,
+            score=score,
+            status=status,
+            cost=cost,
+            tokens=tokens,
+            wall=wall,
+            offset=starts,
+            length=lengths,
+        )
+    )
     errs = list(map(attrgetter("error"), items))
     if errs.count(None) != k:
         for j in np.flatnonzero(np.fromiter(map(operator.is_not, errs, repeat(None)), bool, k)).tolist():
             table.errors[first + j] = errs[j]
     kinds = set(map(type, raw_tokens))
     if kinds <= {int, type(None)}:  # whole numbers (or none): odd only past what a float holds exactly
-        big = (np.abs(tokens) > 1 << 53) | (np.isnan(tokens) & np.fromiter(
-            map(operator.is_not, raw_tokens, repeat(None)), bool, k)) if int in kinds else np.zeros(0, bool)
+        big = (
+            (np.abs(tokens) > 1 << 53)
+            | (np.isnan(tokens) & np.fromiter(map(operator.is_not, raw_tokens, repeat(None)), bool, k))
+            if int in kinds
+            else np.zeros(0, bool)
+        )
         odd = np.flatnonzero(big).tolist()
     else:
         odd = np.flatnonzero(np.fromiter(map(is_odd_tokens, raw_tokens), bool, k)).tolist()
@@ -315,5 +342,19 @@ def task_records(path: Path | str, task_id: str, skipped: list[str] | None = Non
         table.close()
 
 
-__all__ = ["ERROR", "JUDGE_ERROR", "OK", "REPEAT_LIMIT", "STATUSES", "STATUS_CODE", "AttemptRow", "AttemptTable",
-           "KeyedRecords", "not_a_record", "parse_into", "read_table", "task_records", "truncated_note"]
+__all__ = [
+    "ERROR",
+    "JUDGE_ERROR",
+    "OK",
+    "REPEAT_LIMIT",
+    "STATUSES",
+    "STATUS_CODE",
+    "AttemptRow",
+    "AttemptTable",
+    "KeyedRecords",
+    "not_a_record",
+    "parse_into",
+    "read_table",
+    "task_records",
+    "truncated_note",
+]

@@ -5,6 +5,7 @@ A smoke subset (``--limit N``, a wiring check) goes to ``eval/<label>/smoke/`` (
 ``eval/<label>/smoke/archive/<UTC time>/``), so it never displaces the full evaluation of its label. hermit itself
 never reads that folder; hermit-tui lists smoke evaluations only when asked (History, ``--smoke``).
 """
+
 from __future__ import annotations
 
 import os
@@ -89,6 +90,7 @@ class StoredEvaluation(BaseModel):
         """The results as columns (``core.records.columns.AttemptTable``: what the report, the gate and the dashboard
         read); the same attempts, warnings and errors as :meth:`load_results`. The caller closes it."""
         from hermit_tui.core.records.columns import read_table
+
         return read_table(self.results_path)
 
 
@@ -101,8 +103,15 @@ def _stored(label: str, folder: Path, archived_at: str | None, smoke: bool = Fal
             problem = str(exc)
     else:
         problem = "no summary.json (interrupted, or still running)"
-    return StoredEvaluation(label=label, folder=folder, archived=archived_at is not None, archived_at=archived_at,
-                            summary=summary, problem=problem, smoke=smoke)
+    return StoredEvaluation(
+        label=label,
+        folder=folder,
+        archived=archived_at is not None,
+        archived_at=archived_at,
+        summary=summary,
+        problem=problem,
+        smoke=smoke,
+    )
 
 
 def list_evaluations(run_dir: Path, *, include_archived: bool = True, which: str = "full") -> list[StoredEvaluation]:
@@ -118,8 +127,9 @@ def list_evaluations(run_dir: Path, *, include_archived: bool = True, which: str
     if not root.is_dir():
         return found
     for label_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        folders = ([(label_dir, False)] if which != "smoke" else []) + \
-                  ([(label_dir / SMOKE, True)] if which != "full" and (label_dir / SMOKE).is_dir() else [])
+        folders = ([(label_dir, False)] if which != "smoke" else []) + (
+            [(label_dir / SMOKE, True)] if which != "full" and (label_dir / SMOKE).is_dir() else []
+        )
         for folder, smoke in folders:
             if (folder / RESULTS).is_file():
                 found.append(_stored(label_dir.name, folder, None, smoke))
@@ -138,4 +148,3 @@ def open_evaluation(folder: Path) -> StoredEvaluation:
     smoke = home.name == SMOKE and home.parent.parent.name == "eval"
     label = home.parent.name if smoke else home.name
     return _stored(label, folder, folder.name if archived else None, smoke)
-

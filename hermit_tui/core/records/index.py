@@ -12,6 +12,7 @@ second); :meth:`AttemptIndex.add` keeps them up to date one live attempt at a ti
 key is found in a dense (task, repeat) array for repeats 1..``DENSE_REPEATS`` (a dict for any other repeat, which
 only a hostile file holds).
 """
+
 from __future__ import annotations
 
 import math
@@ -141,7 +142,7 @@ class AttemptIndex:
     def alive(self) -> np.ndarray:
         """Per row: the attempt of its (task, repeat) now."""
         self.settle()
-        return self._alive[:self._rows]
+        return self._alive[: self._rows]
 
     def latest(self) -> np.ndarray:
         """The rows that count now, in arrival order."""
@@ -152,7 +153,7 @@ class AttemptIndex:
         """A per-task figure (``n``, ``total``, ``solved``, ``errors``, ``judge_errors``, ``unknown_cost``,
         ``failed``, ``lo``, ``hi``), by task index, for the tasks of ``ids``."""
         self.settle()
-        return self._cells[name][:len(self.ids)]
+        return self._cells[name][: len(self.ids)]
 
     def _resize_tasks(self, tasks: int) -> None:
         old = self._cells.get("n")
@@ -161,9 +162,17 @@ class AttemptIndex:
             return
         size = max(tasks, 2 * have, 16)
         cells: dict[str, np.ndarray] = {}
-        for name, dtype, fill in (("n", _INT, 0), ("total", float, 0.0), ("solved", _INT, 0), ("errors", _INT, 0),
-                                  ("judge_errors", _INT, 0), ("unknown_cost", _INT, 0), ("failed", _INT, 0),
-                                  ("lo", float, math.inf), ("hi", float, -math.inf)):
+        for name, dtype, fill in (
+            ("n", _INT, 0),
+            ("total", float, 0.0),
+            ("solved", _INT, 0),
+            ("errors", _INT, 0),
+            ("judge_errors", _INT, 0),
+            ("unknown_cost", _INT, 0),
+            ("failed", _INT, 0),
+            ("lo", float, math.inf),
+            ("hi", float, -math.inf),
+        ):
             array = np.full(size, fill, dtype=dtype)
             if old is not None:
                 array[:have] = self._cells[name]
@@ -171,7 +180,7 @@ class AttemptIndex:
         self._cells = cells
         width = self._slot.shape[1]
         slot = np.full((size, width), -1, dtype=_INT)
-        slot[:self._slot.shape[0]] = self._slot
+        slot[: self._slot.shape[0]] = self._slot
         self._slot = slot
 
     def _widen(self, repeats: int) -> None:
@@ -235,8 +244,9 @@ class AttemptIndex:
 
     # -- building -------------------------------------------------------------------------------------------------
     @classmethod
-    def from_table(cls, table: AttemptTable, threshold: float = SOLVED_THRESHOLD,
-                   pause: Callable[[], None] | None = None) -> AttemptIndex:
+    def from_table(
+        cls, table: AttemptTable, threshold: float = SOLVED_THRESHOLD, pause: Callable[[], None] | None = None
+    ) -> AttemptIndex:
         """Everything at once from a table read from disk (the last line of a (task, repeat) counts). ``pause``
         is called between the steps (a worker giving way to an interface)."""
         pause = pause or (lambda: None)
@@ -261,7 +271,7 @@ class AttemptIndex:
     def _recount(self) -> None:
         """Every figure from the rows alive (after a build, or a new threshold)."""
         t = self.table
-        rows = np.flatnonzero(self._alive[:self._rows])
+        rows = np.flatnonzero(self._alive[: self._rows])
         tasks = len(t.ids)
         self._resize_tasks(tasks)
         task, score, status, cost = (a[rows] for a in t.columns("task", "score", "status", "cost"))
@@ -289,10 +299,16 @@ class AttemptIndex:
         np.minimum.at(lo, task[finite], score[finite])
         np.maximum.at(hi, task[finite], score[finite])
         c["lo"][:tasks], c["hi"][:tasks] = lo, hi
-        self._totals = Totals(done=len(rows), score_sum=float(score.sum()), errors=int((status == ERROR).sum()),
-                              judge_errors=int((status == JUDGE_ERROR).sum()), unknown_cost=int(unknown.sum()),
-                              known_cost=float(cost[~unknown].sum()), outside_unit=int(outside.sum()),
-                              failures=int(failed.sum()))
+        self._totals = Totals(
+            done=len(rows),
+            score_sum=float(score.sum()),
+            errors=int((status == ERROR).sum()),
+            judge_errors=int((status == JUDGE_ERROR).sum()),
+            unknown_cost=int(unknown.sum()),
+            known_cost=float(cost[~unknown].sum()),
+            outside_unit=int(outside.sum()),
+            failures=int(failed.sum()),
+        )
 
     def rethreshold(self, threshold: float) -> None:
         """Recount what is solved (and failed) under another success threshold."""
@@ -323,7 +339,7 @@ class AttemptIndex:
             top = int(rows.max()) + 1
             if top > len(self._alive):
                 alive = np.zeros(max(2 * len(self._alive), 64, top), dtype=bool)
-                alive[:len(self._alive)] = self._alive
+                alive[: len(self._alive)] = self._alive
                 self._alive = alive
             self._resize_tasks(int(local.max()) + 1)
             dense = (rep >= 1) & (rep <= DENSE_REPEATS)
@@ -339,8 +355,15 @@ class AttemptIndex:
                 self._add_one(*values)
             self._rows = max(self._rows, top)
 
-    def _add_new(self, rows: np.ndarray, local: np.ndarray, rep: np.ndarray, score: np.ndarray, code: np.ndarray,
-                 cost: np.ndarray) -> None:
+    def _add_new(
+        self,
+        rows: np.ndarray,
+        local: np.ndarray,
+        rep: np.ndarray,
+        score: np.ndarray,
+        code: np.ndarray,
+        cost: np.ndarray,
+    ) -> None:
         """Attempts at keys not seen before, all at once."""
         self._slot[local, rep - 1] = rows
         self._alive[rows] = True
@@ -350,16 +373,31 @@ class AttemptIndex:
             failed = (code != OK) | ~solved
             outside = ~((score >= 0.0) & (score <= 1.0))
         unknown = np.isnan(cost)
-        for name, weights in (("n", None), ("total", score), ("solved", solved), ("errors", code == ERROR),
-                              ("judge_errors", code == JUDGE_ERROR), ("unknown_cost", unknown), ("failed", failed)):
+        for name, weights in (
+            ("n", None),
+            ("total", score),
+            ("solved", solved),
+            ("errors", code == ERROR),
+            ("judge_errors", code == JUDGE_ERROR),
+            ("unknown_cost", unknown),
+            ("failed", failed),
+        ):
             np.add.at(c[name], local, 1 if weights is None else weights)
         finite = np.isfinite(score)
         np.minimum.at(c["lo"], local[finite], score[finite])
         np.maximum.at(c["hi"], local[finite], score[finite])
-        self._totals.add(Totals(done=len(rows), score_sum=float(score.sum()), errors=int((code == ERROR).sum()),
-                                judge_errors=int((code == JUDGE_ERROR).sum()), unknown_cost=int(unknown.sum()),
-                                known_cost=float(cost[~unknown].sum()), outside_unit=int(outside.sum()),
-                                failures=int(failed.sum())))
+        self._totals.add(
+            Totals(
+                done=len(rows),
+                score_sum=float(score.sum()),
+                errors=int((code == ERROR).sum()),
+                judge_errors=int((code == JUDGE_ERROR).sum()),
+                unknown_cost=int(unknown.sum()),
+                known_cost=float(cost[~unknown].sum()),
+                outside_unit=int(outside.sum()),
+                failures=int(failed.sum()),
+            )
+        )
 
     def _add_one(self, row: int, local: int, rep: int, score: float, code: int, cost: float) -> None:
         old = self._row(local, rep)
@@ -416,8 +454,17 @@ class AttemptIndex:
 
     def _recount_task(self, local: int) -> None:
         c = self._cells
-        for name, fill in (("n", 0), ("total", 0.0), ("solved", 0), ("errors", 0), ("judge_errors", 0),
-                           ("unknown_cost", 0), ("failed", 0), ("lo", math.inf), ("hi", -math.inf)):
+        for name, fill in (
+            ("n", 0),
+            ("total", 0.0),
+            ("solved", 0),
+            ("errors", 0),
+            ("judge_errors", 0),
+            ("unknown_cost", 0),
+            ("failed", 0),
+            ("lo", math.inf),
+            ("hi", -math.inf),
+        ):
             c[name][local] = fill
         t = self.table._arrays()
         for row in self._task_rows(local):
@@ -454,8 +501,15 @@ class Snapshot:
     take it where they take records (``attempt_columns``); a slice is the first attempts (a running mean);
     iterating gives :class:`ScoredAttempt` (for the rare reader that needs keys, e.g. a sequential replay)."""
 
-    def __init__(self, ids: list[str], task: np.ndarray, repeat: np.ndarray, score: np.ndarray, status: np.ndarray,
-                 cost: np.ndarray) -> None:
+    def __init__(
+        self,
+        ids: list[str],
+        task: np.ndarray,
+        repeat: np.ndarray,
+        score: np.ndarray,
+        status: np.ndarray,
+        cost: np.ndarray,
+    ) -> None:
         self.ids, self.task, self.repeat, self.score, self.status, self.cost = ids, task, repeat, score, status, cost
 
     def __len__(self) -> int:
@@ -474,8 +528,9 @@ class Snapshot:
     def attempt_columns(self, task_ids: Sequence[str]) -> AttemptColumns:
         pos = dict(zip(task_ids, range(len(task_ids))))
         where = np.fromiter(map(pos.get, self.ids, repeat(-1)), dtype=np.int64, count=len(self.ids))
-        return AttemptColumns(task=where[self.task] if len(self.task) else np.zeros(0, np.int64),
-                              repeat=self.repeat, score=self.score)
+        return AttemptColumns(
+            task=where[self.task] if len(self.task) else np.zeros(0, np.int64), repeat=self.repeat, score=self.score
+        )
 
     def count_status(self, code: int) -> int:
         return int((self.status == code).sum())

@@ -5,6 +5,7 @@ write that fails (disk full) is rolled back to the last whole line and stops the
 every few seconds while the run goes on (``complete: false``), and a lock file names the process that writes the
 folder, so that a second process refuses instead of interleaving lines.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,9 @@ def read_lock(path: Path) -> dict[str, Any] | None:
     except OSError as exc:
         raise _refuse(path, f"cannot inspect the lock ({exc.strerror or exc})") from None
     if not stat.S_ISREG(st.st_mode):
-        raise _refuse(path, f"{kind_of(st.st_mode) if not stat.S_ISLNK(st.st_mode) else 'a symbolic link'}, "
-                            "not a lock file")
+        raise _refuse(
+            path, f"{kind_of(st.st_mode) if not stat.S_ISLNK(st.st_mode) else 'a symbolic link'}, not a lock file"
+        )
     try:
         raw = read_bytes(path)
     except FileNotFoundError:
@@ -68,11 +70,17 @@ def read_lock(path: Path) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         data = None
     pid = data.get("pid") if isinstance(data, dict) else None
-    if (not isinstance(data, dict) or isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid < PID_MAX
-            or not isinstance(data.get("host", ""), str)):
+    if (
+        not isinstance(data, dict)
+        or isinstance(pid, bool)
+        or not isinstance(pid, int)
+        or not 0 < pid < PID_MAX
+        or not isinstance(data.get("host", ""), str)
+    ):
         shown = raw[:40].decode("utf-8", "replace")
-        raise _refuse(path, f"not a hermit-tui lock (it holds {' '.join(shown.split())!r}"
-                            f"{'...' if len(raw) > 40 else ''})")
+        raise _refuse(
+            path, f"not a hermit-tui lock (it holds {' '.join(shown.split())!r}{'...' if len(raw) > 40 else ''})"
+        )
     return data
 
 
@@ -82,8 +90,13 @@ def check_eval_folder(root: Path, label: str) -> None:
     holding garbage or held by a live process."""
     root = Path(root)
     folder = root / label
-    for path, want in ((root, "folder"), (folder, "folder"), (folder / ARCHIVE, "folder"), (folder / RESULTS, "file"),
-                       (folder / SUMMARY, "file")):
+    for path, want in (
+        (root, "folder"),
+        (folder, "folder"),
+        (folder / ARCHIVE, "folder"),
+        (folder / RESULTS, "file"),
+        (folder / SUMMARY, "file"),
+    ):
         try:
             mode = os.stat(path).st_mode
         except FileNotFoundError:
@@ -91,8 +104,9 @@ def check_eval_folder(root: Path, label: str) -> None:
         except OSError as exc:
             raise InputError(f"{path}: cannot inspect it ({exc.strerror or exc})") from None
         if want == "folder" and not stat.S_ISDIR(mode):
-            raise InputError(f"{path}: {kind_of(mode) if not stat.S_ISREG(mode) else 'a file'}, not a folder; move "
-                             "it away")
+            raise InputError(
+                f"{path}: {kind_of(mode) if not stat.S_ISREG(mode) else 'a file'}, not a folder; move it away"
+            )
         if want == "file" and not stat.S_ISREG(mode):
             raise InputError(f"{path}: {kind_of(mode)}, not a file; move it away")
     holder = read_lock(folder / LOCK)
@@ -107,8 +121,10 @@ def _refuse_if_alive(path: Path, other: dict[str, Any]) -> None:
     same_host = other.get("host", socket.gethostname()) == socket.gethostname()
     if isinstance(pid, int) and (not same_host or alive(pid, other.get("process_start"))):
         where = "" if same_host else f" on {other.get('host')}"
-        raise InputError(f"{path.parent}: already being evaluated by process {pid}{where} "
-                         f"(since {other.get('started_at', '?')}); wait for it to finish or stop it")
+        raise InputError(
+            f"{path.parent}: already being evaluated by process {pid}{where} "
+            f"(since {other.get('started_at', '?')}); wait for it to finish or stop it"
+        )
 
 
 def remove_stale_temporaries(folder: Path) -> list[Path]:
@@ -139,8 +155,12 @@ class FolderLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_iso(),
-              "process_start": process_start(os.getpid())}
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": now_iso(),
+            "process_start": process_start(os.getpid()),
+        }
         for _ in range(3):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -177,8 +197,14 @@ class WriteFailed(Exception):
 class SelectorJournal:
     """The records of one selector in one launch, and the files they go to."""
 
-    def __init__(self, selector: Selector, folder: Path, total: int,
-                 earlier: dict[tuple[str, int], AttemptRecord] | None = None, retries: int = 0):
+    def __init__(
+        self,
+        selector: Selector,
+        folder: Path,
+        total: int,
+        earlier: dict[tuple[str, int], AttemptRecord] | None = None,
+        retries: int = 0,
+    ):
         self.selector = selector
         self.folder = folder
         self.total = total
@@ -252,14 +278,18 @@ class SelectorJournal:
         try:  # the trajectory first: a crash in between leaves a line that a re-run attempt replaces
             self.transcripts.write(record.id, record.repeat, record._messages)
         except OSError as exc:
-            raise WriteFailed(f"writing {self.transcripts.path} failed: {exc.strerror or exc}; the "
-                              f"{len(self.records)} attempts recorded before are intact") from None
+            raise WriteFailed(
+                f"writing {self.transcripts.path} failed: {exc.strerror or exc}; the "
+                f"{len(self.records)} attempts recorded before are intact"
+            ) from None
         record._messages = None  # written: the dashboard's records never hold trajectories
         try:
             self._lines.write(line)
         except OSError as exc:
-            raise WriteFailed(f"writing {self.folder / RESULTS} failed: {exc.strerror or exc}; the "
-                              f"{len(self.records)} attempts recorded before are intact") from None
+            raise WriteFailed(
+                f"writing {self.folder / RESULTS} failed: {exc.strerror or exc}; the "
+                f"{len(self.records)} attempts recorded before are intact"
+            ) from None
         self.records[record.key] = record
 
     def close(self) -> None:

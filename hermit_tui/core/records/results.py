@@ -3,6 +3,7 @@
 hermit-harness 0.1.0 writes the same two files; both tools read each other's. The record keys and the summary keys
 below are hermit's; hermit-tui adds keys only beside them (never renames or drops one).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,18 @@ Status = Literal["ok", "error", "judge_error"]
 #: hermit's keys of a results.jsonl line, in hermit's order.
 RECORD_KEYS = ("repeat", "id", "status", "error", "output", "judge", "cost_usd", "wall_s", "api_speed", "tokens", "log")
 #: hermit's keys of an evaluation summary.json, in hermit's order.
-SUMMARY_KEYS = ("adapter", "commit", "tasks", "repeats", "mean_score", "solved_once", "cost_usd",
-                "unknown_cost_tasks", "errors", "wall_s")
+SUMMARY_KEYS = (
+    "adapter",
+    "commit",
+    "tasks",
+    "repeats",
+    "mean_score",
+    "solved_once",
+    "cost_usd",
+    "unknown_cost_tasks",
+    "errors",
+    "wall_s",
+)
 #: hermit's fixed success threshold for ``solved_once``.
 SOLVED_THRESHOLD = 1.0
 
@@ -235,8 +246,16 @@ class Summary(BaseModel):
         return json.dumps(ordered, indent=1, allow_nan=False)
 
 
-def summarize(records: Iterable[AttemptRecord], *, adapter: str, commit: str | None, task_ids: list[str],
-              repeats: int, wall_s: float, **extra: Any) -> Summary:
+def summarize(
+    records: Iterable[AttemptRecord],
+    *,
+    adapter: str,
+    commit: str | None,
+    task_ids: list[str],
+    repeats: int,
+    wall_s: float,
+    **extra: Any,
+) -> Summary:
     """The summary of a set of attempts, computed as hermit does.
 
     ``mean_score`` is over every recorded attempt (failed ones count 0), ``solved_once`` is the share of the test
@@ -281,12 +300,20 @@ def summarize(records: Iterable[AttemptRecord], *, adapter: str, commit: str | N
     if nonfinite:
         extra["nonfinite_scores"] = nonfinite
     return Summary(
-        adapter=adapter, commit=commit, tasks=tasks, repeats=repeats,
+        adapter=adapter,
+        commit=commit,
+        tasks=tasks,
+        repeats=repeats,
         mean_score=total / n if n else 0.0,
         solved_once=len(solved & wanted) / tasks if tasks else 0.0,
         cost_usd=None if unknown else known_cost,
-        unknown_cost_tasks=unknown, errors=pipeline_errors + judge_errors, wall_s=round(wall_s, 1),
-        attempts=n, known_cost_usd=known_cost, pipeline_errors=pipeline_errors, judge_errors=judge_errors,
+        unknown_cost_tasks=unknown,
+        errors=pipeline_errors + judge_errors,
+        wall_s=round(wall_s, 1),
+        attempts=n,
+        known_cost_usd=known_cost,
+        pipeline_errors=pipeline_errors,
+        judge_errors=judge_errors,
         **extra,
     )
 

@@ -1,6 +1,7 @@
 """Record-shaped views of an :class:`~hermit_tui.core.records.table.AttemptTable`'s rows: one attempt's figures
 read from the arrays (:class:`AttemptRow`), and the latest attempt of each (task, repeat) as a mapping
 (:class:`KeyedRecords`) whose records are read back from the file on demand."""
+
 from __future__ import annotations
 
 import math

@@ -10,6 +10,7 @@ Rules, the same for both inputs: a NaN or infinite score counts as 0 (and is cou
 (task, repeat) replaces an earlier one; attempts on ids outside the test tasks are left out; both are counted in
 ``n_ignored``.
 """
+
 from __future__ import annotations
 
 import math
@@ -78,11 +79,12 @@ class TaskTable:
         return np.flatnonzero(mask)
 
     def task_scores(self, j: int) -> np.ndarray:
-        return self.scores[self.offsets[j]:self.offsets[j + 1]]
+        return self.scores[self.offsets[j] : self.offsets[j + 1]]
 
 
-def _from_objects(attempts: Iterable[Attempt], task_ids: Sequence[str] | None
-                  ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+def _from_objects(
+    attempts: Iterable[Attempt], task_ids: Sequence[str] | None
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Columns of records or tuples; the ids are ``task_ids`` or, when None, the ids met, in order."""
     items = attempts if isinstance(attempts, list) else list(attempts)
     if items and all(type(x) is tuple for x in items):
@@ -115,8 +117,11 @@ class ColumnarSource(Protocol):
     def attempt_columns(self, task_ids: Sequence[str]) -> AttemptColumns: ...
 
 
-def tabulate(attempts: Iterable[Attempt] | AttemptColumns | TaskTable | ColumnarSource,
-             task_ids: Sequence[str] | None, threshold: float) -> TaskTable:
+def tabulate(
+    attempts: Iterable[Attempt] | AttemptColumns | TaskTable | ColumnarSource,
+    task_ids: Sequence[str] | None,
+    threshold: float,
+) -> TaskTable:
     """Group one selector's attempts by test task (see the module's rules). A :class:`TaskTable` made for the same
     task ids and threshold is returned as it is (so a report groups each selector once). A columnar source (an
     object with ``ids`` and ``attempt_columns(task_ids)``: ``core.records.columns.AttemptTable``, an attempt index's
@@ -162,9 +167,19 @@ def tabulate(attempts: Iterable[Attempt] | AttemptColumns | TaskTable | Columnar
         sd = np.where(n > 1, np.sqrt(resid2 / np.maximum(n - 1, 1)), np.nan)
     solved = np.bincount(which, weights=(score >= threshold), minlength=len(index)).astype(np.int64)
     offsets = np.append(starts, len(score)).astype(np.int64)
-    return TaskTable(ids=ids, index=index.astype(np.int64), n=n.astype(np.int64), mean=mean, sd=sd, solved=solved,
-                     scores=score, offsets=offsets, n_ignored=total - len(score), nonfinite=nonfinite,
-                     threshold=threshold)
+    return TaskTable(
+        ids=ids,
+        index=index.astype(np.int64),
+        n=n.astype(np.int64),
+        mean=mean,
+        sd=sd,
+        solved=solved,
+        scores=score,
+        offsets=offsets,
+        n_ignored=total - len(score),
+        nonfinite=nonfinite,
+        threshold=threshold,
+    )
 
 
 def score_range(*tables: TaskTable) -> tuple[float, float]:

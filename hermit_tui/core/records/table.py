@@ -21,6 +21,7 @@ are kept as they came).
 This module holds the table, its arrays and the figures derived from them; ``core.records.columns`` reads a
 results.jsonl into one, and ``core.records.rows`` holds the record-shaped views of its rows.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,9 +50,17 @@ RECORD_CACHE = 4096  # records read back by offset and kept (a drill-down, the v
 
 #: A live row waiting to be written into the arrays, in the order of _ARRAYS.
 _PendingRow = tuple[int, int, float, int, float, float, float, int, int]
-_ARRAYS = (("task", np.int32), ("repeat", np.int64), ("score", np.float64), ("status", np.int8),
-           ("cost", np.float64), ("tokens", np.float64), ("wall", np.float64), ("offset", np.int64),
-           ("length", np.int64))
+_ARRAYS = (
+    ("task", np.int32),
+    ("repeat", np.int64),
+    ("score", np.float64),
+    ("status", np.int8),
+    ("cost", np.float64),
+    ("tokens", np.float64),
+    ("wall", np.float64),
+    ("offset", np.int64),
+    ("length", np.int64),
+)
 
 
 def as_number(value: Any) -> float:
@@ -115,12 +124,16 @@ class AttemptTable:
                 pending, self._pending = self._pending, []
                 if pending:
                     names = [name for name, _ in _ARRAYS]
-                    self._extend({name: np.array(values, dtype=dtype) for name, values, (_, dtype) in
-                                  zip(names, zip(*pending), _ARRAYS)})
+                    self._extend(
+                        {
+                            name: np.array(values, dtype=dtype)
+                            for name, values, (_, dtype) in zip(names, zip(*pending), _ARRAYS)
+                        }
+                    )
         return self._store
 
     def _col(self, name: str) -> np.ndarray:
-        return self._arrays()[name][:self._n]
+        return self._arrays()[name][: self._n]
 
     def columns(self, *names: str) -> list[np.ndarray]:
         """Several columns of the same rows (a live table grows between two reads of single columns)."""
@@ -198,7 +211,7 @@ class AttemptTable:
         grown = {}
         for name, dtype in _ARRAYS:
             array = np.empty(capacity, dtype)
-            array[:self._n] = self._store[name][:self._n]
+            array[: self._n] = self._store[name][: self._n]
             grown[name] = array
         self._store = grown  # one assignment: a reader sees the old storage or the new one
         self._capacity = capacity
@@ -207,22 +220,23 @@ class AttemptTable:
         k = len(columns["task"])
         self._reserve(k)
         for name, _ in _ARRAYS:
-            self._store[name][self._n:self._n + k] = columns[name]
+            self._store[name][self._n : self._n + k] = columns[name]
         self._n += k
 
     def trim(self) -> None:
         """Give back the spare capacity (a table read from disk no longer grows)."""
         store = self._arrays()
         if self._capacity > self._n:
-            self._store = {name: store[name][:self._n].copy() for name, _ in _ARRAYS}
+            self._store = {name: store[name][: self._n].copy() for name, _ in _ARRAYS}
             self._capacity = self._n
 
     def append(self, record: AttemptRecord, traceback: str | None = None) -> int:
         """Add one attempt held in memory (a live one); returns its row."""
         return self.append_values(record, traceback)[0]
 
-    def append_values(self, record: AttemptRecord, traceback: str | None = None
-                      ) -> tuple[int, int, int, float, int, float]:
+    def append_values(
+        self, record: AttemptRecord, traceback: str | None = None
+    ) -> tuple[int, int, int, float, int, float]:
         """:meth:`append`, returning what was stored: (row, task index, repeat, score, status code, cost or NaN).
         The figures wait in a list until the next read of an array writes them all in (a live launch appends
         thousands a second: one element at a time into each array cost more than everything else)."""
@@ -267,14 +281,17 @@ class AttemptTable:
             store = self._store  # a row read back has an offset: it came from the file, never pending
             offset, length = int(store["offset"][row]), int(store["length"][row])
             if self._fd is None or offset < 0:
-                raise InputError(f"{self.path}: attempt {self.key(row)} is no longer readable (the evaluation was "
-                                 "closed)")
+                raise InputError(
+                    f"{self.path}: attempt {self.key(row)} is no longer readable (the evaluation was closed)"
+                )
             try:
                 line = os.pread(self._fd, length, offset)
                 rec = AttemptRecord.model_validate_json(line)
             except (OSError, ValueError) as exc:
-                raise InputError(f"{self.path}: cannot read attempt {self.key(row)} again at byte {offset} "
-                                 f"({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
+                raise InputError(
+                    f"{self.path}: cannot read attempt {self.key(row)} again at byte {offset} "
+                    f"({getattr(exc, 'strerror', None) or type(exc).__name__})"
+                ) from None
             self._cache[row] = rec
             if len(self._cache) > RECORD_CACHE:
                 self._cache.popitem(last=False)
@@ -391,5 +408,16 @@ class AttemptTable:
         return [AttemptRow(self, int(r)) for r in rows]
 
 
-__all__ = ["ERROR", "JUDGE_ERROR", "OK", "RECORD_CACHE", "REPEAT_LIMIT", "STATUSES", "STATUS_CODE", "AttemptTable",
-           "as_number", "clamp_repeat", "is_odd_tokens"]
+__all__ = [
+    "ERROR",
+    "JUDGE_ERROR",
+    "OK",
+    "RECORD_CACHE",
+    "REPEAT_LIMIT",
+    "STATUSES",
+    "STATUS_CODE",
+    "AttemptTable",
+    "as_number",
+    "clamp_repeat",
+    "is_odd_tokens",
+]

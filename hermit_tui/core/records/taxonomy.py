@@ -6,6 +6,7 @@ The records-based functions walk every attempt as an AttemptRecord; here the att
 the annotated attempts are read back as records (an annotation applies only to the attempt it was made on: its digest
 needs the whole record).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -71,8 +72,9 @@ def live_annotations(view: LatestView, annotations: Mapping[Key, Annotation]) ->
     return out
 
 
-def task_mean(view: LatestView, rows: np.ndarray, task_ids: Sequence[str] | None,
-              scores: Mapping[int, float] | None = None) -> float | None:
+def task_mean(
+    view: LatestView, rows: np.ndarray, task_ids: Sequence[str] | None, scores: Mapping[int, float] | None = None
+) -> float | None:
     """``annotations.task_mean`` of ``rows``: the mean over tasks (``task_ids`` only, when given) of each task's
     mean score, with ``scores`` (row -> score) in place of the recorded ones; a non-finite score counts 0."""
     score = view.score[rows].astype(float)
@@ -96,10 +98,15 @@ def task_mean(view: LatestView, rows: np.ndarray, task_ids: Sequence[str] | None
     return float((sums[present] / n[present]).mean())
 
 
-def selector_taxonomy(label: str, view: LatestView, annotations: Mapping[Key, Annotation],
-                      threshold: float = SOLVED_THRESHOLD, label_set: Sequence[str] = DEFAULT_LABEL_SET,
-                      task_ids: Sequence[str] | None = None,
-                      live: dict[Key, tuple[Annotation, int]] | None = None) -> SelectorTaxonomy:
+def selector_taxonomy(
+    label: str,
+    view: LatestView,
+    annotations: Mapping[Key, Annotation],
+    threshold: float = SOLVED_THRESHOLD,
+    label_set: Sequence[str] = DEFAULT_LABEL_SET,
+    task_ids: Sequence[str] | None = None,
+    live: dict[Key, tuple[Annotation, int]] | None = None,
+) -> SelectorTaxonomy:
     """``annotations.selector_taxonomy`` from columns (``live``: :func:`live_annotations`, when already known)."""
     rows = view.latest()
     failed = failed_rows(view, rows, threshold)
@@ -123,11 +130,19 @@ def selector_taxonomy(label: str, view: LatestView, annotations: Mapping[Key, An
         corrected_mean = task_mean(view, rows, task_ids, corrected)
     anns = [a for a, _ in live.values()]
     return SelectorTaxonomy(
-        label=label, attempts=len(rows), failures=int(failed.sum()), labelled_failures=labelled_failures,
-        labelled_attempts=sum(1 for a in anns if a.labels), counts=_ordered(counts, label_set),
-        failure_counts=_ordered(failure_counts, label_set), notes=sum(1 for a in anns if a.note),
-        corrected=len(corrected), stale=len(annotations) - len(live), corrected_mean=corrected_mean,
-        recorded_mean=recorded_mean)
+        label=label,
+        attempts=len(rows),
+        failures=int(failed.sum()),
+        labelled_failures=labelled_failures,
+        labelled_attempts=sum(1 for a in anns if a.labels),
+        counts=_ordered(counts, label_set),
+        failure_counts=_ordered(failure_counts, label_set),
+        notes=sum(1 for a in anns if a.note),
+        corrected=len(corrected),
+        stale=len(annotations) - len(live),
+        corrected_mean=corrected_mean,
+        recorded_mean=recorded_mean,
+    )
 
 
 def task_labels(view: LatestView, live: Mapping[Key, tuple[Annotation, int]]) -> dict[str, set[str]]:
@@ -139,8 +154,9 @@ def task_labels(view: LatestView, live: Mapping[Key, tuple[Annotation, int]]) ->
     return out
 
 
-def untriaged_tasks(view: LatestView, live: Mapping[Key, tuple[Annotation, int]],
-                    threshold: float = SOLVED_THRESHOLD) -> set[str]:
+def untriaged_tasks(
+    view: LatestView, live: Mapping[Key, tuple[Annotation, int]], threshold: float = SOLVED_THRESHOLD
+) -> set[str]:
     """Tasks with a failure that carries no label."""
     rows = view.latest()
     failed = failed_rows(view, rows, threshold)
@@ -161,18 +177,43 @@ def _ids_of(view: LatestView, tasks: np.ndarray) -> set[str]:
     return set(map(ids.__getitem__, np.flatnonzero(seen).tolist()))
 
 
-def pair_taxonomy(a: str, view_a: LatestView, annotations_a: Mapping[Key, Annotation], b: str, view_b: LatestView,
-                  annotations_b: Mapping[Key, Annotation], label_set: Sequence[str] = DEFAULT_LABEL_SET,
-                  task_order: Sequence[str] | None = None, threshold: float = SOLVED_THRESHOLD,
-                  live_a: dict[Key, tuple[Annotation, int]] | None = None,
-                  live_b: dict[Key, tuple[Annotation, int]] | None = None) -> PairTaxonomy:
+def pair_taxonomy(
+    a: str,
+    view_a: LatestView,
+    annotations_a: Mapping[Key, Annotation],
+    b: str,
+    view_b: LatestView,
+    annotations_b: Mapping[Key, Annotation],
+    label_set: Sequence[str] = DEFAULT_LABEL_SET,
+    task_order: Sequence[str] | None = None,
+    threshold: float = SOLVED_THRESHOLD,
+    live_a: dict[Key, tuple[Annotation, int]] | None = None,
+    live_b: dict[Key, tuple[Annotation, int]] | None = None,
+) -> PairTaxonomy:
     """``annotations.pair_taxonomy`` from columns."""
     live_a = live_annotations(view_a, annotations_a) if live_a is None else live_a
     live_b = live_annotations(view_b, annotations_b) if live_b is None else live_b
-    return pair_changes(a, b, task_labels(view_a, live_a), task_labels(view_b, live_b),
-                        untriaged_tasks(view_a, live_a, threshold), untriaged_tasks(view_b, live_b, threshold),
-                        present_tasks(view_a) & present_tasks(view_b), label_set, task_order)
+    return pair_changes(
+        a,
+        b,
+        task_labels(view_a, live_a),
+        task_labels(view_b, live_b),
+        untriaged_tasks(view_a, live_a, threshold),
+        untriaged_tasks(view_b, live_b, threshold),
+        present_tasks(view_a) & present_tasks(view_b),
+        label_set,
+        task_order,
+    )
 
 
-__all__ = ["LatestView", "failed_rows", "live_annotations", "pair_taxonomy", "present_tasks", "selector_taxonomy",
-           "task_labels", "task_mean", "untriaged_tasks"]
+__all__ = [
+    "LatestView",
+    "failed_rows",
+    "live_annotations",
+    "pair_taxonomy",
+    "present_tasks",
+    "selector_taxonomy",
+    "task_labels",
+    "task_mean",
+    "untriaged_tasks",
+]

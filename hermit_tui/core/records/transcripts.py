@@ -16,6 +16,7 @@ For evaluations ``hermit eval`` wrote there is no sidecar: the trajectory is rea
 file is hermit's react JSON, ``{"task", "model", "adapter", "messages"}``. A missing or unreadable log is a one-line
 note, never an error.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -68,8 +69,7 @@ def jsonable(messages: Any) -> list[Any] | None:
     if not isinstance(messages, (list, tuple)):
         messages = [messages]
     try:
-        plain: list[Any] = json.loads(json.dumps(list(messages), default=_plain, ensure_ascii=False,
-                                                 allow_nan=False))
+        plain: list[Any] = json.loads(json.dumps(list(messages), default=_plain, ensure_ascii=False, allow_nan=False))
         return plain
     except Exception as exc:  # any value a pipeline returns: its __str__ may raise too
         return [{"role": "note", "content": f"the trajectory could not be kept: {type(exc).__name__}"}]
@@ -85,8 +85,10 @@ def output_payload(out: RunOutput) -> dict[str, Any]:
 
 # -- writing ------------------------------------------------------------------------------------------------------
 def _line(record_id: str, repeat: int, messages: list[Any] | None) -> bytes:
-    return (json.dumps({"repeat": repeat, "id": record_id, "messages": messages}, ensure_ascii=False,
-                       allow_nan=False) + "\n").encode("utf-8")
+    return (
+        json.dumps({"repeat": repeat, "id": record_id, "messages": messages}, ensure_ascii=False, allow_nan=False)
+        + "\n"
+    ).encode("utf-8")
 
 
 class TranscriptLog:
@@ -268,8 +270,9 @@ def read_sidecar(folder: Path | None, task_id: str, repeat: int) -> Transcript |
     messages = data.get("messages") if isinstance(data, dict) else None
     if messages is None:
         return None
-    return Transcript(messages=messages if isinstance(messages, list) else [messages], source=TRANSCRIPTS,
-                      path=str(path))
+    return Transcript(
+        messages=messages if isinstance(messages, list) else [messages], source=TRANSCRIPTS, path=str(path)
+    )
 
 
 def read_hermit_log(log: str | None) -> Transcript:
@@ -286,18 +289,22 @@ def read_hermit_log(log: str | None) -> Transcript:
     if not path.is_file():
         return Transcript(path=log, note=f"no transcript: the log {log} is not a file")
     if size > LOG_LIMIT_BYTES:
-        return Transcript(path=log, note=f"no transcript: the log {log} is {size / 1e6:.0f} MB, too large to read "
-                          "as one")
+        return Transcript(
+            path=log, note=f"no transcript: the log {log} is {size / 1e6:.0f} MB, too large to read as one"
+        )
     try:
         data = json.loads(path.read_bytes())
     except OSError as exc:
         return Transcript(path=log, note=f"no transcript: the log {log} cannot be read ({exc.strerror or exc})")
     except ValueError:
-        return Transcript(path=log, note=f"no transcript: the log {path.name} is not hermit's react JSON (open it "
-                          "as text)")
+        return Transcript(
+            path=log, note=f"no transcript: the log {path.name} is not hermit's react JSON (open it as text)"
+        )
     if not (isinstance(data, dict) and "task" in data and isinstance(data.get("messages"), list)):
-        return Transcript(path=log, note=f"no transcript: the log {path.name} is JSON but not hermit's react log "
-                          "(no task and messages)")
+        return Transcript(
+            path=log,
+            note=f"no transcript: the log {path.name} is JSON but not hermit's react log (no task and messages)",
+        )
     return Transcript(messages=data["messages"], source="log", path=log)
 
 
@@ -364,8 +371,11 @@ def _call(raw: Any) -> ToolCall:
     fn: dict[str, Any] = raw["function"] if isinstance(raw.get("function"), dict) else raw
     name = str(fn.get("name") or raw.get("name") or "?")
     args = fn.get("arguments", fn.get("input", raw.get("input", raw.get("arguments"))))
-    return ToolCall(id=raw.get("id") or raw.get("call_id"), name=name,
-                    arguments="" if args in (None, "", {}) else _pretty_json(args))
+    return ToolCall(
+        id=raw.get("id") or raw.get("call_id"),
+        name=name,
+        arguments="" if args in (None, "", {}) else _pretty_json(args),
+    )
 
 
 def _content(content: Any, turn: Turn) -> str:
@@ -444,6 +454,19 @@ def transcript_lines(turns: list[Turn], *, indent: str = "  ") -> list[str]:
     return out
 
 
-__all__ = ["TRANSCRIPTS", "ToolCall", "Transcript", "TranscriptIndex", "TranscriptLog", "Turn", "compact_transcripts",
-           "jsonable", "load_transcript", "output_payload", "read_hermit_log", "read_sidecar", "transcript_lines",
-           "turns_of"]
+__all__ = [
+    "TRANSCRIPTS",
+    "ToolCall",
+    "Transcript",
+    "TranscriptIndex",
+    "TranscriptLog",
+    "Turn",
+    "compact_transcripts",
+    "jsonable",
+    "load_transcript",
+    "output_payload",
+    "read_hermit_log",
+    "read_sidecar",
+    "transcript_lines",
+    "turns_of",
+]

@@ -6,6 +6,7 @@ The model is ``core.report.model``; the renderers are ``core.report.text`` (Mark
 ``core.report.html``; their names are re-exported here, where callers have always found them.
 Training scores from ``steps.jsonl`` are kept apart and labelled as training evidence: they are never test figures.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,6 +69,7 @@ def default_labels(stored: Sequence[StoredEvaluation], run_name: str) -> list[st
         if label == "final":
             return (3,)
         return (4, label)
+
     return sorted(dict.fromkeys(labels), key=key)
 
 
@@ -79,15 +81,29 @@ def _costs(records: list[AttemptRecord] | AttemptTable) -> tuple[float, int]:
     return float(sum(known)), len(records) - len(known)
 
 
-def _selector(stored: StoredEvaluation, records: list[AttemptRecord] | AttemptTable, skipped: list[str],
-              test_ids: list[str], threshold: float, table: TaskTable | None = None) -> SelectorReport:
+def _selector(
+    stored: StoredEvaluation,
+    records: list[AttemptRecord] | AttemptTable,
+    skipped: list[str],
+    test_ids: list[str],
+    threshold: float,
+    table: TaskTable | None = None,
+) -> SelectorReport:
     s = stored.summary
-    grouped = (table if table is not None else records.attempt_columns(test_ids) if isinstance(records, AttemptTable)
-               else records)
+    grouped = (
+        table
+        if table is not None
+        else records.attempt_columns(test_ids)
+        if isinstance(records, AttemptTable)
+        else records
+    )
     stats = selector_stats(stored.label, grouped, test_ids, threshold)
     known, unknown = _costs(records)
-    errors = (records.n - records.count_status(OK) if isinstance(records, AttemptTable)
-              else sum(r.status != "ok" for r in records))
+    errors = (
+        records.n - records.count_status(OK)
+        if isinstance(records, AttemptTable)
+        else sum(r.status != "ok" for r in records)
+    )
     flags = list(skipped)
     if s is None:
         written_by, complete = "unknown", False
@@ -96,25 +112,46 @@ def _selector(stored: StoredEvaluation, records: list[AttemptRecord] | AttemptTa
         written_by = "hermit eval" if s.written_by_hermit else "hermit-tui"
         expected = s.expected_attempts or s.tasks * s.repeats
         complete = s.is_complete and len(records) >= expected and not s.cancelled
-        flags += [f"{stored.label}: {caveat}" for caveat in caveats(
-            smoke=s.is_smoke, smoke_limit=s.smoke_limit, done=len(records), expected=expected, complete=complete,
-            cancelled=bool(s.cancelled), retries=s.retries)]
+        flags += [
+            f"{stored.label}: {caveat}"
+            for caveat in caveats(
+                smoke=s.is_smoke,
+                smoke_limit=s.smoke_limit,
+                done=len(records),
+                expected=expected,
+                complete=complete,
+                cancelled=bool(s.cancelled),
+                retries=s.retries,
+            )
+        ]
     if stats.n_missing and (s is None or not s.is_smoke):
         flags.append(f"{stored.label}: {stats.n_missing} test tasks have no attempt")
     if stats.nonfinite_scores:
-        flags.append(f"{stored.label}: {stats.nonfinite_scores} attempts have a score that is not a finite number "
-                     "(NaN or infinity), counted as 0")
+        flags.append(
+            f"{stored.label}: {stats.nonfinite_scores} attempts have a score that is not a finite number "
+            "(NaN or infinity), counted as 0"
+        )
     if stats.n_ignored:
-        flags.append(f"{stored.label}: {stats.n_ignored} attempts ignored (ids outside the test split, or "
-                     "repeated)")
+        flags.append(f"{stored.label}: {stats.n_ignored} attempts ignored (ids outside the test split, or repeated)")
     return SelectorReport(
-        label=stored.label, folder=str(stored.folder), adapter=s.adapter if s else None,
-        commit=s.commit if s else None, content_hash=s.content_hash if s else None, written_by=written_by,
+        label=stored.label,
+        folder=str(stored.folder),
+        adapter=s.adapter if s else None,
+        commit=s.commit if s else None,
+        content_hash=s.content_hash if s else None,
+        written_by=written_by,
         summary={k: getattr(s, k) for k in SUMMARY_KEYS} if s else None,
-        fingerprint=s.fingerprint if s else None, stats=stats,
-        errors=errors, known_cost_usd=known, unknown_cost_attempts=unknown,
-        smoke_limit=s.smoke_limit if s else None, complete=complete, retries=(s.retries or 0) if s else 0,
-        flags=flags, sequential=s.sequential if s else None)
+        fingerprint=s.fingerprint if s else None,
+        stats=stats,
+        errors=errors,
+        known_cost_usd=known,
+        unknown_cost_attempts=unknown,
+        smoke_limit=s.smoke_limit if s else None,
+        complete=complete,
+        retries=(s.retries or 0) if s else 0,
+        flags=flags,
+        sequential=s.sequential if s else None,
+    )
 
 
 def _monitored_pairs(labels: list[str], stored: dict[str, StoredEvaluation]) -> list[tuple[str, str]]:
@@ -133,8 +170,9 @@ def _monitored_pairs(labels: list[str], stored: dict[str, StoredEvaluation]) -> 
     return out
 
 
-def _sequential(pair: PairStats, stored: dict[str, StoredEvaluation], records: Mapping[str, Records],
-                test_ids: list[str]) -> PairStats:
+def _sequential(
+    pair: PairStats, stored: dict[str, StoredEvaluation], records: Mapping[str, Records], test_ids: list[str]
+) -> PairStats:
     """A candidate and its baseline of a --stop-when-decided launch: the sequential test's interval and decision
     (recomputed from the records, core.stats.looks); other pairs as they are, with a note when the launch compared
     them only with the baseline."""
@@ -148,23 +186,31 @@ def _sequential(pair: PairStats, stored: dict[str, StoredEvaluation], records: M
 def _differences(selectors: list[SelectorReport]) -> list[Difference]:
     out = []
     for i, a in enumerate(selectors):
-        for b in selectors[i + 1:]:
+        for b in selectors[i + 1 :]:
             found = differences(a.fingerprint, b.fingerprint)
             if a.fingerprint is None or b.fingerprint is None:
                 missing = [x.label for x in (a, b) if x.fingerprint is None]
-                found = [f"{UNKNOWN} the protocol fingerprint is missing for {' and '.join(missing)} (written by "
-                         "hermit eval?), so the protocol cannot be checked"]
+                found = [
+                    f"{UNKNOWN} the protocol fingerprint is missing for {' and '.join(missing)} (written by "
+                    "hermit eval?), so the protocol cannot be checked"
+                ]
                 if a.summary and b.summary:
-                    found += [f"the {key} ({a.summary[key]} vs {b.summary[key]})" for key in ("tasks", "repeats")
-                              if a.summary[key] != b.summary[key]]
+                    found += [
+                        f"the {key} ({a.summary[key]} vs {b.summary[key]})"
+                        for key in ("tasks", "repeats")
+                        if a.summary[key] != b.summary[key]
+                    ]
             if found:
                 out.append(Difference(a=a.label, b=b.label, differences=found))
     return out
 
 
 def _dataset_revision(selectors: list[SelectorReport]) -> str:
-    found = {s.fingerprint.dataset_revision for s in selectors
-             if s.fingerprint and s.fingerprint.dataset_revision is not None}
+    found = {
+        s.fingerprint.dataset_revision
+        for s in selectors
+        if s.fingerprint and s.fingerprint.dataset_revision is not None
+    }
     if not found:
         return NOT_RECORDED
     return found.pop() if len(found) == 1 else "differs between selectors: " + ", ".join(sorted(map(str, found)))
@@ -185,11 +231,15 @@ def _training(run_dir: Path) -> TrainingEvidence | None:
             rollout = rec.get("rollout") or {}
             mean = rollout.get("mean_score")
             tasks = rec.get("tasks")
-            steps.append(TrainingStep(
-                step=rec.get("step"), epoch=rec.get("epoch"),
-                tasks=len(tasks) if isinstance(tasks, list) else tasks if isinstance(tasks, int) else None,
-                mean_score=float(mean) if isinstance(mean, (int, float)) and math.isfinite(mean) else None,
-                bootstrap=bool(rec.get("bootstrap"))))
+            steps.append(
+                TrainingStep(
+                    step=rec.get("step"),
+                    epoch=rec.get("epoch"),
+                    tasks=len(tasks) if isinstance(tasks, list) else tasks if isinstance(tasks, int) else None,
+                    mean_score=float(mean) if isinstance(mean, (int, float)) and math.isfinite(mean) else None,
+                    bootstrap=bool(rec.get("bootstrap")),
+                )
+            )
         except (ValueError, AttributeError, TypeError):
             skipped += 1
     return TrainingEvidence(source=str(path), steps=steps, skipped_lines=skipped)
@@ -202,8 +252,14 @@ def _open_tree(config: Config) -> AdapterTree | None:
         return None
 
 
-def _taxonomy(stored: dict[str, StoredEvaluation], tables: dict[str, AttemptTable], labels: list[str],
-              test_ids: list[str], threshold: float, label_set: Sequence[str]) -> FailureTaxonomy:
+def _taxonomy(
+    stored: dict[str, StoredEvaluation],
+    tables: dict[str, AttemptTable],
+    labels: list[str],
+    test_ids: list[str],
+    threshold: float,
+    label_set: Sequence[str],
+) -> FailureTaxonomy:
     """Attempts per label per selector, and per default pair the tasks fixed or introduced, from each evaluation's
     annotations.jsonl (an unreadable one is a warning, not a failure of the report), computed from the columns
     (``core.records.taxonomy``)."""
@@ -219,22 +275,48 @@ def _taxonomy(stored: dict[str, StoredEvaluation], tables: dict[str, AttemptTabl
         warnings += read.skipped
         notes[label] = read.entries
     live = {label: column_taxonomy.live_annotations(tables[label], notes[label]) for label in labels}
-    selectors = [column_taxonomy.selector_taxonomy(label, tables[label], notes[label], threshold, label_set, test_ids,
-                                                   live=live[label])
-                 for label in labels]
+    selectors = [
+        column_taxonomy.selector_taxonomy(
+            label, tables[label], notes[label], threshold, label_set, test_ids, live=live[label]
+        )
+        for label in labels
+    ]
     for t in selectors:
         if t.stale:
-            warnings.append(f"{t.label}: {t.stale} annotations were made on earlier attempts, re-run since; they are "
-                            "not counted")
-    pairs = [column_taxonomy.pair_taxonomy(a, tables[a], notes[a], b, tables[b], notes[b], label_set, test_ids,
-                                           threshold, live_a=live[a], live_b=live[b])
-             for a, b in default_pairs(labels)]
-    return FailureTaxonomy(threshold=threshold, label_set=list(label_set), selectors=selectors, pairs=pairs,
-                           warnings=warnings)
+            warnings.append(
+                f"{t.label}: {t.stale} annotations were made on earlier attempts, re-run since; they are not counted"
+            )
+    pairs = [
+        column_taxonomy.pair_taxonomy(
+            a,
+            tables[a],
+            notes[a],
+            b,
+            tables[b],
+            notes[b],
+            label_set,
+            test_ids,
+            threshold,
+            live_a=live[a],
+            live_b=live[b],
+        )
+        for a, b in default_pairs(labels)
+    ]
+    return FailureTaxonomy(
+        threshold=threshold, label_set=list(label_set), selectors=selectors, pairs=pairs, warnings=warnings
+    )
 
 
-def build_report(config: Config, taskset: TaskSet, labels: list[str] | None, threshold: float = SOLVED_THRESHOLD,
-                 label_set: Sequence[str] | None = None, *, smoke: bool = False, demo: bool = False) -> Report:
+def build_report(
+    config: Config,
+    taskset: TaskSet,
+    labels: list[str] | None,
+    threshold: float = SOLVED_THRESHOLD,
+    label_set: Sequence[str] | None = None,
+    *,
+    smoke: bool = False,
+    demo: bool = False,
+) -> Report:
     """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
     ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy. Smoke subsets
     (``eval/<label>/smoke/``) are never among them, unless ``smoke``: then only they are. ``demo``: the run is the
@@ -245,19 +327,21 @@ def build_report(config: Config, taskset: TaskSet, labels: list[str] | None, thr
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")
     threshold = float(threshold)
     run_dir = config.run_dir
-    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False,
-                                                   which="smoke" if smoke else "full")}
+    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False, which="smoke" if smoke else "full")}
     kind = "smoke subset" if smoke else "evaluation"
     if not stored:
-        raise InputError(f"{eval_root(run_dir)}: no {kind}s to report (run `hermit-tui eval"
-                         f"{' --limit N' if smoke else ''}` first)")
+        raise InputError(
+            f"{eval_root(run_dir)}: no {kind}s to report (run `hermit-tui eval{' --limit N' if smoke else ''}` first)"
+        )
     if labels is None:
         labels = default_labels(list(stored.values()), config.run_name)
     labels = list(dict.fromkeys(labels))
     for label in labels:
         if label not in stored:
-            raise InputError(f"{eval_folder(run_dir, label, smoke=smoke)}: no {kind} of '{label}' "
-                             f"(evaluated: {', '.join(sorted(stored))})")
+            raise InputError(
+                f"{eval_folder(run_dir, label, smoke=smoke)}: no {kind} of '{label}' "
+                f"(evaluated: {', '.join(sorted(stored))})"
+            )
     if not labels:
         raise InputError("no selector to report")
     test_ids = taskset.test_ids
@@ -269,9 +353,17 @@ def build_report(config: Config, taskset: TaskSet, labels: list[str] | None, thr
             table.close()
 
 
-def _build(config: Config, taskset: TaskSet, labels: list[str], threshold: float, label_set: Sequence[str] | None,
-           stored: dict[str, StoredEvaluation], read: dict[str, AttemptTable], test_ids: list[str], demo: bool
-           ) -> Report:
+def _build(
+    config: Config,
+    taskset: TaskSet,
+    labels: list[str],
+    threshold: float,
+    label_set: Sequence[str] | None,
+    stored: dict[str, StoredEvaluation],
+    read: dict[str, AttemptTable],
+    test_ids: list[str],
+    demo: bool,
+) -> Report:
     """build_report's figures from the evaluations' columns (``read`` collects the tables, for the caller to
     close)."""
     run_dir = config.run_dir
@@ -281,8 +373,10 @@ def _build(config: Config, taskset: TaskSet, labels: list[str], threshold: float
         read[label] = table = stored[label].load_table()
         tables[label] = tabulate(table.attempt_columns(test_ids), test_ids, threshold)  # grouped once
         selectors.append(_selector(stored[label], table, table.skipped, test_ids, threshold, tables[label]))
-    pairs = [pair_stats(a, tables[a], b, tables[b], test_ids, threshold)
-             for a, b in [*default_pairs(labels), *_monitored_pairs(labels, stored)]]
+    pairs = [
+        pair_stats(a, tables[a], b, tables[b], test_ids, threshold)
+        for a, b in [*default_pairs(labels), *_monitored_pairs(labels, stored)]
+    ]
     keyed = {label: table.keyed(light=True) for label, table in read.items()}  # built only for a monitored pair
     pairs = [_sequential(p, stored, keyed, test_ids) for p in pairs]
 
@@ -300,13 +394,17 @@ def _build(config: Config, taskset: TaskSet, labels: list[str], threshold: float
 
     warnings = []
     if demo:
-        warnings.append("Teaching demonstration: the built-in demo's simulated agent. Nothing here is evidence of "
-                        "a real model's performance.")
+        warnings.append(
+            "Teaching demonstration: the built-in demo's simulated agent. Nothing here is evidence of "
+            "a real model's performance."
+        )
     missing = [s.label for s in selectors if s.fingerprint is None]
     if missing and len(selectors) > 1:
-        warnings.append(f"NOT COMPARABLE (cannot be checked): the protocol fingerprint is missing for "
-                        f"{', '.join(missing)} (written by hermit eval?); only the task count and repeats can be "
-                        "compared")
+        warnings.append(
+            f"NOT COMPARABLE (cannot be checked): the protocol fingerprint is missing for "
+            f"{', '.join(missing)} (written by hermit eval?); only the task count and repeats can be "
+            "compared"
+        )
     for d in diffs:
         named = [x for x in d.differences if not x.startswith(UNKNOWN)]
         if named:
@@ -320,17 +418,38 @@ def _build(config: Config, taskset: TaskSet, labels: list[str], threshold: float
     warnings += [w for p in pairs for w in p.warnings]
     attempted = {frozenset(s.stats.per_task) for s in selectors if s.stats.n_tasks}
     if len(attempted) > 1:
-        warnings.append("The selectors were measured on different sets of test tasks: their means in the results "
-                        "table are not comparable with each other; the paired comparisons use the tasks both "
-                        "attempted")
+        warnings.append(
+            "The selectors were measured on different sets of test tasks: their means in the results "
+            "table are not comparable with each other; the paired comparisons use the tasks both "
+            "attempted"
+        )
     return Report(
-        hermit_tui_version=__version__, config=str(config.path), run_name=config.run_name, run_dir=str(run_dir),
-        demo=demo, threshold=threshold, dataset_revision=_dataset_revision(selectors),
+        hermit_tui_version=__version__,
+        config=str(config.path),
+        run_name=config.run_name,
+        run_dir=str(run_dir),
+        demo=demo,
+        threshold=threshold,
+        dataset_revision=_dataset_revision(selectors),
         splits={"tasks": len(taskset.tasks), **{k: len(taskset.splits.get(k, [])) for k in ("train", "val", "test")}},
-        comparable=not diffs, differences=diffs, warnings=warnings, selectors=selectors, pairs=pairs, checks=checks,
-        test_reuse=reuse, training=_training(run_dir), test_ids=list(test_ids),
-        taxonomy=_taxonomy(stored, read, labels, list(test_ids), threshold,
-                           list(label_set) if label_set is not None else list(DEFAULT_LABEL_SET)))
+        comparable=not diffs,
+        differences=diffs,
+        warnings=warnings,
+        selectors=selectors,
+        pairs=pairs,
+        checks=checks,
+        test_reuse=reuse,
+        training=_training(run_dir),
+        test_ids=list(test_ids),
+        taxonomy=_taxonomy(
+            stored,
+            read,
+            labels,
+            list(test_ids),
+            threshold,
+            list(label_set) if label_set is not None else list(DEFAULT_LABEL_SET),
+        ),
+    )
 
 
 def _extremes(scores: np.ndarray) -> list[float]:
@@ -339,6 +458,14 @@ def _extremes(scores: np.ndarray) -> list[float]:
     return [float(finite.min()), float(finite.max())] if len(finite) else []
 
 
-
-__all__ = ["Report", "SelectorReport", "TrainingEvidence", "build_report", "default_labels", "sequential_protocol",
-           "to_csv", "to_json", "to_markdown"]
+__all__ = [
+    "Report",
+    "SelectorReport",
+    "TrainingEvidence",
+    "build_report",
+    "default_labels",
+    "sequential_protocol",
+    "to_csv",
+    "to_json",
+    "to_markdown",
+]

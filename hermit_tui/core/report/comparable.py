@@ -10,6 +10,7 @@ do not compare.
 An evaluation written by ``hermit eval`` records no fingerprint: only its task count and repeats can be checked, and
 it is reported as *unchecked* rather than as a mismatch.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -32,8 +33,13 @@ class Shape(BaseModel):
 
     @classmethod
     def of_summary(cls, label: str, summary: Any) -> Shape:
-        return cls(label=label, tasks=summary.tasks, repeats=summary.repeats, fingerprint=summary.fingerprint,
-                   smoke_limit=summary.smoke_limit)
+        return cls(
+            label=label,
+            tasks=summary.tasks,
+            repeats=summary.repeats,
+            fingerprint=summary.fingerprint,
+            smoke_limit=summary.smoke_limit,
+        )
 
 
 class Mismatch(BaseModel):
@@ -68,8 +74,11 @@ def compare_shapes(reference: Shape, other: Shape) -> Mismatch:
         reasons.append(f"{_size(other)}, {reference.label} {_size(reference)}")
     unchecked = reference.fingerprint is None or other.fingerprint is None
     if not unchecked:
-        reasons += [name for name in differences(reference.fingerprint, other.fingerprint)
-                    if not (name == "repeats" and reasons)]
+        reasons += [
+            name
+            for name in differences(reference.fingerprint, other.fingerprint)
+            if not (name == "repeats" and reasons)
+        ]
     elif other.smoke_limit != reference.smoke_limit:
         reasons.append("the smoke limit")
     return Mismatch(label=other.label, reference=reference.label, reasons=reasons, unchecked=unchecked)

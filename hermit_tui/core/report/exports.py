@@ -10,6 +10,7 @@ JUnit: one ``<testsuite>`` per selector, one ``<testcase>`` per test task (``cla
 ``<failure>`` when no attempt reached the success threshold, ``<skipped>`` when the task has no attempt, and a pass
 otherwise; ``tests``/``failures``/``errors``/``skipped``/``time`` counts on every suite and on ``<testsuites>``.
 """
+
 from __future__ import annotations
 
 import csv
@@ -84,9 +85,19 @@ def to_attempts_csv(report: Report, attempts: Mapping[str, Sequence[AnyAttempt]]
     writer.writerow(ATTEMPT_COLUMNS)
     for s in report.selectors:
         for rec in attempts.get(s.label, ()):
-            writer.writerow([spreadsheet_text(s.label), spreadsheet_text(rec.id), rec.repeat, rec.status,
-                             _number(rec.judge.score), spreadsheet_text(error_kind(rec)), _number(rec.cost_usd),
-                             spreadsheet_text(_tokens(rec.tokens)), _number(rec.wall_s)])
+            writer.writerow(
+                [
+                    spreadsheet_text(s.label),
+                    spreadsheet_text(rec.id),
+                    rec.repeat,
+                    rec.status,
+                    _number(rec.judge.score),
+                    spreadsheet_text(error_kind(rec)),
+                    _number(rec.cost_usd),
+                    spreadsheet_text(_tokens(rec.tokens)),
+                    _number(rec.wall_s),
+                ]
+            )
     return buf.getvalue()
 
 
@@ -96,7 +107,7 @@ def to_attempts_csv(report: Report, attempts: Mapping[str, Sequence[AnyAttempt]]
 def _xml_text(value: object, limit: int | None = MESSAGE_CHARS) -> str:
     """Text that XML 1.0 can hold (control characters replaced), cut to ``limit`` characters."""
     text = _NOT_XML.sub("\ufffd", str(value))
-    return text if limit is None or len(text) <= limit else text[:limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _seconds(records: Sequence[AnyAttempt]) -> float:
@@ -114,11 +125,15 @@ def _attempt_line(rec: AnyAttempt) -> str:
     return _xml_text(line)
 
 
-def _testcase(suite: ET.Element, classname: str, task_id: str, records: Sequence[AnyAttempt],
-              threshold: float) -> str:
+def _testcase(suite: ET.Element, classname: str, task_id: str, records: Sequence[AnyAttempt], threshold: float) -> str:
     """Add the task's testcase; returns its outcome: "pass", "failure", "error" or "skipped"."""
-    case = ET.SubElement(suite, "testcase", classname=_xml_text(classname, None), name=_xml_text(task_id, None),
-                         time=f"{_seconds(records):.3f}")
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        classname=_xml_text(classname, None),
+        name=_xml_text(task_id, None),
+        time=f"{_seconds(records):.3f}",
+    )
     if not records:
         ET.SubElement(case, "skipped", message="no attempt recorded on this task")
         return "skipped"
@@ -137,12 +152,13 @@ def _testcase(suite: ET.Element, classname: str, task_id: str, records: Sequence
     solved = sum(1 for x in scores if math.isfinite(x) and x >= threshold)
     if not solved:
         best = max((x for x in scores if math.isfinite(x)), default=float("nan"))
-        message = (f"no attempt reached the success threshold {threshold:g}: best score {_score(best)} in {n} "
-                   f"attempt{'s' * (n != 1)}")
+        message = (
+            f"no attempt reached the success threshold {threshold:g}: best score {_score(best)} in {n} "
+            f"attempt{'s' * (n != 1)}"
+        )
         ET.SubElement(case, "failure", message=_xml_text(message), type="below-threshold").text = body
         return "failure"
-    ET.SubElement(case, "system-out").text = _xml_text(f"{solved} of {n} attempts reached {threshold:g}\n{body}",
-                                                       None)
+    ET.SubElement(case, "system-out").text = _xml_text(f"{solved} of {n} attempts reached {threshold:g}\n{body}", None)
     return "pass"
 
 
@@ -158,11 +174,17 @@ def to_junit(report: Report, attempts: Mapping[str, Sequence[AnyAttempt]]) -> st
             by_task.setdefault(rec.id, []).append(rec)
         suite = ET.SubElement(root, "testsuite", name=_xml_text(f"{report.run_name}: {s.label}", None))
         props = ET.SubElement(suite, "properties")
-        for name, value in (("selector", s.label), ("adapter", s.adapter), ("commit", s.commit),
-                            ("mean_score", None if s.stats.mean is None else f"{s.stats.mean:.6f}"),
-                            ("success_threshold", f"{report.threshold:g}"), ("written_by", s.written_by),
-                            ("smoke_limit", s.smoke_limit), ("complete", str(s.complete).lower()),
-                            ("demo", str(report.demo).lower())):
+        for name, value in (
+            ("selector", s.label),
+            ("adapter", s.adapter),
+            ("commit", s.commit),
+            ("mean_score", None if s.stats.mean is None else f"{s.stats.mean:.6f}"),
+            ("success_threshold", f"{report.threshold:g}"),
+            ("written_by", s.written_by),
+            ("smoke_limit", s.smoke_limit),
+            ("complete", str(s.complete).lower()),
+            ("demo", str(report.demo).lower()),
+        ):
             if value is not None:
                 ET.SubElement(props, "property", name=name, value=_xml_text(value, None))
         counts = {"pass": 0, "failure": 0, "error": 0, "skipped": 0}

@@ -2,6 +2,7 @@
 ``core.report.html``, the attempt CSV in ``core.report.exports``) so that every format reads the same: figures to 4
 decimals, intervals, thresholds, exact values for machines, spreadsheet-safe text cells, fingerprint fields, the
 interval method of each selector and the protocol row of a --stop-when-decided launch."""
+
 from __future__ import annotations
 
 import re
@@ -65,12 +66,21 @@ def sequential_protocol(r: Report) -> str:
     parts = []
     for (baseline, rounds, most, margin), labels in launches.items():
         run = "stopped when decided" if rounds < most else "ran every round"
-        parts.append(f"{', '.join(x for x in labels if x != baseline) or 'no candidate'} against baseline "
-                     f"{baseline}: {rounds} of at most {most} rounds ({run})"
-                     + (f", equivalence margin ±{margin:g}" if margin is not None else ""))
+        parts.append(
+            f"{', '.join(x for x in labels if x != baseline) or 'no candidate'} against baseline "
+            f"{baseline}: {rounds} of at most {most} rounds ({run})"
+            + (f", equivalence margin ±{margin:g}" if margin is not None else "")
+        )
     return "; ".join(parts) + f". Method: {entries[0][1].method}, alpha {entries[0][1].alpha:g}."
 
 
-
-__all__ = ["compact", "exact", "figure", "fingerprint_value", "interval", "methods_by_selector", "sequential_protocol",
-           "spreadsheet_text"]
+__all__ = [
+    "compact",
+    "exact",
+    "figure",
+    "fingerprint_value",
+    "interval",
+    "methods_by_selector",
+    "sequential_protocol",
+    "spreadsheet_text",
+]

@@ -20,6 +20,7 @@ The interval is the one the report shows (``core.stats.figures.pair_stats``: the
 against the same baseline (``--stop-when-decided``), that entry's repeated confidence interval, which stays valid
 however early the run stopped. Nothing here writes anything; :func:`load_gate` reads the disk, the rest is pure.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -195,14 +196,23 @@ def _table_counts(table: AttemptTable, test_ids: Sequence[str], repeats: int | N
     rows = table.latest()
     on_test = table.positions(test_ids)[table.task[rows]] >= 0 if len(rows) else np.zeros(0, bool)
     rows = rows[on_test & (table.repeat[rows] >= 1)]
-    return dict(present=int((table.repeat[rows] <= repeats).sum()) if repeats is not None else 0,
-                attempts=len(rows), pipeline_errors=table.count_status(ERROR, rows),
-                judge_errors=table.count_status(JUDGE_ERROR, rows), known_cost_usd=table.known_cost(rows),
-                unknown_cost_attempts=table.unknown_costs(rows))
+    return dict(
+        present=int((table.repeat[rows] <= repeats).sum()) if repeats is not None else 0,
+        attempts=len(rows),
+        pipeline_errors=table.count_status(ERROR, rows),
+        judge_errors=table.count_status(JUDGE_ERROR, rows),
+        known_cost_usd=table.known_cost(rows),
+        unknown_cost_attempts=table.unknown_costs(rows),
+    )
 
 
-def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[AttemptRecord] | AttemptTable,
-                   test_ids: Sequence[str], stats: SelectorStats | None = None) -> SelectorFacts:
+def selector_facts(
+    role: Role,
+    stored: StoredEvaluation,
+    records: Sequence[AttemptRecord] | AttemptTable,
+    test_ids: Sequence[str],
+    stats: SelectorStats | None = None,
+) -> SelectorFacts:
     """The facts of one evaluation; ``stats``: its ``core.stats.figures.SelectorStats`` (for the summary table), if
     any."""
     s = stored.summary
@@ -214,29 +224,46 @@ def selector_facts(role: Role, stored: StoredEvaluation, records: Sequence[Attem
         present = sum(1 for (_, r) in kept if repeats is not None and r <= repeats)
         costs = [r.cost_usd for r in kept.values()]
         known = [c for c in costs if c is not None and math.isfinite(c)]
-        counts = dict(present=present, attempts=len(kept),
-                      pipeline_errors=sum(r.status == "error" for r in kept.values()),
-                      judge_errors=sum(r.status == "judge_error" for r in kept.values()),
-                      known_cost_usd=float(sum(known)), unknown_cost_attempts=len(costs) - len(known))
+        counts = dict(
+            present=present,
+            attempts=len(kept),
+            pipeline_errors=sum(r.status == "error" for r in kept.values()),
+            judge_errors=sum(r.status == "judge_error" for r in kept.values()),
+            known_cost_usd=float(sum(known)),
+            unknown_cost_attempts=len(costs) - len(known),
+        )
     return SelectorFacts(
-        role=role, label=stored.label, folder=str(stored.folder), smoke_folder=stored.smoke,
-        adapter=s.adapter if s else None, commit=s.commit if s else None,
+        role=role,
+        label=stored.label,
+        folder=str(stored.folder),
+        smoke_folder=stored.smoke,
+        adapter=s.adapter if s else None,
+        commit=s.commit if s else None,
         written_by="unknown" if s is None else "hermit eval" if s.written_by_hermit else "hermit-tui",
         summary_problem=None if s is not None else (stored.problem or "no summary.json"),
-        smoke_limit=s.smoke_limit if s else None, cancelled=bool(s.cancelled) if s else False,
-        summary_complete=s.complete if s else None, tasks=s.tasks if s else None, repeats=repeats,
-        n_test=len(test_ids), expected=len(test_ids) * repeats if repeats is not None else None, **counts,
-        mean=stats.mean if stats is not None else None, ci_low=stats.ci_low if stats is not None else None,
+        smoke_limit=s.smoke_limit if s else None,
+        cancelled=bool(s.cancelled) if s else False,
+        summary_complete=s.complete if s else None,
+        tasks=s.tasks if s else None,
+        repeats=repeats,
+        n_test=len(test_ids),
+        expected=len(test_ids) * repeats if repeats is not None else None,
+        **counts,
+        mean=stats.mean if stats is not None else None,
+        ci_low=stats.ci_low if stats is not None else None,
         ci_high=stats.ci_high if stats is not None else None,
         ci_method=stats.ci_method if stats is not None else None,
-        fingerprint=s.fingerprint if s is not None else None, sequential=s.sequential if s is not None else None)
+        fingerprint=s.fingerprint if s is not None else None,
+        sequential=s.sequential if s is not None else None,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- the interval
 
 
-def gate_interval(baseline: SelectorFacts, candidate: SelectorFacts, pair: PairStats | None = None
-                  ) -> GateInterval | None:
+def gate_interval(
+    baseline: SelectorFacts, candidate: SelectorFacts, pair: PairStats | None = None
+) -> GateInterval | None:
     """The interval for candidate - baseline: the candidate's sequential interval against this baseline when its
     summary has one, else the paired interval of ``pair`` (a ``core.stats.figures.PairStats`` with a = baseline,
     b = candidate), else None."""
@@ -269,30 +296,36 @@ def _interval_text(b: str, c: str, iv: GateInterval) -> str:
 
 def _no_interval(b: str, c: str, pair: PairStats | None) -> str:
     n = pair.n_paired if pair is not None else 0
-    return (f"no interval for {c} - {b}: {n} task{'s' * (n != 1)} attempted by both "
-            "(at least 2 are needed)")
+    return f"no interval for {c} - {b}: {n} task{'s' * (n != 1)} attempted by both (at least 2 are needed)"
 
 
-def check_improvement(b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None
-                      ) -> GateCheck:
+def check_improvement(
+    b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None
+) -> GateCheck:
     if iv is None:
         return GateCheck(requirement="improvement", passed=False, figure=_no_interval(b, c, pair))
     ok = iv.low > margin
-    how = (f"lies above {_signed(margin)}" if ok
-           else f"does not lie above {_signed(margin)}: its low end {_signed(iv.low)} <= {_signed(margin)}")
+    how = (
+        f"lies above {_signed(margin)}"
+        if ok
+        else f"does not lie above {_signed(margin)}: its low end {_signed(iv.low)} <= {_signed(margin)}"
+    )
     return GateCheck(requirement="improvement", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}", value=iv.low)
 
 
-def check_no_regression(b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None
-                        ) -> GateCheck:
+def check_no_regression(
+    b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None
+) -> GateCheck:
     if iv is None:
         return GateCheck(requirement="no-regression", passed=False, figure=_no_interval(b, c, pair))
     floor = -margin if margin else 0.0
     ok = not iv.high < floor
-    how = (f"does not lie entirely below {_signed(floor)}: its high end {_signed(iv.high)} >= {_signed(floor)}" if ok
-           else f"lies entirely below {_signed(floor)}: its high end {_signed(iv.high)} < {_signed(floor)}")
-    return GateCheck(requirement="no-regression", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}",
-                     value=iv.high)
+    how = (
+        f"does not lie entirely below {_signed(floor)}: its high end {_signed(iv.high)} >= {_signed(floor)}"
+        if ok
+        else f"lies entirely below {_signed(floor)}: its high end {_signed(iv.high)} < {_signed(floor)}"
+    )
+    return GateCheck(requirement="no-regression", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}", value=iv.high)
 
 
 def fingerprint_id(fp: Fingerprint) -> str:
@@ -305,33 +338,45 @@ def check_comparable(b: SelectorFacts, c: SelectorFacts, allow_unchecked: bool =
     if b.fingerprint is not None and c.fingerprint is not None:
         found = differences(b.fingerprint, c.fingerprint)
         if found:
-            return GateCheck(requirement="comparable", passed=False,
-                             figure=f"{b.label} and {c.label} differ in {'; '.join(found)}")
-        return GateCheck(requirement="comparable", passed=True,
-                         figure=f"{b.label} and {c.label} share one protocol fingerprint "
-                                f"({fingerprint_id(c.fingerprint)})")
+            return GateCheck(
+                requirement="comparable", passed=False, figure=f"{b.label} and {c.label} differ in {'; '.join(found)}"
+            )
+        return GateCheck(
+            requirement="comparable",
+            passed=True,
+            figure=f"{b.label} and {c.label} share one protocol fingerprint ({fingerprint_id(c.fingerprint)})",
+        )
     missing = [f for f in (b, c) if f.fingerprint is None]
-    why = ", ".join(f"{f.label} ({'written by hermit eval' if f.written_by == 'hermit eval' else 'no summary'})"
-                    for f in missing)
+    why = ", ".join(
+        f"{f.label} ({'written by hermit eval' if f.written_by == 'hermit eval' else 'no summary'})" for f in missing
+    )
     if not allow_unchecked or any(f.tasks is None for f in (b, c)):
         extra = "" if allow_unchecked else "; --allow-unchecked compares only the task count and repeats"
-        return GateCheck(requirement="comparable", passed=False,
-                         figure=f"cannot be checked: no protocol fingerprint for {why}{extra}")
+        return GateCheck(
+            requirement="comparable",
+            passed=False,
+            figure=f"cannot be checked: no protocol fingerprint for {why}{extra}",
+        )
     if (b.tasks, b.repeats) != (c.tasks, c.repeats):
-        return GateCheck(requirement="comparable", passed=False,
-                         figure=f"{b.label} has {b.tasks} tasks x {b.repeats} repeats, {c.label} {c.tasks} x "
-                                f"{c.repeats} (no protocol fingerprint for {why})")
-    return GateCheck(requirement="comparable", passed=True,
-                     figure=f"unchecked (--allow-unchecked): no protocol fingerprint for {why}; the task count "
-                            f"({c.tasks}) and repeats ({c.repeats}) agree, the judge, pipeline, params and model "
-                            "cannot be checked")
+        return GateCheck(
+            requirement="comparable",
+            passed=False,
+            figure=f"{b.label} has {b.tasks} tasks x {b.repeats} repeats, {c.label} {c.tasks} x "
+            f"{c.repeats} (no protocol fingerprint for {why})",
+        )
+    return GateCheck(
+        requirement="comparable",
+        passed=True,
+        figure=f"unchecked (--allow-unchecked): no protocol fingerprint for {why}; the task count "
+        f"({c.tasks}) and repeats ({c.repeats}) agree, the judge, pipeline, params and model "
+        "cannot be checked",
+    )
 
 
 def _decided_rounds(f: SelectorFacts, others: Sequence[SelectorFacts]) -> int | None:
     """The rounds after which a sequential design stopped this evaluation when decided (its own ``sequential``
     entry, or the one of a candidate that names it as baseline), or None."""
-    for seq in [f.sequential] + [o.sequential for o in others if o.sequential
-                                 and o.sequential.baseline == f.label]:
+    for seq in [f.sequential] + [o.sequential for o in others if o.sequential and o.sequential.baseline == f.label]:
         if seq is None:
             continue
         if seq.decision in DECIDED and seq.rounds >= 1:
@@ -344,8 +389,10 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
         return GateCheck(requirement="complete", selector=f.label, passed=False, figure=text, value=value)
 
     if f.repeats is None or f.expected is None:
-        return fail(f"no readable summary.json ({f.summary_problem}): {f.attempts} attempts recorded, how many were "
-                    "expected is unknown")
+        return fail(
+            f"no readable summary.json ({f.summary_problem}): {f.attempts} attempts recorded, how many were "
+            "expected is unknown"
+        )
     if f.smoke_limit is not None:
         return fail(smoke_caveat(f.smoke_limit))
     if f.tasks is not None and f.tasks != f.n_test:
@@ -362,24 +409,48 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
         return fail(f"cancelled: {f.present} of {expected} expected attempts ({size})", share)
     if f.present < expected:
         return fail(f"{f.present} of {expected} expected attempts ({size}): {expected - f.present} missing", share)
-    return GateCheck(requirement="complete", selector=f.label, passed=True,
-                     figure=f"{f.present} of {expected} expected attempts ({size}){note}", value=share)
+    return GateCheck(
+        requirement="complete",
+        selector=f.label,
+        passed=True,
+        figure=f"{f.present} of {expected} expected attempts ({size}){note}",
+        value=share,
+    )
 
 
 def check_errors(f: SelectorFacts, most: float) -> GateCheck:
     if not f.attempts:
-        return GateCheck(requirement=ERROR_RATE, selector=f.label, passed=False,
-                         figure="no attempt recorded on the test tasks: the error rate is unknown")
+        return GateCheck(
+            requirement=ERROR_RATE,
+            selector=f.label,
+            passed=False,
+            figure="no attempt recorded on the test tasks: the error rate is unknown",
+        )
     rate = f.errors / f.attempts
     ok = rate <= most
-    return GateCheck(requirement=ERROR_RATE, selector=f.label, passed=ok, value=rate,
-                     figure=f"error rate {rate:.4f} ({f.pipeline_errors} pipeline + {f.judge_errors} judge errors in "
-                            f"{f.attempts} attempts) {'<=' if ok else '>'} {most:g}")
+    return GateCheck(
+        requirement=ERROR_RATE,
+        selector=f.label,
+        passed=ok,
+        value=rate,
+        figure=f"error rate {rate:.4f} ({f.pipeline_errors} pipeline + {f.judge_errors} judge errors in "
+        f"{f.attempts} attempts) {'<=' if ok else '>'} {most:g}",
+    )
 
 
-def decide(baseline: SelectorFacts | None, candidate: SelectorFacts, requirements: Sequence[str], margin: float,
-           max_error_rate: float | None, pair: PairStats | None = None, *, allow_unchecked: bool = False,
-           smoke: bool = False, run_name: str = "", config: str = "") -> GateResult:
+def decide(
+    baseline: SelectorFacts | None,
+    candidate: SelectorFacts,
+    requirements: Sequence[str],
+    margin: float,
+    max_error_rate: float | None,
+    pair: PairStats | None = None,
+    *,
+    allow_unchecked: bool = False,
+    smoke: bool = False,
+    run_name: str = "",
+    config: str = "",
+) -> GateResult:
     """Every check, in the order of ``requirements`` (then the error rates); ``pair``: the ``PairStats`` of
     baseline (a) and candidate (b), needed for improvement and no-regression without a sequential interval."""
     for req in requirements:
@@ -405,19 +476,40 @@ def decide(baseline: SelectorFacts | None, candidate: SelectorFacts, requirement
             checks += [check_complete(f, [o for o in present if o is not f]) for f in present]
     if max_error_rate is not None:
         checks += [check_errors(f, max_error_rate) for f in present]
-    return GateResult(run_name=run_name, config=config, baseline=baseline.label if baseline else None,
-                      candidate=candidate.label, requirements=list(requirements), margin=margin,
-                      max_error_rate=max_error_rate, smoke=smoke, allow_unchecked=allow_unchecked,
-                      selectors=present, interval=iv, pair_verdict=pair.verdict if pair is not None else None,
-                      checks=checks, passed=all(c.passed for c in checks))
+    return GateResult(
+        run_name=run_name,
+        config=config,
+        baseline=baseline.label if baseline else None,
+        candidate=candidate.label,
+        requirements=list(requirements),
+        margin=margin,
+        max_error_rate=max_error_rate,
+        smoke=smoke,
+        allow_unchecked=allow_unchecked,
+        selectors=present,
+        interval=iv,
+        pair_verdict=pair.verdict if pair is not None else None,
+        checks=checks,
+        passed=all(c.passed for c in checks),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- reading the disk
 
 
-def load_gate(config: Config, taskset: TaskSet, baseline: str | None, candidate: str, requirements: Sequence[str], *,
-              margin: float = 0.0, max_error_rate: float | None = None, smoke: bool = False,
-              allow_unchecked: bool = False, baseline_optional: bool = False) -> GateResult:
+def load_gate(
+    config: Config,
+    taskset: TaskSet,
+    baseline: str | None,
+    candidate: str,
+    requirements: Sequence[str],
+    *,
+    margin: float = 0.0,
+    max_error_rate: float | None = None,
+    smoke: bool = False,
+    allow_unchecked: bool = False,
+    baseline_optional: bool = False,
+) -> GateResult:
     """The gate over the current evaluations of ``baseline`` and ``candidate`` (eval folder labels) on disk; smoke
     subsets (``eval/<label>/smoke/``) only when ``smoke``. A missing evaluation is bad input (InputError), except
     the baseline's when ``baseline_optional`` and no requirement needs it (it is then left out)."""
@@ -439,8 +531,10 @@ def load_gate(config: Config, taskset: TaskSet, baseline: str | None, candidate:
         hint = ""
         if not smoke and (eval_folder(run_dir, label, smoke=True) / RESULTS).is_file():
             hint = "; only a smoke subset of it (--limit) exists: --smoke gates smoke subsets"
-        return InputError(f"{eval_folder(run_dir, label, smoke=smoke)}: no {kind} of '{label}', the {role} "
-                          f"({kind}s under {eval_root(run_dir)}: {known}){hint}")
+        return InputError(
+            f"{eval_folder(run_dir, label, smoke=smoke)}: no {kind} of '{label}', the {role} "
+            f"({kind}s under {eval_root(run_dir)}: {known}){hint}"
+        )
 
     if candidate not in stored:
         raise missing(candidate, "candidate")
@@ -466,9 +560,18 @@ def load_gate(config: Config, taskset: TaskSet, baseline: str | None, candidate:
     pair = None
     if baseline is not None:
         pair = pair_stats(baseline, tables[baseline], candidate, tables[candidate], test_ids, SOLVED_THRESHOLD)
-    return decide(facts.get(baseline) if baseline else None, facts[candidate], requirements, margin,
-                  max_error_rate, pair, allow_unchecked=allow_unchecked, smoke=smoke, run_name=config.run_name,
-                  config=str(config.path))
+    return decide(
+        facts.get(baseline) if baseline else None,
+        facts[candidate],
+        requirements,
+        margin,
+        max_error_rate,
+        pair,
+        allow_unchecked=allow_unchecked,
+        smoke=smoke,
+        run_name=config.run_name,
+        config=str(config.path),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- rendering
@@ -488,8 +591,9 @@ def verdict_line(result: GateResult) -> str:
 def to_text(result: GateResult) -> str:
     """One line per check, PASS or FAIL with the figure that decided it, then the verdict."""
     vs = f" vs baseline {result.baseline}" if result.baseline else ""
-    head = (f"gate: candidate {result.candidate}{vs}, margin {result.margin:g}"
-            + (", smoke subsets" if result.smoke else ""))
+    head = f"gate: candidate {result.candidate}{vs}, margin {result.margin:g}" + (
+        ", smoke subsets" if result.smoke else ""
+    )
     return "\n".join([head, *(c.line for c in result.checks), verdict_line(result)]) + "\n"
 
 
@@ -517,23 +621,47 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
     """The Markdown summary for a CI job page (``$GITHUB_STEP_SUMMARY``): the selectors, the checks, the verdict."""
     verdict = "PASS" if result.passed else "FAIL"
     out = [f"### hermit-tui gate: {verdict}", ""]
-    out.append(f"Run `{_md(result.run_name)}`, candidate `{_md(result.candidate)}`"
-               + (f" against baseline `{_md(result.baseline)}`" if result.baseline else "")
-               + f", margin {result.margin:g}" + (", smoke subsets (`--smoke`)" if result.smoke else "") + ".")
-    out += ["", "| role | selector | adapter | commit | attempts | mean score (95% CI) | errors (pipeline + judge) "
-                "| known cost (USD) | written by |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    out.append(
+        f"Run `{_md(result.run_name)}`, candidate `{_md(result.candidate)}`"
+        + (f" against baseline `{_md(result.baseline)}`" if result.baseline else "")
+        + f", margin {result.margin:g}"
+        + (", smoke subsets (`--smoke`)" if result.smoke else "")
+        + "."
+    )
+    out += [
+        "",
+        "| role | selector | adapter | commit | attempts | mean score (95% CI) | errors (pipeline + judge) "
+        "| known cost (USD) | written by |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for f in result.selectors:
         expected = f"{f.present} of {f.expected}" if f.expected is not None else str(f.attempts)
         smoke = f" (smoke, --limit {f.smoke_limit})" if f.smoke_limit is not None else ""
         cost = partial_cost(f.known_cost_usd, f.unknown_cost_attempts, dollars=False, attempts=f.attempts)
-        out.append("| " + " | ".join(_md(x) for x in (
-            f.role, f.label + smoke, f.adapter or "—", (f.commit or "—")[:12], expected, _ci(f),
-            f"{f.pipeline_errors} + {f.judge_errors}", cost, f.written_by)) + " |")
+        out.append(
+            "| "
+            + " | ".join(
+                _md(x)
+                for x in (
+                    f.role,
+                    f.label + smoke,
+                    f.adapter or "—",
+                    (f.commit or "—")[:12],
+                    expected,
+                    _ci(f),
+                    f"{f.pipeline_errors} + {f.judge_errors}",
+                    cost,
+                    f.written_by,
+                )
+            )
+            + " |"
+        )
     if result.interval is not None:
         iv = result.interval
-        out += ["", f"{result.candidate} - {result.baseline}: 95% CI {iv.low:+.4f} to {iv.high:+.4f} "
-                    f"({_md(iv.method)})."]
+        out += [
+            "",
+            f"{result.candidate} - {result.baseline}: 95% CI {iv.low:+.4f} to {iv.high:+.4f} ({_md(iv.method)}).",
+        ]
     out += ["", "| check | result | figure |", "|---|---|---|"]
     out += [f"| {_md(c.name)} | {'PASS' if c.passed else '**FAIL**'} | {_md(c.figure)} |" for c in result.checks]
     code = f" (exit {exit_code})" if exit_code is not None else ""
@@ -541,8 +669,30 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["DEFAULT_REQUIRE", "FORMAT", "GateCheck", "GateInterval", "GateResult", "NEEDS_BASELINE", "REQUIREMENTS",
-           "SelectorFacts", "check_comparable", "check_complete", "check_error_rate", "check_errors",
-           "check_improvement", "check_margin", "check_no_regression", "decide", "gate_interval", "load_gate",
-           "parse_requirements", "selector_facts", "to_json", "to_markdown", "to_text", "verdict_detail",
-           "verdict_line"]
+__all__ = [
+    "DEFAULT_REQUIRE",
+    "FORMAT",
+    "GateCheck",
+    "GateInterval",
+    "GateResult",
+    "NEEDS_BASELINE",
+    "REQUIREMENTS",
+    "SelectorFacts",
+    "check_comparable",
+    "check_complete",
+    "check_error_rate",
+    "check_errors",
+    "check_improvement",
+    "check_margin",
+    "check_no_regression",
+    "decide",
+    "gate_interval",
+    "load_gate",
+    "parse_requirements",
+    "selector_facts",
+    "to_json",
+    "to_markdown",
+    "to_text",
+    "verdict_detail",
+    "verdict_line",
+]

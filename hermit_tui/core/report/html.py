@@ -11,6 +11,7 @@ carries its exact values in ``data-*`` attributes (shortest round-trip repr), an
 the Markdown report does. Fields of the Report model this module does not know (added later) are rendered
 generically at the end, so nothing in the model is left out.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -38,32 +39,58 @@ PAGE_ROWS = 500  # per-task rows per page without JavaScript (the script shows 1
 LONG_ID = 28  # task ids longer than this may wrap in the per-task table
 SHOWN_IDS = 40  # task ids listed per transition before "and N more"
 DEMO_PREFIX = "Teaching demonstration"
-KNOWN_FIELDS = {"format", "hermit_tui_version", "config", "run_name", "run_dir", "demo", "threshold",
-                "dataset_revision", "splits", "comparable", "differences", "warnings", "selectors", "pairs", "checks",
-                "test_reuse", "training", "test_ids"}
+KNOWN_FIELDS = {
+    "format",
+    "hermit_tui_version",
+    "config",
+    "run_name",
+    "run_dir",
+    "demo",
+    "threshold",
+    "dataset_revision",
+    "splits",
+    "comparable",
+    "differences",
+    "warnings",
+    "selectors",
+    "pairs",
+    "checks",
+    "test_reuse",
+    "training",
+    "test_ids",
+}
 GENERIC_ROWS = 1000  # rows of a list rendered generically before "and N more"
 
 
 def _data(**values: Any) -> str:
-    return "".join(f' data-{k.replace("_", "-")}="{esc(exact(v) if isinstance(v, float) else v)}"'
-                   for k, v in values.items() if v is not None)
+    return "".join(
+        f' data-{k.replace("_", "-")}="{esc(exact(v) if isinstance(v, float) else v)}"'
+        for k, v in values.items()
+        if v is not None
+    )
 
 
 def _kv(rows: list[tuple[str, str]]) -> str:
     """A two-column table of (name, html) rows; the names are escaped here, the values are html already."""
-    return ('<div class="scroll"><table class="kv"><tbody>'
-            + "".join(f'<tr><th scope="row">{esc(k)}</th><td>{v}</td></tr>' for k, v in rows)
-            + "</tbody></table></div>")
+    return (
+        '<div class="scroll"><table class="kv"><tbody>'
+        + "".join(f'<tr><th scope="row">{esc(k)}</th><td>{v}</td></tr>' for k, v in rows)
+        + "</tbody></table></div>"
+    )
 
 
 def _grid(header: list[str], rows: list[list[str]], numeric: frozenset[int] = frozenset(), cls: str = "") -> str:
     """A table: header text (escaped here), rows of html cells; the ``numeric`` columns right-aligned."""
+
     def num(i: int) -> str:
         return ' class="num"' if i in numeric else ""
+
     head = "".join(f'<th scope="col"{num(i)}>{esc(h)}</th>' for i, h in enumerate(header))
     body = "".join("<tr>" + "".join(f"<td{num(i)}>{c}</td>" for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return (f'<div class="scroll"><table{f" class={cls}" if cls else ""}><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>")
+    return (
+        f'<div class="scroll"><table{f" class={cls}" if cls else ""}><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 def _ids(ids: list[str], limit: int = SHOWN_IDS) -> str:
@@ -91,21 +118,38 @@ def _warnings(r: Report) -> tuple[str, str]:
 
 def _protocol(r: Report) -> str:
     repeats = sorted({s.summary["repeats"] for s in r.selectors if s.summary})
-    threshold = compact(r.threshold) + (" (hermit's)" if r.threshold == SOLVED_THRESHOLD
-                                        else " (set for this report; the files keep hermit's 1.0)")
-    rows = [("dataset revision", esc(r.dataset_revision)),
-            ("split sizes", esc(f"test {r.splits['test']}, train {r.splits['train']}, val {r.splits['val']} "
-                                f"(task file: {r.splits['tasks']} tasks)")),
-            ("repeats", esc(", ".join(map(str, repeats)) or "—")),
-            ("success threshold", esc(threshold)),
-            ("comparable", "yes: every selector shares one protocol fingerprint" if r.comparable
-             else '<strong class="check-error">NO</strong>: see <a href="#comparability">Comparability</a>')]
+    threshold = compact(r.threshold) + (
+        " (hermit's)" if r.threshold == SOLVED_THRESHOLD else " (set for this report; the files keep hermit's 1.0)"
+    )
+    rows = [
+        ("dataset revision", esc(r.dataset_revision)),
+        (
+            "split sizes",
+            esc(
+                f"test {r.splits['test']}, train {r.splits['train']}, val {r.splits['val']} "
+                f"(task file: {r.splits['tasks']} tasks)"
+            ),
+        ),
+        ("repeats", esc(", ".join(map(str, repeats)) or "—")),
+        ("success threshold", esc(threshold)),
+        (
+            "comparable",
+            "yes: every selector shares one protocol fingerprint"
+            if r.comparable
+            else '<strong class="check-error">NO</strong>: see <a href="#comparability">Comparability</a>',
+        ),
+    ]
     if sequential_protocol(r):
         rows.append(("stop when decided", esc(sequential_protocol(r))))
-    checks = "".join(f'<li><span class="check-{esc(c.level)}">{esc(c.level)}</span> (<code>{esc(c.code)}</code>): '
-                     f"{esc(c.message)}</li>" for c in r.checks)
-    return (f'<section id="protocol"><h2>Protocol</h2>{_kv(rows)}<h3 id="checks">Protocol checks</h3>'
-            f'{f"<ul>{checks}</ul>" if checks else "<p>No finding.</p>"}</section>')
+    checks = "".join(
+        f'<li><span class="check-{esc(c.level)}">{esc(c.level)}</span> (<code>{esc(c.code)}</code>): '
+        f"{esc(c.message)}</li>"
+        for c in r.checks
+    )
+    return (
+        f'<section id="protocol"><h2>Protocol</h2>{_kv(rows)}<h3 id="checks">Protocol checks</h3>'
+        f"{f'<ul>{checks}</ul>' if checks else '<p>No finding.</p>'}</section>"
+    )
 
 
 def _commit(s: SelectorReport) -> str:
@@ -114,10 +158,24 @@ def _commit(s: SelectorReport) -> str:
 
 def _results(r: Report) -> str:
     unequal = any(s.stats.repeats is None and s.stats.n_tasks for s in r.selectors)
-    header = ["selector", "mean score", "95% CI", "CI method",
-              *(["hermit's mean_score (over attempts)"] if unequal else []), "tasks", "repeats",
-              "solved once", "Wilson 95% CI", "pass^k", "errors", "known cost (USD)",
-              "unknown-cost attempts", "adapter", "commit measured", "written by"]
+    header = [
+        "selector",
+        "mean score",
+        "95% CI",
+        "CI method",
+        *(["hermit's mean_score (over attempts)"] if unequal else []),
+        "tasks",
+        "repeats",
+        "solved once",
+        "Wilson 95% CI",
+        "pass^k",
+        "errors",
+        "known cost (USD)",
+        "unknown-cost attempts",
+        "adapter",
+        "commit measured",
+        "written by",
+    ]
     text_columns = {"selector", "adapter", "commit measured", "CI method", "written by"}
     numeric = frozenset(i for i, h in enumerate(header) if h not in text_columns)
     rows = []
@@ -125,87 +183,165 @@ def _results(r: Report) -> str:
         st = s.stats
         k = st.repeats if st.repeats is not None else f"{st.repeats_min}-{st.repeats_max}"
         once_low, once_high = st.solved_once_ci or (None, None)
-        data = _data(label=s.label, mean=st.mean, ci_low=st.ci_low, ci_high=st.ci_high, ci_method=st.ci_method,
-                     attempt_mean=st.attempt_mean, n_tasks=st.n_tasks, solved_once=st.solved_once,
-                     pass_k=st.pass_k, errors=s.errors, known_cost=s.known_cost_usd)
-        cells = [f"<th scope=row>{esc(s.label)}</th>", figure(st.mean), esc(interval(st.ci_low, st.ci_high)),
-                 esc(st.ci_method or "—"), *([figure(st.attempt_mean)] if unequal else []), str(st.n_tasks), esc(k),
-                 figure(st.solved_once, 3), esc(interval(once_low, once_high, digits=3)), figure(st.pass_k, 3),
-                 str(s.errors),
-                 f"{s.known_cost_usd:.4f}", str(s.unknown_cost_attempts), esc(s.adapter or "—"),
-                 f"<code>{esc(_commit(s))}</code>", esc(s.written_by)]
-        rows.append(f"<tr{data}>" + "".join(c if i == 0 else f'<td{" class=num" if i in numeric else ""}>{c}</td>'
-                                           for i, c in enumerate(cells)) + "</tr>")
-    head = "".join(f'<th scope="col"{" class=num" if i in numeric else ""}>{esc(h)}</th>'
-                   for i, h in enumerate(header))
-    table = (f'<div class="scroll"><table id="results-table" class="wrap-head"><thead><tr>{head}</tr></thead>'
-             f'<tbody>{"".join(rows)}</tbody></table></div>')
-    notes = "".join(f"<li>{esc(s.label)}: {esc(text)}</li>" for s in r.selectors
-                    for text in (s.stats.rule_of_three, s.stats.lever_note) if text)
+        data = _data(
+            label=s.label,
+            mean=st.mean,
+            ci_low=st.ci_low,
+            ci_high=st.ci_high,
+            ci_method=st.ci_method,
+            attempt_mean=st.attempt_mean,
+            n_tasks=st.n_tasks,
+            solved_once=st.solved_once,
+            pass_k=st.pass_k,
+            errors=s.errors,
+            known_cost=s.known_cost_usd,
+        )
+        cells = [
+            f"<th scope=row>{esc(s.label)}</th>",
+            figure(st.mean),
+            esc(interval(st.ci_low, st.ci_high)),
+            esc(st.ci_method or "—"),
+            *([figure(st.attempt_mean)] if unequal else []),
+            str(st.n_tasks),
+            esc(k),
+            figure(st.solved_once, 3),
+            esc(interval(once_low, once_high, digits=3)),
+            figure(st.pass_k, 3),
+            str(s.errors),
+            f"{s.known_cost_usd:.4f}",
+            str(s.unknown_cost_attempts),
+            esc(s.adapter or "—"),
+            f"<code>{esc(_commit(s))}</code>",
+            esc(s.written_by),
+        ]
+        rows.append(
+            f"<tr{data}>"
+            + "".join(
+                c if i == 0 else f"<td{' class=num' if i in numeric else ''}>{c}</td>" for i, c in enumerate(cells)
+            )
+            + "</tr>"
+        )
+    head = "".join(f'<th scope="col"{" class=num" if i in numeric else ""}>{esc(h)}</th>' for i, h in enumerate(header))
+    table = (
+        f'<div class="scroll"><table id="results-table" class="wrap-head"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    notes = "".join(
+        f"<li>{esc(s.label)}: {esc(text)}</li>"
+        for s in r.selectors
+        for text in (s.stats.rule_of_three, s.stats.lever_note)
+        if text
+    )
     methods = method_note([s.stats.ci_method for s in r.selectors])
-    footnote = (f"Mean score: {ESTIMAND}. 95% CI ({methods_by_selector(r.selectors)}): {methods}; {SE_METHOD}. "
-                f"Solved once (a repeat scoring at least {compact(r.threshold)}) and pass^k (every repeat does): "
-                f"shares of all {r.splits['test']} test tasks (hermit's denominator), Wilson 95% intervals.")
+    footnote = (
+        f"Mean score: {ESTIMAND}. 95% CI ({methods_by_selector(r.selectors)}): {methods}; {SE_METHOD}. "
+        f"Solved once (a repeat scoring at least {compact(r.threshold)}) and pass^k (every repeat does): "
+        f"shares of all {r.splits['test']} test tasks (hermit's denominator), Wilson 95% intervals."
+    )
     stats = [s.stats for s in r.selectors]
-    plots = (f'<div class="plots wide"><figure>{means_plot(stats)}<figcaption>Mean score with its 95% interval '
-             f"(dot and whisker), per selector.</figcaption></figure></div>"
-             f'<h3 id="distributions">Score distributions</h3><div class="plots">'
-             + "".join(f"<figure>{distribution_plot(st)}</figure>" for st in stats if st.n_tasks)
-             + f"</div><p class=note>Per-task mean scores (each task's mean over its repeats) in {BINS} bins; the "
-             "dashed line is the selector's mean score.</p>")
-    summaries = _grid(["selector", *SUMMARY_KEYS], [
-        [esc(s.label), *(esc("—" if s.summary[k] is None else s.summary[k]) for k in SUMMARY_KEYS)] if s.summary
-        else [esc(s.label), "(no summary.json)", *["—"] * (len(SUMMARY_KEYS) - 1)] for s in r.selectors],
-        numeric=frozenset(i + 1 for i, k in enumerate(SUMMARY_KEYS) if k not in ("adapter", "commit")))
-    return (f'<section id="results"><h2>Results on the test split</h2>{table}'
-            f'{f"<ul class=note>{notes}</ul>" if notes else ""}<p class="note">{esc(footnote)}</p>{plots}'
-            f'<h3 id="summaries">hermit\'s summaries</h3>{summaries}</section>')
+    plots = (
+        f'<div class="plots wide"><figure>{means_plot(stats)}<figcaption>Mean score with its 95% interval '
+        f"(dot and whisker), per selector.</figcaption></figure></div>"
+        f'<h3 id="distributions">Score distributions</h3><div class="plots">'
+        + "".join(f"<figure>{distribution_plot(st)}</figure>" for st in stats if st.n_tasks)
+        + f"</div><p class=note>Per-task mean scores (each task's mean over its repeats) in {BINS} bins; the "
+        "dashed line is the selector's mean score.</p>"
+    )
+    summaries = _grid(
+        ["selector", *SUMMARY_KEYS],
+        [
+            [esc(s.label), *(esc("—" if s.summary[k] is None else s.summary[k]) for k in SUMMARY_KEYS)]
+            if s.summary
+            else [esc(s.label), "(no summary.json)", *["—"] * (len(SUMMARY_KEYS) - 1)]
+            for s in r.selectors
+        ],
+        numeric=frozenset(i + 1 for i, k in enumerate(SUMMARY_KEYS) if k not in ("adapter", "commit")),
+    )
+    return (
+        f'<section id="results"><h2>Results on the test split</h2>{table}'
+        f'{f"<ul class=note>{notes}</ul>" if notes else ""}<p class="note">{esc(footnote)}</p>{plots}'
+        f'<h3 id="summaries">hermit\'s summaries</h3>{summaries}</section>'
+    )
 
 
 def _pair(p: PairStats, r: Report) -> str:
     stats = {s.label: s.stats for s in r.selectors}
-    sign = (p_value(p.sign_test_p) if p.sign_test_p is not None or not p.unequal_repeats
-            else "— (not valid with unequal repeats)")
-    rows = [("paired tasks", str(p.n_paired)), ("mean difference (b − a)", figure(p.mean_diff)),
-            ("95% CI", esc(interval(p.ci_low, p.ci_high))),
-            ("interval method", f'<span class="note">{esc(p.method or "—")}</span>'),
-            ("p-value", esc(p_value(p.p_value))), ("test", f'<span class="note">{esc(p.test or "—")}</span>'),
-            ("sign test p", esc(sign)),
-            ("wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"),
-            ("minimum detectable difference", esc(f"{figure(p.mde)} ({p.mde_method})" if p.mde is not None else "—"))]
+    sign = (
+        p_value(p.sign_test_p)
+        if p.sign_test_p is not None or not p.unequal_repeats
+        else "— (not valid with unequal repeats)"
+    )
+    rows = [
+        ("paired tasks", str(p.n_paired)),
+        ("mean difference (b − a)", figure(p.mean_diff)),
+        ("95% CI", esc(interval(p.ci_low, p.ci_high))),
+        ("interval method", f'<span class="note">{esc(p.method or "—")}</span>'),
+        ("p-value", esc(p_value(p.p_value))),
+        ("test", f'<span class="note">{esc(p.test or "—")}</span>'),
+        ("sign test p", esc(sign)),
+        ("wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"),
+        ("minimum detectable difference", esc(f"{figure(p.mde)} ({p.mde_method})" if p.mde is not None else "—")),
+    ]
     if p.sequential is not None:
         rows[2] = ("repeated 95% CI", esc(interval(p.ci_low, p.ci_high)))
         rows.append(("sequential boundary", esc(boundary_text(p.sequential))))
     if p.n_unpaired:
         rows.append(("left out (attempted by only one)", _ids(p.unpaired)))
-    transitions = _grid(["transition", "tasks", "task ids"], [
-        [esc(k.replace("_", " ")), str(p.transition_counts.get(k, len(ids))), _ids(ids) or "—"]
-        for k, ids in p.transitions.items()], numeric=frozenset({1}))
+    transitions = _grid(
+        ["transition", "tasks", "task ids"],
+        [
+            [esc(k.replace("_", " ")), str(p.transition_counts.get(k, len(ids))), _ids(ids) or "—"]
+            for k, ids in p.transitions.items()
+        ],
+        numeric=frozenset({1}),
+    )
     word = {"improvement": "improvement", "regression": "regression", "equivalent": "equivalent"}.get(
-        p.decision, "undecided" if p.sequential is not None else "no clear difference")
-    data = _data(a=p.a, b=p.b, n_paired=p.n_paired, mean_diff=p.mean_diff, ci_low=p.ci_low, ci_high=p.ci_high,
-                 p_value=p.p_value, decision=p.decision, wins=p.wins, losses=p.losses, ties=p.ties)
+        p.decision, "undecided" if p.sequential is not None else "no clear difference"
+    )
+    data = _data(
+        a=p.a,
+        b=p.b,
+        n_paired=p.n_paired,
+        mean_diff=p.mean_diff,
+        ci_low=p.ci_low,
+        ci_high=p.ci_high,
+        p_value=p.p_value,
+        decision=p.decision,
+        wins=p.wins,
+        losses=p.losses,
+        ties=p.ties,
+    )
     plot = ""
     if p.a in stats and p.b in stats and p.n_paired:
         band = "repeated 95% interval (sequential)" if p.sequential is not None else "95% interval"
-        plot = (f"<figure>{differences_plot(p, stats[p.a], stats[p.b])}<figcaption>Per-task differences "
-                f"{esc(p.b)} − {esc(p.a)} (green higher, red lower); the dashed line is the mean difference, the "
-                f"shaded band its {band}.</figcaption></figure>")
+        plot = (
+            f"<figure>{differences_plot(p, stats[p.a], stats[p.b])}<figcaption>Per-task differences "
+            f"{esc(p.b)} − {esc(p.a)} (green higher, red lower); the dashed line is the mean difference, the "
+            f"shaded band its {band}.</figcaption></figure>"
+        )
     warn = "".join(f"<li>{esc(w)}</li>" for w in p.warnings)
-    return (f'<article class="pair"{data}><h3>{esc(p.b)} vs {esc(p.a)}</h3>'
-            f'<p class="verdict {esc(p.decision)}"><span class="tag">{esc(word)}</span>{esc(p.verdict)}</p>'
-            f'{f"<ul class=warnings>{warn}</ul>" if warn else ""}<div class="plots wide"><div>{_kv(rows)}'
-            f"<h4>Transitions</h4>{transitions}</div>{plot}</div></article>")
+    return (
+        f'<article class="pair"{data}><h3>{esc(p.b)} vs {esc(p.a)}</h3>'
+        f'<p class="verdict {esc(p.decision)}"><span class="tag">{esc(word)}</span>{esc(p.verdict)}</p>'
+        f'{f"<ul class=warnings>{warn}</ul>" if warn else ""}<div class="plots wide"><div>{_kv(rows)}'
+        f"<h4>Transitions</h4>{transitions}</div>{plot}</div></article>"
+    )
 
 
 def _pairs(r: Report) -> str:
     if not r.pairs:
         return '<section id="pairs"><h2>Paired comparisons</h2><p>One selector: nothing to compare.</p></section>'
-    return (f'<section id="pairs"><h2>Paired comparisons (test split)</h2><p class="note">Verdict rule: '
-            f"{esc(VERDICT_RULE)}. Differences are b − a of task means, on the tasks both attempted.</p>"
-            + (f'<p class="note">Verdict rule for a candidate and its baseline: {esc(SEQUENTIAL_RULE)}.</p>'
-               if any(p.sequential for p in r.pairs) else "")
-            + "".join(_pair(p, r) for p in r.pairs) + "</section>")
+    return (
+        f'<section id="pairs"><h2>Paired comparisons (test split)</h2><p class="note">Verdict rule: '
+        f"{esc(VERDICT_RULE)}. Differences are b − a of task means, on the tasks both attempted.</p>"
+        + (
+            f'<p class="note">Verdict rule for a candidate and its baseline: {esc(SEQUENTIAL_RULE)}.</p>'
+            if any(p.sequential for p in r.pairs)
+            else ""
+        )
+        + "".join(_pair(p, r) for p in r.pairs)
+        + "</section>"
+    )
 
 
 def _task_rows(r: Report) -> list[str]:
@@ -234,51 +370,78 @@ def _task_rows(r: Report) -> list[str]:
 
 
 def _tasks(r: Report) -> str:
-    head = ('<thead><tr><th scope="col">task</th>'
-            + "".join(f'<th scope="col">{esc(s.label)}</th>' for s in r.selectors)
-            + "".join(f'<th scope="col">{esc(p.b)} − {esc(p.a)}</th>' for p in r.pairs) + "</tr></thead>")
+    head = (
+        '<thead><tr><th scope="col">task</th>'
+        + "".join(f'<th scope="col">{esc(s.label)}</th>' for s in r.selectors)
+        + "".join(f'<th scope="col">{esc(p.b)} − {esc(p.a)}</th>' for p in r.pairs)
+        + "</tr></thead>"
+    )
     rows = _task_rows(r)
 
     def table(chunk: list[str]) -> str:
         return f'<div class="scroll"><table class="tasks">{head}<tbody>{"".join(chunk)}</tbody></table></div>'
+
     if len(rows) <= PAGE_ROWS:
         body = table(rows)
     else:
         body = "".join(
-            f'<details{" open" if i == 0 else ""}><summary>Tasks {i + 1:,}–{min(i + PAGE_ROWS, len(rows)):,} of '
-            f"{len(rows):,}</summary>{table(rows[i:i + PAGE_ROWS])}</details>"
-            for i in range(0, len(rows), PAGE_ROWS))
-    legend = (f"One row per test task (test split order): each selector's mean score over its repeats (✓: solved "
-              f"at least once, score ≥ {compact(r.threshold)}; n: repeats when fewer or more than the selector's most; "
-              "—: no attempt), then each pair's difference of task means. The same table with standard deviations: "
-              "<code>hermit-tui report --format csv</code>.")
-    return (f'<section id="tasks"><h2>Per-task table ({len(rows):,} tasks)</h2><p class="note">{legend}</p>'
-            f'<noscript><p class="note">JavaScript is off: the table is shown in pages of {PAGE_ROWS} rows, in '
-            f"test order; with JavaScript on it sorts by any column and can be filtered.</p></noscript>"
-            f'<div id="task-table">{body}</div></section>')
+            f"<details{' open' if i == 0 else ''}><summary>Tasks {i + 1:,}–{min(i + PAGE_ROWS, len(rows)):,} of "
+            f"{len(rows):,}</summary>{table(rows[i : i + PAGE_ROWS])}</details>"
+            for i in range(0, len(rows), PAGE_ROWS)
+        )
+    legend = (
+        f"One row per test task (test split order): each selector's mean score over its repeats (✓: solved "
+        f"at least once, score ≥ {compact(r.threshold)}; n: repeats when fewer or more than the selector's most; "
+        "—: no attempt), then each pair's difference of task means. The same table with standard deviations: "
+        "<code>hermit-tui report --format csv</code>."
+    )
+    return (
+        f'<section id="tasks"><h2>Per-task table ({len(rows):,} tasks)</h2><p class="note">{legend}</p>'
+        f'<noscript><p class="note">JavaScript is off: the table is shown in pages of {PAGE_ROWS} rows, in '
+        f"test order; with JavaScript on it sorts by any column and can be filtered.</p></noscript>"
+        f'<div id="task-table">{body}</div></section>'
+    )
 
 
 def _comparability(r: Report) -> str:
     if r.comparable:
-        text = ("<p>Every selector shares one protocol fingerprint (test ids and rows, judge, pipeline, params, "
-                "model, repeats).</p>")
+        text = (
+            "<p>Every selector shares one protocol fingerprint (test ids and rows, judge, pipeline, params, "
+            "model, repeats).</p>"
+        )
     else:
-        text = "<ul>" + "".join(f"<li><strong>{esc(d.a)} vs {esc(d.b)}</strong>: {esc('; '.join(d.differences))}"
-                                "</li>" for d in r.differences) + "</ul>"
+        text = (
+            "<ul>"
+            + "".join(
+                f"<li><strong>{esc(d.a)} vs {esc(d.b)}</strong>: {esc('; '.join(d.differences))}</li>"
+                for d in r.differences
+            )
+            + "</ul>"
+        )
     fields = list(FIELD_NAMES)
-    table = _grid(["selector", *fields], [
-        [esc(s.label), *(f"<code>{esc(fingerprint_value(s.fingerprint.field(f)))}</code>" for f in fields)]
-        if s.fingerprint
-        else [esc(s.label), "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
-              *["—"] * (len(fields) - 1)] for s in r.selectors])
+    table = _grid(
+        ["selector", *fields],
+        [
+            [esc(s.label), *(f"<code>{esc(fingerprint_value(s.fingerprint.field(f)))}</code>" for f in fields)]
+            if s.fingerprint
+            else [
+                esc(s.label),
+                "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
+                *["—"] * (len(fields) - 1),
+            ]
+            for s in r.selectors
+        ],
+    )
     return f'<section id="comparability"><h2>Comparability</h2>{text}{table}</section>'
 
 
 def _reuse(r: Report) -> str:
     u = r.test_reuse
-    text = (f"{u.adapters} different adapter{'s' * (u.adapters != 1)} of this run ({u.non_final} besides final) were "
-            f"evaluated on this test split, in {u.evaluations} evaluation{'s' * (u.evaluations != 1)} (archived ones "
-            "included).")
+    text = (
+        f"{u.adapters} different adapter{'s' * (u.adapters != 1)} of this run ({u.non_final} besides final) were "
+        f"evaluated on this test split, in {u.evaluations} evaluation{'s' * (u.evaluations != 1)} (archived ones "
+        "included)."
+    )
     note = f"<p><strong>{esc(u.note)}.</strong></p>" if u.note else ""
     return f'<section id="reuse"><h2>Test reuse</h2><p>{esc(text)}</p>{note}</section>'
 
@@ -290,9 +453,17 @@ def _training(r: Report) -> str:
     else:
         body = f'<p class="banner training">{esc(t.label)}</p>' + _grid(
             ["step", "epoch", "train tasks", "training mean score"],
-            [[esc("—" if x.step is None else x.step), esc("—" if x.epoch is None else x.epoch),
-              esc("—" if x.tasks is None else x.tasks), figure(x.mean_score)] for x in t.steps],
-            numeric=frozenset({0, 1, 2, 3}))
+            [
+                [
+                    esc("—" if x.step is None else x.step),
+                    esc("—" if x.epoch is None else x.epoch),
+                    esc("—" if x.tasks is None else x.tasks),
+                    figure(x.mean_score),
+                ]
+                for x in t.steps
+            ],
+            numeric=frozenset({0, 1, 2, 3}),
+        )
     return f'<section id="training"><h2>Training evidence (TRAINING, not test)</h2>{body}</section>'
 
 
@@ -309,8 +480,11 @@ def _generic(value: Any) -> str:
     if isinstance(value, list):
         if not value:
             return "none"
-        more = f'<p class="note">and {len(value) - GENERIC_ROWS:,} more (all in report.json)</p>' \
-            if len(value) > GENERIC_ROWS else ""
+        more = (
+            f'<p class="note">and {len(value) - GENERIC_ROWS:,} more (all in report.json)</p>'
+            if len(value) > GENERIC_ROWS
+            else ""
+        )
         shown = value[:GENERIC_ROWS]
         if all(isinstance(v, dict) for v in shown):
             keys = list(dict.fromkeys(k for v in shown for k in v))
@@ -329,8 +503,9 @@ def _extra_sections(r: Report) -> list[tuple[str, str, str]]:
             continue
         anchor = "extra-" + "".join(ch if ch.isalnum() else "-" for ch in name)
         title = name.replace("_", " ").capitalize()
-        out.append((anchor, title, f'<section id="{esc(anchor)}"><h2>{esc(title)}</h2>'
-                                   f"{_generic(dumped[name])}</section>"))
+        out.append(
+            (anchor, title, f'<section id="{esc(anchor)}"><h2>{esc(title)}</h2>{_generic(dumped[name])}</section>')
+        )
     return out
 
 
@@ -342,16 +517,26 @@ def to_html(report: Report) -> str:
     r = report
     banner, warnings = _warnings(r)
     extras = _extra_sections(r)
-    contents = [("warnings", "Warnings"), ("protocol", "Protocol"), ("results", "Results"), ("pairs", "Comparisons"),
-                ("tasks", "Per-task table"), ("comparability", "Comparability"), ("reuse", "Test reuse"),
-                ("training", "Training evidence"), *((a, t) for a, t, _ in extras)]
+    contents = [
+        ("warnings", "Warnings"),
+        ("protocol", "Protocol"),
+        ("results", "Results"),
+        ("pairs", "Comparisons"),
+        ("tasks", "Per-task table"),
+        ("comparability", "Comparability"),
+        ("reuse", "Test reuse"),
+        ("training", "Training evidence"),
+        *((a, t) for a, t, _ in extras),
+    ]
     nav = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in contents)
     title = f"Evaluation report: {r.run_name}" + (" (teaching demonstration)" if r.demo else "")
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        '<meta name="color-scheme" content="light dark">', '<meta name="referrer" content="no-referrer">',
+        '<meta name="color-scheme" content="light dark">',
+        '<meta name="referrer" content="no-referrer">',
         f'<meta name="generator" content="hermit-tui {esc(r.hermit_tui_version)}">',
         f"<title>{esc(title)}</title><style>{CSS}</style></head>",
         f'<body data-format="{esc(r.format)}" data-demo="{str(r.demo).lower()}"><main>',
@@ -359,9 +544,18 @@ def to_html(report: Report) -> str:
         f'<p class="meta">Config <code>{esc(r.config)}</code>; run folder <code>{esc(r.run_dir)}</code>; hermit-tui '
         f"{esc(r.hermit_tui_version)}. Every figure is measured on the test split unless labelled otherwise.</p>"
         "</header>",
-        banner, f"<nav aria-label=\"Contents\">{nav}</nav>", warnings, _protocol(r), _results(r), _pairs(r),
-        _tasks(r), _comparability(r), _reuse(r), _training(r), *(html for _, _, html in extras),
-        f'<footer>Written by hermit-tui {esc(r.hermit_tui_version)} ({esc(r.format)}). The figures are those of '
+        banner,
+        f'<nav aria-label="Contents">{nav}</nav>',
+        warnings,
+        _protocol(r),
+        _results(r),
+        _pairs(r),
+        _tasks(r),
+        _comparability(r),
+        _reuse(r),
+        _training(r),
+        *(html for _, _, html in extras),
+        f"<footer>Written by hermit-tui {esc(r.hermit_tui_version)} ({esc(r.format)}). The figures are those of "
         "<code>hermit-tui report --format json</code> for the same evaluations; the per-task table is "
         "<code>--format csv</code>. This page fetches nothing.</footer>",
         f"</main><script>{SCRIPT}</script></body></html>",

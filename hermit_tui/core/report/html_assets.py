@@ -5,6 +5,7 @@ reader's machine. The script only enhances the per-task table (sorting, paging, 
 page reads the same, the table in plain pages. The page's Content-Security-Policy allows this script by its hash
 and nothing else: no other script, no request for any resource.
 """
+
 from __future__ import annotations
 
 import base64
@@ -190,7 +191,9 @@ SCRIPT = """\
 
 SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
 # No network, no plugin, no form, no base URL, no script but the one above; inline styles allowed.
-CSP = (f"default-src 'none'; script-src '{SCRIPT_HASH}'; style-src 'unsafe-inline'; img-src data:; "
-       "base-uri 'none'; form-action 'none'")
+CSP = (
+    f"default-src 'none'; script-src '{SCRIPT_HASH}'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
 
 __all__ = ["CSP", "CSS", "SCRIPT", "SCRIPT_HASH"]

@@ -1,6 +1,7 @@
 """The evaluation report's model: what ``core.report.build.build_report`` computes and every renderer reads (Markdown,
 JSON and CSV in ``core.report.text``, HTML in ``core.report.html``). The JSON report is this model, its keys in the
 order of the fields."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,10 @@ from hermit_tui.core.workspace.fingerprint import Fingerprint
 FORMAT = "hermit-tui report 1"
 NOT_RECORDED = "not recorded"
 UNKNOWN = "unknown:"
-TRAINING_LABEL = ("TRAINING evidence: rollout scores on the train split while the adapter was being trained. Not test "
-                  "evidence, and not comparable with the test figures above.")
+TRAINING_LABEL = (
+    "TRAINING evidence: rollout scores on the train split while the adapter was being trained. Not test "
+    "evidence, and not comparable with the test figures above."
+)
 
 
 class SelectorReport(BaseModel):
@@ -85,5 +88,14 @@ class Report(BaseModel):
     taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/records/annotations.py)
 
 
-__all__ = ["FORMAT", "NOT_RECORDED", "TRAINING_LABEL", "UNKNOWN", "Difference", "Report", "SelectorReport",
-           "TrainingEvidence", "TrainingStep"]
+__all__ = [
+    "FORMAT",
+    "NOT_RECORDED",
+    "TRAINING_LABEL",
+    "UNKNOWN",
+    "Difference",
+    "Report",
+    "SelectorReport",
+    "TrainingEvidence",
+    "TrainingStep",
+]

@@ -5,6 +5,7 @@ resolved ``<run dir>/config.yaml`` hermit writes at the start of training (its `
 ``summary.json`` and ``CARD.md``, and ``<run dir>/access/validation/`` where hermit copies the validation rows it
 hands to the Evolver. A check states only what these files show; when they cannot tell, it says nothing.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,20 @@ from hermit_tui.core.workspace.files import load_yaml, read_text
 from hermit_tui.core.workspace.tasks import TaskSet
 from hermit_tui.core.workspace.tree import AdapterTree
 
-ANSWER_FIELDS = frozenset({"answer", "answers", "expected", "expected_output", "label", "labels", "solution",
-                           "target", "gold", "ground_truth"})
+ANSWER_FIELDS = frozenset(
+    {
+        "answer",
+        "answers",
+        "expected",
+        "expected_output",
+        "label",
+        "labels",
+        "solution",
+        "target",
+        "gold",
+        "ground_truth",
+    }
+)
 VAL_WARNING = "validation data is given to the evolver"  # hermit's start-of-training warning, lowercased
 CARD_VAL = re.compile(r"^- validation data given to the Evolver: True\s*$", re.M)
 SHOWN_IDS = 5
@@ -150,9 +163,16 @@ def _overlap(taskset: TaskSet) -> list[Check]:
         mine = set(taskset.splits.get(other, []))
         common = [t for t in test if t in mine]
         if common:
-            out.append(Check(level="error", code="test_overlap", message=(
-                f"test overlaps {other}: {_tasks(len(common))} ({_ids(common)}) were available for learning or "
-                "selection, so the test figures on them are not untouched evidence")))
+            out.append(
+                Check(
+                    level="error",
+                    code="test_overlap",
+                    message=(
+                        f"test overlaps {other}: {_tasks(len(common))} ({_ids(common)}) were available for learning or "
+                        "selection, so the test figures on them are not untouched evidence"
+                    ),
+                )
+            )
     return out
 
 
@@ -177,23 +197,44 @@ def _answer_fields(taskset: TaskSet) -> list[Check]:
                 fields[key] = fields.get(key, 0) + 1
         if rows:
             named = ", ".join(f"{k} ({n})" for k, n in sorted(fields.items()))
-            out.append(Check(level="warning", code="answer_fields", message=(
-                f"{rows} {split} task row{'s' * (rows != 1)} carry answer-like fields: {named}. Every task field "
-                "is visible in learning material when the task is used for training; keep private labels in "
-                "judge-owned storage")))
+            out.append(
+                Check(
+                    level="warning",
+                    code="answer_fields",
+                    message=(
+                        f"{rows} {split} task row{'s' * (rows != 1)} carry answer-like fields: {named}. Every task "
+                        "field is visible in learning material when the task is used for training; keep private "
+                        "labels in judge-owned storage"
+                    ),
+                )
+            )
     return out
 
 
 def _sandbox(training: _Training) -> list[Check]:
     where = f"in {training.source}"
     if training.get("sandbox.enabled", True) is False:
-        return [Check(level="warning", code="sandbox_disabled", message=(
-            f"the sandbox was disabled during training (sandbox.enabled: false {where}): the Evolver could read "
-            "anything on the machine, the test split and the judge's data included"))]
+        return [
+            Check(
+                level="warning",
+                code="sandbox_disabled",
+                message=(
+                    f"the sandbox was disabled during training (sandbox.enabled: false {where}): the Evolver could "
+                    "read anything on the machine, the test split and the judge's data included"
+                ),
+            )
+        ]
     if _get(training.get("sandbox.profiles"), "learner.enabled", True) is False:
-        return [Check(level="warning", code="sandbox_disabled", message=(
-            f"the learner's sandbox was disabled during training (sandbox.profiles.learner.enabled: false {where}): "
-            "the Evolver could read anything on the machine, the test split included"))]
+        return [
+            Check(
+                level="warning",
+                code="sandbox_disabled",
+                message=(
+                    f"the learner's sandbox was disabled during training (sandbox.profiles.learner.enabled: false "
+                    f"{where}): the Evolver could read anything on the machine, the test split included"
+                ),
+            )
+        ]
     return []
 
 
@@ -208,8 +249,9 @@ def _grants(config: Config, training: _Training) -> list[Check]:
             found = training.path(training.get(key))
             if found is not None:
                 targets.setdefault(found, f"{what} {found.name}")
-    grants: list[tuple[str, Any]] = [(f"sandbox.read[{i}]", v) for i, v in
-                                     enumerate(_items(training.get("sandbox.read")))]
+    grants: list[tuple[str, Any]] = [
+        (f"sandbox.read[{i}]", v) for i, v in enumerate(_items(training.get("sandbox.read")))
+    ]
     profiles = training.get("sandbox.profiles") or {}
     if isinstance(profiles, Mapping):
         for role, prof in profiles.items():
@@ -226,9 +268,16 @@ def _grants(config: Config, training: _Training) -> list[Check]:
         exposed = [what for target, what in targets.items() if grant == target or grant in target.parents]
         if exposed:
             verb = "is" if any(grant == t for t in targets) else "holds"
-            out.append(Check(level="warning", code="grant_exposes_test", message=(
-                f"{key} grants {value!r} ({_shown(grant, config.base)}), which {verb} {' and '.join(exposed)} "
-                f"({training.source}): the Evolver could read the test rows during training")))
+            out.append(
+                Check(
+                    level="warning",
+                    code="grant_exposes_test",
+                    message=(
+                        f"{key} grants {value!r} ({_shown(grant, config.base)}), which {verb} {' and '.join(exposed)} "
+                        f"({training.source}): the Evolver could read the test rows during training"
+                    ),
+                )
+            )
     return out
 
 
@@ -259,29 +308,56 @@ def _validation(taskset: TaskSet, training: _Training) -> list[Check]:
     test = set(taskset.test_ids)
     leaked = [t for t in ids or [] if t in test]
     if leaked:
-        return [Check(level="error", code="val_to_evolver", message=(
-            f"the validation data handed to the Evolver includes {_tasks(len(leaked))} of the test split "
-            f"({_ids(leaked)}): {why}"))]
+        return [
+            Check(
+                level="error",
+                code="val_to_evolver",
+                message=(
+                    f"the validation data handed to the Evolver includes {_tasks(len(leaked))} of the test split "
+                    f"({_ids(leaked)}): {why}"
+                ),
+            )
+        ]
     size = f" ({_tasks(len(ids))})" if ids is not None else ""
-    return [Check(level="info", code="val_to_evolver", message=(
-        f"validation data{size} was handed to the Evolver ({why}): validation scores guided selection and are "
-        "not test evidence"))]
+    return [
+        Check(
+            level="info",
+            code="val_to_evolver",
+            message=(
+                f"validation data{size} was handed to the Evolver ({why}): validation scores guided selection and are "
+                "not test evidence"
+            ),
+        )
+    ]
 
 
 def _ordered(training: _Training) -> list[Check]:
     if training.get("data.shuffle", True) is False:
-        return [Check(level="info", code="ordered_stream", message=(
-            f"data.shuffle is false ({training.source}): the tasks form an ordered stream. Where the benchmark has "
-            "task-specific state and ordering (ServeLearnBench, CL-Bench), follow its own protocol: one aggregate "
-            "evaluation of final does not substitute for it"))]
+        return [
+            Check(
+                level="info",
+                code="ordered_stream",
+                message=(
+                    f"data.shuffle is false ({training.source}): the tasks form an ordered stream. Where the "
+                    "benchmark has task-specific state and ordering (ServeLearnBench, CL-Bench), follow its own "
+                    "protocol: one aggregate evaluation of final does not substitute for it"
+                ),
+            )
+        ]
     return []
 
 
 def protocol_checks(config: Config, taskset: TaskSet) -> list[Check]:
     """Everything found in the config, the task rows and the run's training records, errors first."""
     training = _Training(config)
-    checks = [*_overlap(taskset), *_answer_fields(taskset), *_sandbox(training), *_grants(config, training),
-              *_validation(taskset, training), *_ordered(training)]
+    checks = [
+        *_overlap(taskset),
+        *_answer_fields(taskset),
+        *_sandbox(training),
+        *_grants(config, training),
+        *_validation(taskset, training),
+        *_ordered(training),
+    ]
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(checks, key=lambda c: order[c.level])
 
@@ -295,8 +371,9 @@ def checks_for_display(config: Config, taskset: TaskSet) -> list[Check]:
         return [Check(level="warning", code="checks_failed", message=f"protocol checks failed: {exc}")]
 
 
-def score_scale_check(records_by_label: Mapping[str, Iterable[Any]], threshold: float = SOLVED_THRESHOLD
-                      ) -> Check | None:
+def score_scale_check(
+    records_by_label: Mapping[str, Iterable[Any]], threshold: float = SOLVED_THRESHOLD
+) -> Check | None:
     """A check when some score falls outside [0, 1]; records are AttemptRecords, (id, repeat, score) or numbers."""
     low: float | None = None
     high: float | None = None
@@ -317,12 +394,22 @@ def score_scale_check(records_by_label: Mapping[str, Iterable[Any]], threshold: 
         return None
     seen = f"scores range from {low:g} to {high:g} ({', '.join(where)}), outside [0, 1]"
     if threshold != SOLVED_THRESHOLD:
-        return Check(level="info", code="score_scale", message=(
-            f"{seen}: the solved rates here use the success threshold {threshold:g} you set; the files keep "
-            f"hermit's {SOLVED_THRESHOLD:g}"))
-    return Check(level="warning", code="score_scale", message=(
-        f"{seen}: solved-at-least-once (threshold 1.0) is not a meaningful solved rate for this benchmark; set a "
-        "success threshold"))
+        return Check(
+            level="info",
+            code="score_scale",
+            message=(
+                f"{seen}: the solved rates here use the success threshold {threshold:g} you set; the files keep "
+                f"hermit's {SOLVED_THRESHOLD:g}"
+            ),
+        )
+    return Check(
+        level="warning",
+        code="score_scale",
+        message=(
+            f"{seen}: solved-at-least-once (threshold 1.0) is not a meaningful solved rate for this benchmark; set a "
+            "success threshold"
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- test reuse
@@ -411,9 +498,16 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
             identity = f"dir:{summary.content_hash}"
         else:
             identity = f"dir-named:{summary.adapter}"
-        entry = seen.setdefault(identity, AdapterSeen(identity=identity, commit=summary.commit,
-                                                      content_hash=summary.content_hash, evaluations=[],
-                                                      is_final=False))
+        entry = seen.setdefault(
+            identity,
+            AdapterSeen(
+                identity=identity,
+                commit=summary.commit,
+                content_hash=summary.content_hash,
+                evaluations=[],
+                is_final=False,
+            ),
+        )
         entry.evaluations.append(stored.name)
         if stored.label == "final" or summary.adapter == "final":
             final_ids.add(identity)
@@ -423,13 +517,29 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
     non_final = sum(not e.is_final for e in seen.values())
     note = None
     if non_final > 1:
-        note = (f"final was chosen after {adapters} adapters of this run were compared on the test split: the test "
-                "score of final is not an untouched estimate")
-    return TestReuse(adapters=adapters, non_final=non_final, evaluations=evaluations, other_split=other,
-                     seen=list(seen.values()), note=note)
+        note = (
+            f"final was chosen after {adapters} adapters of this run were compared on the test split: the test "
+            "score of final is not an untouched estimate"
+        )
+    return TestReuse(
+        adapters=adapters,
+        non_final=non_final,
+        evaluations=evaluations,
+        other_split=other,
+        seen=list(seen.values()),
+        note=note,
+    )
 
 
 test_reuse.__test__ = False  # type: ignore[attr-defined]  # its name must not make pytest collect it where a test module imports it
 
-__all__ = ["ANSWER_FIELDS", "AdapterSeen", "Check", "TestReuse", "checks_for_display", "protocol_checks",
-           "score_scale_check", "test_reuse"]
+__all__ = [
+    "ANSWER_FIELDS",
+    "AdapterSeen",
+    "Check",
+    "TestReuse",
+    "checks_for_display",
+    "protocol_checks",
+    "score_scale_check",
+    "test_reuse",
+]

@@ -1,6 +1,7 @@
 """The evaluation report as text: Markdown (warnings first, then the protocol, the results, the comparisons, the
 failure taxonomy, comparability, the checks, test reuse and training evidence), JSON (the model, with stable keys)
 and CSV (the per-task table). The HTML page is ``core.report.html``."""
+
 from __future__ import annotations
 
 import csv
@@ -39,23 +40,44 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
 def to_markdown(report: Report) -> str:
     """The report as Markdown: warnings first, then the protocol, the results, the comparisons and the checks."""
     r = report
-    out = [f"# Evaluation report: {r.run_name}", "",
-           f"Config `{r.config}`; run folder `{r.run_dir}`; hermit-tui {r.hermit_tui_version}. Every figure below is "
-           "measured on the test split unless labelled otherwise.", "", "## Warnings", ""]
+    out = [
+        f"# Evaluation report: {r.run_name}",
+        "",
+        f"Config `{r.config}`; run folder `{r.run_dir}`; hermit-tui {r.hermit_tui_version}. Every figure below is "
+        "measured on the test split unless labelled otherwise.",
+        "",
+        "## Warnings",
+        "",
+    ]
     out += [f"- {w}" for w in r.warnings] or ["None."]
     out += ["", "## Protocol", ""]
     repeats = sorted({s.summary["repeats"] for s in r.selectors if s.summary})
-    out += _table(["", ""], [
-        ["dataset revision", r.dataset_revision],
-        ["split sizes", f"test {r.splits['test']}, train {r.splits['train']}, val {r.splits['val']} "
-                        f"(task file: {r.splits['tasks']} tasks)"],
-        ["repeats", ", ".join(map(str, repeats)) or "—"],
-        ["success threshold", compact(r.threshold) + (" (hermit's)" if r.threshold == SOLVED_THRESHOLD
-                                                     else " (set for this report; the files keep hermit's 1.0)")],
-        ["comparable", "yes: every selector shares one protocol fingerprint" if r.comparable
-                       else "NO: see Comparability"],
-        *([["stop when decided", text] for text in [sequential_protocol(r)] if text]),
-    ])
+    out += _table(
+        ["", ""],
+        [
+            ["dataset revision", r.dataset_revision],
+            [
+                "split sizes",
+                f"test {r.splits['test']}, train {r.splits['train']}, val {r.splits['val']} "
+                f"(task file: {r.splits['tasks']} tasks)",
+            ],
+            ["repeats", ", ".join(map(str, repeats)) or "—"],
+            [
+                "success threshold",
+                compact(r.threshold)
+                + (
+                    " (hermit's)"
+                    if r.threshold == SOLVED_THRESHOLD
+                    else " (set for this report; the files keep hermit's 1.0)"
+                ),
+            ],
+            [
+                "comparable",
+                "yes: every selector shares one protocol fingerprint" if r.comparable else "NO: see Comparability",
+            ],
+            *([["stop when decided", text] for text in [sequential_protocol(r)] if text]),
+        ],
+    )
     out += ["", "## Results on the test split", ""]
     rows = []
     unequal = any(s.stats.repeats is None and s.stats.n_tasks for s in r.selectors)
@@ -63,84 +85,157 @@ def to_markdown(report: Report) -> str:
         st = s.stats
         k = st.repeats if st.repeats is not None else f"{st.repeats_min}-{st.repeats_max}"
         commit = (s.commit or "")[:12] or (f"dir {s.content_hash[:12]}" if s.content_hash else "—")
-        row = [s.label, s.adapter or "—", commit, st.n_tasks, k, figure(st.mean), interval(st.ci_low, st.ci_high),
-               st.ci_method or "—"]
+        row = [
+            s.label,
+            s.adapter or "—",
+            commit,
+            st.n_tasks,
+            k,
+            figure(st.mean),
+            interval(st.ci_low, st.ci_high),
+            st.ci_method or "—",
+        ]
         if unequal:
             row.append(figure(st.attempt_mean))
         once_low, once_high = st.solved_once_ci or (None, None)
-        rows.append(row + [figure(st.solved_once, 3), interval(once_low, once_high, digits=3),
-                           figure(st.pass_k, 3), s.errors, f"{s.known_cost_usd:.4f}", s.unknown_cost_attempts,
-                           s.written_by])
-    out += _table(["selector", "adapter", "commit measured", "tasks", "repeats", "mean score", "95% CI",
-                   "CI method", *(["hermit's mean_score (over attempts)"] if unequal else []),
-                   f"solved once (>= {compact(r.threshold)})", "Wilson 95% CI", "pass^k", "errors", "known cost (USD)",
-                   "unknown-cost attempts", "written by"], rows)
-    notes = [f"- {s.label}: {text}" for s in r.selectors for text in (s.stats.rule_of_three, s.stats.lever_note)
-             if text]
+        rows.append(
+            row
+            + [
+                figure(st.solved_once, 3),
+                interval(once_low, once_high, digits=3),
+                figure(st.pass_k, 3),
+                s.errors,
+                f"{s.known_cost_usd:.4f}",
+                s.unknown_cost_attempts,
+                s.written_by,
+            ]
+        )
+    out += _table(
+        [
+            "selector",
+            "adapter",
+            "commit measured",
+            "tasks",
+            "repeats",
+            "mean score",
+            "95% CI",
+            "CI method",
+            *(["hermit's mean_score (over attempts)"] if unequal else []),
+            f"solved once (>= {compact(r.threshold)})",
+            "Wilson 95% CI",
+            "pass^k",
+            "errors",
+            "known cost (USD)",
+            "unknown-cost attempts",
+            "written by",
+        ],
+        rows,
+    )
+    notes = [
+        f"- {s.label}: {text}" for s in r.selectors for text in (s.stats.rule_of_three, s.stats.lever_note) if text
+    ]
     if notes:
         out += ["", *notes]
     methods = method_note([s.stats.ci_method for s in r.selectors])
-    out += ["", f"Mean score: {ESTIMAND}. 95% CI ({methods_by_selector(r.selectors)}): {methods}; "
-            f"{SE_METHOD}. Solved once and pass^k: shares of all {r.splits['test']} test tasks (hermit's "
-            "denominator), Wilson 95% intervals.", "",
-            "### hermit's summaries", ""]
-    out += _table(["selector", *SUMMARY_KEYS], [
-        [s.label, *(("—" if s.summary[k] is None else s.summary[k]) for k in SUMMARY_KEYS)] if s.summary
-        else [s.label, *(["(no summary.json)"] + ["—"] * (len(SUMMARY_KEYS) - 1))] for s in r.selectors])
+    out += [
+        "",
+        f"Mean score: {ESTIMAND}. 95% CI ({methods_by_selector(r.selectors)}): {methods}; "
+        f"{SE_METHOD}. Solved once and pass^k: shares of all {r.splits['test']} test tasks (hermit's "
+        "denominator), Wilson 95% intervals.",
+        "",
+        "### hermit's summaries",
+        "",
+    ]
+    out += _table(
+        ["selector", *SUMMARY_KEYS],
+        [
+            [s.label, *(("—" if s.summary[k] is None else s.summary[k]) for k in SUMMARY_KEYS)]
+            if s.summary
+            else [s.label, *(["(no summary.json)"] + ["—"] * (len(SUMMARY_KEYS) - 1))]
+            for s in r.selectors
+        ],
+    )
     out += ["", "## Paired comparisons (test split)", ""]
     if not r.pairs:
         out += ["One selector: nothing to compare.", ""]
     if r.pairs:
-        out += [f"Verdict rule: {VERDICT_RULE}. Differences are b - a of task means, on the tasks both attempted.",
-                ""]
+        out += [f"Verdict rule: {VERDICT_RULE}. Differences are b - a of task means, on the tasks both attempted.", ""]
         if any(p.sequential for p in r.pairs):
             out += [f"Verdict rule for a candidate and its baseline: {SEQUENTIAL_RULE}.", ""]
     for p in r.pairs:
         counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.transition_counts.items())
         out += [f"### {p.b} vs {p.a}", "", f"**Verdict:** {p.verdict}", ""]
-        sign = (p_value(p.sign_test_p) if p.sign_test_p is not None or not p.unequal_repeats
-                else "— (not valid with unequal repeats)")
-        out += _table(["", ""], [
-            ["paired tasks", p.n_paired],
-            ["mean difference", figure(p.mean_diff)],
-            ["95% CI", interval(p.ci_low, p.ci_high) + (f" ({p.method})" if p.ci_method else "")],
-            ["p-value", f"{p_value(p.p_value)} ({p.test})"],
-            ["sign test p", sign],
-            ["wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"],
-            ["transitions", counts],
-            ["minimum detectable difference", f"{figure(p.mde)} ({p.mde_method})" if p.mde is not None else "—"],
-            *([["sequential boundary", boundary_text(p.sequential)]] if p.sequential else []),
-        ])
+        sign = (
+            p_value(p.sign_test_p)
+            if p.sign_test_p is not None or not p.unequal_repeats
+            else "— (not valid with unequal repeats)"
+        )
+        out += _table(
+            ["", ""],
+            [
+                ["paired tasks", p.n_paired],
+                ["mean difference", figure(p.mean_diff)],
+                ["95% CI", interval(p.ci_low, p.ci_high) + (f" ({p.method})" if p.ci_method else "")],
+                ["p-value", f"{p_value(p.p_value)} ({p.test})"],
+                ["sign test p", sign],
+                ["wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"],
+                ["transitions", counts],
+                ["minimum detectable difference", f"{figure(p.mde)} ({p.mde_method})" if p.mde is not None else "—"],
+                *([["sequential boundary", boundary_text(p.sequential)]] if p.sequential else []),
+            ],
+        )
         if p.n_unpaired:
             out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
         out.append("")
     out += _taxonomy_markdown(r)
     out += ["## Comparability", ""]
     if r.comparable:
-        out.append("Every selector shares one protocol fingerprint (test ids and rows, judge, pipeline, params, model, "
-                   "repeats).")
+        out.append(
+            "Every selector shares one protocol fingerprint (test ids and rows, judge, pipeline, params, model, "
+            "repeats)."
+        )
     else:
         out += [f"- **{d.a} vs {d.b}**: {'; '.join(d.differences)}" for d in r.differences]
     fields = list(FIELD_NAMES)
-    out += ["", *_table(["selector", *fields], [
-        [s.label, *(fingerprint_value(s.fingerprint.field(f)) for f in fields)] if s.fingerprint
-        else [s.label, "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
-              *["—"] * (len(fields) - 1)] for s in r.selectors])]
+    out += [
+        "",
+        *_table(
+            ["selector", *fields],
+            [
+                [s.label, *(fingerprint_value(s.fingerprint.field(f)) for f in fields)]
+                if s.fingerprint
+                else [
+                    s.label,
+                    "missing (written by hermit eval)" if s.written_by == "hermit eval" else "missing",
+                    *["—"] * (len(fields) - 1),
+                ]
+                for s in r.selectors
+            ],
+        ),
+    ]
     out += ["", "## Protocol checks", ""]
     out += [f"- **{c.level}** ({c.code}): {c.message}" for c in r.checks] or ["No finding."]
     out += ["", "## Test reuse", ""]
     reuse = r.test_reuse
-    out.append(f"{reuse.adapters} different adapter{'s' * (reuse.adapters != 1)} of this run "
-               f"({reuse.non_final} besides final) were evaluated on this test split, in {reuse.evaluations} "
-               f"evaluation{'s' * (reuse.evaluations != 1)} (archived ones included).")
+    out.append(
+        f"{reuse.adapters} different adapter{'s' * (reuse.adapters != 1)} of this run "
+        f"({reuse.non_final} besides final) were evaluated on this test split, in {reuse.evaluations} "
+        f"evaluation{'s' * (reuse.evaluations != 1)} (archived ones included)."
+    )
     if reuse.note:
         out += ["", f"**{reuse.note}.**"]
     out += ["", "## Training evidence (TRAINING, not test)", ""]
     if r.training is None or not r.training.steps:
         out.append("No steps.jsonl with training scores in the run folder.")
     else:
-        out += [r.training.label, "", *_table(["step", "epoch", "train tasks", "training mean score"], [
-            [t.step, t.epoch, t.tasks, figure(t.mean_score)] for t in r.training.steps])]
+        out += [
+            r.training.label,
+            "",
+            *_table(
+                ["step", "epoch", "train tasks", "training mean score"],
+                [[t.step, t.epoch, t.tasks, figure(t.mean_score)] for t in r.training.steps],
+            ),
+        ]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -155,8 +250,11 @@ def _taxonomy_markdown(r: Report) -> list[str]:
     if t is None:
         return out + ["Not computed.", ""]
     labels = [s.label for s in t.selectors]
-    out += [f"Labels assigned by hand in hermit-tui's triage ({t.source}); counts are attempts. A failure is "
-            f"{t.failure} ({compact(t.threshold)}).", ""]
+    out += [
+        f"Labels assigned by hand in hermit-tui's triage ({t.source}); counts are attempts. A failure is "
+        f"{t.failure} ({compact(t.threshold)}).",
+        "",
+    ]
     out += [f"- {w}" for w in t.warnings] + ([""] if t.warnings else [])
     names: dict[str, int] = {}
     for s in t.selectors:
@@ -165,9 +263,11 @@ def _taxonomy_markdown(r: Report) -> list[str]:
     rank = {name: i for i, name in enumerate(t.label_set)}
     ordered = sorted(names, key=lambda name: (-names[name], rank.get(name, len(rank)), name))
     rows = [[name, *(s.counts.get(name, 0) for s in t.selectors)] for name in ordered]
-    rows += [["*failures*", *(s.failures for s in t.selectors)],
-             ["*failures with a label*", *(s.labelled_failures for s in t.selectors)],
-             ["*failures without a label*", *(s.failures - s.labelled_failures for s in t.selectors)]]
+    rows += [
+        ["*failures*", *(s.failures for s in t.selectors)],
+        ["*failures with a label*", *(s.labelled_failures for s in t.selectors)],
+        ["*failures without a label*", *(s.failures - s.labelled_failures for s in t.selectors)],
+    ]
     if any(s.corrected for s in t.selectors):
         rows.append(["*corrected scores*", *(s.corrected for s in t.selectors)])
     out += _table(["label", *labels], rows)
@@ -175,21 +275,53 @@ def _taxonomy_markdown(r: Report) -> list[str]:
         out += ["", "No attempt carries a label yet (`hermit-tui annotate`, or 1-9 in the dashboard)."]
     corrected = [s for s in t.selectors if s.corrected_mean is not None]
     if corrected:
-        out += ["", "With the corrected scores in place of the judge's (the files and every figure above keep the "
-                "judge's):", ""]
-        out += [f"- {s.label}: mean {figure(s.corrected_mean)} with {s.corrected} corrected score"
-                f"{'s' * (s.corrected != 1)} (recorded {figure(s.recorded_mean)})" for s in corrected]
+        out += [
+            "",
+            "With the corrected scores in place of the judge's (the files and every figure above keep the judge's):",
+            "",
+        ]
+        out += [
+            f"- {s.label}: mean {figure(s.corrected_mean)} with {s.corrected} corrected score"
+            f"{'s' * (s.corrected != 1)} (recorded {figure(s.recorded_mean)})"
+            for s in corrected
+        ]
     for p in t.pairs:
         if not p.labels:
             continue
-        out += ["", f"### Labels: {p.b} vs {p.a}", "",
-                f"Per label, on the tasks both attempted (a task carries a label when one of its attempts does): "
-                f"fixed = under {p.a}, not under {p.b}; introduced = under {p.b}, not under {p.a}; not triaged = on "
-                "one side only while the other side's failures on the task carry no label yet.", ""]
-        out += _table(["label", f"tasks ({p.a})", f"tasks ({p.b})", "fixed", "introduced", "not triaged",
-                       "fixed tasks", "introduced tasks"],
-                      [[c.label, c.a_tasks, c.b_tasks, len(c.fixed), len(c.introduced), len(c.untriaged),
-                        _tasks(c.fixed), _tasks(c.introduced)] for c in p.labels])
+        out += [
+            "",
+            f"### Labels: {p.b} vs {p.a}",
+            "",
+            f"Per label, on the tasks both attempted (a task carries a label when one of its attempts does): "
+            f"fixed = under {p.a}, not under {p.b}; introduced = under {p.b}, not under {p.a}; not triaged = on "
+            "one side only while the other side's failures on the task carry no label yet.",
+            "",
+        ]
+        out += _table(
+            [
+                "label",
+                f"tasks ({p.a})",
+                f"tasks ({p.b})",
+                "fixed",
+                "introduced",
+                "not triaged",
+                "fixed tasks",
+                "introduced tasks",
+            ],
+            [
+                [
+                    c.label,
+                    c.a_tasks,
+                    c.b_tasks,
+                    len(c.fixed),
+                    len(c.introduced),
+                    len(c.untriaged),
+                    _tasks(c.fixed),
+                    _tasks(c.introduced),
+                ]
+                for c in p.labels
+            ],
+        )
     return out + [""]
 
 
@@ -212,14 +344,14 @@ def to_csv(report: Report) -> str:
         row: list[str] = [spreadsheet_text(tid)]
         for s in report.selectors:
             ts = per[s.label].get(tid)
-            row += (["", "", "0", ""] if ts is None
-                    else [exact(ts.mean), exact(ts.sd), str(ts.n), str(int(ts.solved > 0))])
+            row += (
+                ["", "", "0", ""] if ts is None else [exact(ts.mean), exact(ts.sd), str(ts.n), str(int(ts.solved > 0))]
+            )
         for p in report.pairs:
             a, b = per[p.a].get(tid), per[p.b].get(tid)
             row.append("" if a is None or b is None else exact(b.mean - a.mean))
         writer.writerow(row)
     return buf.getvalue()
-
 
 
 __all__ = ["to_csv", "to_json", "to_markdown"]

@@ -3,6 +3,7 @@
 The task's own failures never raise out of here: a failing pipeline is an ``error`` record (score 0, unknown
 cost), a failing judge a ``judge_error`` record (output and cost kept), as hermit records them.
 """
+
 from __future__ import annotations
 
 import copy
@@ -32,8 +33,9 @@ class Attempt:
 
     __slots__ = ("label", "task", "repeat", "adapter", "log_dir")
 
-    def __init__(self, label: str, task: dict[str, Any], repeat: int, adapter: Path | None,
-                 log_dir: Path | None = None):
+    def __init__(
+        self, label: str, task: dict[str, Any], repeat: int, adapter: Path | None, log_dir: Path | None = None
+    ):
         self.label, self.task, self.repeat, self.adapter = label, task, repeat, adapter
         self.log_dir = log_dir  # where the attempt's log may go (hermit_tui.core.context.attempt_log_path)
 
@@ -67,9 +69,16 @@ def _copy_plain(value: Any) -> Any:
 
 def failed_record(attempt: Attempt, message: str, wall_s: float, tb: str | None = None) -> AttemptRecord:
     """An ``error`` record: the pipeline did not return (it raised, hung, or its process died)."""
-    record = AttemptRecord(repeat=attempt.repeat, id=attempt.task_id, status="error", error=message, output=None,
-                           judge=Judged(score=0.0, feedback=f"the pipeline failed: {message}"), cost_usd=None,
-                           wall_s=round(wall_s, 2))
+    record = AttemptRecord(
+        repeat=attempt.repeat,
+        id=attempt.task_id,
+        status="error",
+        error=message,
+        output=None,
+        judge=Judged(score=0.0, feedback=f"the pipeline failed: {message}"),
+        cost_usd=None,
+        wall_s=round(wall_s, 2),
+    )
     if tb:
         record.traceback = tb  # a key beside hermit's: hermit's readers ignore it
     return record
@@ -167,18 +176,29 @@ def output_problem(out: RunOutput) -> str | None:
     return None
 
 
-def _record(attempt: Attempt, out: RunOutput, status: str, error: str | None, judged: Judged,
-            started: float) -> AttemptRecord:
+def _record(
+    attempt: Attempt, out: RunOutput, status: str, error: str | None, judged: Judged, started: float
+) -> AttemptRecord:
     return AttemptRecord(
-        repeat=attempt.repeat, id=attempt.task_id, status=status, error=error, output=out.output, judge=judged,
-        cost_usd=out.cost_usd, wall_s=round(out.wall_s or (time.perf_counter() - started), 2),
-        api_speed=out.api_speed, tokens=out.tokens, log=os.fspath(out.log) if out.log else None)
+        repeat=attempt.repeat,
+        id=attempt.task_id,
+        status=status,
+        error=error,
+        output=out.output,
+        judge=judged,
+        cost_usd=out.cost_usd,
+        wall_s=round(out.wall_s or (time.perf_counter() - started), 2),
+        api_speed=out.api_speed,
+        tokens=out.tokens,
+        log=os.fspath(out.log) if out.log else None,
+    )
 
 
 def judge_failed(attempt: Attempt, out: RunOutput, message: str, started: float) -> AttemptRecord:
     """A ``judge_error`` record that keeps the pipeline's output and cost (a judge that failed or hung)."""
-    return _record(attempt, out, "judge_error", message, Judged(score=0.0, feedback=f"the judge failed: {message}"),
-                   started)
+    return _record(
+        attempt, out, "judge_error", message, Judged(score=0.0, feedback=f"the judge failed: {message}"), started
+    )
 
 
 def writable(record: AttemptRecord, attempt: Attempt, started: float) -> AttemptRecord:
@@ -187,13 +207,17 @@ def writable(record: AttemptRecord, attempt: Attempt, started: float) -> Attempt
     try:
         record.encode_line()
     except Exception as exc:
-        return failed_record(attempt, f"TypeError: the attempt cannot be written as JSON "
-                                      f"({' '.join(str(exc).split())[:200]})", time.perf_counter() - started)
+        return failed_record(
+            attempt,
+            f"TypeError: the attempt cannot be written as JSON ({' '.join(str(exc).split())[:200]})",
+            time.perf_counter() - started,
+        )
     return record
 
 
-def judge_output(judge: Callable[..., Any], attempt: Attempt, value: Any, started: float,
-                 progress: Progress | None = None) -> tuple[AttemptRecord, str | None]:
+def judge_output(
+    judge: Callable[..., Any], attempt: Attempt, value: Any, started: float, progress: Progress | None = None
+) -> tuple[AttemptRecord, str | None]:
     """Judge what the pipeline returned. A wrong return type, or a value that cannot be written (an arbitrary
     object, a NaN cost...), is the pipeline's error; a failing judge (a score that is not a finite number, an extra
     that cannot be written) is a judge_error that keeps the output and cost."""
@@ -247,8 +271,9 @@ def keep_printed(record: AttemptRecord, attempt: Attempt, *texts: str) -> Attemp
     return record
 
 
-def run_attempt(pipeline: Callable[..., Any], judge: Callable[..., Any], attempt: Attempt,
-                progress: Progress | None = None) -> tuple[AttemptRecord, str | None]:
+def run_attempt(
+    pipeline: Callable[..., Any], judge: Callable[..., Any], attempt: Attempt, progress: Progress | None = None
+) -> tuple[AttemptRecord, str | None]:
     """Run and judge one attempt in the calling thread; what the pipeline and the judge print (Python-level, while
     ``core.run.printed.routed``) is kept for the attempt."""
     started = time.perf_counter()
@@ -271,8 +296,14 @@ def run_attempt(pipeline: Callable[..., Any], judge: Callable[..., Any], attempt
     return record, tb
 
 
-def judge_printing(judge: Callable[..., Any], attempt: Attempt, value: Any, started: float,
-                   progress: Progress | None, printed_before: str) -> tuple[AttemptRecord, str | None]:
+def judge_printing(
+    judge: Callable[..., Any],
+    attempt: Attempt,
+    value: Any,
+    started: float,
+    progress: Progress | None,
+    printed_before: str,
+) -> tuple[AttemptRecord, str | None]:
     """``judge_output`` for a pipeline that ran elsewhere (a worker process) and printed ``printed_before`` there:
     what the judge prints here is kept after it."""
     tail = Tail()
@@ -294,8 +325,9 @@ async def call_pipeline_async(pipeline: Callable[..., Any], attempt: Attempt) ->
         _CURRENT.reset(token)
 
 
-async def run_attempt_async(pipeline: Callable[..., Any], judge: Callable[..., Any], attempt: Attempt
-                            ) -> tuple[AttemptRecord, str | None]:
+async def run_attempt_async(
+    pipeline: Callable[..., Any], judge: Callable[..., Any], attempt: Attempt
+) -> tuple[AttemptRecord, str | None]:
     """The same for a pipeline written as ``async def``."""
     started = time.perf_counter()
     try:

@@ -5,6 +5,7 @@ refuse, before anything is written, when it changed.
 ``ContinuePlan`` reads the earlier summaries and results, checks them against the launch, and opens each selector's
 journal from the records kept. A fresh launch has an empty plan: every journal starts empty.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
@@ -53,13 +54,22 @@ class ContinuePlan:
             repeats.add(summary.repeats)
             limits.add(summary.smoke_limit)
         if len(repeats) > 1 or len(limits) > 1:
-            raise InputError("the evaluations were measured with different repeats or limits; continue them one "
-                             "at a time")
+            raise InputError(
+                "the evaluations were measured with different repeats or limits; continue them one at a time"
+            )
         return plan, texts, repeats.pop(), limits.pop()
 
     @classmethod
-    def for_resume(cls, selectors: Sequence[Selector], folder_of: FolderOf, *, repeats: int, limit: int | None,
-                   fingerprint: Fingerprint, sequential: SequentialPlan | None) -> ContinuePlan:
+    def for_resume(
+        cls,
+        selectors: Sequence[Selector],
+        folder_of: FolderOf,
+        *,
+        repeats: int,
+        limit: int | None,
+        fingerprint: Fingerprint,
+        sequential: SequentialPlan | None,
+    ) -> ContinuePlan:
         """The plan of a resume: refused, saying what changed, when the protocol differs from the one recorded."""
         plan = cls(resume=True)
         for sel in selectors:
@@ -67,8 +77,10 @@ class ContinuePlan:
             if not (path.parent / RESULTS).is_file():
                 continue  # nothing recorded yet: it simply starts
             if not path.is_file():
-                raise InputError(f"{path.parent}: results without a summary (written by another tool?): "
-                                 "cannot check the protocol, re-run instead")
+                raise InputError(
+                    f"{path.parent}: results without a summary (written by another tool?): "
+                    "cannot check the protocol, re-run instead"
+                )
             old = read_summary(path)
             changed = _sequential_changes(old, sequential)
             if old.adapter != sel.text:
@@ -83,11 +95,15 @@ class ContinuePlan:
             if old.smoke_limit != limit:
                 changed.append(f"limit {old.smoke_limit} -> {limit}")
             if old.fingerprint is not None:
-                changed += [name for name in differences(old.fingerprint, fingerprint)
-                            if name not in ("repeats", "the smoke limit")]
+                changed += [
+                    name
+                    for name in differences(old.fingerprint, fingerprint)
+                    if name not in ("repeats", "the smoke limit")
+                ]
             if changed:
-                raise InputError(f"{sel.label}: cannot resume, the protocol changed since it was recorded: "
-                                 + "; ".join(changed))
+                raise InputError(
+                    f"{sel.label}: cannot resume, the protocol changed since it was recorded: " + "; ".join(changed)
+                )
             plan.earlier[sel.label] = old
             plan.recorded[sel.label] = read_results(path.parent / RESULTS)  # every selector's, before any write
         return plan
@@ -98,8 +114,10 @@ class ContinuePlan:
         for sel in selectors:
             old = self.earlier.get(sel.label)
             if old is not None and old.commit != sel.commit:
-                raise InputError(f"{sel.label}: '{sel.text}' now resolves to {str(sel.commit)[:12]}, not the "
-                                 f"{str(old.commit)[:12]} that was measured: re-run the whole evaluation instead")
+                raise InputError(
+                    f"{sel.label}: '{sel.text}' now resolves to {str(sel.commit)[:12]}, not the "
+                    f"{str(old.commit)[:12]} that was measured: re-run the whole evaluation instead"
+                )
 
     def reread(self, folder_of: FolderOf) -> None:
         """Under the locks and before anything is written: read again what the launch starts from (it may have
@@ -111,8 +129,9 @@ class ContinuePlan:
     def continues(self, label: str) -> bool:
         return label in self.retry or (self.resume and label in self.earlier)
 
-    def open_journal(self, sel: Selector, folder: Path, task_ids: Sequence[str], repeats: int,
-                     log: Callable[[Level, str], None]) -> SelectorJournal:
+    def open_journal(
+        self, sel: Selector, folder: Path, task_ids: Sequence[str], repeats: int, log: Callable[[Level, str], None]
+    ) -> SelectorJournal:
         """Selector ``sel``'s journal, opened for appending: a retry's earlier pair is archived (copied) first, a
         fresh launch archives (moves) an earlier evaluation; ``log(level, message)`` says what happened."""
         total = len(task_ids) * repeats
@@ -133,8 +152,11 @@ class ContinuePlan:
                 else:
                     foreign.append(r)
             if foreign:
-                log("warning", f"{sel.label}: {len(foreign)} recorded attempts are outside this evaluation (task ids "
-                               f"not in the test split, or repeats beyond {repeats}): ignored, and kept in {RESULTS}")
+                log(
+                    "warning",
+                    f"{sel.label}: {len(foreign)} recorded attempts are outside this evaluation (task ids "
+                    f"not in the test split, or repeats beyond {repeats}): ignored, and kept in {RESULTS}",
+                )
             old = self.earlier[sel.label]
             retries = (old.retries or 0) + len(self.retry.get(sel.label, ()))
             journal = SelectorJournal(sel, folder, total, earlier, retries)
@@ -151,8 +173,10 @@ def _sequential_changes(old: Summary, sequential: SequentialPlan | None) -> list
     if old.sequential is None:
         return ["it was not launched with --stop-when-decided"] if sequential else []
     if not sequential:
-        return ["it was launched with --stop-when-decided: resume it with --stop-when-decided (the dashboard's "
-                "stop early: when decided) and the same baseline and margin"]
+        return [
+            "it was launched with --stop-when-decided: resume it with --stop-when-decided (the dashboard's "
+            "stop early: when decided) and the same baseline and margin"
+        ]
     return sequential.same_design(old.sequential)
 
 
@@ -160,6 +184,7 @@ __all__ = ["ContinuePlan", "RetryCandidate", "retry_targets"]
 
 
 # ---------------------------------------------------------------------------------------------------- retry targets
+
 
 @dataclass(frozen=True)
 class RetryCandidate:

@@ -1,5 +1,6 @@
 """The ``--max-cost`` cap. An unknown cost is never counted as $0: the cap counts it at the mean known cost per
 attempt (an estimate, said as such). How a cost reads (so far, at completion) is core/present.py's."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """The engine's event stream: what a run reports as it goes. The dashboard and the CLI subscribe to it."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -95,5 +96,15 @@ class RunFinished(Event):
     stop_reason: str | None = None  # why it stopped before the end without a cancel (--max-cost)
 
 
-AnyEvent = (RunStarted | SelectorStarted | AttemptStarted | AttemptFinished | SelectorFinished | CardUpdated | RunLog
-            | RunCancelled | RunFinished | RoundChecked)
+AnyEvent = (
+    RunStarted
+    | SelectorStarted
+    | AttemptStarted
+    | AttemptFinished
+    | SelectorFinished
+    | CardUpdated
+    | RunLog
+    | RunCancelled
+    | RunFinished
+    | RoundChecked
+)

@@ -17,6 +17,7 @@ Worker processes can be killed: a hung attempt's process is killed and replaced,
 process (a segfault, ``os._exit``) is recorded as an error instead of taking the run down. Their judge runs in the
 driver, in a pool of daemon threads like the thread executor's, bounded by the same timeout.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -112,14 +113,14 @@ class Executor:
 
     name = "base"
 
-    def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int,
-                 timeout_s: float | None):
+    def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int, timeout_s: float | None):
         self.pipeline, self.judge = pipeline, judge  # None: loaded elsewhere (on the Ray workers)
         self.concurrency, self.timeout_s = concurrency, timeout_s
 
     @classmethod
-    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
-                   timeout_s: float | None) -> Executor:
+    def for_launch(
+        cls, config: Config, options: LaunchOptions, *, concurrency: int, timeout_s: float | None
+    ) -> Executor:
         """The executor of a launch, built from its options: the driver loads the pipeline and the judge (a bad
         one is InputError before anything is written)."""
         return cls(load_pipeline(config), load_judge(config), concurrency=concurrency, timeout_s=timeout_s)
@@ -172,7 +173,8 @@ class Executor:
             raise CapacityExhausted(
                 f"{self.hung_threads()} attempts hung past agent.timeout_min and their threads cannot be killed, so "
                 "no further attempt was started; re-run with --executor processes (hung attempts are killed there) "
-                "and --resume")
+                "and --resume"
+            )
 
 
 def _kept_so_far(record: AttemptRecord, attempt: Attempt, progress: Progress) -> AttemptRecord:
@@ -200,8 +202,7 @@ class ThreadExecutor(Executor):
         if self._is_async:
             work = asyncio.ensure_future(self._run_async(attempt, progress, started))
         else:  # a free pool thread takes it now: the timeout counts from the start of the attempt
-            work, job = self._pool.submit(run_attempt, self._driver_pipeline(), self._driver_judge(), attempt,
-                                          progress)
+            work, job = self._pool.submit(run_attempt, self._driver_pipeline(), self._driver_judge(), attempt, progress)
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:
@@ -222,8 +223,9 @@ class ThreadExecutor(Executor):
             except PIPELINE_FAILURES as exc:
                 record, tb = pipeline_failed(attempt, exc, started)
                 return keep_printed(record, attempt, tail.text()) if tail else record, tb
-        work, job = self._pool.submit(judge_printing, self._driver_judge(), attempt, value, started, progress,
-                                      tail.text() if tail else "")
+        work, job = self._pool.submit(
+            judge_printing, self._driver_judge(), attempt, value, started, progress, tail.text() if tail else ""
+        )
         try:
             return await work
         except asyncio.CancelledError:  # the attempt's timeout (or a forced cancel) while the judge runs
@@ -238,6 +240,7 @@ class ThreadExecutor(Executor):
 
 # -- worker processes ------------------------------------------------------------------------------------------------
 
+
 def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> None:
     """A worker process: load the pipeline once, then run attempts until told to stop (None)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
@@ -245,6 +248,7 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
     from hermit_tui.core.run.printed import WorkerCapture
     from hermit_tui.core.workspace.callables import load_pipeline, normalize_output
     from hermit_tui.core.workspace.config import load_config
+
     # everything this process prints (Python, fd-level, its subprocesses) goes to a private file, never to the
     # terminal or the command's stdout; each answer carries what its attempt printed
     printed = WorkerCapture()
@@ -269,6 +273,7 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
             payload = output_payload(out)  # field by field (no deep copy); the trajectory as JSON values
         except PIPELINE_FAILURES as exc:
             import traceback
+
             tb = traceback.format_exc()[-TRACEBACK_CHARS:]
             conn.send(("error", describe(exc), tb, printed.take()))
             continue
@@ -276,15 +281,23 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
         try:
             conn.send(("ok", payload, None, text))
         except Exception as exc:  # the output could not be sent (not picklable)
-            conn.send(("error", f"TypeError: the pipeline's output cannot be sent back from its process: "
-                                f"{' '.join(describe(exc).split())[:200]}", None, text))
+            conn.send(
+                (
+                    "error",
+                    f"TypeError: the pipeline's output cannot be sent back from its process: "
+                    f"{' '.join(describe(exc).split())[:200]}",
+                    None,
+                    text,
+                )
+            )
 
 
 class _Worker:
     def __init__(self, ctx: ForkServerContext | SpawnContext, config_path: str, overrides: list[str]):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, config_path, overrides), daemon=True,
-                                   name="hermit-tui-worker")
+        self.process = ctx.Process(
+            target=_worker_main, args=(child, config_path, overrides), daemon=True, name="hermit-tui-worker"
+        )
         self.process.start()
         child.close()
 
@@ -327,8 +340,15 @@ def _worker_context() -> ForkServerContext | SpawnContext:
     workers in a fraction of a fresh interpreter's time; spawn where there is no forkserver (Windows)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["hermit_tui.core.run.executors", "hermit_tui.core.workspace.callables",
-                                    "hermit_tui.core.workspace.config", "hermit_tui.core.outputs", "hermit_tui.core.context"])
+        ctx.set_forkserver_preload(
+            [
+                "hermit_tui.core.run.executors",
+                "hermit_tui.core.workspace.callables",
+                "hermit_tui.core.workspace.config",
+                "hermit_tui.core.outputs",
+                "hermit_tui.core.context",
+            ]
+        )
         return ctx
     return multiprocessing.get_context("spawn")
 
@@ -338,19 +358,34 @@ class ProcessExecutor(Executor):
 
     name = "processes"
 
-    def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int,
-                 timeout_s: float | None, config_path: Path, overrides: list[str]):
+    def __init__(
+        self,
+        pipeline: Pipeline | None,
+        judge: Judge | None,
+        *,
+        concurrency: int,
+        timeout_s: float | None,
+        config_path: Path,
+        overrides: list[str],
+    ):
         super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
         self.config_path, self.overrides = str(config_path), list(overrides)
         self._ctx = _worker_context()
 
     @classmethod
-    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
-                   timeout_s: float | None) -> Executor:
+    def for_launch(
+        cls, config: Config, options: LaunchOptions, *, concurrency: int, timeout_s: float | None
+    ) -> Executor:
         """The workers load the pipeline from the config and its overrides; the driver loads it too, so that a bad
         one is refused before any process starts."""
-        return cls(load_pipeline(config), load_judge(config), concurrency=concurrency, timeout_s=timeout_s,
-                   config_path=config.path, overrides=config.overrides)
+        return cls(
+            load_pipeline(config),
+            load_judge(config),
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            config_path=config.path,
+            overrides=config.overrides,
+        )
 
     def _new_worker(self) -> _Worker:
         return _Worker(self._ctx, self.config_path, self.overrides)
@@ -361,8 +396,9 @@ class ProcessExecutor(Executor):
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._busy: set[_Worker] = set()
         self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
-        workers = await asyncio.gather(*(loop.run_in_executor(self._threads, self._new_worker)
-                                         for _ in range(self.concurrency)))
+        workers = await asyncio.gather(
+            *(loop.run_in_executor(self._threads, self._new_worker) for _ in range(self.concurrency))
+        )
         for w in workers:
             self._idle.put_nowait(w)
 
@@ -372,26 +408,33 @@ class ProcessExecutor(Executor):
         worker = await self._idle.get()
         self._busy.add(worker)
         started = time.perf_counter()
-        job = (attempt.label, attempt.task, attempt.repeat, str(attempt.adapter) if attempt.adapter else None,
-               str(attempt.log_dir) if attempt.log_dir else None)
+        job = (
+            attempt.label,
+            attempt.task,
+            attempt.repeat,
+            str(attempt.adapter) if attempt.adapter else None,
+            str(attempt.log_dir) if attempt.log_dir else None,
+        )
         replace = False
         try:
-            kind, payload, tb, printed = await loop.run_in_executor(self._threads, worker.exchange, job,
-                                                                    self.timeout_s)
+            kind, payload, tb, printed = await loop.run_in_executor(self._threads, worker.exchange, job, self.timeout_s)
         except TimeoutError:
             replace = True
-            return failed_record(attempt, timeout_message(self.timeout_s) + "; its process was killed",
-                                 time.perf_counter() - started), None
+            return failed_record(
+                attempt, timeout_message(self.timeout_s) + "; its process was killed", time.perf_counter() - started
+            ), None
         except (EOFError, OSError):
             replace = True
             worker.process.join(2)
-            return failed_record(attempt, _death_message(worker.process.exitcode),
-                                 time.perf_counter() - started), None
+            return failed_record(attempt, _death_message(worker.process.exitcode), time.perf_counter() - started), None
         except Exception as exc:  # the answer arrived but cannot be rebuilt here (unpickling failed)
             replace = True
-            return failed_record(attempt, "TypeError: the pipeline's output cannot be received from its process "
-                                          f"({' '.join(describe(exc).split())[:200]})",
-                                 time.perf_counter() - started), None
+            return failed_record(
+                attempt,
+                "TypeError: the pipeline's output cannot be received from its process "
+                f"({' '.join(describe(exc).split())[:200]})",
+                time.perf_counter() - started,
+            ), None
         finally:
             self._busy.discard(worker)
             if replace:
@@ -399,12 +442,14 @@ class ProcessExecutor(Executor):
                 worker = await loop.run_in_executor(self._threads, self._new_worker)
             self._idle.put_nowait(worker)
         if kind == "error":
-            return keep_printed(failed_record(attempt, payload, time.perf_counter() - started, tb), attempt,
-                                printed), tb
+            return keep_printed(
+                failed_record(attempt, payload, time.perf_counter() - started, tb), attempt, printed
+            ), tb
         progress = Progress()
         judged = time.perf_counter()  # the judge's own bound counts from its start
-        work, judging = self._judges.submit(judge_printing, self._driver_judge(), attempt, RunOutput(**payload),
-                                            started, progress, printed)
+        work, judging = self._judges.submit(
+            judge_printing, self._driver_judge(), attempt, RunOutput(**payload), started, progress, printed
+        )
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:

@@ -6,6 +6,7 @@ screen, re-running failed attempts) and Ray.
 the option, before anything is read or written. What needs the config or the adapter tree (the selectors, the
 baseline among them, a resume's protocol) is checked when the launch is built (``core.run.runner.EvalRun``).
 """
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ from hermit_tui.core.workspace.config import MAX_CONCURRENCY, MAX_REPEATS, MAX_T
 
 ExecutorName = Literal["threads", "processes", "ray"]
 EXECUTOR_NAMES: tuple[ExecutorName, ...] = ("threads", "processes", "ray")
-MAX_LIMIT = 10 ** 9
+MAX_LIMIT = 10**9
 #: {selector label: [(task id, repeat), ...]}: the attempts a retry re-runs.
 RetryKeys = dict[str, list[tuple[str, int]]]
 
@@ -28,10 +29,10 @@ def check_margin(margin: Any) -> float | None:
     """The equivalence margin of --stop-when-decided (None: none), or InputError (one line)."""
     if margin is None:
         return None
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) \
-            or margin <= 0:
-        raise InputError(f"--margin must be a positive number (a difference of mean scores, e.g. 0.05), "
-                         f"got {str(margin)[:40]}")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin <= 0:
+        raise InputError(
+            f"--margin must be a positive number (a difference of mean scores, e.g. 0.05), got {str(margin)[:40]}"
+        )
     return float(margin)
 
 
@@ -98,10 +99,13 @@ class LaunchOptions(BaseModel):
     @field_validator("timeout_min", mode="before")
     @classmethod
     def _timeout(cls, value: Any) -> Any:
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not 0 < value <= MAX_TIMEOUT_MIN):
-            raise ValueError(f"the attempt timeout must be a positive number of minutes up to {MAX_TIMEOUT_MIN} "
-                             f"(a week), got {str(repr(value))[:40]}")
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT_MIN
+        ):
+            raise ValueError(
+                f"the attempt timeout must be a positive number of minutes up to {MAX_TIMEOUT_MIN} "
+                f"(a week), got {str(repr(value))[:40]}"
+            )
         return value
 
     @field_validator("max_cost", mode="before")
@@ -132,14 +136,17 @@ class LaunchOptions(BaseModel):
     def _together(self) -> LaunchOptions:
         if not self.stop_when_decided:
             if self.baseline is not None or self.margin is not None:
-                raise ValueError(f"{'--baseline' if self.baseline is not None else '--margin'} is for "
-                                 "--stop-when-decided (add it, or drop the option)")
+                raise ValueError(
+                    f"{'--baseline' if self.baseline is not None else '--margin'} is for "
+                    "--stop-when-decided (add it, or drop the option)"
+                )
         elif self.retry:
-            raise ValueError("--stop-when-decided cannot re-run chosen attempts (a retry): it decides on whole "
-                             "rounds")
+            raise ValueError("--stop-when-decided cannot re-run chosen attempts (a retry): it decides on whole rounds")
         elif self.limit is not None:
-            raise ValueError("--stop-when-decided with --limit: a smoke subset is a wiring check, there is nothing "
-                             "to decide (drop one of the two)")
+            raise ValueError(
+                "--stop-when-decided with --limit: a smoke subset is a wiring check, there is nothing "
+                "to decide (drop one of the two)"
+            )
         if not self.selectors and not self.retry:
             raise ValueError("no adapter selector given (e.g. --adapter none --adapter root --adapter final)")
         return self
@@ -151,8 +158,7 @@ class LaunchOptions(BaseModel):
         return positive_int(config.concurrency, "agent.concurrency", MAX_CONCURRENCY)
 
     def repeats_for(self, config: Config) -> int:
-        return self.repeats if self.repeats is not None else positive_int(config.repeats, "eval.repeats",
-                                                                          MAX_REPEATS)
+        return self.repeats if self.repeats is not None else positive_int(config.repeats, "eval.repeats", MAX_REPEATS)
 
     def timeout_s_for(self, config: Config) -> float | None:
         """The attempt timeout in seconds (None: none)."""

@@ -3,6 +3,7 @@ labels, the test tasks, the repeats, the protocol fingerprint, what the launch c
 sequential design of ``--stop-when-decided``, the executor, and how its summaries are written. ``core.run.runner``
 schedules what the plan says.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,6 +33,7 @@ def executor_class(name: ExecutorName) -> type[Executor]:
     """The class of executor ``name``; Ray's module is imported only when asked for (it is an optional extra)."""
     if name == "ray":
         from hermit_tui.core.run.ray_executor import RayExecutor
+
         return RayExecutor
     return ProcessExecutor if name == "processes" else ThreadExecutor
 
@@ -58,24 +60,35 @@ class LaunchPlan:
         self.test_rows: list[dict[str, Any]] = rows[:limit] if limit else rows
         self.task_ids = [str(r["id"]) for r in self.test_rows]
         self.selectors = resolve_selectors(list(selectors), config)
-        self.sequential = (plan_for(self.selectors, options.baseline, options.margin, repeats)
-                           if options.stop_when_decided else None)
+        self.sequential = (
+            plan_for(self.selectors, options.baseline, options.margin, repeats) if options.stop_when_decided else None
+        )
         if len(self.selectors) * len(self.task_ids) * repeats > MAX_ATTEMPTS:
-            raise InputError(f"{len(self.selectors)} selectors x {len(self.task_ids)} tasks x eval.repeats "
-                             f"{repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch")
+            raise InputError(
+                f"{len(self.selectors)} selectors x {len(self.task_ids)} tasks x eval.repeats "
+                f"{repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch"
+            )
         self.check_folders()
         self.fingerprint = compute_fingerprint(config, self.test_rows, repeats=repeats, limit=limit)
         if options.resume:
-            self.continuing = ContinuePlan.for_resume(self.selectors, self.folder, repeats=repeats, limit=limit,
-                                                      fingerprint=self.fingerprint, sequential=self.sequential)
+            self.continuing = ContinuePlan.for_resume(
+                self.selectors,
+                self.folder,
+                repeats=repeats,
+                limit=limit,
+                fingerprint=self.fingerprint,
+                sequential=self.sequential,
+            )
         self.continuing.check_commits(self.selectors)
         self.executor = executor_class(options.executor).for_launch(
-            config, options, concurrency=self.concurrency, timeout_s=options.timeout_s_for(config))
+            config, options, concurrency=self.concurrency, timeout_s=options.timeout_s_for(config)
+        )
         self.warnings = list(self.tasks.overlaps())
         if limit:
-            self.warnings.append(f"{smoke_caveat(len(self.task_ids))} (the first {len(self.task_ids)} of "
-                                 f"{len(rows)} test tasks" + (", written under eval/<label>/smoke/)" if self.smoke
-                                                              else ")"))
+            self.warnings.append(
+                f"{smoke_caveat(len(self.task_ids))} (the first {len(self.task_ids)} of "
+                f"{len(rows)} test tasks" + (", written under eval/<label>/smoke/)" if self.smoke else ")")
+            )
 
     @property
     def smoke(self) -> bool:
@@ -114,8 +127,10 @@ class LaunchPlan:
             lock.acquire()
             stack.callback(lock.release)
             if lock.took_over:
-                log("warning", f"{label}: took over the lock of process {lock.took_over.get('pid')}, which is no "
-                               "longer running")
+                log(
+                    "warning",
+                    f"{label}: took over the lock of process {lock.took_over.get('pid')}, which is no longer running",
+                )
         self.continuing.reread(self.folder)
         for label in self.labels:
             remove_stale_temporaries(self.folder(label))

@@ -21,6 +21,7 @@ An attempt that printed something gets ``printed``, the path of ``<task>.r<repea
 log folder (``eval/<label>/logs/<start>/``), on its results.jsonl line (a hermit-tui key beside hermit's, like
 ``traceback``; hermit never reads results.jsonl back). Only the last ``PRINT_LIMIT`` bytes of each attempt are kept.
 """
+
 from __future__ import annotations
 
 import io
@@ -243,7 +244,7 @@ def _on_fd(stream: Any, fd: int) -> bool:
 
 def _write_all(fd: int, data: bytes) -> None:
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def _flush(stream: Any) -> None:
@@ -367,8 +368,14 @@ class TerminalGuard:
         os.set_inheritable(self.dup_err, False)
         enc = getattr(sys.__stdout__, "encoding", None) or "utf-8"
         real_out = open(self.dup_out, "w", encoding=enc, errors="backslashreplace", closefd=False, buffering=1)
-        real_err = open(self.dup_err, "w", encoding=getattr(sys.__stderr__, "encoding", None) or enc,
-                        errors="backslashreplace", closefd=False, buffering=1)
+        real_err = open(
+            self.dup_err,
+            "w",
+            encoding=getattr(sys.__stderr__, "encoding", None) or enc,
+            errors="backslashreplace",
+            closefd=False,
+            buffering=1,
+        )
         os.dup2(write_fd, 1)
         os.dup2(write_fd, 2)
         os.close(write_fd)
@@ -427,6 +434,7 @@ def stray_output(path: Path) -> Iterator[list[int]]:
 def _drain(sink: _StraySink, wait_s: float = 0.2) -> None:
     """Give the pump a moment to read what is in the pipe (without a reliable way to ask how much is left)."""
     import time
+
     deadline = time.monotonic() + wait_s
     last = -1
     while time.monotonic() < deadline:
@@ -438,5 +446,16 @@ def _drain(sink: _StraySink, wait_s: float = 0.2) -> None:
         time.sleep(0.02)
 
 
-__all__ = ["PRINT_LIMIT", "STRAY_LIMIT", "STRAY_NAME", "Tail", "TerminalGuard", "WorkerCapture", "capturing",
-           "printed_path", "routed", "save_printed", "stray_output"]
+__all__ = [
+    "PRINT_LIMIT",
+    "STRAY_LIMIT",
+    "STRAY_NAME",
+    "Tail",
+    "TerminalGuard",
+    "WorkerCapture",
+    "capturing",
+    "printed_path",
+    "routed",
+    "save_printed",
+    "stray_output",
+]

@@ -19,6 +19,7 @@ record saying so, or one more try with ``retry_lost`` (counted per selector in `
 Workers need hermit-tui (and what the pipeline imports) installed: true of a local cluster started from the same
 environment; on a real cluster install it on the nodes or list it in the runtime environment's ``pip``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -79,6 +80,7 @@ def require_ray() -> ModuleType:
 
 # -- what is shipped ----------------------------------------------------------------------------------------------
 
+
 def _source_file(spec: str, base: Path) -> Path | None:
     """The file of a ``file.py:name`` spec, else None (a module, or a hermit built-in agent)."""
     module = str(spec).partition(":")[0]
@@ -98,12 +100,15 @@ def check_shippable(config: Config, *, judge_on_workers: bool = False) -> None:
         if not path.is_file():
             raise InputError(f"{config.path.name}: {key}: file {path} does not exist")
         if not path.is_relative_to(base):
-            raise InputError(f"{config.path.name}: {key}: {path} lies outside {base}, the folder the Ray executor "
-                             "ships to its workers")
+            raise InputError(
+                f"{config.path.name}: {key}: {path} lies outside {base}, the folder the Ray executor "
+                "ships to its workers"
+            )
 
 
-def ray_runtime_env(config: Config, *, judge_on_workers: bool = False,
-                    excludes: list[str] | None = None) -> dict[str, Any]:
+def ray_runtime_env(
+    config: Config, *, judge_on_workers: bool = False, excludes: list[str] | None = None
+) -> dict[str, Any]:
     """The runtime environment hermit-tui gives a Ray job: the config's folder as working_dir, minus run outputs
     (and minus the judge's file when the driver judges). Pass it to ``ray.init`` when you initialise Ray yourself."""
     base = Path(config.base).resolve()
@@ -126,6 +131,7 @@ def ray_runtime_env(config: Config, *, judge_on_workers: bool = False,
 
 def pack_adapter(folder: Path) -> tuple[str, bytes]:
     """A reproducible tar.gz of an exported adapter folder and its sha256 (times and owners zeroed)."""
+
     def normalize(info: tarfile.TarInfo) -> tarfile.TarInfo:
         info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
         return info
@@ -135,6 +141,7 @@ def pack_adapter(folder: Path) -> tuple[str, bytes]:
         for child in sorted(Path(folder).iterdir()):
             tar.add(child, arcname=child.name, filter=normalize)
     import gzip
+
     data = gzip.compress(raw.getvalue(), mtime=0)
     return hashlib.sha256(data).hexdigest(), data
 
@@ -144,8 +151,8 @@ def pack_adapter(folder: Path) -> tuple[str, bytes]:
 _worker_lock = threading.Lock()
 #: (config, overrides, judge?) -> (pipeline, judge), or the error message of loading them
 _loaded: dict[tuple[str, tuple[str, ...], bool], tuple[Pipeline, Judge | None] | str] = {}
-_unpacked: dict[str, Path] = {}         # adapter digest -> its folder in this worker process
-_workdir: list[str] = []                # the job's working_dir: the worker's cwd when it first ran an attempt
+_unpacked: dict[str, Path] = {}  # adapter digest -> its folder in this worker process
+_workdir: list[str] = []  # the job's working_dir: the worker's cwd when it first ran an attempt
 
 
 def _cleanup_unpacked() -> None:
@@ -153,8 +160,7 @@ def _cleanup_unpacked() -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _load_task(config_name: str, overrides: tuple[str, ...], with_judge: bool
-               ) -> tuple[Pipeline, Judge | None] | str:
+def _load_task(config_name: str, overrides: tuple[str, ...], with_judge: bool) -> tuple[Pipeline, Judge | None] | str:
     key = (config_name, overrides, with_judge)
     if key not in _loaded:
         if not _workdir:
@@ -172,6 +178,7 @@ def _adapter_dir(digest: str, box: list[Any]) -> Path:
         path = _unpacked.get(digest)
         if path is None or not path.is_dir():
             import ray
+
             data = ray.get(box[0])
             if hashlib.sha256(data).hexdigest() != digest:
                 raise ValueError("the adapter archive does not match its digest")
@@ -207,8 +214,12 @@ def _run_job(job: dict[str, Any]) -> dict[str, Any]:
         pipeline = lambda task, adapter: asyncio.run(async_pipeline(task, adapter))  # noqa: E731
     if judge is not None:
         record, tb = run_attempt(pipeline, judge, attempt)
-        return {"kind": "record", "record": record.model_dump(mode="json"), "traceback": tb,
-                "messages": record._messages}
+        return {
+            "kind": "record",
+            "record": record.model_dump(mode="json"),
+            "traceback": tb,
+            "messages": record._messages,
+        }
     try:
         out = normalize_output(call_pipeline(pipeline, attempt))
     except PIPELINE_FAILURES as exc:
@@ -223,6 +234,7 @@ def _attempt_task(job: dict[str, Any]) -> Iterator[dict[str, Any] | None]:
 
 
 # -- on the driver --------------------------------------------------------------------------------------------------
+
 
 def _lost_errors(ray: ModuleType) -> tuple[type[BaseException], ...]:
     ex = ray.exceptions
@@ -247,63 +259,92 @@ class RayExecutor(Executor):
     name = "ray"
     task_cpus = 0.05
 
-    def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int, timeout_s: float | None,
-                 config: Config,
-                 address: str | None = None, judge_on_workers: bool = False, retry_lost: bool = False,
-                 task_cpus: float | None = None, excludes: list[str] | None = None):
+    def __init__(
+        self,
+        pipeline: Pipeline | None,
+        judge: Judge | None,
+        *,
+        concurrency: int,
+        timeout_s: float | None,
+        config: Config,
+        address: str | None = None,
+        judge_on_workers: bool = False,
+        retry_lost: bool = False,
+        task_cpus: float | None = None,
+        excludes: list[str] | None = None,
+    ):
         super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
         self.config, self.address = config, address
         self.judge_on_workers, self.retry_lost = judge_on_workers, retry_lost
         if task_cpus is not None:
             self.task_cpus = task_cpus
         self.excludes = list(excludes or [])
-        self.ray_retries: Counter[str] = Counter()   # selector label -> attempts retried after a lost worker
+        self.ray_retries: Counter[str] = Counter()  # selector label -> attempts retried after a lost worker
         self.startup_s: float | None = None
         self._owns_ray = False
         self._inflight: set[Any] = set()
         self._shipped: dict[str, asyncio.Future[tuple[str, list[Any]]]] = {}
 
     @classmethod
-    def for_launch(cls, config: Config, options: LaunchOptions, *, concurrency: int,
-                   timeout_s: float | None) -> Executor:
+    def for_launch(
+        cls, config: Config, options: LaunchOptions, *, concurrency: int, timeout_s: float | None
+    ) -> Executor:
         """The driver never imports the pipeline (the workers load it from the shipped folder) and judges unless
         ``judge_on_workers``; what the workers need must lie inside the config's folder. Without Ray installed:
         InputError saying how to install it."""
         require_ray()
         check_shippable(config, judge_on_workers=options.judge_on_workers)
         judge = None if options.judge_on_workers else load_judge(config)
-        return cls(None, judge, concurrency=concurrency, timeout_s=timeout_s, config=config,
-                   address=options.ray_address, judge_on_workers=options.judge_on_workers,
-                   retry_lost=options.retry_lost)
+        return cls(
+            None,
+            judge,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            config=config,
+            address=options.ray_address,
+            judge_on_workers=options.judge_on_workers,
+            retry_lost=options.retry_lost,
+        )
 
     def summary_keys(self, label: str) -> dict[str, Any]:
         """With --retry-lost-once: that it was on, and the attempts run once more after a lost worker."""
         return {"retry_lost": True, "ray_retries": self.ray_retries.get(label, 0)} if self.retry_lost else {}
 
     def _job(self, attempt: Attempt, adapter: tuple[str, list[Any]] | None) -> dict[str, Any]:
-        return {"config": Path(self.config.path).name, "overrides": tuple(self.config.overrides),
-                "judge": self.judge_on_workers, "label": attempt.label, "task": attempt.task,
-                "repeat": attempt.repeat, "adapter": adapter}
+        return {
+            "config": Path(self.config.path).name,
+            "overrides": tuple(self.config.overrides),
+            "judge": self.judge_on_workers,
+            "label": attempt.label,
+            "task": attempt.task,
+            "repeat": attempt.repeat,
+            "adapter": adapter,
+        }
 
     async def start(self) -> None:
         ray = self._ray = require_ray()
         t0 = time.perf_counter()
         if ray.is_initialized():
             if not (ray.get_runtime_context().runtime_env or {}).get("working_dir"):
-                raise InputError("Ray is already initialised without a working_dir: initialise it with "
-                                 "runtime_env=ray_runtime_env(config), or let hermit-tui connect (--ray-address)")
+                raise InputError(
+                    "Ray is already initialised without a working_dir: initialise it with "
+                    "runtime_env=ray_runtime_env(config), or let hermit-tui connect (--ray-address)"
+                )
         else:
             env = ray_runtime_env(self.config, judge_on_workers=self.judge_on_workers, excludes=self.excludes)
             try:
-                ray.init(address=self.address, runtime_env=env, log_to_driver=False,
-                         logging_level=logging.WARNING)
+                ray.init(address=self.address, runtime_env=env, log_to_driver=False, logging_level=logging.WARNING)
             except (ConnectionError, ValueError, RuntimeError, ray.exceptions.RayError) as exc:
                 where = self.address or os.environ.get("RAY_ADDRESS") or "a local Ray instance"
                 raise InputError(f"--executor ray: cannot start Ray on {where}: {_first_line(exc)}") from None
             self._owns_ray = True
-        self._remote = ray.remote(_attempt_task).options(num_cpus=self.task_cpus, max_retries=0,
-                                                         retry_exceptions=False, scheduling_strategy="SPREAD",
-                                                         name="hermit-tui-attempt")
+        self._remote = ray.remote(_attempt_task).options(
+            num_cpus=self.task_cpus,
+            max_retries=0,
+            retry_exceptions=False,
+            scheduling_strategy="SPREAD",
+            name="hermit-tui-attempt",
+        )
         self._loop = asyncio.get_running_loop()
         self._threads = ThreadPoolExecutor(max_workers=self.concurrency + 2, thread_name_prefix="hermit-tui-ray")
         self.startup_s = time.perf_counter() - t0
@@ -314,9 +355,11 @@ class RayExecutor(Executor):
             return None
         key = str(adapter)
         if key not in self._shipped:
+
             def put() -> tuple[str, list[Any]]:
                 digest, data = pack_adapter(adapter)
-                return digest, [self._ray.put(data)]   # boxed: a worker fetches it only when not yet unpacked
+                return digest, [self._ray.put(data)]  # boxed: a worker fetches it only when not yet unpacked
+
             self._shipped[key] = self._loop.run_in_executor(self._threads, put)
         return await self._shipped[key]
 
@@ -327,8 +370,7 @@ class RayExecutor(Executor):
         try:
             await gen.__anext__()  # the worker has started the attempt: the timeout counts from here
             try:
-                ref = await (asyncio.wait_for(gen.__anext__(), self.timeout_s) if self.timeout_s
-                             else gen.__anext__())
+                ref = await (asyncio.wait_for(gen.__anext__(), self.timeout_s) if self.timeout_s else gen.__anext__())
             except TimeoutError:
                 self._cancel(gen)
                 raise TimeoutError from None
@@ -351,30 +393,37 @@ class RayExecutor(Executor):
         try:
             job = self._job(attempt, await self._ship(attempt.adapter))
         except Exception as exc:
-            return failed_record(attempt, f"{type(exc).__name__}: cannot ship the adapter to Ray: {exc}",
-                                 time.perf_counter() - started), None
+            return failed_record(
+                attempt, f"{type(exc).__name__}: cannot ship the adapter to Ray: {exc}", time.perf_counter() - started
+            ), None
         lost = _lost_errors(self._ray)
         while True:
             try:
                 result = await self._once(job)
                 break
             except TimeoutError:
-                return failed_record(attempt, timeout_message(self.timeout_s) + "; its Ray task was cancelled",
-                                     time.perf_counter() - started), None
+                return failed_record(
+                    attempt,
+                    timeout_message(self.timeout_s) + "; its Ray task was cancelled",
+                    time.perf_counter() - started,
+                ), None
             except lost as exc:
                 if self.retry_lost and not job.get("retried"):
                     job = {**job, "retried": True}
                     self.ray_retries[attempt.label] += 1
                     continue
-                return failed_record(attempt, f"{LOST_PREFIX}: {type(exc).__name__}: {_first_line(exc)}",
-                                     time.perf_counter() - started), None
+                return failed_record(
+                    attempt, f"{LOST_PREFIX}: {type(exc).__name__}: {_first_line(exc)}", time.perf_counter() - started
+                ), None
             except self._ray.exceptions.TaskCancelledError:
-                return failed_record(attempt, "Cancelled: the attempt's Ray task was cancelled",
-                                     time.perf_counter() - started), None
+                return failed_record(
+                    attempt, "Cancelled: the attempt's Ray task was cancelled", time.perf_counter() - started
+                ), None
             except (self._ray.exceptions.RayError, StopAsyncIteration) as exc:
                 cause = getattr(exc, "cause", None) or exc
-                return failed_record(attempt, f"{type(cause).__name__}: {_first_line(cause)} (on Ray)",
-                                     time.perf_counter() - started), None
+                return failed_record(
+                    attempt, f"{type(cause).__name__}: {_first_line(cause)} (on Ray)", time.perf_counter() - started
+                ), None
         if result["kind"] == "record":
             record = AttemptRecord.model_validate(result["record"])
             record._messages = result.get("messages")
@@ -383,8 +432,16 @@ class RayExecutor(Executor):
             tb = result["traceback"]
             return failed_record(attempt, result["message"], result["wall_s"], tb), tb
         progress = Progress()  # the driver's judge: a daemon thread bounded by the attempt timeout
-        work, thread = in_daemon_thread(judge_printing, self.judge, attempt, RunOutput(**result["output"]), started,
-                                        progress, "", name="hermit-tui-judge")
+        work, thread = in_daemon_thread(
+            judge_printing,
+            self.judge,
+            attempt,
+            RunOutput(**result["output"]),
+            started,
+            progress,
+            "",
+            name="hermit-tui-judge",
+        )
         try:
             return await asyncio.wait_for(work, self.timeout_s) if self.timeout_s else await work
         except TimeoutError:

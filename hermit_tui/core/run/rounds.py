@@ -1,5 +1,6 @@
 """Stop when decided, in a launch: the plan made from the launch's options, the barrier between rounds, and the
 lines the launch logs after each round. The design and its looks are ``core.stats.looks``'s."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -26,8 +27,9 @@ def plan_for(selectors: Sequence[Any], baseline: str | None, margin: Any, max_ro
         if not found:
             raise InputError(f"--baseline {text[:60]!r} is not among the selectors ({', '.join(labels)})")
         base = found[0]
-    return SequentialPlan(baseline=base, candidates=[lab for lab in labels if lab != base], max_rounds=max_rounds,
-                          margin=margin)
+    return SequentialPlan(
+        baseline=base, candidates=[lab for lab in labels if lab != base], max_rounds=max_rounds, margin=margin
+    )
 
 
 def round_line(r: int, plan: SequentialPlan, looks: Sequence[SequentialLook]) -> str:
@@ -40,8 +42,10 @@ def round_line(r: int, plan: SequentialPlan, looks: Sequence[SequentialLook]) ->
 
 
 def decided_line(r: int, plan: SequentialPlan) -> str:
-    return (f"every candidate is decided after round {r} of {plan.max_rounds}: no further round starts (the "
-            f"summaries say repeats {r})")
+    return (
+        f"every candidate is decided after round {r} of {plan.max_rounds}: no further round starts (the "
+        f"summaries say repeats {r})"
+    )
 
 
 class RoundGate:
@@ -52,8 +56,9 @@ class RoundGate:
     ``remaining[r]``: the attempts of round ``r`` scheduled and not yet recorded (a resume's recorded rounds have 0).
     Event-loop only, except :meth:`halt`, which the runner calls through ``call_soon_threadsafe``."""
 
-    def __init__(self, tracker: RoundTracker, records: Mapping[str, Mapping[tuple[str, int], Any]],
-                 remaining: dict[int, int]):
+    def __init__(
+        self, tracker: RoundTracker, records: Mapping[str, Mapping[tuple[str, int], Any]], remaining: dict[int, int]
+    ):
         import asyncio
 
         self.tracker = tracker
@@ -65,8 +70,13 @@ class RoundGate:
         self._events[0].set()
 
     @classmethod
-    def for_schedule(cls, plan: SequentialPlan, task_ids: Sequence[str],
-                     records: Mapping[str, Mapping[tuple[str, int], Any]], repeats: Sequence[int]) -> RoundGate:
+    def for_schedule(
+        cls,
+        plan: SequentialPlan,
+        task_ids: Sequence[str],
+        records: Mapping[str, Mapping[tuple[str, int], Any]],
+        repeats: Sequence[int],
+    ) -> RoundGate:
         """The gate of a launch whose scheduled attempts are of rounds ``repeats`` (one entry per attempt)."""
         remaining: dict[int, int] = {}
         for r in repeats:

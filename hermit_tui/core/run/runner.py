@@ -9,6 +9,7 @@ What the launch is asked to do is a ``LaunchOptions`` (core.run.launch); what it
 (core.run.executors, core.run.ray_executor); the summaries, a ``SummaryWriter`` (core.run.summaries); the rounds of
 ``--stop-when-decided``, a ``RoundGate`` (core.stats.looks). ``EvalRun`` schedules.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,8 +51,15 @@ class EvalRun:
     ``LaunchOptions`` for what each option does.
     """
 
-    def __init__(self, config: Config, options: LaunchOptions | Sequence[str], *, on_event: EventSink | None = None,
-                 tasks: TaskSet | None = None, **option_values: Any):
+    def __init__(
+        self,
+        config: Config,
+        options: LaunchOptions | Sequence[str],
+        *,
+        on_event: EventSink | None = None,
+        tasks: TaskSet | None = None,
+        **option_values: Any,
+    ):
         if not isinstance(options, LaunchOptions):
             options = LaunchOptions(selectors=list(options), **option_values)
         elif option_values:
@@ -60,9 +68,16 @@ class EvalRun:
         self.config, self.options, self.tasks, self.executor = config, options, plan.tasks, plan.executor
         self.on_event: EventSink = on_event or (lambda event: None)
         self.cost_cap = CostCap(max_usd=options.max_cost) if options.max_cost is not None else None
-        self.writer = SummaryWriter(task_ids=plan.task_ids, limit=plan.limit, concurrency=plan.concurrency,
-                                    executor=plan.executor, fingerprint=plan.fingerprint, warnings=plan.warnings,
-                                    cost_cap=self.cost_cap, plan=plan.continuing)
+        self.writer = SummaryWriter(
+            task_ids=plan.task_ids,
+            limit=plan.limit,
+            concurrency=plan.concurrency,
+            executor=plan.executor,
+            fingerprint=plan.fingerprint,
+            warnings=plan.warnings,
+            cost_cap=self.cost_cap,
+            plan=plan.continuing,
+        )
         self._cancel, self._force = threading.Event(), threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight: set[asyncio.Future[tuple[AttemptRecord, str | None]]] = set()  # attempts being run
@@ -129,8 +144,14 @@ class EvalRun:
         if self.cancelled:
             done = self.total - sum(j.pending for j in journals.values())
             self._emit(ev.RunCancelled(finished=done, total=self.total))
-        self._emit(ev.RunFinished(summaries=self.summaries, cancelled=self.cancelled,
-                                  wall_s=round(time.perf_counter() - t0, 2), stop_reason=self.stop_reason))
+        self._emit(
+            ev.RunFinished(
+                summaries=self.summaries,
+                cancelled=self.cancelled,
+                wall_s=round(time.perf_counter() - t0, 2),
+                stop_reason=self.stop_reason,
+            )
+        )
         if self.failure:
             raise RunFailed(self.failure)
         return self.summaries
@@ -140,24 +161,42 @@ class EvalRun:
         plan = self.plan
         for warning in plan.warnings:
             self._log("warning", warning)
-        self._emit(ev.RunStarted(labels=plan.labels, task_ids=plan.task_ids, repeats=plan.repeats,
-                                 concurrency=plan.concurrency, total=plan.total,
-                                 max_cost_usd=self.cost_cap.max_usd if self.cost_cap else None,
-                                 sequential=plan.sequential))
+        self._emit(
+            ev.RunStarted(
+                labels=plan.labels,
+                task_ids=plan.task_ids,
+                repeats=plan.repeats,
+                concurrency=plan.concurrency,
+                total=plan.total,
+                max_cost_usd=self.cost_cap.max_usd if self.cost_cap else None,
+                sequential=plan.sequential,
+            )
+        )
         adapters = {sel.label: stack.enter_context(materialize(sel, self.config)) for sel in plan.selectors}
         for sel in plan.selectors:
-            journal = journals[sel.label] = plan.continuing.open_journal(sel, plan.folder(sel.label), plan.task_ids,
-                                                                         plan.repeats, self._log)
+            journal = journals[sel.label] = plan.continuing.open_journal(
+                sel, plan.folder(sel.label), plan.task_ids, plan.repeats, self._log
+            )
             stack.callback(journal.close)
-            self._emit(ev.SelectorStarted(label=sel.label, selector=sel.text, commit=sel.commit,
-                                          total=journal.total, folder=str(journal.folder)))
+            self._emit(
+                ev.SelectorStarted(
+                    label=sel.label,
+                    selector=sel.text,
+                    commit=sel.commit,
+                    total=journal.total,
+                    folder=str(journal.folder),
+                )
+            )
             for rec in journal.records.values():  # a retry or a resume shows the earlier records first
                 self._emit(ev.AttemptFinished(label=sel.label, record=rec))
         order = self._order(adapters, journals)
         if plan.sequential is not None:  # rounds a resume finds complete are checked at once (it may be decided)
-            self._rounds = RoundGate.for_schedule(plan.sequential, plan.task_ids,
-                                                  {label: j.records for label, j in journals.items()},
-                                                  [a.repeat for a in order])
+            self._rounds = RoundGate.for_schedule(
+                plan.sequential,
+                plan.task_ids,
+                {label: j.records for label, j in journals.items()},
+                [a.repeat for a in order],
+            )
             self._report_rounds(self._rounds.advance())
         for journal in journals.values():
             self._write_summary(journal, final=False)
@@ -165,9 +204,12 @@ class EvalRun:
         with stray_output(stray) as printed:  # fd-level output of this process: not the attempts' own
             await self._execute(order, journals)
         if printed[0]:
-            self._log("warning", f"{printed[0]} bytes were printed by this process outside any attempt's capture (a "
-                                 "C library, a subprocess, a thread a pipeline started): kept in "
-                                 f"{stray if stray.exists() else 'no file (it could not be written)'}")
+            self._log(
+                "warning",
+                f"{printed[0]} bytes were printed by this process outside any attempt's capture (a "
+                "C library, a subprocess, a thread a pipeline started): kept in "
+                f"{stray if stray.exists() else 'no file (it could not be written)'}",
+            )
         if self._rounds is not None and self._rounds.stopped:
             for journal in journals.values():  # decided after round r: the later rounds are not part of it
                 journal.pending, journal.total = 0, len(plan.task_ids) * self._rounds.tracker.rounds
@@ -245,8 +287,11 @@ class EvalRun:
                 if self._rounds is not None:
                     self._report_rounds(self._rounds.finished(attempt.repeat))
                 if not 0 <= record.judge.score <= 1:
-                    self._log("warning", f"{attempt.label}: {attempt.task_id} repeat {attempt.repeat} scored "
-                                         f"{record.judge.score:g}, outside [0, 1]")
+                    self._log(
+                        "warning",
+                        f"{attempt.label}: {attempt.task_id} repeat {attempt.repeat} scored "
+                        f"{record.judge.score:g}, outside [0, 1]",
+                    )
                 if journal.pending == 0 and self._rounds is None:  # sequential: all at the end, with the decision
                     journal.close()
                     self.summaries[attempt.label] = self._finish(journal)
@@ -276,16 +321,21 @@ class EvalRun:
     def _count_cost(self, record: AttemptRecord) -> None:
         cap = self.cost_cap
         if cap is not None and cap.add(record.cost_usd):
-            self._log("warning", "--max-cost: the attempts so far report no cost; they count once some attempt "
-                                 "reports one (their cost is never taken as $0)")
+            self._log(
+                "warning",
+                "--max-cost: the attempts so far report no cost; they count once some attempt "
+                "reports one (their cost is never taken as $0)",
+            )
 
     def _cost_reached(self) -> bool:
         """True once this launch's cost reached --max-cost: no new attempt starts (the ones in flight finish)."""
         cap = self.cost_cap
         if cap is not None and self.stop_reason is None and cap.reached:
             self.stop_reason = cap.reason()
-            self._log("warning", f"{self.stop_reason}: no new attempt starts, the ones in flight finish; continue "
-                                 "later with --resume")
+            self._log(
+                "warning",
+                f"{self.stop_reason}: no new attempt starts, the ones in flight finish; continue later with --resume",
+            )
         return self.stop_reason is not None
 
     # -- rounds (--stop-when-decided) -----------------------------------------------------------------------------
@@ -294,8 +344,15 @@ class EvalRun:
         assert gate is not None and plan is not None
         first = gate.tracker.rounds - len(checked) + 1
         for r, looks in enumerate(checked, start=first):
-            self._emit(ev.RoundChecked(round=r, max_rounds=plan.max_rounds, baseline=plan.baseline, looks=looks,
-                                       stopped=r == gate.tracker.rounds and gate.stopped))
+            self._emit(
+                ev.RoundChecked(
+                    round=r,
+                    max_rounds=plan.max_rounds,
+                    baseline=plan.baseline,
+                    looks=looks,
+                    stopped=r == gate.tracker.rounds and gate.stopped,
+                )
+            )
             self._log("info", round_line(r, plan, looks))
         if checked and gate.stopped:
             self._log("info", decided_line(gate.tracker.rounds, plan))
@@ -304,9 +361,14 @@ class EvalRun:
     def _write_summary(self, journal: SelectorJournal, *, final: bool) -> Summary:
         gate = self._rounds
         summary = self.writer.summary(
-            journal, final=final, cancelled=self._cancel.is_set(), stop_reason=self.stop_reason, stopped=self.stopped,
+            journal,
+            final=final,
+            cancelled=self._cancel.is_set(),
+            stop_reason=self.stop_reason,
+            stopped=self.stopped,
             repeats=gate.rounds_run if gate is not None else self.plan.repeats,
-            sequential=gate.tracker.entry(journal.selector.label) if gate is not None else None)
+            sequential=gate.tracker.entry(journal.selector.label) if gate is not None else None,
+        )
         try:
             self.writer.write(journal, summary)
         except OSError as exc:
@@ -324,9 +386,16 @@ class EvalRun:
         summary = self._write_summary(journal, final=True)
         sel = journal.selector
         self._emit(ev.SelectorFinished(label=sel.label, summary=summary))
-        if (sel.kind == "final" and sel.text == "final" and summary.complete and not self.plan.limit
-                and self.options.update_card and not journal.continues):
+        if (
+            sel.kind == "final"
+            and sel.text == "final"
+            and summary.complete
+            and not self.plan.limit
+            and self.options.update_card
+            and not journal.continues
+        ):
             from hermit_tui.core.publish.card import update_final_card
+
             try:
                 result = update_final_card(self.config, summary)
             except InputError as exc:

@@ -2,6 +2,7 @@
 (``core.records.results.summarize``) plus hermit-tui's keys, refreshed as the launch goes (``complete: false``,
 ``in_progress``) and written once more at the end. Every key is declared on ``core.records.results.Summary``.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,16 +23,34 @@ from hermit_tui.core.workspace.fingerprint import Fingerprint
 class SummaryWriter:
     """What every summary of one launch shares (the protocol, the settings), and how one is written."""
 
-    def __init__(self, *, task_ids: Sequence[str], limit: int | None, concurrency: int, executor: Executor,
-                 fingerprint: Fingerprint, warnings: Sequence[str], cost_cap: CostCap | None,
-                 plan: ContinuePlan):
+    def __init__(
+        self,
+        *,
+        task_ids: Sequence[str],
+        limit: int | None,
+        concurrency: int,
+        executor: Executor,
+        fingerprint: Fingerprint,
+        warnings: Sequence[str],
+        cost_cap: CostCap | None,
+        plan: ContinuePlan,
+    ):
         self.task_ids = list(task_ids)
         self.limit, self.concurrency, self.executor = limit, concurrency, executor
         self.fingerprint, self.warnings = fingerprint, list(warnings)
         self.cost_cap, self.plan = cost_cap, plan
 
-    def summary(self, journal: SelectorJournal, *, final: bool, repeats: int, cancelled: bool,
-                stop_reason: str | None, stopped: str | None, sequential: SequentialEntry | None) -> Summary:
+    def summary(
+        self,
+        journal: SelectorJournal,
+        *,
+        final: bool,
+        repeats: int,
+        cancelled: bool,
+        stop_reason: str | None,
+        stopped: str | None,
+        sequential: SequentialEntry | None,
+    ) -> Summary:
         """Selector ``journal``'s summary now. ``repeats``: what the summary says (the rounds a launch that stopped
         when decided ran); ``cancelled``: the launch was cancelled (it says so when attempts are left);
         ``stop_reason``: --max-cost stopped it; ``stopped``: it stopped short otherwise (hung threads)."""
@@ -45,12 +64,20 @@ class SummaryWriter:
         if fingerprint.repeats != repeats:  # the rounds run
             fingerprint = fingerprint.model_copy(update={"repeats": repeats})
         extra: dict[str, Any] = dict(
-            label=sel.label, expected_attempts=journal.total, complete=complete,
+            label=sel.label,
+            expected_attempts=journal.total,
+            complete=complete,
             cancelled=True if (final and cancelled and journal.pending) else None,
-            smoke_limit=self.limit, content_hash=sel.content_hash, started_at=journal.started_at,
-            finished_at=now_iso() if final else None, hermit_tui_version=__version__,
-            concurrency=self.concurrency, retries=journal.retries or None, executor=self.executor.name,
-            fingerprint=fingerprint, sequential=sequential,
+            smoke_limit=self.limit,
+            content_hash=sel.content_hash,
+            started_at=journal.started_at,
+            finished_at=now_iso() if final else None,
+            hermit_tui_version=__version__,
+            concurrency=self.concurrency,
+            retries=journal.retries or None,
+            executor=self.executor.name,
+            fingerprint=fingerprint,
+            sequential=sequential,
             in_progress=None if final else InProgress(pid=os.getpid(), updated_at=now_iso()),
             **self.executor.summary_keys(sel.label),
             scores_outside_unit=outside or None,
@@ -60,8 +87,15 @@ class SummaryWriter:
             protocol_warnings=self.warnings or None,
         )
         wall = time.perf_counter() - journal.started + (earlier.wall_s if earlier else 0.0)
-        return summarize([*journal.records.values(), *journal.foreign], adapter=sel.text, commit=sel.commit,
-                         task_ids=self.task_ids, repeats=repeats, wall_s=wall, **extra)
+        return summarize(
+            [*journal.records.values(), *journal.foreign],
+            adapter=sel.text,
+            commit=sel.commit,
+            task_ids=self.task_ids,
+            repeats=repeats,
+            wall_s=wall,
+            **extra,
+        )
 
     def write(self, journal: SelectorJournal, summary: Summary) -> None:
         """Replace the selector's summary.json (readers see the old or the new one); OSError when it cannot."""

@@ -17,6 +17,7 @@ What the thread-per-attempt design guaranteed still holds:
 - an attempt runs in a copy of the submitting context (``contextvars``), and a ``BaseException`` (``SystemExit``)
   raised in it reaches the waiting coroutine as a ``RuntimeError``, never the event loop.
 """
+
 from __future__ import annotations
 
 import asyncio

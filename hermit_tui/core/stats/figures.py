@@ -17,6 +17,7 @@ randomisation test valid with unequal repeats). Input: per selector, ``AttemptRe
 score)`` tuples or :class:`~hermit_tui.core.records.scores.AttemptColumns`, plus the test task ids
 (``core.records.scores``).
 """
+
 from __future__ import annotations
 
 import math
@@ -39,12 +40,16 @@ ALPHA = 0.05
 POWER = 0.8
 TIE_TOL = 1e-9
 TRANSITIONS = ("fixed", "broken", "stable_pass", "stable_fail", "flaky")
-ESTIMAND = ("the mean over test tasks of each task's mean score over its repeats (failed attempts score "
-            "0); with equal repeats on every task this is hermit's mean_score, the mean over attempts")
+ESTIMAND = (
+    "the mean over test tasks of each task's mean score over its repeats (failed attempts score "
+    "0); with equal repeats on every task this is hermit's mean_score, the mean over attempts"
+)
 SE_METHOD = "standard error = sd of the per-task means / sqrt(tasks) (the task is the unit of sampling)"
-VERDICT_RULE = ("'an improvement' (or 'a regression') when the 95% interval for the mean difference lies entirely "
-                "above (below) 0 and the paired randomisation test gives p < 0.05; anything else is 'no clear "
-                "difference'")
+VERDICT_RULE = (
+    "'an improvement' (or 'a regression') when the 95% interval for the mean difference lies entirely "
+    "above (below) 0 and the paired randomisation test gives p < 0.05; anything else is 'no clear "
+    "difference'"
+)
 MDE_METHOD = "paired t approximation: (t(0.975, n-1) + t(0.80, n-1)) x se"
 
 
@@ -193,7 +198,7 @@ class PairStats(BaseModel):
         """
         if self.within_var is None or self.between_var is None or not delta or self.n_paired < 2:
             return None
-        room = self.n_paired * delta ** 2 / _t_sum(self.n_paired - 1) ** 2 - self.between_var
+        room = self.n_paired * delta**2 / _t_sum(self.n_paired - 1) ** 2 - self.between_var
         if room <= 0:
             return None
         return max(1, math.ceil(self.within_var / room * (1 - 1e-9)))
@@ -239,8 +244,12 @@ def _per_task(table: TaskTable) -> dict[str, TaskStat]:
     """The per-task figures, built directly (the model's validation passes TaskStat instances through)."""
     ids = table.ids
     sd = [None if x != x else x for x in table.sd.tolist()]
-    return dict(zip(map(ids.__getitem__, table.index.tolist()),
-                    map(TaskStat, table.mean.tolist(), sd, table.n.tolist(), table.solved.tolist())))
+    return dict(
+        zip(
+            map(ids.__getitem__, table.index.tolist()),
+            map(TaskStat, table.mean.tolist(), sd, table.n.tolist(), table.solved.tolist()),
+        )
+    )
 
 
 def _interval_fields(interval: Interval | None) -> dict[str, Any]:
@@ -263,8 +272,13 @@ def _repeats_text(lo: int, hi: int) -> str:
 # ---------------------------------------------------------------------------------------------------- one selector
 
 
-def selector_stats(label: str, records: Attempts, task_ids: Sequence[str] | None,
-                   threshold: float = SOLVED_THRESHOLD, scale: tuple[float, float] | None = None) -> SelectorStats:
+def selector_stats(
+    label: str,
+    records: Attempts,
+    task_ids: Sequence[str] | None,
+    threshold: float = SOLVED_THRESHOLD,
+    scale: tuple[float, float] | None = None,
+) -> SelectorStats:
     """The task mean with its 95% interval, per-task figures, solved rates and the variance split of one selector.
 
     ``task_ids`` are the test task ids (None: the ids in the records). Attempts on other ids are ignored and counted.
@@ -275,19 +289,46 @@ def selector_stats(label: str, records: Attempts, task_ids: Sequence[str] | None
     g, n_test = table.n_tasks, len(table.ids)
     counts = table.n
     outside = bool(len(table.scores) and (table.scores.min() < 0 or table.scores.max() > 1))
-    common = dict(label=label, threshold=threshold, n_tasks=g, n_missing=n_test - g, n_test=n_test,
-                  n_attempts=table.n_attempts, n_ignored=table.n_ignored,
-                  repeats=int(counts[0]) if g and counts.min() == counts.max() else None,
-                  repeats_min=int(counts.min()) if g else 0, repeats_max=int(counts.max()) if g else 0,
-                  per_task=_per_task(table), scores_outside_unit=outside, nonfinite_scores=table.nonfinite,
-                  scale=(lo, hi))
+    common = dict(
+        label=label,
+        threshold=threshold,
+        n_tasks=g,
+        n_missing=n_test - g,
+        n_test=n_test,
+        n_attempts=table.n_attempts,
+        n_ignored=table.n_ignored,
+        repeats=int(counts[0]) if g and counts.min() == counts.max() else None,
+        repeats_min=int(counts.min()) if g else 0,
+        repeats_max=int(counts.max()) if g else 0,
+        per_task=_per_task(table),
+        scores_outside_unit=outside,
+        nonfinite_scores=table.nonfinite,
+        scale=(lo, hi),
+    )
     if not g:
-        return SelectorStats(**common, mean=None, attempt_mean=None, se=None, ci_low=None, ci_high=None,
-                             method=_method_text(None, SE_METHOD), solved_once=None, solved_once_ci=None,
-                             pass_k=None, pass_k_ci=None, rule_of_three=None, between_var=None, within_var=None,
-                             within_share=None, se_more_tasks=None, se_more_repeats=None, se_repeats_floor=None,
-                             lever=None, lever_note=None,
-                             warnings=[f"{label}: no attempt on any of the {n_test} test tasks"] if n_test else [])
+        return SelectorStats(
+            **common,
+            mean=None,
+            attempt_mean=None,
+            se=None,
+            ci_low=None,
+            ci_high=None,
+            method=_method_text(None, SE_METHOD),
+            solved_once=None,
+            solved_once_ci=None,
+            pass_k=None,
+            pass_k_ci=None,
+            rule_of_three=None,
+            between_var=None,
+            within_var=None,
+            within_share=None,
+            se_more_tasks=None,
+            se_more_repeats=None,
+            se_repeats_floor=None,
+            lever=None,
+            lever_note=None,
+            warnings=[f"{label}: no attempt on any of the {n_test} test tasks"] if n_test else [],
+        )
 
     means = table.mean
     mean = float(means.mean())
@@ -302,19 +343,29 @@ def selector_stats(label: str, records: Attempts, task_ids: Sequence[str] | None
     all_solved = int((table.solved == counts).sum())
     warnings = []
     if int(counts.min()) != int(counts.max()):
-        warnings.append(f"{label}: unequal repeats ({counts.min()}-{counts.max()} per task): the mean score is the "
-                        f"mean of the task means, {mean:.4f}; hermit's mean_score over attempts is {attempt_mean:.4f}")
+        warnings.append(
+            f"{label}: unequal repeats ({counts.min()}-{counts.max()} per task): the mean score is the "
+            f"mean of the task means, {mean:.4f}; hermit's mean_score over attempts is {attempt_mean:.4f}"
+        )
     if n_test > g:
-        warnings.append(f"{label}: {n_test - g} of {n_test} test tasks have no attempt: the mean and its interval "
-                        f"cover the {g} attempted tasks; the solved rates count the missing ones as unsolved")
+        warnings.append(
+            f"{label}: {n_test - g} of {n_test} test tasks have no attempt: the mean and its interval "
+            f"cover the {g} attempted tasks; the solved rates count the missing ones as unsolved"
+        )
     return SelectorStats(
-        **common, mean=mean, attempt_mean=attempt_mean, se=se, **_interval_fields(interval),
+        **common,
+        mean=mean,
+        attempt_mean=attempt_mean,
+        se=se,
+        **_interval_fields(interval),
         method=_method_text(interval, SE_METHOD),
-        solved_once=solved / n_test, solved_once_ci=wilson(solved, n_test),
+        solved_once=solved / n_test,
+        solved_once_ci=wilson(solved, n_test),
         pass_k=all_solved / n_test if has_pass_k else None,
         pass_k_ci=wilson(all_solved, n_test) if has_pass_k else None,
         rule_of_three=_rule_of_three(solved, all_solved if has_pass_k else None, n_test, threshold),
-        **_split(table), warnings=warnings,
+        **_split(table),
+        warnings=warnings,
     )
 
 
@@ -324,15 +375,27 @@ def _split(table: TaskTable) -> dict[str, Any]:
     means = table.mean
     inv_k = float(np.mean(1.0 / table.n))  # 1/k, or its average with unequal repeats
     has_sd = ~np.isnan(table.sd)
-    none = dict(between_var=None, within_var=None, within_share=None, se_more_tasks=None, se_more_repeats=None,
-                se_repeats_floor=None, lever=None, lever_note=None)
+    none = dict(
+        between_var=None,
+        within_var=None,
+        within_share=None,
+        se_more_tasks=None,
+        se_more_repeats=None,
+        se_repeats_floor=None,
+        lever=None,
+        lever_note=None,
+    )
     if g < 2:
         return none | dict(lever_note="One task: the between-task variance cannot be estimated.")
     var_means = float(means.var(ddof=1))
     if not has_sd.any():
-        return none | dict(between_var=var_means, lever_note=(
-            "One attempt per task: the run-to-run variance cannot be separated from the between-task variance; "
-            "more tasks narrow the interval, repeats may too."))
+        return none | dict(
+            between_var=var_means,
+            lever_note=(
+                "One attempt per task: the run-to-run variance cannot be separated from the between-task variance; "
+                "more tasks narrow the interval, repeats may too."
+            ),
+        )
     within = float(np.mean(np.square(table.sd[has_sd])))
     noise = min(within * inv_k, var_means)  # the within part cannot exceed what was observed
     between = var_means - noise
@@ -342,34 +405,51 @@ def _split(table: TaskTable) -> dict[str, Any]:
     lever = "either" if share is not None and share >= 0.9 else "tasks"
     floor: float | None = math.sqrt(between / g)
     if var_means == 0:
-        note = ("Every task has the same mean score: the sample shows no spread (standard error 0), so the "
-                "interval is the no-spread bound, which more tasks narrow and more repeats do not.")
+        note = (
+            "Every task has the same mean score: the sample shows no spread (standard error 0), so the "
+            "interval is the no-spread bound, which more tasks narrow and more repeats do not."
+        )
         floor = None
     elif between <= 1e-15:
         floor = None
-        note = (f"Run-to-run noise accounts for all the spread of the task means (the between-task variance is "
-                f"estimated at 0). Doubling the tasks would bring the standard error to {se_tasks:.3g}, doubling "
-                f"the repeats to {se_reps:.3g}; this sample cannot tell how far more repeats alone could go.")
+        note = (
+            f"Run-to-run noise accounts for all the spread of the task means (the between-task variance is "
+            f"estimated at 0). Doubling the tasks would bring the standard error to {se_tasks:.3g}, doubling "
+            f"the repeats to {se_reps:.3g}; this sample cannot tell how far more repeats alone could go."
+        )
     else:
-        note = (f"Run-to-run noise is {share:.0%} of the variance of a task's mean. Doubling the tasks would bring "
-                f"the standard error to {se_tasks:.3g}, doubling the repeats to {se_reps:.3g}; no number of repeats "
-                f"brings it below {floor:.3g}.")
-    return dict(between_var=between, within_var=within, within_share=share, se_more_tasks=se_tasks,
-                se_more_repeats=se_reps, se_repeats_floor=floor, lever=lever, lever_note=note)
+        note = (
+            f"Run-to-run noise is {share:.0%} of the variance of a task's mean. Doubling the tasks would bring "
+            f"the standard error to {se_tasks:.3g}, doubling the repeats to {se_reps:.3g}; no number of repeats "
+            f"brings it below {floor:.3g}."
+        )
+    return dict(
+        between_var=between,
+        within_var=within,
+        within_share=share,
+        se_more_tasks=se_tasks,
+        se_more_repeats=se_reps,
+        se_repeats_floor=floor,
+        lever=lever,
+        lever_note=note,
+    )
 
 
 def _rule_of_three(solved: int, all_solved: int | None, g: int, threshold: float) -> str | None:
     bound = min(1.0, 3 / g)
     what = f"a score of at least {threshold:g}"
     if solved == 0:
-        return (f"No task of {g} reached {what}: the true solved rate is below {bound:.2g} "
-                "(rule of three, 95%).")
+        return f"No task of {g} reached {what}: the true solved rate is below {bound:.2g} (rule of three, 95%)."
     if all_solved == g:
-        return (f"Every repeat of all {g} tasks reached {what}: the true pass^k rate is above {1 - bound:.2g} "
-                "(rule of three, 95%).")
+        return (
+            f"Every repeat of all {g} tasks reached {what}: the true pass^k rate is above {1 - bound:.2g} "
+            "(rule of three, 95%)."
+        )
     if solved == g:
-        return (f"All {g} tasks reached {what} at least once: the true solved rate is above {1 - bound:.2g} "
-                "(rule of three, 95%).")
+        return (
+            f"All {g} tasks reached {what} at least once: the true solved rate is above {1 - bound:.2g} "
+            "(rule of three, 95%)."
+        )
     return None
 
 
@@ -387,16 +467,25 @@ def _transitions(sa: np.ndarray, na: np.ndarray, sb: np.ndarray, nb: np.ndarray)
     return out
 
 
-def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attempts,
-               task_ids: Sequence[str] | None, threshold: float = SOLVED_THRESHOLD,
-               scale: tuple[float, float] | None = None) -> PairStats:
+def pair_stats(
+    a_label: str,
+    a_records: Attempts,
+    b_label: str,
+    b_records: Attempts,
+    task_ids: Sequence[str] | None,
+    threshold: float = SOLVED_THRESHOLD,
+    scale: tuple[float, float] | None = None,
+) -> PairStats:
     """Paired comparison of ``b`` against ``a`` over the test tasks both attempted (differences are b - a).
 
     ``scale``: the range of a score (default: [0, 1] widened to the scores of both); differences lie in
     ``[lo - hi, hi - lo]``.
     """
-    if task_ids is None and not isinstance(a_records, (AttemptColumns, TaskTable)) \
-            and not isinstance(b_records, (AttemptColumns, TaskTable)):
+    if (
+        task_ids is None
+        and not isinstance(a_records, (AttemptColumns, TaskTable))
+        and not isinstance(b_records, (AttemptColumns, TaskTable))
+    ):
         a_records, b_records = list(a_records), list(b_records)
         seen = [str(r[0]) if isinstance(r, tuple) else r.id for r in (*a_records, *b_records)]
         task_ids = list(dict.fromkeys(seen))
@@ -432,17 +521,18 @@ def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attem
     between = within = noise = None
     if sd is not None:  # n > 1
         sda, sdb = ta.sd[ia], tb.sd[ib]
-        between = sd ** 2
+        between = sd**2
         if (~np.isnan(sda)).any() and (~np.isnan(sdb)).any():
             wa, wb = float(np.nanmean(np.square(sda))), float(np.nanmean(np.square(sdb)))
             raw = wa * float(np.mean(1.0 / ka)) + wb * float(np.mean(1.0 / kb))
-            noise = min(raw, sd ** 2)
+            noise = min(raw, sd**2)
             within = (wa + wb) * (noise / raw if raw > 0 else 1.0)
-            between = sd ** 2 - noise
+            between = sd**2 - noise
     mde = _t_sum(n - 1) * se if se is not None else None
 
     test = None
     if n:
+
         def scores_of(j: int) -> tuple[np.ndarray, np.ndarray]:
             return ta.task_scores(int(ia[j])), tb.task_scores(int(ib[j]))
 
@@ -450,22 +540,46 @@ def pair_stats(a_label: str, a_records: Attempts, b_label: str, b_records: Attem
 
     warnings = []
     if unequal:
-        warnings.append(f"{b_label} vs {a_label}: {unequal} of {n} paired tasks have unequal repeats: the figures "
-                        "compare task means (each task weighs the same), and the test re-deals those tasks' attempts "
-                        "instead of flipping signs")
+        warnings.append(
+            f"{b_label} vs {a_label}: {unequal} of {n} paired tasks have unequal repeats: the figures "
+            "compare task means (each task weighs the same), and the test re-deals those tasks' attempts "
+            "instead of flipping signs"
+        )
     if unpaired:
-        warnings.append(f"{b_label} vs {a_label}: {len(unpaired)} test tasks attempted by only one of the two are "
-                        "left out")
-    fields = dict(a=a_label, b=b_label, threshold=threshold, n_paired=n, n_unpaired=len(unpaired),
-                  unpaired=unpaired, repeats_min=int(counts.min()) if n else 0,
-                  repeats_max=int(counts.max()) if n else 0, unequal_repeats=unequal,
-                  mean_diff=mean_diff, sd_diff=sd, se=se, **_interval_fields(interval),
-                  method=_method_text(interval, "differences of task means, b - a"), scale=(-width, width),
-                  p_value=test.p_value if test else None, test=test.description if test else "",
-                  test_exact=test.exact if test else None,
-                  sign_test_p=sign_p, wins=wins, losses=losses, ties=n - wins - losses, transitions=transitions,
-                  transition_counts={k: len(v) for k, v in transitions.items()}, between_var=between,
-                  within_var=within, noise_var=noise, mde=mde, warnings=warnings)
+        warnings.append(
+            f"{b_label} vs {a_label}: {len(unpaired)} test tasks attempted by only one of the two are left out"
+        )
+    fields = dict(
+        a=a_label,
+        b=b_label,
+        threshold=threshold,
+        n_paired=n,
+        n_unpaired=len(unpaired),
+        unpaired=unpaired,
+        repeats_min=int(counts.min()) if n else 0,
+        repeats_max=int(counts.max()) if n else 0,
+        unequal_repeats=unequal,
+        mean_diff=mean_diff,
+        sd_diff=sd,
+        se=se,
+        **_interval_fields(interval),
+        method=_method_text(interval, "differences of task means, b - a"),
+        scale=(-width, width),
+        p_value=test.p_value if test else None,
+        test=test.description if test else "",
+        test_exact=test.exact if test else None,
+        sign_test_p=sign_p,
+        wins=wins,
+        losses=losses,
+        ties=n - wins - losses,
+        transitions=transitions,
+        transition_counts={k: len(v) for k, v in transitions.items()},
+        between_var=between,
+        within_var=within,
+        noise_var=noise,
+        mde=mde,
+        warnings=warnings,
+    )
     decision, verdict = _verdict(fields)
     return PairStats(**fields, decision=decision, verdict=verdict)
 
@@ -488,9 +602,10 @@ def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
         sample += f"; {f['n_unpaired']} unpaired left out"
     ci = None if lo is None else f"95% CI {_num(lo)} to {_num(hi)}"
     if f["sd_diff"] == 0 and abs(diff) <= TIE_TOL:
-        return VerdictKind.UNCLEAR, (f"No clear difference: {b} and {a} have the same mean score on each of the "
-                                     f"{sample}" + (f" ({ci}: tasks not in the sample may still differ)." if ci
-                                                    else "."))
+        return VerdictKind.UNCLEAR, (
+            f"No clear difference: {b} and {a} have the same mean score on each of the "
+            f"{sample}" + (f" ({ci}: tasks not in the sample may still differ)." if ci else ".")
+        )
     figures = ", ".join(x for x in (ci, p_text(p), sample) if x)
     if abs(diff) > TIE_TOL:
         headline = f"{b} scores {_num(abs(diff))} {'higher' if diff > 0 else 'lower'} than {a} ({figures})"
@@ -507,17 +622,32 @@ def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
     elif not (above or below) and not significant:
         reason = "the interval includes 0 and the test's p is not below 0.05"
     elif not (above or below):
-        reason = ("the test finds the two differ on some tasks, but the interval for the mean difference includes 0")
+        reason = "the test finds the two differ on some tasks, but the interval for the mean difference includes 0"
     else:
         reason = "the interval excludes 0, but the test's p is not below 0.05"
     text = f"No clear difference: {headline}; {reason}."
     if mde is None:
         text += " At least 2 paired tasks are needed for an interval and the power figures."
     elif mde > abs(diff):
-        text += (f" With {n} tasks, the smallest difference this sample detects with 80% power is {_num(mde)} "
-                 "(paired t).")
+        text += (
+            f" With {n} tasks, the smallest difference this sample detects with 80% power is {_num(mde)} (paired t)."
+        )
     return VerdictKind.UNCLEAR, text
 
 
-__all__ = ["ALPHA", "ESTIMAND", "MDE_METHOD", "PairStats", "SelectorStats", "TaskStat", "VERDICT_RULE", "VerdictKind",
-           "default_pairs", "p_text", "pair_stats", "selector_stats", "sign_test_p", "wilson"]
+__all__ = [
+    "ALPHA",
+    "ESTIMAND",
+    "MDE_METHOD",
+    "PairStats",
+    "SelectorStats",
+    "TaskStat",
+    "VERDICT_RULE",
+    "VerdictKind",
+    "default_pairs",
+    "p_text",
+    "pair_stats",
+    "selector_stats",
+    "sign_test_p",
+    "wilson",
+]

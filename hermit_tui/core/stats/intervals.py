@@ -32,6 +32,7 @@ this order:
 
 Coverage was checked by simulation (``benchmarks/bench_stats.py``, figures in ``benchmarks/RESULTS.md``).
 """
+
 from __future__ import annotations
 
 import math
@@ -54,7 +55,7 @@ Method = Literal["t", "score", "no-spread"]
 METHOD_TEXT: dict[str, str] = {
     "t": "Student t interval (tasks - 1 df)",
     "score": "score interval with an effective sample size (Wilson-type, t critical value; Clopper-Pearson on "
-             "the effective counts next to an end)",
+    "the effective counts next to an end)",
     "no-spread": "no-spread bound (every task has the same value: 1 - 0.025^(1/tasks) of tasks may differ)",
 }
 
@@ -92,8 +93,16 @@ def wilson_bounds(p: float, n: float, crit: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def mean_interval(mean: float, sd: float, n_tasks: int, lo: float, hi: float, *,
-                  max_n_eff: float | None = None, level: float = CONFIDENCE) -> Interval | None:
+def mean_interval(
+    mean: float,
+    sd: float,
+    n_tasks: int,
+    lo: float,
+    hi: float,
+    *,
+    max_n_eff: float | None = None,
+    level: float = CONFIDENCE,
+) -> Interval | None:
     """The interval for the mean of ``n_tasks`` per-task values in ``[lo, hi]`` with sample sd ``sd`` (ddof 1).
 
     ``max_n_eff``: an upper bound on the effective sample size (the attempts' worth, for pass/fail scores).
@@ -122,8 +131,7 @@ def mean_interval(mean: float, sd: float, n_tasks: int, lo: float, hi: float, *,
     return Interval(low=lo + width * low, high=lo + width * high, method="score", n_eff=n_eff)
 
 
-def _near_the_ends(p: float, n_eff: float, crit: float, low: float, high: float, level: float
-                   ) -> tuple[float, float]:
+def _near_the_ends(p: float, n_eff: float, crit: float, low: float, high: float, level: float) -> tuple[float, float]:
     """Wilson's bounds widened to Clopper-Pearson's on the effective counts where few fall beyond the mean."""
     from scipy.special import betaincinv
 
@@ -137,8 +145,9 @@ def _near_the_ends(p: float, n_eff: float, crit: float, low: float, high: float,
     return max(0.0, low), min(1.0, high)
 
 
-def task_mean_interval(means: np.ndarray, counts: np.ndarray, binary: bool, lo: float, hi: float,
-                       level: float = CONFIDENCE) -> Interval | None:
+def task_mean_interval(
+    means: np.ndarray, counts: np.ndarray, binary: bool, lo: float, hi: float, level: float = CONFIDENCE
+) -> Interval | None:
     """A selector's interval: for the mean of its task means ``means`` (numpy array), with ``counts`` attempts per
     task; ``binary``: every score is at one end of ``[lo, hi]`` (pass/fail), which caps the effective sample size at
     the attempts' worth, ``G^2 / sum(1 / k_i)``."""
@@ -167,5 +176,19 @@ def method_note(methods: Sequence[str | None]) -> str:
     return "; ".join(METHOD_TEXT[m] for m in used) if used else "no interval"
 
 
-__all__ = ["CONFIDENCE", "FEW", "NEAR", "Interval", "METHOD_TEXT", "T_MIN_COUNT", "T_MIN_TASKS", "difference_interval",
-           "mean_interval", "method_note", "no_spread_share", "t_quantile", "task_mean_interval", "wilson_bounds"]
+__all__ = [
+    "CONFIDENCE",
+    "FEW",
+    "NEAR",
+    "Interval",
+    "METHOD_TEXT",
+    "T_MIN_COUNT",
+    "T_MIN_TASKS",
+    "difference_interval",
+    "mean_interval",
+    "method_note",
+    "no_spread_share",
+    "t_quantile",
+    "task_mean_interval",
+    "wilson_bounds",
+]

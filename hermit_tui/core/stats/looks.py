@@ -12,6 +12,7 @@ the files (:func:`pair_looks`, :func:`sequential_pair`): the looks are recompute
 exactly as the launch computed them (the score scale of each look is [0, 1] widened to the scores seen up to that
 round). The launch's own part, the round barrier and the plan made from its options, is ``core.run.rounds``.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,8 +71,9 @@ class _Pair:
     """One candidate's monitor, fed round by round on the score scale seen so far ([0, 1] widened)."""
 
     def __init__(self, plan: SequentialPlan, candidate: str):
-        self.monitor = SequentialMonitor(plan.baseline, candidate, plan.max_rounds, alpha=plan.alpha,
-                                         margin=plan.margin)
+        self.monitor = SequentialMonitor(
+            plan.baseline, candidate, plan.max_rounds, alpha=plan.alpha, margin=plan.margin
+        )
         self.looks: list[SequentialLook] = []
 
     def add(self, a: np.ndarray, b: np.ndarray) -> SequentialLook:
@@ -128,8 +130,14 @@ class RoundTracker:
     def entry(self, label: str) -> SequentialEntry:
         """summary.json's ``sequential`` object for ``label`` (a candidate or the baseline)."""
         plan = self.plan
-        common = dict(baseline=plan.baseline, rounds=self.rounds, max_rounds=plan.max_rounds, method=plan.method,
-                      alpha=plan.alpha, margin=plan.margin)
+        common = dict(
+            baseline=plan.baseline,
+            rounds=self.rounds,
+            max_rounds=plan.max_rounds,
+            method=plan.method,
+            alpha=plan.alpha,
+            margin=plan.margin,
+        )
         if label == plan.baseline:
             return SequentialEntry(**common, candidates={c: _decision(self.last(c)) for c in plan.candidates})
         look = self.last(label)
@@ -147,13 +155,24 @@ def _decision(look: SequentialLook | None) -> str:
 Records = Mapping[tuple[str, int], Any] | Iterable[Any]
 
 
-def replay(entry: SequentialEntry, baseline_records: Records, candidate_records: Records, candidate: str,
-           task_ids: Sequence[str]) -> list[SequentialLook] | None:
+def replay(
+    entry: SequentialEntry,
+    baseline_records: Records,
+    candidate_records: Records,
+    candidate: str,
+    task_ids: Sequence[str],
+) -> list[SequentialLook] | None:
     """The looks of a candidate's recorded launch, recomputed from the records round by round (None when a round
     it ran is not complete in the records)."""
     base, cand = _by_key(baseline_records), _by_key(candidate_records)
-    plan = SequentialPlan(baseline=entry.baseline, candidates=[candidate], max_rounds=entry.max_rounds,
-                          margin=entry.margin, alpha=entry.alpha, method=entry.method)
+    plan = SequentialPlan(
+        baseline=entry.baseline,
+        candidates=[candidate],
+        max_rounds=entry.max_rounds,
+        margin=entry.margin,
+        alpha=entry.alpha,
+        method=entry.method,
+    )
     tracker = RoundTracker(plan, task_ids)
     if not 1 <= entry.rounds <= entry.max_rounds:
         return None
@@ -180,22 +199,42 @@ def monitored_pair(a: str, summary_a: Summary | None, b: str, summary_b: Summary
 def negated(look: SequentialLook) -> SequentialLook:
     """The same look read the other way round (baseline - candidate)."""
     flip = {"improvement": "regression", "regression": "improvement"}
-    return look.model_copy(update=dict(
-        baseline=look.candidate, candidate=look.baseline, decision=flip.get(look.decision, look.decision),
-        mean_diff=None if look.mean_diff is None else -look.mean_diff,
-        ci_low=None if look.ci_high is None else -look.ci_high, ci_high=None if look.ci_low is None else -look.ci_low,
-        z=None if look.z is None else -look.z))
+    return look.model_copy(
+        update=dict(
+            baseline=look.candidate,
+            candidate=look.baseline,
+            decision=flip.get(look.decision, look.decision),
+            mean_diff=None if look.mean_diff is None else -look.mean_diff,
+            ci_low=None if look.ci_high is None else -look.ci_high,
+            ci_high=None if look.ci_low is None else -look.ci_low,
+            z=None if look.z is None else -look.z,
+        )
+    )
 
 
-def pair_look(a: str, summary_a: Summary | None, records_a: Records, b: str, summary_b: Summary | None,
-              records_b: Records, task_ids: Sequence[str] | None) -> tuple[SequentialLook | None, list[str]]:
+def pair_look(
+    a: str,
+    summary_a: Summary | None,
+    records_a: Records,
+    b: str,
+    summary_b: Summary | None,
+    records_b: Records,
+    task_ids: Sequence[str] | None,
+) -> tuple[SequentialLook | None, list[str]]:
     """The last look of :func:`pair_looks` (None when the pair was not monitored), with what to warn about."""
     looks, notes = pair_looks(a, summary_a, records_a, b, summary_b, records_b, task_ids)
     return (looks[-1] if looks else None), notes
 
 
-def pair_looks(a: str, summary_a: Summary | None, records_a: Records, b: str, summary_b: Summary | None,
-               records_b: Records, task_ids: Sequence[str] | None) -> tuple[list[SequentialLook], list[str]]:
+def pair_looks(
+    a: str,
+    summary_a: Summary | None,
+    records_a: Records,
+    b: str,
+    summary_b: Summary | None,
+    records_b: Records,
+    task_ids: Sequence[str] | None,
+) -> tuple[list[SequentialLook], list[str]]:
     """The looks, round by round, of the pair b - a when a and b are a candidate and its baseline of one
     ``--stop-when-decided`` launch (recomputed from the records, read as b - a), with what to warn about; ([],
     warnings) otherwise. ``task_ids``: the test task ids (None, or more than the launch ran: those the baseline's
@@ -214,13 +253,17 @@ def pair_looks(a: str, summary_a: Summary | None, records_a: Records, b: str, su
     ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
     looks = replay(entry, by_label[base], by_label[cand], cand, ids) if len(ids) == summary.tasks else None
     if not looks:
-        return [], [f"{cand} vs {base}: the stop-when-decided launch's {entry.rounds} rounds are not all in the "
-                    "records, so its sequential test cannot be recomputed: the fixed design's figures are shown, "
-                    "and they ignore that the launch stopped on what it saw"]
+        return [], [
+            f"{cand} vs {base}: the stop-when-decided launch's {entry.rounds} rounds are not all in the "
+            "records, so its sequential test cannot be recomputed: the fixed design's figures are shown, "
+            "and they ignore that the launch stopped on what it saw"
+        ]
     warnings = []
     if looks[-1].decision != entry.decision:
-        warnings.append(f"{cand} vs {base}: the launch recorded '{entry.decision}', its records now give "
-                        f"'{looks[-1].decision}' (attempts re-run since the decision?)")
+        warnings.append(
+            f"{cand} vs {base}: the launch recorded '{entry.decision}', its records now give "
+            f"'{looks[-1].decision}' (attempts re-run since the decision?)"
+        )
     return ([negated(look) for look in looks] if cand == a else looks), warnings
 
 
@@ -237,15 +280,21 @@ def unmonitored_note(a: str, summary_a: Summary | None, b: str, summary_b: Summa
     eb = summary_b.sequential if summary_b is not None else None
     if ea is None or eb is None or ea.baseline != eb.baseline or a == ea.baseline or b == eb.baseline:
         return None
-    return (f"{b} vs {a}: both were compared with {ea.baseline} by a stop-when-decided launch, not with each other; "
-            "this pair's fixed-design figures ignore that the launch stopped on what it saw")
+    return (
+        f"{b} vs {a}: both were compared with {ea.baseline} by a stop-when-decided launch, not with each other; "
+        "this pair's fixed-design figures ignore that the launch stopped on what it saw"
+    )
 
 
-SEQUENTIAL_RULE = ("after each whole round of a stop-when-decided launch, 'an improvement' ('a regression') when the "
-                   "repeated 95% confidence interval for the mean difference lies above (below) 0, 'equivalent' (with "
-                   "a margin M) when it lies within -M..M; the first decision is kept; otherwise 'undecided'")
-FIXED_P_NOTE = ("the p-value is the fixed design's, not adjusted for the looks after each round: for reference only "
-                "(the decision is the sequential test's)")
+SEQUENTIAL_RULE = (
+    "after each whole round of a stop-when-decided launch, 'an improvement' ('a regression') when the "
+    "repeated 95% confidence interval for the mean difference lies above (below) 0, 'equivalent' (with "
+    "a margin M) when it lies within -M..M; the first decision is kept; otherwise 'undecided'"
+)
+FIXED_P_NOTE = (
+    "the p-value is the fixed design's, not adjusted for the looks after each round: for reference only "
+    "(the decision is the sequential test's)"
+)
 
 
 _num = short_num
@@ -254,10 +303,16 @@ _num = short_num
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     """The verdict of a monitored pair, b - a, in one or two sentences."""
     d = look.mean_diff
-    when = (f"decided at round {look.decided_at} of {look.max_rounds}" if look.decided_at is not None
-            else f"round {look.rounds} of {look.max_rounds}")
-    ci = ("no interval yet" if look.ci_low is None or look.ci_high is None
-          else f"repeated 95% CI {_num(look.ci_low)} to {_num(look.ci_high)}")
+    when = (
+        f"decided at round {look.decided_at} of {look.max_rounds}"
+        if look.decided_at is not None
+        else f"round {look.rounds} of {look.max_rounds}"
+    )
+    ci = (
+        "no interval yet"
+        if look.ci_low is None or look.ci_high is None
+        else f"repeated 95% CI {_num(look.ci_low)} to {_num(look.ci_high)}"
+    )
     if d is None:
         return f"Undecided: no complete round of {a} and {b} yet."
     if look.decision in ("improvement", "regression"):
@@ -265,8 +320,7 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
         word = "an improvement" if look.decision == "improvement" else "a regression"
         return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({ci}; {when}): {word}."
     if look.decision == "equivalent":
-        return (f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; {when}): equivalent within "
-                f"±{look.margin:g}.")
+        return f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; {when}): equivalent within ±{look.margin:g}."
     reach = "includes 0" + (f" and reaches beyond ±{look.margin:g}" if look.margin is not None else "")
     done = look.rounds >= look.max_rounds
     head = f"Undecided after all {look.max_rounds} rounds" if done else f"Undecided so far ({when})"
@@ -279,20 +333,22 @@ def sequential_method(look: SequentialLook) -> str:
 
     text = f"repeated 95% confidence interval (the intersection over the rounds run): {look.method}"
     if look.ci_method is not None and look.nominal_level is not None:
-        text += (f"; round {look.rounds}'s interval: {METHOD_TEXT[look.ci_method]} at the nominal confidence "
-                 f"1 − {1 - look.nominal_level:.2g}")
+        text += (
+            f"; round {look.rounds}'s interval: {METHOD_TEXT[look.ci_method]} at the nominal confidence "
+            f"1 − {1 - look.nominal_level:.2g}"
+        )
     return text
 
 
 def boundary_text(look: SequentialLook) -> str:
     """This look's boundary against what was observed: critical z, observed z, the interval against 0 and ±M."""
+
     def z(x: float | None) -> str:
         if x is None:
             return "—"
         return ("∞" if x > 0 else "−∞") if math.isinf(x) else f"{x:.2f}"
 
-    parts = [f"round {look.rounds} of {look.max_rounds}: boundary |z| ≥ {z(look.boundary_z)}, observed z "
-             f"{z(look.z)}"]
+    parts = [f"round {look.rounds} of {look.max_rounds}: boundary |z| ≥ {z(look.boundary_z)}, observed z {z(look.z)}"]
     if look.ci_low is not None:
         target = "0" + (f" and ±{look.margin:g}" if look.margin is not None else "")
         parts.append(f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against {target}")
@@ -305,12 +361,37 @@ def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
     """``pair`` (a ``core.stats.figures.PairStats``, b - a) with the sequential look in place of the fixed design's
     interval, decision, verdict and rule; ``look`` must read b - a (see :func:`negated`)."""
     decision = VerdictKind.UNCLEAR if look.decision == "undecided" else VerdictKind(look.decision)
-    return pair.model_copy(update=dict(
-        sequential=look, ci_low=look.ci_low, ci_high=look.ci_high, ci_method=look.ci_method, n_eff=None,
-        method=sequential_method(look), decision=decision, verdict=sequential_text(look, pair.a, pair.b),
-        rule=SEQUENTIAL_RULE, test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE))
+    return pair.model_copy(
+        update=dict(
+            sequential=look,
+            ci_low=look.ci_low,
+            ci_high=look.ci_high,
+            ci_method=look.ci_method,
+            n_eff=None,
+            method=sequential_method(look),
+            decision=decision,
+            verdict=sequential_text(look, pair.a, pair.b),
+            rule=SEQUENTIAL_RULE,
+            test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE,
+        )
+    )
 
 
-__all__ = ["FIXED_P_NOTE", "SEQUENTIAL_RULE", "Records", "RoundTracker", "SequentialPlan", "boundary_text",
-           "monitored_pair", "negated", "pair_look", "pair_looks", "replay", "round_scores", "sequential_method",
-           "sequential_pair", "sequential_text", "unmonitored_note"]
+__all__ = [
+    "FIXED_P_NOTE",
+    "SEQUENTIAL_RULE",
+    "Records",
+    "RoundTracker",
+    "SequentialPlan",
+    "boundary_text",
+    "monitored_pair",
+    "negated",
+    "pair_look",
+    "pair_looks",
+    "replay",
+    "round_scores",
+    "sequential_method",
+    "sequential_pair",
+    "sequential_text",
+    "unmonitored_note",
+]

@@ -25,6 +25,7 @@ benchmarks/bench_stats.py. With re-dealt pass/fail tasks and the same repeats on
 is the Cochran-Mantel-Haenszel test (without continuity correction). Both cost at most linear time in
 the number of tasks (the exact one is bounded by :data:`EXACT_WORK`).
 """
+
 from __future__ import annotations
 
 import math
@@ -92,15 +93,22 @@ def _redeal_distribution(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.n
     if math.comb(n, kb) > MAX_DEALS:
         return None
     total = pooled.sum()
-    sums = np.fromiter((pooled[list(c)].sum() for c in combinations(range(n), kb)), dtype=float,
-                       count=math.comb(n, kb))
+    sums = np.fromiter((pooled[list(c)].sum() for c in combinations(range(n), kb)), dtype=float, count=math.comb(n, kb))
     values = sums / kb - (total - sums) / ka
     return _merge(values, np.full(len(values), 1.0 / len(values)))
 
 
-def paired_randomisation_test(ka: np.ndarray, ma: np.ndarray, sa: np.ndarray, kb: np.ndarray, mb: np.ndarray,
-                              sb: np.ndarray, scores_of: Callable[[int], tuple[np.ndarray, np.ndarray]], *,
-                              exact_work: float = EXACT_WORK) -> TestResult:
+def paired_randomisation_test(
+    ka: np.ndarray,
+    ma: np.ndarray,
+    sa: np.ndarray,
+    kb: np.ndarray,
+    mb: np.ndarray,
+    sb: np.ndarray,
+    scores_of: Callable[[int], tuple[np.ndarray, np.ndarray]],
+    *,
+    exact_work: float = EXACT_WORK,
+) -> TestResult:
     """The test over paired tasks, given per task the attempt counts ``k``, means ``m`` and sds ``s`` (ddof 1, NaN
     with one attempt) of a and b; ``scores_of(i)`` returns task i's attempt scores (a's, b's) for the exact test."""
     ka, kb = np.asarray(ka, dtype=float), np.asarray(kb, dtype=float)
@@ -117,8 +125,13 @@ def paired_randomisation_test(ka: np.ndarray, ma: np.ndarray, sa: np.ndarray, kb
         if n_redeal:
             parts.append(f"re-dealt attempts on {n_redeal} task{'s' * (n_redeal != 1)} with unequal repeats")
         text = f"paired randomisation test, two-sided ({'; '.join(parts) or 'no task'}): {how}"
-        return TestResult(p_value=float(min(1.0, max(0.0, p))), exact=exact, description=text,
-                          flipped_tasks=n_flip, redealt_tasks=n_redeal)
+        return TestResult(
+            p_value=float(min(1.0, max(0.0, p))),
+            exact=exact,
+            description=text,
+            flipped_tasks=n_flip,
+            redealt_tasks=n_redeal,
+        )
 
     if g == 0 or (not n_redeal and not np.any(np.abs(diffs) > TIE_TOL)):
         return described("exact (no task differs)", True, 1.0)
@@ -131,8 +144,8 @@ def paired_randomisation_test(ka: np.ndarray, ma: np.ndarray, sa: np.ndarray, kb
     # pooled sum of squares of a re-dealt task: within a, within b, and the part from the two means
     ss_a = np.where(ka > 1, (ka - 1) * np.nan_to_num(np.asarray(sa, dtype=float)) ** 2, 0.0)
     ss_b = np.where(kb > 1, (kb - 1) * np.nan_to_num(np.asarray(sb, dtype=float)) ** 2, 0.0)
-    pooled_var = (ss_a + ss_b + ka * kb / (ka + kb) * diffs ** 2) / np.maximum(ka + kb - 1, 1)
-    variance = float(np.sum(np.where(equal, diffs ** 2, pooled_var * (1 / ka + 1 / kb))))
+    pooled_var = (ss_a + ss_b + ka * kb / (ka + kb) * diffs**2) / np.maximum(ka + kb - 1, 1)
+    variance = float(np.sum(np.where(equal, diffs**2, pooled_var * (1 / ka + 1 / kb))))
     if variance <= 0:
         return described("exact (no task can change under the null)", True, 1.0)
     from scipy.special import ndtr
@@ -140,8 +153,9 @@ def paired_randomisation_test(ka: np.ndarray, ma: np.ndarray, sa: np.ndarray, kb
     half_step = _half_spacing(diffs) if not n_redeal else 0.0
     z = max(0.0, observed - half_step) / math.sqrt(variance)
     cc = f", continuity correction {half_step:.3g}" if half_step else ""
-    return described(f"normal approximation to the randomisation distribution (z = {z:.2f}{cc})", False,
-                     float(2 * ndtr(-z)))
+    return described(
+        f"normal approximation to the randomisation distribution (z = {z:.2f}{cc})", False, float(2 * ndtr(-z))
+    )
 
 
 def _half_spacing(diffs: np.ndarray) -> float:
@@ -155,8 +169,13 @@ def _half_spacing(diffs: np.ndarray) -> float:
     return float(np.gcd.reduce(ints)) / step
 
 
-def _exact(diffs: np.ndarray, equal: np.ndarray, scores_of: Callable[[int], tuple[np.ndarray, np.ndarray]],
-           observed: float, budget: float) -> tuple[float, str] | None:
+def _exact(
+    diffs: np.ndarray,
+    equal: np.ndarray,
+    scores_of: Callable[[int], tuple[np.ndarray, np.ndarray]],
+    observed: float,
+    budget: float,
+) -> tuple[float, str] | None:
     """(p, what was enumerated) by convolving the per-task null distributions, or None when too costly."""
     if np.all(equal) and _flip_work(diffs[np.abs(diffs) > TIE_TOL]) > budget:  # a tie flips to itself
         return None
@@ -184,8 +203,7 @@ def _exact(diffs: np.ndarray, equal: np.ndarray, scores_of: Callable[[int], tupl
         values, probs = _merge(values[:, None] + tv[None, :], probs[:, None] * tp[None, :])
     tol = TIE_TOL * max(1.0, observed)
     p = float(probs[np.abs(values) >= observed - tol].sum())
-    what = ("sign pattern" if np.all(equal) else "re-deal" if not np.any(equal)
-            else "sign pattern and re-deal")
+    what = "sign pattern" if np.all(equal) else "re-deal" if not np.any(equal) else "sign pattern and re-deal"
     return p, what
 
 

@@ -34,6 +34,7 @@ df, or the bounded score interval / no-spread bound of the fixed design), which 
 difference and matches the fixed design's methods (the "significance level approach" to group-sequential t-tests,
 J&T 2000 sec. 3.8). Its error rates are measured by simulation in ``benchmarks/bench_stats.py``.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,8 +48,10 @@ from pydantic import BaseModel
 from hermit_tui.core.stats.intervals import mean_interval
 
 ALPHA = 0.05
-METHOD = ("group-sequential repeated confidence intervals, Lan-DeMets O'Brien-Fleming-type alpha spending over the "
-          "planned rounds (Jennison & Turnbull 2000, ch. 7 and 9)")
+METHOD = (
+    "group-sequential repeated confidence intervals, Lan-DeMets O'Brien-Fleming-type alpha spending over the "
+    "planned rounds (Jennison & Turnbull 2000, ch. 7 and 9)"
+)
 GRID = 161  # points of the numerical integration at each round
 Decision = Literal["improvement", "regression", "equivalent", "undecided"]
 
@@ -80,10 +83,17 @@ class SequentialLook(BaseModel):
 
     def summary(self) -> dict[str, Any]:
         """summary.json's ``sequential`` object: hermit-tui's key, beside hermit's."""
-        return {"baseline": self.baseline, "decision": self.decision, "rounds": self.rounds,
-                "max_rounds": self.max_rounds, "method": self.method, "alpha": self.alpha,
-                "margin": self.margin, "decided_at": self.decided_at,
-                "interval": None if self.ci_low is None else [self.ci_low, self.ci_high]}
+        return {
+            "baseline": self.baseline,
+            "decision": self.decision,
+            "rounds": self.rounds,
+            "max_rounds": self.max_rounds,
+            "method": self.method,
+            "alpha": self.alpha,
+            "margin": self.margin,
+            "decided_at": self.decided_at,
+            "interval": None if self.ci_low is None else [self.ci_low, self.ci_high],
+        }
 
 
 def obf_spending(t: float, alpha: float = ALPHA) -> float:
@@ -104,8 +114,12 @@ def _simpson(lo: float, hi: float, m: int = GRID) -> tuple[np.ndarray, np.ndarra
     return x, w * (hi - lo) / (3 * (m - 1))
 
 
-def spending_boundaries(information: tuple[float, ...], times: tuple[float, ...] | None,
-                        alpha: float = ALPHA, spend: Callable[[float], float] | None = None) -> list[float]:
+def spending_boundaries(
+    information: tuple[float, ...],
+    times: tuple[float, ...] | None,
+    alpha: float = ALPHA,
+    spend: Callable[[float], float] | None = None,
+) -> list[float]:
     """Critical values ``c_j`` such that, under no difference, the first crossing of ``|Z_j| >= c_j`` happens at look
     ``j`` with probability ``alpha(t_j) - alpha(t_{j-1})``. ``information``: increasing information levels (the
     correlation of ``Z_i`` and ``Z_j`` is ``sqrt(I_i / I_j)``); ``times``: the spending times (default
@@ -140,13 +154,13 @@ def spending_boundaries(information: tuple[float, ...], times: tuple[float, ...]
                 if _exit_prob(1e-9, mass, grid, step) <= target:  # cannot spend that much: stop at any value
                     b = 1e-9
                 else:
-                    b = brentq(lambda x, m=mass, g=grid, s=step, t=target: _exit_prob(x, m, g, s) - t, 1e-9, hi,
-                               xtol=1e-10)
+                    b = brentq(
+                        lambda x, m=mass, g=grid, s=step, t=target: _exit_prob(x, m, g, s) - t, 1e-9, hi, xtol=1e-10
+                    )
             reach = float(np.max(np.abs(grid))) + 8 * step
             lo_hi = min(b, reach) if math.isfinite(b) else reach
             new_grid, new_weights = _simpson(-lo_hi, lo_hi)
-            kernel = (np.exp(-0.5 * ((new_grid[:, None] - grid[None, :]) / step) ** 2)
-                      / (step * math.sqrt(2 * math.pi)))
+            kernel = np.exp(-0.5 * ((new_grid[:, None] - grid[None, :]) / step) ** 2) / (step * math.sqrt(2 * math.pi))
             dens = kernel @ mass
             grid, weights = new_grid, new_weights
             c = b / math.sqrt(ij)
@@ -158,6 +172,7 @@ def spending_boundaries(information: tuple[float, ...], times: tuple[float, ...]
 def _exit_prob(bound: float, mass: np.ndarray, grid: np.ndarray, step: float) -> float:
     """The probability of leaving ``(-bound, bound)`` in the next step, from the density ``mass`` on ``grid``."""
     from scipy.special import ndtr
+
     return float(np.sum(mass * (ndtr((-bound - grid) / step) + ndtr((grid - bound) / step))))
 
 
@@ -181,9 +196,18 @@ def variance_components(diffs: np.ndarray) -> tuple[float, float | None]:
     return max(0.0, var_means - within / r), within
 
 
-def sequential_look(baseline: str, candidate: str, a: np.ndarray, b: np.ndarray, max_rounds: int, *,
-                    alpha: float = ALPHA, margin: float | None = None, lo: float = 0.0,
-                    hi: float = 1.0) -> SequentialLook:
+def sequential_look(
+    baseline: str,
+    candidate: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    max_rounds: int,
+    *,
+    alpha: float = ALPHA,
+    margin: float | None = None,
+    lo: float = 0.0,
+    hi: float = 1.0,
+) -> SequentialLook:
     """The decision after the rounds so far, from this round's interval alone (no memory of earlier rounds: see
     :class:`SequentialMonitor`). ``a`` and ``b``: scores, G tasks x r rounds, in ``[lo, hi]``."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -195,8 +219,15 @@ def sequential_look(baseline: str, candidate: str, a: np.ndarray, b: np.ndarray,
     diffs = b - a
     task_diffs = diffs.mean(axis=1)
     mean_diff = float(task_diffs.mean()) if g else None
-    base = dict(baseline=baseline, candidate=candidate, rounds=r, max_rounds=max_rounds, alpha=alpha, margin=margin,
-                mean_diff=mean_diff)
+    base = dict(
+        baseline=baseline,
+        candidate=candidate,
+        rounds=r,
+        max_rounds=max_rounds,
+        alpha=alpha,
+        margin=margin,
+        mean_diff=mean_diff,
+    )
     if g < 2 or mean_diff is None:
         return SequentialLook(**base, decision="undecided", ci_low=None, ci_high=None)
     between, within = variance_components(diffs)
@@ -213,10 +244,21 @@ def sequential_look(baseline: str, candidate: str, a: np.ndarray, b: np.ndarray,
     sd = float(task_diffs.std(ddof=1))
     z = mean_diff / (sd / math.sqrt(g)) if sd > 0 else (0.0 if mean_diff == 0 else math.copysign(math.inf, mean_diff))
     decision = _decide(low, high, margin)
-    return SequentialLook(**base, decision=decision, decided_at=r if decision != "undecided" else None,
-                          ci_low=low, ci_high=high, ci_method=interval.method if interval else None,
-                          boundary_z=c, nominal_level=nominal, spending_time=t_r,
-                          alpha_spent=obf_spending(t_r, alpha), between_var=between, within_var=within, z=z)
+    return SequentialLook(
+        **base,
+        decision=decision,
+        decided_at=r if decision != "undecided" else None,
+        ci_low=low,
+        ci_high=high,
+        ci_method=interval.method if interval else None,
+        boundary_z=c,
+        nominal_level=nominal,
+        spending_time=t_r,
+        alpha_spent=obf_spending(t_r, alpha),
+        between_var=between,
+        within_var=within,
+        z=z,
+    )
 
 
 def _decide(low: float, high: float, margin: float | None) -> Decision:
@@ -233,8 +275,17 @@ class SequentialMonitor:
     """One candidate against the baseline over a launch: feed each whole round's scores (one per task, in task
     order); the first decision is kept and the interval is the intersection of every round's interval."""
 
-    def __init__(self, baseline: str, candidate: str, max_rounds: int, *, alpha: float = ALPHA,
-                 margin: float | None = None, lo: float = 0.0, hi: float = 1.0):
+    def __init__(
+        self,
+        baseline: str,
+        candidate: str,
+        max_rounds: int,
+        *,
+        alpha: float = ALPHA,
+        margin: float | None = None,
+        lo: float = 0.0,
+        hi: float = 1.0,
+    ):
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
         if margin is not None and not margin > 0:
@@ -249,17 +300,32 @@ class SequentialMonitor:
     def decided(self) -> bool:
         return self.last is not None and self.last.decision != "undecided"
 
-    def add_round(self, a_scores: Sequence[float] | np.ndarray, b_scores: Sequence[float] | np.ndarray
-                  ) -> SequentialLook:
+    def add_round(
+        self, a_scores: Sequence[float] | np.ndarray, b_scores: Sequence[float] | np.ndarray
+    ) -> SequentialLook:
         if len(self._a) >= self.max_rounds:
             raise ValueError(f"all {self.max_rounds} rounds were already added")
         self._a.append(np.asarray(a_scores, dtype=float))
         self._b.append(np.asarray(b_scores, dtype=float))
-        look = sequential_look(self.baseline, self.candidate, np.column_stack(self._a), np.column_stack(self._b),
-                               self.max_rounds, alpha=self.alpha, margin=self.margin, lo=self.lo, hi=self.hi)
+        look = sequential_look(
+            self.baseline,
+            self.candidate,
+            np.column_stack(self._a),
+            np.column_stack(self._b),
+            self.max_rounds,
+            alpha=self.alpha,
+            margin=self.margin,
+            lo=self.lo,
+            hi=self.hi,
+        )
         prev = self.last
-        if (prev is not None and prev.ci_low is not None and prev.ci_high is not None and look.ci_low is not None
-                and look.ci_high is not None):
+        if (
+            prev is not None
+            and prev.ci_low is not None
+            and prev.ci_high is not None
+            and look.ci_low is not None
+            and look.ci_high is not None
+        ):
             low, high = max(prev.ci_low, look.ci_low), min(prev.ci_high, look.ci_high)
             if low > high:  # disjoint intervals: possible only by chance (probability < alpha); keep the latest
                 low, high = look.ci_low, look.ci_high
@@ -268,11 +334,21 @@ class SequentialMonitor:
             look = look.model_copy(update=dict(decision=prev.decision, decided_at=prev.decided_at))
         elif look.ci_low is not None and look.ci_high is not None:
             decision = _decide(look.ci_low, look.ci_high, self.margin)
-            look = look.model_copy(update=dict(decision=decision,
-                                               decided_at=look.rounds if decision != "undecided" else None))
+            look = look.model_copy(
+                update=dict(decision=decision, decided_at=look.rounds if decision != "undecided" else None)
+            )
         self.last = look
         return look
 
 
-__all__ = ["ALPHA", "METHOD", "SequentialLook", "SequentialMonitor", "obf_spending", "round_boundaries",
-           "sequential_look", "spending_boundaries", "variance_components"]
+__all__ = [
+    "ALPHA",
+    "METHOD",
+    "SequentialLook",
+    "SequentialMonitor",
+    "obf_spending",
+    "round_boundaries",
+    "sequential_look",
+    "spending_boundaries",
+    "variance_components",
+]

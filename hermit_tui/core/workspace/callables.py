@@ -4,6 +4,7 @@
 adapter)``), ``package.module:function`` / ``:Class``, or one of hermit-harness's built-in agents (loaded through
 hermit when it is installed). A function gets ``params=`` / ``base=`` keywords when its signature names them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -89,8 +90,10 @@ def load_pipeline(config: Config) -> Pipeline:
         try:
             from hermit.agents.base import load_agent
         except ImportError:
-            raise InputError(f"{config.path.name}: agent.name {name!r} is a hermit-harness built-in agent: "
-                             "install hermit-harness (pip install hermit-harness) to use it") from None
+            raise InputError(
+                f"{config.path.name}: agent.name {name!r} is a hermit-harness built-in agent: "
+                "install hermit-harness (pip install hermit-harness) to use it"
+            ) from None
         try:
             run: Pipeline = load_agent(name, params, config.base).run
             return run
@@ -101,8 +104,9 @@ def load_pipeline(config: Config) -> Pipeline:
         try:
             agent: Any = target(params, config.base)  # type: ignore[call-arg]  # an agent class: (params, base)
         except Exception as exc:
-            raise InputError(f"{config.path.name}: agent.name {name}: building the agent failed: "
-                             f"{type(exc).__name__}: {exc}") from None
+            raise InputError(
+                f"{config.path.name}: agent.name {name}: building the agent failed: {type(exc).__name__}: {exc}"
+            ) from None
         if not callable(getattr(agent, "run", None)):
             raise InputError(f"{config.path.name}: agent.name {name}: the class has no run(task, adapter) method")
         method: Pipeline = agent.run

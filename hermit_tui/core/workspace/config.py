@@ -4,6 +4,7 @@ Every key hermit-harness 0.1.0 knows is accepted, so a real hermit config loads 
 ignores a section. Unknown keys are errors, except inside the free sections (FREE_SECTIONS) and under a key whose
 default is null (such a key takes any value, as in hermit). Nothing here writes to the config file.
 """
+
 from __future__ import annotations
 
 import copy
@@ -26,26 +27,48 @@ FREE_SECTIONS: frozenset[str] = frozenset({"params", "llm", "backends", "profile
 
 #: hermit-harness 0.1.0's framework defaults: every section and key a run.yaml may set.
 DEFAULTS: dict[str, Any] = {
-    "data": {"tasks": None, "train": None, "val": None, "test": None,
-             "step_size": 8, "shuffle": True, "shuffle_seed": 0},
+    "data": {
+        "tasks": None,
+        "train": None,
+        "val": None,
+        "test": None,
+        "step_size": 8,
+        "shuffle": True,
+        "shuffle_seed": 0,
+    },
     "task_info": None,
     "agent": {"name": None, "concurrency": 4, "timeout_min": None, "params": {}},
-    "pipeline": {"run": None, "concurrency": None, "params": {}},   # older spelling of `agent` (run -> name)
+    "pipeline": {"run": None, "concurrency": None, "params": {}},  # older spelling of `agent` (run -> name)
     "judge": {"path": None, "name": "score"},
     "template": None,
     "start_from": None,
     "evolver": {"name": None, "resume": False, "params": {}},
     "evolver_access": {"environment": [], "tools": [], "send_material_out": False},
-    "sandbox": {"enabled": True, "enforce": "required", "network": "isolated", "allow": [], "read": [],
-                "packages": [], "env": None, "audit": None, "profiles": {}},
+    "sandbox": {
+        "enabled": True,
+        "enforce": "required",
+        "network": "isolated",
+        "allow": [],
+        "read": [],
+        "packages": [],
+        "env": None,
+        "audit": None,
+        "profiles": {},
+    },
     "model": None,
     "backends": {},
     "llm": None,
-    "trainer": {"run_name": None, "output_dir": "runs", "tree_dir": None, "epochs": 1,
-                "allow_early_stop": False, "resume_mode": "auto",
-                "save_freq": {"steps": None, "epochs": 1},
-                "budget": {"usd": None, "tokens": None, "hours": None},
-                "call_timeout_min": 60},
+    "trainer": {
+        "run_name": None,
+        "output_dir": "runs",
+        "tree_dir": None,
+        "epochs": 1,
+        "allow_early_stop": False,
+        "resume_mode": "auto",
+        "save_freq": {"steps": None, "epochs": 1},
+        "budget": {"usd": None, "tokens": None, "hours": None},
+        "call_timeout_min": 60,
+    },
     "eval": {"repeats": 1},
 }
 
@@ -55,9 +78,16 @@ TEMPLATE_ID = re.compile(r"[a-z][a-z0-9-]{0,63}")
 MAX_CONCURRENCY = 1024
 MAX_REPEATS = 1000
 MAX_TIMEOUT_MIN = 7 * 24 * 60
-PATH_KEYS = ("data.tasks", "data.train", "data.val", "data.test", "judge.path", "trainer.output_dir",
-             "trainer.tree_dir")
-_LEAF = object()   # schema marker: a key with a non-null scalar or list default, nothing below it
+PATH_KEYS = (
+    "data.tasks",
+    "data.train",
+    "data.val",
+    "data.test",
+    "judge.path",
+    "trainer.output_dir",
+    "trainer.tree_dir",
+)
+_LEAF = object()  # schema marker: a key with a non-null scalar or list default, nothing below it
 
 
 def _kind(value: Any) -> str:
@@ -79,8 +109,9 @@ def _child_schema(schema: Mapping[str, Any], key: str) -> Any:
     return sub if isinstance(sub, dict) else _LEAF
 
 
-def _merge(schema: Mapping[str, Any], base: dict[str, Any], given: Mapping[str, Any], prefix: str,
-           where: str) -> dict[str, Any]:
+def _merge(
+    schema: Mapping[str, Any], base: dict[str, Any], given: Mapping[str, Any], prefix: str, where: str
+) -> dict[str, Any]:
     """`base` updated by `given`, checking keys against `schema`; null for a section leaves it as it was."""
     out = copy.deepcopy(base)
     for key, value in given.items():
@@ -123,11 +154,11 @@ def _apply_override(data: dict[str, Any], item: str) -> str:
             if not isinstance(default, dict):
                 node[part] = value
             elif value is None:
-                pass                                   # null for a section leaves it as it was, as in the file
+                pass  # null for a section leaves it as it was, as in the file
             elif not isinstance(value, dict):
                 raise InputError(f"{where}: {dotted} must be a mapping, got {_kind(value)}")
             elif child is None:
-                node[part] = value                     # a free section is replaced whole
+                node[part] = value  # a free section is replaced whole
             else:
                 current = node[part] if isinstance(node.get(part), dict) else {}
                 node[part] = _merge(child, current, value, dotted + ".", where)
@@ -248,8 +279,9 @@ class Config(BaseModel):
         if "@" not in text and path.is_dir():
             raise InputError(f"{self.shown}: template '{text}' is a folder without adapter.yaml")
         if not TEMPLATE_ID.fullmatch(text.split("@")[0]):
-            raise InputError(f"{self.shown}: template '{text}' is neither a folder holding adapter.yaml "
-                             "nor a built-in id@version")
+            raise InputError(
+                f"{self.shown}: template '{text}' is neither a folder holding adapter.yaml nor a built-in id@version"
+            )
         return None
 
     @property
@@ -261,8 +293,11 @@ class Config(BaseModel):
             return str(self.get("template")).split("@")[0]
         manifest = folder / "adapter.yaml"
         data = _read_yaml(manifest, str(manifest))
-        ident = data.get("template", {}).get("id") if isinstance(data, dict) and isinstance(
-            data.get("template"), dict) else None
+        ident = (
+            data.get("template", {}).get("id")
+            if isinstance(data, dict) and isinstance(data.get("template"), dict)
+            else None
+        )
         if not isinstance(ident, str) or not TEMPLATE_ID.fullmatch(ident):
             raise InputError(f"{manifest}: template.id must be a lowercase slug, got {ident!r}")
         return ident
@@ -396,18 +431,23 @@ def _validate(data: dict[str, Any], where: Callable[[str], str]) -> None:
         if value > most:
             raise fail(key, f"must be at most {most}, got {_short(value)}")
     timeout = _lookup(data, "agent.timeout_min")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or math.isnan(timeout) or timeout <= 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout <= 0
+    ):
         raise fail("agent.timeout_min", f"must be a positive number of minutes or null, got {_short(timeout)}")
     if timeout is not None and not timeout <= MAX_TIMEOUT_MIN:
         raise fail("agent.timeout_min", f"must be at most {MAX_TIMEOUT_MIN} minutes (a week), got {_short(timeout)}")
     if not isinstance(_lookup(data, "data.shuffle"), bool):
         raise fail("data.shuffle", f"must be true or false, got {_lookup(data, 'data.shuffle')!r}")
     run_name = _lookup(data, "trainer.run_name")
-    if run_name and (not isinstance(run_name, (str, int)) or isinstance(run_name, bool)
-                     or not RUN_NAME.fullmatch(str(run_name))):
-        raise fail("trainer.run_name", f"may hold only letters, digits, '.', '_' and '-' (starting with a letter "
-                                       f"or digit, at most 81), got {run_name!r}")
+    if run_name and (
+        not isinstance(run_name, (str, int)) or isinstance(run_name, bool) or not RUN_NAME.fullmatch(str(run_name))
+    ):
+        raise fail(
+            "trainer.run_name",
+            f"may hold only letters, digits, '.', '_' and '-' (starting with a letter "
+            f"or digit, at most 81), got {run_name!r}",
+        )
     for key in PATH_KEYS:
         value = _lookup(data, key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int, float))):

@@ -3,6 +3,7 @@ device named as a data file would block or never end), YAML aliases may neither 
 a bound, and nothing nested deeper than MAX_DEPTH levels is accepted (deep nesting crashes the YAML composer, the JSON
 parser or a deep copy later on, after something may already have been written).
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,13 @@ MAX_DEPTH = 100
 #: How many values a YAML document may hold once its aliases are expanded (a few aliases can stand for billions).
 MAX_NODES = 200_000
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def kind_of(mode: int) -> str:
@@ -121,8 +127,9 @@ def _check_nodes(root: yaml.Node, where: str) -> None:
             done[key] = (size, depth)
             line = node.start_mark.line + 1
             if size > MAX_NODES:
-                raise InputError(f"{where}:{line}: its aliases expand to more than {MAX_NODES:,} values (an alias "
-                                 "bomb?)")
+                raise InputError(
+                    f"{where}:{line}: its aliases expand to more than {MAX_NODES:,} values (an alias bomb?)"
+                )
             if depth > MAX_DEPTH:
                 raise InputError(f"{where}:{line}: nested more than {MAX_DEPTH} levels deep")
             continue
@@ -132,8 +139,9 @@ def _check_nodes(root: yaml.Node, where: str) -> None:
         stack.append((node, True))
         for child in _children(node):
             if id(child) in visiting:
-                raise InputError(f"{where}:{child.start_mark.line + 1}: an alias refers to a value that holds it "
-                                 "(recursive YAML)")
+                raise InputError(
+                    f"{where}:{child.start_mark.line + 1}: an alias refers to a value that holds it (recursive YAML)"
+                )
             if id(child) not in done:
                 stack.append((child, False))
 

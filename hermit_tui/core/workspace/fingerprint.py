@@ -5,6 +5,7 @@ params and the model settings, plus repeats, the smoke limit, the hermit-tui ver
 the config or the task rows carry one. Two summaries compare when their fingerprints agree on everything but the
 hermit-tui version (which is reported, not required to match).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,8 +56,6 @@ class Fingerprint(BaseModel):
     def field(self, name: str) -> Any:
         """A field by name (FIELD_NAMES' keys), None when it is not recorded."""
         return getattr(self, name, None)
-
-
 
 
 def _digest(value: Any) -> str:

@@ -1,5 +1,6 @@
 """Whether a process named in a file (a lock, a temporary file's name) is still running: the folder lock and the
 clean-up of what a killed process left behind both ask."""
+
 from __future__ import annotations
 
 import os

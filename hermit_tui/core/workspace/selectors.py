@@ -7,6 +7,7 @@ abbreviated commit of the adapter tree. Commits hermit marked invalid are refuse
 The ``config`` argument is duck-typed: only ``base``, ``resolve_path(text)``, ``run_name``, ``run_dir`` and
 ``tree_dir`` are used.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -84,8 +85,9 @@ def check_selector_text(text: str) -> None:
     if text.startswith("-"):
         raise InputError(f"selector {text!r} begins with '-': it is not an adapter directory, tag or commit")
     if any(ch.isspace() or unicodedata.category(ch)[0] == "C" for ch in text):
-        raise InputError(f"selector {text!r} holds whitespace or control characters: it is not an adapter "
-                         "directory, tag or commit")
+        raise InputError(
+            f"selector {text!r} holds whitespace or control characters: it is not an adapter directory, tag or commit"
+        )
 
 
 def directory_hash(path: Path) -> str:
@@ -146,8 +148,9 @@ def resolve_selector(text: str, config: Config) -> Selector:
     if folder is not None and (folder / MANIFEST).is_file():
         if not folder.name:
             raise InputError(f"adapter directory {folder} has no name to label its results with")
-        return Selector(text=text, kind="directory", label=folder.name, path=folder,
-                        content_hash=directory_hash(folder))
+        return Selector(
+            text=text, kind="directory", label=folder.name, path=folder, content_hash=directory_hash(folder)
+        )
     check_selector_text(text)
     is_dir = folder is not None and folder.is_dir()
     if is_dir and not Path(config.tree_dir).exists():
@@ -188,8 +191,10 @@ def resolve_selectors(texts: Sequence[str], config: Config) -> list[Selector]:
     for sel in selectors:
         other = by_label.setdefault(sel.label, sel)
         if other is not sel:
-            raise InputError(f"selectors {other.text!r} and {sel.text!r} would both write "
-                             f"eval/{sel.label}/; evaluate them in separate launches")
+            raise InputError(
+                f"selectors {other.text!r} and {sel.text!r} would both write "
+                f"eval/{sel.label}/; evaluate them in separate launches"
+            )
     return selectors
 
 
@@ -240,6 +245,7 @@ def remove_stale_exports(folder: Path | None = None) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------------------------------- choosing
+
 
 def describe_selector(text: str, config: Config) -> str:
     """What a typed selector names (``adapter directory <path>``, ``tag · 1a2b3c4``, ``commit 1a2b3c4``), or
@@ -296,10 +302,27 @@ def version_choices(config: Config, added: Sequence[str] = ()) -> VersionChoices
             tree.close()
     except InputError as exc:
         return VersionChoices(versions=[], added=checked, problem=str(exc))
-    return VersionChoices(versions=[(choice_value(v, config.run_name), v) for v in versions if v.valid],
-                          added=checked, in_tree=len(versions))
+    return VersionChoices(
+        versions=[(choice_value(v, config.run_name), v) for v in versions if v.valid],
+        added=checked,
+        in_tree=len(versions),
+    )
 
 
-__all__ = ["MANIFEST", "AddedChoice", "Selector", "VersionChoices", "check_selector_text", "choice_value",
-           "describe_selector", "directory_hash", "label_for", "label_of", "materialize", "remove_stale_exports",
-           "resolve_selector", "resolve_selectors", "version_choices"]
+__all__ = [
+    "MANIFEST",
+    "AddedChoice",
+    "Selector",
+    "VersionChoices",
+    "check_selector_text",
+    "choice_value",
+    "describe_selector",
+    "directory_hash",
+    "label_for",
+    "label_of",
+    "materialize",
+    "remove_stale_exports",
+    "resolve_selector",
+    "resolve_selectors",
+    "version_choices",
+]

@@ -3,6 +3,7 @@
 Ids come from ``id`` or else ``task_id`` (an integer id becomes its string); each row gets ``id`` set when it has
 none. Every fault is an InputError naming the file and line.
 """
+
 from __future__ import annotations
 
 import json

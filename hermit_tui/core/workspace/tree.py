@@ -7,6 +7,7 @@ tags prefixed with the run name (``<run>/ckpt-step-N``, ``<run>/ckpt-epoch-N``, 
 User text never reaches git here: refs are looked up in a table read with ``git for-each-ref``, abbreviated commits
 are checked to be hexadecimal before git sees them, and tag names are checked against git's ref-name rules.
 """
+
 from __future__ import annotations
 
 import io
@@ -111,8 +112,10 @@ class AdapterTree:
             if len(found) == 1:
                 return found[0], None
             if found:
-                raise InputError(f"adapter version '{ref}' is ambiguous in tree {self.path}: it abbreviates "
-                                 f"{len(found)} commits ({', '.join(sorted(s[:12] for s in found))}); type more digits")
+                raise InputError(
+                    f"adapter version '{ref}' is ambiguous in tree {self.path}: it abbreviates "
+                    f"{len(found)} commits ({', '.join(sorted(s[:12] for s in found))}); type more digits"
+                )
         raise InputError(f"unknown adapter version '{ref}' in tree {self.path}")
 
     def resolve(self, ref: str) -> str:
@@ -174,9 +177,15 @@ class AdapterTree:
 
         def make(name: str, kind: VersionKind, sha: str, run: str | None) -> Version:
             c = self.repo.commit(sha)
-            return Version(name=name, kind=kind, commit=sha, date=c.committed_datetime,
-                           message=c.summary if isinstance(c.summary, str) else c.summary.decode(),
-                           valid=INVALID_MARK not in c.message, run=run)
+            return Version(
+                name=name,
+                kind=kind,
+                commit=sha,
+                date=c.committed_datetime,
+                message=c.summary if isinstance(c.summary, str) else c.summary.decode(),
+                valid=INVALID_MARK not in c.message,
+                run=run,
+            )
 
         runs: dict[str, list[tuple[tuple[int, ...], Version]]] = {}
         others: list[Version] = []

@@ -1,4 +1,5 @@
 """One screen per module. ``SCREENS`` maps the names used by bindings and palette commands to their classes."""
+
 from __future__ import annotations
 
 from importlib import import_module
@@ -28,4 +29,3 @@ class _Screens(dict):
 
 
 SCREENS = _Screens()
-

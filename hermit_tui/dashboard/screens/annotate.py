@@ -5,6 +5,7 @@ keys the drill-down, the per-task table and the errors screen share (1-9 toggle 
 chosen attempt, 0 clears, n note, u next unlabelled failure, shift+l edits the set). Writing goes through the app
 (``HermitApp.annotate``), which appends to the evaluation's annotations.jsonl off the event loop.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -71,8 +72,11 @@ def annotation_text(ann: Annotation | None, score: float | None = None, stale: A
         text.append(ann.note)
     if stale is not None and (ann is None or ann.empty):
         text.append("\n" if text else "")
-        text.append(f"labelled {stale.at[:16].replace('T', ' ')} on an earlier attempt, re-run since: "
-                    f"{', '.join(stale.labels) or 'a note'} no longer applies", style="dim italic")
+        text.append(
+            f"labelled {stale.at[:16].replace('T', ' ')} on an earlier attempt, re-run since: "
+            f"{', '.join(stale.labels) or 'a note'} no longer applies",
+            style="dim italic",
+        )
     return text
 
 
@@ -100,8 +104,10 @@ class NoteScreen(HermitModal[tuple[str, float | None, bool] | None]):
             yield Label("Corrected score, if you disagree with the judge (empty: none)")
             yield Input(score, placeholder="e.g. 1.0", id="note-score", compact=True)
             recorded = f"the judge's {self.recorded:.3f} stays recorded; " if self.recorded is not None else ""
-            yield Static(f"A corrected score adds the label '{JUDGE_DISAGREES}'; {recorded}views that use it say so.",
-                         classes="muted")
+            yield Static(
+                f"A corrected score adds the label '{JUDGE_DISAGREES}'; {recorded}views that use it say so.",
+                classes="muted",
+            )
             yield Label("", id="note-error", classes="annotate-error")
             with Horizontal(classes="annotate-buttons"):
                 yield Button("Save", variant="primary", id="note-ok", compact=True)
@@ -141,14 +147,20 @@ class LabelSetScreen(HermitModal[list[str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="labelset-box", classes="annotate-box"):
             yield Static("Label set: keys 1-9 toggle these on the chosen attempt", classes="annotate-title")
-            yield Static(Text(f"Kept per run in hermit-tui's settings (never in run.yaml){self.where}. Renaming a "
-                              "label leaves the attempts that carry the old name as they are."), classes="muted")
+            yield Static(
+                Text(
+                    f"Kept per run in hermit-tui's settings (never in run.yaml){self.where}. Renaming a "
+                    "label leaves the attempts that carry the old name as they are."
+                ),
+                classes="muted",
+            )
             for n in range(1, MAX_LABELS + 1):
                 with Horizontal(classes="labelset-row"):
                     yield Label(f"{n}", classes="labelset-key")
                     if n == 1:
-                        yield Label(f"{JUDGE_DISAGREES}  (built in; n sets a corrected score)",
-                                    classes="labelset-fixed")
+                        yield Label(
+                            f"{JUDGE_DISAGREES}  (built in; n sets a corrected score)", classes="labelset-fixed"
+                        )
                     else:
                         value = self.labels[n - 1] if n - 1 < len(self.labels) else ""
                         yield Input(value, placeholder="(free)", id=f"labelset-{n}", compact=True)
@@ -191,8 +203,9 @@ class LabelPickScreen(HermitModal[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="pick-box", classes="annotate-box"):
             yield Static(Text(self.title_text), classes="annotate-title")
-            yield OptionList(*[Option(Text(text), id=str(i)) for i, (_, text) in enumerate(self.choices)],
-                             id="pick-list")
+            yield OptionList(
+                *[Option(Text(text), id=str(i)) for i, (_, text) in enumerate(self.choices)], id="pick-list"
+            )
             yield Static("enter chooses · escape cancels", classes="muted")
 
     def on_mount(self) -> None:
@@ -225,8 +238,10 @@ class Triage(HermitScreen[None]):
     def _chosen_or_say(self) -> tuple[str, str, int] | None:
         chosen = self.chosen_attempt()
         if chosen is None:
-            self.notify("Choose an attempt first (the drill-down's cards, the per-task table's row, an error)",
-                        severity="warning")
+            self.notify(
+                "Choose an attempt first (the drill-down's cards, the per-task table's row, an error)",
+                severity="warning",
+            )
         return chosen
 
     def action_label(self, n: int) -> None:
@@ -246,15 +261,17 @@ class Triage(HermitScreen[None]):
             return
         ann = self.app.store.annotation(*chosen)
         on = set(ann.labels) if ann else set()
-        choices = [(name, f"{i}  [{'x' if name in on else ' '}] {name}")
-                   for i, name in enumerate(self.app.store.label_set, start=1)]
+        choices = [
+            (name, f"{i}  [{'x' if name in on else ' '}] {name}")
+            for i, name in enumerate(self.app.store.label_set, start=1)
+        ]
         key, task, repeat = chosen
 
         def picked(name: str | None) -> None:
             if name is not None:
                 self.app.annotate(key, task, repeat, Change(toggle=[name]))
-        self.app.push_screen(LabelPickScreen(f"Toggle a label on {key} · {task} · repeat {repeat}", choices),
-                             picked)
+
+        self.app.push_screen(LabelPickScreen(f"Toggle a label on {key} · {task} · repeat {repeat}", choices), picked)
 
     def action_clear_annotation(self) -> None:
         chosen = self._chosen_or_say()
@@ -274,8 +291,15 @@ class Triage(HermitScreen[None]):
                 return
             note, score, cleared = result
             self.app.annotate(key, task, repeat, Change(note=note, corrected_score=score, clear_score=cleared))
-        self.app.push_screen(NoteScreen(f"Note on {key} · {task} · repeat {repeat}", self.app.store.annotation(*chosen),
-                                        rec.judge.score if rec is not None else None), saved)
+
+        self.app.push_screen(
+            NoteScreen(
+                f"Note on {key} · {task} · repeat {repeat}",
+                self.app.store.annotation(*chosen),
+                rec.judge.score if rec is not None else None,
+            ),
+            saved,
+        )
 
     def action_label_set(self) -> None:
         self.app.edit_label_set()
@@ -296,7 +320,8 @@ def next_unlabelled(where, after: tuple[str, str, int] | None, show) -> None:
     failure = store.next_unlabelled(after)
     if failure is None:
         done, total = store.triage_progress()
-        where.notify(f"Every one of the {total} failures carries a label" if total else "No failures to label",
-                     timeout=4)
+        where.notify(
+            f"Every one of the {total} failures carries a label" if total else "No failures to label", timeout=4
+        )
         return
     show(failure)  # the screens show where it is and the progress: no toast over them

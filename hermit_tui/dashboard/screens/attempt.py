@@ -1,6 +1,7 @@
 """The drill-down: one task's input fields, every attempt under every selector (a tab each), two selectors'
 outputs side by side with their differences highlighted, and the attempts' transcripts
 (dashboard/widgets/transcript_view)."""
+
 from __future__ import annotations
 
 import json
@@ -78,7 +79,7 @@ def read_tail(path: Path, limit: int | None = None) -> tuple[str, str]:
     text = data.decode("utf-8", errors="replace")
     newline = text.find("\n")
     if not whole and 0 <= newline < 1000:  # drop the partial first line
-        text = text[newline + 1:]
+        text = text[newline + 1 :]
     return text, f"Showing the last {size_text(limit)} of {size_text(size)}: the start of the log is cut."
 
 
@@ -99,8 +100,15 @@ def _grid(rows: list[tuple[str, str]], width: int | None = None) -> Table:
 class AttemptCard(Vertical, can_focus=True):
     """Every field of one attempt."""
 
-    def __init__(self, key: str, record: AttemptRecord, traceback: str | None, *, id: str | None = None,
-                 annotation: Text | None = None):
+    def __init__(
+        self,
+        key: str,
+        record: AttemptRecord,
+        traceback: str | None,
+        *,
+        id: str | None = None,
+        annotation: Text | None = None,
+    ):
         super().__init__(id=id, classes=f"attempt attempt-{record.status}")
         self.key, self.record, self.traceback = key, record, traceback
         self.annotation = annotation or Text()
@@ -112,8 +120,11 @@ class AttemptCard(Vertical, can_focus=True):
             rows.append(("Judge extra", pretty(rec.judge.extra)))
         if rec.error:
             rows.append(("Error", rec.error))
-        rows += [("Cost", cost_text(rec.cost_usd)), ("Tokens", tokens_text(rec.tokens)),
-                 ("Wall time", f"{rec.wall_s:.2f} s")]
+        rows += [
+            ("Cost", cost_text(rec.cost_usd)),
+            ("Tokens", tokens_text(rec.tokens)),
+            ("Wall time", f"{rec.wall_s:.2f} s"),
+        ]
         if rec.api_speed is not None:
             rows.append(("API speed", pretty(rec.api_speed)))
         if not rec.log:
@@ -141,7 +152,6 @@ class AttemptCard(Vertical, can_focus=True):
             yield Label("Traceback", classes="attempt-label")
             with VerticalScroll(classes="attempt-traceback"):
                 yield Static(Text(self.traceback.rstrip("\n")), classes="attempt-traceback-text")
-
 
     def show_annotation(self, text: Text) -> None:
         """The attempt's labels, corrected score and note (from the store)."""
@@ -209,8 +219,13 @@ class AttemptScreen(Triage, HermitScreen[None]):
         keys = self.store.keys
         for key in keys:
             self._pane_id(key)
-        initial = (self._pane_id(self.key) if self.key is not None and self.key in keys
-                   else self._pane_id(keys[0]) if keys else SIDE)
+        initial = (
+            self._pane_id(self.key)
+            if self.key is not None and self.key in keys
+            else self._pane_id(keys[0])
+            if keys
+            else SIDE
+        )
         if self.tab == SIDE:
             initial = SIDE
         yield Header()
@@ -265,8 +280,10 @@ class AttemptScreen(Triage, HermitScreen[None]):
         for key in store.columns:
             pane = self._pane_id(key)
             if not self.query(f"#{pane}"):
-                await tabs.add_pane(TabPane(Content(key), VerticalScroll(id=f"{pane}-list", classes="attempt-list"),
-                                            id=pane), before=SIDE)
+                await tabs.add_pane(
+                    TabPane(Content(key), VerticalScroll(id=f"{pane}-list", classes="attempt-list"), id=pane),
+                    before=SIDE,
+                )
             if self._seen.get(key) == self._signature(key):
                 continue
             holder = self.query_one(f"#{pane}-list", VerticalScroll)
@@ -281,8 +298,9 @@ class AttemptScreen(Triage, HermitScreen[None]):
         col = self.store.columns.get(key)
         if col is None:
             return Text()
-        return annotation_text(col.annotation(rec.id, rec.repeat), rec.judge.score,
-                               col.stale_annotation(rec.id, rec.repeat))
+        return annotation_text(
+            col.annotation(rec.id, rec.repeat), rec.judge.score, col.stale_annotation(rec.id, rec.repeat)
+        )
 
     def _attempts(self, key: str) -> list[AttemptRecord]:
         """This task's attempts under column ``key``. A live column is read by key (one lookup per repeat), a
@@ -311,25 +329,42 @@ class AttemptScreen(Triage, HermitScreen[None]):
         self._seen[key] = self._signature(key)
         if not attempts:
             return [Static(Text(f"No attempt of {self.task_id} under {key} yet."), classes="muted")]
-        return [AttemptCard(key, r, col.tracebacks.get((self.task_id, r.repeat)), id=f"{pane}-r{r.repeat}",
-                            annotation=self._annotation_text(key, r)) for r in attempts]
+        return [
+            AttemptCard(
+                key,
+                r,
+                col.tracebacks.get((self.task_id, r.repeat)),
+                id=f"{pane}-r{r.repeat}",
+                annotation=self._annotation_text(key, r),
+            )
+            for r in attempts
+        ]
 
     def _show_task(self) -> None:
         store = self.store
         attempts = [r for key in store.columns for r in self._attempts(key)]
         failed = sum(r.status != "ok" for r in attempts)
-        title = Text.assemble(("Task ", "bold"), (self.task_id, "bold"),
-                              f"   {len(attempts)} attempts under {len(store.columns)} selectors"
-                              + (f" · {failed} failed" if failed else ""), ("   " + progress_text(store), "dim"),
-                              no_wrap=True, overflow="ellipsis")
+        title = Text.assemble(
+            ("Task ", "bold"),
+            (self.task_id, "bold"),
+            f"   {len(attempts)} attempts under {len(store.columns)} selectors"
+            + (f" · {failed} failed" if failed else ""),
+            ("   " + progress_text(store), "dim"),
+            no_wrap=True,
+            overflow="ellipsis",
+        )
         self.query_one("#attempt-title", Static).update(title)
         keys = keys_text(store.label_set)
         keys.append("   0 clear · n note · u next unlabelled · shift+l edit", style="dim")
         self.query_one("#attempt-keys", Static).update(keys)
         row = store.tasks.get(self.task_id)
-        fields = (_grid([(str(k), pretty(v)) for k, v in row.items()]) if row is not None else
-                  Text("The task row is not loaded (open the config that names its tasks to see its fields).",
-                       style="italic"))
+        fields = (
+            _grid([(str(k), pretty(v)) for k, v in row.items()])
+            if row is not None
+            else Text(
+                "The task row is not loaded (open the config that names its tasks to see its fields).", style="italic"
+            )
+        )
         self.query_one("#attempt-task-fields", Static).update(fields)
 
     # -- side by side ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The dashboard's screens know their app: ``self.app`` is a :class:`~hermit_tui.dashboard.app.HermitApp` to the type
 checker (Textual's ``getters.app``, declared for mypy only: nothing changes at run time, and the app module, which
 imports the screens, is not imported back)."""
+
 from __future__ import annotations
 
 import asyncio

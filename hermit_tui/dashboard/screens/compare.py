@@ -2,6 +2,7 @@
 and cost; their paired difference with its interval, test, transitions and power; the verdict; plots. The figures
 (``dashboard/screens/compare_figures.py``) come from ``core.stats.figures``, computed in a worker thread and recomputed
 as attempts stream in (at most once a second while a run is live)."""
+
 from __future__ import annotations
 
 import time
@@ -44,8 +45,16 @@ from hermit_tui.dashboard.widgets.virtual_table import VColumn, VirtualTable
 LIVE_THROTTLE_S = 1.0  # while a run is live, recompute at most this often
 WIDE = 170  # columns from which the Numbers tab shows the means and differences plots beside the figures
 DEFAULT_DELTA = 0.05
-TABS = ["tab-numbers", "tab-transitions", "tab-labels", "tab-power", "tab-scores", "tab-means", "tab-diffs",
-        "tab-running"]
+TABS = [
+    "tab-numbers",
+    "tab-transitions",
+    "tab-labels",
+    "tab-power",
+    "tab-scores",
+    "tab-means",
+    "tab-diffs",
+    "tab-running",
+]
 
 
 class CompareScreen(HermitScreen[None]):
@@ -130,7 +139,8 @@ class CompareScreen(HermitScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#transitions", VirtualTable).set_columns(
-            [VColumn("name", "transition", 11), VColumn("n", "tasks", 5, "right"), VColumn("what", "", 6)])
+            [VColumn("name", "transition", 11), VColumn("n", "tasks", 5, "right"), VColumn("what", "", 6)]
+        )
         self._sync_selects()
         self.refresh_from_store(now=True)
         self.query_one("#compare-tabs Tabs").focus()
@@ -169,8 +179,10 @@ class CompareScreen(HermitScreen[None]):
                 with select.prevent(Select.Changed):
                     select.set_options([(k, k) for k in keys])
         self._choose()
-        for select, value in ((self.query_one("#select-a", Select), self.a),
-                              (self.query_one("#select-b", Select), self.b)):
+        for select, value in (
+            (self.query_one("#select-a", Select), self.a),
+            (self.query_one("#select-b", Select), self.b),
+        ):
             if value is not None and select.value != value:
                 with select.prevent(Select.Changed):
                     select.value = value
@@ -198,9 +210,12 @@ class CompareScreen(HermitScreen[None]):
         if self.a is None or self.b is None:
             self.query_one("#compare-status", Static).update("Two evaluations are needed to compare.")
             shown = len(store.keys)
-            self.query_one("#verdict", Static).update(Text(
-                ("Only one evaluation is shown" if shown == 1 else "No evaluation is shown")
-                + ": launch two side by side from setup (escape, then l), or open earlier ones from history (h)."))
+            self.query_one("#verdict", Static).update(
+                Text(
+                    ("Only one evaluation is shown" if shown == 1 else "No evaluation is shown")
+                    + ": launch two side by side from setup (escape, then l), or open earlier ones from history (h)."
+                )
+            )
             return
         self._show_labels()
         if (store.data_version, self.a, self.b) == self._computed:  # a label changed, not the records
@@ -283,8 +298,11 @@ class CompareScreen(HermitScreen[None]):
             self.query_one(f"#split-{side}", Static).update(Text(split_text(s)))
         self.query_one("#plot-scores", plots.DistributionPlot).show(r.histogram)
         self.query_one("#plot-means", plots.MeansPlot).show(
-            [plots.MeanCI(s.label, s.mean, s.ci_low, s.ci_high, s.ci_method)
-             for s in ((r.sa, r.sb) if r.a != r.b else (r.sa,))])
+            [
+                plots.MeanCI(s.label, s.mean, s.ci_low, s.ci_high, s.ci_method)
+                for s in ((r.sa, r.sb) if r.a != r.b else (r.sa,))
+            ]
+        )
         self.query_one("#plot-diffs", plots.DifferencesPlot).show((r.a, r.b, r.diffs))
         self.query_one("#side-means", plots.MeansPlot).show(self.query_one("#plot-means", plots.MeansPlot).data)
         self.query_one("#side-diffs", plots.DifferencesPlot).show((r.a, r.b, r.diffs))
@@ -310,12 +328,14 @@ class CompareScreen(HermitScreen[None]):
     def _show_labels(self) -> None:
         """The failure taxonomy of a and b, and per label the tasks b fixed or introduced (cheap: on every update)."""
         from hermit_tui.dashboard.screens.annotate import progress_text
+
         store = self.app.store
         if self.a not in store.columns or self.b not in store.columns:
             return
         taxonomy = store.taxonomy()
-        self.query_one(PairLabels).show(self.a, self.b, taxonomy, store.pair_taxonomy(self.a, self.b),
-                                        store.label_set, progress_text(store))
+        self.query_one(PairLabels).show(
+            self.a, self.b, taxonomy, store.pair_taxonomy(self.a, self.b), store.label_set, progress_text(store)
+        )
 
     def action_show_labels(self) -> None:
         self.query_one(TabbedContent).active = "tab-labels"
@@ -330,11 +350,24 @@ class CompareScreen(HermitScreen[None]):
             return
         counts = r.pair.transition_counts
         rows = [(k, counts[k]) for k in TRANSITION_NAMES]
-        table.set_columns([VColumn("name", "transition", 11), VColumn("n", "tasks", 5, "right"),
-                           VColumn("what", f"{r.a} → {r.b}", max(6, len(r.a) + len(r.b) + 3))])
-        table.set_rows(rows, lambda row, col: (TRANSITION_NAMES[row[0]][0] if col == "name" else
-                                               str(row[1]) if col == "n" else TRANSITION_NAMES[row[0]][1]),
-                       key=lambda row: row[0])
+        table.set_columns(
+            [
+                VColumn("name", "transition", 11),
+                VColumn("n", "tasks", 5, "right"),
+                VColumn("what", f"{r.a} → {r.b}", max(6, len(r.a) + len(r.b) + 3)),
+            ]
+        )
+        table.set_rows(
+            rows,
+            lambda row, col: (
+                TRANSITION_NAMES[row[0]][0]
+                if col == "name"
+                else str(row[1])
+                if col == "n"
+                else TRANSITION_NAMES[row[0]][1]
+            ),
+            key=lambda row: row[0],
+        )
         if self._transition is not None:
             self._list_tasks(self._transition)
 
@@ -346,8 +379,10 @@ class CompareScreen(HermitScreen[None]):
         tasks = r.pair.transitions.get(kind, [])
         name = TRANSITION_NAMES[kind][0]
         self.query_one("#transition-title", Static).update(
-            Text.assemble((f"{name}: {len(tasks)} task{'s' * (len(tasks) != 1)}", "bold"),
-                          "   enter opens one" if tasks else ""))
+            Text.assemble(
+                (f"{name}: {len(tasks)} task{'s' * (len(tasks) != 1)}", "bold"), "   enter opens one" if tasks else ""
+            )
+        )
         table = self.query_one("#transition-tasks", VirtualTable)
         pa, pb = r.sa.per_task, r.sb.per_task
 
@@ -360,8 +395,14 @@ class CompareScreen(HermitScreen[None]):
                 return num(pb[tid].mean)
             return f"{pb[tid].mean - pa[tid].mean:+.3f}"
 
-        table.set_columns([VColumn("task", "task", None), VColumn("a", r.a, max(5, len(r.a)), "right"),
-                           VColumn("b", r.b, max(5, len(r.b)), "right"), VColumn("d", "Δ", 6, "right")])
+        table.set_columns(
+            [
+                VColumn("task", "task", None),
+                VColumn("a", r.a, max(5, len(r.a)), "right"),
+                VColumn("b", r.b, max(5, len(r.b)), "right"),
+                VColumn("d", "Δ", 6, "right"),
+            ]
+        )
         table.set_rows(tasks, render, key=lambda tid: tid)
 
     def on_virtual_table_row_highlighted(self, event: VirtualTable.RowHighlighted) -> None:
@@ -388,7 +429,8 @@ class CompareScreen(HermitScreen[None]):
         except ValueError:
             delta = 0.0
         self.query_one("#power-needed", Static).update(
-            Text(needed_text(r.pair, delta) if delta > 0 else "Enter a difference greater than 0 (e.g. 0.05)."))
+            Text(needed_text(r.pair, delta) if delta > 0 else "Enter a difference greater than 0 (e.g. 0.05).")
+        )
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "delta":

@@ -3,6 +3,7 @@ records say beside the scores (:class:`Facts`), the plot series, the paired stat
 steps for the screen: :func:`compare_selectors` then :func:`with_pair`, the slow part), and the texts the screen
 shows for them (the numbers table, the variance split, the paired difference, power, the comparability check).
 ``dashboard/screens/compare.py`` lays them out and recomputes them in a worker as attempts stream in."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,11 +23,21 @@ from hermit_tui.dashboard.widgets.boundary import SequentialView
 Attempts = Sequence[Any] | Snapshot
 
 NO_DATA = "—"
-TRANSITION_NAMES = {"fixed": ("fixed", "✗ → ✓"), "broken": ("broken", "✓ → ✗"),
-                    "stable_pass": ("stable pass", "✓ → ✓"), "stable_fail": ("stable fail", "✗ → ✗"),
-                    "flaky": ("flaky", "mixed")}
-METRICS = [("mean", "mean score"), ("sample", "tasks × repeats"), ("solved", "solved once"), ("passk", "pass^k"),
-           ("errors", "errors"), ("cost", "cost")]
+TRANSITION_NAMES = {
+    "fixed": ("fixed", "✗ → ✓"),
+    "broken": ("broken", "✓ → ✗"),
+    "stable_pass": ("stable pass", "✓ → ✓"),
+    "stable_fail": ("stable fail", "✗ → ✗"),
+    "flaky": ("flaky", "mixed"),
+}
+METRICS = [
+    ("mean", "mean score"),
+    ("sample", "tasks × repeats"),
+    ("solved", "solved once"),
+    ("passk", "pass^k"),
+    ("errors", "errors"),
+    ("cost", "cost"),
+]
 
 
 @dataclass(frozen=True)
@@ -43,12 +54,22 @@ class Facts:
     def of(cls, records: Attempts) -> Facts:
         if isinstance(records, Snapshot):  # the store's columns
             from hermit_tui.core.records.columns import ERROR, JUDGE_ERROR
-            return cls(errors=records.count_status(ERROR), judge_errors=records.count_status(JUDGE_ERROR),
-                       known_cost=records.known_cost, known=records.known, unknown=len(records) - records.known)
+
+            return cls(
+                errors=records.count_status(ERROR),
+                judge_errors=records.count_status(JUDGE_ERROR),
+                known_cost=records.known_cost,
+                known=records.known,
+                unknown=len(records) - records.known,
+            )
         known = [r.cost_usd for r in records if r.cost_usd is not None]
-        return cls(errors=sum(r.status == "error" for r in records),
-                   judge_errors=sum(r.status == "judge_error" for r in records),
-                   known_cost=sum(known), known=len(known), unknown=len(records) - len(known))
+        return cls(
+            errors=sum(r.status == "error" for r in records),
+            judge_errors=sum(r.status == "judge_error" for r in records),
+            known_cost=sum(known),
+            known=len(known),
+            unknown=len(records) - len(known),
+        )
 
 
 @dataclass(frozen=True)
@@ -67,23 +88,32 @@ class Comparison:
     sequential: SequentialView | None = None  # a candidate and its baseline of a --stop-when-decided launch
 
 
-def compare(a: str, records_a: Sequence[Any], b: str, records_b: Sequence[Any],
-            task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
+def compare(
+    a: str,
+    records_a: Sequence[Any],
+    b: str,
+    records_b: Sequence[Any],
+    task_ids: Sequence[str] | None,
+    threshold: float = 1.0,
+) -> Comparison:
     """The statistics and plot series of ``b`` against ``a`` (records in arrival order)."""
-    return with_pair(compare_selectors(a, records_a, b, records_b, task_ids, threshold), records_a, records_b,
-                     task_ids, threshold)
+    return with_pair(
+        compare_selectors(a, records_a, b, records_b, task_ids, threshold), records_a, records_b, task_ids, threshold
+    )
 
 
-def with_pair(c: Comparison, records_a: Attempts, records_b: Attempts,
-              task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
+def with_pair(
+    c: Comparison, records_a: Attempts, records_b: Attempts, task_ids: Sequence[str] | None, threshold: float = 1.0
+) -> Comparison:
     """``c`` with its paired statistics (a permutation test: seconds on thousands of tasks)."""
     from hermit_tui.core.stats.figures import pair_stats
 
     return replace(c, pair=pair_stats(c.a, records_a, c.b, records_b, task_ids, threshold=threshold))
 
 
-def compare_selectors(a: str, records_a: Attempts, b: str, records_b: Attempts,
-                      task_ids: Sequence[str] | None, threshold: float = 1.0) -> Comparison:
+def compare_selectors(
+    a: str, records_a: Attempts, b: str, records_b: Attempts, task_ids: Sequence[str] | None, threshold: float = 1.0
+) -> Comparison:
     """Each selector's statistics and the plot series, without the paired statistics."""
     from hermit_tui.core.stats.figures import selector_stats
 
@@ -91,11 +121,17 @@ def compare_selectors(a: str, records_a: Attempts, b: str, records_b: Attempts,
     sb = selector_stats(b, records_b, task_ids, threshold=threshold)
     means = {a: plots.task_means(sa)} | ({b: plots.task_means(sb)} if b != a else {})
     return Comparison(
-        a=a, b=b, sa=sa, sb=sb, pair=None,
-        facts={a: Facts.of(records_a), b: Facts.of(records_b)}, histogram=plots.histogram(means),
+        a=a,
+        b=b,
+        sa=sa,
+        sb=sb,
+        pair=None,
+        facts={a: Facts.of(records_a), b: Facts.of(records_b)},
+        histogram=plots.histogram(means),
         diffs=plots.sorted_differences(sa, sb),
         running={a: plots.running_series(a, records_a, task_ids)}
-        | ({b: plots.running_series(b, records_b, task_ids)} if b != a else {}))
+        | ({b: plots.running_series(b, records_b, task_ids)} if b != a else {}),
+    )
 
 
 def num(x: float | None) -> str:
@@ -134,9 +170,9 @@ def metric_texts(s: SelectorStats, f: Facts) -> dict[str, str]:
         "mean": f"{num(s.mean)}  {interval(s.ci_low, s.ci_high)}{interval_kind(s.ci_method)}".rstrip(),
         "sample": sample,
         "solved": f"{num(s.solved_once)}  {wilson(s.solved_once_ci)}",
-        "passk": (f"{num(s.pass_k)}  {wilson(s.pass_k_ci)}"
-                  if s.pass_k is not None
-                  else f"{NO_DATA} (needs 2+ repeats)"),
+        "passk": (
+            f"{num(s.pass_k)}  {wilson(s.pass_k_ci)}" if s.pass_k is not None else f"{NO_DATA} (needs 2+ repeats)"
+        ),
         "errors": f"{f.errors} pipeline · {f.judge_errors} judge",
         "cost": cost_text(f),
     }
@@ -146,12 +182,16 @@ def split_text(s: SelectorStats) -> str:
     """The variance split and what would narrow the interval."""
     parts = []
     if s.between_var is not None:
-        parts.append(f"between-task variance {s.between_var:.4f}"
-                     + (f", within-task {s.within_var:.4f}" if s.within_var is not None else ""))
+        parts.append(
+            f"between-task variance {s.between_var:.4f}"
+            + (f", within-task {s.within_var:.4f}" if s.within_var is not None else "")
+        )
     notes = [s.lever_note, s.rule_of_three]
     if s.scores_outside_unit:
-        notes.append(f"Scores fall outside [0, 1]: solved-at-least-once (threshold {s.threshold:g}) may not be a "
-                     "meaningful solved rate for this benchmark: set a success threshold (command palette).")
+        notes.append(
+            f"Scores fall outside [0, 1]: solved-at-least-once (threshold {s.threshold:g}) may not be a "
+            "meaningful solved rate for this benchmark: set a success threshold (command palette)."
+        )
     if s.n_ignored:
         notes.append(f"{s.n_ignored} attempts outside the test tasks or repeated were left out.")
     notes += [_sentence(w.removeprefix(f"{s.label}: ")) for w in s.warnings]
@@ -174,14 +214,18 @@ def pair_text(p: PairStats) -> Text:
         return text
     text.append(f"{p.mean_diff:+.3f}", style="bold")
     ci = interval(p.ci_low, p.ci_high, "repeated 95% CI" if p.sequential else "95% CI")
-    kind = (f" (sequential, after round {p.sequential.rounds})" if p.sequential
-            else interval_kind(p.ci_method))
+    kind = f" (sequential, after round {p.sequential.rounds})" if p.sequential else interval_kind(p.ci_method)
     text.append(f"  {ci}{kind}" if ci else "")
-    text.append(f"  (se {num(p.se)}; {p.n_paired} paired tasks" + (f", {p.n_unpaired} unpaired left out)"
-                                                                    if p.n_unpaired else ")"))
+    text.append(
+        f"  (se {num(p.se)}; {p.n_paired} paired tasks"
+        + (f", {p.n_unpaired} unpaired left out)" if p.n_unpaired else ")")
+    )
     text.append(f"\n{p_text(p.p_value)}", style="bold")
-    sign = (f"sign test {p_text(p.sign_test_p)}" if p.sign_test_p is not None or not p.unequal_repeats
-            else "no sign test (not valid with unequal repeats)")
+    sign = (
+        f"sign test {p_text(p.sign_test_p)}"
+        if p.sign_test_p is not None or not p.unequal_repeats
+        else "no sign test (not valid with unequal repeats)"
+    )
     text.append(f": {p.test}; {sign}")
     text.append(f"\nwins {p.wins} · losses {p.losses} · ties {p.ties}", style="bold")
     text.append(f"  (tasks where {p.b}'s mean is higher / lower / equal)")
@@ -197,8 +241,10 @@ def power_text(p: PairStats) -> str:
     if p.mde is None:
         return "Minimum detectable difference: needs at least 2 paired tasks."
     k = f"{p.repeats_min}" if p.repeats_min == p.repeats_max else f"{p.repeats_min}-{p.repeats_max}"
-    lines = [f"Minimum detectable difference: {p.mde:.3f} (two-sided α 0.05, power 0.8, {p.n_paired} paired tasks "
-             f"× {k} repeats; {p.mde_method})."]
+    lines = [
+        f"Minimum detectable difference: {p.mde:.3f} (two-sided α 0.05, power 0.8, {p.n_paired} paired tasks "
+        f"× {k} repeats; {p.mde_method})."
+    ]
     if p.between_var is not None:
         split = f"Variance of a task's difference: between tasks {p.between_var:.4f}"
         if p.noise_var is not None:
@@ -212,15 +258,20 @@ def needed_text(p: PairStats, delta: float) -> str:
     tasks, repeats = p.tasks_needed(delta), p.repeats_needed(delta)
     k = f"{p.repeats_min}" if p.repeats_min == p.repeats_max else f"{p.repeats_min}-{p.repeats_max}"
     out = [f"To detect a difference of {delta:g}:"]
-    out.append(f"  tasks needed: {tasks} paired tasks at {k} repeats" if tasks is not None
-               else "  tasks needed: unknown (needs at least 2 paired tasks)")
+    out.append(
+        f"  tasks needed: {tasks} paired tasks at {k} repeats"
+        if tasks is not None
+        else "  tasks needed: unknown (needs at least 2 paired tasks)"
+    )
     if repeats is not None:
         out.append(f"  repeats needed: {repeats} per task with the current {p.n_paired} tasks")
     elif p.within_var is None:
         out.append("  repeats needed: unknown (the run-to-run variance needs 2+ repeats per task)")
     else:
-        out.append(f"  repeats needed: no number of repeats suffices with {p.n_paired} tasks (the between-task "
-                   "variance alone is too large): add tasks")
+        out.append(
+            f"  repeats needed: no number of repeats suffices with {p.n_paired} tasks (the between-task "
+            "variance alone is too large): add tasks"
+        )
     return "\n".join(out)
 
 
@@ -236,20 +287,46 @@ def protocol_check(store, a: str, b: str) -> tuple[str, str]:
         return "", ""
     unfinished = [c.key for c in (ca, cb) if c.summary is None]
     if unfinished:
-        return "pending", (f"Protocol fingerprint of {', '.join(unfinished)} is checked when "
-                           f"{'it finishes' if len(unfinished) == 1 else 'they finish'}.")
+        return "pending", (
+            f"Protocol fingerprint of {', '.join(unfinished)} is checked when "
+            f"{'it finishes' if len(unfinished) == 1 else 'they finish'}."
+        )
     fa, fb = ca.summary.fingerprint, cb.summary.fingerprint
     missing = [c.key for c, f in ((ca, fa), (cb, fb)) if f is None]
     if missing:
-        return "unchecked", (f"Protocol cannot be checked: {' and '.join(missing)} carr"
-                             f"{'ies' if len(missing) == 1 else 'y'} no fingerprint (written by hermit eval?).")
+        return "unchecked", (
+            f"Protocol cannot be checked: {' and '.join(missing)} carr"
+            f"{'ies' if len(missing) == 1 else 'y'} no fingerprint (written by hermit eval?)."
+        )
     diff = differences(fa, fb)
     if diff:
-        return "mismatch", (f"NOT COMPARABLE: {a} and {b} differ in {', '.join(diff)}. A difference in scores may "
-                            "come from the protocol, not the adapter.")
+        return "mismatch", (
+            f"NOT COMPARABLE: {a} and {b} differ in {', '.join(diff)}. A difference in scores may "
+            "come from the protocol, not the adapter."
+        )
     return "", ""
 
 
-__all__ = ["METRICS", "NO_DATA", "TRANSITION_NAMES", "Attempts", "Comparison", "Facts", "compare", "compare_selectors",
-           "cost_text", "interval", "interval_kind", "metric_texts", "needed_text", "num", "pair_text", "power_text",
-           "protocol_check", "split_text", "verdict_kind", "wilson", "with_pair"]
+__all__ = [
+    "METRICS",
+    "NO_DATA",
+    "TRANSITION_NAMES",
+    "Attempts",
+    "Comparison",
+    "Facts",
+    "compare",
+    "compare_selectors",
+    "cost_text",
+    "interval",
+    "interval_kind",
+    "metric_texts",
+    "needed_text",
+    "num",
+    "pair_text",
+    "power_text",
+    "protocol_check",
+    "split_text",
+    "verdict_kind",
+    "wilson",
+    "with_pair",
+]

@@ -1,5 +1,6 @@
 """Every failed attempt (pipeline error or judge error), grouped by kind and message with counts per selector; jump to
 an attempt, or re-run only the failed ones (after a warning: that can bias a mean)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ def _node_key(data: Any) -> Any:
 
 def _one_line(message: str) -> str:
     line = (message.strip().splitlines() or ["(no message)"])[0]
-    return line if len(line) <= MAX_LABEL else line[:MAX_LABEL - 1] + "…"
+    return line if len(line) <= MAX_LABEL else line[: MAX_LABEL - 1] + "…"
 
 
 class ConfirmRetry(HermitModal[bool]):
@@ -104,8 +105,11 @@ class ConfirmRetry(HermitModal[bool]):
         with Vertical(id="retry-box"):
             yield Static(f"Re-run {n} failed attempt{'s' * (n != 1)}?", id="retry-title")
             yield Static(Text(per), id="retry-per")
-            yield Static(f"Re-running only the failed attempts can bias the mean: the summary will record {n} "
-                         "retries.", id="retry-warning", classes="warning-banner")
+            yield Static(
+                f"Re-running only the failed attempts can bias the mean: the summary will record {n} retries.",
+                id="retry-warning",
+                classes="warning-banner",
+            )
             with Horizontal(id="retry-buttons"):
                 yield Button("Re-run failed", variant="warning", id="retry-confirm")
                 yield Button("Cancel", id="retry-cancel")
@@ -177,15 +181,17 @@ class ErrorsScreen(Triage, HermitScreen[None]):
         banner.update(Text("\n".join(f"{k}: {retry_caveat(n)}" for k, n in retried)))
         empty = self.query_one("#errors-empty", Static)
         empty.display = failed == 0
-        empty.update("No errors" if store.columns else "No evaluations yet: go back to setup (escape), then launch "
-                     "(l) or open earlier ones from history (h).")
+        empty.update(
+            "No errors"
+            if store.columns
+            else "No evaluations yet: go back to setup (escape), then launch (l) or open earlier ones from history (h)."
+        )
         self._show_taxonomy(store)
         tree = self.query_one(Tree)
         tree.display = failed > 0
         self.query_one("#errors-detail").display = failed > 0
         # regroup only when the failures (or their labels) changed, not on every batch of a live run
-        shape = (store.annotations_version,
-                 *((k, id(c), c.errors, c.judge_errors) for k, c in store.columns.items()))
+        shape = (store.annotations_version, *((k, id(c), c.errors, c.judge_errors) for k, c in store.columns.items()))
         if shape != self._shape:
             self._shape = shape
             self._fill(tree, store.keys, grouped(store))
@@ -197,9 +203,13 @@ class ErrorsScreen(Triage, HermitScreen[None]):
         if not store.columns:
             return
         from rich.console import Group
-        head = Text.assemble(("Failure labels", "bold"), f"  {progress_text(store)} ",
-                             (f"(error, judge error or score < {store.threshold:g})", "dim"),
-                             ("  1-9 label the highlighted attempt · u next unlabelled", "dim"))
+
+        head = Text.assemble(
+            ("Failure labels", "bold"),
+            f"  {progress_text(store)} ",
+            (f"(error, judge error or score < {store.threshold:g})", "dim"),
+            ("  1-9 label the highlighted attempt · u next unlabelled", "dim"),
+        )
         taxonomy = store.taxonomy()
         extra = corrected_text(taxonomy)
         box.update(Group(head, counts_table(store.keys, taxonomy, store.label_set), *([extra] if extra else [])))
@@ -218,12 +228,19 @@ class ErrorsScreen(Triage, HermitScreen[None]):
         target: TreeNode | None = None
         for kind, groups in kinds:
             n = sum(g.total for g in groups)
-            kind_node = tree.root.add(Text.assemble((kind, "bold"), f"   {n} attempt{'s' * (n != 1)}"), data=kind,
-                                      expand=not folded.get(_node_key(kind), False))
+            kind_node = tree.root.add(
+                Text.assemble((kind, "bold"), f"   {n} attempt{'s' * (n != 1)}"),
+                data=kind,
+                expand=not folded.get(_node_key(kind), False),
+            )
             target = kind_node if _node_key(kind) == current else target
             for g in groups:
-                label = Text.assemble(_one_line(g.error), "   ", (f"{g.total}: ", "bold"),
-                                      counts_text(keys, {k: len(v) for k, v in g.attempts.items()}))
+                label = Text.assemble(
+                    _one_line(g.error),
+                    "   ",
+                    (f"{g.total}: ", "bold"),
+                    counts_text(keys, {k: len(v) for k, v in g.attempts.items()}),
+                )
                 group_node = kind_node.add(label, data=g, expand=not folded.get(_node_key(g), many))
                 target = group_node if _node_key(g) == current else target
                 for key in keys:
@@ -231,9 +248,12 @@ class ErrorsScreen(Triage, HermitScreen[None]):
                         ref = AttemptRef(key, task_id, repeat)
                         ann = self.app.store.annotation(key, task_id, repeat)
                         labels = ("  " + " ".join(f"[{n}]" for n in ann.labels)) if ann and ann.labels else ""
-                        leaf = group_node.add_leaf(Text.assemble((key.ljust(width), "bold"),
-                                                                 f"  {task_id}  repeat {repeat}", (labels, "italic")),
-                                                   data=ref)
+                        leaf = group_node.add_leaf(
+                            Text.assemble(
+                                (key.ljust(width), "bold"), f"  {task_id}  repeat {repeat}", (labels, "italic")
+                            ),
+                            data=ref,
+                        )
                         target = leaf if ref == current else target
         if target is not None:
             tree.move_cursor(target)  # the new nodes have their lines once the tree is laid out: again then
@@ -255,19 +275,25 @@ class ErrorsScreen(Triage, HermitScreen[None]):
                 detail.update("")
                 return
             tb = col.tracebacks.get((data.task_id, data.repeat)) or ""
-            text = Text.assemble((f"{data.key} · {data.task_id} · repeat {data.repeat}", "bold"), "   enter: open\n",
-                                 rec.judge.feedback or rec.error or "")
+            text = Text.assemble(
+                (f"{data.key} · {data.task_id} · repeat {data.repeat}", "bold"),
+                "   enter: open\n",
+                rec.judge.feedback or rec.error or "",
+            )
             tail = tb.rstrip("\n").splitlines()[-4:]
             if tail:
                 text.append("\n" + "\n".join(tail), style="dim")
             detail.update(text)
         elif isinstance(data, ErrorGroup):
-            detail.update(Text.assemble((data.error or "(no message)", "bold"), "\n",
-                                        f"{data.total} attempts: enter on one opens it; shift+r re-runs the failed "
-                                        "attempts"))
+            detail.update(
+                Text.assemble(
+                    (data.error or "(no message)", "bold"),
+                    "\n",
+                    f"{data.total} attempts: enter on one opens it; shift+r re-runs the failed attempts",
+                )
+            )
         else:
-            detail.update(Text("Enter on an attempt opens it; shift+r re-runs only the failed attempts.",
-                               style="dim"))
+            detail.update(Text("Enter on an attempt opens it; shift+r re-runs only the failed attempts.", style="dim"))
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         self._show_detail(event.node)
@@ -299,16 +325,26 @@ class ErrorsScreen(Triage, HermitScreen[None]):
     def retry_plan(self) -> tuple[RetryKeys, list[str]]:
         """The failed attempts to re-run per folder label, and the columns left out (core.run.continuing.retry_targets:
         smoke checks, archived evaluations, and those not stored under this run's eval folder)."""
-        candidates = [RetryCandidate(key=key, label=col.label, folder=col.folder, live=col.source == "live",
-                                     archived=col.archived, failed=col.error_keys())
-                      for key, col in self.app.store.columns.items()]
+        candidates = [
+            RetryCandidate(
+                key=key,
+                label=col.label,
+                folder=col.folder,
+                live=col.source == "live",
+                archived=col.archived,
+                failed=col.error_keys(),
+            )
+            for key, col in self.app.store.columns.items()
+        ]
         return retry_targets(candidates, self.app.config)
 
     def action_rerun_failed(self) -> None:
         plan, skipped = self.retry_plan()
         if skipped:
-            self.notify(f"Not re-run (smoke checks, or not stored under this run's eval folder): {', '.join(skipped)}",
-                        severity="warning")
+            self.notify(
+                f"Not re-run (smoke checks, or not stored under this run's eval folder): {', '.join(skipped)}",
+                severity="warning",
+            )
         if not plan:
             self.notify("No failed attempt to re-run", severity="warning")
             return

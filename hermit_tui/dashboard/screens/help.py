@@ -1,4 +1,5 @@
 """The ``?`` help screen: every key binding, screen by screen, read from the binding data."""
+
 from __future__ import annotations
 
 from rich.columns import Columns
@@ -43,8 +44,10 @@ class HelpScreen(HermitModal[None]):
         with VerticalScroll(id="help-box"):
             yield Static("hermit-tui: keys", id="help-title")
             yield Static(bindings_table(), id="help-keys")
-            yield Static("Every action is also in the command palette (ctrl+p). The mouse works too. "
-                         "escape closes this.", id="help-foot")
+            yield Static(
+                "Every action is also in the command palette (ctrl+p). The mouse works too. escape closes this.",
+                id="help-foot",
+            )
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(None)

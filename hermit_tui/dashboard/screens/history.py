@@ -1,6 +1,7 @@
 """History: earlier evaluations of this run read back from disk (current and archived, written by hermit-tui or by
 ``hermit eval`` itself, and the smoke checks kept apart under ``eval/<label>/smoke/``), chosen with space and put side
 by side with the ones already shown."""
+
 from __future__ import annotations
 
 import re
@@ -172,8 +173,7 @@ class HistoryScreen(HermitScreen[None]):
         yield Static("", id="history-status", classes="muted")
         with Horizontal(id="open-row"):
             yield Static("Open folder…", id="open-label")
-            yield TextField(placeholder="path of an eval folder (results.jsonl), then Enter",
-                        id="open-folder")
+            yield TextField(placeholder="path of an eval folder (results.jsonl), then Enter", id="open-folder")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -207,14 +207,16 @@ class HistoryScreen(HermitScreen[None]):
             found = evalstore.list_evaluations(run_dir, which="all")  # the smoke checks too
             if not get_current_worker().is_cancelled:
                 self.app.call_from_thread(self._listed, found)
+
         self.run_worker(read, thread=True, exclusive=True, group="history-list", name="list-evaluations")
 
     def _listed(self, found: list[StoredEvaluation]) -> None:
         # as a launch orders its columns (none, root, checkpoints by step, final); each label's archive after it,
         # newest first (list_evaluations' order within a label)
         rank = {id(e): i for i, e in enumerate(found)}
-        found = sorted(found, key=lambda e: (selector_rank(e.summary.adapter if e.summary else e.label)[:-1],
-                                             rank[id(e)]))
+        found = sorted(
+            found, key=lambda e: (selector_rank(e.summary.adapter if e.summary else e.label)[:-1], rank[id(e)])
+        )
         self.evaluations = found
         folders = {e.folder for e in found}
         self.selected &= folders
@@ -223,8 +225,10 @@ class HistoryScreen(HermitScreen[None]):
         empty = self.query_one("#history-empty", Static)
         empty.display = not found
         where = display_path(evalstore.eval_root(self.run_dir)) if self.run_dir else "this run (open a config)"
-        empty.update(f"No evaluations yet under {where}: go back to setup (escape) and launch some (l), or type the "
-                     "path of an evaluation folder below (/).")
+        empty.update(
+            f"No evaluations yet under {where}: go back to setup (escape) and launch some (l), or type the "
+            "path of an evaluation folder below (/)."
+        )
         self._show_rows()
 
     def _show_rows(self) -> None:
@@ -248,18 +252,23 @@ class HistoryScreen(HermitScreen[None]):
         s = stored.summary
         if s is not None:
             when = "current" if not stored.archived else "archived " + archived_text(stored.archived_at)
-            text.append(f"  {s.adapter} · {s.commit[:7] if s.commit else 'no commit'} · "
-                        f"{'smoke check, ' if stored.smoke else ''}{when} · "
-                        f"by {'hermit' if s.written_by_hermit else 'hermit-tui'}", style="dim")
+            text.append(
+                f"  {s.adapter} · {s.commit[:7] if s.commit else 'no commit'} · "
+                f"{'smoke check, ' if stored.smoke else ''}{when} · "
+                f"by {'hermit' if s.written_by_hermit else 'hermit-tui'}",
+                style="dim",
+            )
         if s is None:
             text.append(f"\n{problem_text(stored)}", style="red")
         else:
             if not s.is_complete:
                 text.append(f"\n{incomplete_caveat()}", style="yellow")
             if stored.smoke:
-                text.append(f"\nsmoke check{' of ' + tasks(s.smoke_limit) if s.smoke_limit else ''}: a wiring check "
-                            "kept apart from the evaluation; report, gate and publish use it only with --smoke",
-                            style="yellow")
+                text.append(
+                    f"\nsmoke check{' of ' + tasks(s.smoke_limit) if s.smoke_limit else ''}: a wiring check "
+                    "kept apart from the evaluation; report, gate and publish use it only with --smoke",
+                    style="yellow",
+                )
             elif s.is_smoke:
                 text.append(f"\n{smoke_caveat(s.smoke_limit)}", style="yellow")
             if s.retries:
@@ -324,11 +333,13 @@ class HistoryScreen(HermitScreen[None]):
 
         def read() -> None:
             if not (folder / evalstore.RESULTS).is_file():
-                self.app.call_from_thread(self.notify, f"{text}: not an evaluation folder (no results.jsonl)",
-                                          severity="error", timeout=8)
+                self.app.call_from_thread(
+                    self.notify, f"{text}: not an evaluation folder (no results.jsonl)", severity="error", timeout=8
+                )
                 return
             stored = evalstore.open_evaluation(folder)
             self.app.call_from_thread(self.open, [stored])
+
         self.run_worker(read, thread=True, exclusive=True, group="history-open", name="open-folder")
 
     def focus_main(self) -> None:

@@ -1,5 +1,6 @@
 """The config picker, shown by ``hermit-tui`` without an argument: recent configs, a file browser that shows only
 folders and YAML files, a path field, and the built-in demo (a teaching demonstration)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -21,8 +22,10 @@ from hermit_tui.dashboard.widgets.textfield import TextField
 
 YAML_SUFFIXES = (".yaml", ".yml")
 SKIPPED_DIRS = frozenset({"__pycache__", ".git", "node_modules"})
-DEMO_NOTE = ("A teaching demonstration: a small deterministic workspace with a simulated agent. "
-             "It is not evidence of any real model's performance.")
+DEMO_NOTE = (
+    "A teaching demonstration: a small deterministic workspace with a simulated agent. "
+    "It is not evidence of any real model's performance."
+)
 
 
 def display_path(path: Path, *, from_cwd: bool = True) -> str:
@@ -79,8 +82,12 @@ class PickerScreen(HermitScreen[None]):
             with Vertical(id="recent-pane"):
                 yield Static("Recent configs", classes="section-title")
                 yield OptionList(id="recent")
-                yield Static("No recent configs yet. Choose a run.yaml in the files, type its path below, or "
-                             "open the built-in demo.", id="recent-empty", classes="muted")
+                yield Static(
+                    "No recent configs yet. Choose a run.yaml in the files, type its path below, or "
+                    "open the built-in demo.",
+                    id="recent-empty",
+                    classes="muted",
+                )
             with Vertical(id="files-pane"):
                 yield Static("Files (folders and YAML only)", classes="section-title")
                 yield YamlTree(Path.cwd(), id="files")

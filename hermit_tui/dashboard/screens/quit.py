@@ -1,6 +1,7 @@
 """Quitting during a launch: ask first (cancel it and quit, cancel it and stay, keep it running), then show the
 launch stopping until it has (the attempts in flight finish and are kept, or are abandoned on request), and only then
 leave. Nothing is published from the dashboard, so nothing moves after the user has quit."""
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -34,9 +35,14 @@ class QuitScreen(HermitModal[str | None]):
         done, expected, _ = in_flight(self.app)
         with Vertical(id="quit-box"):
             yield Static("A launch is running", id="quit-title")
-            yield Static(Text(f"{done} of {expected} attempts finished. Cancelling keeps every finished attempt; "
-                              "the summaries are marked incomplete (resume later with r on the setup screen). "
-                              "Nothing is published."), id="quit-body")
+            yield Static(
+                Text(
+                    f"{done} of {expected} attempts finished. Cancelling keeps every finished attempt; "
+                    "the summaries are marked incomplete (resume later with r on the setup screen). "
+                    "Nothing is published."
+                ),
+                id="quit-body",
+            )
             with Vertical(id="quit-buttons"):
                 yield Button("Cancel the launch and quit (q)", variant="error", id="quit", compact=True)
                 yield Button("Cancel the launch, stay (c)", id="cancel", compact=True)
@@ -82,9 +88,11 @@ class StoppingScreen(HermitModal[None]):
         if self.app.abandoned:
             text.append("Abandoning the attempts in flight: they are not recorded.", style="bold")
         else:
-            text.append(f"Waiting for the {flying} attempt{'s' if flying != 1 else ''} in flight to finish "
-                        "(they are kept)." if flying else "Waiting for the attempts in flight to finish (they are "
-                        "kept).")
+            text.append(
+                f"Waiting for the {flying} attempt{'s' if flying != 1 else ''} in flight to finish (they are kept)."
+                if flying
+                else "Waiting for the attempts in flight to finish (they are kept)."
+            )
         text.append("\nThe summaries will be marked incomplete. Nothing is published.", style="dim")
         self.query_one("#stopping-body", Static).update(text)
         self.query_one("#abandon", Button).disabled = self.app.abandoned

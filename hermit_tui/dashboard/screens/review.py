@@ -6,6 +6,7 @@ takes typing ``publish anyway``.
 The plan (``core.publish.apply.plan_publish``: git calls, results files, statistics), the publish and the undo all run
 in thread workers; the screen only shows what they return.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -51,9 +52,15 @@ def table_cells(row) -> list[Text | str]:
     """One EvalRow as the screen's table shows it (shorter than the card's cells)."""
     ci = f" [{row.ci_low:.3f}, {row.ci_high:.3f}]" if row.ci_low is not None else ""
     cost = Text(cost_cell(None), style="yellow") if row.cost_usd is None else cost_cell(row.cost_usd)
-    return [Text(row.adapter, style="bold"), row.commit[:7] if row.commit else Text("—", style="dim"),
-            f"{row.tasks}×{row.repeats}", f"{row.mean:.3f}{ci}", f"{row.solved_once:.3f}",
-            Text(str(row.errors), style="red" if row.errors else ""), cost]
+    return [
+        Text(row.adapter, style="bold"),
+        row.commit[:7] if row.commit else Text("—", style="dim"),
+        f"{row.tasks}×{row.repeats}",
+        f"{row.mean:.3f}{ci}",
+        f"{row.solved_once:.3f}",
+        Text(str(row.errors), style="red" if row.errors else ""),
+        cost,
+    ]
 
 
 def diff_text(diff: str, styles: dict | None = None) -> Text:
@@ -62,8 +69,17 @@ def diff_text(diff: str, styles: dict | None = None) -> Text:
     styles = {"added": "green", "removed": "red", "hunk": "cyan", "file": "bold", **(styles or {})}
     text = Text()
     for line in diff.splitlines():
-        kind = ("file" if line.startswith(("+++", "---")) else "added" if line.startswith("+")
-                else "removed" if line.startswith("-") else "hunk" if line.startswith("@@") else None)
+        kind = (
+            "file"
+            if line.startswith(("+++", "---"))
+            else "added"
+            if line.startswith("+")
+            else "removed"
+            if line.startswith("-")
+            else "hunk"
+            if line.startswith("@@")
+            else None
+        )
         text.append(line + "\n", style=styles[kind] if kind else "")
     return text
 
@@ -130,8 +146,9 @@ class ConfirmScreen(HermitModal[bool]):
 
     def _ready(self) -> bool:
         ticked = self.query("#confirm-read")
-        return (self.query_one("#confirm-word", Input).value.strip() == self.word
-                or (bool(ticked) and ticked.first(Checkbox).value))
+        return self.query_one("#confirm-word", Input).value.strip() == self.word or (
+            bool(ticked) and ticked.first(Checkbox).value
+        )
 
     @on(Input.Changed, "#confirm-word")
     @on(Checkbox.Changed, "#confirm-read")
@@ -195,11 +212,15 @@ class ReviewScreen(HermitScreen[None]):
                     with VerticalScroll(id="diff-scroll"):
                         yield DiffText("", id="diff-text")
                 with TabPane("Rows", id="tab-rows"):
-                    yield Static("Other evaluated selectors to put on the card beside none, root and final:",
-                                 classes="muted")
+                    yield Static(
+                        "Other evaluated selectors to put on the card beside none, root and final:", classes="muted"
+                    )
                     yield CheckList(id="review-rows")
-                    yield TickBox("Add a line with the failure labels (hand-made, from annotations.jsonl) under "
-                                  "the table  (t)", id="review-taxonomy", compact=True)
+                    yield TickBox(
+                        "Add a line with the failure labels (hand-made, from annotations.jsonl) under the table  (t)",
+                        id="review-taxonomy",
+                        compact=True,
+                    )
         yield Static("", id="review-actions")
         yield Footer()
 
@@ -237,6 +258,7 @@ class ReviewScreen(HermitScreen[None]):
                 return
             if not get_current_worker().is_cancelled:
                 self.app.call_from_thread(self._show, found)
+
         self.run_worker(compute, thread=True, exclusive=True, group="review-plan", name="plan-publish")
 
     def _failed(self, message: str) -> None:
@@ -261,18 +283,32 @@ class ReviewScreen(HermitScreen[None]):
         title = Text(f"Card of {plan.tag}")
         if plan.measured_commit:
             title.append(f" · measured at {plan.measured_commit[:7]}")
-        state = ("cannot be published" if not plan.can_publish else "already published" if plan.up_to_date
-                 else f"{len(self.mismatches)} row{'s' if len(self.mismatches) != 1 else ''} not comparable with "
-                      "final" if self.mismatches else "ready to publish")
+        state = (
+            "cannot be published"
+            if not plan.can_publish
+            else "already published"
+            if plan.up_to_date
+            else f"{len(self.mismatches)} row{'s' if len(self.mismatches) != 1 else ''} not comparable with final"
+            if self.mismatches
+            else "ready to publish"
+        )
         title.append(f" · {state}", style="bold red" if not plan.can_publish or self.mismatches else "")
         self.query_one("#review-title", Static).update(title)
 
         mismatch = self.query_one("#review-mismatch", Static)
         mismatch.display = bool(self.mismatches) and plan.can_publish and not plan.up_to_date
         mismatch.border_title = f"Not comparable with final: publishing them takes typing '{OVERRIDE_WORD}'"
-        mismatch.update(bullet_list([m.text() for m in self.mismatches]
-                                    + ["re-run them with final's settings (setup, then l), or publish them anyway: "
-                                       "the card names the differences"], "≠", "bold red"))
+        mismatch.update(
+            bullet_list(
+                [m.text() for m in self.mismatches]
+                + [
+                    "re-run them with final's settings (setup, then l), or publish them anyway: "
+                    "the card names the differences"
+                ],
+                "≠",
+                "bold red",
+            )
+        )
 
         refusals = self.query_one("#review-refusals", Static)
         refusals.display = bool(plan.refusals)
@@ -281,15 +317,21 @@ class ReviewScreen(HermitScreen[None]):
 
         box = self.query_one("#review-warnings", Static)
         n = len(plan.warnings)
-        box.border_title = (f"⚠ {n} warning{'s' if n > 1 else ''}: read before publishing" if n else "No warnings")
+        box.border_title = f"⚠ {n} warning{'s' if n > 1 else ''}: read before publishing" if n else "No warnings"
         box.set_class(bool(n), "-has-warnings")
         box.update(bullet_list(plan.warnings, "⚠", "bold yellow") if n else Text("Nothing to flag.", style="dim"))
 
         table = self.query_one("#review-table", DataTable)
         cells = [table_cells(row) for row in plan.rows]
         # fixed column widths: the table never draws a row with widths measured before all rows were added
-        widths = [max([len(h)] + [(Text(c) if isinstance(c, str) else c).cell_len for c in col])
-                  for h, col in zip(TABLE_COLUMNS, zip(*cells))] if cells else [len(h) for h in TABLE_COLUMNS]
+        widths = (
+            [
+                max([len(h)] + [(Text(c) if isinstance(c, str) else c).cell_len for c in col])
+                for h, col in zip(TABLE_COLUMNS, zip(*cells))
+            ]
+            if cells
+            else [len(h) for h in TABLE_COLUMNS]
+        )
         table.clear(columns=True)
         for header, width in zip(TABLE_COLUMNS, widths):
             table.add_column(header, width=width)
@@ -297,8 +339,12 @@ class ReviewScreen(HermitScreen[None]):
             table.add_row(*values, key=row.label)
         self._table_width = sum(widths) + 2 * table.cell_padding * len(widths)
         self._fit_table()
-        self.run_worker(self._show_card(plan.new_card or plan.current_card or "*No CARD.md.*"), exclusive=True,
-                        group="review-card", name="render-card")
+        self.run_worker(
+            self._show_card(plan.new_card or plan.current_card or "*No CARD.md.*"),
+            exclusive=True,
+            group="review-card",
+            name="render-card",
+        )
         self.query_one("#diff-text", DiffText).show(plan.diff)
 
         rows = self.query_one("#review-rows", SelectionList)
@@ -328,11 +374,18 @@ class ReviewScreen(HermitScreen[None]):
 
     def _scroll_to_evaluation(self) -> None:
         card = self.query_one("#card-md", Markdown)
-        heading = next((block_id for level, title, block_id in card.table_of_contents
-                        if level == 2 and title.strip() == "Evaluation"), None)
+        heading = next(
+            (
+                block_id
+                for level, title, block_id in card.table_of_contents
+                if level == 2 and title.strip() == "Evaluation"
+            ),
+            None,
+        )
         if heading is not None:
-            self.query_one("#card-scroll", VerticalScroll).scroll_to_widget(card.query_one(f"#{heading}"),
-                                                                           top=True, animate=False)
+            self.query_one("#card-scroll", VerticalScroll).scroll_to_widget(
+                card.query_one(f"#{heading}"), top=True, animate=False
+            )
 
     def _show_actions(self) -> None:
         plan = self.plan
@@ -369,8 +422,12 @@ class ReviewScreen(HermitScreen[None]):
     def _taxonomy_changed(self, event: Checkbox.Changed) -> None:
         if event.value != self.taxonomy:
             self.taxonomy = event.value
-            self.notify("The card gets a line with the failure labels" if self.taxonomy else
-                        "No failure-labels line on the card", timeout=3)
+            self.notify(
+                "The card gets a line with the failure labels"
+                if self.taxonomy
+                else "No failure-labels line on the card",
+                timeout=3,
+            )
             self.refresh_plan()
 
     # -- publish and undo -----------------------------------------------------------------------------------------
@@ -389,27 +446,39 @@ class ReviewScreen(HermitScreen[None]):
             self.notify("Nothing to publish: the review could not be prepared", severity="warning", markup=False)
             return
         if plan.refusals:
-            self.notify("; ".join(plan.refusals), title="Publishing is refused", severity="error", timeout=10,
-                        markup=False)
+            self.notify(
+                "; ".join(plan.refusals), title="Publishing is refused", severity="error", timeout=10, markup=False
+            )
             return
         if plan.up_to_date:
             self.notify("Nothing to publish: the card and the tag already hold this evaluation", markup=False)
             return
         was = (plan.tag_target or "nowhere")[:7]
-        what = (f"Commit CARD.md (only its Evaluation section changes) on branch {plan.run} and move {plan.tag} "
-                f"from {was} to that commit." if plan.changes_card else
-                f"Move {plan.tag} from {was} to the head of branch {plan.run}, whose card already "
-                "holds this evaluation.")
+        what = (
+            f"Commit CARD.md (only its Evaluation section changes) on branch {plan.run} and move {plan.tag} "
+            f"from {was} to that commit."
+            if plan.changes_card
+            else f"Move {plan.tag} from {was} to the head of branch {plan.run}, whose card already "
+            "holds this evaluation."
+        )
         body = f"{what}\nThe commit message: {plan.message}\nUndo (u) moves the tag back."
         if self.mismatches:
-            body += ("\n\nNOT COMPARABLE WITH FINAL:\n" + "\n".join(f"≠ {m.text()}" for m in self.mismatches)
-                     + f"\nType '{OVERRIDE_WORD}' to publish these rows anyway.")
-        self.app.push_screen(ConfirmScreen(f"Publish the card of {plan.tag}?", body,
-                                           word=OVERRIDE_WORD if self.mismatches else "publish",
-                                           tick=None if self.mismatches else "I have read the warnings and the diff",
-                                           ok="Publish anyway" if self.mismatches else "Publish",
-                                           warnings=len(plan.warnings)),
-                             lambda ok: self._run("publish") if ok else None)
+            body += (
+                "\n\nNOT COMPARABLE WITH FINAL:\n"
+                + "\n".join(f"≠ {m.text()}" for m in self.mismatches)
+                + f"\nType '{OVERRIDE_WORD}' to publish these rows anyway."
+            )
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Publish the card of {plan.tag}?",
+                body,
+                word=OVERRIDE_WORD if self.mismatches else "publish",
+                tick=None if self.mismatches else "I have read the warnings and the diff",
+                ok="Publish anyway" if self.mismatches else "Publish",
+                warnings=len(plan.warnings),
+            ),
+            lambda ok: self._run("publish") if ok else None,
+        )
 
     def action_undo(self) -> None:
         if self.busy:
@@ -419,15 +488,19 @@ class ReviewScreen(HermitScreen[None]):
             self.notify("The review is still being prepared: the confirmation follows", markup=False)
             return
         if self.undo_entry is None:
-            self.notify(self.undo_problem or "Nothing to undo", title="Cannot undo", severity="warning", timeout=8,
-                        markup=False)
+            self.notify(
+                self.undo_problem or "Nothing to undo", title="Cannot undo", severity="warning", timeout=8, markup=False
+            )
             return
         e = self.undo_entry
-        body = (f"Move {e['tag']} back from {e['card_commit'][:7]} to {e['previous_tag_target'][:7]}, where the "
-                "publish found it. The card commit stays on the branch.")
-        self.app.push_screen(ConfirmScreen(f"Undo the publish of {e['tag']}?", body, word="undo",
-                                           tick="Move the tag back", ok="Undo"),
-                             lambda ok: self._run("undo") if ok else None)
+        body = (
+            f"Move {e['tag']} back from {e['card_commit'][:7]} to {e['previous_tag_target'][:7]}, where the "
+            "publish found it. The card commit stays on the branch."
+        )
+        self.app.push_screen(
+            ConfirmScreen(f"Undo the publish of {e['tag']}?", body, word="undo", tick="Move the tag back", ok="Undo"),
+            lambda ok: self._run("undo") if ok else None,
+        )
 
     def _run(self, what: Literal["publish", "undo"]) -> None:
         found, config = self.review, self.app.config
@@ -443,16 +516,27 @@ class ReviewScreen(HermitScreen[None]):
                 self.app.call_from_thread(self._done, _reason(exc), True)
                 return
             self.app.call_from_thread(self._done, message, False)
+
         self.run_worker(work, thread=True, exclusive=True, group="review-publish", name=what)
 
     def _done(self, message: str, failed: bool) -> None:
         self.busy = False
         if self not in self.app.screen_stack:
-            self.app.notify(message, title="Not done" if failed else "Done",
-                            severity="error" if failed else "information", timeout=10, markup=False)
+            self.app.notify(
+                message,
+                title="Not done" if failed else "Done",
+                severity="error" if failed else "information",
+                timeout=10,
+                markup=False,
+            )
             return
-        self.notify(message, title="Not done" if failed else "Done", severity="error" if failed else "information",
-                    timeout=10, markup=False)
+        self.notify(
+            message,
+            title="Not done" if failed else "Done",
+            severity="error" if failed else "information",
+            timeout=10,
+            markup=False,
+        )
         self.refresh_plan()
 
     def action_back(self) -> None:

@@ -1,5 +1,6 @@
 """The live run: a progress bar per selector, the tasks × selectors grid, and the event log. A launch never publishes:
 when final has finished, the screen offers Review & publish (p)."""
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -17,8 +18,10 @@ from hermit_tui.dashboard.widgets.footer import Footer
 from hermit_tui.dashboard.widgets.selector_progress import SelectorProgress
 from hermit_tui.dashboard.widgets.static_text import show_text
 
-LEGEND = (f"● solved  ◐ partial  ○ failed  [b]{ERROR}[/b] pipeline error  [b]{JUDGE_ERROR}[/b] judge error  "
-          f"{PENDING} pending   (one mark per repeat)")
+LEGEND = (
+    f"● solved  ◐ partial  ○ failed  [b]{ERROR}[/b] pipeline error  [b]{JUDGE_ERROR}[/b] judge error  "
+    f"{PENDING} pending   (one mark per repeat)"
+)
 
 
 def cost_line(store, running: bool) -> Text:
@@ -96,20 +99,31 @@ class RunScreen(HermitScreen[None]):
         expected = sum(c.expected for c in store.columns.values())
         launched = any(c.source == "live" for c in store.columns.values())
         if running or launched:
-            state = ("running" if running else "cancelled" if store.run_cancelled else
-                     "stopped at the max cost" if store.stop_reason else
-                     "stopped when decided" if store.sequential_stopped else "finished")
-            status = (f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
-                      f"{len(store.columns)} selectors × {store.repeats} repeats")
+            state = (
+                "running"
+                if running
+                else "cancelled"
+                if store.run_cancelled
+                else "stopped at the max cost"
+                if store.stop_reason
+                else "stopped when decided"
+                if store.sequential_stopped
+                else "finished"
+            )
+            status = (
+                f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
+                f"{len(store.columns)} selectors × {store.repeats} repeats"
+            )
         else:
-            status = ("[b]nothing launched yet[/b]: go to setup (s) and launch (l)"
-                      + (f"  ·  showing {len(store.columns)} evaluations read from disk" if store.columns else ""))
+            status = "[b]nothing launched yet[/b]: go to setup (s) and launch (l)" + (
+                f"  ·  showing {len(store.columns)} evaluations read from disk" if store.columns else ""
+            )
         show_text(self.query_one("#run-status", Static), status)  # one line each: repainted, never laid out
         show_text(self.query_one("#run-cost", Static), cost_line(store, running))
         self._show_offer(store)
         self.query_one(AttemptGrid).sync()
         log = self.query_one(RichLog)
-        for level, message in store.log[self._log_seen:]:
+        for level, message in store.log[self._log_seen :]:
             prefix = {"warning": "! ", "error": "✗ "}.get(level, "· ")
             log.write(prefix + message)
         self._log_seen = len(store.log)
@@ -118,14 +132,26 @@ class RunScreen(HermitScreen[None]):
         """Once final's launch has finished complete: nothing was published, Review & publish is one key away."""
         final = store.columns.get("final")
         s = final.summary if final is not None else None
-        ready = (final is not None and final.source == "live" and not final.running and s is not None
-                 and s.is_complete and not s.cancelled and not s.is_smoke)
+        ready = (
+            final is not None
+            and final.source == "live"
+            and not final.running
+            and s is not None
+            and s.is_complete
+            and not s.cancelled
+            and not s.is_smoke
+        )
         offer = self.query_one("#run-offer", Static)
         offer.display = ready
         if ready:
             tag = f"{self.app.config.run_name}/final" if self.app.config is not None else "the final tag"
-            offer.update(Text.assemble(("final finished", "bold"), f" · CARD.md and {tag} untouched · ",
-                                       ("Review & publish: p", "bold reverse")))
+            offer.update(
+                Text.assemble(
+                    ("final finished", "bold"),
+                    f" · CARD.md and {tag} untouched · ",
+                    ("Review & publish: p", "bold reverse"),
+                )
+            )
 
     # -- actions --------------------------------------------------------------------------------------------------
     def action_review(self) -> None:

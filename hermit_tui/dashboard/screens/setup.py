@@ -1,6 +1,7 @@
 """Setup: the protocol at a glance, the selectable adapter versions (plus directories, tags and commits typed in),
 the launch settings, launch. The choices survive screen changes and are remembered per config in hermit-tui's own
 settings file (never in run.yaml)."""
+
 from __future__ import annotations
 
 import os
@@ -54,10 +55,14 @@ def protocol_table(config, taskset, checks=None) -> Table:
     params = config.agent_params or {}
     model = params.get("model") or config.model or "—"
     table.add_row("run", config.run_name)
-    table.add_row("config", _rel(config.path, Path.cwd()) if config.path.is_relative_to(Path.cwd())
-                  else config.path.name)
-    table.add_row("test split", f"{len(splits.get('test', []))} tasks  (train {len(splits.get('train', []))}, "
-                                f"val {len(splits.get('val', []))})")
+    table.add_row(
+        "config", _rel(config.path, Path.cwd()) if config.path.is_relative_to(Path.cwd()) else config.path.name
+    )
+    table.add_row(
+        "test split",
+        f"{len(splits.get('test', []))} tasks  (train {len(splits.get('train', []))}, "
+        f"val {len(splits.get('val', []))})",
+    )
     table.add_row("agent", str(config.agent_name))
     shown = {k: v for k, v in params.items() if k != "model"}
     if shown:
@@ -67,8 +72,9 @@ def protocol_table(config, taskset, checks=None) -> Table:
     table.add_row("repeats", str(config.repeats))
     table.add_row("concurrency", str(config.concurrency))
     table.add_row("timeout", f"{config.timeout_min:g} min" if config.timeout_min else "none")
-    table.add_row("order", "shuffled" if config.shuffle else Text("ordered stream (data.shuffle: false)",
-                                                                    style="bold yellow"))
+    table.add_row(
+        "order", "shuffled" if config.shuffle else Text("ordered stream (data.shuffle: false)", style="bold yellow")
+    )
     table.add_row("adapter tree", _rel(config.tree_dir, base))
     for i, check in enumerate(checks or []):
         colour = {"error": "bold red", "warning": "yellow"}.get(check.level, "dim")
@@ -97,8 +103,11 @@ class AddSelectorScreen(HermitModal[tuple[str, str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="adddir-box"):
-            yield Static("Add an adapter directory (holds adapter.yaml; relative to the config's folder), a tag or "
-                         "a commit (abbreviated is fine)", id="adddir-prompt")
+            yield Static(
+                "Add an adapter directory (holds adapter.yaml; relative to the config's folder), a tag or "
+                "a commit (abbreviated is fine)",
+                id="adddir-prompt",
+            )
             yield Input(placeholder="e.g. adapters/my-variant, demo/ckpt-step-2, 1a2b3c4", id="adddir-input")
             yield Static("", id="adddir-error")
             with Horizontal(id="adddir-buttons"):
@@ -122,6 +131,7 @@ class AddSelectorScreen(HermitModal[tuple[str, str] | None]):
                 self.app.call_from_thread(self._refused, str(exc))
                 return
             self.app.call_from_thread(self.dismiss, (value, note))
+
         self.run_worker(check, thread=True, exclusive=True, group="add-selector", name="check-selector")
 
     def _refused(self, message: str) -> None:
@@ -150,9 +160,14 @@ class SetupScreen(HermitScreen[None]):
     def compose(self) -> ComposeResult:
         config, taskset = opened(self.app)
         saved = self.saved
-        defaults = {"repeats": str(config.repeats), "concurrency": str(config.concurrency), "limit": "",
-                    "timeout": "" if not config.timeout_min else f"{config.timeout_min:g}", "baseline": "",
-                    "margin": ""}
+        defaults = {
+            "repeats": str(config.repeats),
+            "concurrency": str(config.concurrency),
+            "limit": "",
+            "timeout": "" if not config.timeout_min else f"{config.timeout_min:g}",
+            "baseline": "",
+            "margin": "",
+        }
         value = {k: saved.get(k, defaults[k]) for k in FIELDS}
         executor = saved.get("executor") if saved.get("executor") in {v for _, v in EXECUTORS} else "threads"
         decide = "on" if saved.get("decide") == "on" else "off"
@@ -162,9 +177,10 @@ class SetupScreen(HermitScreen[None]):
             with VerticalScroll(id="setup-protocol"):
                 yield Static("Protocol (kept fixed for every selector)", classes="section-title")
                 view = self.app.protocol_view  # built off the loop with the config; else here
-                yield Static(view if view is not None else protocol_table(config, taskset,
-                                                                          checks_for_display(config, taskset)),
-                             id="protocol")
+                yield Static(
+                    view if view is not None else protocol_table(config, taskset, checks_for_display(config, taskset)),
+                    id="protocol",
+                )
             with VerticalScroll(id="setup-launch"):
                 yield Static("Launch settings", classes="section-title")
                 with Horizontal(classes="field"):
@@ -175,9 +191,15 @@ class SetupScreen(HermitScreen[None]):
                     yield TextField(value["concurrency"], type="integer", id="concurrency", compact=True)
                 with Horizontal(classes="field"):
                     yield Label("smoke limit", classes="field-label")
-                    yield TextField(value["limit"], type="integer", placeholder="all tasks", id="limit", compact=True,
-                                    tooltip="A smoke check: only the first N test tasks, written under "
-                                    "eval/<label>/smoke/ (it never replaces an evaluation; History lists it)")
+                    yield TextField(
+                        value["limit"],
+                        type="integer",
+                        placeholder="all tasks",
+                        id="limit",
+                        compact=True,
+                        tooltip="A smoke check: only the first N test tasks, written under "
+                        "eval/<label>/smoke/ (it never replaces an evaluation; History lists it)",
+                    )
                 with Horizontal(classes="field"):
                     yield Label("timeout min", classes="field-label")
                     yield TextField(value["timeout"], type="number", placeholder="none", id="timeout", compact=True)
@@ -194,8 +216,11 @@ class SetupScreen(HermitScreen[None]):
                     yield Label("baseline ±M", classes="field-label")
                     yield TextField(value["baseline"], placeholder="auto", id="baseline", compact=True)
                     yield TextField(value["margin"], type="number", placeholder="off", id="margin", compact=True)
-        yield Static("Versions to put side by side (space ticks; a adds a directory, tag or commit)",
-                     classes="section-title", id="versions-title")
+        yield Static(
+            "Versions to put side by side (space ticks; a adds a directory, tag or commit)",
+            classes="section-title",
+            id="versions-title",
+        )
         yield CheckList(id="versions")
         with Horizontal(id="setup-actions"):
             yield Button("Launch side by side (l)", variant="primary", id="launch", compact=True)
@@ -209,7 +234,8 @@ class SetupScreen(HermitScreen[None]):
         self.query_one(Banners).show_for(self.app, self.app.store)
         picks = self.saved.get("picks")
         self.query_one("#versions", SelectionList).add_option(
-            Selection(version_prompt("none"), "none", "none" in (picks if picks is not None else DEFAULT_PICKS)))
+            Selection(version_prompt("none"), "none", "none" in (picks if picks is not None else DEFAULT_PICKS))
+        )
         self.focus_main()
         self.run_worker(self._load_versions, thread=True, exclusive=True, group="versions", name="versions")
 
@@ -239,8 +265,9 @@ class SetupScreen(HermitScreen[None]):
                 if added.refused is not None:
                     gone.append(f"{added.text}: {added.refused}")
                 elif not self._has_option(added.text):
-                    selections.add_option(Selection(version_prompt(added.text, note=added.note), added.text,
-                                                    added.text in picks))
+                    selections.add_option(
+                        Selection(version_prompt(added.text, note=added.note), added.text, added.text in picks)
+                    )
         self._restored = True
         note = self.query_one("#tree-note", Static)
         note.update(choices.problem or f"{choices.in_tree} versions in the adapter tree")
@@ -303,8 +330,15 @@ class SetupScreen(HermitScreen[None]):
     def _update_launch_label(self) -> None:
         n = len(self.query_one("#versions", SelectionList).selected)
         button = self.query_one("#launch", Button)
-        button.label = ("Show the running launch (l)" if self.app.running else f"Launch {n} side by side (l)"
-                        if n > 1 else "Launch (l)" if n == 1 else "Tick a version to launch")
+        button.label = (
+            "Show the running launch (l)"
+            if self.app.running
+            else f"Launch {n} side by side (l)"
+            if n > 1
+            else "Launch (l)"
+            if n == 1
+            else "Tick a version to launch"
+        )
         button.refresh(layout=True)  # the label is not a layout reactive: the width follows it only so
 
     @on(Input.Submitted)
@@ -343,15 +377,20 @@ class SetupScreen(HermitScreen[None]):
         launch refuses), each with a message for the user."""
         decide = self.query_one("#decide", Select).value == "on"
         return LaunchOptions(
-            selectors=self.ticked(), resume=resume, repeats=self._int("repeats", "repeats"),
+            selectors=self.ticked(),
+            resume=resume,
+            repeats=self._int("repeats", "repeats"),
             concurrency=self._int("concurrency", "concurrency"),
             limit=self._int("limit", "smoke limit", allow_empty=True),
             timeout_min=self._number("timeout", "timeout must be a positive number of minutes"),
             max_cost=self._number("max-cost", "max cost must be a positive number of dollars"),
-            executor=str(self.query_one("#executor", Select).value), stop_when_decided=decide,
+            executor=str(self.query_one("#executor", Select).value),
+            stop_when_decided=decide,
             baseline=(self.query_one("#baseline", Input).value.strip() or None) if decide else None,
             margin=self._number("margin", "the margin must be a positive difference of mean scores (e.g. 0.05)")
-            if decide else None)
+            if decide
+            else None,
+        )
 
     @on(Button.Pressed, "#resume")
     def action_resume(self) -> None:
@@ -389,6 +428,7 @@ class SetupScreen(HermitScreen[None]):
                 self._added.append(value)
                 self._changed()
             self._update_launch_label()
+
         self.app.push_screen(AddSelectorScreen(), added)
 
     @on(Button.Pressed, "#history")

@@ -1,6 +1,7 @@
 """What the per-task table says about the store, without widgets: the pair its regression and improvement filters
 compare, a task's text, a cell's error marks, an attempt's output on one line, the sortable columns, the label
 filter's name, and a task's attempts in triage order."""
+
 from __future__ import annotations
 
 from hermit_tui.dashboard.state.store import LABEL_FILTER_NAMES, Cell, EvalStore
@@ -36,6 +37,7 @@ def output_of(rec) -> str:
     if rec is None:
         return ""
     from hermit_tui.dashboard.screens.attempt import output_text
+
     return one_line(output_text(rec))
 
 
@@ -56,11 +58,24 @@ def row_attempts(store: EvalStore, task_id: str) -> list[tuple[str, str, int]]:
     repeat. The per-task table's target attempt cycles through them (a). Read by key: a cursor move stays cheap on
     a large store."""
     repeats = range(1, max(store.repeats, 1) + 1)
-    found = [(key, r, col.index.failed_row(row)) for key, col in store.columns.items() for r in repeats
-             if (row := col.index.row_of(task_id, r)) >= 0]
-    return ([(key, task_id, r) for key, r, failed in found if failed]
-            + [(key, task_id, r) for key, r, failed in found if not failed])
+    found = [
+        (key, r, col.index.failed_row(row))
+        for key, col in store.columns.items()
+        for r in repeats
+        if (row := col.index.row_of(task_id, r)) >= 0
+    ]
+    return [(key, task_id, r) for key, r, failed in found if failed] + [
+        (key, task_id, r) for key, r, failed in found if not failed
+    ]
 
 
-__all__ = ["compare_pair", "error_marks", "label_filter_name", "one_line", "output_of", "row_attempts",
-           "sort_keys", "task_text"]
+__all__ = [
+    "compare_pair",
+    "error_marks",
+    "label_filter_name",
+    "one_line",
+    "output_of",
+    "row_attempts",
+    "sort_keys",
+    "task_text",
+]

@@ -2,6 +2,7 @@
 error, J judge error), solved-at-least-once and delta to the baseline, with filters, search and sort; and an outputs
 mode (o) with each selector's output side by side per task, the words that differ from the baseline's highlighted.
 Rows come from ``EvalStore.rows``; a large store computes them in a worker thread."""
+
 from __future__ import annotations
 
 import asyncio
@@ -62,8 +63,14 @@ WORKER_THRESHOLD = 2000  # more tasks than this: rows are computed off the event
 SEARCH_DEBOUNCE_S = 0.15
 TEXT_WIDTH = 120  # widest the task-text column gets (longer text is cut with an ellipsis)
 NO_DATA = "—"
-CHIPS = {"all": "all", "errors": "errors", "regressions": "regressions", "improvements": "improvements",
-         "flaky": "flaky", "unknown_cost": "unknown cost"}
+CHIPS = {
+    "all": "all",
+    "errors": "errors",
+    "regressions": "regressions",
+    "improvements": "improvements",
+    "flaky": "flaky",
+    "unknown_cost": "unknown cost",
+}
 
 
 async def yield_to_loop() -> None:
@@ -160,8 +167,14 @@ class TasksScreen(Triage, HermitScreen[None]):
         self._show_filters(store)
         self._generation += 1
         generation = self._generation
-        query = dict(filter=self.filter, search=self.search, sort=self.sort, reverse=self.reverse,
-                     compare=compare_pair(store), label=self.label_filter)
+        query = dict(
+            filter=self.filter,
+            search=self.search,
+            sort=self.sort,
+            reverse=self.reverse,
+            compare=compare_pair(store),
+            label=self.label_filter,
+        )
         if len(store.task_ids) <= WORKER_THRESHOLD:
             if rows_later:
                 self.call_after_refresh(lambda: self._show_rows(generation, *self._compute(store, query)))
@@ -185,15 +198,15 @@ class TasksScreen(Triage, HermitScreen[None]):
         self.app.paced_worker(self, work, exclusive=True, group="tasks-rows", name="tasks-rows")
 
     @staticmethod
-    def _compute(store: EvalStore, query: dict[str, Any], pause: Callable[[], None] | None = None
-                 ) -> tuple[TaskRows, list[str], int, int]:
+    def _compute(
+        store: EvalStore, query: dict[str, Any], pause: Callable[[], None] | None = None
+    ) -> tuple[TaskRows, list[str], int, int]:
         rows = store.rows(**query, pause=pause)
         id_width = rows.id_width()
         text_width = max((len(task_text(store, r.task_id)) for r in rows[:200]), default=0)
         return rows, store.keys, id_width, min(text_width, TEXT_WIDTH)
 
-    def _show_rows(self, generation: int, rows: TaskRows, keys: list[str], id_width: int,
-                   text_width: int) -> None:
+    def _show_rows(self, generation: int, rows: TaskRows, keys: list[str], id_width: int, text_width: int) -> None:
         if generation != self._generation:
             return  # a newer request is on its way
         store: EvalStore = self.app.store
@@ -221,6 +234,7 @@ class TasksScreen(Triage, HermitScreen[None]):
     def _columns(self, store: EvalStore) -> list[VColumn]:
         """The table's columns; the task text takes what is left of the width (at least 9 cells, then scroll)."""
         keys, id_width, text_width = self._layout
+
         def column(key: str, label: str, width: int, justify: str = "right") -> VColumn:
             text = self._label(label, key)
             return VColumn(key, text, max(width, text.cell_len), justify)  # type: ignore[arg-type]
@@ -312,9 +326,13 @@ class TasksScreen(Triage, HermitScreen[None]):
                 return Style(color=fallback)
 
         self._styles_theme = self.app.theme
-        self._styles = {"good": colour("success", "green"), "bad": colour("error", "red"),
-                        "accent": colour("accent", "cyan"), "muted": Style(dim=True),
-                        "changed": colour("warning", "yellow") + Style(bold=True, underline=True)}
+        self._styles = {
+            "good": colour("success", "green"),
+            "bad": colour("error", "red"),
+            "accent": colour("accent", "cyan"),
+            "muted": Style(dim=True),
+            "changed": colour("warning", "yellow") + Style(bold=True, underline=True),
+        }
 
     # -- header lines ---------------------------------------------------------------------------------------------
     def _show_columns(self, store: EvalStore) -> None:
@@ -330,21 +348,31 @@ class TasksScreen(Triage, HermitScreen[None]):
             text.append(f"  {col.commit[:7]:<9}" if col.commit else "  no commit", style="" if col.commit else "dim")
             text.append(f"  mean {col.mean:.3f}" if col.mean is not None else f"  mean {NO_DATA:<5}")
             errors = col.errors + col.judge_errors
-            text.append(f"  errors {errors}" + (f" ({col.judge_errors} judge)" if col.judge_errors else ""),
-                        style=self._styles["bad"] if errors else "")
+            text.append(
+                f"  errors {errors}" + (f" ({col.judge_errors} judge)" if col.judge_errors else ""),
+                style=self._styles["bad"] if errors else "",
+            )
             if col.running:
                 text.append(f"  running {col.done}/{col.expected}", style=self._styles["accent"])
             if base:
                 text.append("  baseline", style=self._styles["accent"])
         if store.columns and self.outputs:
-            text.append(f"\noutputs, repeat {self.repeat}/{store.repeats} ([ ]) · differences from {store.baseline} "
-                        "highlighted · o: scores", style="dim")
+            text.append(
+                f"\noutputs, repeat {self.repeat}/{store.repeats} ([ ]) · differences from {store.baseline} "
+                "highlighted · o: scores",
+                style="dim",
+            )
         elif store.columns:
-            text.append(f"\nmeans ({ERROR} pipeline, {JUDGE_ERROR} judge error = 0) · ✓ solved once · Δ vs "
-                        f"{store.baseline} (b) · o outputs", style="dim")
+            text.append(
+                f"\nmeans ({ERROR} pipeline, {JUDGE_ERROR} judge error = 0) · ✓ solved once · Δ vs "
+                f"{store.baseline} (b) · o outputs",
+                style="dim",
+            )
         else:
-            text.append("No evaluations yet: go back to setup (escape) and launch (l), or open earlier ones from "
-                        "history (h).", style="dim")
+            text.append(
+                "No evaluations yet: go back to setup (escape) and launch (l), or open earlier ones from history (h).",
+                style="dim",
+            )
         show_text(self.query_one("#tasks-columns", Static), text)
 
     def _show_filters(self, store: EvalStore) -> None:
@@ -363,7 +391,7 @@ class TasksScreen(Triage, HermitScreen[None]):
         text = f"{self._shown} of {len(store.task_ids)} tasks · {FILTER_NAMES[self.filter]}"
         pair = compare_pair(store)
         if self.filter in ("regressions", "improvements"):
-            text = (f"{text}: {pair[1]} vs {pair[0]}" if pair else f"{text}: needs two evaluations")
+            text = f"{text}: {pair[1]} vs {pair[0]}" if pair else f"{text}: needs two evaluations"
         if self.label_filter is not None:
             text += f" · {label_filter_name(self.label_filter)}"
         show_text(self.query_one("#tasks-count", Static), Text(text))
@@ -386,15 +414,21 @@ class TasksScreen(Triage, HermitScreen[None]):
         store: EvalStore = self.app.store
         in_use = store.labels_in_use()
         done, total = store.triage_progress()
+
         def attempts(n: int) -> str:
             return f"{n} attempt{'s' * (n != 1)}"
-        choices = [("", "no label filter (every task)"), (ANY_LABEL, f"any label ({attempts(sum(in_use.values()))})"),
-                   (UNLABELLED, f"unlabelled failures ({attempts(total - done)})")]
+
+        choices = [
+            ("", "no label filter (every task)"),
+            (ANY_LABEL, f"any label ({attempts(sum(in_use.values()))})"),
+            (UNLABELLED, f"unlabelled failures ({attempts(total - done)})"),
+        ]
         names = list(dict.fromkeys([*store.label_set, *in_use]))
         choices += [(name, f"{name} ({attempts(in_use.get(name, 0))})") for name in names]
-        self.app.push_screen(LabelPickScreen("Show the tasks with an attempt carrying", choices,
-                                             self.label_filter or ""),
-                             lambda value: None if value is None else self.set_label_filter(value or None))
+        self.app.push_screen(
+            LabelPickScreen("Show the tasks with an attempt carrying", choices, self.label_filter or ""),
+            lambda value: None if value is None else self.set_label_filter(value or None),
+        )
 
     # -- triage ---------------------------------------------------------------------------------------------------
     def _target_valid(self, store: EvalStore) -> bool:

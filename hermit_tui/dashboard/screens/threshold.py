@@ -1,4 +1,5 @@
 """Ask for the success threshold the views use (solved at least once, pass^k, the grid's marks)."""
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,10 @@ class ThresholdScreen(HermitModal[float | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="threshold-box"):
-            yield Static("Success threshold: an attempt scoring at least this counts as solved in the views. "
-                         "hermit's files and summaries keep 1.0.")
+            yield Static(
+                "Success threshold: an attempt scoring at least this counts as solved in the views. "
+                "hermit's files and summaries keep 1.0."
+            )
             yield Input(f"{self.current:g}", type="number", id="threshold-input")
             yield Label("", id="threshold-error")
             with Horizontal(id="threshold-buttons"):

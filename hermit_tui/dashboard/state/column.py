@@ -5,6 +5,7 @@ and per evaluation the figures are arrays and running counts, and a whole record
 attempt (``records[(task, repeat)]``: read back from results.jsonl by offset, or the live record as it came). The
 mappings ``records``, ``cells`` and ``tracebacks`` keep the shape the views always read (a key, a Cell, a text).
 """
+
 from __future__ import annotations
 
 import math
@@ -58,9 +59,17 @@ CELL_FIELDS = ("total", "n", "solved", "errors", "judge_errors", "unknown_cost",
 
 def cell_at(index: AttemptIndex, local: int) -> Cell:
     c = index._cells
-    return Cell(float(c["total"][local]), int(c["n"][local]), int(c["solved"][local]), int(c["errors"][local]),
-                int(c["judge_errors"][local]), int(c["unknown_cost"][local]), int(c["failed"][local]),
-                float(c["lo"][local]), float(c["hi"][local]))
+    return Cell(
+        float(c["total"][local]),
+        int(c["n"][local]),
+        int(c["solved"][local]),
+        int(c["errors"][local]),
+        int(c["judge_errors"][local]),
+        int(c["unknown_cost"][local]),
+        int(c["failed"][local]),
+        float(c["lo"][local]),
+        float(c["hi"][local]),
+    )
 
 
 class Records(Mapping):
@@ -266,15 +275,32 @@ class Column:
         return ann if ann is not None and (task_id, repeat) not in self.live_annotations() else None
 
 
-def disk_column(stored, table: AttemptTable, threshold: float, annotations: Mapping[Key, Annotation],
-                notes: list[str], key: str, pause=None) -> Column:
+def disk_column(
+    stored,
+    table: AttemptTable,
+    threshold: float,
+    annotations: Mapping[Key, Annotation],
+    notes: list[str],
+    key: str,
+    pause=None,
+) -> Column:
     """A column of an evaluation read from disk, built at once (in a worker: nothing here touches the store)."""
     s = stored.summary
-    return Column(key=key, label=stored.label, selector=s.adapter if s else stored.label, source="disk",
-                  commit=s.commit if s else None, summary=s, folder=stored.folder, archived=stored.archived,
-                  threshold=threshold, index=AttemptIndex.from_table(table, threshold, pause),
-                  expected=(s.expected_attempts or s.tasks * s.repeats) if s else table.n,
-                  annotations=dict(annotations), note="; ".join(notes))
+    return Column(
+        key=key,
+        label=stored.label,
+        selector=s.adapter if s else stored.label,
+        source="disk",
+        commit=s.commit if s else None,
+        summary=s,
+        folder=stored.folder,
+        archived=stored.archived,
+        threshold=threshold,
+        index=AttemptIndex.from_table(table, threshold, pause),
+        expected=(s.expected_attempts or s.tasks * s.repeats) if s else table.n,
+        annotations=dict(annotations),
+        note="; ".join(notes),
+    )
 
 
 __all__ = ["CELL_FIELDS", "Cell", "Cells", "Column", "Records", "Tracebacks", "cell_at", "disk_column"]

@@ -10,6 +10,7 @@ milliseconds whatever their size.
 Each evaluation is a :class:`~hermit_tui.dashboard.state.column.Column` over arrays (``core.records.index``); the
 per-task table is computed on them (``store_rows``); the triage figures are in ``store_triage``.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,8 +43,14 @@ if TYPE_CHECKING:
 
 Filter = Literal["all", "errors", "regressions", "improvements", "flaky", "unknown_cost"]
 FILTERS: tuple[Filter, ...] = ("all", "errors", "regressions", "improvements", "flaky", "unknown_cost")
-FILTER_NAMES = {"all": "all tasks", "errors": "errors only", "regressions": "regressions", "improvements":
-                "improvements", "flaky": "flaky", "unknown_cost": "unknown cost"}
+FILTER_NAMES = {
+    "all": "all tasks",
+    "errors": "errors only",
+    "regressions": "regressions",
+    "improvements": "improvements",
+    "flaky": "flaky",
+    "unknown_cost": "unknown cost",
+}
 
 _STEP = re.compile(r"ckpt-step-(\d+)$")
 
@@ -75,8 +82,12 @@ class EvalStore(TriageStore):
         self.generation = 0  # bumped by reset(): work started for an earlier config checks it before it lands
         self._clear(tasks, task_ids)
 
-    def _clear(self, tasks: dict[str, dict] | None, task_ids: Iterable[str],
-               indexed: tuple[list[str], dict[str, int]] | None = None) -> None:
+    def _clear(
+        self,
+        tasks: dict[str, dict] | None,
+        task_ids: Iterable[str],
+        indexed: tuple[list[str], dict[str, int]] | None = None,
+    ) -> None:
         self.tasks: dict[str, dict] = dict(tasks or {})
         self.task_ids: list[str] = []
         self._task_pos: dict[str, int] = {}
@@ -106,9 +117,15 @@ class EvalStore(TriageStore):
         self.sequential_stopped = False
         self.sequential_tasks = 0  # test tasks of that launch (a round's attempts per selector)
 
-    def reset(self, tasks: dict[str, dict] | None = None, task_ids: Iterable[str] = (), *,
-              warnings: Iterable[str] = (), label_set: Iterable[str] | None = None,
-              indexed: tuple[list[str], dict[str, int]] | None = None) -> None:
+    def reset(
+        self,
+        tasks: dict[str, dict] | None = None,
+        task_ids: Iterable[str] = (),
+        *,
+        warnings: Iterable[str] = (),
+        label_set: Iterable[str] | None = None,
+        indexed: tuple[list[str], dict[str, int]] | None = None,
+    ) -> None:
         """Forget everything for another config (its tasks, test ids, protocol warnings and label set).
         ``indexed``: :func:`index_task_ids` of the test ids, worked out off the event loop (its objects are kept)."""
         self._clear(tasks, task_ids, indexed)
@@ -156,10 +173,17 @@ class EvalStore(TriageStore):
                 self.repeats = event.round
         elif isinstance(event, ev.SelectorStarted):
             self.columns.pop(event.label, None)
-            col = self.columns[event.label] = Column(key=event.label, label=event.label, selector=event.selector,
-                                                     source="live", commit=event.commit, expected=event.total,
-                                                     running=True, threshold=self.threshold,
-                                                     folder=Path(event.folder) if event.folder else None)
+            col = self.columns[event.label] = Column(
+                key=event.label,
+                label=event.label,
+                selector=event.selector,
+                source="live",
+                commit=event.commit,
+                expected=event.total,
+                running=True,
+                threshold=self.threshold,
+                folder=Path(event.folder) if event.folder else None,
+            )
             if col.folder is not None:  # a retry or a resume keeps the evaluation, and its annotations
                 try:
                     col.annotations = read_annotations(col.folder).entries
@@ -206,7 +230,7 @@ class EvalStore(TriageStore):
         and looking up 111,112 fresh ids took 40-60 ms of the loop). Reads the store only."""
         ids, pos, found = col.table.ids, self._task_pos, set()
         for start in range(0, len(ids), LOOKUP_SLICE):  # slices: one long C call would hold the lock 40-60 ms
-            part = set(ids[start:start + LOOKUP_SLICE])
+            part = set(ids[start : start + LOOKUP_SLICE])
             part.difference_update(pos)
             found |= part
         return found
@@ -233,8 +257,14 @@ class EvalStore(TriageStore):
         self._touch()
         return col
 
-    def add_stored(self, stored: StoredEvaluation, *, key: str | None = None, results=None,
-                   annotations: AnnotationsFile | None = None) -> Column:
+    def add_stored(
+        self,
+        stored: StoredEvaluation,
+        *,
+        key: str | None = None,
+        results=None,
+        annotations: AnnotationsFile | None = None,
+    ) -> Column:
         """Read an evaluation from disk and put it beside the others, at once (the app reads in a worker:
         ``build_stored`` there, then ``add_column``). ``results``: its AttemptTable already read."""
         col = build_stored(stored, self.threshold, table=results, annotations=annotations)
@@ -259,6 +289,7 @@ class EvalStore(TriageStore):
         """The columns that do not compare with final (else the first), by their summaries
         (``core.report.comparable``)."""
         from hermit_tui.core.report.comparable import summaries_mismatches
+
         summaries = {k: c.summary for k, c in self.columns.items() if c.summary is not None}
         return summaries_mismatches(summaries)
 
@@ -273,8 +304,12 @@ class EvalStore(TriageStore):
     def live_cost(self) -> tuple[float, int, int, int]:
         """(known cost, unknown-cost attempts, attempts done, attempts expected) over the live columns."""
         live = [c for c in self.columns.values() if c.source == "live"]
-        return (sum(c.known_cost for c in live), sum(c.unknown_cost for c in live), sum(c.done for c in live),
-                sum(c.expected for c in live))
+        return (
+            sum(c.known_cost for c in live),
+            sum(c.unknown_cost for c in live),
+            sum(c.done for c in live),
+            sum(c.expected for c in live),
+        )
 
     def scores_outside_unit(self) -> int:
         return sum(col.outside_unit for col in self.columns.values())
@@ -301,9 +336,18 @@ class EvalStore(TriageStore):
             self._search = (len(ids), texts)
         return texts
 
-    def rows(self, *, keys: list[str] | None = None, filter: Filter = "all", search: str = "",
-             sort: str = "id", reverse: bool = False, compare: tuple[str, str] | None = None,
-             label: str | None = None, pause: Callable[[], None] | None = None) -> TaskRows:
+    def rows(
+        self,
+        *,
+        keys: list[str] | None = None,
+        filter: Filter = "all",
+        search: str = "",
+        sort: str = "id",
+        reverse: bool = False,
+        compare: tuple[str, str] | None = None,
+        label: str | None = None,
+        pause: Callable[[], None] | None = None,
+    ) -> TaskRows:
         """The per-task table (a sequence of :class:`TaskRow`, built as they are read). ``compare`` = (baseline,
         candidate) for the regression/improvement filters (default: the store's baseline and the last column).
         ``label``: only tasks with an attempt carrying that label (``ANY_LABEL``: any label; ``UNLABELLED``: a
@@ -319,7 +363,7 @@ class EvalStore(TriageStore):
         search_mask = None
         if needle:
             texts = self._search_texts(ids)
-            search_mask = np.fromiter((needle in t for t in texts[:len(ids)]), dtype=bool, count=len(ids))
+            search_mask = np.fromiter((needle in t for t in texts[: len(ids)]), dtype=bool, count=len(ids))
         label_mask = None
         if label is not None:
             label_mask = np.zeros(len(ids), dtype=bool)
@@ -327,8 +371,9 @@ class EvalStore(TriageStore):
             where = [g for g in map(self._task_pos.get, wanted) if g is not None and g < len(ids)]
             label_mask[where] = True
         pair = None if compare is None else (self.columns.get(compare[0]), self.columns.get(compare[1]))
-        return compute_rows(ids, cols, base, pair, filter, search_mask, label_mask, sort, reverse, self._task_pos,
-                            pause)
+        return compute_rows(
+            ids, cols, base, pair, filter, search_mask, label_mask, sort, reverse, self._task_pos, pause
+        )
 
     def error_groups(self) -> list[tuple[str, str, dict[str, list[tuple[str, int]]]]]:
         """Every error and judge_error attempt grouped by (status, message): per column, the (task, repeat) keys.
@@ -353,7 +398,7 @@ def _append_new_ids(order: list[str], pos: dict[str, int], ids: Iterable[str]) -
     lets go of the interpreter lock between slices."""
     ids = list(ids)
     for start in range(0, len(ids), LOOKUP_SLICE):
-        fresh = [t for t in dict.fromkeys(ids[start:start + LOOKUP_SLICE]) if t not in pos]
+        fresh = [t for t in dict.fromkeys(ids[start : start + LOOKUP_SLICE]) if t not in pos]
         pos.update(zip(fresh, range(len(order), len(order) + len(fresh))))
         order.extend(fresh)
 
@@ -367,24 +412,47 @@ def index_task_ids(ids: Iterable[str]) -> tuple[list[str], dict[str, int]]:
     return order, pos
 
 
-def build_stored(stored: StoredEvaluation, threshold: float, *, key: str | None = None, table=None,
-                 annotations: AnnotationsFile | None = None, pause: Callable[[], None] | None = None) -> Column:
+def build_stored(
+    stored: StoredEvaluation,
+    threshold: float,
+    *,
+    key: str | None = None,
+    table=None,
+    annotations: AnnotationsFile | None = None,
+    pause: Callable[[], None] | None = None,
+) -> Column:
     """An evaluation read from disk as a column, ready for ``EvalStore.add_column`` (the whole reading: meant for a
     worker thread; it touches no store; ``pause``: called between steps, to give way to the interface). InputError
     when its results.jsonl cannot be read."""
     if table is None:
         from hermit_tui.core.records.columns import read_table
+
         table = read_table(stored.results_path, pause)
     if annotations is None:
         try:
             annotations = read_annotations(stored.folder)
         except InputError as exc:
             annotations = AnnotationsFile(skipped=[str(exc)])
-    return disk_column(stored, table, threshold, annotations.entries, [*table.skipped, *annotations.skipped],
-                       key or stored.name, pause)
+    return disk_column(
+        stored, table, threshold, annotations.entries, [*table.skipped, *annotations.skipped], key or stored.name, pause
+    )
 
 
 __all__ = [  # the columns', rows' and triage's names are part of the store's API
-    "ANY_LABEL", "FILTERS", "FILTER_NAMES", "LABEL_FILTER_NAMES", "UNLABELLED", "WALK_GROUPS", "Cell", "Column",
-    "EvalStore", "Failure", "Filter", "TaskRow", "TaskRows", "build_stored", "index_task_ids", "selector_rank",
+    "ANY_LABEL",
+    "FILTERS",
+    "FILTER_NAMES",
+    "LABEL_FILTER_NAMES",
+    "UNLABELLED",
+    "WALK_GROUPS",
+    "Cell",
+    "Column",
+    "EvalStore",
+    "Failure",
+    "Filter",
+    "TaskRow",
+    "TaskRows",
+    "build_stored",
+    "index_task_ids",
+    "selector_rank",
 ]

@@ -5,6 +5,7 @@ come from the columns' arrays (``core.records.taxonomy``: the cost grows with th
 walk is sorted with numpy, then cached until the records change (the app computes it in a worker on a large store); its
 failures are built as they are read.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -96,6 +97,7 @@ class TriageStore:
     _walk: tuple[tuple[Any, ...], Walk] | None
 
     if TYPE_CHECKING:
+
         def _touch(self) -> None: ...
 
     @property
@@ -143,16 +145,27 @@ class TriageStore:
         return {k: self._column_taxonomy(c) for k, c in self.columns.items()}
 
     def _column_taxonomy(self, col: Column) -> SelectorTaxonomy:
-        return column_taxonomy.selector_taxonomy(col.key, col.index, col.annotations, col.threshold, self.label_set,
-                                                 live=_live_rows(col))
+        return column_taxonomy.selector_taxonomy(
+            col.key, col.index, col.annotations, col.threshold, self.label_set, live=_live_rows(col)
+        )
 
     def pair_taxonomy(self, a: str, b: str):
         """Per label, the tasks ``b`` fixed (``a`` had the label, ``b`` does not), introduced, and not triaged yet
         (``core.records.annotations.pair_taxonomy``, from the columns)."""
         ca, cb = self.columns[a], self.columns[b]
-        return column_taxonomy.pair_taxonomy(a, ca.index, ca.annotations, b, cb.index, cb.annotations,
-                                             self.label_set, self.task_ids, ca.threshold, live_a=_live_rows(ca),
-                                             live_b=_live_rows(cb))
+        return column_taxonomy.pair_taxonomy(
+            a,
+            ca.index,
+            ca.annotations,
+            b,
+            cb.index,
+            cb.annotations,
+            self.label_set,
+            self.task_ids,
+            ca.threshold,
+            live_a=_live_rows(ca),
+            live_b=_live_rows(cb),
+        )
 
     def labels_in_use(self) -> dict[str, int]:
         """Every label some attempt carries (attempts per label), the run's set first, then the others."""
@@ -252,6 +265,9 @@ class TriageStore:
             if label == UNLABELLED:
                 out |= column_taxonomy.untriaged_tasks(col.index, _live_rows(col), self.threshold)
             else:
-                out.update(k[0] for k, a in col.live_annotations().items()
-                           if a.labels and (label == ANY_LABEL or label in a.labels))
+                out.update(
+                    k[0]
+                    for k, a in col.live_annotations().items()
+                    if a.labels and (label == ANY_LABEL or label in a.labels)
+                )
         return out

@@ -3,6 +3,7 @@
 A Line-API widget: only the visible rows are drawn, from the store, so a repaint costs the same at 40 tasks as at
 11,000, and a batch of attempts is one repaint. The task column stays put when the selectors scroll sideways.
 """
+
 from __future__ import annotations
 
 from rich.segment import Segment
@@ -41,8 +42,14 @@ class AttemptGrid(ScrollView, can_focus=True):
     """Tasks × selectors; the cursor row opens the drill-down."""
 
     COMPONENT_CLASSES = {
-        "attempt-grid--header", "attempt-grid--cursor", "attempt-grid--pending", "attempt-grid--error",
-        "attempt-grid--judge-error", "attempt-grid--pass", "attempt-grid--partial", "attempt-grid--fail",
+        "attempt-grid--header",
+        "attempt-grid--cursor",
+        "attempt-grid--pending",
+        "attempt-grid--error",
+        "attempt-grid--judge-error",
+        "attempt-grid--pass",
+        "attempt-grid--partial",
+        "attempt-grid--fail",
         "attempt-grid--id",
     }
     DEFAULT_CSS = """
@@ -165,8 +172,9 @@ class AttemptGrid(ScrollView, can_focus=True):
             return strip.crop_extend(0, width, base)
         # the task column stays put when scrolled sideways
         fixed = self.id_width + 1 if width > self.id_width + 8 else 0
-        return Strip.join([strip.crop(0, fixed), strip.crop(fixed + scroll_x, scroll_x + width)]
-                          ).extend_cell_length(width, base)
+        return Strip.join([strip.crop(0, fixed), strip.crop(fixed + scroll_x, scroll_x + width)]).extend_cell_length(
+            width, base
+        )
 
     def _header(self) -> Strip:
         style = self._styles()[1]

@@ -1,4 +1,5 @@
 """Warnings that every summary view carries: teaching demo, smoke subset, incomplete run, retries, protocol."""
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -22,15 +23,29 @@ def banner_lines(store: EvalStore, *, is_demo: bool) -> list[tuple[str, str]]:
     for warning in store.warnings[:MAX_PROTOCOL_LINES]:
         lines.append(("warning-banner", f"Protocol: {warning}"))
     if len(store.warnings) > MAX_PROTOCOL_LINES:
-        lines.append(("warning-banner", f"Protocol: {len(store.warnings) - MAX_PROTOCOL_LINES} more warnings "
-                                        "(listed on the setup screen and in the report)"))
+        lines.append(
+            (
+                "warning-banner",
+                f"Protocol: {len(store.warnings) - MAX_PROTOCOL_LINES} more warnings "
+                "(listed on the setup screen and in the report)",
+            )
+        )
     outside = store.scores_outside_unit()
     if outside and store.threshold == 1.0:
-        lines.append(("warning-banner", f"{outside} scores fall outside [0, 1]: solved at least once (threshold 1.0) "
-                                        "may not be a meaningful solved rate here; set a success threshold (ctrl+p)"))
+        lines.append(
+            (
+                "warning-banner",
+                f"{outside} scores fall outside [0, 1]: solved at least once (threshold 1.0) "
+                "may not be a meaningful solved rate here; set a success threshold (ctrl+p)",
+            )
+        )
     if store.threshold != 1.0:
-        lines.append(("warning-banner", f"Success threshold {store.threshold:g} in these views (hermit's files and "
-                                        "summaries keep 1.0)"))
+        lines.append(
+            (
+                "warning-banner",
+                f"Success threshold {store.threshold:g} in these views (hermit's files and summaries keep 1.0)",
+            )
+        )
     for m in store.mismatches():  # (evaluations without a fingerprint: the compare screen says so for its pair)
         if m.reasons:
             lines.append(("warning-banner", f"Not comparable: {m.text()}"))
@@ -38,9 +53,17 @@ def banner_lines(store: EvalStore, *, is_demo: bool) -> list[tuple[str, str]]:
         s = col.summary
         if s is None:
             continue
-        lines += [("warning-banner", f"{key}: {caveat}") for caveat in caveats(
-            smoke=s.is_smoke, smoke_limit=s.smoke_limit, done=s.attempts or col.done,
-            expected=s.expected_attempts or col.expected, complete=s.complete is not False, retries=s.retries)]
+        lines += [
+            ("warning-banner", f"{key}: {caveat}")
+            for caveat in caveats(
+                smoke=s.is_smoke,
+                smoke_limit=s.smoke_limit,
+                done=s.attempts or col.done,
+                expected=s.expected_attempts or col.expected,
+                complete=s.complete is not False,
+                retries=s.retries,
+            )
+        ]
         if col.note:
             lines.append(("warning-banner", f"{key}: {col.note}"))
     return lines

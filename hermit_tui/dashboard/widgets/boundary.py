@@ -1,6 +1,7 @@
 """The compare screen's stop-when-decided panel: where the sequential test of a candidate against its baseline
 stands (the last look's repeated interval against 0 and the margin, its boundary against the observed z, the round
 in progress) and a plot of the boundary being approached round by round."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -45,27 +46,37 @@ def view_text(v: SequentialView) -> Text:
     text.append("Stop when decided ", style="bold")
     look = v.last
     if look is None:
-        text.append(f"(at most {v.max_rounds} rounds): {v.b} − {v.a} is looked at after each whole round; "
-                    "round 1 is under way." if v.live else f"(at most {v.max_rounds} rounds): no round checked.")
+        text.append(
+            f"(at most {v.max_rounds} rounds): {v.b} − {v.a} is looked at after each whole round; round 1 is under way."
+            if v.live
+            else f"(at most {v.max_rounds} rounds): no round checked."
+        )
     else:
-        state = {"improvement": "an improvement", "regression": "a regression",
-                 "equivalent": f"equivalent within ±{look.margin:g}" if look.margin else "equivalent"}
+        state = {
+            "improvement": "an improvement",
+            "regression": "a regression",
+            "equivalent": f"equivalent within ±{look.margin:g}" if look.margin else "equivalent",
+        }
         if look.decision in state:
             text.append(f"— {state[look.decision]}, decided at round {look.decided_at}", style="bold")
         else:
             text.append("— undecided", style="bold")
         text.append(f"\n{boundary_text(look)}")
     if v.live and not v.stopped and v.last is not None and v.last.rounds < v.max_rounds:
-        text.append(f"\nround {v.last.rounds + 1} under way: {v.next_done} of {v.next_total} attempts of "
-                    f"{v.a} and {v.b}")
+        text.append(
+            f"\nround {v.last.rounds + 1} under way: {v.next_done} of {v.next_total} attempts of {v.a} and {v.b}"
+        )
     elif v.stopped and look is not None and look.rounds < v.max_rounds:
         text.append(f"\nstopped after round {look.rounds} of {v.max_rounds}: every candidate was decided")
     return text
 
 
 def series(v: SequentialView) -> BoundarySeries:
-    return BoundarySeries(label=f"{v.b} − {v.a}", boundaries=list(round_boundaries(v.max_rounds, v.alpha)),
-                          observed=[look.z for look in v.looks])
+    return BoundarySeries(
+        label=f"{v.b} − {v.a}",
+        boundaries=list(round_boundaries(v.max_rounds, v.alpha)),
+        observed=[look.z for look in v.looks],
+    )
 
 
 class SequentialPanel(Vertical):
@@ -110,12 +121,19 @@ def live_rounds(store, a: str | None, b: str | None) -> LiveRounds | None:
     looks = list(store.sequential_looks.get(cand, []))
     if cand == a:
         looks = [negated(look) for look in looks]
-    return LiveRounds(tuple(looks), plan.max_rounds, plan.alpha, store.run_active, store.sequential_stopped,
-                      store.sequential_tasks)
+    return LiveRounds(
+        tuple(looks), plan.max_rounds, plan.alpha, store.run_active, store.sequential_stopped, store.sequential_tasks
+    )
 
 
-def with_sequential(c: Any, summaries: tuple[Any, ...], records_a: Attempts, records_b: Attempts,
-                    task_ids: Sequence[str] | None, live: LiveRounds | None) -> Any:
+def with_sequential(
+    c: Any,
+    summaries: tuple[Any, ...],
+    records_a: Attempts,
+    records_b: Attempts,
+    task_ids: Sequence[str] | None,
+    live: LiveRounds | None,
+) -> Any:
     """``c`` (the compare screen's ``Comparison``) with the sequential test in place of the fixed design's when the
     pair is a candidate and its baseline of a --stop-when-decided launch: recomputed from the records once the
     summaries say so, else (while the launch runs) the looks it reported."""
@@ -125,13 +143,22 @@ def with_sequential(c: Any, summaries: tuple[Any, ...], records_a: Attempts, rec
     view = None
     if looks:
         last = looks[-1]
-        view = SequentialView(c.a, c.b, tuple(looks), last.max_rounds, last.alpha,
-                              stopped=last.rounds < last.max_rounds)
+        view = SequentialView(
+            c.a, c.b, tuple(looks), last.max_rounds, last.alpha, stopped=last.rounds < last.max_rounds
+        )
     elif live is not None:
         after = len(live.looks) + 1
-        view = SequentialView(c.a, c.b, live.looks, live.max_rounds, live.alpha, live=live.active,
-                              stopped=live.stopped, next_done=pair_counts(records_a, after)
-                              + pair_counts(records_b, after), next_total=2 * live.tasks)
+        view = SequentialView(
+            c.a,
+            c.b,
+            live.looks,
+            live.max_rounds,
+            live.alpha,
+            live=live.active,
+            stopped=live.stopped,
+            next_done=pair_counts(records_a, after) + pair_counts(records_b, after),
+            next_total=2 * live.tasks,
+        )
     pair = c.pair
     shown = view.last if view is not None else None
     if pair is not None and shown is not None:
@@ -149,5 +176,13 @@ def pair_counts(records: Attempts, repeat: int) -> int:
     return sum(1 for r in records if r.repeat == repeat)
 
 
-__all__ = ["LiveRounds", "SequentialPanel", "SequentialView", "live_rounds", "pair_counts", "series", "view_text",
-           "with_sequential"]
+__all__ = [
+    "LiveRounds",
+    "SequentialPanel",
+    "SequentialView",
+    "live_rounds",
+    "pair_counts",
+    "series",
+    "view_text",
+    "with_sequential",
+]

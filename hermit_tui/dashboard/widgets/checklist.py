@@ -1,5 +1,6 @@
 """On/off that reads without colour: ``[x]`` and ``[ ]`` instead of Textual's ``▐X▌`` drawn in two colours (which
 look the same with ``NO_COLOR`` or on a monochrome terminal)."""
+
 from __future__ import annotations
 
 from rich.segment import Segment

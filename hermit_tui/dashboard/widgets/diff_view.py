@@ -1,5 +1,6 @@
 """Two texts side by side with their differences highlighted: lines are matched with difflib, and within a changed
 line the words are matched too. Removed text is red, added text green (theme colours, via component classes)."""
+
 from __future__ import annotations
 
 import re
@@ -66,8 +67,9 @@ def diff_rows(a: str, b: str) -> list[Row]:
     rows: list[Row] = []
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
         if tag == "equal":
-            rows += [((i + 1, [(la[i], "same")]), (j + 1, [(lb[j], "same")]))
-                     for i, j in zip(range(i1, i2), range(j1, j2))]
+            rows += [
+                ((i + 1, [(la[i], "same")]), (j + 1, [(lb[j], "same")])) for i, j in zip(range(i1, i2), range(j1, j2))
+            ]
             continue
         n = min(i2 - i1, j2 - j1) if tag == "replace" else 0
         for k in range(n):
@@ -107,8 +109,16 @@ class DiffView(VerticalScroll):
     DiffView > .diff--title { text-style: bold; color: $accent; }
     """
 
-    def __init__(self, left: str = "", right: str = "", *, left_title: str = "", right_title: str = "",
-                 id: str | None = None, classes: str | None = None):
+    def __init__(
+        self,
+        left: str = "",
+        right: str = "",
+        *,
+        left_title: str = "",
+        right_title: str = "",
+        id: str | None = None,
+        classes: str | None = None,
+    ):
         super().__init__(id=id, classes=classes)
         self.rows: list[Row] = []
         self.titles = (left_title, right_title)
@@ -138,8 +148,9 @@ class DiffView(VerticalScroll):
             return
         self.pending = True
         self._redraw()
-        self.run_worker(lambda: self._diff_in_thread(left, right), thread=True, exclusive=True, group="diff",
-                        name="diff")
+        self.run_worker(
+            lambda: self._diff_in_thread(left, right), thread=True, exclusive=True, group="diff", name="diff"
+        )
 
     def _diff_in_thread(self, left: str, right: str) -> None:
         rows = diff_rows(left, right)
@@ -159,8 +170,11 @@ class DiffView(VerticalScroll):
     # -- drawing --------------------------------------------------------------------------------------------------
     def styles_of(self) -> dict[str, str | Style]:
         """The Rich styles of the segment kinds (from the theme)."""
-        return {"same": "", "removed": self.get_component_rich_style("diff--removed"),
-                "added": self.get_component_rich_style("diff--added")}
+        return {
+            "same": "",
+            "removed": self.get_component_rich_style("diff--removed"),
+            "added": self.get_component_rich_style("diff--added"),
+        }
 
     def table(self) -> Table:
         style = self.styles_of()

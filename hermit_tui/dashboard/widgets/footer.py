@@ -7,6 +7,7 @@ change on a screen with a dozen keys, and on a screen's first show several chang
 the keys as data and repaints one line when they differ; hovering a key highlights it and shows its tooltip, a click
 presses it (a disabled key rings the bell), the command palette's key stays on the right.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,13 +44,20 @@ def footer_items(screen: Screen) -> tuple[FooterItem, ...]:
         if not binding.show or binding.action in seen:
             continue
         seen.add(binding.action)
-        items.append(FooterItem(binding.key, app.get_key_display(binding), binding.description, enabled,
-                                tooltip or ""))
+        items.append(FooterItem(binding.key, app.get_key_display(binding), binding.description, enabled, tooltip or ""))
     palette = active.get(app.COMMAND_PALETTE_BINDING) if app.ENABLE_COMMAND_PALETTE else None
     if palette is not None:
         _node, binding, enabled, tooltip = palette
-        items.append(FooterItem(binding.key, app.get_key_display(binding), binding.description, enabled,
-                                binding.tooltip or binding.description, palette=True))
+        items.append(
+            FooterItem(
+                binding.key,
+                app.get_key_display(binding),
+                binding.description,
+                enabled,
+                binding.tooltip or binding.description,
+                palette=True,
+            )
+        )
     return tuple(items)
 
 
@@ -57,8 +65,7 @@ class Footer(Widget, can_focus=False):
     """The keys of the screen it is on, as one line."""
 
     ALLOW_SELECT = False
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"footer--key", "footer--description", "footer--hover",
-                                             "footer--separator"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"footer--key", "footer--description", "footer--hover", "footer--separator"}
     DEFAULT_CSS = """
     Footer {
         dock: bottom;
@@ -147,8 +154,9 @@ class Footer(Widget, can_focus=False):
                 line.append(" ")
         if palette is not None:
             index, text = palette
-            right = Text.assemble(("▏", self.get_component_rich_style("footer--separator")), text,
-                                  " " if not compact else "")
+            right = Text.assemble(
+                ("▏", self.get_component_rich_style("footer--separator")), text, " " if not compact else ""
+            )
             room = width - right.cell_len
             if line.cell_len > room:
                 line.truncate(max(room, 0))
@@ -193,4 +201,3 @@ class Footer(Widget, can_focus=False):
 
     def on_resize(self) -> None:
         self.refresh()
-

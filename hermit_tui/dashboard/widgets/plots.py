@@ -4,6 +4,7 @@ The series are computed by the plain functions below, off the event loop (they c
 widget keeps what it was given in ``.data`` and turns it into plotext calls when it is painted, in the current theme's
 colours so that dark and light themes both read. Long series are thinned to what a terminal can show.
 """
+
 from __future__ import annotations
 
 import math
@@ -84,8 +85,9 @@ def checkpoints(n: int, k: int = CHECKPOINTS) -> list[int]:
     return sorted({max(1, math.ceil(n * i / k)) for i in range(1, k + 1)}) if n else []
 
 
-def running_series(label: str, records: Sequence[Any] | Snapshot, task_ids: Sequence[str] | None,
-                   k: int = CHECKPOINTS) -> list[RunningPoint]:
+def running_series(
+    label: str, records: Sequence[Any] | Snapshot, task_ids: Sequence[str] | None, k: int = CHECKPOINTS
+) -> list[RunningPoint]:
     """The running mean with its clustered interval at ``checkpoints(len(records))``, records in arrival order."""
     from hermit_tui.core.stats.figures import selector_stats
 
@@ -190,7 +192,7 @@ class DistributionPlot(StatPlot):
         h = data
         labels = list(h.counts)
         ticks = [f"{lo:.2g}" for lo in h.edges[:-1]]
-        colours = list(self.series_colours())[:len(labels)]
+        colours = list(self.series_colours())[: len(labels)]
         plt.multiple_bar(ticks, [h.counts[k] for k in labels], labels=labels, color=colours)
         top = max((max(c) for c in h.counts.values()), default=0)
         plt.xlim(0.4, len(ticks) + 0.6)
@@ -317,6 +319,8 @@ class BoundaryPlot(StatPlot):
         plt.ylim(-top - 0.5, top + 0.5)
         plt.yticks(nice_ticks(-top, top))
         none = len(d.boundaries) - len(finite)
-        plt.title(f"{d.label}: observed z (●) against the boundary ±z (▬) at each round"
-                  + (f"; rounds 1-{none} spend nothing (no boundary)" if none else ""))
+        plt.title(
+            f"{d.label}: observed z (●) against the boundary ±z (▬) at each round"
+            + (f"; rounds 1-{none} spend nothing (no boundary)" if none else "")
+        )
         plt.xlabel("round (|z| drawn up to the edge)")

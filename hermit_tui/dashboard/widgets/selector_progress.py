@@ -1,4 +1,5 @@
 """One selector's progress during a run: a bar, ETA, mean so far, errors, unknown-cost attempts, cost so far."""
+
 from __future__ import annotations
 
 from rich.text import Text

@@ -6,6 +6,7 @@ same text most of the time, the same number of lines nearly always. :func:`show_
 alone and repaints a changed one without a layout when its height has not changed (a fixed height, or text that
 wraps to as many lines as before at the widget's width: measured, as a layout would).
 """
+
 from __future__ import annotations
 
 from rich.text import Text
@@ -20,8 +21,15 @@ def same_text(a: object, b: ShownText) -> bool:
     """Whether ``a`` draws exactly as ``b`` does (characters and styles; Rich's and Textual's own ``==`` compare the
     characters only)."""
     if isinstance(a, Text) and isinstance(b, Text):
-        return (a.plain == b.plain and a.spans == b.spans and a.style == b.style and a.justify == b.justify
-                and a.overflow == b.overflow and a.no_wrap == b.no_wrap and a.end == b.end)
+        return (
+            a.plain == b.plain
+            and a.spans == b.spans
+            and a.style == b.style
+            and a.justify == b.justify
+            and a.overflow == b.overflow
+            and a.no_wrap == b.no_wrap
+            and a.end == b.end
+        )
     if isinstance(a, Content) and isinstance(b, Content):
         return a.plain == b.plain and a.spans == b.spans
     return isinstance(a, str) and isinstance(b, str) and a == b

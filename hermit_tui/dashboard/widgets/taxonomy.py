@@ -1,6 +1,7 @@
 """The failure taxonomy in the views: attempts per label per selector (the errors screen, the compare screen), and
 for a pair the tasks the candidate fixed or introduced per label (the compare screen's Labels tab). The figures come
 from ``core.records.annotations`` through the store."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -36,8 +37,9 @@ def counts_table(keys: Sequence[str], taxonomy: dict[str, SelectorTaxonomy], lab
         cells = [taxonomy[k].counts.get(name, 0) if k in taxonomy else 0 for k in keys]
         table.add_row(name, *(Text(str(n), style="" if n else "dim") for n in cells))
     unlabelled = [taxonomy[k].failures - taxonomy[k].labelled_failures if k in taxonomy else 0 for k in keys]
-    table.add_row(Text("unlabelled failures", style="italic"),
-                  *(Text(str(n), style="italic" if n else "dim") for n in unlabelled))
+    table.add_row(
+        Text("unlabelled failures", style="italic"), *(Text(str(n), style="italic" if n else "dim") for n in unlabelled)
+    )
     corrected = [taxonomy[k].corrected if k in taxonomy else 0 for k in keys]
     if any(corrected):
         table.add_row(Text("corrected scores", style="italic"), *(Text(str(n), style="dim") for n in corrected))
@@ -51,8 +53,10 @@ def corrected_text(taxonomy: dict[str, SelectorTaxonomy]) -> Text:
         if t.corrected_mean is None:
             continue
         text.append("\n" if text else "")
-        text.append(f"{t.label}: mean {t.corrected_mean:.3f} with {t.corrected} corrected score"
-                    f"{'s' * (t.corrected != 1)} (recorded {t.recorded_mean:.3f}; the files keep the judge's)")
+        text.append(
+            f"{t.label}: mean {t.corrected_mean:.3f} with {t.corrected} corrected score"
+            f"{'s' * (t.corrected != 1)} (recorded {t.recorded_mean:.3f}; the files keep the judge's)"
+        )
     return text
 
 
@@ -70,33 +74,59 @@ class PairLabels(VerticalScroll):
                 yield Static("enter on a label lists its tasks", id="labels-title")
                 yield Static("", id="labels-tasks")
 
-    def show(self, a: str, b: str, taxonomy: dict[str, SelectorTaxonomy], pair: PairTaxonomy,
-             label_set: Sequence[str], progress: str) -> None:
+    def show(
+        self,
+        a: str,
+        b: str,
+        taxonomy: dict[str, SelectorTaxonomy],
+        pair: PairTaxonomy,
+        label_set: Sequence[str],
+        progress: str,
+    ) -> None:
         self.pair = pair
-        counts = Text.assemble(("Failure labels ", "bold"), (f"({progress}; u: next unlabelled failure). "
-                                                             "Attempts per label:", "dim"))
+        counts = Text.assemble(
+            ("Failure labels ", "bold"), (f"({progress}; u: next unlabelled failure). Attempts per label:", "dim")
+        )
         head = self.query_one("#labels-counts", Static)
         shown = [a, b] if a != b else [a]
         table = counts_table(shown, {k: v for k, v in taxonomy.items() if k in shown}, label_set)
         extra = corrected_text({k: v for k, v in taxonomy.items() if k in (a, b)})
         from rich.console import Group
+
         head.update(Group(counts, table, *([Text(""), extra] if extra else [])))
         rows = pair.labels
         vt = self.query_one("#labels-table", VirtualTable)
-        vt.set_columns([VColumn("label", "tasks with", max([10, *(len(c.label) for c in rows)])),
-                        VColumn("a", a, max(3, len(a)), "right"), VColumn("b", b, max(3, len(b)), "right"),
-                        VColumn("fixed", "fixed", 5, "right"), VColumn("introduced", "introduced", 10, "right"),
-                        VColumn("untriaged", "not triaged", 11, "right")])
+        vt.set_columns(
+            [
+                VColumn("label", "tasks with", max([10, *(len(c.label) for c in rows)])),
+                VColumn("a", a, max(3, len(a)), "right"),
+                VColumn("b", b, max(3, len(b)), "right"),
+                VColumn("fixed", "fixed", 5, "right"),
+                VColumn("introduced", "introduced", 10, "right"),
+                VColumn("untriaged", "not triaged", 11, "right"),
+            ]
+        )
 
         def render(c, col: str) -> str:
-            return {"label": c.label, "a": str(c.a_tasks), "b": str(c.b_tasks), "fixed": str(len(c.fixed)),
-                    "introduced": str(len(c.introduced)), "untriaged": str(len(c.untriaged))}[col]
+            return {
+                "label": c.label,
+                "a": str(c.a_tasks),
+                "b": str(c.b_tasks),
+                "fixed": str(len(c.fixed)),
+                "introduced": str(len(c.introduced)),
+                "untriaged": str(len(c.untriaged)),
+            }[col]
+
         vt.set_rows(rows, render, key=lambda c: c.label)
         vt.styles.height = len(rows) + 2 if rows else 1  # a line for the scrollbar on a narrow terminal
         if not rows:
-            self.query_one("#labels-title", Static).update(Text(
-                "No task carries a label under either selector yet: 1-9 label an attempt on the drill-down, the "
-                "per-task table or the errors screen.", style="dim"))
+            self.query_one("#labels-title", Static).update(
+                Text(
+                    "No task carries a label under either selector yet: 1-9 label an attempt on the drill-down, the "
+                    "per-task table or the errors screen.",
+                    style="dim",
+                )
+            )
             self.query_one("#labels-tasks", Static).update("")
         else:
             self.list_tasks(vt.cursor_value)
@@ -105,13 +135,16 @@ class PairLabels(VerticalScroll):
         if change is None or self.pair is None:
             return
         a, b = self.pair.a, self.pair.b
-        self.query_one("#labels-title", Static).update(Text.assemble(
-            (change.label, "bold"), "   tasks (a task carries a label when one of its attempts does)"))
+        self.query_one("#labels-title", Static).update(
+            Text.assemble((change.label, "bold"), "   tasks (a task carries a label when one of its attempts does)")
+        )
         text = Text()
-        for name, tasks in ((f"fixed by {b} (under {a}, not under {b})", change.fixed),
-                            (f"introduced by {b} (under {b}, not under {a})", change.introduced),
-                            ("under both", change.both),
-                            ("not triaged (the other side's failures there carry no label yet)", change.untriaged)):
+        for name, tasks in (
+            (f"fixed by {b} (under {a}, not under {b})", change.fixed),
+            (f"introduced by {b} (under {b}, not under {a})", change.introduced),
+            ("under both", change.both),
+            ("not triaged (the other side's failures there carry no label yet)", change.untriaged),
+        ):
             text.append(f"{name}: {len(tasks)}\n", style="bold")
             text.append((" ".join(tasks) or "—") + "\n")
         self.query_one("#labels-tasks", Static).update(text)

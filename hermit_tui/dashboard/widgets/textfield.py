@@ -1,5 +1,6 @@
 """A text field that Escape leaves: the screen's keys work again at once (the screen's ``focus_main`` says where the
 focus goes; else the first widget that is not a text field)."""
+
 from __future__ import annotations
 
 from textual.widgets import Input

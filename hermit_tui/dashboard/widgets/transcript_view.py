@@ -6,6 +6,7 @@ trajectories side by side.
 optional right selector, a repeat, a search box, and one view per side. The panel reads the store (never writes
 it) through the ``lookup`` callable its screen gives it, and reads the files in a thread worker.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,13 @@ from hermit_tui.dashboard import bindings
 
 FOLD_LINES = 14  # a turn longer than this is folded ...
 FOLD_KEEP = 6  # ... to its first lines
-ROLE_STYLES = {"system": "bold magenta", "user": "bold cyan", "assistant": "bold green", "tool": "bold yellow",
-               "function": "bold yellow"}
+ROLE_STYLES = {
+    "system": "bold magenta",
+    "user": "bold cyan",
+    "assistant": "bold green",
+    "tool": "bold yellow",
+    "function": "bold yellow",
+}
 MATCH_STYLE = "black on yellow"
 
 #: (record, its evaluation folder) of a selector's attempt at a repeat, or None when there is none.
@@ -69,8 +75,10 @@ class TurnBlock(Static, can_focus=True):
         turn = self.turn
         head = Text.assemble((f"{turn.title}", ROLE_STYLES.get(turn.role, "bold")), (f"  #{turn.index + 1}", "dim"))
         if self.long:
-            head.append(f"   {len(self.body)} lines · " + ("enter: unfold" if self.folded else "enter: fold"),
-                        style="dim italic")
+            head.append(
+                f"   {len(self.body)} lines · " + ("enter: unfold" if self.folded else "enter: fold"),
+                style="dim italic",
+            )
         shown = self.body[:FOLD_KEEP] if self.folded else self.body
         body = Text("\n").join(Text(line, style=style) for line, style in shown)
         if self.folded:
@@ -125,8 +133,9 @@ class TranscriptView(VerticalScroll):
             note.update(Text(transcript.note if transcript else "(no attempt)", style="italic"))
             note.display = True
             return
-        where = ("transcripts.jsonl" if transcript.source != "log"
-                 else f"hermit's log {Path(transcript.path or '?').name}")
+        where = (
+            "transcripts.jsonl" if transcript.source != "log" else f"hermit's log {Path(transcript.path or '?').name}"
+        )
         turns = turns_of(transcript.messages)
         note.update(Text(f"{len(turns)} messages · from {where}", style="dim"))
         blocks = [TurnBlock(turn) for turn in turns]
@@ -168,8 +177,9 @@ class TranscriptPanel(Vertical):
             yield TranscriptView(id="transcript-right-view", classes="transcript-view")
 
     # -- choices --------------------------------------------------------------------------------------------------
-    def set_choices(self, keys: list[str], repeats: list[int], *, key: str | None = None,
-                    repeat: int | None = None) -> None:
+    def set_choices(
+        self, keys: list[str], repeats: list[int], *, key: str | None = None, repeat: int | None = None
+    ) -> None:
         """The selectors and repeats to choose from (kept when still offered); ``key``/``repeat``: the start."""
         left, right = self.query_one("#transcript-left", Select), self.query_one("#transcript-right", Select)
         rep = self.query_one("#transcript-repeat", Select)
@@ -187,8 +197,7 @@ class TranscriptPanel(Vertical):
         if repeats != self.repeats:
             chosen = rep.selection
             self.repeats = list(repeats)
-            wanted = chosen if chosen in repeats else repeat if repeat in repeats else \
-                repeats[0] if repeats else None
+            wanted = chosen if chosen in repeats else repeat if repeat in repeats else repeats[0] if repeats else None
             with rep.prevent(Select.Changed):
                 rep.set_options([(f"repeat {r}", r) for r in repeats])
                 if wanted is not None:
@@ -196,8 +205,11 @@ class TranscriptPanel(Vertical):
 
     def choose(self, left: str | None = None, right: str | None = None, repeat: int | None = None) -> None:
         """Pick the sides and the repeat (``right=""`` shows one trajectory), then load them."""
-        for select_id, value in (("#transcript-left", left), ("#transcript-right", right),
-                                 ("#transcript-repeat", repeat)):
+        for select_id, value in (
+            ("#transcript-left", left),
+            ("#transcript-right", right),
+            ("#transcript-repeat", repeat),
+        ):
             if value is None:
                 continue
             select = self.query_one(select_id, Select)
@@ -213,8 +225,11 @@ class TranscriptPanel(Vertical):
         left = self.query_one("#transcript-left", Select).selection
         right = self.query_one("#transcript-right", Select).selection
         rep = self.query_one("#transcript-repeat", Select).selection
-        return (left if isinstance(left, str) else None, right if isinstance(right, str) else None,
-                rep if isinstance(rep, int) else None)
+        return (
+            left if isinstance(left, str) else None,
+            right if isinstance(right, str) else None,
+            rep if isinstance(rep, int) else None,
+        )
 
     @on(Select.Changed)
     def _changed(self, event: Select.Changed) -> None:
@@ -225,15 +240,21 @@ class TranscriptPanel(Vertical):
     def reload(self, *, force: bool = False) -> None:
         """Read the chosen trajectories (in a thread: a sidecar or a log can be large), unless already shown."""
         left, right, rep = self.sides
-        found = {side: self.lookup(side, rep) if side is not None and rep is not None else None
-                 for side in (left, right)}
+        found = {
+            side: self.lookup(side, rep) if side is not None and rep is not None else None for side in (left, right)
+        }
         stamp = (left, right, rep, tuple(id(v[0]) if v else None for v in found.values()))
         if stamp == self.loaded and not force:
             return
         self.loaded = stamp
         self.query_one("#transcript-right-view").display = right is not None
-        self.run_worker(lambda: self._read(stamp, left, right, rep, found), thread=True, exclusive=True,
-                        group="transcript", name="read-transcript")
+        self.run_worker(
+            lambda: self._read(stamp, left, right, rep, found),
+            thread=True,
+            exclusive=True,
+            group="transcript",
+            name="read-transcript",
+        )
 
     def _read(self, stamp, left, right, rep, found) -> None:
         shown: list[tuple[str, Transcript | None]] = []
@@ -243,8 +264,9 @@ class TranscriptPanel(Vertical):
                 shown.append(("", None))
                 continue
             if entry is None:
-                shown.append((f"{side} · repeat {rep}", Transcript(note=f"no attempt of this task at repeat {rep} "
-                                                                        f"under {side}")))
+                shown.append(
+                    (f"{side} · repeat {rep}", Transcript(note=f"no attempt of this task at repeat {rep} under {side}"))
+                )
                 continue
             record, folder = entry
             title = f"{side} · repeat {rep} · {record.status} · score {record.judge.score:.3f}"
@@ -282,8 +304,10 @@ class TranscriptPanel(Vertical):
         elif not self.match_count:
             label.update("no match")
         else:
-            label.update(f"{self.match_count} match{'es' if self.match_count > 1 else ''} in {turns} "
-                         f"message{'s' if turns > 1 else ''}")
+            label.update(
+                f"{self.match_count} match{'es' if self.match_count > 1 else ''} in {turns} "
+                f"message{'s' if turns > 1 else ''}"
+            )
 
     @on(Input.Submitted, "#transcript-search")
     def _submitted(self, event: Input.Submitted) -> None:

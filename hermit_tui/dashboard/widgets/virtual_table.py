@@ -4,6 +4,7 @@
 when that row is about to be painted (Textual's Line API). The header line stays put while the body scrolls
 vertically and moves with it horizontally; the first ``fixed_columns`` columns stay put when it scrolls sideways.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
@@ -138,8 +139,15 @@ class VirtualTable(ScrollView, can_focus=True):
             return self.table
 
     # -- setup ----------------------------------------------------------------------------------------------------
-    def __init__(self, *, zebra_stripes: bool = False, fixed_columns: int = 0, name: str | None = None,
-                 id: str | None = None, classes: str | None = None):
+    def __init__(
+        self,
+        *,
+        zebra_stripes: bool = False,
+        fixed_columns: int = 0,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ):
         super().__init__(name=name, id=id, classes=classes)
         self.fixed_columns = fixed_columns
         self._columns: list[VColumn] = []
@@ -183,8 +191,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self._measure()
         self._changed()
 
-    def set_rows(self, rows: Sequence[Any], render: Render | None = None, *,
-                 key: Callable[[Any], Hashable] | None = None) -> None:
+    def set_rows(
+        self, rows: Sequence[Any], render: Render | None = None, *, key: Callable[[Any], Hashable] | None = None
+    ) -> None:
         """Show ``rows``; ``render(row, column_key)`` is called only for rows being painted. ``key`` identifies a
         row across replacements (default: the object itself), so the cursor stays on it."""
         before = self.cursor_value
@@ -319,7 +328,7 @@ class VirtualTable(ScrollView, can_focus=True):
     @property
     def fixed_width(self) -> int:
         """Cells taken by the fixed columns on the left (0 when they would leave no room to scroll)."""
-        width = sum(w + 2 * PAD for w in self._widths[:self.fixed_columns])
+        width = sum(w + 2 * PAD for w in self._widths[: self.fixed_columns])
         return width if width < self.scrollable_content_region.width - 4 else 0
 
     def column_at_screen(self, x: int) -> VColumn | None:
@@ -354,8 +363,13 @@ class VirtualTable(ScrollView, can_focus=True):
         cached = self._style_set
         if cached is None:
             part = self.get_component_rich_style
-            cached = (self.rich_style, part("virtual-table--header"), part("virtual-table--cursor"),
-                      part("virtual-table--odd-row"), part("virtual-table--even-row"))
+            cached = (
+                self.rich_style,
+                part("virtual-table--header"),
+                part("virtual-table--cursor"),
+                part("virtual-table--odd-row"),
+                part("virtual-table--even-row"),
+            )
             self._style_set = cached
         return cached
 
@@ -388,9 +402,18 @@ class VirtualTable(ScrollView, can_focus=True):
                 cell_style = self._cell_style(value.style)
             parts: list[Segment]
             if plain is not None and (length := cell_len(plain)) <= width:
-                parts = [Segment(plain, pad_style if cell_style is None else
-                                 (style + cell_style + over if over is not None else style + cell_style))
-                         ] if plain else []
+                parts = (
+                    [
+                        Segment(
+                            plain,
+                            pad_style
+                            if cell_style is None
+                            else (style + cell_style + over if over is not None else style + cell_style),
+                        )
+                    ]
+                    if plain
+                    else []
+                )
             else:
                 text = _as_text(value)
                 if text.cell_len > width:

@@ -4,6 +4,7 @@ The references live in judge_data/answers.json, not in the task rows, so nothing
 Unit conversions earn half credit within 5%; a sorted list earns the fraction of positions it got right; every other
 category is right or wrong.
 """
+
 from __future__ import annotations
 
 import json

@@ -13,6 +13,7 @@ Each attempt writes a short log. Under hermit-tui it goes where ``attempt_log_pa
 folder); elsewhere to ``logs/`` beside this file. Either way the file name is made from the task id with anything but
 letters, digits, ``.``, ``_`` and ``-`` replaced, so an id such as ``../../x`` cannot write outside.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -26,14 +27,18 @@ from pathlib import Path
 try:
     from hermit_tui.core.context import current_repeat
 except ImportError:  # run by hermit itself, without hermit-tui installed
+
     def current_repeat():
         return None
+
 
 try:
     from hermit_tui.core.context import attempt_log_path
 except ImportError:  # without hermit-tui (or an older one): logs/ beside this file
+
     def attempt_log_path(suffix=".log"):
         return None
+
 
 try:
     from hermit.task import RunOutput
@@ -44,12 +49,18 @@ except ImportError:
         RunOutput = None
 
 MAX_LEVEL = 3
-STEP = 0.2                  # probability a skill level adds
-BASE = {                    # probability of a right answer without any hint
-    "arithmetic": 0.35, "unit_conversion": 0.25, "reverse": 0.45, "date_math": 0.2,
-    "sorting": 0.3, "counting": 0.3, "percent": 0.3, "roman": 0.25,
+STEP = 0.2  # probability a skill level adds
+BASE = {  # probability of a right answer without any hint
+    "arithmetic": 0.35,
+    "unit_conversion": 0.25,
+    "reverse": 0.45,
+    "date_math": 0.2,
+    "sorting": 0.3,
+    "counting": 0.3,
+    "percent": 0.3,
+    "roman": 0.25,
 }
-PRICE_PER_TOKEN = 2.5e-6    # USD; the roman-numeral helper runs on a backend without a price list (cost unknown)
+PRICE_PER_TOKEN = 2.5e-6  # USD; the roman-numeral helper runs on a backend without a price list (cost unknown)
 UNPRICED = {"roman"}
 GOLDEN = 0.6180339887498949
 HINT = re.compile(r"^\s*[-*]\s*\[([a-z_]+)\]", re.MULTILINE)
@@ -81,16 +92,31 @@ def adapter_sha(text: str | None) -> str:
 def _draws(task_id: str, repeat: int, sha: str) -> tuple[float, float, float]:
     """Three numbers in [0, 1) for one attempt. The first walks a golden-ratio sequence from a per-(task, adapter)
     start, so a few repeats already land near the expected rate while still disagreeing with each other."""
+
     def unit(text: str, at: int = 0) -> float:
-        return int.from_bytes(hashlib.sha256(text.encode()).digest()[at:at + 8], "big") / 2 ** 64
+        return int.from_bytes(hashlib.sha256(text.encode()).digest()[at : at + 8], "big") / 2**64
+
     ok = (unit(f"{task_id}|{sha}") + (repeat - 1) * GOLDEN) % 1.0
     return ok, unit(f"{task_id}|{repeat}|{sha}", 0), unit(f"{task_id}|{repeat}|{sha}", 8)
 
 
 # ---------- the solver: right answers, computed from the question ----------
 UNITS = {("km", "mi"): 1 / 1.609344, ("mi", "km"): 1.609344, ("kg", "lb"): 2.20462262, ("lb", "kg"): 1 / 2.20462262}
-ROMAN = [(1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"), (40, "XL"),
-         (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I")]
+ROMAN = [
+    (1000, "M"),
+    (900, "CM"),
+    (500, "D"),
+    (400, "CD"),
+    (100, "C"),
+    (90, "XC"),
+    (50, "L"),
+    (40, "XL"),
+    (10, "X"),
+    (9, "IX"),
+    (5, "V"),
+    (4, "IV"),
+    (1, "I"),
+]
 
 
 def _number(text: str) -> float:
@@ -151,14 +177,14 @@ def mistake(task: dict, right, u: float):
     cat = task["category"]
     if cat == "arithmetic":
         return right + (1 + int(u * 9)) * (1 if u < 0.5 else -1)
-    if cat == "unit_conversion":                 # a rounding slip (half credit) or a wrong factor (none)
+    if cat == "unit_conversion":  # a rounding slip (half credit) or a wrong factor (none)
         return round(right * (1.03 if u < 0.5 else 1.25), 2)
     if cat == "reverse":
         i = 1 + int(u * (len(right) - 2))
-        return right[:i - 1] + right[i] + right[i - 1] + right[i + 1:]
+        return right[: i - 1] + right[i] + right[i - 1] + right[i + 1 :]
     if cat == "date_math":
         return (_dt.date.fromisoformat(right) + _dt.timedelta(days=-1 if u < 0.5 else 1)).isoformat()
-    if cat == "sorting":                         # two neighbours swapped: most positions still right
+    if cat == "sorting":  # two neighbours swapped: most positions still right
         out, i = list(right), int(u * (len(right) - 1))
         out[i], out[i + 1] = out[i + 1], out[i]
         return out
@@ -166,7 +192,7 @@ def mistake(task: dict, right, u: float):
         return right + 1 if (u < 0.5 or right == 0) else right - 1
     if cat == "percent":
         return right * 10 if u < 0.5 else right + 1
-    if cat == "roman":                           # additive form only: 1994 -> MDCCCCLXXXXIIII
+    if cat == "roman":  # additive form only: 1994 -> MDCCCCLXXXXIIII
         n, out = int(_number(task["input"])), ""
         for value, letters in ((1000, "M"), (500, "D"), (100, "C"), (50, "L"), (10, "X"), (5, "V"), (1, "I")):
             out, n = out + letters * (n // value), n % value
@@ -196,8 +222,12 @@ def tool_call(task: dict) -> tuple[str, dict]:
     if cat == "date_math":
         start, days = re.search(r"(\d{4}-\d{2}-\d{2}) plus (\d+) days?", q).groups()
         return "calendar", {"date": start, "add_days": int(days)}
-    code = {"reverse": "word[::-1]", "sorting": "sorted(numbers)", "counting": "word.count(letter)",
-            "roman": "to_roman(n)"}.get(cat, "solve(question)")
+    code = {
+        "reverse": "word[::-1]",
+        "sorting": "sorted(numbers)",
+        "counting": "word.count(letter)",
+        "roman": "to_roman(n)",
+    }.get(cat, "solve(question)")
     return "python", {"code": code, "question": q}
 
 
@@ -210,12 +240,19 @@ def trajectory(task: dict, text: str | None, right, answer: str, repeat: int) ->
     system = "You solve short exercises. Use a tool, then answer with the value only."
     if text is not None:
         system += "\n\n# Instructions from the harness adapter\n\n" + text.strip()
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": task["input"]},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]},
-            {"role": "tool", "tool_call_id": call_id, "content": json.dumps(right)},
-            {"role": "assistant", "content": answer}]
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": task["input"]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": json.dumps(right)},
+        {"role": "assistant", "content": answer},
+    ]
 
 
 def attempt(task: dict, text: str | None, repeat: int) -> dict:
@@ -229,9 +266,16 @@ def attempt(task: dict, text: str | None, repeat: int) -> dict:
     correct = u_ok < p
     answer = right if correct else mistake(task, right, u_kind)
     tokens = 150 + 3 * len(task["input"]) + len(text or "") // 4 + int(u_time * 120)
-    return {"output": render(cat, answer), "tokens": tokens, "right": right,
-            "cost_usd": None if cat in UNPRICED else round(tokens * PRICE_PER_TOKEN, 6),
-            "latency_s": 0.02 + 0.28 * u_time, "skill": level, "p": round(p, 3), "adapter_sha": sha[:12]}
+    return {
+        "output": render(cat, answer),
+        "tokens": tokens,
+        "right": right,
+        "cost_usd": None if cat in UNPRICED else round(tokens * PRICE_PER_TOKEN, 6),
+        "latency_s": 0.02 + 0.28 * u_time,
+        "skill": level,
+        "p": round(p, 3),
+        "adapter_sha": sha[:12],
+    }
 
 
 def safe_name(text: str) -> str:
@@ -265,13 +309,21 @@ def run(task: dict, adapter: Path | None, params: dict | None = None, base: Path
     try:
         log = attempt_log_path() or root / "logs" / result["adapter_sha"] / f"{safe_name(task['id'])}.r{repeat}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(f"task {task['id']} ({task['category']}), repeat {repeat}\nquestion: {task['input']}\n"
-                       f"adapter: {'none' if text is None else result['adapter_sha']}, skill level "
-                       f"{result['skill']}, p(right) {result['p']}\nanswer: {result['output']}\n", encoding="utf-8")
+        log.write_text(
+            f"task {task['id']} ({task['category']}), repeat {repeat}\nquestion: {task['input']}\n"
+            f"adapter: {'none' if text is None else result['adapter_sha']}, skill level "
+            f"{result['skill']}, p(right) {result['p']}\nanswer: {result['output']}\n",
+            encoding="utf-8",
+        )
     except OSError:
         log = None
-    fields = {"output": result["output"], "log": log, "cost_usd": result["cost_usd"],
-              "wall_s": round(time.time() - started, 3), "tokens": result["tokens"],
-              "messages": trajectory(task, text, result["right"], result["output"], repeat),
-              "extra": {"repeat": repeat, "skill": result["skill"], "p": result["p"]}}
+    fields = {
+        "output": result["output"],
+        "log": log,
+        "cost_usd": result["cost_usd"],
+        "wall_s": round(time.time() - started, 3),
+        "tokens": result["tokens"],
+        "messages": trajectory(task, text, result["right"], result["output"], repeat),
+        "extra": {"repeat": repeat, "skill": result["skill"], "p": result["p"]},
+    }
     return RunOutput(**fields) if RunOutput is not None else fields
