@@ -150,3 +150,17 @@ def test_a_module_breaking_a_contract_fails_the_check(tmp_path, module, source, 
     broken = [name for name, verdict in zip(parts[::2], parts[1::2]) if verdict == "BROKEN"]
     assert any(name.startswith(contract) for name in broken), listing  # (an engine leak breaks the house too)
     assert "hermit_tui." + module.replace("/", ".").removesuffix(".py") in done.stdout
+
+
+def test_every_package_of_the_tree_is_installed():
+    """pyproject.toml lists the packages (the styles live outside hermit_tui/, so a finder cannot be used): a package
+    missing from the list would be absent from the wheel and from an editable install's finder."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(d.relative_to(ROOT).parts)
+        for d in PACKAGE.rglob("*")
+        if d.is_dir() and (d / "__init__.py").exists() and "files" not in d.relative_to(PACKAGE).parts
+    }
+    assert listed == found | {"hermit_tui", "hermit_tui.styles"}
