@@ -634,7 +634,7 @@ class HermitApp(App):
 
             from hermit_tui.core.records.results import write_atomic
             from hermit_tui.core.report.build import build_report, to_csv, to_json, to_markdown
-            from hermit_tui.core.report.html import to_html
+            from hermit_tui.core.report.html_attempts import report_html
 
             try:
                 report = build_report(config, taskset, None, threshold=threshold, label_set=label_set, demo=demo)
@@ -644,7 +644,7 @@ class HermitApp(App):
                     ("report.md", to_markdown),
                     ("report.json", to_json),
                     ("report.csv", to_csv),
-                    ("report.html", to_html),
+                    ("report.html", report_html),
                 ):
                     write_atomic(folder / name, render(report))
             except (InputError, OSError) as exc:

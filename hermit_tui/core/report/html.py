@@ -14,6 +14,7 @@ generically at the end, so nothing in the model is left out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hermit_tui.core.present import p_value
@@ -344,7 +345,11 @@ def _pairs(r: Report) -> str:
     )
 
 
-def _task_rows(r: Report) -> list[str]:
+def _errors_mark(n: int) -> str:
+    return f' <span class=err title="{n} attempt{"s" * (n != 1)} ended in a pipeline or judge error">⚠{n}</span>'
+
+
+def _task_rows(r: Report, errors: Mapping[str, Mapping[str, int]]) -> list[str]:
     per = {s.label: s.stats.per_task for s in r.selectors}
     most = {s.label: s.stats.repeats_max for s in r.selectors}
     rows = []
@@ -356,6 +361,8 @@ def _task_rows(r: Report) -> list[str]:
                 cells.append('<td class=u data-v="">—</td>')
                 continue
             extra = f" (n={ts.n})" if ts.n != most[s.label] else ""
+            n_err = errors.get(s.label, {}).get(tid, 0)
+            extra += _errors_mark(n_err) if n_err else ""
             cells.append(f"<td class={'s' if ts.solved else 'u'} data-v={exact(ts.mean)}>{ts.mean:.3f}{extra}</td>")
         for p in r.pairs:
             a, b = per.get(p.a, {}).get(tid), per.get(p.b, {}).get(tid)
@@ -369,14 +376,14 @@ def _task_rows(r: Report) -> list[str]:
     return rows
 
 
-def _tasks(r: Report) -> str:
+def _tasks(r: Report, errors: Mapping[str, Mapping[str, int]]) -> str:
     head = (
         '<thead><tr><th scope="col">task</th>'
         + "".join(f'<th scope="col">{esc(s.label)}</th>' for s in r.selectors)
         + "".join(f'<th scope="col">{esc(p.b)} − {esc(p.a)}</th>' for p in r.pairs)
         + "</tr></thead>"
     )
-    rows = _task_rows(r)
+    rows = _task_rows(r, errors)
 
     def table(chunk: list[str]) -> str:
         return f'<div class="scroll"><table class="tasks">{head}<tbody>{"".join(chunk)}</tbody></table></div>'
@@ -392,6 +399,7 @@ def _tasks(r: Report) -> str:
     legend = (
         f"One row per test task (test split order): each selector's mean score over its repeats (✓: solved "
         f"at least once, score ≥ {compact(r.threshold)}; n: repeats when fewer or more than the selector's most; "
+        "⚠ N: N attempts ended in a pipeline or judge error, counted as failures; "
         "—: no attempt), then each pair's difference of task means. The same table with standard deviations: "
         "<code>hermit-tui report --format csv</code>."
     )
@@ -512,8 +520,10 @@ def _extra_sections(r: Report) -> list[tuple[str, str, str]]:
 # ---------------------------------------------------------------------------------------------------- the page
 
 
-def to_html(report: Report) -> str:
-    """The whole report as one self-contained HTML page (see the module's docstring)."""
+def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = None, attempts: str = "") -> str:
+    """The whole report as one self-contained HTML page (see the module's docstring). ``errors``: per selector and
+    test task, the attempts that ended in an error (marked in the per-task table); ``attempts``: the folded attempts
+    section (``core.report.html_attempts``), both read from the files by the caller."""
     r = report
     banner, warnings = _warnings(r)
     extras = _extra_sections(r)
@@ -523,6 +533,7 @@ def to_html(report: Report) -> str:
         ("results", "Results"),
         ("pairs", "Comparisons"),
         ("tasks", "Per-task table"),
+        *((("attempts", "Attempts"),) if attempts else ()),
         ("comparability", "Comparability"),
         ("reuse", "Test reuse"),
         ("training", "Training evidence"),
@@ -550,7 +561,8 @@ def to_html(report: Report) -> str:
         _protocol(r),
         _results(r),
         _pairs(r),
-        _tasks(r),
+        _tasks(r, errors or {}),
+        attempts,
         _comparability(r),
         _reuse(r),
         _training(r),
