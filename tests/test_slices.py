@@ -211,3 +211,80 @@ def test_list_fields_and_missing_values_and_unknown_fields():
     assert groups_by_field(tasks, ["x", "y", "z"], "tags") == {"p": ["x"], "q": ["x", "y"], NO_VALUE: ["z"]}
     with pytest.raises(InputError, match=r"--slice-by 'nope': no test task has that field \(they have: tags\)"):
         groups_by_field(tasks, ["x", "y", "z"], "nope")
+
+
+# ---------------------------------------------------------------------------------------------------- report and gate
+
+
+def _cli(capsys, *args: str) -> tuple[int, str, str]:
+    from hermit_tui.cli import main
+
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_report_slices_and_harmed_tasks_in_markdown_and_json(evaluated, capsys):
+    config = str(evaluated / "run.yaml")
+    code, md, _ = _cli(capsys, "report", "--config", config, "--slice-by", "category", "--harmed")
+    assert code == 0
+    assert "## Slices by category" in md and "### final − none" in md
+    assert "## Harmed tasks: final against none" in md
+    # 3 vs 3 repeats: 1/20 is the smallest p a task can reach, and 16 tasks at q = 0.1 need 0.00625
+    assert "the smallest p-value a task can reach is 0.05" in md and "5 repeats per selector" in md
+    code, js, _ = _cli(capsys, "report", "--config", config, "--slice-by", "category", "--format", "json")
+    data = json.loads(js)
+    assert data["slices"]["by"] == "category" and len(data["slices"]["slices"]) == 8
+    assert data["harm"] == []  # only when asked
+    code, plain, _ = _cli(capsys, "report", "--config", config)
+    assert (
+        "## Slices" not in plain
+        and json.loads(_cli(capsys, "report", "--config", config, "--format", "json")[1])["slices"] is None
+    )
+
+
+def _hurt_variant(evaluated: Path, tmp_path: Path) -> Path:
+    """The demo with 8 of its test tasks in one category, on which final does much worse than none."""
+    dest = tmp_path / "demo"
+    shutil.copytree(evaluated, dest, symlinks=True)
+    repair_worktree(evaluated, dest)
+    ids = (dest / "test.txt").read_text().split()
+    big = ids[:8]
+    rows = [json.loads(x) for x in (dest / "tasks.jsonl").read_text().splitlines()]
+    for r in rows:
+        if r["id"] in big:
+            r["category"] = "big"
+    (dest / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for label, score in (("none", lambda t: 1.0), ("final", lambda t: 0.5 if t in big[:2] else 0.0)):
+        path = dest / "runs/demo/eval" / label / "results.jsonl"
+        out = []
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r["id"] in big:
+                r["status"], r["error"] = "ok", None
+                r["judge"] = {"score": score(r["id"]), "feedback": "", "extra": {}}
+            out.append(json.dumps(r))
+        path.write_text("\n".join(out) + "\n")
+    return dest / "run.yaml"
+
+
+def test_gate_slice_by_fails_naming_the_hurt_slice_and_passes_otherwise(evaluated, tmp_path, capsys):
+    only = ("--require", "no-regression", "--only", "--lenient")
+    code, out, _ = _cli(capsys, "gate", "--config", str(evaluated / "run.yaml"), *only, "--slice-by", "category")
+    assert code == 0 and "PASS no-regression by category: no slice shown to be hurt beyond -0 (8 slices" in out
+    hurt = _hurt_variant(evaluated, tmp_path)
+    code, out, _ = _cli(capsys, "gate", "--config", str(hurt), *only, "--slice-by", "category")
+    line = next(x for x in out.splitlines() if x.startswith("FAIL no-regression by category"))
+    assert code == 3 and "hurt beyond -0: big: final - none" in line
+    # the hurt slice's difference, by hand: final 0.5 on two tasks and 0 on six, none 1 everywhere
+    assert f"{(2 * 0.5 + 6 * 0.0) / 8 - 1.0:+.4f}" in line
+    # with a margin wider than the drop it is not named
+    code, out, _ = _cli(capsys, "gate", "--config", str(hurt), *only, "--slice-by", "category", "--margin", "0.95")
+    assert "PASS no-regression by category" in out
+
+
+def test_slice_by_an_unknown_field_is_one_line_and_exit_2(evaluated, capsys):
+    for command in ("gate", "report"):
+        code, out, err = _cli(capsys, command, "--config", str(evaluated / "run.yaml"), "--slice-by", "colour")
+        assert code == 2 and "--slice-by 'colour': no test task has that field (they have: category, input)" in err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

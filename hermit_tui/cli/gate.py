@@ -2,7 +2,8 @@
 (``core/report/gate.py``).
 
     hermit-tui gate --config run.yaml [--baseline SEL] [--candidate SEL] [--require REQ ...] [--only] [--margin M]
-                    [--lenient] [--max-error-rate F] [--allow-unchecked] [--smoke] [--format text|json]
+                    [--lenient] [--max-error-rate F] [--allow-unchecked] [--slice-by FIELD] [--smoke]
+                    [--format text|json]
                     [key.sub=value ...]
 
 Exit codes: 0 every check passed, 3 some check failed, 2 bad input (one line on stderr), 1 anything else.
@@ -103,6 +104,12 @@ def add_parser(subparsers):
     )
     p.add_argument("--config", required=True, help="hermit's run.yaml")
     add_gate_options(p)
+    p.add_argument(
+        "--slice-by",
+        metavar="FIELD",
+        help="with no-regression: also fail when a slice of the test split by this field of the task rows is hurt "
+        "beyond -M after Holm's adjustment across the slices, naming it",
+    )
     p.add_argument(
         "--smoke",
         action="store_true",
@@ -250,6 +257,7 @@ def run(args) -> int:
         allow_unchecked=args.allow_unchecked,
         lenient=args.lenient,
         baseline_optional=args.baseline is None,
+        slice_by=args.slice_by,
     )
     code = 0 if result.passed else EXIT_GATE_FAILED
     sys.stdout.write(to_json(result) if args.format == "json" else to_text(result))

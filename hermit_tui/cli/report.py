@@ -1,7 +1,8 @@
 """``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
 
     hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html|junit] [--per task|attempt]
-                      [--smoke] [--details-max-mb MB] [--output FILE] [--force] [--threshold X]
+                      [--smoke] [--slice-by FIELD] [--harmed] [--details-max-mb MB] [--output FILE] [--force]
+                      [--threshold X]
                       [key.sub=value ...]
 
 Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
@@ -53,6 +54,18 @@ def add_parser(subparsers):
         "--smoke",
         action="store_true",
         help="report the smoke subsets (eval --limit, under eval/<label>/smoke/) instead of the evaluations",
+    )
+    p.add_argument(
+        "--slice-by",
+        metavar="FIELD",
+        help="a field of the task rows (a list field: each value its slice): each pair's figures per slice, "
+        "adjusted across the slices (Holm for 'hurt', Benjamini-Hochberg for screening)",
+    )
+    p.add_argument(
+        "--harmed",
+        action="store_true",
+        help="per pair, the tasks where the candidate is worse with evidence: an exact per-task test on the "
+        "repeats, false-discovery rate controlled over the tasks (q 0.1)",
     )
     p.add_argument(
         "--details-max-mb",
@@ -119,6 +132,8 @@ def run(args) -> int:
         label_set=label_set(config.run_dir),
         smoke=args.smoke,
         demo=is_demo_config(config.path),
+        slice_by=args.slice_by,
+        harmed=args.harmed,
     )
     if args.format == "junit" or args.per == "attempt":
         from hermit_tui.core.report.exports import read_attempts, to_attempts_csv, to_junit

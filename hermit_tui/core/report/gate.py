@@ -43,6 +43,7 @@ from hermit_tui.core.workspace.tasks import TaskSet
 
 if TYPE_CHECKING:
     from hermit_tui.core.stats.figures import PairStats, SelectorStats
+    from hermit_tui.core.stats.slices import SliceReport
 
 FORMAT = "hermit-tui gate 1"
 REQUIREMENTS = ("improvement", "no-regression", "comparable", "complete")
@@ -362,6 +363,29 @@ def check_no_regression(
     return GateCheck(requirement="no-regression", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}", value=iv.low)
 
 
+def check_slices(b: str, c: str, slices: SliceReport) -> GateCheck:
+    """no-regression per slice: fails when some slice is hurt beyond the margin after Holm's adjustment across the
+    slices (``core.stats.slices``), naming it; says how many slices were too small to show anything."""
+    k = next((i for i, p in enumerate(slices.slices[0].pairs) if (p.a, p.b) == (b, c)), None) if slices.slices else None
+    name = f"no-regression by {slices.by}"
+    if k is None:
+        return GateCheck(requirement=name, passed=False, figure=f"no slice of {slices.by} pairs {c} with {b}")
+    rows = [(s, s.pairs[k]) for s in slices.slices]
+    hurt = [(s, p) for s, p in rows if p.hurt]
+    small = sum(p.too_small for _, p in rows)
+    tail = f"{len(rows)} slices, {small} too small to show anything; Holm-adjusted across the slices"
+    if hurt:
+        named = "; ".join(
+            f"{s.name}: {c} - {b} {p.mean_diff:+.4f}, hurt p (Holm) {p.p_hurt_holm:.3g}"
+            for s, p in hurt
+            if p.mean_diff is not None and p.p_hurt_holm is not None
+        )
+        return GateCheck(requirement=name, passed=False, figure=f"hurt beyond -{slices.margin:g}: {named} ({tail})")
+    return GateCheck(
+        requirement=name, passed=True, figure=f"no slice shown to be hurt beyond -{slices.margin:g} ({tail})"
+    )
+
+
 def fingerprint_id(fp: Fingerprint) -> str:
     """A short name of a fingerprint: the protocol fields only (not the hermit-tui version)."""
     data = json.dumps({k: fp.field(k) for k in FIELD_NAMES}, sort_keys=True, default=str).encode()
@@ -437,7 +461,8 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
         if rounds is not None and rounds < f.repeats:
             expected = f.n_test * rounds
             note = f" (stopped when decided after {rounds} of {f.repeats} rounds)"
-    size = f"{f.n_test} tasks x {expected // f.n_test if f.n_test else 0} repeats"
+    k = expected // f.n_test if f.n_test else 0
+    size = f"{f.n_test} tasks x {k} repeat{'s' * (k != 1)}"
     share = f.present / expected if expected else 1.0
     if f.cancelled and f.present < expected:
         return fail(f"cancelled: {f.present} of {expected} expected attempts ({size})", share)
@@ -485,6 +510,7 @@ def decide(
     smoke: bool = False,
     run_name: str = "",
     config: str = "",
+    slices: SliceReport | None = None,
 ) -> GateResult:
     """Every check, in the order of ``requirements`` (then the error rates); ``pair``: the ``PairStats`` of
     baseline (a) and candidate (b), needed for improvement and no-regression without a sequential interval."""
@@ -505,6 +531,8 @@ def decide(
             checks.append(check_improvement(baseline.label, candidate.label, iv, margin, pair))
         elif req == "no-regression" and baseline is not None:
             checks.append(check_no_regression(baseline.label, candidate.label, iv, margin, pair, lenient=lenient))
+            if slices is not None:
+                checks.append(check_slices(baseline.label, candidate.label, slices))
         elif req == "comparable" and baseline is not None:
             checks.append(check_comparable(baseline, candidate, allow_unchecked))
         else:
@@ -547,6 +575,7 @@ def load_gate(
     allow_unchecked: bool = False,
     lenient: bool = False,
     baseline_optional: bool = False,
+    slice_by: str | None = None,
 ) -> GateResult:
     """The gate over the current evaluations of ``baseline`` and ``candidate`` (eval folder labels) on disk; smoke
     subsets (``eval/<label>/smoke/``) only when ``smoke``. A missing evaluation is bad input (InputError), except
@@ -596,8 +625,14 @@ def load_gate(
         finally:
             table.close()
     pair = None
+    slices = None
     if baseline is not None:
         pair = pair_stats(baseline, tables[baseline], candidate, tables[candidate], test_ids, SOLVED_THRESHOLD)
+        if slice_by is not None:
+            from hermit_tui.core.stats.slices import groups_by_field, slice_report
+
+            groups = groups_by_field(taskset.tasks, test_ids, slice_by)
+            slices = slice_report(groups, tables, [(baseline, candidate)], test_ids, by=slice_by, margin=margin)
     return decide(
         facts.get(baseline) if baseline else None,
         facts[candidate],
@@ -610,6 +645,7 @@ def load_gate(
         smoke=smoke,
         run_name=config.run_name,
         config=str(config.path),
+        slices=slices,
     )
 
 
@@ -751,6 +787,7 @@ __all__ = [
     "check_improvement",
     "check_margin",
     "check_no_regression",
+    "check_slices",
     "decide",
     "evidence_line",
     "gate_interval",

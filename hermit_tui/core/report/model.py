@@ -12,6 +12,8 @@ from hermit_tui.core.records.annotations import FailureTaxonomy
 from hermit_tui.core.records.results import SequentialEntry
 from hermit_tui.core.report.protocol import Check, TestReuse
 from hermit_tui.core.stats.figures import PairStats, SelectorStats
+from hermit_tui.core.stats.harm import HarmReport
+from hermit_tui.core.stats.slices import SliceReport
 from hermit_tui.core.workspace.fingerprint import Fingerprint
 
 FORMAT = "hermit-tui report 1"
@@ -86,6 +88,8 @@ class Report(BaseModel):
     training: TrainingEvidence | None
     test_ids: list[str]
     taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/records/annotations.py)
+    slices: SliceReport | None = None  # report --slice-by: where it helps and hurts (core/stats/slices.py)
+    harm: list[HarmReport] = []  # report --harmed: per pair, the tasks worse with evidence (core/stats/harm.py)
 
 
 __all__ = [

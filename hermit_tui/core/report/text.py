@@ -188,6 +188,7 @@ def to_markdown(report: Report) -> str:
             out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
         out.append("")
     out += _taxonomy_markdown(r)
+    out += _where_markdown(r)
     out += ["## Comparability", ""]
     if r.comparable:
         out.append(
@@ -241,6 +242,65 @@ def to_markdown(report: Report) -> str:
 
 def _tasks(ids: list[str], most: int = 12) -> str:
     return ", ".join(ids[:most]) + (f", … ({len(ids) - most} more)" if len(ids) > most else "") if ids else "—"
+
+
+def _p(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def _where_markdown(r: Report) -> list[str]:
+    """The "Slices" and "Harmed tasks" sections, when the report was asked for them."""
+    out: list[str] = []
+    sr = r.slices
+    if sr is not None:
+        out += [f"## Slices by {sr.by}", ""]
+        out.append(
+            f"{len(sr.slices)} slices of the test split by `{sr.by}`"
+            + (f" ({sr.unsliced} test tasks in none)" if sr.unsliced else "")
+            + f". p: each slice's paired test; p (BH): adjusted over the slices, {sr.fdr_method}, for screening; "
+            f"hurt p (Holm): {sr.hurt_test} (M = {sr.margin:g}), adjusted by {sr.fwer_method}; a slice is named as "
+            f"hurt when it is at most {sr.hurt_alpha:g}."
+        )
+        out.append("")
+        for k, (a, b) in enumerate((p.a, p.b) for p in (sr.slices[0].pairs if sr.slices else [])):
+            out += [f"### {b} − {a}", ""]
+            rows = []
+            for sl in sr.slices:
+                p = sl.pairs[k]
+                means = {s.label: s.mean for s in sl.selectors}
+                ci = f" ({figure(p.ci_low)} to {figure(p.ci_high)})" if p.ci_low is not None else ""
+                rows.append(
+                    [
+                        sl.name,
+                        len(sl.task_ids),
+                        figure(means.get(a)),
+                        figure(means.get(b)),
+                        (f"{p.mean_diff:+.3f}" if p.mean_diff is not None else "—") + ci,
+                        _p(p.p_value),
+                        _p(p.p_bh),
+                        _p(p.p_hurt_holm),
+                        p.reading,
+                    ]
+                )
+            out += _table(["slice", "tasks", a, b, f"{b} − {a} (95% CI)", "p", "p (BH)", "hurt p (Holm)", ""], rows)
+            out.append("")
+    for h in r.harm:
+        out += [f"## Harmed tasks: {h.candidate} against {h.baseline}", ""]
+        out.append(
+            f"{h.test}; {h.adjustment} over the {h.tested} tasks, q = {h.q:g}. {h.note[:1].upper()}{h.note[1:]}."
+        )
+        out.append("")
+        if h.harmed:
+            out += _table(
+                ["task", h.baseline, h.candidate, "difference", "p", "q"],
+                [
+                    [t.task, f"{t.baseline_mean:.3f}", f"{t.candidate_mean:.3f}", f"{t.difference:+.3f}", _p(t.p_value),
+                     _p(t.q_value)]
+                    for t in h.harmed
+                ],
+            )  # fmt: skip
+            out.append("")
+    return out
 
 
 def _taxonomy_markdown(r: Report) -> list[str]:

@@ -194,12 +194,14 @@ def _slice_pair(pair: PairStats, margin: float) -> SlicePair:
 
 def _reading(p: SlicePair, margin: float) -> str:
     if p.too_small:
-        mde = (
-            f"it could only show a difference of {p.mde:.2f} or more"
-            if p.mde is not None and math.isfinite(p.mde)
-            else "there is no spread to measure"
-        )
-        return f"too small to show anything: {p.n_paired} paired task{'s' * (p.n_paired != 1)}; {mde}"
+        tasks = f"{p.n_paired} paired task{'s' * (p.n_paired != 1)}"
+        if p.mde is None or not math.isfinite(p.mde) or p.mde <= 0:
+            why = "no spread between its tasks to measure a difference by"
+        elif p.mde >= 2:
+            why = "no difference the scores allow could be shown"
+        else:
+            why = f"it could only show a difference of {p.mde:.2f} or more"
+        return f"too small to show anything: {tasks}; {why}"
     below = f"below −{margin:g}" if margin else "below 0"
     if p.hurt:
         return f"hurt: the difference lies {below} (Holm-adjusted p {p.p_hurt_holm:.3g} ≤ {HURT_ALPHA:g})"
