@@ -288,3 +288,62 @@ def test_slice_by_an_unknown_field_is_one_line_and_exit_2(evaluated, capsys):
         code, out, err = _cli(capsys, command, "--config", str(evaluated / "run.yaml"), "--slice-by", "colour")
         assert code == 2 and "--slice-by 'colour': no test task has that field (they have: category, input)" in err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------------- pass@k
+
+
+def _brute(n: int, c: int, k: int, every: bool) -> float:
+    """Over every k-subset of n attempts (c successes): the share with at least one (or every one) success."""
+    attempts = [1] * c + [0] * (n - c)
+    subsets = list(itertools.combinations(attempts, k))
+    return sum((all(s) if every else any(s)) for s in subsets) / len(subsets)
+
+
+@pytest.mark.parametrize(("n", "c"), [(3, 0), (3, 1), (3, 3), (5, 2), (10, 3), (10, 9)])
+def test_pass_at_k_and_pass_hat_k_match_enumeration(n, c):
+    from hermit_tui.core.stats.passk import pass_at_k, pass_hat_k
+
+    for k in range(1, n + 1):
+        got_at = pass_at_k(np.array([float(n)]), np.array([float(c)]), k)[0]
+        got_hat = pass_hat_k(np.array([float(n)]), np.array([float(c)]), k)[0]
+        assert got_at == pytest.approx(_brute(n, c, k, every=False), abs=1e-12)
+        assert got_hat == pytest.approx(_brute(n, c, k, every=True), abs=1e-12)
+
+
+def test_pass_k_per_selector_and_paired_on_the_demo(evaluated):
+    from hermit_tui.core.stats.passk import pass_k
+
+    ids = load_tasks(load_config(evaluated / "run.yaml")).test_ids
+    tables = _tables(evaluated, ids)
+    result = pass_k(tables, [("none", "final")], 1.0)
+    counts: dict[tuple[str, str], list[int]] = {}
+    for label in ("none", "final"):
+        for line in (evaluated / "runs/demo/eval" / label / "results.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            counts.setdefault((label, r["id"]), []).append(int(r["judge"]["score"] >= 1.0))
+    for sel in result.selectors:
+        for k in (1, 2, 3):
+            at = statistics.fmean(_brute(3, sum(counts[(sel.label, t)]), k, False) for t in ids)
+            hat = statistics.fmean(_brute(3, sum(counts[(sel.label, t)]), k, True) for t in ids)
+            assert sel.pass_at[k - 1].value == pytest.approx(at, abs=1e-12)
+            assert sel.pass_hat[k - 1].value == pytest.approx(hat, abs=1e-12)
+            low, high = sel.pass_at[k - 1].ci_low, sel.pass_at[k - 1].ci_high
+            assert 0.0 <= low <= at <= high <= 1.0
+    (pair,) = result.pairs
+    for k in (1, 2, 3):
+        d = statistics.fmean(
+            _brute(3, sum(counts[("final", t)]), k, False) - _brute(3, sum(counts[("none", t)]), k, False) for t in ids
+        )
+        assert pair.pass_at[k - 1].value == pytest.approx(d, abs=1e-12) and pair.pass_at[k - 1].tasks == 16
+    assert result.selectors[0].pass_at[0].value == pytest.approx(
+        statistics.fmean(statistics.fmean(counts[("none", t)]) for t in ids)
+    )  # pass@1 is the solved rate per attempt, averaged over tasks
+
+
+def test_report_pass_k_in_markdown_and_json(evaluated, capsys):
+    config = str(evaluated / "run.yaml")
+    code, md, _ = _cli(capsys, "report", "--config", config, "--pass-k")
+    assert code == 0 and "## pass@k and pass^k" in md and "| final − none pass@3 |" in md
+    data = json.loads(_cli(capsys, "report", "--config", config, "--pass-k", "--format", "json")[1])
+    assert [f["k"] for f in data["pass_k"]["selectors"][0]["pass_at"]] == [1, 2, 3]

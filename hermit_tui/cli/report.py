@@ -1,7 +1,7 @@
 """``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
 
     hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html|junit] [--per task|attempt]
-                      [--smoke] [--slice-by FIELD] [--harmed] [--details-max-mb MB] [--output FILE] [--force]
+                      [--smoke] [--slice-by FIELD] [--harmed] [--pass-k] [--details-max-mb MB] [--output FILE] [--force]
                       [--threshold X]
                       [key.sub=value ...]
 
@@ -66,6 +66,11 @@ def add_parser(subparsers):
         action="store_true",
         help="per pair, the tasks where the candidate is worse with evidence: an exact per-task test on the "
         "repeats, false-discovery rate controlled over the tasks (q 0.1)",
+    )
+    p.add_argument(
+        "--pass-k",
+        action="store_true",
+        help="pass@k and pass^k for k up to the repeats, per selector and per pair, with intervals",
     )
     p.add_argument(
         "--details-max-mb",
@@ -134,6 +139,7 @@ def run(args) -> int:
         demo=is_demo_config(config.path),
         slice_by=args.slice_by,
         harmed=args.harmed,
+        passk=args.pass_k,
     )
     if args.format == "junit" or args.per == "attempt":
         from hermit_tui.core.report.exports import read_attempts, to_attempts_csv, to_junit

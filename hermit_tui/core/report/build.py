@@ -318,6 +318,7 @@ def build_report(
     demo: bool = False,
     slice_by: str | None = None,
     harmed: bool = False,
+    passk: bool = False,
 ) -> Report:
     """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
     ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy. Smoke subsets
@@ -355,14 +356,20 @@ def build_report(
     finally:
         for table in read.values():
             table.close()
-    return _where(report, taskset, tables, slice_by, harmed)
+    return _where(report, taskset, tables, slice_by, harmed, passk)
 
 
 def _where(
-    report: Report, taskset: TaskSet, tables: dict[str, TaskTable], slice_by: str | None, harmed: bool
+    report: Report,
+    taskset: TaskSet,
+    tables: dict[str, TaskTable],
+    slice_by: str | None,
+    harmed: bool,
+    passk: bool = False,
 ) -> Report:
-    """The report with where it helps and hurts, when asked: slices by a field, the harmed tasks per pair."""
+    """The report with where it helps and hurts, when asked: slices by a field, the harmed tasks per pair, pass@k."""
     from hermit_tui.core.stats.harm import harmed_tasks
+    from hermit_tui.core.stats.passk import pass_k
     from hermit_tui.core.stats.slices import groups_by_field, slice_report
 
     pairs = [(p.a, p.b) for p in report.pairs if p.sequential is None]
@@ -371,6 +378,8 @@ def _where(
         report.slices = slice_report(groups, tables, pairs, report.test_ids, by=slice_by)
     if harmed:
         report.harm = [harmed_tasks(a, tables[a], b, tables[b]) for a, b in pairs]
+    if passk:
+        report.pass_k = pass_k(tables, pairs, report.threshold)
     return report
 
 

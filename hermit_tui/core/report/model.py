@@ -13,6 +13,7 @@ from hermit_tui.core.records.results import SequentialEntry
 from hermit_tui.core.report.protocol import Check, TestReuse
 from hermit_tui.core.stats.figures import PairStats, SelectorStats
 from hermit_tui.core.stats.harm import HarmReport
+from hermit_tui.core.stats.passk import PassK
 from hermit_tui.core.stats.slices import SliceReport
 from hermit_tui.core.workspace.fingerprint import Fingerprint
 
@@ -90,6 +91,7 @@ class Report(BaseModel):
     taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/records/annotations.py)
     slices: SliceReport | None = None  # report --slice-by: where it helps and hurts (core/stats/slices.py)
     harm: list[HarmReport] = []  # report --harmed: per pair, the tasks worse with evidence (core/stats/harm.py)
+    pass_k: PassK | None = None  # report --pass-k: pass@k and pass^k per selector and pair (core/stats/passk.py)
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from hermit_tui.core.report.model import Report
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.stats.passk import PassFigure
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
 
@@ -189,6 +190,7 @@ def to_markdown(report: Report) -> str:
         out.append("")
     out += _taxonomy_markdown(r)
     out += _where_markdown(r)
+    out += _pass_k_markdown(r)
     out += ["## Comparability", ""]
     if r.comparable:
         out.append(
@@ -301,6 +303,26 @@ def _where_markdown(r: Report) -> list[str]:
             )  # fmt: skip
             out.append("")
     return out
+
+
+def _pass_k_markdown(r: Report) -> list[str]:
+    pk = r.pass_k
+    if pk is None or not pk.selectors:
+        return []
+    out = ["## pass@k and pass^k", "", f"Per test task, unbiased estimates ({pk.definition}; threshold "
+           f"{pk.threshold:g}), averaged over the tasks with at least k attempts, with 95% intervals.", ""]  # fmt: skip
+
+    def cell(f: PassFigure) -> str:
+        if f.value is None:
+            return "—"
+        ci = f" ({f.ci_low:.3f} to {f.ci_high:.3f})" if f.ci_low is not None and f.ci_high is not None else ""
+        return f"{f.value:+.3f}{ci}" if f.value < 0 else f"{f.value:.3f}{ci}"
+
+    rows = [[f"{s.label} pass@{f.k}", cell(f)] for s in pk.selectors for f in s.pass_at]
+    rows += [[f"{s.label} pass^{f.k}", cell(f)] for s in pk.selectors for f in s.pass_hat]
+    rows += [[f"{p.b} − {p.a} pass@{f.k}", cell(f)] for p in pk.pairs for f in p.pass_at]
+    rows += [[f"{p.b} − {p.a} pass^{f.k}", cell(f)] for p in pk.pairs for f in p.pass_hat]
+    return [*out, *_table(["figure", "value (95% CI)"], rows), ""]
 
 
 def _taxonomy_markdown(r: Report) -> list[str]:
