@@ -37,6 +37,7 @@ from hermit_tui.core.records.folders import eval_root, list_evaluations
 from hermit_tui.core.records.journal import now_iso
 from hermit_tui.core.records.results import read_summary, write_atomic
 from hermit_tui.core.workspace.config import Config
+from hermit_tui.core.workspace.gitrepo import open_repo
 from hermit_tui.core.workspace.tree import AdapterTree
 
 
@@ -96,7 +97,7 @@ def append_log(path: Path, entry: dict[str, Any]) -> None:
 def _open(config: Config) -> tuple[AdapterTree, git.Repo]:
     tree = AdapterTree(Path(config.tree_dir))
     try:
-        return tree, git.Repo(Path(config.run_dir) / "checkout")
+        return tree, open_repo(Path(config.run_dir) / "checkout")
     except Exception:
         tree.close()
         raise

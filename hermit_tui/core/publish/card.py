@@ -22,6 +22,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_cell
 from hermit_tui.core.records.results import Summary
 from hermit_tui.core.workspace.config import Config
+from hermit_tui.core.workspace.gitrepo import open_repo
 from hermit_tui.core.workspace.tree import AdapterTree, valid_ref_name
 
 EVAL_HEADING = "## Evaluation"
@@ -137,7 +138,12 @@ def commit_card(repo: git.Repo, head: str, message: str) -> str:
     finally:
         if os.path.exists(index):
             os.unlink(index)
-    return str(repo.git.commit_tree(tree, "-p", head, "-m", message, env=_identity_env(repo)))
+    commit = str(repo.git.commit_tree(tree, "-p", head, "-m", message, env=_identity_env(repo)))
+    # git's own hooks never run here (core.workspace.gitrepo): the check a pre-commit hook could have made is ours
+    changed = repo.git.diff_tree("--no-ext-diff", "--no-textconv", "--name-only", "-r", "-z", head, commit)
+    if [p for p in changed.split("\0") if p] not in ([CARD_NAME], []):
+        raise InputError(f"the card commit would change more than {CARD_NAME}: nothing is committed")
+    return commit
 
 
 def write_card(path: Path, data: bytes) -> None:
@@ -261,7 +267,7 @@ def update_final_card(config: Config, summary: Summary | Mapping[str, Any]) -> C
 
     tree = AdapterTree(Path(config.tree_dir))
     try:
-        repo = git.Repo(checkout)
+        repo = open_repo(checkout)
     except git.InvalidGitRepositoryError:
         tree.close()
         raise InputError(f"run checkout {checkout} is not a git worktree: card not updated") from None

@@ -21,6 +21,7 @@ import git
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.workspace.gitrepo import open_repo
 
 INVALID_MARK = "[invalid: fails check_spec; the next commit repairs it]"
 ROOT_TAG = "root"
@@ -67,7 +68,7 @@ class AdapterTree:
         if not self.path.exists():
             raise InputError(f"adapter tree {self.path} does not exist")
         try:
-            self.repo = git.Repo(self.path)
+            self.repo = open_repo(self.path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise InputError(f"adapter tree {self.path} is not a git repository") from None
 
