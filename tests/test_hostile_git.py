@@ -20,12 +20,20 @@ from demo_copies import copy_workspace
 from hostile_util import snapshot, time_limit
 
 from hermit_tui.cli import main
+from hermit_tui.core.errors import InputError
 from hermit_tui.core.publish.apply import plan_publish, publish, undo_publish
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 from hermit_tui.core.workspace.gitrepo import driver_overrides, open_repo, safe_env
+from hermit_tui.core.workspace.selectors import resolve_selector
 
 LIMIT_S = 120
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@localhost",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@localhost",
+}
 FAST = ["agent.params.latency_scale=0"]
 HOOKS = (
     "pre-commit",
@@ -215,3 +223,58 @@ def test_open_repo_is_the_only_way_hermit_tui_opens_a_repository():
         assert repo.git.config("--get", "core.fsmonitor") == "false"
     finally:
         repo.close()
+
+
+# ---------------------------------------------------------------------------------------------------- selectors
+
+
+def _tree_git(config: Path, *args: str) -> str:
+    run = subprocess.run(
+        ["git", "-C", str(tree_dir(config)), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **IDENTITY},
+    )
+    return run.stdout.strip()
+
+
+def test_a_branch_named_like_another_commits_abbreviation_is_never_measured_instead(ws):
+    config = load_config(ws, FAST)
+    step1 = _tree_git(ws, "rev-parse", "demo/ckpt-step-1^{commit}")
+    root = _tree_git(ws, "rev-parse", "root^{commit}")
+    _tree_git(ws, "branch", step1[:7], root)  # a branch whose name abbreviates step 1, pointing at root
+    sel = resolve_selector(step1[:7], config)
+    assert (sel.kind, sel.commit) == ("commit", step1)
+    assert sel.resolution() == f"commit {step1[:12]}"
+    # the branch itself only when named as one
+    branch = resolve_selector(f"refs/heads/{step1[:7]}", config)
+    assert branch.commit == root and branch.resolution().startswith(f"the head of branch {step1[:7]} at commit")
+
+
+def test_a_tag_named_like_another_commits_abbreviation_is_refused_as_ambiguous(ws):
+    config = load_config(ws, FAST)
+    step1 = _tree_git(ws, "rev-parse", "demo/ckpt-step-1^{commit}")
+    root = _tree_git(ws, "rev-parse", "root^{commit}")
+    _tree_git(ws, "tag", step1[:8], root)
+    with pytest.raises(InputError, match=f"'{step1[:8]}' is ambiguous .* type refs/tags/{step1[:8]}") as exc:
+        resolve_selector(step1[:8], config)
+    assert "\n" not in str(exc.value)
+    assert resolve_selector(f"refs/tags/{step1[:8]}", config).commit == root
+    assert resolve_selector(step1, config).commit == step1  # the full id is the commit
+
+
+def test_a_bare_branch_name_is_refused_with_the_form_that_names_it(ws):
+    config = load_config(ws, FAST)
+    with pytest.raises(InputError, match="'demo' is a branch .* type refs/heads/demo"):
+        resolve_selector("demo", config)
+    code, out, err = cli(["eval", "--config", str(ws), "--adapter", "refs/heads/demo", "--limit", "1", *FAST])
+    assert code == 0, err
+    head = _tree_git(ws, "rev-parse", "refs/heads/demo")
+    assert f"refs/heads/demo is the head of branch demo at commit {head[:12]}" in err + out
+
+
+def test_the_eval_progress_shows_what_each_selector_was_resolved_to(ws):
+    code, out, err = cli(["eval", "--config", str(ws), "--adapter", "final", "--limit", "1", *FAST])
+    final = _tree_git(ws, "rev-parse", "demo/final^{commit}")
+    assert code == 0 and f"final is tag demo/final at commit {final[:12]}" in err + out

@@ -129,7 +129,9 @@ def test_resolve_tags_branches_and_commits(built):
     tree = AdapterTree(built.cfg.tree_dir)
     assert tree.resolve("root") == built.root
     assert tree.resolve("demo/ckpt-step-2") == built.step2
-    assert tree.resolve("demo") == built.final  # the run's branch head
+    assert tree.resolve("refs/heads/demo") == built.final  # the run's branch head, named as a branch
+    with pytest.raises(InputError, match="'demo' is a branch"):
+        tree.resolve("demo")  # a bare branch name is not a version (issue 29)
     assert tree.resolve(built.step1[:7]) == built.step1
     assert tree.resolve(built.step1.upper()) == built.step1
     assert tree.resolve(built.step1) == built.step1

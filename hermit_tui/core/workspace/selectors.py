@@ -40,8 +40,8 @@ SelectorKind = Literal["none", "root", "final", "tag", "commit", "directory"]
 class Selector(BaseModel):
     """A resolved selector: what the pipeline receives and where its results go (``eval/<label>/``).
 
-    ``ref`` is ``root``, ``<run>/final``, the tag or branch as typed, or the full sha of a commit; a branch counts as
-    kind ``commit`` (its head at resolution time).
+    ``ref`` is ``root``, ``<run>/final``, the tag or branch as typed, or the full sha of a commit; a branch (only ever
+    named as ``refs/heads/<b>``) counts as kind ``commit`` (its head at resolution time).
     """
 
     text: str
@@ -51,6 +51,22 @@ class Selector(BaseModel):
     ref: str | None = None
     path: Path | None = None
     content_hash: str | None = None
+
+    def resolution(self) -> str:
+        """What the selector was resolved to, in words (shown when a launch starts): ``no adapter``, ``adapter
+        directory <path>``, ``tag <name> at commit <12 hex>``, ``branch head refs/heads/<b> at commit …`` or ``commit
+        <12 hex>``."""
+        if self.kind == "none":
+            return "no adapter"
+        if self.kind == "directory":
+            return f"adapter directory {self.path}"
+        commit = str(self.commit)[:12]
+        if self.kind in ("root", "final", "tag"):
+            name = self.ref if self.kind != "tag" else str(self.ref).removeprefix("refs/tags/")
+            return f"tag {name} at commit {commit}"
+        if self.ref and self.ref.startswith("refs/heads/"):
+            return f"the head of branch {self.ref.removeprefix('refs/heads/')} at commit {commit}"
+        return f"commit {commit}"
 
 
 def label_for(text: str) -> str:

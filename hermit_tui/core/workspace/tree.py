@@ -103,20 +103,41 @@ class AdapterTree:
         return [sha for sha in out.split() if self._commit_type(sha)]
 
     def lookup(self, ref: str) -> tuple[str, str | None]:
-        """``(full sha, ref name)`` of a tag, branch or commit; the ref name is None for a commit given by sha."""
+        """``(full sha, ref name)`` of what ``ref`` names as typed; the ref name is None for a commit given by sha.
+
+        In this order: a full commit id; ``refs/tags/<t>`` or ``refs/heads/<b>`` (a branch is only ever named so);
+        a tag; an abbreviated commit id. A text that names a tag and also abbreviates another commit is refused as
+        ambiguous, as is a bare branch name (its head moves: name it ``refs/heads/<b>``). A branch that happens to be
+        named like a commit's abbreviated id is never taken for it."""
         refs = self._refs()
-        for name in (f"refs/tags/{ref}", f"refs/heads/{ref}"):
-            if name in refs:
-                return refs[name], name
-        if _HEX.fullmatch(ref):
-            found = self._commits_with_prefix(ref)
-            if len(found) == 1:
-                return found[0], None
-            if found:
+        if len(ref) == 40 and _HEX.fullmatch(ref) and self._commit_type(ref.lower()):
+            return ref.lower(), None
+        if ref.startswith(("refs/tags/", "refs/heads/")):
+            if ref in refs:
+                return refs[ref], ref
+            raise InputError(f"unknown adapter version '{ref}' in tree {self.path}: there is no such ref")
+        tag = f"refs/tags/{ref}"
+        found = self._commits_with_prefix(ref) if _HEX.fullmatch(ref) else []
+        if tag in refs:
+            others = [sha for sha in found if sha != refs[tag]]
+            if others:
                 raise InputError(
-                    f"adapter version '{ref}' is ambiguous in tree {self.path}: it abbreviates "
-                    f"{len(found)} commits ({', '.join(sorted(s[:12] for s in found))}); type more digits"
+                    f"adapter version '{ref}' is ambiguous in tree {self.path}: it is a tag (at {refs[tag][:12]}) "
+                    f"and abbreviates commit {others[0][:12]}; type refs/tags/{ref} for the tag or the full commit id"
                 )
+            return refs[tag], tag
+        if len(found) == 1:
+            return found[0], None
+        if found:
+            raise InputError(
+                f"adapter version '{ref}' is ambiguous in tree {self.path}: it abbreviates "
+                f"{len(found)} commits ({', '.join(sorted(s[:12] for s in found))}); type more digits"
+            )
+        if f"refs/heads/{ref}" in refs:
+            raise InputError(
+                f"adapter version '{ref}' is a branch of tree {self.path}, whose head moves: type refs/heads/{ref} "
+                "to measure its head, or a tag or commit"
+            )
         raise InputError(f"unknown adapter version '{ref}' in tree {self.path}")
 
     def resolve(self, ref: str) -> str:
