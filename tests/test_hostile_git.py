@@ -278,3 +278,50 @@ def test_the_eval_progress_shows_what_each_selector_was_resolved_to(ws):
     code, out, err = cli(["eval", "--config", str(ws), "--adapter", "final", "--limit", "1", *FAST])
     final = _tree_git(ws, "rev-parse", "demo/final^{commit}")
     assert code == 0 and f"final is tag demo/final at commit {final[:12]}" in err + out
+
+
+# ---------------------------------------------------------------------------------------------------- compare-and-swap
+
+
+def test_a_tag_moved_by_someone_else_during_a_publish_is_left_where_they_put_it(ws, monkeypatch):
+    from hermit_tui.core.publish import card as cardmod
+
+    config = load_config(ws, FAST)
+    root = _tree_git(ws, "rev-parse", "root^{commit}")
+    head = _tree_git(ws, "rev-parse", "refs/heads/demo")
+    real = cardmod.commit_card
+
+    def racing(*args, **kwargs):
+        commit = real(*args, **kwargs)
+        _tree_git(ws, "update-ref", "refs/tags/demo/final", root)  # someone else moves the tag meanwhile
+        return commit
+
+    monkeypatch.setattr(cardmod, "commit_card", racing)
+    plan = plan_publish(config)
+    with pytest.raises(InputError, match="demo/final changed meanwhile") as exc:
+        publish(plan)
+    assert "\n" not in str(exc.value)
+    assert _tree_git(ws, "rev-parse", "demo/final^{commit}") == root  # theirs, not clobbered
+    assert _tree_git(ws, "rev-parse", "refs/heads/demo") == head  # ours, put back
+    assert (ws.parent / "runs/demo/checkout/CARD.md").read_text() == plan.current_card
+
+
+def test_a_rollback_never_undoes_someone_elses_branch_move_and_restores_an_annotated_tag(ws, monkeypatch):
+    from hermit_tui.core.publish import apply as pub
+
+    config = load_config(ws, FAST)
+    root = _tree_git(ws, "rev-parse", "root^{commit}")
+    final = _tree_git(ws, "rev-parse", "demo/final^{commit}")
+    _tree_git(ws, "tag", "-f", "-a", "-m", "annotated final", "demo/final", final)
+    annotated = _tree_git(ws, "rev-parse", "refs/tags/demo/final")
+    assert annotated != final
+
+    def racing(*args, **kwargs):
+        _tree_git(ws, "update-ref", "refs/heads/demo", root)  # someone else moves the branch meanwhile
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pub, "record_in_summary", racing)
+    with pytest.raises(InputError, match="publishing failed"):
+        publish(plan_publish(config))
+    assert _tree_git(ws, "rev-parse", "refs/heads/demo") == root  # their move stands
+    assert _tree_git(ws, "rev-parse", "refs/tags/demo/final") == annotated  # the tag object itself is back

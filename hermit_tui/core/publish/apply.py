@@ -278,8 +278,11 @@ def undo_publish(config: Config) -> UndoResult:
     summary_bytes, log_bytes = (_snapshot(summary) if summary else None), _snapshot(log)
     tree = AdapterTree(Path(config.tree_dir))
     try:
+        tag_raw = tree.ref_value(f"refs/tags/{tag}")
         try:
-            tree.move_tag(tag, previous)
+            if tree.tag_target(tag) != card_commit:
+                raise InputError(f"{tag} moved since it was read")
+            tree.move_tag(tag, previous, expected=tag_raw)
             at = now_iso()
             if summary is not None and summary.is_file():
                 published = read_summary(summary).published
@@ -298,8 +301,8 @@ def undo_publish(config: Config) -> UndoResult:
             )
         except Exception as exc:
             try:
-                tree.repo.git.update_ref(f"refs/tags/{tag}", card_commit)
-            except git.GitCommandError:
+                tree.swap_ref(f"refs/tags/{tag}", tag_raw, previous)  # only if it is still where the undo left it
+            except (git.GitCommandError, InputError):
                 pass
             if summary is not None:
                 _put_back(summary, summary_bytes)

@@ -161,13 +161,42 @@ class AdapterTree:
         """False for a commit hermit marked as failing its spec check."""
         return INVALID_MARK not in self.message(commit)
 
-    def move_tag(self, tag: str, commit: str) -> None:
-        """Point tag ``tag`` at ``commit``, replacing any earlier target (``git tag -f``)."""
+    def ref_value(self, name: str) -> str | None:
+        """The object a ref (full name) points at, unpeeled (an annotated tag's own object), or None."""
+        out = self.repo.git.for_each_ref("--format=%(refname)%00%(objectname)", "refs/tags", "refs/heads")
+        for line in out.splitlines():
+            ref, _, sha = line.partition("\x00")
+            if ref == name:
+                return sha
+        return None
+
+    def move_tag(self, tag: str, commit: str, *, expected: str | None) -> None:
+        """Point tag ``tag`` at ``commit`` only if the ref still holds ``expected`` (its unpeeled value as read, see
+        :meth:`ref_value`; None: only if there is no such tag). A tag moved meanwhile is an InputError and stays."""
         if not valid_ref_name(tag):
             raise InputError(f"'{tag}' is not a valid tag name")
         if not self._commit_type(commit):
             raise InputError(f"'{commit}' is not a commit of tree {self.path}")
-        self.repo.git.update_ref(f"refs/tags/{tag}", commit)
+        self.swap_ref(f"refs/tags/{tag}", commit, expected)
+
+    def swap_ref(self, ref: str, new: str | None, expected: str | None, message: str | None = None) -> None:
+        """Compare-and-swap one ref: set it to ``new`` (None: delete it) only if it holds ``expected`` (None: only
+        if it does not exist). Refused with an InputError naming what it holds now when it changed since read."""
+        old = expected if expected is not None else "0" * 40
+        args = ["-m", message] if message else []
+        try:
+            if new is None:
+                self.repo.git.update_ref(*args, "-d", ref, old)
+            else:
+                self.repo.git.update_ref(*args, ref, new, old)
+        except git.GitCommandError:
+            now = self.ref_value(ref)
+            if now != expected:
+                raise InputError(
+                    f"{ref.removeprefix('refs/tags/').removeprefix('refs/heads/')} changed meanwhile (it points at "
+                    f"{str(now)[:12]}, not at {str(expected)[:12]} as read): it is left as it is"
+                ) from None
+            raise
 
     # ---------- files ----------
     def export(self, commit: str, dest: Path) -> Path:
