@@ -163,7 +163,7 @@ class AdapterTree:
 
     def ref_value(self, name: str) -> str | None:
         """The object a ref (full name) points at, unpeeled (an annotated tag's own object), or None."""
-        out = self.repo.git.for_each_ref("--format=%(refname)%00%(objectname)", "refs/tags", "refs/heads")
+        out = str(self.repo.git.for_each_ref("--format=%(refname)%00%(objectname)", "refs/tags", "refs/heads"))
         for line in out.splitlines():
             ref, _, sha = line.partition("\x00")
             if ref == name:
