@@ -33,7 +33,7 @@ from hermit_tui.core.publish.plan import (
     same_adapter,
     unified_diff,
 )
-from hermit_tui.core.records.folders import eval_root, list_evaluations
+from hermit_tui.core.records.folders import SUMMARY, check_no_links, eval_root, list_evaluations
 from hermit_tui.core.records.journal import now_iso
 from hermit_tui.core.records.results import read_summary, write_atomic
 from hermit_tui.core.workspace.config import Config
@@ -94,6 +94,16 @@ def append_log(path: Path, entry: dict[str, Any]) -> None:
     write_atomic(path, old + json.dumps(entry, sort_keys=False) + "\n")
 
 
+def check_publish_links(config: Config, summary: Path | None) -> None:
+    """What a publish or an undo writes (final's summary.json, the publish log, CARD.md) never goes through a
+    symbolic link: refused, naming the link, before anything is changed."""
+    run_dir = Path(config.run_dir)
+    check_no_links(run_dir, eval_root(run_dir), [PUBLISH_LOG])
+    check_no_links(run_dir, run_dir / "checkout", [CARD_NAME])
+    if summary is not None:
+        check_no_links(run_dir, summary.parent, [SUMMARY])
+
+
 def _open(config: Config) -> tuple[AdapterTree, git.Repo]:
     tree = AdapterTree(Path(config.tree_dir))
     try:
@@ -144,6 +154,7 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
     )
     if summary is None or head is None or current is None or new is None or message is None:
         raise InputError("cannot publish: the review found no final summary, checkout head or card to write")
+    check_publish_links(plan.config, summary)
     tree, repo = _open(plan.config)
     log = publish_log_path(plan.config.run_dir)
     summary_bytes, log_bytes = _snapshot(summary), _snapshot(log)
@@ -275,6 +286,7 @@ def undo_publish(config: Config) -> UndoResult:
         summary.name != "summary.json" or summary.resolve().parent.parent != eval_root(config.run_dir).resolve()
     ):
         summary = None  # the log names a summary outside this run: leave it alone
+    check_publish_links(config, summary)
     summary_bytes, log_bytes = (_snapshot(summary) if summary else None), _snapshot(log)
     tree = AdapterTree(Path(config.tree_dir))
     try:

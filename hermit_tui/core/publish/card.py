@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_cell
+from hermit_tui.core.records.folders import check_no_links
 from hermit_tui.core.records.results import Summary
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.gitrepo import open_repo
@@ -268,6 +269,7 @@ def update_final_card(config: Config, summary: Summary | Mapping[str, Any]) -> C
     tag = f"{run}/final"
     checkout = Path(config.run_dir) / "checkout"
     card = checkout / CARD_NAME
+    check_no_links(Path(config.run_dir), checkout, [CARD_NAME])
     if not card.is_file():
         return CardResult(message=f"no {card}: card not updated")
     if s.smoke_limit is not None or s.complete is False:
