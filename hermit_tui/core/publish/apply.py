@@ -33,10 +33,11 @@ from hermit_tui.core.publish.plan import (
     same_adapter,
     unified_diff,
 )
-from hermit_tui.core.records.folders import eval_root, list_evaluations
+from hermit_tui.core.records.folders import SUMMARY, check_no_links, eval_root, list_evaluations
 from hermit_tui.core.records.journal import now_iso
 from hermit_tui.core.records.results import read_summary, write_atomic
 from hermit_tui.core.workspace.config import Config
+from hermit_tui.core.workspace.gitrepo import open_repo
 from hermit_tui.core.workspace.tree import AdapterTree
 
 
@@ -94,10 +95,20 @@ def append_log(path: Path, entry: dict[str, Any]) -> None:
     write_atomic(path, old + json.dumps(entry, sort_keys=False) + "\n")
 
 
+def check_publish_links(config: Config, summary: Path | None) -> None:
+    """What a publish or an undo writes (final's summary.json, the publish log, CARD.md) never goes through a
+    symbolic link: refused, naming the link, before anything is changed."""
+    run_dir = Path(config.run_dir)
+    check_no_links(run_dir, eval_root(run_dir), [PUBLISH_LOG])
+    check_no_links(run_dir, run_dir / "checkout", [CARD_NAME])
+    if summary is not None:
+        check_no_links(run_dir, summary.parent, [SUMMARY])
+
+
 def _open(config: Config) -> tuple[AdapterTree, git.Repo]:
     tree = AdapterTree(Path(config.tree_dir))
     try:
-        return tree, git.Repo(Path(config.run_dir) / "checkout")
+        return tree, open_repo(Path(config.run_dir) / "checkout")
     except Exception:
         tree.close()
         raise
@@ -144,6 +155,7 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
     )
     if summary is None or head is None or current is None or new is None or message is None:
         raise InputError("cannot publish: the review found no final summary, checkout head or card to write")
+    check_publish_links(plan.config, summary)
     tree, repo = _open(plan.config)
     log = publish_log_path(plan.config.run_dir)
     summary_bytes, log_bytes = _snapshot(summary), _snapshot(log)
@@ -291,7 +303,7 @@ def branch_undo_problem(config: Config, entry: dict[str, Any]) -> tuple[str | No
     and put CARD.md back; (None, why not) when the branch and the card stay as they are."""
     branch = f"refs/heads/{config.run_name}"
     card_commit = entry["card_commit"]
-    repo = git.Repo(Path(config.run_dir) / "checkout")
+    repo = open_repo(Path(config.run_dir) / "checkout")
     try:
         before = _card_commit_parent(entry, repo)
         if before is None:
@@ -346,6 +358,7 @@ def undo_publish(config: Config) -> UndoResult:
         summary.name != "summary.json" or summary.resolve().parent.parent != eval_root(config.run_dir).resolve()
     ):
         summary = None  # the log names a summary outside this run: leave it alone
+    check_publish_links(config, summary)
     summary_bytes, log_bytes = (_snapshot(summary) if summary else None), _snapshot(log)
     tree, repo = _open(config)
     card = Path(config.run_dir) / "checkout" / CARD_NAME
@@ -354,8 +367,11 @@ def undo_publish(config: Config) -> UndoResult:
     index_path = Path(repo.git_dir) / "index"
     index_bytes = index_path.read_bytes() if index_path.exists() else None
     try:
+        tag_raw = tree.ref_value(f"refs/tags/{tag}")
         try:
-            tree.move_tag(tag, previous)
+            if tree.tag_target(tag) != card_commit:
+                raise InputError(f"{tag} moved since it was read")
+            tree.move_tag(tag, previous, expected=tag_raw)
             if branch_to is not None:
                 earlier = _blob(repo, branch_to)
                 if earlier is None:
@@ -385,8 +401,13 @@ def undo_publish(config: Config) -> UndoResult:
             )
         except Exception as exc:
             steps: list[Callable[[], object]] = [
-                lambda: tree.repo.git.update_ref(f"refs/tags/{tag}", card_commit),
-                lambda: repo.git.update_ref(branch, card_commit) if branch_to is not None else None,
+                # each only if it is still where the undo left it
+                lambda: tree.swap_ref(f"refs/tags/{tag}", tag_raw, previous),
+                lambda: (
+                    cardmod.move_branch(repo, branch, card_commit, branch_to, "hermit-tui: undo failed, put back")
+                    if branch_to is not None
+                    else None
+                ),
                 lambda: cardmod.write_card(card, card_bytes) if card_bytes is not None else None,
                 lambda: index_path.write_bytes(index_bytes) if index_bytes is not None else None,
             ]
