@@ -268,7 +268,7 @@ class HermitApp(App):
             self.call_from_thread(self.notify, str(exc), title="Cannot launch", severity="error", timeout=10)
             return
         self.current_run = run
-        self.call_from_thread(self._show_run)
+        self.call_from_thread(self._show_run, run)
         error = None
         try:
             run.run_sync()
@@ -280,9 +280,14 @@ class HermitApp(App):
             self.current_run = None
         self.call_from_thread(self._run_ended, run.cancelled, error)
 
-    def _show_run(self) -> None:
+    def _show_run(self, run: EvalRun | None = None) -> None:
         from hermit_tui.dashboard.screens.run import RunScreen
 
+        if run is not None:  # the view is what this launch runs, from its first frame
+            self.drain_events()  # anything of an earlier launch first
+            plan = run.plan
+            self.store.begin_launch(plan.labels, len(plan.task_ids) * plan.repeats, plan.repeats)
+            self.screen.post_message(self.StoreUpdated())
         if not isinstance(self.screen, RunScreen):
             self.push_screen(RunScreen())
 
@@ -427,6 +432,19 @@ class HermitApp(App):
                 self.call_from_thread(self._stored_loaded, store, generation, stored, col, beside_live, new_ids)
 
         self.paced_worker(self, load, group="history", name="open-history")
+
+    def take_out(self, keys: list[str]) -> None:
+        """Take columns out of the view (History lists them still; enter there puts them back). A launch's own
+        column stays while it runs."""
+        running = [k for k in keys if (c := self.store.columns.get(k)) is not None and c.running]
+        gone = [k for k in keys if k not in running and k in self.store.columns]
+        for key in gone:
+            self.store.remove_column(key)
+        if running:
+            self.notify(f"{', '.join(running)}: running, kept in the view until it ends", severity="warning")
+        if gone:
+            self.notify(f"Taken out of the view: {', '.join(gone)} (History puts it back)", timeout=4)
+        self.screen.post_message(self.StoreUpdated())
 
     def paced_worker(self, node: DOMNode, work: Callable[[], Any], **kwargs: Any) -> Worker:
         """``node.run_worker(work, thread=True, **kwargs)`` for work that calls ``self.pacer.pace`` between its
