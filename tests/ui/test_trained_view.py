@@ -159,3 +159,82 @@ async def test_an_early_l_waits_for_the_versions_and_the_remembered_picks(projec
         assert launched == [PICKS]  # every remembered pick, in the list's order
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and not app.running)
         assert set(app.store.columns) == LAUNCHED
+
+
+def failures(config: Path) -> dict[str, int]:
+    """label -> attempts whose status is not ok, from each results.jsonl hermit wrote (the latest per attempt)."""
+    out = {}
+    for path in (config.parent / RUN_DIR / "eval").glob("*/results.jsonl"):
+        latest = {}
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            latest[(rec["id"], rec["repeat"])] = rec["status"]
+        out[path.parent.name] = sum(status != "ok" for status in latest.values())
+    return out
+
+
+async def test_rerun_failed_continues_each_evaluation_with_its_own_repeats(project):
+    from hermit_tui.dashboard.screens.errors import ConfirmRetry, ErrorsScreen
+
+    hermit, failed = on_disk(project), failures(project)
+    commit = next(label for label in hermit if label not in LAUNCHED)
+    assert hermit[commit]["repeats"] == 1 and {hermit[k]["repeats"] for k in LAUNCHED} == {3}
+    # hermit measured final on a commit its tag has moved on from (the card commit): a retry of final is refused,
+    # so the user takes it out of the view first (the per-task table's x), as the refusal suggests
+    shown = set(hermit) - {"final"}
+    app = HermitApp(project)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: restored(app) and set(app.store.columns) == set(hermit))
+        app.take_out(["final"])
+        hermit = {k: v for k, v in hermit.items() if k in shown}
+        app.goto("errors")
+        await wait_for(pilot, lambda: isinstance(app.screen, ErrorsScreen))
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmRetry))
+        scopes = [text for text, _ in app.screen.scopes()]
+        assert scopes[0].startswith(f"every shown selector: {sum(failed[k] for k in shown)} attempts of 5, 2 launches")
+        assert f"only {commit}: {failed[commit]} attempts (1 repeats)" in scopes
+        await pilot.press("enter")  # the default is what shift+r asked for: re-run them, every shown selector
+        await wait_for(pilot, lambda: app.running, timeout=30)
+        await wait_for(
+            pilot,
+            lambda: (
+                not app.running
+                and not app._chain
+                and all(
+                    json.loads((project.parent / RUN_DIR / "eval" / k / "summary.json").read_text()).get("retries")
+                    for k in hermit
+                )
+            ),
+            timeout=60,
+        )
+        assert set(app.store.columns) == shown  # both launches of the chain stay in the view
+    after = on_disk(project)
+    assert "retries" not in after["final"]
+    for label in hermit:
+        assert after[label]["repeats"] == hermit[label]["repeats"], label  # each kept its own protocol
+        assert after[label]["retries"] == failed[label], label
+
+
+async def test_rerun_of_one_selector(project):
+    from hermit_tui.dashboard.screens.errors import ConfirmRetry, ErrorsScreen
+
+    hermit, failed = on_disk(project), failures(project)
+    app = HermitApp(project)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: restored(app) and set(app.store.columns) == set(hermit))
+        app.goto("errors")
+        await wait_for(pilot, lambda: isinstance(app.screen, ErrorsScreen))
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmRetry))
+        index = next(i for i, (text, _) in enumerate(app.screen.scopes()) if text.startswith("only root:"))
+        app.screen.query_one("#retry-scope").highlighted = index
+        await pilot.press("enter")
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, RunScreen) and not app.running and set(app.store.columns) == {"root"},
+            timeout=120,
+        )
+    after = on_disk(project)
+    assert after["root"]["retries"] == failed["root"]
+    assert all("retries" not in after[k] or not after[k]["retries"] for k in hermit if k != "root")

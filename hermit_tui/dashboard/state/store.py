@@ -214,14 +214,16 @@ class EvalStore(TriageStore):
                 col.running = False
         self._touch()
 
-    def begin_launch(self, labels: Iterable[str], per_selector: int, repeats: int) -> None:
+    def begin_launch(self, labels: Iterable[str], per_selector: int, repeats: int, *, keep: Iterable[str] = ()) -> None:
         """A launch of ``labels`` starts: the view becomes exactly what it launches. Every other column is taken out
         (History and the per-task table put evaluations back beside it), and each launched label shows an empty,
         running column at once, not the earlier evaluation of that label read from disk (its attempts would show
         as the launch's progress until the launch's own first event). Called by the app before the run screen
-        shows, and by ``RunStarted`` when it was not (the headless paths)."""
-        labels = list(labels)
-        self.columns = {}  # not closed: a screen may still hold one; read again when put back
+        shows, and by ``RunStarted`` when it was not (the headless paths). ``keep``: labels that stay as they are
+        (the earlier launches of a chain)."""
+        labels, kept = list(labels), set(keep) - set(labels)
+        # the others are not closed: a screen may still hold one; read again when put back
+        self.columns = {k: c for k, c in self.columns.items() if k in kept}
         for label in labels:
             self.columns[label] = Column(
                 key=label,
