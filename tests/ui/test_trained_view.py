@@ -193,7 +193,7 @@ async def test_rerun_failed_continues_each_evaluation_with_its_own_repeats(proje
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmRetry))
         scopes = [text for text, _ in app.screen.scopes()]
         assert scopes[0].startswith(f"every shown selector: {sum(failed[k] for k in shown)} attempts of 5, 2 launches")
-        assert f"only {commit}: {failed[commit]} attempts (1 repeats)" in scopes
+        assert f"only {commit}: {failed[commit]} attempts (1 repeat)" in scopes
         await pilot.press("enter")  # the default is what shift+r asked for: re-run them, every shown selector
         await wait_for(pilot, lambda: app.running, timeout=30)
         await wait_for(

@@ -115,7 +115,8 @@ class ConfirmRetry(HermitModal[RetryKeys | None]):
             r = self.repeats.get(label)
             out.append(
                 (
-                    f"only {label}: {attempts(len(self.retry[label]))}" + (f" ({r} repeats)" if r else ""),
+                    f"only {label}: {attempts(len(self.retry[label]))}"
+                    + (f" ({r} repeat{'s' * (r != 1)})" if r else ""),
                     {label: self.retry[label]},
                 )
             )
@@ -133,8 +134,8 @@ class ConfirmRetry(HermitModal[RetryKeys | None]):
             yield Static(self.warning(self.retry), id="retry-warning", classes="warning-banner")
             yield Static("enter re-runs the highlighted choice · escape cancels", classes="muted")
             with Horizontal(id="retry-buttons"):
-                yield Button("Re-run failed", variant="warning", id="retry-confirm")
-                yield Button("Cancel", id="retry-cancel")
+                yield Button("Re-run failed", variant="warning", id="retry-confirm", compact=True)
+                yield Button("Cancel", id="retry-cancel", compact=True)
 
     def on_mount(self) -> None:
         scope = self.query_one("#retry-scope", OptionList)
