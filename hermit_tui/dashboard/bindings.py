@@ -45,6 +45,7 @@ RUN: list[BindingType] = [
     Binding("v", "compare", "Compare"),
     Binding("p", "review", "Review"),
     Binding("s", "setup", "Setup"),
+    Binding("h", "history", "History", show=False),
     Binding("enter", "drill", "Drill down", show=False),
 ]
 
@@ -81,7 +82,10 @@ TASKS: list[BindingType] = [
     Binding("left_square_bracket", "prev_repeat", "Outputs: previous repeat", key_display="[", show=False),
     Binding("right_square_bracket", "next_repeat", "Outputs: next repeat", key_display="]", show=False),
     Binding("e", "errors", "Errors", show=False),
+    Binding("v", "compare", "Compare", show=False),
     Binding("h", "history", "History", show=False),
+    Binding("plus", "history", "Add evaluations to the view (History)", key_display="+", show=False),
+    Binding("x", "take_out", "Take a selector out of the view…", show=False),
     Binding("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
@@ -115,7 +119,8 @@ ERRORS: list[BindingType] = [
 
 HISTORY: list[BindingType] = [
     Binding("space", "toggle_pick", "Select"),
-    Binding("enter", "open_selected", "Side by side"),
+    Binding("enter", "open_selected", "Add to view"),
+    Binding("x", "take_out", "Take out of view"),
     Binding("slash", "open_folder", "Open folder…", key_display="/", show=False),
     Binding("escape", "back", "Back"),
 ]

@@ -104,7 +104,12 @@ def palette_commands(app) -> list[tuple[str, str, Callable]]:
             "per label, the tasks b fixed or introduced against a",
             partial(on, "compare", "show_labels"),
         ),
-        ("History", "open earlier evaluations side by side", partial(app.goto, "history")),
+        ("History", "add earlier evaluations to the view, or take them out (x)", partial(app.goto, "history")),
+        (
+            "Take a selector out of the view…",
+            "the per-task table's x; History (enter) puts it back",
+            partial(on, "tasks", "take_out"),
+        ),
         ("Compare two selectors", "intervals, paired difference, verdict, plots", partial(app.goto, "compare")),
         ("Swap the compared selectors", "a and b change places", partial(on, "compare", "swap")),
         ("Review & publish the final card", "diff, warnings, explicit confirm; undo", partial(app.goto, "review")),
