@@ -41,6 +41,39 @@ SUMMARY_KEYS = (
 SOLVED_THRESHOLD = 1.0
 
 
+#: The fields of a record whose text may come from a pipeline or a judge (``id`` comes from the task file).
+TEXT_FIELDS = ("error", "output", "judge", "api_speed", "tokens", "log", "traceback", "printed")
+
+
+def without_lone_surrogates(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone surrogate (a code point U+D800..U+DFFF that is not half of a pair: not Unicode
+    text, it cannot be written as UTF-8 and JSON readers refuse its escape) replaced by U+FFFD, in strings, mapping
+    keys and nested values; and whether anything was replaced. A pair of surrogates becomes the character it
+    encodes."""
+    kind = type(value)
+    if kind is str:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), True
+        return value, False
+    if isinstance(value, dict):
+        changed = False
+        out = {}
+        for k, v in value.items():
+            k2, a = without_lone_surrogates(k)
+            v2, b = without_lone_surrogates(v)
+            out[k2] = v2
+            changed = changed or a or b
+        return (out if changed else value), changed
+    if isinstance(value, (list, tuple)):
+        items = [without_lone_surrogates(v) for v in value]
+        if any(c for _, c in items):
+            return [v for v, _ in items], True
+        return value, False
+    return value, False
+
+
 class Judged(BaseModel):
     """The judge's verdict as recorded: ``extra`` is absent on pipeline errors, as hermit writes it."""
 
@@ -71,6 +104,8 @@ class AttemptRecord(BaseModel):
     # hermit-tui's: the file holding what the attempt printed (its last 64 KiB; core/run/printed.py), absent when
     # nothing
     printed: str | None = None
+    # hermit-tui's: the fields whose text held lone surrogates (not Unicode), written with U+FFFD in their place
+    replaced_surrogates: list[str] | None = None
     # The attempt's trajectory (RunOutput.messages) on its way from the executor to the journal, which writes it to
     # the transcripts sidecar and drops it: never a key of results.jsonl, never kept by the dashboard.
     _messages: list[Any] | None = PrivateAttr(default=None)
@@ -87,6 +122,35 @@ class AttemptRecord(BaseModel):
         return (self.id, self.repeat)
 
     def to_json_line(self) -> str:
+        """The results.jsonl line (strict JSON). Text holding lone surrogates is first replaced on the record itself
+        (``replace_lone_surrogates``), so that every reader of the file (and of the record) gets Unicode text."""
+        try:
+            line = self._json_line()
+        except UnicodeEncodeError:  # pydantic's JSON mode refuses a lone surrogate in some fields
+            if not self.replace_lone_surrogates():
+                raise
+            return self._json_line()
+        if "\\ud" in line and self.replace_lone_surrogates():  # only an escaped surrogate can be a lone one
+            line = self._json_line()
+        return line
+
+    def replace_lone_surrogates(self) -> list[str]:
+        """Replace lone surrogates in the record's texts by U+FFFD; the fields changed (also kept, added to any
+        earlier ones, in ``replaced_surrogates``)."""
+        changed = []
+        for name in TEXT_FIELDS:
+            value = getattr(self, name)
+            if name == "judge":
+                value = self.judge.model_dump()
+            clean, replaced = without_lone_surrogates(value)
+            if replaced:
+                changed.append(name)
+                setattr(self, name, Judged.model_validate(clean) if name == "judge" else clean)
+        if changed:
+            self.replaced_surrogates = sorted({*(self.replaced_surrogates or ()), *changed})
+        return changed
+
+    def _json_line(self) -> str:
         data = self.model_dump(mode="json", exclude_none=False)
         if data["judge"].get("extra") is None:  # hermit writes no judge.extra when the pipeline failed
             data["judge"].pop("extra", None)
