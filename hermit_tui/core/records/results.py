@@ -74,6 +74,26 @@ def without_lone_surrogates(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def _may_hold_lone_surrogates(value: Any) -> bool:
+    kind = type(value)
+    if kind is str:
+        if value.isascii():
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if value is None or kind is int or kind is float or kind is bool:
+        return False
+    if kind is dict and not value:
+        return False
+    try:
+        return "\\ud" in json.dumps(value, default=str)
+    except Exception:  # not JSON at all: encoding the line says why (the attempt's error)
+        return False
+
+
 class Judged(BaseModel):
     """The judge's verdict as recorded: ``extra`` is absent on pipeline errors, as hermit writes it."""
 
@@ -124,15 +144,19 @@ class AttemptRecord(BaseModel):
     def to_json_line(self) -> str:
         """The results.jsonl line (strict JSON). Text holding lone surrogates is first replaced on the record itself
         (``replace_lone_surrogates``), so that every reader of the file (and of the record) gets Unicode text."""
-        try:
-            line = self._json_line()
-        except UnicodeEncodeError:  # pydantic's JSON mode refuses a lone surrogate in some fields
-            if not self.replace_lone_surrogates():
-                raise
-            return self._json_line()
-        if "\\ud" in line and self.replace_lone_surrogates():  # only an escaped surrogate can be a lone one
-            line = self._json_line()
-        return line
+        if self._may_hold_lone_surrogates():
+            self.replace_lone_surrogates()  # before pydantic's JSON mode, which refuses or mangles them
+        return self._json_line()
+
+    def _may_hold_lone_surrogates(self) -> bool:
+        """Whether some text of the record may hold a lone surrogate: plain strings are checked at once, nested
+        values by one C-speed dump (an escaped surrogate, of a pair or a lone one); the walk that tells them apart
+        runs only then."""
+        judge = self.judge
+        for value in (self.error, self.output, judge.feedback, judge.extra, self.api_speed, self.tokens, self.log):
+            if _may_hold_lone_surrogates(value):
+                return True
+        return _may_hold_lone_surrogates(self.traceback) or _may_hold_lone_surrogates(self.printed)
 
     def replace_lone_surrogates(self) -> list[str]:
         """Replace lone surrogates in the record's texts by U+FFFD; the fields changed (also kept, added to any
@@ -288,6 +312,9 @@ class Summary(BaseModel):
     protocol_warnings: list[str] | None = None
     ignored_attempts: int | None = None  # attempts outside the test ids or the repeats (another tool's lines)
     nonfinite_scores: int | None = None  # NaN or infinite scores in a file another tool wrote, counted 0
+    # sums that overflowed to infinity (numbers near 1e308 in a file another tool wrote): "cost_usd" is then null
+    # (unknown), never infinity; hermit-tui's own attempts never report a number beyond ±1e12
+    overflowed: list[str] | None = None
     published: Published | None = None  # written by publish (core.publish.apply), after the evaluation
 
     @property
@@ -329,8 +356,11 @@ def summarize(
 
     Attempts on ids outside ``task_ids`` or repeats outside 1..``repeats`` are not counted (``ignored_attempts``
     says how many); a score that is not a finite number (NaN, infinity: only a file written by another tool can
-    hold one) counts 0 and ``nonfinite_scores`` says how many.
+    hold one) counts 0 and ``nonfinite_scores`` says how many. A sum that overflows to infinity (finite numbers near
+    1e308, again only in another tool's file) is never written: the known cost is then None and ``overflowed`` names
+    it; the mean is computed as a sum of shares, which stays finite.
     """
+    records = records if isinstance(records, (list, tuple)) else list(records)
     total = 0.0
     n = 0
     solved: set[str] = set()
@@ -359,6 +389,20 @@ def summarize(
         elif rec.status == "judge_error":
             judge_errors += 1
     tasks = len(task_ids)
+    overflowed = []
+    mean = total / n if n else 0.0
+    if not math.isfinite(total):  # finite scores whose sum overflowed: the mean as a sum of shares stays finite
+        mean = math.fsum(
+            s / n
+            for rec in records
+            if rec.id in wanted and 1 <= rec.repeat <= repeats and math.isfinite(s := rec.score)
+        )
+    known: float | None = known_cost
+    if not math.isfinite(known_cost):
+        known = None
+        overflowed.append("cost_usd")
+    if overflowed:
+        extra["overflowed"] = overflowed
     if ignored:
         extra["ignored_attempts"] = ignored
     if nonfinite:
@@ -368,14 +412,14 @@ def summarize(
         commit=commit,
         tasks=tasks,
         repeats=repeats,
-        mean_score=total / n if n else 0.0,
+        mean_score=mean,
         solved_once=len(solved & wanted) / tasks if tasks else 0.0,
-        cost_usd=None if unknown else known_cost,
+        cost_usd=None if unknown else known,
         unknown_cost_tasks=unknown,
         errors=pipeline_errors + judge_errors,
         wall_s=round(wall_s, 1),
         attempts=n,
-        known_cost_usd=known_cost,
+        known_cost_usd=known,
         pipeline_errors=pipeline_errors,
         judge_errors=judge_errors,
         **extra,

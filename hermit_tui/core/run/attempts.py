@@ -21,7 +21,7 @@ from hermit_tui.core.outputs import RunOutput
 from hermit_tui.core.records.results import AttemptRecord, Judged
 from hermit_tui.core.records.transcripts import jsonable
 from hermit_tui.core.run.printed import _CAPTURE, Tail, capturing, save_printed
-from hermit_tui.core.workspace.callables import leave_if_forked, normalize_judge, normalize_output
+from hermit_tui.core.workspace.callables import LARGEST_REPORTED, leave_if_forked, normalize_judge, normalize_output
 
 TRACEBACK_CHARS = 4000
 #: What a pipeline (or a judge) may raise that still counts as its own failure: sys.exit and a KeyboardInterrupt it
@@ -169,6 +169,13 @@ def output_problem(out: RunOutput) -> str | None:
         return f"TypeError: the pipeline's cost_usd is {_shown(out.cost_usd)}, not a finite number of dollars or None"
     if out.wall_s and not _finite(out.wall_s):
         return f"TypeError: the pipeline's wall_s is {_shown(out.wall_s)}, not a finite number of seconds"
+    for name, unit in (("cost_usd", "dollars"), ("wall_s", "seconds")):
+        value = getattr(out, name)
+        if value is not None and abs(value) > LARGEST_REPORTED:
+            return (
+                f"ValueError: the pipeline's {name} is {value:g}, beyond ±{LARGEST_REPORTED:g} {unit} "
+                "(a sum of such numbers overflows)"
+            )
     for name in ("tokens", "api_speed"):
         problem = json_problem(getattr(out, name))
         if problem:

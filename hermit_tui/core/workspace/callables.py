@@ -34,6 +34,10 @@ RUN_OUTPUT_FIELDS = tuple(f.name for f in dataclasses.fields(RunOutput))
 #: What the user's code may raise at import (or when its agent class is built) that is its failure, not ours.
 IMPORT_FAILURES = (Exception, SystemExit, KeyboardInterrupt, GeneratorExit)
 T = TypeVar("T")
+#: The largest magnitude of a number a pipeline or a judge may report (a cost, a wall time, a score): far beyond any
+#: real one, and small enough that sums (and sums of squares) over the most attempts a launch runs stay finite. A
+#: larger one is that attempt's error, as a NaN is: hermit-tui never writes a sum that overflowed to infinity.
+LARGEST_REPORTED = 1e12
 
 
 def leave_if_forked(pid: int) -> None:
@@ -234,6 +238,10 @@ def normalize_judge(value: Any) -> tuple[float, str, dict[str, Any]]:
     score = float(raw)
     if not math.isfinite(score):
         raise ValueError(f"the judge's score is {score}, not a finite number")
+    if abs(score) > LARGEST_REPORTED:
+        raise ValueError(
+            f"the judge's score is {score:g}, beyond ±{LARGEST_REPORTED:g} (a sum of such scores overflows)"
+        )
     try:
         text = "" if feedback is None else str(feedback)
     except Exception as exc:
