@@ -38,6 +38,7 @@ _SPECIAL = (
     "\u2028\u2029"  # line and paragraph separators
     "\ud800-\udfff"  # lone surrogates (never encodable: they end a write with UnicodeEncodeError)
 )
+ACTED_ON = re.compile(f"[{_SPECIAL}\r]")  # what a terminal acts on in a text that keeps its newlines and tabs
 _BLOCK = re.compile(f"[{_SPECIAL}]|\r(?!\n)")  # keeps newlines and tabs; a lone carriage return is shown
 _LINE = re.compile(f"[{_SPECIAL}\t\n\r]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -123,4 +124,4 @@ def json_text(document: str) -> str:
     return _JSON_BAD.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
-__all__ = ["csv_cell", "html", "json_text", "line", "markdown", "markup", "terminal", "xml"]
+__all__ = ["ACTED_ON", "csv_cell", "html", "json_text", "line", "markdown", "markup", "terminal", "xml"]
