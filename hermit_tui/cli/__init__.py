@@ -22,6 +22,7 @@ from hermit_tui.cli import show as cli_show
 from hermit_tui.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, Parser
 from hermit_tui.cli.dashboard import open_dashboard
 from hermit_tui.core.errors import InputError, RunFailed
+from hermit_tui.core.safe import line
 
 COMMANDS = {
     "eval": cli_eval,
@@ -65,10 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return COMMANDS[args.command].run(args)
         return open_dashboard(Path(args.config) if args.config else None, args.set)
     except InputError as exc:
-        sys.stderr.write(f"hermit-tui: error: {exc}\n")
+        sys.stderr.write(f"hermit-tui: error: {line(exc)}\n")  # an echoed --task or file name shown, not run
         return EXIT_BAD_INPUT
     except RunFailed as exc:
-        sys.stderr.write(f"hermit-tui: the run stopped: {exc}\n")
+        sys.stderr.write(f"hermit-tui: the run stopped: {line(exc)}\n")
         return EXIT_FAILED
     except KeyboardInterrupt:
         sys.stderr.write("hermit-tui: interrupted\n")

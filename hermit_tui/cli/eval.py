@@ -11,6 +11,7 @@ import sys
 from hermit_tui.cli import gate as cli_gate
 from hermit_tui.cli.common import EXIT_FAILED, EXIT_OK
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import line, markup
 
 
 def add_parser(sub) -> None:
@@ -119,7 +120,7 @@ def _progress(run, stream):
 
     def rich_sink(event):
         if isinstance(event, ev.SelectorStarted):
-            bars[event.label] = progress.add_task(event.label, total=event.total, note="")
+            bars[event.label] = progress.add_task(markup(event.label), total=event.total, note="")
             sums[event.label] = [0.0, 0, 0]
         elif isinstance(event, ev.AttemptFinished):
             acc = sums[event.label]
@@ -130,7 +131,7 @@ def _progress(run, stream):
         elif isinstance(event, ev.SelectorFinished) and event.summary.expected_attempts:
             progress.update(bars[event.label], total=event.summary.expected_attempts)  # stopped when decided
         elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
-            progress.console.print(event.message)
+            progress.console.print(line(event.message), markup=False, highlight=False)
 
     return rich_sink, progress
 
@@ -221,7 +222,9 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         sys.stderr.write("cancelled: the summaries are marked incomplete\n")
         return EXIT_FAILED
     if run.stop_reason:
-        sys.stderr.write(f"stopped: {run.stop_reason}; the summaries are marked incomplete (continue with --resume)\n")
+        sys.stderr.write(
+            f"stopped: {line(run.stop_reason)}; the summaries are marked incomplete (continue with --resume)\n"
+        )
         return EXIT_FAILED
     if gate is not None:
         code = cli_gate.gate_after_eval(gate, config, run.tasks, sys.stderr)
@@ -249,6 +252,7 @@ def _check_publish(args, run) -> None:
 
 
 def _review_hint(config: str) -> str:
+    config = line(config)
     return (
         "final is evaluated; CARD.md and the final tag are unchanged. Review: "
         f"hermit-tui publish --config {config} --dry-run; then publish: hermit-tui publish --config {config}\n"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import line
 
 EXIT_GATE_FAILED = 3
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -205,7 +206,7 @@ def append_step_summary(markdown: str) -> None:
             fh.write(markdown)
     except OSError as exc:
         sys.stderr.write(
-            f"hermit-tui: warning: ${STEP_SUMMARY} {target}: cannot append the summary ({exc.strerror or exc})\n"
+            f"hermit-tui: warning: ${STEP_SUMMARY} {line(target)}: cannot append the summary ({exc.strerror or exc})\n"
         )
 
 

@@ -14,6 +14,8 @@ import sys
 from typing import TextIO
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import line as one_line
+from hermit_tui.core.safe import terminal
 
 EXIT_OK, EXIT_DECLINED = 0, 1
 _COLOURS = {"+": "\x1b[32m", "-": "\x1b[31m", "@": "\x1b[36m"}
@@ -58,7 +60,7 @@ def _write_diff(diff: str, out: TextIO) -> None:
     for line in diff.splitlines():
         if colour and line[:1] in _COLOURS and not line.startswith(("+++", "---")):
             line = f"{_COLOURS[line[0]]}{line}{_RESET}"
-        out.write(line + "\n")
+        out.write(terminal(line) + "\n")
 
 
 def show_plan(plan, out: TextIO) -> None:
@@ -70,10 +72,10 @@ def show_plan(plan, out: TextIO) -> None:
     if plan.warnings:
         n = len(plan.warnings)
         out.write(f"\n{n} warning{'s' if n > 1 else ''}, read before publishing:\n")
-        out.writelines(f"  ! {w}\n" for w in plan.warnings)
+        out.writelines(f"  ! {one_line(w)}\n" for w in plan.warnings)
     if plan.refusals:
         out.write("\nPublishing is refused:\n")
-        out.writelines(f"  x {r}\n" for r in plan.refusals)
+        out.writelines(f"  x {one_line(r)}\n" for r in plan.refusals)
 
 
 def _confirmed(word: str, what: str, stdin: TextIO, stderr: TextIO) -> bool:
@@ -115,7 +117,7 @@ def run(args, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stde
             stderr.write("not published\n")
             return EXIT_DECLINED
     result = publish(plan)
-    stdout.write(result.message + "\n")
+    stdout.write(terminal(result.message) + "\n")
     return EXIT_OK
 
 
@@ -136,5 +138,5 @@ def _undo(args, config, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
         if not _confirmed(UNDO_WORD, "undo the publish", stdin, stderr):
             stderr.write("nothing undone\n")
             return EXIT_DECLINED
-    stdout.write(undo_publish(config).message + "\n")
+    stdout.write(terminal(undo_publish(config).message) + "\n")
     return EXIT_OK

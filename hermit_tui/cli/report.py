@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import line
 
 FORMATS = ("md", "json", "csv", "html", "junit")
 
@@ -159,7 +160,7 @@ def run(args) -> int:
         write_atomic(output, text)
     except OSError as exc:
         raise InputError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    sys.stderr.write(f"report written to {output}\n")
+    sys.stderr.write(f"report written to {line(output)}\n")
     return 0
 
 

@@ -18,6 +18,8 @@ from typing import Any
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_text, tokens_text
 from hermit_tui.core.records.columns import task_records
+from hermit_tui.core.safe import json_text, terminal
+from hermit_tui.core.safe import line as one_line
 
 FORMATS = ("text", "json")
 
@@ -154,12 +156,15 @@ def to_text(shown: dict) -> str:
     from hermit_tui.core.records.transcripts import transcript_lines, turns_of
 
     task = shown["task"]
-    lines = [f"Task {task['id']} under {shown['label']} (selector {shown['selector']}, {shown['folder']})"]
+    lines = [
+        f"Task {one_line(task['id'])} under {one_line(shown['label'])} (selector {one_line(shown['selector'])}, "
+        f"{one_line(shown['folder'])})"
+    ]
     if task["fields"] is not None:
         width = max(len(str(k)) for k in task["fields"]) if task["fields"] else 0
         for key, value in task["fields"].items():
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-            lines.append(f"  {str(key):<{width}}  {text}")
+            lines.append(f"  {one_line(key):<{width}}  {text}")
     if task["note"]:
         lines.append(f"  ({task['note']})")
     for warning in shown["skipped_lines"]:
@@ -175,7 +180,7 @@ def to_text(shown: dict) -> str:
         rows.append(("Log", a["log"] or "none"))
         if a["printed"]:
             rows.append(("Printed", a["printed"]))
-        lines += [f"{name:<11} {value}" for name, value in rows]
+        lines += [f"{name:<11} {one_line(value)}" for name, value in rows]
         if a["judge_extra"]:
             lines.append("Judge extra")
             lines += _block(a["judge_extra"])
@@ -192,7 +197,7 @@ def to_text(shown: dict) -> str:
             where = "transcripts.jsonl" if t["source"] != "log" else f"the log {t['path']}"
             lines.append(f"Transcript  {len(turns)} messages, from {where}")
             lines += ["  " + line for line in transcript_lines(turns)]
-    return "\n".join(lines) + "\n"
+    return terminal("\n".join(lines)) + "\n"  # every text from the data: its control characters shown, not sent
 
 
 def run(args) -> int:
@@ -202,7 +207,9 @@ def run(args) -> int:
     config = load_config(args.config, args.overrides or [])
     shown = gather(config, args.adapter, str(args.task), args.repeat)
     text = (
-        json.dumps(shown, indent=1, ensure_ascii=False, default=str) + "\n" if args.format == "json" else to_text(shown)
+        json_text(json.dumps(shown, indent=1, ensure_ascii=False, default=str)) + "\n"
+        if args.format == "json"
+        else to_text(shown)
     )
     try:
         sys.stdout.write(text)

@@ -20,7 +20,14 @@ from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.palette import HermitCommands
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.state.store import EvalStore
-from hermit_tui.dashboard.support import BEAT_S, Pacer, current_evaluations, protocol_warnings, start_resource_tracker
+from hermit_tui.dashboard.support import (
+    BEAT_S,
+    Pacer,
+    current_evaluations,
+    guard_terminal,
+    protocol_warnings,
+    start_resource_tracker,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -96,6 +103,7 @@ class HermitApp(App):
         store: EvalStore | None = None,
         live_updates: bool = True,
     ):
+        guard_terminal()  # no control character of the data reaches the terminal, whichever widget shows it
         super().__init__()
         self.config_path = Path(config_path) if config_path else None
         self.overrides = list(overrides or [])

@@ -37,6 +37,8 @@ from hermit_tui.core.present import partial_cost, smoke_caveat
 from hermit_tui.core.records.columns import ERROR, JUDGE_ERROR, AttemptTable
 from hermit_tui.core.records.folders import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.records.results import SOLVED_THRESHOLD, AttemptRecord, SequentialEntry
+from hermit_tui.core.safe import line as one_line
+from hermit_tui.core.safe import markdown
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES, Fingerprint, differences
 from hermit_tui.core.workspace.tasks import TaskSet
@@ -687,13 +689,13 @@ def verdict_line(result: GateResult) -> str:
 
 def to_text(result: GateResult) -> str:
     """One line per check, PASS or FAIL with the figure that decided it, then the verdict."""
-    vs = f" vs baseline {result.baseline}" if result.baseline else ""
-    head = f"gate: candidate {result.candidate}{vs}, margin {result.margin:g}" + (
+    vs = f" vs baseline {one_line(result.baseline)}" if result.baseline else ""
+    head = f"gate: candidate {one_line(result.candidate)}{vs}, margin {result.margin:g}" + (
         ", smoke subsets" if result.smoke else ""
     )
     ran = "checks: " + ", ".join(dict.fromkeys(c.requirement for c in result.checks))
-    lines = [head, f"evidence: {result.evidence}", ran] if result.evidence else [head, ran]
-    return "\n".join([*lines, *(c.line for c in result.checks), verdict_line(result)]) + "\n"
+    lines = [head, one_line(f"evidence: {result.evidence}"), ran] if result.evidence else [head, ran]
+    return "\n".join([*lines, *(one_line(c.line) for c in result.checks), one_line(verdict_line(result))]) + "\n"
 
 
 def to_json(result: GateResult) -> str:
@@ -701,11 +703,11 @@ def to_json(result: GateResult) -> str:
     for check, model in zip(data["checks"], result.checks):
         check["line"] = model.line
     data["verdict"] = "PASS" if result.passed else "FAIL"
-    return json.dumps(data, indent=1) + "\n"
+    return json.dumps(data, indent=1) + "\n"  # ASCII: every control character is a \\u escape
 
 
 def _md(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+    return markdown(value)
 
 
 def _ci(f: SelectorFacts) -> str:
@@ -721,8 +723,8 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
     verdict = "PASS" if result.passed else "FAIL"
     out = [f"### hermit-tui gate: {verdict}", ""]
     out.append(
-        f"Run `{_md(result.run_name)}`, candidate `{_md(result.candidate)}`"
-        + (f" against baseline `{_md(result.baseline)}`" if result.baseline else "")
+        f"Run {_md(result.run_name)}, candidate {_md(result.candidate)}"
+        + (f" against baseline {_md(result.baseline)}" if result.baseline else "")
         + f", margin {result.margin:g}"
         + (", smoke subsets (`--smoke`)" if result.smoke else "")
         + (", no-regression read leniently (`--lenient`)" if result.lenient else "")
@@ -762,7 +764,8 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
         iv = result.interval
         out += [
             "",
-            f"{result.candidate} - {result.baseline}: 95% CI {iv.low:+.4f} to {iv.high:+.4f} ({_md(iv.method)}).",
+            f"{_md(result.candidate)} - {_md(result.baseline)}: 95% CI {iv.low:+.4f} to {iv.high:+.4f} "
+            f"({_md(iv.method)}).",
         ]
     out += ["", "| check | result | figure |", "|---|---|---|"]
     out += [f"| {_md(c.name)} | {'PASS' if c.passed else '**FAIL**'} | {_md(c.figure)} |" for c in result.checks]

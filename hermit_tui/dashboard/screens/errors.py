@@ -17,6 +17,8 @@ from textual.widgets.tree import TreeNode
 from hermit_tui.core.present import retry_caveat
 from hermit_tui.core.run.continuing import RetryCandidate, retry_targets
 from hermit_tui.core.run.launch import LaunchOptions, RetryKeys
+from hermit_tui.core.safe import line as one_line
+from hermit_tui.core.safe import terminal
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.annotate import Triage, progress_text
@@ -87,7 +89,7 @@ def _node_key(data: Any) -> Any:
 
 
 def _one_line(message: str) -> str:
-    line = (message.strip().splitlines() or ["(no message)"])[0]
+    line = one_line((message.strip().splitlines() or ["(no message)"])[0])
     return line if len(line) <= MAX_LABEL else line[: MAX_LABEL - 1] + "…"
 
 
@@ -305,7 +307,9 @@ class ErrorsScreen(Triage, HermitScreen[None]):
                         labels = ("  " + " ".join(f"[{n}]" for n in ann.labels)) if ann and ann.labels else ""
                         leaf = group_node.add_leaf(
                             Text.assemble(
-                                (key.ljust(width), "bold"), f"  {task_id}  repeat {repeat}", (labels, "italic")
+                                (key.ljust(width), "bold"),
+                                f"  {one_line(task_id)}  repeat {repeat}",
+                                (labels, "italic"),
                             ),
                             data=ref,
                         )
@@ -331,18 +335,18 @@ class ErrorsScreen(Triage, HermitScreen[None]):
                 return
             tb = col.tracebacks.get((data.task_id, data.repeat)) or ""
             text = Text.assemble(
-                (f"{data.key} · {data.task_id} · repeat {data.repeat}", "bold"),
+                (f"{data.key} · {one_line(data.task_id)} · repeat {data.repeat}", "bold"),
                 "   enter: open\n",
-                rec.judge.feedback or rec.error or "",
+                terminal(rec.judge.feedback or rec.error or ""),
             )
-            tail = tb.rstrip("\n").splitlines()[-4:]
+            tail = terminal(tb.rstrip("\n")).splitlines()[-4:]
             if tail:
                 text.append("\n" + "\n".join(tail), style="dim")
             detail.update(text)
         elif isinstance(data, ErrorGroup):
             detail.update(
                 Text.assemble(
-                    (data.error or "(no message)", "bold"),
+                    (terminal(data.error or "(no message)"), "bold"),
                     "\n",
                     f"{data.total} attempts: enter on one opens it; shift+r re-runs the failed attempts",
                 )
