@@ -179,3 +179,17 @@ def test_diff_on_a_project_trained_by_real_hermit(trained, capsys):
     assert git.Repo(tree).head.commit.hexsha == head_before
     code, out, _ = cli(capsys, "diff", "--config", str(trained), "--a", "none", "--b", "adapters/shouty")
     assert code == 0 and "none has no adapter" in out
+
+
+def test_the_report_has_a_section_per_compared_pair(run_yaml, capsys):
+    code, md, _ = cli(capsys, "report", "--config", run_yaml)
+    assert code == 0
+    lines = md.splitlines()
+    assert "## Why it changed" in lines and "### Why it changed: v1 -> v2" in lines
+    start = lines.index("### Why it changed: v1 -> v2")
+    assert "- fixed (1): t1" in lines[start:] and "- added: tool new_tool, skill plan, subagent critic" in lines
+    code, out, _ = cli(capsys, "report", "--config", run_yaml, "--format", "json")
+    why = json.loads(out)["why"]
+    assert [(p["a"], p["b"]) for p in why] == [("v1", "v2")] and why[0]["divergence"] == {"1": 4, "3": 1, "never": 3}
+    code, page, _ = cli(capsys, "report", "--config", run_yaml, "--format", "html")
+    assert code == 0 and '<section id="why">' in page and "tool new_tool" in page

@@ -45,6 +45,7 @@ ALLOWED_TAGS = {
     "li",
     "a",
     "code",
+    "pre",
     "strong",
     "span",
     "div",

@@ -12,6 +12,7 @@ from hermit_tui.core.records.annotations import FailureTaxonomy
 from hermit_tui.core.records.results import SequentialEntry
 from hermit_tui.core.report.protocol import Check, TestReuse
 from hermit_tui.core.stats.figures import PairStats, SelectorStats
+from hermit_tui.core.why.pair import PairWhy
 from hermit_tui.core.workspace.fingerprint import Fingerprint
 
 FORMAT = "hermit-tui report 1"
@@ -86,6 +87,7 @@ class Report(BaseModel):
     training: TrainingEvidence | None
     test_ids: list[str]
     taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/records/annotations.py)
+    why: list[PairWhy] = []  # per compared pair: the adapter's diff, the flips, divergence, usage (core/why)
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from hermit_tui.core.report.model import Report
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.why.text import pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
 
@@ -188,6 +189,7 @@ def to_markdown(report: Report) -> str:
             out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
         out.append("")
     out += _taxonomy_markdown(r)
+    out += _why_markdown(r)
     out += ["## Comparability", ""]
     if r.comparable:
         out.append(
@@ -241,6 +243,17 @@ def to_markdown(report: Report) -> str:
 
 def _tasks(ids: list[str], most: int = 12) -> str:
     return ", ".join(ids[:most]) + (f", … ({len(ids) - most} more)" if len(ids) > most else "") if ids else "—"
+
+
+def _why_markdown(r: Report) -> list[str]:
+    """The "Why it changed" section: per compared pair, the adapter's diff beside the tasks it fixed, broke or made
+    flaky, the first divergence, tool use and usage (core/why; docs/why.md)."""
+    if not r.why:
+        return []
+    out = ["## Why it changed", ""]
+    for pair in r.why:
+        out += pair_lines(pair, "###") + [""]
+    return out
 
 
 def _taxonomy_markdown(r: Report) -> list[str]:

@@ -75,7 +75,7 @@ class UsageSplit(BaseModel):
 class PairWhy(BaseModel):
     a: str
     b: str
-    diff: AdapterDiff
+    diff: AdapterDiff | None  # None when a version could not be read (the note says why)
     flips: dict[str, list[str]]  # fixed / broken / flaky -> task ids
     paired_attempts: int = 0  # attempts paired by task and repeat with a trajectory on both sides
     divergence: dict[str, int] = Field(default_factory=dict)  # first divergence step ("1", "2"... or "never") -> n
@@ -287,6 +287,20 @@ def pair_why(
     out.usage_split = _split(eb, keys_b, usages_b, means_a)
     if not out.paired_attempts:
         out.notes.append("no attempt has a trajectory on both sides: no alignment to summarise")
+    return out
+
+
+def pairs_why(
+    config: Config, texts: dict[str, str], pairs: Sequence[tuple[str, str]], test_ids: Sequence[str]
+) -> list[PairWhy]:
+    """The report's "why it changed" per compared pair (labels, with the selector text each was evaluated with);
+    a pair whose versions cannot be read is a note, never an error of the report."""
+    out = []
+    for a, b in pairs:
+        try:
+            out.append(pair_why(config, texts.get(a, a), texts.get(b, b), test_ids))
+        except InputError as exc:
+            out.append(PairWhy(a=a, b=b, diff=None, flips={k: [] for k in FLIPS}, notes=[str(exc)]))
     return out
 
 

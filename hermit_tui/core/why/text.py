@@ -55,12 +55,13 @@ def pair_lines(pair: PairWhy, heading: str = "##") -> list[str]:
     """A compared pair: the adapter's diff, the tasks it fixed, broke or made flaky, the first divergence, tool use
     and usage."""
     lines = [f"{heading} Why it changed: {pair.a} -> {pair.b}", ""]
-    lines += [f"- {n}" for n in pair.notes]
-    lines += ["", f"{heading}# Tasks"]
+    lines += [f"- {n}" for n in pair.notes] + ([""] if pair.notes else [])
+    lines.append(f"{heading}# Tasks")
     for kind in ("fixed", "broken", "flaky"):
         tasks = pair.flips.get(kind, [])
         lines.append(f"- {kind} ({len(tasks)}): {', '.join(tasks) if tasks else '-'}")
-    lines += [""] + diff_lines(pair.diff, heading + "#")
+    if pair.diff is not None:
+        lines += [""] + diff_lines(pair.diff, heading + "#")
     if pair.paired_attempts:
         lines += ["", f"{heading}# First divergence ({plural(pair.paired_attempts, 'paired attempt')})", ""]
         lines.append(DIVERGENCE_NOTE)
