@@ -29,6 +29,7 @@ TOOL_KEPT_V1 = {
 TOOL_KEPT_V2 = {**TOOL_KEPT_V1, "description": "look a hint up, by category"}
 TOOL_NEW = {**TOOL_KEPT_V1, "name": "new_tool", "description": "added in v2", "entrypoint": "tools.py:new_tool"}
 LARGE = "x" * 300_000 + "\n"
+CLOCK = 1767225600  # 2026-01-01T00:00:00Z
 
 
 def manifest(tools: list[dict], skills: bool = True, agents: bool = False) -> str:
@@ -147,10 +148,11 @@ def build(dest: Path) -> Path:
     repo = git.Repo.init(tree, mkdir=True, initial_branch="trunk")
     with repo.config_writer() as cfg:
         cfg.set_value("user", "name", "why test").set_value("user", "email", "why@localhost")
-    for name, files in (("v1", V1), ("v2", V2)):
+    for n, (name, files) in enumerate((("v1", V1), ("v2", V2))):
         write_files(tree, files)
         repo.git.add("-A")
-        repo.git.commit("-m", f"adapter {name}")
+        date = f"{CLOCK + 3600 * n} +0000"  # fixed dates: the same commit ids on every build
+        repo.git.commit("-m", f"adapter {name}", env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
         repo.git.tag(name)
     repo.git.tag("root", "v1")
     repo.close()
