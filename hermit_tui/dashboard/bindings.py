@@ -97,6 +97,7 @@ ATTEMPT: list[BindingType] = [
     Binding("right_curly_bracket", "next_pair", "Next pair", key_display="}"),
     Binding("l", "open_log", "Log"),
     Binding("x", "transcript", "Transcript"),
+    Binding("w", "align", "Aligned trajectories of the side-by-side pair", show=False),
     *TRIAGE,
     Binding("escape", "back", "Back"),
 ]
@@ -132,6 +133,25 @@ COMPARE: list[BindingType] = [
     Binding("p", "review", "Review"),
     Binding("h", "history", "History", show=False),
     Binding("u", "next_unlabelled", "Next unlabelled failure (drill-down)", show=False),
+    Binding("w", "why", "Why"),
+    Binding("escape", "back", "Back"),
+]
+
+#: Why it changed (dashboard/screens/why/): the adapter's diff beside the flips, and aligned trajectories.
+CHANGES: list[BindingType] = [
+    Binding("enter", "align", "Align task"),
+    Binding("tab", "switch", "Tasks/diff", show=False),
+    Binding("f5", "refresh", "Refresh", show=False),
+    Binding("escape", "back", "Back"),
+]
+ALIGNED: list[BindingType] = [
+    Binding("d", "first_divergence", "Divergence"),
+    Binding("n", "next_difference", "Next diff"),
+    Binding("p", "prev_difference", "Prev diff", show=False),
+    Binding("slash", "search", "Search", key_display="/"),
+    Binding("enter", "unfold", "Unfold", show=False),
+    Binding("left_square_bracket", "prev_repeat", "Previous repeat", key_display="[", show=False),
+    Binding("right_square_bracket", "next_repeat", "Repeat", key_display="]"),
     Binding("escape", "back", "Back"),
 ]
 
@@ -172,6 +192,8 @@ ALL = [
     ("Errors", ERRORS),
     ("History", HISTORY),
     ("Compare", COMPARE),
+    ("Changes (why it changed)", CHANGES),
+    ("Aligned trajectories", ALIGNED),
     ("Review & publish", REVIEW),
     ("Quitting during a launch", QUIT),
     ("While a launch stops", STOPPING),

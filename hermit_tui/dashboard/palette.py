@@ -112,6 +112,11 @@ def palette_commands(app) -> list[tuple[str, str, Callable]]:
         ),
         ("Compare two selectors", "intervals, paired difference, verdict, plots", partial(app.goto, "compare")),
         ("Swap the compared selectors", "a and b change places", partial(on, "compare", "swap")),
+        (
+            "Why it changed: the compared pair's Changes",
+            "the adapter's diff beside the tasks fixed, broken, flaky; divergence, tool use, usage (w)",
+            partial(on, "compare", "why"),
+        ),
         ("Review & publish the final card", "diff, warnings, explicit confirm; undo", partial(app.goto, "review")),
         ("Publish the final card…", "asks for a typed confirmation first", partial(on, "review", "publish")),
         ("Undo the last publish…", "moves the final tag back; asks first", partial(on, "review", "undo")),

@@ -41,6 +41,7 @@ from hermit_tui.core.report.text import to_csv, to_json, to_markdown
 from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
 from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair
 from hermit_tui.core.version import __version__
+from hermit_tui.core.why.pair import pairs_why
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import differences
 from hermit_tui.core.workspace.tasks import TaskSet
@@ -479,8 +480,18 @@ def _build(
             threshold,
             list(label_set) if label_set is not None else list(DEFAULT_LABEL_SET),
         ),
+        why=pairs_why(config, _selector_texts(stored, labels), default_pairs(labels), test_ids),
     )
     return report, tables
+
+
+def _selector_texts(stored: dict[str, StoredEvaluation], labels: list[str]) -> dict[str, str]:
+    """The selector each evaluation was made with (its summary's ``adapter``), else its label."""
+    out = {}
+    for label in labels:
+        summary = stored[label].summary
+        out[label] = summary.adapter if summary is not None and summary.adapter else label
+    return out
 
 
 def _extremes(scores: np.ndarray) -> list[float]:

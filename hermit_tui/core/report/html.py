@@ -34,6 +34,7 @@ from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.why.text import pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
 PAGE_ROWS = 500  # per-task rows per page without JavaScript (the script shows 100 at a time, sorted)
@@ -41,6 +42,7 @@ LONG_ID = 28  # task ids longer than this may wrap in the per-task table
 SHOWN_IDS = 40  # task ids listed per transition before "and N more"
 DEMO_PREFIX = "Teaching demonstration"
 KNOWN_FIELDS = {
+    "why",
     "format",
     "hermit_tui_version",
     "config",
@@ -475,6 +477,25 @@ def _training(r: Report) -> str:
     return f'<section id="training"><h2>Training evidence (TRAINING, not test)</h2>{body}</section>'
 
 
+def _why(r: Report) -> str:
+    """Per compared pair, the adapter's diff beside the tasks it fixed, broke or made flaky, the first divergence,
+    tool use and usage: the text of ``hermit-tui diff``, one folded block per pair (docs/why.md)."""
+    if not r.why:
+        return ""
+    blocks = []
+    for pair in r.why:
+        flips = ", ".join(f"{k} {len(v)}" for k, v in pair.flips.items())
+        text = "\n".join(pair_lines(pair, "#"))
+        blocks.append(
+            f"<details><summary>{esc(pair.a)} → {esc(pair.b)}: {esc(flips)}</summary><pre>{esc(text)}</pre></details>"
+        )
+    note = (
+        '<p class="note">What the adapter changed, where the trajectories first part ways, and whether the adapter '
+        "was used: descriptive, not causal (docs/why.md).</p>"
+    )
+    return f'<section id="why"><h2>Why it changed</h2>{note}{"".join(blocks)}</section>'
+
+
 def _generic(value: Any) -> str:
     """Any JSON value as html: dicts as two-column tables, lists of like dicts as tables, other lists as lists."""
     if value is None:
@@ -537,6 +558,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
         ("comparability", "Comparability"),
         ("reuse", "Test reuse"),
         ("training", "Training evidence"),
+        *([("why", "Why it changed")] if r.why else []),
         *((a, t) for a, t, _ in extras),
     ]
     nav = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in contents)
@@ -566,6 +588,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
         _comparability(r),
         _reuse(r),
         _training(r),
+        _why(r),
         *(html for _, _, html in extras),
         f"<footer>Written by hermit-tui {esc(r.hermit_tui_version)} ({esc(r.format)}). The figures are those of "
         "<code>hermit-tui report --format json</code> for the same evaluations; the per-task table is "

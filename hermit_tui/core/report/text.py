@@ -27,6 +27,7 @@ from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
 from hermit_tui.core.stats.passk import PassFigure
+from hermit_tui.core.why.text import pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
 
@@ -196,6 +197,7 @@ def to_markdown(report: Report) -> str:
     out += _taxonomy_markdown(r)
     out += _where_markdown(r)
     out += _pass_k_markdown(r)
+    out += _why_markdown(r)
     out += ["## Comparability", ""]
     if r.comparable:
         out.append(
@@ -328,6 +330,17 @@ def _pass_k_markdown(r: Report) -> list[str]:
     rows += [[f"{p.b} − {p.a} pass@{f.k}", cell(f)] for p in pk.pairs for f in p.pass_at]
     rows += [[f"{p.b} − {p.a} pass^{f.k}", cell(f)] for p in pk.pairs for f in p.pass_hat]
     return [*out, *_table(["figure", "value (95% CI)"], rows), ""]
+
+
+def _why_markdown(r: Report) -> list[str]:
+    """The "Why it changed" section: per compared pair, the adapter's diff beside the tasks it fixed, broke or made
+    flaky, the first divergence, tool use and usage (core/why; docs/why.md)."""
+    if not r.why:
+        return []
+    out = ["## Why it changed", ""]
+    for pair in r.why:
+        out += pair_lines(pair, "###") + [""]
+    return out
 
 
 def _taxonomy_markdown(r: Report) -> list[str]:
