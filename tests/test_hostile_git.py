@@ -173,14 +173,18 @@ def test_publish_undo_and_publish_again_run_nothing_from_the_tree(ws, tmp_path):
 def test_eval_of_final_with_its_card_update_runs_nothing_from_the_tree(ws, tmp_path):
     markers = tmp_path / "markers"
     arm(ws, markers)
-    code, _, err = cli(["eval", "--config", str(ws), "--adapter", "final", "--adapter", "demo/ckpt-step-2", *FAST])
+    # eval touches the card only with --publish (then through the publish command's path)
+    args = ["eval", "--config", str(ws), "--adapter", "final", "--adapter", "demo/ckpt-step-2", "--publish", *FAST]
+    code, _, err = cli(args)
     assert code == 0, err
     checkout = ws.parent / "runs" / "demo" / "checkout"
     assert ran(markers) == []
     repo = open_repo(checkout)
-    log = repo.git.log("-1", "--format=%s")
+    changed = repo.git.show("--name-only", "--format=", "HEAD")
+    tag = repo.git.rev_parse("refs/tags/demo/final^{commit}")
+    head = repo.git.rev_parse("HEAD")
     repo.close()
-    assert log == "card: eval results of demo/final"  # the card update happened, with no hook and no signing
+    assert changed == "CARD.md" and tag == head  # the card update happened, with no hook and no signing
     assert ran(markers) == []
 
 
