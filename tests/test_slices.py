@@ -349,7 +349,7 @@ def test_report_pass_k_in_markdown_and_json(evaluated, capsys):
     assert [f["k"] for f in data["pass_k"]["selectors"][0]["pass_at"]] == [1, 2, 3]
 
 
-# ---------------------------------------------------------------------------------------------------- bounds under errors
+# ------------------------------------------------------------------------------------------------ bounds under errors
 
 
 def _columns(rows: list[tuple[int, int, float, bool]]):
@@ -385,7 +385,7 @@ def test_report_error_bounds_on_the_demo_by_hand(evaluated, capsys):
     )
     (eb,) = data["error_bounds"]
     rows = {
-        label: [json.loads(x) for x in (evaluated / "runs/demo/eval" / label / "results.jsonl").read_text().split("\n") if x]
+        label: [json.loads(x) for x in (evaluated / "runs/demo/eval" / label / "results.jsonl").read_text().splitlines()]
         for label in ("none", "final")
     }  # fmt: skip
     ids = load_tasks(load_config(evaluated / "run.yaml")).test_ids
