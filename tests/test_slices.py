@@ -385,7 +385,7 @@ def test_report_error_bounds_on_the_demo_by_hand(evaluated, capsys):
     )
     (eb,) = data["error_bounds"]
     rows = {
-        label: [json.loads(x) for x in (evaluated / "runs/demo/eval" / label / "results.jsonl").read_text().splitlines()]
+        label: [json.loads(x) for x in (evaluated / f"runs/demo/eval/{label}/results.jsonl").read_text().splitlines()]
         for label in ("none", "final")
     }  # fmt: skip
     ids = load_tasks(load_config(evaluated / "run.yaml")).test_ids
