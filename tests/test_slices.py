@@ -414,3 +414,18 @@ def test_gate_robust_to_errors(evaluated, capsys):
     code, out, err = _cli(capsys, "gate", "--config", str(evaluated / "run.yaml"), "--candidate", "none",
                           "--require", "robust-to-errors")  # fmt: skip
     assert code == 2 and "needs a baseline" in err
+
+
+def test_the_batched_per_task_test_gives_the_single_task_values():
+    from hermit_tui.core.stats.harm import batch_p
+
+    rng = np.random.default_rng(3)
+    pairs = []
+    for i in range(60):
+        m, n = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        if i % 2:
+            pairs.append((rng.integers(0, 2, m).astype(float), rng.integers(0, 2, n).astype(float)))
+        else:
+            pairs.append((rng.random(m).round(2), rng.random(n).round(2)))
+    pairs.append((np.zeros(0), np.ones(2)))
+    assert batch_p(pairs, 0.5) == pytest.approx([task_p(a, b, 0.5) for a, b in pairs], abs=1e-12)
