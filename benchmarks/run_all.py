@@ -29,6 +29,7 @@ SCRIPTS = {  # name: (script, what it measures)
     "ray": ("ray_bench.py", "5. Ray executor (skipped without Ray)"),
     "stats": ("bench_stats.py", "6. Statistics: coverage, the paired test, sequential stopping, speed"),
     "scale": ("bench_scale.py", "7. A million attempts: report and dashboard against a stdlib pass, 10k-1M"),
+    "where": ("bench_where.py", "8. Where it helps and hurts: slices under Holm, the harmed-task list's FDR, scale"),
 }
 NOTES_MARKER = "<!-- notes: everything below this line is kept when run_all.py --write regenerates the file -->"
 

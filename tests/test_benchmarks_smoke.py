@@ -49,6 +49,13 @@ EXPECTED = {
             "filter_s",
         )
     ],
+    "bench_where.py": [
+        "where.slices.fwer_no_effect",
+        "where.slices.power_at_0.3",
+        "where.harm.fdr",
+        "where.scale.seconds",
+        "where.scale.peak_rss_mb",
+    ],
     "bench_stats.py": [
         "stats.coverage.min",
         "stats.coverage.max",

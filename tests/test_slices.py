@@ -347,3 +347,85 @@ def test_report_pass_k_in_markdown_and_json(evaluated, capsys):
     assert code == 0 and "## pass@k and pass^k" in md and "| final − none pass@3 |" in md
     data = json.loads(_cli(capsys, "report", "--config", config, "--pass-k", "--format", "json")[1])
     assert [f["k"] for f in data["pass_k"]["selectors"][0]["pass_at"]] == [1, 2, 3]
+
+
+# ------------------------------------------------------------------------------------------------ bounds under errors
+
+
+def _columns(rows: list[tuple[int, int, float, bool]]):
+    from hermit_tui.core.records.scores import AttemptColumns
+
+    task, rep, score, err = zip(*rows)
+    return AttemptColumns(task=np.array(task), repeat=np.array(rep), score=np.array(score, dtype=float)), np.array(err)
+
+
+def test_error_bounds_by_hand_and_a_reading_that_depends_on_them():
+    from hermit_tui.core.stats.bounds import error_bounds
+
+    ids = [f"t{i}" for i in range(6)]
+    # baseline: scores 0.5 everywhere; candidate: 0.6 everywhere, but its tasks 0-3 errored (scored 0)
+    a = _columns([(t, 1, 0.5, False) for t in range(6)])
+    b = _columns([(t, 1, 0.0 if t < 4 else 0.6, t < 4) for t in range(6)])
+    eb = error_bounds("none", *a, "final", *b, ids, 1.0)
+    by = {r.reading: r for r in eb.readings}
+    assert by["as failures"].mean_diff == pytest.approx((4 * -0.5 + 2 * 0.1) / 6)
+    assert by["as successes"].mean_diff == pytest.approx((4 * 0.5 + 2 * 0.1) / 6)
+    assert by["left out"].mean_diff == pytest.approx(0.1) and by["left out"].n_paired == 2
+    assert (eb.errors_a, eb.errors_b) == (0, 4)
+    assert not eb.holds and eb.sentence.startswith("the reading depends on how the 4 errored attempts are counted")
+    # a later record of a (task, repeat) replaces an earlier one before anything is counted
+    b2 = _columns([(0, 1, 0.0, True), (0, 1, 0.9, False), *[(t, 1, 0.6, False) for t in range(1, 6)]])
+    eb2 = error_bounds("none", *a, "final", *b2, ids, 1.0)
+    assert eb2.errors_b == 0 and eb2.holds and eb2.sentence == "no attempt ended in an error: nothing to bound"
+
+
+def test_report_error_bounds_on_the_demo_by_hand(evaluated, capsys):
+    data = json.loads(
+        _cli(capsys, "report", "--config", str(evaluated / "run.yaml"), "--error-bounds", "--format", "json")[1]
+    )
+    (eb,) = data["error_bounds"]
+    rows = {
+        label: [json.loads(x) for x in (evaluated / f"runs/demo/eval/{label}/results.jsonl").read_text().splitlines()]
+        for label in ("none", "final")
+    }  # fmt: skip
+    ids = load_tasks(load_config(evaluated / "run.yaml")).test_ids
+
+    def task_mean(label: str, reading: str) -> dict[str, float]:
+        scores: dict[str, list[float]] = {}
+        for r in rows[label]:
+            err = r["status"] != "ok"
+            if reading == "left out" and err:
+                continue
+            scores.setdefault(r["id"], []).append(1.0 if err and reading == "as successes" else r["judge"]["score"])
+        return {t: statistics.fmean(v) for t, v in scores.items()}
+
+    for reading in ("as failures", "as successes", "left out"):
+        ma, mb = task_mean("none", reading), task_mean("final", reading)
+        both = [t for t in ids if t in ma and t in mb]
+        got = next(r for r in eb["readings"] if r["reading"] == reading)
+        assert got["n_paired"] == len(both)
+        assert got["mean_diff"] == pytest.approx(statistics.fmean(mb[t] - ma[t] for t in both), abs=1e-12)
+
+
+def test_gate_robust_to_errors(evaluated, capsys):
+    code, out, _ = _cli(capsys, "gate", "--config", str(evaluated / "run.yaml"), "--require", "robust-to-errors")
+    line = next(x for x in out.splitlines() if "robust-to-errors" in x and x.startswith(("PASS", "FAIL")))
+    assert "however the 12 errored attempts are counted" in line or "depends on how" in line
+    code, out, err = _cli(capsys, "gate", "--config", str(evaluated / "run.yaml"), "--candidate", "none",
+                          "--require", "robust-to-errors")  # fmt: skip
+    assert code == 2 and "needs a baseline" in err
+
+
+def test_the_batched_per_task_test_gives_the_single_task_values():
+    from hermit_tui.core.stats.harm import batch_p
+
+    rng = np.random.default_rng(3)
+    pairs = []
+    for i in range(60):
+        m, n = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        if i % 2:
+            pairs.append((rng.integers(0, 2, m).astype(float), rng.integers(0, 2, n).astype(float)))
+        else:
+            pairs.append((rng.random(m).round(2), rng.random(n).round(2)))
+    pairs.append((np.zeros(0), np.ones(2)))
+    assert batch_p(pairs, 0.5) == pytest.approx([task_p(a, b, 0.5) for a, b in pairs], abs=1e-12)

@@ -1,9 +1,8 @@
 """``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
 
     hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html|junit] [--per task|attempt]
-                      [--smoke] [--slice-by FIELD] [--harmed] [--pass-k] [--details-max-mb MB] [--output FILE] [--force]
-                      [--threshold X]
-                      [key.sub=value ...]
+                      [--smoke] [--slice-by FIELD] [--harmed] [--pass-k] [--error-bounds] [--details-max-mb MB]
+                      [--output FILE] [--force] [--threshold X] [key.sub=value ...]
 
 Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
 """
@@ -67,6 +66,12 @@ def add_parser(subparsers):
         action="store_true",
         help="per pair, the tasks where the candidate is worse with evidence: an exact per-task test on the "
         "repeats, false-discovery rate controlled over the tasks (q 0.1)",
+    )
+    p.add_argument(
+        "--error-bounds",
+        action="store_true",
+        help="per pair, the difference with errored attempts counted as failures, as successes and left out, and "
+        "whether the reading holds across the three",
     )
     p.add_argument(
         "--pass-k",
@@ -141,6 +146,7 @@ def run(args) -> int:
         slice_by=args.slice_by,
         harmed=args.harmed,
         passk=args.pass_k,
+        error_bounds=args.error_bounds,
     )
     if args.format == "junit" or args.per == "attempt":
         from hermit_tui.core.report.exports import read_attempts, to_attempts_csv, to_junit

@@ -38,6 +38,7 @@ from hermit_tui.core.report.model import (
 )
 from hermit_tui.core.report.protocol import protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.report.text import to_csv, to_json, to_markdown
+from hermit_tui.core.stats.bounds import ErrorBounds
 from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
 from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair
 from hermit_tui.core.version import __version__
@@ -320,6 +321,7 @@ def build_report(
     slice_by: str | None = None,
     harmed: bool = False,
     passk: bool = False,
+    error_bounds: bool = False,
 ) -> Report:
     """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
     ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy. Smoke subsets
@@ -354,10 +356,25 @@ def build_report(
     read: dict[str, AttemptTable] = {}
     try:
         report, tables = _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo)
+        if error_bounds:
+            report.error_bounds = _error_bounds(report, read, threshold)
     finally:
         for table in read.values():
             table.close()
     return _where(report, taskset, tables, slice_by, harmed, passk)
+
+
+def _error_bounds(report: Report, read: dict[str, AttemptTable], threshold: float) -> list[ErrorBounds]:
+    """Per pair, its figures with the errored attempts counted as failures, as successes and left out."""
+    from hermit_tui.core.stats.bounds import error_bounds
+
+    cols = {label: t.attempt_columns(report.test_ids) for label, t in read.items()}
+    errored = {label: t.status != OK for label, t in read.items()}
+    return [
+        error_bounds(p.a, cols[p.a], errored[p.a], p.b, cols[p.b], errored[p.b], report.test_ids, threshold)
+        for p in report.pairs
+        if p.sequential is None
+    ]
 
 
 def _where(

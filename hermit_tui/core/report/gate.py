@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import partial_cost, smoke_caveat
-from hermit_tui.core.records.columns import ERROR, JUDGE_ERROR, AttemptTable
+from hermit_tui.core.records.columns import ERROR, JUDGE_ERROR, OK, AttemptTable
 from hermit_tui.core.records.folders import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.records.results import SOLVED_THRESHOLD, AttemptRecord, SequentialEntry
 from hermit_tui.core.safe import line as one_line
@@ -44,14 +44,15 @@ from hermit_tui.core.workspace.fingerprint import FIELD_NAMES, Fingerprint, diff
 from hermit_tui.core.workspace.tasks import TaskSet
 
 if TYPE_CHECKING:
+    from hermit_tui.core.stats.bounds import ErrorBounds
     from hermit_tui.core.stats.figures import PairStats, SelectorStats
     from hermit_tui.core.stats.slices import SliceReport
 
 FORMAT = "hermit-tui gate 1"
-REQUIREMENTS = ("improvement", "no-regression", "comparable", "complete")
+REQUIREMENTS = ("improvement", "no-regression", "comparable", "complete", "robust-to-errors")
 #: What is checked when no requirement is named: the candidate is measured properly and is not worse.
 DEFAULT_REQUIRE = ("comparable", "complete", "no-regression")
-NEEDS_BASELINE = frozenset({"improvement", "no-regression", "comparable"})
+NEEDS_BASELINE = frozenset({"improvement", "no-regression", "comparable", "robust-to-errors"})
 LENIENT_HINT = "--lenient reads no-regression as 'no evidence of a drop'"
 ERROR_RATE = "max-error-rate"
 METHOD_NAMES = {
@@ -365,6 +366,18 @@ def check_no_regression(
     return GateCheck(requirement="no-regression", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}", value=iv.low)
 
 
+def check_robust(bounds: ErrorBounds | None) -> GateCheck:
+    """robust-to-errors: the pair's reading is the same with its errored attempts counted as failures, as successes
+    and left out (``core.stats.bounds``)."""
+    if bounds is None:
+        return GateCheck(requirement="robust-to-errors", passed=False, figure="the bounds could not be computed")
+    each = "; ".join(
+        f"{r.reading} {r.mean_diff:+.4f} ({r.decision})" if r.mean_diff is not None else f"{r.reading} —"
+        for r in bounds.readings
+    )
+    return GateCheck(requirement="robust-to-errors", passed=bounds.holds, figure=f"{bounds.sentence}: {each}")
+
+
 def check_slices(b: str, c: str, slices: SliceReport) -> GateCheck:
     """no-regression per slice: fails when some slice is hurt beyond the margin after Holm's adjustment across the
     slices (``core.stats.slices``), naming it; says how many slices were too small to show anything."""
@@ -513,6 +526,7 @@ def decide(
     run_name: str = "",
     config: str = "",
     slices: SliceReport | None = None,
+    bounds: ErrorBounds | None = None,
 ) -> GateResult:
     """Every check, in the order of ``requirements`` (then the error rates); ``pair``: the ``PairStats`` of
     baseline (a) and candidate (b), needed for improvement and no-regression without a sequential interval."""
@@ -537,6 +551,8 @@ def decide(
                 checks.append(check_slices(baseline.label, candidate.label, slices))
         elif req == "comparable" and baseline is not None:
             checks.append(check_comparable(baseline, candidate, allow_unchecked))
+        elif req == "robust-to-errors" and baseline is not None:
+            checks.append(check_robust(bounds))
         else:
             checks += [check_complete(f, [o for o in present if o is not f]) for f in present]
     if max_error_rate is not None:
@@ -616,11 +632,14 @@ def load_gate(
     facts: dict[str, SelectorFacts] = {}
     tables = {}
     roles: tuple[tuple[Role, str | None], ...] = (("baseline", baseline), ("candidate", candidate))
+    columns = {}
     for role, label in roles:
         if label is None:
             continue
         table = stored[label].load_table()
         try:
+            if "robust-to-errors" in requirements:
+                columns[label] = (table.attempt_columns(test_ids), table.status != OK)
             tables[label] = tabulate(table.attempt_columns(test_ids), test_ids, SOLVED_THRESHOLD)
             stats = selector_stats(label, tables[label], test_ids, SOLVED_THRESHOLD)
             facts[label] = selector_facts(role, stored[label], table, test_ids, stats)
@@ -628,6 +647,12 @@ def load_gate(
             table.close()
     pair = None
     slices = None
+    bounds = None
+    if baseline is not None and columns:
+        from hermit_tui.core.stats.bounds import error_bounds
+
+        (ca, ea), (cb, eb) = columns[baseline], columns[candidate]
+        bounds = error_bounds(baseline, ca, ea, candidate, cb, eb, test_ids, SOLVED_THRESHOLD)
     if baseline is not None:
         pair = pair_stats(baseline, tables[baseline], candidate, tables[candidate], test_ids, SOLVED_THRESHOLD)
         if slice_by is not None:
@@ -648,6 +673,7 @@ def load_gate(
         run_name=config.run_name,
         config=str(config.path),
         slices=slices,
+        bounds=bounds,
     )
 
 
@@ -790,6 +816,7 @@ __all__ = [
     "check_improvement",
     "check_margin",
     "check_no_regression",
+    "check_robust",
     "check_slices",
     "decide",
     "evidence_line",

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from hermit_tui.core.records.annotations import FailureTaxonomy
 from hermit_tui.core.records.results import SequentialEntry
 from hermit_tui.core.report.protocol import Check, TestReuse
+from hermit_tui.core.stats.bounds import ErrorBounds
 from hermit_tui.core.stats.figures import PairStats, SelectorStats
 from hermit_tui.core.stats.harm import HarmReport
 from hermit_tui.core.stats.passk import PassK
@@ -92,6 +93,7 @@ class Report(BaseModel):
     taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/records/annotations.py)
     slices: SliceReport | None = None  # report --slice-by: where it helps and hurts (core/stats/slices.py)
     harm: list[HarmReport] = []  # report --harmed: per pair, the tasks worse with evidence (core/stats/harm.py)
+    error_bounds: list[ErrorBounds] = []  # report --error-bounds: per pair, errors as failures/successes/left out
     pass_k: PassK | None = None  # report --pass-k: pass@k and pass^k per selector and pair (core/stats/passk.py)
     why: list[PairWhy] = []  # per compared pair: the adapter's diff, the flips, divergence, usage (core/why)
 

@@ -197,6 +197,7 @@ def to_markdown(report: Report) -> str:
     out += _taxonomy_markdown(r)
     out += _where_markdown(r)
     out += _pass_k_markdown(r)
+    out += _bounds_markdown(r)
     out += _why_markdown(r)
     out += ["## Comparability", ""]
     if r.comparable:
@@ -266,7 +267,7 @@ def _where_markdown(r: Report) -> list[str]:
         out.append(
             f"{len(sr.slices)} slices of the test split by {md(sr.by)}"
             + (f" ({sr.unsliced} test tasks in none)" if sr.unsliced else "")
-            + f". p: each slice's paired test; p (BH): adjusted over the slices, {sr.fdr_method}, for screening; "
+            + f". p: each slice's paired t test; p (BH): adjusted over the slices, {sr.fdr_method}, for screening; "
             f"hurt p (Holm): {sr.hurt_test} (M = {sr.margin:g}), adjusted by {sr.fwer_method}; a slice is named as "
             f"hurt when it is at most {sr.hurt_alpha:g}."
         )
@@ -309,6 +310,27 @@ def _where_markdown(r: Report) -> list[str]:
                 ],
             )  # fmt: skip
             out.append("")
+    return out
+
+
+def _bounds_markdown(r: Report) -> list[str]:
+    if not r.error_bounds:
+        return []
+    out = ["## Bounds under errors", "", "Each pair with its errored attempts (pipeline and judge errors) counted as "
+           "failures (every other figure's reading), as successes (scored 1) and left out.", ""]  # fmt: skip
+    for eb in r.error_bounds:
+        out += [f"### {md(eb.b)} − {md(eb.a)}", "", md(eb.sentence[:1].upper() + eb.sentence[1:]) + ".", ""]
+        rows = [
+            [
+                x.reading,
+                x.n_paired,
+                "—" if x.mean_diff is None else f"{x.mean_diff:+.4f}",
+                "—" if x.ci_low is None else f"{x.ci_low:+.4f} to {x.ci_high:+.4f}",
+                x.decision,
+            ]
+            for x in eb.readings
+        ]
+        out += [*_table(["errors counted", "paired tasks", "difference", "95% CI", "reading"], rows), ""]
     return out
 
 

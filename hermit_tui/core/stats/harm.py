@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel
@@ -92,6 +93,52 @@ def task_p(a: np.ndarray, b: np.ndarray, threshold: float) -> float:
     return permutation_lower_p(a, b)
 
 
+def _hypergeom_lower(b_s: np.ndarray, m: np.ndarray, n: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Fisher's one-sided p for many tasks at once: P(X ≤ b_s), X hypergeometric (m + n attempts, ``total``
+    successes, n drawn)."""
+    from scipy.stats import hypergeom
+
+    return np.asarray(hypergeom.cdf(b_s, m + n, total, n), dtype=float)
+
+
+def batch_p(pairs: Sequence[tuple[np.ndarray, np.ndarray]], threshold: float) -> list[float]:
+    """:func:`task_p` for many tasks at once (the same values): pass/fail tasks by the hypergeometric distribution,
+    graded ones by enumerating the splits for all tasks of one shape together."""
+    out = np.ones(len(pairs))
+    binary_rows: list[int] = []
+    graded: dict[tuple[int, int], list[int]] = {}
+    for i, (a, b) in enumerate(pairs):
+        if not len(a) or not len(b):
+            continue
+        pooled = np.concatenate([a, b])
+        if bool(np.all((pooled == 0.0) | (pooled == 1.0))):
+            binary_rows.append(i)
+        else:
+            graded.setdefault((len(a), len(b)), []).append(i)
+    fallback = []
+    for (m, n), rows in graded.items():
+        if math.comb(m + n, n) > MAX_ENUMERATION:
+            fallback += rows
+            continue
+        combos = np.array(list(itertools.combinations(range(m + n), n)), dtype=np.int64)
+        chunk = max(1, 2_000_000 // len(combos))
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            pooled = np.array([np.concatenate(pairs[i]) for i in part])
+            observed = pooled[:, m:].sum(axis=1)
+            eps = 1e-9 * np.maximum(1.0, np.abs(pooled).max(axis=1))
+            sums = pooled[:, combos].sum(axis=2)
+            out[part] = (sums <= (observed + eps)[:, None]).mean(axis=1)
+    rows = binary_rows + fallback
+    if rows:
+        a_s = np.array([(pairs[i][0] >= threshold).sum() for i in rows], dtype=float)
+        b_s = np.array([(pairs[i][1] >= threshold).sum() for i in rows], dtype=float)
+        ms = np.array([len(pairs[i][0]) for i in rows], dtype=float)
+        ns = np.array([len(pairs[i][1]) for i in rows], dtype=float)
+        out[rows] = _hypergeom_lower(b_s, ms, ns, a_s + b_s)
+    return [float(min(1.0, p)) for p in out]
+
+
 def smallest_p(m: int, n: int) -> float:
     """The smallest one-sided p-value a task with m baseline and n candidate attempts can reach."""
     return 1.0 / math.comb(m + n, n) if m and n else 1.0
@@ -122,7 +169,7 @@ def harmed_tasks(baseline: str, table_a: TaskTable, candidate: str, table_b: Tas
         a, b = _scores(table_a, pos), _scores(table_b, pos)
         if len(a) and len(b):
             rows.append((tid, a, b))
-    pvals = [task_p(a, b, table_a.threshold) for _, a, b in rows]
+    pvals = batch_p([(a, b) for _, a, b in rows], table_a.threshold)
     qvals = benjamini_hochberg(pvals)
     smallest = min((smallest_p(len(a), len(b)) for _, a, b in rows), default=None)
     reachable = smallest is not None and smallest <= q / max(len(rows), 1)
@@ -178,4 +225,5 @@ __all__ = [
     "repeats_needed",
     "smallest_p",
     "task_p",
+    "batch_p",
 ]

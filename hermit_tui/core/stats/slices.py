@@ -5,7 +5,8 @@ ties and transitions), adjusted for looking at every slice at once.
 
 Two adjustments, named beside the raw values (``core.stats.multiplicity``):
 
-- the pair's p-value, adjusted by Benjamini–Hochberg: a screening list (which slices differ at all);
+- the slice's two-sided paired t test on its per-task differences, adjusted by Benjamini–Hochberg: a screening
+  list (which slices differ at all);
 - "this slice is hurt": a one-sided test that the slice's mean difference lies below −M (the margin; 0 by
   default), on the slice's per-task differences (Student t with n − 1 degrees of freedom), adjusted by Holm over
   the slices. A slice is named as hurt only when its Holm-adjusted p is at most :data:`HURT_ALPHA`: the chance that
@@ -24,8 +25,9 @@ import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.records.scores import TaskTable
-from hermit_tui.core.stats.figures import PairStats, pair_stats, selector_stats
+from hermit_tui.core.records.scores import TaskTable, score_range
+from hermit_tui.core.stats.figures import TIE_TOL, TRANSITIONS, _t_sum, _transitions, selector_stats
+from hermit_tui.core.stats.intervals import difference_interval
 from hermit_tui.core.stats.multiplicity import BH, HOLM, benjamini_hochberg, holm
 
 HURT_ALPHA = 0.025  # one-sided, the lower half of a two-sided 95% interval
@@ -49,7 +51,7 @@ class SlicePair(BaseModel):
     mean_diff: float | None
     ci_low: float | None
     ci_high: float | None
-    p_value: float | None  # the pair's own test, as on the whole split
+    p_value: float | None  # two-sided paired t test on the slice's per-task differences
     p_bh: float | None = None  # adjusted over the slices (screening)
     p_hurt: float | None = None  # one-sided: the difference lies below -margin
     p_hurt_holm: float | None = None  # adjusted over the slices (the claim "this slice is hurt")
@@ -132,9 +134,10 @@ def groups_from_mapping(mapping: Mapping[str, str | Sequence[str]], test_ids: Se
 # ---------------------------------------------------------------------------------------------------- the figures
 
 
-def restrict(table: TaskTable, ids: Sequence[str]) -> TaskTable:
-    """``table`` (one selector's scores by task) restricted to ``ids``, a subsequence of its ids in their order."""
-    pos = {t: i for i, t in enumerate(table.ids)}
+def restrict(table: TaskTable, ids: Sequence[str], positions: Mapping[str, int] | None = None) -> TaskTable:
+    """``table`` (one selector's scores by task) restricted to ``ids``, a subsequence of its ids in their order
+    (``positions``: each id's position in ``table.ids``, when the caller has it)."""
+    pos = positions if positions is not None else {t: i for i, t in enumerate(table.ids)}
     wanted = np.array([pos[t] for t in ids], dtype=np.int64)
     if len(wanted) > 1 and not bool(np.all(np.diff(wanted) > 0)):
         raise ValueError("the slice's ids must follow the table's order")
@@ -159,34 +162,56 @@ def restrict(table: TaskTable, ids: Sequence[str]) -> TaskTable:
     )
 
 
-def _p_below(pair: PairStats, margin: float) -> float | None:
+def _p_below(mean: float | None, se: float | None, n: int, margin: float) -> float | None:
     """One-sided p for H0: difference ≥ −margin (small when the slice is clearly worse by more than the margin)."""
-    if pair.mean_diff is None or pair.se is None or pair.n_paired < 2:
+    if mean is None or se is None or n < 2:
         return None
     from scipy.special import stdtr
 
-    if pair.se <= 0:
-        return 0.0 if pair.mean_diff < -margin else 1.0
-    t = (pair.mean_diff + margin) / pair.se
-    return float(stdtr(pair.n_paired - 1, t))
+    if se <= 0:
+        return 0.0 if mean < -margin else 1.0
+    return float(stdtr(n - 1, (mean + margin) / se))
 
 
-def _slice_pair(pair: PairStats, margin: float) -> SlicePair:
-    too_small = pair.n_paired < MIN_TASKS or pair.mde is None
+def _two_sided_p(mean: float | None, se: float | None, n: int) -> float | None:
+    if mean is None or se is None or n < 2:
+        return None
+    from scipy.special import stdtr
+
+    if se <= 0:
+        return 1.0 if abs(mean) <= TIE_TOL else 0.0
+    return float(2 * stdtr(n - 1, -abs(mean) / se))
+
+
+def _slice_pair(a: str, ta: TaskTable, b: str, tb: TaskTable, margin: float) -> SlicePair:
+    """A pair's figures on one slice: the whole split's interval and counts, with a paired t test for its p-value
+    (the exact randomisation test of the whole split is not run per slice: over many slices it would cost more than
+    the rest of the report)."""
+    lo, hi = score_range(ta, tb)
+    _, ia, ib = np.intersect1d(ta.index, tb.index, assume_unique=True, return_indices=True)
+    n = len(ia)
+    diffs = tb.mean[ib] - ta.mean[ia]
+    mean = float(diffs.mean()) if n else None
+    se = float(diffs.std(ddof=1)) / math.sqrt(n) if n > 1 else None
+    iv = difference_interval(diffs, lo, hi)
+    codes = _transitions(ta.solved[ia], ta.n[ia], tb.solved[ib], tb.n[ib])
+    mde = _t_sum(n - 1) * se if se is not None else None
+    too_small = n < MIN_TASKS or mde is None
+    wins, losses = int((diffs > TIE_TOL).sum()), int((diffs < -TIE_TOL).sum())
     return SlicePair(
-        a=pair.a,
-        b=pair.b,
-        n_paired=pair.n_paired,
-        mean_diff=pair.mean_diff,
-        ci_low=pair.ci_low,
-        ci_high=pair.ci_high,
-        p_value=pair.p_value,
-        p_hurt=None if too_small else _p_below(pair, margin),
-        wins=pair.wins,
-        losses=pair.losses,
-        ties=pair.ties,
-        transition_counts=dict(pair.transition_counts),
-        mde=pair.mde,
+        a=a,
+        b=b,
+        n_paired=n,
+        mean_diff=mean,
+        ci_low=iv.low if iv is not None else None,
+        ci_high=iv.high if iv is not None else None,
+        p_value=_two_sided_p(mean, se, n),
+        p_hurt=None if too_small else _p_below(mean, se, n, margin),
+        wins=wins,
+        losses=losses,
+        ties=n - wins - losses,
+        transition_counts={t: int((codes == k).sum()) for k, t in enumerate(TRANSITIONS)},
+        mde=mde,
         too_small=too_small,
         reading="",
     )
@@ -231,14 +256,14 @@ def slice_report(
         ids = sorted(dict.fromkeys(t for t in ids if t in order), key=order.__getitem__)
         if not ids:
             continue
-        sub = {label: restrict(t, ids) for label, t in tables.items()}
+        sub = {label: restrict(t, ids, order) for label, t in tables.items()}
         sels = []
         for label, t in sub.items():
             st = selector_stats(label, t, ids, t.threshold)
             sels.append(
                 SliceSelector(label=label, n_tasks=st.n_tasks, mean=st.mean, ci_low=st.ci_low, ci_high=st.ci_high)
             )
-        slice_pairs = [_slice_pair(pair_stats(a, sub[a], b, sub[b], ids, sub[a].threshold), margin) for a, b in pairs]
+        slice_pairs = [_slice_pair(a, sub[a], b, sub[b], margin) for a, b in pairs]
         slices.append(Slice(name=name, task_ids=ids, selectors=sels, pairs=slice_pairs))
     for k in range(len(pairs)):
         row = [s.pairs[k] for s in slices]
