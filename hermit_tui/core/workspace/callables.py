@@ -126,6 +126,15 @@ def _import_source(spec: str, base: Path, key: str) -> Any:
     return getattr(module, name)
 
 
+def load_function(spec: str, base: Path, key: str) -> Callable[..., Any]:
+    """A function named ``file.py:name`` (relative to ``base``) or ``module:name``; InputError naming ``key`` when
+    it cannot be imported or is not callable."""
+    fn = _import_source(spec, base, key)
+    if not callable(fn):
+        raise InputError(f"{key}: {spec!r} is not a function")
+    return fn  # type: ignore[no-any-return]
+
+
 def _bind(fn: Callable[..., Any], params: dict[str, Any], base: Path) -> Callable[..., Any]:
     try:
         wanted = inspect.signature(fn).parameters
