@@ -430,3 +430,42 @@ def test_the_files_eval_writes_load_as_hermit_reads_json(tmp_path):
     assert rows["text"]["output"] == "caf\ufffd"
     sidecar = json.loads((folder / "transcripts.jsonl").read_text().splitlines()[0])
     assert sidecar["messages"] == ["\U0001f600 \ufffd"]  # a pair is its character, a lone one U+FFFD
+
+
+SLOW = """
+import pathlib, time
+def run(task, adapter):
+    pathlib.Path({marks!r}, task["id"]).touch()
+    time.sleep(0.4)
+    return {{"output": task["id"], "cost_usd": 0.01}}
+"""
+
+
+@pytest.mark.parametrize("executor", ["threads", "processes"])
+def test_a_real_ctrl_c_still_stops_the_run_and_resume_completes_it(executor, tmp_path):
+    """The user's SIGINT is not a pipeline's KeyboardInterrupt: it stops scheduling (exit 1, the summary
+    incomplete, no attempt recorded as an error for it), and --resume runs every missing attempt once."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ids = [f"t{i}" for i in range(8)]
+    path = workspace(tmp_path, ids, SLOW.format(marks=str(marks)), concurrency=1)
+    command = [sys.executable, "-m", "hermit_tui", "eval", "--config", str(path), "--adapter", "none"]
+    proc = subprocess.Popen(
+        [*command, "--executor", executor], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        while len(list(marks.iterdir())) < 2:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=LIMIT_S)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1 and "cancel" in stderr and "Traceback" not in stderr, stderr[-2000:]
+    summary = json.loads((path.parent / EVAL / "summary.json").read_text())
+    assert summary["complete"] is False and 1 <= summary["attempts"] < len(ids)
+    recorded = rows_of(path.parent)
+    assert all(r["status"] == "ok" for r in recorded.values()), recorded  # nothing became a KeyboardInterrupt error
+    payload = ran_cleanly(evaluate(path, "--resume", executor=executor))
+    assert payload["attempts"] == len(ids) and payload["errors"] == 0 and payload["complete"] is True
+    assert sorted(rows_of(path.parent)) == ids  # every attempt once

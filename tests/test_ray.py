@@ -401,3 +401,65 @@ def test_adapter_archives_are_reproducible_and_complete(tmp_path):
     assert pack_adapter(a)[0] != digest
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         assert sorted(tar.getnames()) == ["ADAPTER.md", "sub", "sub/notes.txt"]
+
+
+# A pipeline that misbehaves in every way issue 29 names, one way per test task (by its place in test.txt).
+HOSTILE = """\
+import os
+import sys
+from pathlib import Path
+
+
+def run(task, adapter):
+    ids = Path(__file__).with_name("test.txt").read_text().split()
+    kind = ids.index(str(task["id"])) % 5
+    if kind == 0:
+        raise KeyboardInterrupt
+    if kind == 1:
+        sys.exit(3)
+    if kind == 2:
+        os.fork()  # the child returns into hermit-tui's code on the worker
+        return {"output": "forked", "cost_usd": 0.5}
+    if kind == 3:
+        return {"output": "not unicode \\udc80", "cost_usd": 0.5, "messages": ["lone \\ud800"]}
+    return {"output": "big", "cost_usd": 1e308}
+"""
+
+
+@pytest.mark.parametrize("judge_on_workers", [False, True])
+def test_a_hostile_pipeline_on_ray_is_each_attempts_error(cluster, workspaces, judge_on_workers):
+    """sys.exit, KeyboardInterrupt, a fork, a lone surrogate and a cost of 1e308 on the Ray workers: each decides
+    only its own attempt; the files read back (strict JSON, UTF-8)."""
+    from hermit_tui.core.records.results import read_results
+
+    folder = workspaces(f"hostile-{judge_on_workers}")
+    (folder / "hostile.py").write_text(HOSTILE)
+    (folder / "plain_judge.py").write_text("def score(task, output):\n    return 1.0\n")
+    ids = (folder / "test.txt").read_text().split()
+    summary = EvalRun(
+        load_config(
+            folder / "run.yaml", ["agent.name=hostile.py:run", "judge.path=plain_judge.py", "judge.name=score"]
+        ),
+        ["none"],
+        repeats=1,
+        executor="ray",
+        ray_address=cluster,
+        judge_on_workers=judge_on_workers,
+    ).run_sync()["none"]
+    assert summary.attempts == len(ids) and summary.complete
+    path = folder / "runs/demo/eval/none/results.jsonl"
+    path.read_bytes().decode("utf-8")  # strict
+    by_id = {r["id"]: r for r in rows(path)}
+    assert len(by_id) == len(ids)  # once each: the forked children recorded nothing
+    expected = {0: "KeyboardInterrupt", 1: "SystemExit: 3", 4: "cost_usd is 1e+308"}
+    for i, tid in enumerate(ids):
+        record, kind = by_id[tid], i % 5
+        if kind in expected:
+            assert record["status"] == "error" and expected[kind] in record["error"], record
+        else:
+            assert record["status"] == "ok", record
+        if kind == 3:
+            assert record["output"] == "not unicode \ufffd" and record["replaced_surrogates"] == ["output"]
+    assert len(read_results(path).records) == len(ids)  # hermit-tui's own reader
+    sidecar = rows(folder / "runs/demo/eval/none/transcripts.jsonl")
+    assert sidecar and all(line["messages"] == ["lone \ufffd"] for line in sidecar)

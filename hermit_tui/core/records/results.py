@@ -144,9 +144,14 @@ class AttemptRecord(BaseModel):
     def to_json_line(self) -> str:
         """The results.jsonl line (strict JSON). Text holding lone surrogates is first replaced on the record itself
         (``replace_lone_surrogates``), so that every reader of the file (and of the record) gets Unicode text."""
-        if self._may_hold_lone_surrogates():
-            self.replace_lone_surrogates()  # before pydantic's JSON mode, which refuses or mangles them
+        self.clean_text()
         return self._json_line()
+
+    def clean_text(self) -> None:
+        """Lone surrogates replaced (``replace_lone_surrogates``) when the record may hold any: before pydantic's
+        JSON mode, which refuses or mangles them."""
+        if self._may_hold_lone_surrogates():
+            self.replace_lone_surrogates()
 
     def _may_hold_lone_surrogates(self) -> bool:
         """Whether some text of the record may hold a lone surrogate: plain strings are checked at once, nested

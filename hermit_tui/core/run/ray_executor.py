@@ -214,6 +214,7 @@ def _run_job(job: dict[str, Any]) -> dict[str, Any]:
         pipeline = lambda task, adapter: asyncio.run(async_pipeline(task, adapter))  # noqa: E731
     if judge is not None:
         record, tb = run_attempt(pipeline, judge, attempt)
+        record.clean_text()  # JSON mode below: no lone surrogate
         return {
             "kind": "record",
             "record": record.model_dump(mode="json"),
