@@ -1,6 +1,6 @@
 """The headless commands, one module each; ``main`` reads the command line and hands it to one of them.
 
-``hermit-tui [--config run.yaml]`` opens the dashboard; ``eval``, ``report``, ``gate``, ``publish``, ``show``,
+``hermit-tui [--config run.yaml]`` opens the dashboard; ``eval``, ``report``, ``gate``, ``publish``, ``show``, ``diff``,
 ``serve``, ``annotate`` and ``demo`` are modules of this package. Exit codes: ``cli.common``.
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hermit_tui.cli import annotate as cli_annotate
 from hermit_tui.cli import demo as cli_demo
+from hermit_tui.cli import diff as cli_diff
 from hermit_tui.cli import eval as cli_eval
 from hermit_tui.cli import gate as cli_gate
 from hermit_tui.cli import publish as cli_publish
@@ -30,6 +31,7 @@ COMMANDS = {
     "gate": cli_gate,
     "publish": cli_publish,
     "show": cli_show,
+    "diff": cli_diff,
     "serve": cli_serve,
     "annotate": cli_annotate,
     "demo": cli_demo,

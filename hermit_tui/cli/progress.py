@@ -94,6 +94,8 @@ class PlainProgress:
             )
         elif isinstance(event, ev.SelectorStarted):
             self.selectors[event.label] = _Selector(total=event.total, started=now, last_line=now)
+            if event.resolved and event.selector not in ("none",):
+                self._write(f"{PREFIX} {event.selector} is {event.resolved}")
         elif isinstance(event, ev.AttemptStarted):
             sel = self.selectors.get(event.label)
             self._running = True

@@ -48,8 +48,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--undo",
         action="store_true",
-        help="move <run>/final back to where the last hermit-tui publish "
-        "found it (the card commit stays on the branch)",
+        help="move <run>/final back to where the last hermit-tui publish found it, and the run's branch and "
+        "CARD.md back to where it found them (when nothing was committed after the card)",
     )
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
@@ -63,7 +63,8 @@ def _write_diff(diff: str, out: TextIO) -> None:
         out.write(terminal(line) + "\n")
 
 
-def _show(plan, out: TextIO) -> None:
+def show_plan(plan, out: TextIO) -> None:
+    """The review: the card's diff, the warnings and the refusals."""
     if plan.diff:
         _write_diff(plan.diff, out)
     elif plan.current_card is not None and plan.new_card is not None:
@@ -93,7 +94,7 @@ def run(args, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stde
     if args.undo:
         return _undo(args, config, stdin, stdout, stderr)
     plan = plan_publish(config, args.adapter, getattr(args, "failure_labels", False))
-    _show(plan, stdout)
+    show_plan(plan, stdout)
     if plan.refusals:
         raise InputError("cannot publish: " + "; ".join(plan.refusals))
     if plan.up_to_date:
@@ -121,15 +122,12 @@ def run(args, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stde
 
 
 def _undo(args, config, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    from hermit_tui.core.publish.apply import UNDO_WORD, undo_check, undo_publish
+    from hermit_tui.core.publish.apply import UNDO_WORD, undo_check, undo_publish, undo_text
 
     entry, problem = undo_check(config)
     if entry is None:
         raise InputError(f"cannot undo: {problem}")
-    what = (
-        f"move {entry['tag']} back from {entry['card_commit'][:12]} to {entry['previous_tag_target'][:12]} "
-        f"(published {entry.get('at', '?')}; the card commit stays on the branch)"
-    )
+    what = f"{undo_text(config, entry)} (published {entry.get('at', '?')})"
     stdout.write(f"undo would {what}\n")
     if args.dry_run:
         stdout.write("dry run: nothing changed\n")

@@ -20,6 +20,7 @@ from hermit_tui.core.present import cost_text, tokens_text
 from hermit_tui.core.records.columns import task_records
 from hermit_tui.core.safe import json_text, terminal
 from hermit_tui.core.safe import line as one_line
+from hermit_tui.core.why.pair import align_task
 
 FORMATS = ("text", "json")
 
@@ -42,6 +43,14 @@ def add_parser(subparsers):
     p.add_argument("--task", required=True, metavar="ID", help="the task id")
     p.add_argument("--repeat", type=int, metavar="N", help="only this repeat (default: every repeat)")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default) or json")
+    p.add_argument(
+        "--align",
+        action="append",
+        metavar="SEL",
+        help="align the task's trajectories under --adapter and this selector step by step, with the first "
+        "divergence marked (repeatable: N-way, --adapter's the pivot); per repeat, or --repeat's",
+    )
+    p.add_argument("--full", action="store_true", help="with --align: every step's text whole (default: folded)")
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
 
@@ -205,6 +214,10 @@ def run(args) -> int:
     from hermit_tui.core.workspace.config import load_config
 
     config = load_config(args.config, args.overrides or [])
+    if args.align:
+        return _align(config, args)
+    if args.full:
+        raise InputError("--full goes with --align")
     shown = gather(config, args.adapter, str(args.task), args.repeat)
     text = (
         json_text(json.dumps(shown, indent=1, ensure_ascii=False, default=str)) + "\n"
@@ -215,6 +228,28 @@ def run(args) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:  # `| head`: the reader has what it wanted
+        pass
+    return 0
+
+
+def _align(config, args) -> int:
+    from hermit_tui.core.why.align import Alignment
+    from hermit_tui.core.why.text import DIVERGENCE_NOTE, alignment_lines
+
+    aligned = align_task(config, [args.adapter, *args.align], str(args.task), args.repeat)
+    if args.format == "json":
+        text = json_text(aligned.model_dump_json(indent=1)) + "\n"
+    else:
+        lines = [f"Task {aligned.task}: {' | '.join(aligned.labels)}", DIVERGENCE_NOTE]
+        lines += [f"  ! {n}" for n in aligned.notes]
+        for r, al in zip(aligned.repeats, aligned.alignments):
+            assert isinstance(al, Alignment)
+            lines += ["", f"── repeat {r} ──", *alignment_lines(al, full=args.full)]
+        text = terminal("\n".join(lines)) + "\n"  # transcripts' control characters shown, not sent
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
         pass
     return 0
 

@@ -26,6 +26,8 @@ from hermit_tui.core.safe import markdown as md
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.stats.passk import PassFigure
+from hermit_tui.core.why.text import pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
 
@@ -193,6 +195,9 @@ def to_markdown(report: Report) -> str:
             out += ["", f"Left out (attempted by only one of the two): {md(', '.join(p.unpaired))}"]
         out.append("")
     out += _taxonomy_markdown(r)
+    out += _where_markdown(r)
+    out += _pass_k_markdown(r)
+    out += _why_markdown(r)
     out += ["## Comparability", ""]
     if r.comparable:
         out.append(
@@ -246,6 +251,96 @@ def to_markdown(report: Report) -> str:
 
 def _tasks(ids: list[str], most: int = 12) -> str:
     return ", ".join(ids[:most]) + (f", … ({len(ids) - most} more)" if len(ids) > most else "") if ids else "—"
+
+
+def _p(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def _where_markdown(r: Report) -> list[str]:
+    """The "Slices" and "Harmed tasks" sections, when the report was asked for them."""
+    out: list[str] = []
+    sr = r.slices
+    if sr is not None:
+        out += [f"## Slices by {md(sr.by)}", ""]
+        out.append(
+            f"{len(sr.slices)} slices of the test split by {md(sr.by)}"
+            + (f" ({sr.unsliced} test tasks in none)" if sr.unsliced else "")
+            + f". p: each slice's paired test; p (BH): adjusted over the slices, {sr.fdr_method}, for screening; "
+            f"hurt p (Holm): {sr.hurt_test} (M = {sr.margin:g}), adjusted by {sr.fwer_method}; a slice is named as "
+            f"hurt when it is at most {sr.hurt_alpha:g}."
+        )
+        out.append("")
+        for k, (a, b) in enumerate((p.a, p.b) for p in (sr.slices[0].pairs if sr.slices else [])):
+            out += [f"### {md(b)} − {md(a)}", ""]
+            rows = []
+            for sl in sr.slices:
+                p = sl.pairs[k]
+                means = {s.label: s.mean for s in sl.selectors}
+                ci = f" ({figure(p.ci_low)} to {figure(p.ci_high)})" if p.ci_low is not None else ""
+                rows.append(
+                    [
+                        sl.name,
+                        len(sl.task_ids),
+                        figure(means.get(a)),
+                        figure(means.get(b)),
+                        (f"{p.mean_diff:+.3f}" if p.mean_diff is not None else "—") + ci,
+                        _p(p.p_value),
+                        _p(p.p_bh),
+                        _p(p.p_hurt_holm),
+                        p.reading,
+                    ]
+                )
+            out += _table(["slice", "tasks", a, b, f"{b} − {a} (95% CI)", "p", "p (BH)", "hurt p (Holm)", ""], rows)
+            out.append("")
+    for h in r.harm:
+        out += [f"## Harmed tasks: {md(h.candidate)} against {md(h.baseline)}", ""]
+        out.append(
+            md(f"{h.test}; {h.adjustment} over the {h.tested} tasks, q = {h.q:g}. {h.note[:1].upper()}{h.note[1:]}.")
+        )
+        out.append("")
+        if h.harmed:
+            out += _table(
+                ["task", h.baseline, h.candidate, "difference", "p", "q"],
+                [
+                    [t.task, f"{t.baseline_mean:.3f}", f"{t.candidate_mean:.3f}", f"{t.difference:+.3f}", _p(t.p_value),
+                     _p(t.q_value)]
+                    for t in h.harmed
+                ],
+            )  # fmt: skip
+            out.append("")
+    return out
+
+
+def _pass_k_markdown(r: Report) -> list[str]:
+    pk = r.pass_k
+    if pk is None or not pk.selectors:
+        return []
+    out = ["## pass@k and pass^k", "", f"Per test task, unbiased estimates ({pk.definition}; threshold "
+           f"{pk.threshold:g}), averaged over the tasks with at least k attempts, with 95% intervals.", ""]  # fmt: skip
+
+    def cell(f: PassFigure) -> str:
+        if f.value is None:
+            return "—"
+        ci = f" ({f.ci_low:.3f} to {f.ci_high:.3f})" if f.ci_low is not None and f.ci_high is not None else ""
+        return f"{f.value:+.3f}{ci}" if f.value < 0 else f"{f.value:.3f}{ci}"
+
+    rows = [[f"{s.label} pass@{f.k}", cell(f)] for s in pk.selectors for f in s.pass_at]
+    rows += [[f"{s.label} pass^{f.k}", cell(f)] for s in pk.selectors for f in s.pass_hat]
+    rows += [[f"{p.b} − {p.a} pass@{f.k}", cell(f)] for p in pk.pairs for f in p.pass_at]
+    rows += [[f"{p.b} − {p.a} pass^{f.k}", cell(f)] for p in pk.pairs for f in p.pass_hat]
+    return [*out, *_table(["figure", "value (95% CI)"], rows), ""]
+
+
+def _why_markdown(r: Report) -> list[str]:
+    """The "Why it changed" section: per compared pair, the adapter's diff beside the tasks it fixed, broke or made
+    flaky, the first divergence, tool use and usage (core/why; docs/why.md)."""
+    if not r.why:
+        return []
+    out = ["## Why it changed", ""]
+    for pair in r.why:
+        out += pair_lines(pair, "###") + [""]
+    return out
 
 
 def _taxonomy_markdown(r: Report) -> list[str]:

@@ -458,6 +458,18 @@ class AttemptScreen(Triage, HermitScreen[None]):
     def action_next_tab(self) -> None:
         self._tab(1)
 
+    def action_align(self) -> None:
+        """This task's trajectories under the side-by-side pair, aligned step by step."""
+        a = self.query_one("#side-left", Select).selection
+        b = self.query_one("#side-right", Select).selection
+        if not isinstance(a, str) or not isinstance(b, str) or a == b:
+            if len(self.store.keys) < 2:
+                self.notify("Only one selector: nothing to align", severity="warning")
+                return
+            a, b = self._default_pair()
+        rep = self.query_one("#side-repeat", Select).selection
+        self.app.goto("aligned", task_id=self.task_id, keys=[a, b], repeat=rep if isinstance(rep, int) else None)
+
     def action_prev_pair(self) -> None:
         self._cycle(-1)
 
