@@ -237,3 +237,16 @@ def test_the_junit_report_is_xml_with_the_characters_shown(hostile):
     names = [case.get("name") for case in root.iter("testcase")]
     assert "id\\x1b]52;c;ZXZpbA==\\x07" in names
     assert any("boom \\x1b]0;PWNED\\x07" in (f.text or "") + (f.get("message") or "") for f in root.iter("error"))
+
+
+async def test_a_dashboard_notification_shows_its_text_as_it_is():
+    """Notifications name task ids, selectors and errors: markup off, control characters shown."""
+    from hermit_tui.dashboard.app import HermitApp
+
+    app = HermitApp(live_updates=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.notify("[bold red]mk[/] " + OSC0 + " [@click=app.quit]x[/]", title="t" + OSC52 + "\nx")
+        await pilot.pause()
+        shown = list(app._notifications)[-1]
+        assert shown.message == "[bold red]mk[/] \\x1b]0;PWNED\\x07 [@click=app.quit]x[/]"
+        assert shown.title == "t\\x1b]52;c;ZXZpbA==\\x07\\nx" and shown.markup is False
