@@ -76,7 +76,11 @@ def test_the_dashboard_shows_hostile_text_and_sends_none_of_it_to_the_terminal(t
         keys(socket, "o")  # the outputs
         outputs = wait_screen(socket, lambda s: "outputs, repeat" in s and "out\\x1b]52;c;ZXZpbA==" in s)
         assert "(no output: ValueError: boom" in outputs and unharmed(outputs)
-        keys(socket, "o", "Down", "Enter")  # the drill-down of id+OSC52
+        keys(socket, "o")  # back to the scores
+        wait_screen(socket, lambda s: "means (" in s and "outputs, repeat" not in s)
+        keys(socket, "Down")  # the second row: id+OSC52
+        wait_screen(socket, lambda s: "▶ none · id\\x1b]52;c;ZXZpbA==\\x07" in s)
+        keys(socket, "Enter")  # its drill-down
         drill = wait_screen(socket, lambda s: "Task id\\x1b]52;c;ZXZpbA==\\x07" in s and "Feedback" in s)
         assert "fb\\x1b[2J\\x9b0m [bold red]markup[/]" in drill and unharmed(drill)
         assert "field\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in drill  # the task's fields

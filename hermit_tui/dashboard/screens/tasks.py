@@ -501,13 +501,13 @@ class TasksScreen(Triage, HermitScreen[None]):
         rec = store.columns[key].records[(task, repeat)]
         failed = is_failure(rec, store.threshold)
         text.append("▶ ", style=self._styles.get("accent", ""))
-        text.append(f"{key} · {task} · repeat {repeat}", style="bold")
+        text.append(f"{one_line(key)} · {one_line(task)} · repeat {repeat}", style="bold")
         text.append(f"  {rec.status} {rec.judge.score:.2f}", style=self._styles["bad" if failed else "good"])
         if self._walked == target and self._walked_group:
             text.append(f" ({self._walked_group})", style="dim")
         ann = annotation_text(store.annotation(key, task, repeat), rec.judge.score)
         text.append("  ")
-        text.append_text(Text(ann.plain.replace("\n", "  ")) if ann else Text("no label", style="dim"))
+        text.append_text(Text(one_line(ann.plain.replace("\n", "  "))) if ann else Text("no label", style="dim"))
         text.append(f"   {progress_text(store)} · a other attempt · n note · u next unlabelled · ", style="dim")
         text.append_text(keys_text(store.label_set))
         show_text(strip, text)
