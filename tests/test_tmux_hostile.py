@@ -100,6 +100,9 @@ def test_the_dashboard_shows_hostile_text_and_sends_none_of_it_to_the_terminal(t
             socket, lambda s: any("ad\\x1b]0;PWNED" in ln and "# Injected heading" in ln for ln in s.splitlines())
         )  # on one line (a cell: the newline becomes a blank); Rich drops the BEL of a Text before it is shown
         assert unharmed(history)
+        keys(socket, "Down")  # its detail line: the folder, on one line
+        history = wait_screen(socket, lambda s: "eval/ad\\x1b]0;PWNED\\x07\\n# Injected heading" in s)
+        assert unharmed(history)
         assert title(socket) == before  # no OSC 0 reached the terminal
         assert buffers(socket) == ""  # no OSC 52 reached it either
         assert "PWNED" not in title(socket)
