@@ -78,3 +78,74 @@ def acted_on(data: bytes | str) -> list[str]:
     """The characters of ``data`` (bytes decoded as UTF-8) a terminal would act on, each with some context."""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     return [repr(text[max(m.start() - 12, 0) : m.end() + 12]) for m in _ACTED_ON.finditer(text)]
+
+
+FOLDER = "ad" + OSC0 + "\n# Injected heading"  # a directory selector: a title set, a newline and a heading
+LINKED = "lnk|x[click](https:evil.example)"  # a directory selector: a table column and a link
+IDS = [
+    "plain",
+    "id" + OSC52,
+    "t|x[l](https://evil.example) www.evil.example",
+    "[bold red]mk[/]",
+    "=1+1",
+    "-2+3",
+    "@cmd",
+    "rlo" + RLO,
+]
+FIELD = "field" + OSC52 + CLEAR
+OUTPUT = "out" + OSC52 + CLEAR + C1_CSI + RLO + "\r fake line"
+FEEDBACK = "fb" + CLEAR + "\x9b0m [bold red]markup[/]"
+ERROR = "boom " + OSC0
+MESSAGES = [{"role": "user", "content": "ask" + OSC0}, {"role": "assistant", "content": "say" + OSC52 + CLEAR}]
+
+
+def hostile_cli(ws: Path, *argv: str, env: dict | None = None, timeout: float = 90):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "hermit_tui", *argv],
+        capture_output=True,
+        cwd=ws,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def hostile_text_workspace(ws: Path) -> tuple[Path, bytes]:
+    """A workspace whose every text is hostile (task ids and fields, outputs, an error, feedback, transcripts, two
+    directory selectors' folder names), evaluated under none and both directories by the CLI; with the bytes
+    ``eval`` wrote (its progress lines)."""
+    import json
+    import textwrap
+
+    (ws / "tasks.jsonl").write_text(
+        "".join(json.dumps({"id": i, "question": FIELD, "note" + CLEAR: 1}) + "\n" for i in IDS)
+    )
+    (ws / "test.txt").write_text("".join(i + "\n" for i in IDS))
+    (ws / "train.txt").write_text("")
+    (ws / "pipe.py").write_text(
+        textwrap.dedent(
+            f"""
+            def run(task, adapter=None):
+                if task["id"] == "plain":
+                    raise ValueError({ERROR!r})
+                print({OSC0!r})
+                return {{"output": {OUTPUT!r}, "cost_usd": 0.01, "messages": {MESSAGES!r}}}
+            """
+        )
+    )
+    (ws / "judge.py").write_text(f"def score(task, output):\n    return {{'score': 0.5, 'feedback': {FEEDBACK!r}}}\n")
+    (ws / "run.yaml").write_text(
+        "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
+        "agent: {name: pipe.py:run, concurrency: 2}\njudge: {path: judge.py}\n"
+        "trainer: {run_name: t, tree_dir: tree}\n"
+    )
+    for name in (FOLDER, LINKED):
+        (ws / name).mkdir()
+        (ws / name / "adapter.yaml").write_text("template: {id: x}\n")
+    done = hostile_cli(
+        ws, "eval", "--config", "run.yaml", "--adapter", "none", "--adapter", FOLDER, "--adapter", LINKED
+    )
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-2000:]
+    return ws, done.stdout + done.stderr

@@ -10,24 +10,28 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import subprocess
-import sys
-import textwrap
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from hostile_util import CLEAR, OSC0, OSC52, RLO, acted_on, snapshot, time_limit
+from hostile_util import (
+    CLEAR,
+    FEEDBACK,
+    FOLDER,
+    IDS,
+    LINKED,
+    OSC0,
+    OSC52,
+    OUTPUT,
+    acted_on,
+    hostile_cli,
+    hostile_text_workspace,
+    snapshot,
+    time_limit,
+)
 
 LIMIT_S = 90
-FOLDER = "ad" + OSC0 + "\n# Injected heading"  # a directory selector: a title set, a newline and a heading
-LINKED = "lnk|x[click](https:evil.example)"  # a directory selector: a table column and a link
-IDS = ["plain", "id" + OSC52, "t|x[l](https://evil.example) www.evil.example", "=1+1", "-2+3", "@cmd", "rlo" + RLO]
-FIELD = "field" + OSC52 + CLEAR
-OUTPUT = "out" + OSC52 + CLEAR + "\x9b2J" + RLO + "\r fake line"
-FEEDBACK = "fb" + CLEAR + "\x9b0m [bold red]markup[/]"
-ERROR = "boom " + OSC0
 
 
 @pytest.fixture(autouse=True)
@@ -37,48 +41,13 @@ def limited():
 
 
 def cli(ws: Path, *argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hermit_tui", *argv],
-        capture_output=True,
-        cwd=ws,
-        timeout=LIMIT_S,
-        env={**os.environ, **(env or {})},
-    )
+    return hostile_cli(ws, *argv, env=env, timeout=LIMIT_S)
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> tuple[Path, bytes]:
-    """A workspace whose every text is hostile, evaluated under none and two directory selectors; with the bytes
-    ``eval`` wrote (its progress lines)."""
-    ws = tmp_path_factory.mktemp("hostile-text")
-    (ws / "tasks.jsonl").write_text(
-        "".join(json.dumps({"id": i, "question": FIELD, "note" + CLEAR: 1}) + "\n" for i in IDS)
-    )
-    (ws / "test.txt").write_text("".join(i + "\n" for i in IDS))
-    (ws / "train.txt").write_text("")
-    (ws / "pipe.py").write_text(
-        textwrap.dedent(
-            f"""
-            def run(task, adapter=None):
-                if task["id"] == "plain":
-                    raise ValueError({ERROR!r})
-                print({OSC0!r})
-                return {{"output": {OUTPUT!r}, "cost_usd": 0.01}}
-            """
-        )
-    )
-    (ws / "judge.py").write_text(f"def score(task, output):\n    return {{'score': 0.5, 'feedback': {FEEDBACK!r}}}\n")
-    (ws / "run.yaml").write_text(
-        "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
-        "agent: {name: pipe.py:run, concurrency: 2}\njudge: {path: judge.py}\n"
-        "trainer: {run_name: t, tree_dir: tree}\n"
-    )
-    for name in (FOLDER, LINKED):
-        (ws / name).mkdir()
-        (ws / name / "adapter.yaml").write_text("template: {id: x}\n")
-    done = cli(ws, "eval", "--config", "run.yaml", "--adapter", "none", "--adapter", FOLDER, "--adapter", LINKED)
-    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-2000:]
-    return ws, done.stdout + done.stderr
+    """The hostile-text workspace (hostile_util.hostile_text_workspace), with the bytes ``eval`` wrote."""
+    return hostile_text_workspace(tmp_path_factory.mktemp("hostile-text"))
 
 
 def checked(ws: Path, *argv: str, code: int | tuple[int, ...] = 0, env: dict | None = None) -> tuple[str, str]:
@@ -268,3 +237,16 @@ def test_the_junit_report_is_xml_with_the_characters_shown(hostile):
     names = [case.get("name") for case in root.iter("testcase")]
     assert "id\\x1b]52;c;ZXZpbA==\\x07" in names
     assert any("boom \\x1b]0;PWNED\\x07" in (f.text or "") + (f.get("message") or "") for f in root.iter("error"))
+
+
+async def test_a_dashboard_notification_shows_its_text_as_it_is():
+    """Notifications name task ids, selectors and errors: markup off, control characters shown."""
+    from hermit_tui.dashboard.app import HermitApp
+
+    app = HermitApp(live_updates=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.notify("[bold red]mk[/] " + OSC0 + " [@click=app.quit]x[/]", title="t" + OSC52 + "\nx")
+        await pilot.pause()
+        shown = list(app._notifications)[-1]
+        assert shown.message == "[bold red]mk[/] \\x1b]0;PWNED\\x07 [@click=app.quit]x[/]"
+        assert shown.title == "t\\x1b]52;c;ZXZpbA==\\x07\\nx" and shown.markup is False

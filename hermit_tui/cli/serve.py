@@ -230,6 +230,9 @@ def guarded_server(command: str, access: Access, **options):
             return aiohttp_jinja2.render_template("app_index.html", request, context)
 
         async def on_startup(self, app: web.Application) -> None:
+            import logging
+
+            logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # its lines would carry the token
             sys.stdout.write(
                 f"hermit-tui: serving the dashboard at {access.url}\n"
                 "  (the address holds this start's token: whoever has it can drive the dashboard; Ctrl+C stops)\n"

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.worker import get_current_worker
 
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.run.launch import LaunchOptions
+from hermit_tui.core.safe import line, terminal
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.palette import HermitCommands
 from hermit_tui.dashboard.paths import style
@@ -94,6 +96,19 @@ class HermitApp(App):
             super().__init__()
             self.cancelled = cancelled
             self.error = error
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's notification, with its text shown as it is: markup off (a task id or an error holding
+        ``[bold]`` or ``[@click=…]`` is text), control characters shown as their escape (``core.safe``)."""
+        super().notify(terminal(message), title=line(title), severity=severity, timeout=timeout, markup=False)
 
     def __init__(
         self,

@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 from hermit_tui.core.present import cost_text, incomplete_caveat, retry_caveat, smoke_caveat
 from hermit_tui.core.records import folders as evalstore
 from hermit_tui.core.records.folders import StoredEvaluation
+from hermit_tui.core.safe import line as one_line
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.base import HermitScreen
@@ -256,18 +257,18 @@ class HistoryScreen(HermitScreen[None]):
         if stored is None:
             detail.update("")
             return
-        text = Text(display_path(stored.folder), style="bold")
+        text = Text(one_line(display_path(stored.folder)), style="bold")
         s = stored.summary
         if s is not None:
             when = "current" if not stored.archived else "archived " + archived_text(stored.archived_at)
             text.append(
-                f"  {s.adapter} · {s.commit[:7] if s.commit else 'no commit'} · "
+                f"  {one_line(s.adapter)} · {one_line(s.commit[:7]) if s.commit else 'no commit'} · "
                 f"{'smoke check, ' if stored.smoke else ''}{when} · "
                 f"by {'hermit' if s.written_by_hermit else 'hermit-tui'}",
                 style="dim",
             )
         if s is None:
-            text.append(f"\n{problem_text(stored)}", style="red")
+            text.append(f"\n{one_line(problem_text(stored))}", style="red")
         else:
             if not s.is_complete:
                 text.append(f"\n{incomplete_caveat()}", style="yellow")

@@ -20,6 +20,7 @@ from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
 
 from hermit_tui.core.records.annotations import is_failure
+from hermit_tui.core.safe import line as one_line
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.annotate import (
@@ -337,14 +338,14 @@ class TasksScreen(Triage, HermitScreen[None]):
     # -- header lines ---------------------------------------------------------------------------------------------
     def _show_columns(self, store: EvalStore) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
-        width = max((len(k) for k in store.keys), default=0)
+        width = max((len(one_line(k)) for k in store.keys), default=0)
         for i, (key, col) in enumerate(store.columns.items()):
             text.append("\n" if i else "")
             base = key == store.baseline
             text.append("● " if base else "  ", style=self._styles["accent"])
-            text.append(key.ljust(width), style="bold")
+            text.append(one_line(key).ljust(width), style="bold")
             if col.selector != key:
-                text.append(f" ({col.selector})")
+                text.append(f" ({one_line(col.selector)})")
             text.append(f"  {col.commit[:7]:<9}" if col.commit else "  no commit", style="" if col.commit else "dim")
             text.append(f"  mean {col.mean:.3f}" if col.mean is not None else f"  mean {NO_DATA:<5}")
             errors = col.errors + col.judge_errors
@@ -500,13 +501,13 @@ class TasksScreen(Triage, HermitScreen[None]):
         rec = store.columns[key].records[(task, repeat)]
         failed = is_failure(rec, store.threshold)
         text.append("▶ ", style=self._styles.get("accent", ""))
-        text.append(f"{key} · {task} · repeat {repeat}", style="bold")
+        text.append(f"{one_line(key)} · {one_line(task)} · repeat {repeat}", style="bold")
         text.append(f"  {rec.status} {rec.judge.score:.2f}", style=self._styles["bad" if failed else "good"])
         if self._walked == target and self._walked_group:
             text.append(f" ({self._walked_group})", style="dim")
         ann = annotation_text(store.annotation(key, task, repeat), rec.judge.score)
         text.append("  ")
-        text.append_text(Text(ann.plain.replace("\n", "  ")) if ann else Text("no label", style="dim"))
+        text.append_text(Text(one_line(ann.plain.replace("\n", "  "))) if ann else Text("no label", style="dim"))
         text.append(f"   {progress_text(store)} · a other attempt · n note · u next unlabelled · ", style="dim")
         text.append_text(keys_text(store.label_set))
         show_text(strip, text)

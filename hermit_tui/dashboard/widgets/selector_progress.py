@@ -9,6 +9,7 @@ from textual.css.query import NoMatches
 from textual.widgets import ProgressBar, Static
 
 from hermit_tui.core.present import money, projected_cost
+from hermit_tui.core.safe import line as one_line
 from hermit_tui.dashboard.state.store import Column
 from hermit_tui.dashboard.widgets.static_text import show_text
 
@@ -66,7 +67,7 @@ class SelectorProgress(Horizontal):
         self._column: Column | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(self.key[:11], classes="sp-label")
+        yield Static(Text(one_line(self.key)[:11]), classes="sp-label")
         yield ProgressBar(total=None, show_eta=False, show_percentage=False)
         yield Static("", classes="sp-figures")
 
