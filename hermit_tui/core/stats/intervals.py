@@ -105,13 +105,9 @@ def wilson_bounds(p: Any, n: Any, crit: Any) -> Any:
     return low, high
 
 
-def unit_bounds(
-    p: Any, var: Any, g: Any, cap: Any, level: Any = CONFIDENCE, *, floor: bool = True
-) -> tuple[Any, Any, Any]:
+def unit_bounds(p: Any, var: Any, g: Any, cap: Any, level: Any = CONFIDENCE) -> tuple[Any, Any, Any]:
     """The selector interval on [0, 1] (arrays broadcast): mean ``p``, sample variance ``var`` of the task values
-    (ddof 1), ``g`` tasks, ``cap`` the largest effective sample size (``inf`` without one). (low, high, n_eff).
-    ``floor=False``: the score interval alone where there is a spread (the sequential test's repeated intervals,
-    whose extreme early levels the floor would make uninformative)."""
+    (ddof 1), ``g`` tasks, ``cap`` the largest effective sample size (``inf`` without one). (low, high, n_eff)."""
     p = np.clip(np.asarray(p, dtype=float), 0.0, 1.0)
     var, g = np.asarray(var, dtype=float), np.asarray(g, dtype=float)
     crit = t_quantile(np.maximum(g - 1, 1), level)
@@ -122,8 +118,7 @@ def unit_bounds(
     q = no_spread_share(g, level)
     floor_low, floor_high = p - q * p, p + q * (1 - p)
     spread = var > 0  # without a spread the interval is the floor itself (the no-spread bound)
-    if floor:
-        low, high = np.minimum(low, floor_low), np.maximum(high, floor_high)
+    low, high = np.minimum(low, floor_low), np.maximum(high, floor_high)
     low, high = np.where(spread, low, floor_low), np.where(spread, high, floor_high)
     return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0), n_eff
 
@@ -137,12 +132,11 @@ def mean_interval(
     *,
     max_n_eff: float | None = None,
     level: float = CONFIDENCE,
-    floor: bool = True,
 ) -> Interval | None:
     """The interval for the mean of ``n_tasks`` per-task values in ``[lo, hi]`` with sample sd ``sd`` (ddof 1).
 
     ``max_n_eff``: an upper bound on the effective sample size (the attempts' worth, for pass/fail scores). None with
-    fewer than 2 tasks. ``floor``: see :func:`unit_bounds`.
+    fewer than 2 tasks.
     """
     if n_tasks < 2 or not (math.isfinite(mean) and math.isfinite(sd)):
         return None
@@ -153,7 +147,7 @@ def mean_interval(
     spread = sd > 1e-12 * width
     var = (sd / width) ** 2 if spread else 0.0
     cap = math.inf if max_n_eff is None else max_n_eff
-    low, high, n_eff = unit_bounds(p, var, n_tasks, cap, level, floor=floor)
+    low, high, n_eff = unit_bounds(p, var, n_tasks, cap, level)
     if not spread:
         return Interval(low=lo + width * float(low), high=lo + width * float(high), method="no-spread")
     return Interval(low=lo + width * float(low), high=lo + width * float(high), method="score", n_eff=float(n_eff))

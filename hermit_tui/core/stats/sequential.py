@@ -29,10 +29,11 @@ scale by the recursive numerical integration of Armitage, McPherson & Rowe (1969
 components (method of moments on the per-round paired differences) are reported beside the decision.
 
 Small samples: the normal boundary ``c_r`` is turned into a nominal two-sided level ``p_r = 2 (1 - Phi(c_r))``, and
-the interval at round ``r`` is ``core.stats.intervals.mean_interval`` at confidence ``1 - p_r`` (Student t with G - 1
-df, or the bounded score interval / no-spread bound of the fixed design), which keeps it within the range of a
-difference and matches the fixed design's methods (the "significance level approach" to group-sequential t-tests,
-J&T 2000 sec. 3.8). Its error rates are measured by simulation in ``benchmarks/bench_stats.py``.
+the interval at round ``r`` is :func:`_repeated_interval` on the task differences at confidence ``1 - p_r`` (Student
+t with G - 1 df, or the bounded score interval / no-spread bound: the fixed design's methods before issue 25, kept
+here because the selector interval's no-spread floor would make the extreme early levels uninformative), which keeps
+it within the range of a difference (the "significance level approach" to group-sequential t-tests, J&T 2000 sec.
+3.8). Its error rates are measured by simulation in ``benchmarks/bench_stats.py``.
 """
 
 from __future__ import annotations
