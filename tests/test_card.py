@@ -281,7 +281,7 @@ def test_tag_elsewhere_is_refused(run):
     "error, raised", [(git.GitCommandError(["git", "update-ref"], 1), InputError), (RuntimeError("boom"), RuntimeError)]
 )
 def test_failed_tag_move_restores_everything(run, monkeypatch, error, raised):
-    def fail(self, tag, commit):
+    def fail(self, tag, commit, *, expected):
         raise error
 
     monkeypatch.setattr(AdapterTree, "move_tag", fail)

@@ -129,7 +129,9 @@ def test_resolve_tags_branches_and_commits(built):
     tree = AdapterTree(built.cfg.tree_dir)
     assert tree.resolve("root") == built.root
     assert tree.resolve("demo/ckpt-step-2") == built.step2
-    assert tree.resolve("demo") == built.final  # the run's branch head
+    assert tree.resolve("refs/heads/demo") == built.final  # the run's branch head, named as a branch
+    with pytest.raises(InputError, match="'demo' is a branch"):
+        tree.resolve("demo")  # a bare branch name is not a version (issue 29)
     assert tree.resolve(built.step1[:7]) == built.step1
     assert tree.resolve(built.step1.upper()) == built.step1
     assert tree.resolve(built.step1) == built.step1
@@ -185,10 +187,18 @@ def test_is_valid_and_export(built, tmp_path):
 
 def test_move_tag(built):
     tree = AdapterTree(built.cfg.tree_dir)
-    tree.move_tag("demo/final", built.step1)
+    with pytest.raises(InputError, match="demo/final changed meanwhile"):
+        tree.move_tag("demo/final", built.step1, expected=built.step2)  # compare-and-swap: it holds final
+    assert built.tree.git.rev_parse("demo/final^{commit}") == built.final
+    tree.move_tag("demo/final", built.step1, expected=tree.ref_value("refs/tags/demo/final"))
     assert built.tree.git.rev_parse("demo/final^{commit}") == built.step1
+    with pytest.raises(InputError, match="changed meanwhile"):
+        tree.move_tag("demo/new", built.step1, expected=built.step1)  # there is no such tag
+    tree.move_tag("demo/new", built.step1, expected=None)
+    with pytest.raises(InputError, match="changed meanwhile"):
+        tree.move_tag("demo/new", built.step2, expected=None)  # only if it does not exist
     with pytest.raises(InputError):
-        tree.move_tag("-f", built.step1)
+        tree.move_tag("-f", built.step1, expected=None)
 
 
 def test_versions_order_and_fields(built):

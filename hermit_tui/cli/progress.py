@@ -21,6 +21,7 @@ from typing import TextIO
 
 from hermit_tui.core.present import known_cost_text
 from hermit_tui.core.run import events as ev
+from hermit_tui.core.safe import line as one_line
 
 EVERY_S = 10.0
 PREFIX = "[progress]"
@@ -93,6 +94,8 @@ class PlainProgress:
             )
         elif isinstance(event, ev.SelectorStarted):
             self.selectors[event.label] = _Selector(total=event.total, started=now, last_line=now)
+            if event.resolved and event.selector not in ("none",):
+                self._write(f"{PREFIX} {event.selector} is {event.resolved}")
         elif isinstance(event, ev.AttemptStarted):
             sel = self.selectors.get(event.label)
             self._running = True
@@ -189,7 +192,7 @@ class PlainProgress:
         self._write(self._text(label, sel, now))
 
     def _write(self, text: str) -> None:
-        self.stream.write(text + "\n")
+        self.stream.write(one_line(text) + "\n")  # a label or message from the data: control characters shown
         self.stream.flush()
 
 

@@ -20,8 +20,10 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_cell
+from hermit_tui.core.records.folders import check_no_links
 from hermit_tui.core.records.results import Summary
 from hermit_tui.core.workspace.config import Config
+from hermit_tui.core.workspace.gitrepo import open_repo
 from hermit_tui.core.workspace.tree import AdapterTree, valid_ref_name
 
 EVAL_HEADING = "## Evaluation"
@@ -137,7 +139,12 @@ def commit_card(repo: git.Repo, head: str, message: str) -> str:
     finally:
         if os.path.exists(index):
             os.unlink(index)
-    return str(repo.git.commit_tree(tree, "-p", head, "-m", message, env=_identity_env(repo)))
+    commit = str(repo.git.commit_tree(tree, "-p", head, "-m", message, env=_identity_env(repo)))
+    # git's own hooks never run here (core.workspace.gitrepo): the check a pre-commit hook could have made is ours
+    changed = repo.git.diff_tree("--no-ext-diff", "--no-textconv", "--name-only", "-r", "-z", head, commit)
+    if [p for p in changed.split("\0") if p] not in ([CARD_NAME], []):
+        raise InputError(f"the card commit would change more than {CARD_NAME}: nothing is committed")
+    return commit
 
 
 def write_card(path: Path, data: bytes) -> None:
@@ -182,7 +189,12 @@ def checkout_branch(repo: git.Repo) -> str | None:
 class CardChange:
     """One change of the card in the run's checkout: write CARD.md, commit it alone on top of ``head`` on
     ``branch``, point ``tag`` at that commit. :meth:`rollback` puts back what :meth:`apply` may have changed:
-    CARD.md's bytes, the branch, the checkout's index and the tag (to ``tag_before``; deleted when None)."""
+    CARD.md's bytes, the branch, the checkout's index and the tag (to what it held, an annotated tag's own object
+    included; deleted when it did not exist).
+
+    Both moves are compare-and-swap: the branch moves only if it still points at ``head`` and the tag only if it
+    still holds what it held when this change was made (which must be ``tag_before``); a rollback moves each back
+    only if it still points where this change left it, so that nobody else's move is ever undone."""
 
     def __init__(
         self,
@@ -201,6 +213,12 @@ class CardChange:
         self.original = original
         self.index_path = Path(repo.git_dir) / "index"
         self.index_bytes = self.index_path.read_bytes() if self.index_path.exists() else None
+        self.tag_ref = f"refs/tags/{tag}"
+        self.tag_raw = tree.ref_value(self.tag_ref)  # what the tag holds now (an annotated tag's own object)
+        if tree.tag_target(tag) != tag_before:
+            raise InputError(f"tag {tag} changed since it was read: nothing is changed")
+        self.branch_moved_to: str | None = None
+        self.tag_moved_to: str | None = None
 
     def apply(self, new: bytes | None, message: str) -> str:
         """Write ``new`` and commit it; with ``new`` None only move the tag to ``head``. Returns the tag's commit."""
@@ -208,28 +226,27 @@ class CardChange:
         if new is not None:
             write_card(self.card, new)
             commit = commit_card(self.repo, self.head, message)
+            self.branch_moved_to = commit  # before the move: a move that fails after it happened is undone too
             move_branch(self.repo, self.branch, commit, self.head, message)
             stage_card(self.repo)
-        self.tree.move_tag(self.tag, commit)
+        self.tag_moved_to = commit
+        self.tree.move_tag(self.tag, commit, expected=self.tag_raw)
         return commit
 
     def rollback(self) -> None:
         """Each step is tried even when another fails: restoring the rest matters more than the first failure."""
-        tag_ref = f"refs/tags/{self.tag}"
-        steps: list[Callable[[], object]] = [
-            lambda: write_card(self.card, self.original),
-            lambda: self.repo.git.update_ref(self.branch, self.head),
+        steps: list[Callable[[], object]] = [lambda: write_card(self.card, self.original)]
+        if self.branch_moved_to is not None:
+            steps.append(lambda: self.repo.git.update_ref(self.branch, self.head, self.branch_moved_to))
+        steps.append(
             lambda: (
                 self.index_path.write_bytes(self.index_bytes)
                 if self.index_bytes is not None
                 else self.index_path.unlink(True)
-            ),
-            lambda: (
-                self.tree.repo.git.update_ref(tag_ref, self.tag_before)
-                if self.tag_before
-                else self.tree.repo.git.update_ref("-d", tag_ref)
-            ),
-        ]
+            )
+        )
+        if self.tag_moved_to is not None:
+            steps.append(lambda: self.tree.swap_ref(self.tag_ref, self.tag_raw, self.tag_moved_to))
         for step in steps:
             try:
                 step()
@@ -252,6 +269,7 @@ def update_final_card(config: Config, summary: Summary | Mapping[str, Any]) -> C
     tag = f"{run}/final"
     checkout = Path(config.run_dir) / "checkout"
     card = checkout / CARD_NAME
+    check_no_links(Path(config.run_dir), checkout, [CARD_NAME])
     if not card.is_file():
         return CardResult(message=f"no {card}: card not updated")
     if s.smoke_limit is not None or s.complete is False:
@@ -261,7 +279,7 @@ def update_final_card(config: Config, summary: Summary | Mapping[str, Any]) -> C
 
     tree = AdapterTree(Path(config.tree_dir))
     try:
-        repo = git.Repo(checkout)
+        repo = open_repo(checkout)
     except git.InvalidGitRepositoryError:
         tree.close()
         raise InputError(f"run checkout {checkout} is not a git worktree: card not updated") from None

@@ -19,6 +19,7 @@ from hermit_tui.core.publish.table import EvalRow
 from hermit_tui.core.records.folders import StoredEvaluation, eval_root
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import Fingerprint
+from hermit_tui.core.workspace.gitrepo import open_repo
 from hermit_tui.core.workspace.selectors import MANIFEST, directory_hash
 from hermit_tui.core.workspace.tasks import load_tasks
 from hermit_tui.core.workspace.tree import ROOT_TAG, AdapterTree
@@ -82,7 +83,7 @@ def inspect_checkout(plan: PublishPlan, tree: AdapterTree) -> git.Repo | None:
         )
         return None
     try:
-        repo = git.Repo(checkout)
+        repo = open_repo(checkout)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         plan.refusals.append(f"no checkout: {checkout} is not a git worktree")
         return None
@@ -92,14 +93,21 @@ def inspect_checkout(plan: PublishPlan, tree: AdapterTree) -> git.Repo | None:
     if checkout_branch(repo) != plan.branch:
         plan.refusals.append(f"the checkout {checkout} is not on branch '{plan.run}'")
     plan.head = repo.git.rev_parse("--verify", "HEAD")
-    tracked = [line[3:] for line in repo.git.status("--porcelain", "--untracked-files=no").splitlines()]
+    tracked = [
+        line[3:]
+        for line in repo.git.status("--porcelain", "--untracked-files=no", "--ignore-submodules=dirty").splitlines()
+    ]
     if tracked:
         shown = ", ".join(tracked[:3]) + (", …" if len(tracked) > 3 else "")
         plan.refusals.append(
             f"uncommitted changes in the checkout ({len(tracked)}: {shown}): commit or discard "
             "them first, the card commit must hold exactly the measured adapter"
         )
-    untracked = [line[3:] for line in repo.git.status("--porcelain").splitlines() if line.startswith("??")]
+    untracked = [
+        line[3:]
+        for line in repo.git.status("--porcelain", "--ignore-submodules=dirty").splitlines()
+        if line.startswith("??")
+    ]
     if untracked:
         plan.warnings.append(
             f"untracked files in the checkout ({', '.join(untracked[:3])}"

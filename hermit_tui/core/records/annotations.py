@@ -33,8 +33,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.records.folders import ANNOTATIONS
+from hermit_tui.core.records.folders import ANNOTATIONS, check_no_links, run_dir_of
 from hermit_tui.core.records.results import SOLVED_THRESHOLD, AttemptRecord
+from hermit_tui.core.workspace.files import NotRegularFile, check_regular, read_bytes
 
 try:  # POSIX; elsewhere the single O_APPEND write still keeps lines whole
     import fcntl
@@ -234,7 +235,7 @@ def read_annotations(folder: Path) -> AnnotationsFile:
     InputError naming it."""
     path = Path(folder) / ANNOTATIONS
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)  # a FIFO or a device is refused before it is opened
     except FileNotFoundError:
         return AnnotationsFile()
     except OSError as exc:
@@ -260,12 +261,23 @@ def update_annotation(folder: Path, record: AttemptRecord, change: Change) -> tu
     state of the attempt and of the whole file. An OSError (read-only folder, disk full) is an InputError; the file
     is left as it was."""
     path = Path(folder) / ANNOTATIONS
+    check_no_links(run_dir_of(Path(folder)), Path(folder), [ANNOTATIONS])
     if not Path(folder).is_dir():
         raise InputError(f"{folder}: the evaluation's folder does not exist")
+    created = False
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        check_regular(path)  # a FIFO or a device is refused before it is opened
+        flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+            created = True
+        except FileExistsError:
+            fd = os.open(path, flags | os.O_NONBLOCK)
+    except NotRegularFile as exc:
+        raise InputError(f"{path}: {exc.strerror}; nothing was changed") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise InputError(f"{path}: cannot write ({exc.strerror or exc}); nothing was changed") from None
+    done, data = False, None
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -285,21 +297,41 @@ def update_annotation(folder: Path, record: AttemptRecord, change: Change) -> tu
                 raise OSError(28, "short write (disk full?)")
             os.fsync(fd)
         except OSError as exc:
-            try:
-                os.ftruncate(fd, len(data))
-            except OSError:
-                pass
-            raise InputError(f"{path}: cannot write ({exc.strerror or exc}); nothing was changed") from None
+            undone = _put_back(fd, path, data, created)
+            raise InputError(f"{path}: cannot write ({exc.strerror or exc}){undone}") from None
         if new.empty:
             read.entries.pop(record.key, None)
         else:
             read.entries[record.key] = new
         read.lines += 1
+        done = True
         return new, read
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
+        raise InputError(f"{path}: {exc.strerror or exc}{_put_back(fd, path, data, created)}") from None
     finally:
+        if not done and created:
+            try:
+                os.unlink(path)  # the file this call created and could not fill: gone again
+            except OSError:
+                pass
         os.close(fd)  # releases the lock
+
+
+def _put_back(fd: int, path: Path, data: bytes | None, created: bool) -> str:
+    """Cut the file back to ``data`` after a failed append; the words to add to the error: "nothing was changed"
+    only when the file now holds exactly what it held before (a file this call created is removed by the caller;
+    ``data`` None: it was never read, so nothing was written)."""
+    if data is None:
+        return "; nothing was changed"
+    try:
+        os.ftruncate(fd, len(data))
+        if os.fstat(fd).st_size == len(data):
+            return "; nothing was changed"
+    except OSError:
+        pass
+    if created:
+        return "; nothing was changed"
+    return f"; {path} may end in a partial line (the readers skip it)"
 
 
 # ---------------------------------------------------------------------------------------------------- taxonomy

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.results import ResultsFile, Summary, read_results, read_summary
 
 if TYPE_CHECKING:
@@ -28,6 +31,63 @@ ANNOTATIONS = "annotations.jsonl"  # hermit-tui's triage labels and notes (core/
 ARCHIVE = "archive"
 SMOKE = "smoke"  # eval/<label>/smoke/: the label's smoke subsets (--limit N), kept apart from its evaluation
 WHICH = ("full", "smoke", "all")
+
+
+LOGS = "logs"
+LOCK = ".hermit-tui.lock"
+#: What hermit-tui writes inside an evaluation's folder (each checked by :func:`check_no_links` before a write).
+WRITTEN_NAMES = (RESULTS, SUMMARY, TRANSCRIPTS, ANNOTATIONS, LOGS, ARCHIVE, SMOKE, LOCK)
+
+
+def run_dir_of(folder: Path) -> Path | None:
+    """The run folder an evaluation folder lies in (the parent of its nearest ``eval`` ancestor), or None."""
+    folder = Path(os.path.abspath(folder))
+    for parent in (folder, *folder.parents):
+        if parent.name == "eval":
+            return parent.parent
+    return None
+
+
+def _refuse_link(path: Path, run_dir: Path) -> None:
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise InputError(f"{path}: cannot inspect it ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        real, home = os.path.realpath(path), os.path.realpath(run_dir)
+        where = "inside" if real == home or real.startswith(home.rstrip(os.sep) + os.sep) else "outside"
+        raise InputError(
+            f"{path}: a symbolic link (to {target}, {where} the run folder); hermit-tui writes nothing through a "
+            "link in the run folder: replace it by a real file or folder"
+        )
+
+
+def check_no_links(run_dir: Path | None, path: Path, names: Iterable[str] = ()) -> None:
+    """The run folder is a boundary: refuse (InputError, one line naming the link) when ``path``, any folder between
+    the run folder and it, or any of ``names`` inside ``path`` is a symbolic link, dangling or not (the run folder
+    itself, and what lies above it, may be links). A ``path`` outside ``run_dir`` is refused too; with ``run_dir``
+    None only ``path`` and ``names`` are checked. Every command that writes in a run folder asks this first."""
+    target = Path(os.path.abspath(path))
+    if run_dir is not None:
+        base = Path(os.path.abspath(run_dir))
+        try:
+            parts = target.relative_to(base).parts
+        except ValueError:
+            raise InputError(f"{path}: outside the run folder {base}; hermit-tui writes nothing there") from None
+        current = base
+        for part in parts:
+            current = current / part
+            _refuse_link(current, base)
+    else:
+        _refuse_link(target, target.parent)
+    for name in names:
+        _refuse_link(target / name, run_dir if run_dir is not None else target)
 
 
 def eval_root(run_dir: Path) -> Path:

@@ -20,15 +20,13 @@ from typing import Any
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.appending import AppendedLines
-from hermit_tui.core.records.folders import ARCHIVE, RESULTS, SUMMARY
+from hermit_tui.core.records.folders import ARCHIVE, LOCK, LOGS, RESULTS, SUMMARY
 from hermit_tui.core.records.results import AttemptRecord, write_atomic
 from hermit_tui.core.records.transcripts import TranscriptLog
 from hermit_tui.core.workspace.files import kind_of, read_bytes
 from hermit_tui.core.workspace.processes import PID_MAX, alive, process_start
 from hermit_tui.core.workspace.selectors import Selector
 
-LOCK = ".hermit-tui.lock"
-LOGS = "logs"
 EMPTY_LOCK_GRACE_S = 5.0  # an empty lock younger than this is being written by its owner
 _TEMPORARY = re.compile(r"^\..+\.(\d{1,7})\.tmp$")  # write_atomic's temporary files: .<name>.<pid>.tmp
 
@@ -154,6 +152,16 @@ class FolderLock:
         self.took_over: dict[str, Any] | None = None
 
     def acquire(self) -> None:
+        """Take the lock; InputError (one line) when it is held by a live process or cannot be written (a read-only
+        or full folder)."""
+        try:
+            self._acquire()
+        except OSError as exc:
+            raise InputError(
+                f"{self.path.parent}: cannot take the evaluation's lock ({exc.strerror or exc}); nothing was written"
+            ) from None
+
+    def _acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = {
             "pid": os.getpid(),
@@ -175,8 +183,12 @@ class FolderLock:
                 except FileNotFoundError:
                     pass
                 continue
-            with os.fdopen(fd, "w") as fh:
-                json.dump(me, fh)
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(me, fh)
+            except OSError:
+                self.path.unlink(missing_ok=True)  # a full disk: no empty lock left behind
+                raise
             self.held = True
             return
         raise InputError(f"{self.path}: could not take the lock")
@@ -185,8 +197,8 @@ class FolderLock:
         if self.held:
             try:
                 self.path.unlink()
-            except FileNotFoundError:
-                pass
+            except OSError:
+                pass  # gone already, or the folder was made read-only meanwhile: the next run takes it over
             self.held = False
 
 

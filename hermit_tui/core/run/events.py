@@ -33,6 +33,7 @@ class SelectorStarted(Event):
     commit: str | None
     total: int
     folder: str | None = None  # eval/<label>/: where its files (and transcripts) are written
+    resolved: str | None = None  # what the selector was resolved to, in words (Selector.resolution)
 
 
 class AttemptStarted(Event):

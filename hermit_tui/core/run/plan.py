@@ -14,7 +14,7 @@ from typing import Any
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import smoke_caveat
-from hermit_tui.core.records.folders import eval_folder, eval_root
+from hermit_tui.core.records.folders import WRITTEN_NAMES, check_no_links, eval_folder, eval_root
 from hermit_tui.core.records.journal import FolderLock, check_eval_folder, remove_stale_temporaries
 from hermit_tui.core.run.continuing import ContinuePlan
 from hermit_tui.core.run.events import Level
@@ -114,6 +114,7 @@ class LaunchPlan:
         what the launch continues read again under the locks, and what a killed run left removed (temporary files
         and adapter exports of dead processes)."""
         root = eval_root(self.config.run_dir)
+        self.check_links()
         try:
             root.mkdir(parents=True, exist_ok=True)
             probe = root / f".write-test-{os.getpid()}"
@@ -136,8 +137,16 @@ class LaunchPlan:
             remove_stale_temporaries(self.folder(label))
         remove_stale_exports()
 
+    def check_links(self) -> None:
+        """A symbolic link where the launch would write (``eval``, ``eval/<label>``, its files, ``logs``,
+        ``archive``): refused before any write, naming it."""
+        check_no_links(self.config.run_dir, eval_root(self.config.run_dir))
+        for label in self.labels:
+            check_no_links(self.config.run_dir, self.folder(label), WRITTEN_NAMES)
+
     def check_folders(self) -> None:
-        """A folder in the way, a lock holding garbage: refused before any write."""
+        """A link, a folder in the way, a lock holding garbage: refused before any write."""
+        self.check_links()
         for label in self.labels:
             folder = self.folder(label)
             check_eval_folder(folder.parent, folder.name)

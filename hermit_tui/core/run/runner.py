@@ -185,6 +185,7 @@ class EvalRun:
                     commit=sel.commit,
                     total=journal.total,
                     folder=str(journal.folder),
+                    resolved=sel.resolution(),
                 )
             )
             for rec in journal.records.values():  # a retry or a resume shows the earlier records first

@@ -55,11 +55,20 @@ def read_bytes(path: str | Path) -> bytes:
         return fh.read()
 
 
-def open_regular(path: Path) -> int:
-    """A read-only descriptor on the regular file ``path``, opened without blocking (a FIFO cannot hang the
-    caller). A folder raises IsADirectoryError, a FIFO, socket or device NotRegularFile; the descriptor is closed
-    on any failure."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+def open_regular(path: Path, *, follow: bool = True) -> int:
+    """A read-only descriptor on the regular file ``path``. A FIFO, socket or device (NotRegularFile) or a folder
+    (IsADirectoryError) is refused *before* it is opened (opening a device can itself do something, and reading a
+    FIFO or ``/dev/zero`` never ends), then checked again on the descriptor, which is opened without blocking; with
+    ``follow`` False a symbolic link is refused too (ELOOP). The descriptor is closed on any failure."""
+    mode = (os.stat if follow else os.lstat)(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    if stat.S_ISLNK(mode):
+        raise OSError(40, "a symbolic link, not followed", str(path))
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(path, mode)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
@@ -70,6 +79,19 @@ def open_regular(path: Path) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def check_regular(path: str | Path) -> None:
+    """Refuse (NotRegularFile or IsADirectoryError, OSErrors) a path that exists and is not a regular file, without
+    opening it; a missing path passes (FileNotFoundError is for the caller's open to raise)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(Path(path), mode)
 
 
 def read_text(path: str | Path, encoding: str = "utf-8") -> str:

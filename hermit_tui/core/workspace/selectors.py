@@ -31,6 +31,7 @@ from hermit_tui.core.workspace.processes import alive, process_start
 from hermit_tui.core.workspace.tree import ROOT_TAG, AdapterTree, Version
 
 MANIFEST = "adapter.yaml"
+NAME_MAX = 255  # the longest file name (bytes) most file systems take: a label is a folder's name
 SKIPPED_NAMES = {".git", "__pycache__"}
 TEMP_PREFIX = "hermit-tui-adapter-"
 
@@ -40,8 +41,8 @@ SelectorKind = Literal["none", "root", "final", "tag", "commit", "directory"]
 class Selector(BaseModel):
     """A resolved selector: what the pipeline receives and where its results go (``eval/<label>/``).
 
-    ``ref`` is ``root``, ``<run>/final``, the tag or branch as typed, or the full sha of a commit; a branch counts as
-    kind ``commit`` (its head at resolution time).
+    ``ref`` is ``root``, ``<run>/final``, the tag or branch as typed, or the full sha of a commit; a branch (only ever
+    named as ``refs/heads/<b>``) counts as kind ``commit`` (its head at resolution time).
     """
 
     text: str
@@ -51,6 +52,22 @@ class Selector(BaseModel):
     ref: str | None = None
     path: Path | None = None
     content_hash: str | None = None
+
+    def resolution(self) -> str:
+        """What the selector was resolved to, in words (shown when a launch starts): ``no adapter``, ``adapter
+        directory <path>``, ``tag <name> at commit <12 hex>``, ``branch head refs/heads/<b> at commit …`` or ``commit
+        <12 hex>``."""
+        if self.kind == "none":
+            return "no adapter"
+        if self.kind == "directory":
+            return f"adapter directory {self.path}"
+        commit = str(self.commit)[:12]
+        if self.kind in ("root", "final", "tag"):
+            name = self.ref if self.kind != "tag" else str(self.ref).removeprefix("refs/tags/")
+            return f"tag {name} at commit {commit}"
+        if self.ref and self.ref.startswith("refs/heads/"):
+            return f"the head of branch {self.ref.removeprefix('refs/heads/')} at commit {commit}"
+        return f"commit {commit}"
 
 
 def label_for(text: str) -> str:
@@ -69,13 +86,35 @@ def label_of(text: str, config: Config | None = None) -> str:
     label = None
     if config is not None and text not in ("none", "root", "final"):
         folder = _as_directory(text, config)
-        if folder is not None and (folder / MANIFEST).is_file():
-            label = folder.name
+        if _has_manifest(folder):
+            label = str(folder and folder.name)
     if label is None:
         label = label_for(text)
-    if not label or label in (".", "..") or "\\" in label or label.startswith("-"):
+    return check_label(label, text)
+
+
+def check_label(label: str, text: str, *, typed: bool = True) -> str:
+    """``label`` when it can name exactly one folder directly inside ``eval/``: never ``.``/``..``, a path or a name
+    longer than a file name may be (nor, for a label asked of typed text, ``typed``, one that looks like an option);
+    else an InputError (one line)."""
+    if not label or label in (".", "..") or "\\" in label or "/" in label or (typed and label.startswith("-")):
         raise InputError(f"--adapter {text[:80]!r}: not an evaluated selector")
+    if len(label.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        raise InputError(
+            f"--adapter {text[:40]!r}...: {len(text)} characters, too long to name an evaluation's folder "
+            f"(at most {NAME_MAX} bytes)"
+        )
     return label
+
+
+def _has_manifest(folder: Path | None) -> bool:
+    """Whether ``folder`` holds adapter.yaml (a path too long or unreadable to ask about holds none)."""
+    if folder is None:
+        return False
+    try:
+        return (folder / MANIFEST).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def check_selector_text(text: str) -> None:
@@ -145,14 +184,22 @@ def resolve_selector(text: str, config: Config) -> Selector:
     if text == "none":
         return Selector(text=text, kind="none", label="none")
     folder = _as_directory(text, config) if text else None
-    if folder is not None and (folder / MANIFEST).is_file():
+    if folder is not None and _has_manifest(folder):
         if not folder.name:
             raise InputError(f"adapter directory {folder} has no name to label its results with")
         return Selector(
-            text=text, kind="directory", label=folder.name, path=folder, content_hash=directory_hash(folder)
+            text=text,
+            kind="directory",
+            label=check_label(folder.name, text, typed=False),
+            path=folder,
+            content_hash=directory_hash(folder),
         )
     check_selector_text(text)
-    is_dir = folder is not None and folder.is_dir()
+    check_label(label_for(text), text)
+    try:
+        is_dir = folder is not None and folder.is_dir()
+    except OSError:
+        is_dir = False
     if is_dir and not Path(config.tree_dir).exists():
         raise InputError(f"adapter directory {folder} has no {MANIFEST}")
     tree = _open_tree(config, text)

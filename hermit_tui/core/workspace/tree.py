@@ -21,6 +21,7 @@ import git
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.workspace.gitrepo import open_repo
 
 INVALID_MARK = "[invalid: fails check_spec; the next commit repairs it]"
 ROOT_TAG = "root"
@@ -67,7 +68,7 @@ class AdapterTree:
         if not self.path.exists():
             raise InputError(f"adapter tree {self.path} does not exist")
         try:
-            self.repo = git.Repo(self.path)
+            self.repo = open_repo(self.path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise InputError(f"adapter tree {self.path} is not a git repository") from None
 
@@ -91,6 +92,10 @@ class AdapterTree:
         except (ValueError, git.BadObject, git.BadName):
             return False
 
+    def has_commit(self, sha: str) -> bool:
+        """Whether ``sha`` (40 hex digits) is a commit of the tree."""
+        return len(sha) == 40 and self._commit_type(sha)
+
     def _commits_with_prefix(self, prefix: str) -> list[str]:
         prefix = prefix.lower()
         if len(prefix) == 40:
@@ -102,20 +107,41 @@ class AdapterTree:
         return [sha for sha in out.split() if self._commit_type(sha)]
 
     def lookup(self, ref: str) -> tuple[str, str | None]:
-        """``(full sha, ref name)`` of a tag, branch or commit; the ref name is None for a commit given by sha."""
+        """``(full sha, ref name)`` of what ``ref`` names as typed; the ref name is None for a commit given by sha.
+
+        In this order: a full commit id; ``refs/tags/<t>`` or ``refs/heads/<b>`` (a branch is only ever named so);
+        a tag; an abbreviated commit id. A text that names a tag and also abbreviates another commit is refused as
+        ambiguous, as is a bare branch name (its head moves: name it ``refs/heads/<b>``). A branch that happens to be
+        named like a commit's abbreviated id is never taken for it."""
         refs = self._refs()
-        for name in (f"refs/tags/{ref}", f"refs/heads/{ref}"):
-            if name in refs:
-                return refs[name], name
-        if _HEX.fullmatch(ref):
-            found = self._commits_with_prefix(ref)
-            if len(found) == 1:
-                return found[0], None
-            if found:
+        if len(ref) == 40 and _HEX.fullmatch(ref) and self._commit_type(ref.lower()):
+            return ref.lower(), None
+        if ref.startswith(("refs/tags/", "refs/heads/")):
+            if ref in refs:
+                return refs[ref], ref
+            raise InputError(f"unknown adapter version '{ref}' in tree {self.path}: there is no such ref")
+        tag = f"refs/tags/{ref}"
+        found = self._commits_with_prefix(ref) if _HEX.fullmatch(ref) else []
+        if tag in refs:
+            others = [sha for sha in found if sha != refs[tag]]
+            if others:
                 raise InputError(
-                    f"adapter version '{ref}' is ambiguous in tree {self.path}: it abbreviates "
-                    f"{len(found)} commits ({', '.join(sorted(s[:12] for s in found))}); type more digits"
+                    f"adapter version '{ref}' is ambiguous in tree {self.path}: it is a tag (at {refs[tag][:12]}) "
+                    f"and abbreviates commit {others[0][:12]}; type refs/tags/{ref} for the tag or the full commit id"
                 )
+            return refs[tag], tag
+        if len(found) == 1:
+            return found[0], None
+        if found:
+            raise InputError(
+                f"adapter version '{ref}' is ambiguous in tree {self.path}: it abbreviates "
+                f"{len(found)} commits ({', '.join(sorted(s[:12] for s in found))}); type more digits"
+            )
+        if f"refs/heads/{ref}" in refs:
+            raise InputError(
+                f"adapter version '{ref}' is a branch of tree {self.path}, whose head moves: type refs/heads/{ref} "
+                "to measure its head, or a tag or commit"
+            )
         raise InputError(f"unknown adapter version '{ref}' in tree {self.path}")
 
     def resolve(self, ref: str) -> str:
@@ -139,13 +165,42 @@ class AdapterTree:
         """False for a commit hermit marked as failing its spec check."""
         return INVALID_MARK not in self.message(commit)
 
-    def move_tag(self, tag: str, commit: str) -> None:
-        """Point tag ``tag`` at ``commit``, replacing any earlier target (``git tag -f``)."""
+    def ref_value(self, name: str) -> str | None:
+        """The object a ref (full name) points at, unpeeled (an annotated tag's own object), or None."""
+        out = str(self.repo.git.for_each_ref("--format=%(refname)%00%(objectname)", "refs/tags", "refs/heads"))
+        for line in out.splitlines():
+            ref, _, sha = line.partition("\x00")
+            if ref == name:
+                return sha
+        return None
+
+    def move_tag(self, tag: str, commit: str, *, expected: str | None) -> None:
+        """Point tag ``tag`` at ``commit`` only if the ref still holds ``expected`` (its unpeeled value as read, see
+        :meth:`ref_value`; None: only if there is no such tag). A tag moved meanwhile is an InputError and stays."""
         if not valid_ref_name(tag):
             raise InputError(f"'{tag}' is not a valid tag name")
         if not self._commit_type(commit):
             raise InputError(f"'{commit}' is not a commit of tree {self.path}")
-        self.repo.git.update_ref(f"refs/tags/{tag}", commit)
+        self.swap_ref(f"refs/tags/{tag}", commit, expected)
+
+    def swap_ref(self, ref: str, new: str | None, expected: str | None, message: str | None = None) -> None:
+        """Compare-and-swap one ref: set it to ``new`` (None: delete it) only if it holds ``expected`` (None: only
+        if it does not exist). Refused with an InputError naming what it holds now when it changed since read."""
+        old = expected if expected is not None else "0" * 40
+        args = ["-m", message] if message else []
+        try:
+            if new is None:
+                self.repo.git.update_ref(*args, "-d", ref, old)
+            else:
+                self.repo.git.update_ref(*args, ref, new, old)
+        except git.GitCommandError:
+            now = self.ref_value(ref)
+            if now != expected:
+                raise InputError(
+                    f"{ref.removeprefix('refs/tags/').removeprefix('refs/heads/')} changed meanwhile (it points at "
+                    f"{str(now)[:12]}, not at {str(expected)[:12]} as read): it is left as it is"
+                ) from None
+            raise
 
     # ---------- files ----------
     def export(self, commit: str, dest: Path) -> Path:

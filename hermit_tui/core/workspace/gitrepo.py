@@ -1,0 +1,114 @@
+"""Every git repository hermit-tui opens (the adapter tree, a run's checkout) is opened here, so that nothing the
+repository holds is ever run.
+
+An adapter tree is learner-written material: its ``.git/hooks``, its config (``core.fsmonitor``, a pager, an
+editor, a filter, diff or merge driver, a credential helper, a signing program) and its ``.gitattributes`` could each
+name a command that git would otherwise start. :func:`open_repo` gives the GitPython ``Repo`` an environment in which
+every git call (GitPython's own persistent ``cat-file`` processes included) runs with these switched off, through
+git's command-level configuration (``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``, which beats every
+config file): hooks are looked up in ``/dev/null`` (so none is found), fsmonitor is off, every filter, textconv,
+external diff and merge driver configured at any level is emptied (an empty command is no command), signing, auto gc
+and every transport are off, and git never prompts. What publishing relied on git's hooks for, hermit-tui checks
+itself (``core.publish.card``: ref names, compare-and-swap moves, a card commit that changes CARD.md alone).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import git
+
+#: Settings that name no command or switch one off (each overrides any config file, at any level).
+SAFE_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", os.devnull),  # hooks are looked up in /dev/null/<name>: never found, never run
+    ("core.fsmonitor", "false"),
+    ("core.untrackedCache", "false"),
+    ("core.pager", "cat"),
+    ("core.editor", ":"),
+    ("sequence.editor", ":"),
+    ("core.askPass", ""),
+    ("core.sshCommand", ""),
+    ("core.gitProxy", ""),
+    ("core.alternateRefsCommand", ""),
+    ("credential.helper", ""),  # an empty value clears the list of helpers
+    ("diff.external", ""),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("protocol.allow", "never"),  # no fetch, push or clone of any kind
+    ("submodule.recurse", "false"),
+    ("status.submoduleSummary", "false"),
+)
+#: Environment for every git call: no pager, editor or prompt, no optional lock (``status`` writes no index, so no
+#: index hook could fire), no replace refs (a commit is what its id says).
+SAFE_ENV: dict[str, str] = {
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_EDITOR": ":",
+    "GIT_SEQUENCE_EDITOR": ":",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+}
+# per-driver keys that name a command: <section>.<driver>.<key>; the value that switches each off
+_DRIVER_KEYS = {
+    "filter": {"clean": "", "smudge": "", "process": "", "required": "false"},
+    "diff": {"textconv": "", "command": ""},
+    "merge": {"driver": ""},
+}
+_DRIVER_NAME = re.compile(r"^(filter|diff|merge)\.(.+)\.([a-z]+)$", re.IGNORECASE)
+
+
+def driver_overrides(config_names: Iterable[str]) -> list[tuple[str, str]]:
+    """For every filter, diff or merge driver named in ``config_names`` (keys as ``git config --list --name-only``
+    prints them), the settings that empty each of its commands."""
+    drivers: set[tuple[str, str]] = set()
+    for name in config_names:
+        m = _DRIVER_NAME.match(name.strip())
+        if m and m.group(1).lower() in _DRIVER_KEYS:
+            drivers.add((m.group(1).lower(), m.group(2)))
+    return [
+        (f"{section}.{driver}.{key}", value)
+        for section, driver in sorted(drivers)
+        for key, value in _DRIVER_KEYS[section].items()
+    ]
+
+
+def safe_env(config_names: Iterable[str] = (), base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment additions that switch off every configurable command (``base``: the environment whose own
+    ``GIT_CONFIG_COUNT`` entries are kept before ours, ``os.environ`` by default)."""
+    base = dict(os.environ if base is None else base)
+    pairs = [*SAFE_CONFIG, *driver_overrides(config_names)]
+    raw = base.get("GIT_CONFIG_COUNT", "")
+    start = int(raw) if raw.isdigit() and int(raw) < 10_000 else 0
+    env = dict(SAFE_ENV)
+    env["GIT_CONFIG_COUNT"] = str(start + len(pairs))
+    for i, (key, value) in enumerate(pairs, start):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def open_repo(path: str | Path) -> git.Repo:
+    """A GitPython ``Repo`` on ``path`` whose every git call runs with hooks, fsmonitor, filters, drivers, pagers,
+    editors, helpers and signing off (see the module's docstring). Raises what ``git.Repo`` raises
+    (InvalidGitRepositoryError, NoSuchPathError)."""
+    repo = git.Repo(Path(path))
+    try:
+        repo.git.update_environment(**safe_env())
+        # the drivers configured at any level (reading the config runs nothing), then each of them emptied
+        names = repo.git.config("--list", "--name-only", "-z").split("\0")
+        repo.git.update_environment(**safe_env(names))
+    except git.GitCommandError:
+        pass  # no config at all to list: the base settings stand
+    except BaseException:
+        repo.close()
+        raise
+    return repo
+
+
+__all__ = ["SAFE_CONFIG", "SAFE_ENV", "driver_overrides", "open_repo", "safe_env"]
