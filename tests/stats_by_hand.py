@@ -21,3 +21,40 @@ def score_interval_by_hand(
     n = min(n, max_n) if max_n else n
     roots = np.roots([1 + t_crit**2 / n, -(2 * p + t_crit**2 / n), p * p]).real
     return lo + (hi - lo) * float(min(roots)), lo + (hi - lo) * float(max(roots))
+
+
+def selector_interval_by_hand(
+    values: list[float], lo: float, hi: float, level: float = 0.95, max_n: float | None = None
+) -> tuple[float, float]:
+    """The selector interval of core.stats.intervals recomputed independently: Wilson's quadratic (numpy's roots) with
+    n_eff = p (1 - p) / se^2 held to [tasks, max_n], scipy.stats' t critical value, then widened on each side to at
+    least the no-spread bound at that mean (q = 1 - ((1 - level) / 2)^(1/G))."""
+    from scipy.stats import t
+
+    g = len(values)
+    crit = float(t.ppf(1 - (1 - level) / 2, g - 1))
+    p = (statistics.fmean(values) - lo) / (hi - lo)
+    sd = statistics.stdev(values) / (hi - lo)
+    q = 1 - ((1 - level) / 2) ** (1 / g)
+    if sd == 0:
+        low, high = p - q * p, p + q * (1 - p)
+    else:
+        low, high = score_interval_by_hand([(v - lo) / (hi - lo) for v in values], 0.0, 1.0, crit, max_n)
+        low, high = min(low, p - q * p), max(high, p + q * (1 - p))
+    return lo + (hi - lo) * low, lo + (hi - lo) * high
+
+
+def mover_by_hand(
+    a: list[float], b: list[float], level: float = 0.95, max_a: float | None = None, max_b: float | None = None
+) -> tuple[float, float]:
+    """Newcombe's hybrid (Zou & Donner's MOVER) for mean(b - a) of paired values in [0, 1], written out from the
+    formula with numpy's correlation and the by-hand selector intervals above."""
+    import numpy as np
+
+    la, ua = selector_interval_by_hand(a, 0.0, 1.0, level, max_a)
+    lb, ub = selector_interval_by_hand(b, 0.0, 1.0, level, max_b)
+    ma, mb = statistics.fmean(a), statistics.fmean(b)
+    r = 0.0 if statistics.pstdev(a) == 0 or statistics.pstdev(b) == 0 else float(np.corrcoef(a, b)[0, 1])
+    low = (mb - ma) - math.sqrt((mb - lb) ** 2 - 2 * r * (mb - lb) * (ua - ma) + (ua - ma) ** 2)
+    high = (mb - ma) + math.sqrt((ub - mb) ** 2 - 2 * r * (ub - mb) * (ma - la) + (ma - la) ** 2)
+    return low, high

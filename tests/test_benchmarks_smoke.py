@@ -60,6 +60,11 @@ EXPECTED = {
         "stats.coverage.min",
         "stats.coverage.max",
         "stats.coverage.outside_range",
+        "stats.grid.sel_b.min",
+        "stats.grid.pair.min",
+        "stats.grid.outside_or_zero",
+        "stats.grid.power_gap",
+        "stats.grid.size_heterogeneous_null",
         "stats.test.size_unequal_repeats",
         "stats.test.exact_vs_large_sample",
         "stats.sequential.aa_false_claims",
@@ -70,7 +75,7 @@ EXPECTED = {
     ],
 }
 # the correctness figures (synth.figure(..., check=True)): judged in --quick too, and each must hold
-CHECKS = {"hermit.same_results", "stats.coverage.outside_range", "scale.900.same_means"}
+CHECKS = {"hermit.same_results", "stats.coverage.outside_range", "stats.grid.outside_or_zero", "scale.900.same_means"}
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +141,7 @@ def test_dashboard_quick_run_showed_every_attempt(runs):
 def test_stats_quick_run_never_left_the_range(runs):
     done, figures = runs["bench_stats.py"]
     values = {f["name"]: f["value"] for f in figures}
-    assert values["stats.coverage.outside_range"] == 0
+    assert values["stats.coverage.outside_range"] == 0 and values["stats.grid.outside_or_zero"] == 0
     assert 0.5 < values["stats.coverage.min"] <= values["stats.coverage.max"] <= 1
     assert values["stats.speed.columns_s"] > 0
 

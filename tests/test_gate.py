@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from demo_copies import repair_worktree
-from stats_by_hand import score_interval_by_hand
+from stats_by_hand import mover_by_hand
 
 from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
@@ -39,7 +39,7 @@ from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
 FAST = ["agent.params.latency_scale=0"]
-T15 = 2.131449546  # t(0.975, 15 df), from published tables
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hermit_eval"
 LINE = re.compile(r"^(PASS|FAIL) (\S+(?: \S+)?): (.*)$")
 
@@ -82,10 +82,20 @@ def task_means(ws: Path, label: str) -> dict[str, float]:
 
 
 def paired_by_hand(ws: Path, a: str, b: str) -> tuple[float, float]:
-    """The 95% interval for b - a over the 16 test tasks: the score interval of the per-task differences on [-1, 1]."""
+    """The 95% interval for b - a over the 16 test tasks: Newcombe's hybrid of the two selectors' intervals (the
+    MOVER formula written out in tests/stats_by_hand.py), each capped at its attempts' worth for pass/fail scores."""
     test_ids = (ws / "test.txt").read_text().split()
     ma, mb = task_means(ws, a), task_means(ws, b)
-    return score_interval_by_hand([mb[t] - ma[t] for t in test_ids], -1.0, 1.0, T15)
+
+    def cap(label: str) -> float | None:
+        scores: dict[str, list[float]] = {}
+        for r in rows(ws, label):
+            scores.setdefault(r["id"], []).append(r["judge"]["score"])
+        if not all(x in (0.0, 1.0) for v in scores.values() for x in v):
+            return None
+        return len(test_ids) ** 2 / sum(1 / len(scores[t]) for t in test_ids)
+
+    return mover_by_hand([ma[t] for t in test_ids], [mb[t] for t in test_ids], max_a=cap(a), max_b=cap(b))
 
 
 def gate(ws: Path, *args: str, capsys, env: dict | None = None, monkeypatch=None) -> tuple[int, list[str], str]:
@@ -124,7 +134,7 @@ def test_default_gate_passes_with_one_line_per_check(evaluated, capsys):
     assert checks["complete none"][1] == "48 of 48 expected attempts (16 tasks x 3 repeats)"
     low, high = paired_by_hand(evaluated, "none", "final")
     assert ci_in(checks["no-regression"][1]) == pytest.approx((low, high), abs=5.1e-5)
-    assert "score interval with an effective sample size; 16 paired tasks" in checks["no-regression"][1]
+    assert "Newcombe-style hybrid interval; 16 paired tasks" in checks["no-regression"][1]
     # strict no-regression: the interval excludes any drop (its low end is above 0)
     assert checks["no-regression"][1].endswith(f"excludes any drop: its low end {low:+.4f} > +0.0000")
     # the evidence the checks rest on, counted here from results.jsonl

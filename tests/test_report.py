@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from demo_copies import repair_worktree
-from stats_by_hand import score_interval_by_hand
+from stats_by_hand import mover_by_hand, score_interval_by_hand, selector_interval_by_hand
 
 from hermit_tui.cli import report as cli_report
 from hermit_tui.core.errors import InputError
@@ -78,7 +78,7 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
     assert [s["label"] for s in data["selectors"]] == LABELS
     assert data["splits"] == {"tasks": 40, "train": 16, "val": 8, "test": 16}
     assert data["dataset_revision"] == "not recorded" and data["comparable"] is True and data["demo"] is True
-    means = {}
+    means, caps = {}, {}
     for sel in data["selectors"]:
         label = sel["label"]
         on_disk = json.loads((run_dir / "eval" / label / "summary.json").read_text())
@@ -92,7 +92,8 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
         # equal repeats: the task mean is hermit's attempt mean
         assert st["mean"] == pytest.approx(mean) == pytest.approx(on_disk["mean_score"]) == st["attempt_mean"]
         binary = all(x in (0.0, 1.0) for x in flat)
-        low, high = score_interval(task_means, 0.0, 1.0, 16 * 3 if binary else None)  # 16 tasks: not t
+        caps[label] = 16 * 3 if binary else None  # pass/fail: the attempts' worth, 16 tasks x 3 repeats
+        low, high = selector_interval_by_hand(task_means, 0.0, 1.0, max_n=caps[label])
         assert st["ci_method"] == "score"
         assert (st["ci_low"], st["ci_high"]) == (pytest.approx(low, abs=1e-8), pytest.approx(high, abs=1e-8))
         assert st["solved_once"] == pytest.approx(sum(max(scores[t]) >= 1 for t in test_ids) / 16)
@@ -112,8 +113,14 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
         diff = statistics.fmean(diffs)
         assert pair["mean_diff"] == pytest.approx(diff)
         if statistics.stdev(diffs) > 0:
-            assert pair["ci_method"] == "score"
-            assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(score_interval(diffs, -1.0, 1.0), abs=1e-8)
+            assert pair["ci_method"] == "hybrid"
+            want = mover_by_hand(
+                [means[pair["a"]][t] for t in test_ids],
+                [means[pair["b"]][t] for t in test_ids],
+                max_a=caps[pair["a"]],
+                max_b=caps[pair["b"]],
+            )
+            assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(want, abs=1e-8)
         assert (pair["wins"], pair["losses"], pair["ties"]) == (
             sum(d > 1e-9 for d in diffs),
             sum(d < -1e-9 for d in diffs),
@@ -123,7 +130,9 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
         assert f"**Verdict:** {pair['verdict']}" in section
         shown = re.search(r"\| mean difference \| (-?[0-9.]+) \|", section).group(1)
         assert float(shown) == pytest.approx(diff, abs=5.1e-5) and len(shown.split(".")[1]) == 4
-        assert "paired randomisation test" in section and "exact" in section  # 16 tasks: every sign pattern
+        assert "test of the interval's null" in section
+        assert "sharp-null test p (secondary)" in section and "paired randomisation test" in section
+        assert "exact" in section  # 16 tasks: every sign pattern
 
     steps = [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
     assert [s["mean_score"] for s in data["training"]["steps"]] == [s["rollout"]["mean_score"] for s in steps]
@@ -191,7 +200,7 @@ def test_unequal_repeats_and_a_missing_task_are_said_and_use_one_estimand(evalua
     assert "different sets of test tasks" in warnings
     pair = report.pairs[0]
     assert (pair.a, pair.b, pair.n_paired, pair.unequal_repeats) == ("none", "final", 15, 1)
-    assert pair.sign_test_p is None and "re-dealt attempts on 1 task" in pair.test
+    assert pair.sign_test_p is None and "re-dealt attempts on 1 task" in pair.sharp_test
     section = md.split("### final vs none")[1].split("###")[0]
     assert "| sign test p | — (not valid with unequal repeats) |" in section
 

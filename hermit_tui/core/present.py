@@ -121,6 +121,23 @@ def p_value(p: float | None) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.4f}" if 0.0495 <= p < 0.0505 else f"{p:.3f}"
 
 
+#: The test printed beside a pair's interval, in words: it tests that interval's null, so the two cannot disagree
+INTERVAL_TEST = (
+    "test of the interval's null (mean difference 0): the smallest alpha whose interval excludes 0, so p < 0.05 "
+    "exactly when the 95% interval excludes 0"
+)
+#: The secondary test of a pair: another hypothesis than the interval's, labelled as such wherever it is shown
+SHARP_TEST = "secondary, sharp null (on every task the two selectors' attempts are interchangeable)"
+#: The row or line that shows the secondary test's p-value
+SHARP_TEST_ROW = "sharp-null test p (secondary)"
+INTERVAL_INCLUDES_0 = "the 95% interval includes 0 (so its test's p is not below 0.05)"
+#: Why no minimum detectable difference or tasks-needed figure is shown for a sample without spread
+NO_SPREAD_POWER = (
+    "Every paired task shows the same difference: with no spread to project from, no minimum detectable "
+    "difference or tasks-needed figure is shown."
+)
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
 
@@ -175,7 +192,12 @@ def caveats(
 
 
 __all__ = [
+    "INTERVAL_INCLUDES_0",
+    "INTERVAL_TEST",
     "NO_DATA",
+    "NO_SPREAD_POWER",
+    "SHARP_TEST",
+    "SHARP_TEST_ROW",
     "NO_FINGERPRINT",
     "SEQUENTIAL_CAVEAT",
     "UNKNOWN",

@@ -91,7 +91,8 @@ def assert_numbers(screen: CompareScreen, store: EvalStore, a: str, b: str) -> N
         f"{b} − {a}: {pair.mean_diff:+.3f}  95% CI {pair.ci_low:.3f} to {pair.ci_high:.3f} ({pair.ci_method})"
     ) in figures
     shown = f"{pair.p_value:.3f}" if pair.p_value < 0.1 else f"{pair.p_value:.2f}"  # 2 decimals from 0.1 up
-    assert f"p = {shown}: paired randomisation test" in figures and "exact" in figures
+    assert f"p = {shown}: test of the interval's null" in figures
+    assert "sharp-null test p (secondary)" in figures and "paired randomisation test" in figures and "exact" in figures
     assert f"95% CI: {pair.method}." in figures and "Verdict rule: 'an improvement'" in figures
     shown = f"{pair.sign_test_p:.3f}" if pair.sign_test_p < 0.1 else f"{pair.sign_test_p:.2f}"
     assert f"sign test p = {shown}" in figures
@@ -153,9 +154,10 @@ async def test_verdict_is_green_for_an_improvement_and_red_for_a_regression_afte
         assert text(screen, "#verdict").startswith("new scores 1.00 higher than old")
         assert text(screen, "#verdict").endswith(": an improvement.")
         assert verdict.has_class("-improvement") and not verdict.has_class("-neutral")
-        # every one of 12 paired differences is +1: the exact permutation p is 2 / 2^12 = 0.00049
-        assert "p < 0.001: paired randomisation test" in text(screen, "#pair-figures")
-        assert screen.paired.pair.p_value == pytest.approx(2 / 2**12)
+        # every one of 12 paired differences is +1: the exact permutation p is 2 / 2^12 = 0.00049 (secondary)
+        assert "p < 0.001: test of the interval's null" in text(screen, "#pair-figures")
+        assert "sharp-null test p (secondary): < 0.001" in text(screen, "#pair-figures")
+        assert screen.paired.pair.sharp_p_value == pytest.approx(2 / 2**12) and screen.paired.pair.p_value < 0.001
         # unknown cost is never shown as $0
         assert text(screen, "#a-cost") == "unknown (24 attempts)"
         await pilot.press("s")
@@ -254,11 +256,12 @@ async def test_power_follows_the_difference_typed():
         assert f"tasks needed: {pair.tasks_needed(0.05)} paired tasks at 3 repeats" in needed
         assert "no number of repeats suffices with 12 tasks" in needed  # repeats_needed(0.05) is None here
         assert pair.repeats_needed(0.05) is None
-        screen.query_one("#delta", Input).value = "0.55"
+        screen.query_one("#delta", Input).value = "0.8"
         await pilot.pause()
-        assert f"tasks needed: {pair.tasks_needed(0.55)} paired tasks" in text(screen, "#power-needed")
-        assert f"repeats needed: {pair.repeats_needed(0.55)} per task" in text(screen, "#power-needed")
-        assert pair.repeats_needed(0.55) == 18 and "paired t approximation" in text(screen, "#power-mde")
+        assert f"tasks needed: {pair.tasks_needed(0.8)} paired tasks" in text(screen, "#power-needed")
+        assert pair.repeats_needed(0.8) is not None
+        assert f"repeats needed: {pair.repeats_needed(0.8)} per task" in text(screen, "#power-needed")
+        assert "the interval's own half-width" in text(screen, "#power-mde")
         screen.query_one("#delta", Input).value = "x"
         await pilot.pause()
         assert text(screen, "#power-needed").startswith("Enter a difference greater than 0")

@@ -59,6 +59,7 @@ METHOD_NAMES = {
     "t": "Student t interval",
     "score": "score interval with an effective sample size",
     "no-spread": "no-spread bound",
+    "hybrid": "Newcombe-style hybrid interval",
 }
 DECIDED = ("improvement", "regression", "equivalent")
 Role = Literal["baseline", "candidate"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hermit_tui.core.present import p_value
+from hermit_tui.core.present import SHARP_TEST_ROW, p_value
 from hermit_tui.core.records.results import SOLVED_THRESHOLD, SUMMARY_KEYS
 from hermit_tui.core.report.formatting import (
     compact,
@@ -281,6 +281,7 @@ def _pair(p: PairStats, r: Report) -> str:
         ("interval method", f'<span class="note">{esc(p.method or "—")}</span>'),
         ("p-value", esc(p_value(p.p_value))),
         ("test", f'<span class="note">{esc(p.test or "—")}</span>'),
+        (SHARP_TEST_ROW, esc(p_value(p.sharp_p_value)) + f' <span class="note">{esc(p.sharp_test)}</span>'),
         ("sign test p", esc(sign)),
         ("wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"),
         ("minimum detectable difference", esc(f"{figure(p.mde)} ({p.mde_method})" if p.mde is not None else "—")),

@@ -8,7 +8,7 @@ import csv
 import io
 from typing import Any
 
-from hermit_tui.core.present import p_value
+from hermit_tui.core.present import SHARP_TEST_ROW, p_value
 from hermit_tui.core.records.results import SOLVED_THRESHOLD, SUMMARY_KEYS
 from hermit_tui.core.report.formatting import (
     compact,
@@ -184,6 +184,7 @@ def to_markdown(report: Report) -> str:
                 ["mean difference", figure(p.mean_diff)],
                 ["95% CI", interval(p.ci_low, p.ci_high) + (f" ({p.method})" if p.ci_method else "")],
                 ["p-value", f"{p_value(p.p_value)} ({p.test})"],
+                [SHARP_TEST_ROW, f"{p_value(p.sharp_p_value)} ({p.sharp_test})" if p.sharp_test else "—"],
                 ["sign test p", sign],
                 ["wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"],
                 ["transitions", counts],

@@ -12,10 +12,11 @@ repeats differ (retries, a resumed run, sequential stopping) the two differ, the
 throughout (the table, its standard error and interval, the pair figures, the variance notes and the verdict), and
 hermit's attempt mean is shown beside it with a warning. Solved rates divide by all test tasks, as hermit does.
 
-Intervals: ``core.stats.intervals`` (bounded, small-sample methods). The paired test: ``core.stats.paired`` (a
-randomisation test valid with unequal repeats). Input: per selector, ``AttemptRecord`` objects, ``(task_id, repeat,
-score)`` tuples or :class:`~hermit_tui.core.records.scores.AttemptColumns`, plus the test task ids
-(``core.records.scores``).
+Intervals and the test that belongs to the pair interval: ``core.stats.intervals`` (bounded, small-sample methods;
+the p-value is the interval inverted, so the two cannot disagree). The randomisation test of the sharp null (no task
+changes), a secondary figure: ``core.stats.paired`` (valid with unequal repeats). Input: per selector,
+``AttemptRecord`` objects, ``(task_id, repeat, score)`` tuples or
+:class:`~hermit_tui.core.records.scores.AttemptColumns`, plus the test task ids (``core.records.scores``).
 """
 
 from __future__ import annotations
@@ -29,10 +30,17 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
-from hermit_tui.core.present import p_text, short_num
+from hermit_tui.core.present import INTERVAL_INCLUDES_0, INTERVAL_TEST, NO_SPREAD_POWER, SHARP_TEST, p_text, short_num
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
 from hermit_tui.core.records.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
-from hermit_tui.core.stats.intervals import METHOD_TEXT, Interval, difference_interval, task_mean_interval
+from hermit_tui.core.stats.intervals import (
+    METHOD_TEXT,
+    Interval,
+    Method,
+    pair_interval,
+    pair_p_value,
+    task_mean_interval,
+)
 from hermit_tui.core.stats.paired import paired_randomisation_test
 from hermit_tui.core.stats.sequential import SequentialLook
 
@@ -47,10 +55,14 @@ ESTIMAND = (
 SE_METHOD = "standard error = sd of the per-task means / sqrt(tasks) (the task is the unit of sampling)"
 VERDICT_RULE = (
     "'an improvement' (or 'a regression') when the 95% interval for the mean difference lies entirely "
-    "above (below) 0 and the paired randomisation test gives p < 0.05; anything else is 'no clear "
-    "difference'"
+    "above (below) 0, which is exactly when the test of that interval's null gives p < 0.05; anything "
+    "else is 'no clear difference'"
 )
-MDE_METHOD = "paired t approximation: (t(0.975, n-1) + t(0.80, n-1)) x se"
+MDE_METHOD = (
+    "the interval's own half-width h (on the side the difference must clear) plus t(0.80, n-1) x se (for a t "
+    "interval, (t(0.975, n-1) + t(0.80, n-1)) x se); "
+    "not shown when the tasks show no spread"
+)
 
 
 class VerdictKind(StrEnum):
@@ -100,7 +112,7 @@ class SelectorStats(BaseModel):
     se: float | None  # of the task mean
     ci_low: float | None
     ci_high: float | None
-    ci_method: Literal["t", "score", "no-spread"] | None = None
+    ci_method: Method | None = None
     n_eff: float | None = None  # the effective sample size behind a score interval
     method: str = ""  # the interval and standard error, in words
     scale: tuple[float, float] = (0.0, 1.0)  # the range the interval respects
@@ -142,13 +154,15 @@ class PairStats(BaseModel):
     se: float | None
     ci_low: float | None
     ci_high: float | None
-    ci_method: Literal["t", "score", "no-spread"] | None = None
+    ci_method: Method | None = None
     n_eff: float | None = None
     method: str = ""  # the interval, in words
     scale: tuple[float, float] = (-1.0, 1.0)  # the range of a difference
-    p_value: float | None
-    test: str = ""  # the test, in words (exact or large-sample)
-    test_exact: bool | None = None
+    p_value: float | None  # the test of the interval's null (mean difference 0): p < 0.05 iff the interval excludes 0
+    test: str = ""  # that test, in words
+    sharp_p_value: float | None = None  # secondary: the randomisation test of the sharp null (no task changes)
+    sharp_test: str = ""  # that test, in words (exact or large-sample)
+    sharp_test_exact: bool | None = None
     sign_test_p: float | None  # exact binomial sign test on wins vs losses; None with unequal repeats
     wins: int  # tasks where b's mean is higher
     losses: int
@@ -160,7 +174,7 @@ class PairStats(BaseModel):
     between_var: float | None
     within_var: float | None
     noise_var: float | None  # the within part at the current repeats; between_var + noise_var == sd_diff^2
-    mde: float | None  # minimum detectable difference, alpha 0.05 two-sided, power 0.8 (paired t approximation)
+    mde: float | None  # minimum detectable difference, alpha 0.05 two-sided, power 0.8 (see MDE_METHOD)
     mde_method: str = MDE_METHOD
     decision: VerdictKind = VerdictKind.UNCLEAR
     verdict: str
@@ -170,18 +184,40 @@ class PairStats(BaseModel):
     # decision, verdict and rule above are the sequential test's (core.stats.looks.sequential_pair)
     sequential: SequentialLook | None = None
 
-    def tasks_needed(self, delta: float) -> int | None:
-        """Paired tasks needed to detect a difference of ``delta`` (at the current repeats), or None if unknown."""
-        if self.sd_diff is None or not delta:
+    def _ratio(self, sign: float = 0.0) -> float | None:
+        """The interval's half-width over the standard error (t(0.975, n-1) for a t interval) on the side a difference
+        of ``sign`` must clear (the lower side for a gain; 0: the observed difference's side, the larger at a tie);
+        None without a spread (no power figure is shown from zero spread)."""
+        if self.sd_diff is None or self.se is None or self.se <= 0 or self.ci_low is None or self.ci_high is None:
             return None
-        if self.sd_diff == 0:
-            return 2
-        sd, target = self.sd_diff, abs(delta)
+        diff = self.mean_diff or 0.0
+        below, above = diff - self.ci_low, self.ci_high - diff
+        side = sign or diff
+        return (below if side > 0 else above if side < 0 else max(below, above)) / self.se
+
+    def power_at(self, delta: float) -> float | None:
+        """The power this sample's spread and interval imply for a true difference ``delta``: the chance the interval
+        lands beyond 0, ``T_{n-1}((|delta| - h) / se)``, h the interval's half-width. None without a spread."""
+        ratio = self._ratio(delta)
+        if ratio is None or self.se is None:
+            return None
+        from scipy.special import stdtr
+
+        return float(stdtr(self.n_paired - 1, abs(delta) / self.se - ratio))
+
+    def tasks_needed(self, delta: float) -> int | None:
+        """Paired tasks needed to detect a difference of ``delta`` (at the current repeats), or None if unknown
+        (also when the tasks show no spread: nothing to project from)."""
+        ratio = self._ratio()
+        if ratio is None or self.sd_diff is None or not delta:
+            return None
+        sd, target, n0 = self.sd_diff, abs(delta), self.n_paired
+        crit0 = _t_crit(n0 - 1)
 
         def enough(n: int) -> bool:
-            return _t_sum(n - 1) * sd / math.sqrt(n) <= target * (1 + 1e-9)
+            return (ratio * _t_crit(n - 1) / crit0 + _t_power(n - 1)) * sd / math.sqrt(n) <= target * (1 + 1e-9)
 
-        lo = max(2, math.ceil((_z_sum() * sd / target) ** 2 - 1e-9))  # t quantiles exceed z: never fewer
+        lo = 2
         hi = lo
         while not enough(hi):
             hi *= 2
@@ -196,9 +232,10 @@ class PairStats(BaseModel):
         Uses ``Var(task diff) = between + within / k``; None when the within-task variance is unknown or when no
         number of repeats suffices (the between-task part alone is too large).
         """
-        if self.within_var is None or self.between_var is None or not delta or self.n_paired < 2:
+        ratio = self._ratio()
+        if ratio is None or self.within_var is None or self.between_var is None or not delta or self.n_paired < 2:
             return None
-        room = self.n_paired * delta**2 / _t_sum(self.n_paired - 1) ** 2 - self.between_var
+        room = self.n_paired * delta**2 / (ratio + _t_power(self.n_paired - 1)) ** 2 - self.between_var
         if room <= 0:
             return None
         return max(1, math.ceil(self.within_var / room * (1 - 1e-9)))
@@ -210,7 +247,8 @@ def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float,
         return (0.0, 1.0)
     from hermit_tui.core.stats.intervals import wilson_bounds
 
-    return wilson_bounds(successes / n, n, z)
+    low, high = wilson_bounds(successes / n, n, z)
+    return float(low), float(high)
 
 
 def default_pairs(labels: Sequence[str]) -> list[tuple[str, str]]:
@@ -220,16 +258,16 @@ def default_pairs(labels: Sequence[str]) -> list[tuple[str, str]]:
     return pairs or list(zip(labels, labels[1:]))
 
 
-def _z_sum() -> float:
-    from scipy.special import ndtri
-
-    return float(ndtri(1 - ALPHA / 2) + ndtri(POWER))
-
-
-def _t_sum(df: int) -> float:
+def _t_crit(df: int) -> float:
     from scipy.special import stdtrit
 
-    return float(stdtrit(df, 1 - ALPHA / 2) + stdtrit(df, POWER))
+    return float(stdtrit(df, 1 - ALPHA / 2))
+
+
+def _t_power(df: int) -> float:
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, POWER))
 
 
 def sign_test_p(wins: int, losses: int) -> float:
@@ -511,7 +549,10 @@ def pair_stats(
     sd = float(diffs.std(ddof=1)) if n > 1 else None
     se = sd / math.sqrt(n) if sd is not None else None
     width = hi - lo
-    interval = difference_interval(diffs, lo, hi)
+    bin_a = bool(np.all((ta.scores == lo) | (ta.scores == hi)))
+    bin_b = bool(np.all((tb.scores == lo) | (tb.scores == hi)))
+    interval = pair_interval(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
+    p_value = pair_p_value(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
     wins, losses = int((diffs > TIE_TOL).sum()), int((diffs < -TIE_TOL).sum())
     unequal = int((ka != kb).sum())
     sign_p = None
@@ -528,7 +569,11 @@ def pair_stats(
             noise = min(raw, sd**2)
             within = (wa + wb) * (noise / raw if raw > 0 else 1.0)
             between = sd**2 - noise
-    mde = _t_sum(n - 1) * se if se is not None else None
+    mde = None
+    if se is not None and se > 0 and interval is not None and mean_diff is not None:
+        below, above = mean_diff - interval.low, interval.high - mean_diff  # the side the difference must clear
+        half = below if mean_diff > 0 else above if mean_diff < 0 else max(below, above)
+        mde = half + _t_power(n - 1) * se
 
     test = None
     if n:
@@ -565,9 +610,11 @@ def pair_stats(
         **_interval_fields(interval),
         method=_method_text(interval, "differences of task means, b - a"),
         scale=(-width, width),
-        p_value=test.p_value if test else None,
-        test=test.description if test else "",
-        test_exact=test.exact if test else None,
+        p_value=p_value,
+        test=INTERVAL_TEST if p_value is not None else "",
+        sharp_p_value=test.p_value if test else None,
+        sharp_test=f"{SHARP_TEST}: {test.description}" if test else "",
+        sharp_test_exact=test.exact if test else None,
         sign_test_p=sign_p,
         wins=wins,
         losses=losses,
@@ -612,26 +659,18 @@ def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
     else:
         headline = f"{b} scores the same as {a} on average ({figures})"
     above, below = lo is not None and lo > 0, hi is not None and hi < 0
-    significant = p < ALPHA
-    if significant and (above or below):
-        if above:
-            return VerdictKind.IMPROVEMENT, f"{headline}: an improvement."
+    if above:  # the interval lies above 0: its test's p is below 0.05 by construction
+        return VerdictKind.IMPROVEMENT, f"{headline}: an improvement."
+    if below:
         return VerdictKind.REGRESSION, f"{headline}: a regression."
-    if lo is None:
-        reason = "one paired task gives no interval"
-    elif not (above or below) and not significant:
-        reason = "the interval includes 0 and the test's p is not below 0.05"
-    elif not (above or below):
-        reason = "the test finds the two differ on some tasks, but the interval for the mean difference includes 0"
-    else:
-        reason = "the interval excludes 0, but the test's p is not below 0.05"
+    reason = "one paired task gives no interval" if lo is None else INTERVAL_INCLUDES_0
     text = f"No clear difference: {headline}; {reason}."
-    if mde is None:
+    if f["sd_diff"] == 0:
+        text += f" {NO_SPREAD_POWER}"
+    elif mde is None:
         text += " At least 2 paired tasks are needed for an interval and the power figures."
     elif mde > abs(diff):
-        text += (
-            f" With {n} tasks, the smallest difference this sample detects with 80% power is {_num(mde)} (paired t)."
-        )
+        text += f" With {n} tasks, the smallest difference this sample detects with 80% power is {_num(mde)}."
     return VerdictKind.UNCLEAR, text
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core.records.scores import TaskTable
-from hermit_tui.core.stats.intervals import difference_interval, task_mean_interval
+from hermit_tui.core.stats.intervals import pair_interval, task_mean_interval
 
 DEFINITION = "success: a score at least the threshold; pass@k = 1 − C(n−c,k)/C(n,k), pass^k = C(c,k)/C(n,k)"
 
@@ -101,10 +101,14 @@ def selector_pass_k(label: str, table: TaskTable, ks: Sequence[int]) -> Selector
     return SelectorPassK(label=label, pass_at=at, pass_hat=hat)
 
 
-def _pair_figure(d: np.ndarray, k: int) -> PassFigure:
+def _pair_figure(va: np.ndarray, vb: np.ndarray, na: np.ndarray, nb: np.ndarray, k: int) -> PassFigure:
+    """b - a over the paired tasks, with the pair interval of core.stats.intervals (Newcombe's hybrid of the two
+    sides' intervals; a side whose per-task figures are all 0 or 1 is capped at its attempts' worth)."""
+    d = vb - va
     if not len(d):
         return PassFigure(k=k, tasks=0, value=None)
-    iv = difference_interval(d, 0.0, 1.0)
+    binary_a, binary_b = (bool(np.all((v == 0.0) | (v == 1.0))) for v in (va, vb))
+    iv = pair_interval(va, vb, na, nb, binary_a, binary_b, 0.0, 1.0)
     return PassFigure(
         k=k,
         tasks=len(d),
@@ -122,8 +126,8 @@ def pair_pass_k(a: str, ta: TaskTable, b: str, tb: TaskTable, ks: Sequence[int])
     at, hat = [], []
     for k in ks:
         m = (na >= k) & (nb >= k)
-        at.append(_pair_figure(pass_at_k(nb[m], cb[m], k) - pass_at_k(na[m], ca[m], k), k))
-        hat.append(_pair_figure(pass_hat_k(nb[m], cb[m], k) - pass_hat_k(na[m], ca[m], k), k))
+        at.append(_pair_figure(pass_at_k(na[m], ca[m], k), pass_at_k(nb[m], cb[m], k), na[m], nb[m], k))
+        hat.append(_pair_figure(pass_hat_k(na[m], ca[m], k), pass_hat_k(nb[m], cb[m], k), na[m], nb[m], k))
     return PairPassK(a=a, b=b, pass_at=at, pass_hat=hat)
 
 

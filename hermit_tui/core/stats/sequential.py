@@ -29,10 +29,11 @@ scale by the recursive numerical integration of Armitage, McPherson & Rowe (1969
 components (method of moments on the per-round paired differences) are reported beside the decision.
 
 Small samples: the normal boundary ``c_r`` is turned into a nominal two-sided level ``p_r = 2 (1 - Phi(c_r))``, and
-the interval at round ``r`` is ``core.stats.intervals.mean_interval`` at confidence ``1 - p_r`` (Student t with G - 1
-df, or the bounded score interval / no-spread bound of the fixed design), which keeps it within the range of a
-difference and matches the fixed design's methods (the "significance level approach" to group-sequential t-tests,
-J&T 2000 sec. 3.8). Its error rates are measured by simulation in ``benchmarks/bench_stats.py``.
+the interval at round ``r`` is :func:`_repeated_interval` on the task differences at confidence ``1 - p_r`` (Student
+t with G - 1 df, or the bounded score interval / no-spread bound: the fixed design's methods before issue 25, kept
+here because the selector interval's no-spread floor would make the extreme early levels uninformative), which keeps
+it within the range of a difference (the "significance level approach" to group-sequential t-tests, J&T 2000 sec.
+3.8). Its error rates are measured by simulation in ``benchmarks/bench_stats.py``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
-from hermit_tui.core.stats.intervals import mean_interval
+from hermit_tui.core.stats.intervals import CONFIDENCE, Interval, no_spread_share, t_quantile, wilson_bounds
 
 ALPHA = 0.05
 METHOD = (
@@ -239,7 +240,7 @@ def sequential_look(
     width = hi - lo
     interval = None
     if math.isfinite(c) and nominal < 1.0:
-        interval = mean_interval(mean_diff, float(task_diffs.std(ddof=1)), g, -width, width, level=nominal)
+        interval = _repeated_interval(mean_diff, float(task_diffs.std(ddof=1)), g, -width, width, level=nominal)
     low, high = (interval.low, interval.high) if interval else (-width, width)
     sd = float(task_diffs.std(ddof=1))
     z = mean_diff / (sd / math.sqrt(g)) if sd > 0 else (0.0 if mean_diff == 0 else math.copysign(math.inf, mean_diff))
@@ -339,6 +340,71 @@ class SequentialMonitor:
             )
         self.last = look
         return look
+
+
+# ---------------------------------------------------------------------------------- the repeated intervals
+
+T_MIN_TASKS = 30
+T_MIN_COUNT = 10.0
+FEW = 3.0  # effective observations on the far side of the mean below which an end gets Clopper-Pearson's bound
+NEAR = 0.2  # ... when the mean is this close to that end (a fifth of the range)
+Z95 = 1.959963984540054
+
+
+def _repeated_interval(
+    mean: float,
+    sd: float,
+    n_tasks: int,
+    lo: float,
+    hi: float,
+    *,
+    max_n_eff: float | None = None,
+    level: float = CONFIDENCE,
+) -> Interval | None:
+    """Round r's interval for the mean of ``n_tasks`` task differences in ``[lo, hi]`` with sample sd ``sd``: the
+    fixed design's method before issue 25 (Student t from 30 tasks and 10 effective observations on each side, else
+    the effective-sample-size score interval with Clopper-Pearson next to an end, or the no-spread bound), kept for
+    the repeated intervals, whose extreme early levels the selector interval's no-spread floor would make
+    uninformative.
+
+    ``max_n_eff``: an upper bound on the effective sample size (the attempts' worth, for pass/fail scores).
+    None with fewer than 2 tasks. The bounds are clipped to ``[lo, hi]`` against rounding only.
+    """
+    if n_tasks < 2 or not (math.isfinite(mean) and math.isfinite(sd)):
+        return None
+    width = hi - lo
+    if width <= 0:
+        return Interval(low=lo, high=hi, method="no-spread")
+    mean = min(max(mean, lo), hi)
+    if sd <= 1e-12 * width:
+        q = no_spread_share(n_tasks, level)
+        return Interval(low=max(lo, mean - q * (mean - lo)), high=min(hi, mean + q * (hi - mean)), method="no-spread")
+    crit = t_quantile(n_tasks - 1, level)
+    se = sd / math.sqrt(n_tasks)
+    p, se_p = (mean - lo) / width, se / width
+    n_raw = p * (1 - p) / (se_p * se_p)
+    if n_tasks >= T_MIN_TASKS and n_raw * p >= T_MIN_COUNT and n_raw * (1 - p) >= T_MIN_COUNT:
+        return Interval(low=max(lo, mean - crit * se), high=min(hi, mean + crit * se), method="t")
+    n_eff = max(n_raw, float(n_tasks))
+    if max_n_eff is not None:
+        n_eff = min(n_eff, max(max_n_eff, float(n_tasks)))
+    low, high = wilson_bounds(p, n_eff, crit)
+    low, high = _near_the_ends(p, n_eff, crit, low, high, level)
+    return Interval(low=lo + width * low, high=lo + width * high, method="score", n_eff=n_eff)
+
+
+def _near_the_ends(p: float, n_eff: float, crit: float, low: float, high: float, level: float) -> tuple[float, float]:
+    """Wilson's bounds widened to Clopper-Pearson's on the effective counts where few fall beyond the mean."""
+    from scipy.special import betaincinv
+
+    n = n_eff * (Z95 / crit) ** 2  # the degrees-of-freedom adjustment of Korn & Graubard
+    x = n * p
+    tail = (1 - level) / 2
+    if n_eff * (1 - p) <= FEW and 1 - p <= NEAR:
+        high = max(high, float(betaincinv(x + 1, n - x, 1 - tail)) if n - x > 0 else 1.0)
+    if n_eff * p <= FEW and p <= NEAR:
+        low = min(low, float(betaincinv(x, n - x + 1, tail)) if x > 0 else 0.0)
+    return max(0.0, low), min(1.0, high)
 
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
-from hermit_tui.core.present import p_text, partial_cost
+from hermit_tui.core.present import NO_SPREAD_POWER, SHARP_TEST_ROW, p_text, p_value, partial_cost
 from hermit_tui.core.records.index import Snapshot
 from hermit_tui.core.stats.figures import PairStats, SelectorStats, VerdictKind
 from hermit_tui.core.workspace.fingerprint import differences
@@ -227,6 +227,8 @@ def pair_text(p: PairStats) -> Text:
         else "no sign test (not valid with unequal repeats)"
     )
     text.append(f": {p.test}; {sign}")
+    if p.sharp_test:
+        text.append(f"\n{SHARP_TEST_ROW}: {p_value(p.sharp_p_value)} ({p.sharp_test})")
     text.append(f"\nwins {p.wins} · losses {p.losses} · ties {p.ties}", style="bold")
     text.append(f"  (tasks where {p.b}'s mean is higher / lower / equal)")
     if p.ci_method is not None:
@@ -238,6 +240,8 @@ def pair_text(p: PairStats) -> Text:
 
 
 def power_text(p: PairStats) -> str:
+    if p.mde is None and p.sd_diff == 0:
+        return NO_SPREAD_POWER
     if p.mde is None:
         return "Minimum detectable difference: needs at least 2 paired tasks."
     k = f"{p.repeats_min}" if p.repeats_min == p.repeats_max else f"{p.repeats_min}-{p.repeats_max}"
@@ -261,6 +265,8 @@ def needed_text(p: PairStats, delta: float) -> str:
     out.append(
         f"  tasks needed: {tasks} paired tasks at {k} repeats"
         if tasks is not None
+        else "  tasks needed: unknown (no spread to project from)"
+        if p.sd_diff == 0
         else "  tasks needed: unknown (needs at least 2 paired tasks)"
     )
     if repeats is not None:
