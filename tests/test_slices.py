@@ -362,17 +362,21 @@ def _columns(rows: list[tuple[int, int, float, bool]]):
 def test_error_bounds_by_hand_and_a_reading_that_depends_on_them():
     from hermit_tui.core.stats.bounds import error_bounds
 
-    ids = [f"t{i}" for i in range(6)]
-    # baseline: scores 0.5 everywhere; candidate: 0.6 everywhere, but its tasks 0-3 errored (scored 0)
-    a = _columns([(t, 1, 0.5, False) for t in range(6)])
-    b = _columns([(t, 1, 0.0 if t < 4 else 0.6, t < 4) for t in range(6)])
+    ids = [f"t{i}" for i in range(30)]
+    base = [0.4 + 0.01 * (t % 5) for t in range(30)]
+    # candidate: 0.15 above the baseline on every task, but its first 20 tasks errored (scored 0)
+    a = _columns([(t, 1, base[t], False) for t in range(30)])
+    b = _columns([(t, 1, 0.0 if t < 20 else base[t] + 0.15, t < 20) for t in range(30)])
     eb = error_bounds("none", *a, "final", *b, ids, 1.0)
     by = {r.reading: r for r in eb.readings}
-    assert by["as failures"].mean_diff == pytest.approx((4 * -0.5 + 2 * 0.1) / 6)
-    assert by["as successes"].mean_diff == pytest.approx((4 * 0.5 + 2 * 0.1) / 6)
-    assert by["left out"].mean_diff == pytest.approx(0.1) and by["left out"].n_paired == 2
-    assert (eb.errors_a, eb.errors_b) == (0, 4)
-    assert not eb.holds and eb.sentence.startswith("the reading depends on how the 4 errored attempts are counted")
+    fail = [(0.0 if t < 20 else base[t] + 0.15) - base[t] for t in range(30)]
+    succ = [(1.0 if t < 20 else base[t] + 0.15) - base[t] for t in range(30)]
+    assert by["as failures"].mean_diff == pytest.approx(statistics.fmean(fail))
+    assert by["as successes"].mean_diff == pytest.approx(statistics.fmean(succ))
+    assert by["left out"].mean_diff == pytest.approx(0.15) and by["left out"].n_paired == 10
+    assert (eb.errors_a, eb.errors_b) == (0, 20)
+    assert by["as failures"].decision == "regression" and by["as successes"].decision == "improvement"
+    assert not eb.holds and eb.sentence.startswith("the reading depends on how the 20 errored attempts are counted")
     # a later record of a (task, repeat) replaces an earlier one before anything is counted
     b2 = _columns([(0, 1, 0.0, True), (0, 1, 0.9, False), *[(t, 1, 0.6, False) for t in range(1, 6)]])
     eb2 = error_bounds("none", *a, "final", *b2, ids, 1.0)

@@ -268,7 +268,7 @@ def _where_markdown(r: Report) -> list[str]:
         out.append(
             f"{len(sr.slices)} slices of the test split by {md(sr.by)}"
             + (f" ({sr.unsliced} test tasks in none)" if sr.unsliced else "")
-            + f". p: each slice's paired t test; p (BH): adjusted over the slices, {sr.fdr_method}, for screening; "
+            + f". p: each slice's test of no difference; p (BH): adjusted over the slices, {sr.fdr_method}, for screening; "
             f"hurt p (Holm): {sr.hurt_test} (M = {sr.margin:g}), adjusted by {sr.fwer_method}; a slice is named as "
             f"hurt when it is at most {sr.hurt_alpha:g}."
         )

@@ -5,11 +5,11 @@ ties and transitions), adjusted for looking at every slice at once.
 
 Two adjustments, named beside the raw values (``core.stats.multiplicity``):
 
-- the slice's two-sided paired t test on its per-task differences, adjusted by Benjamini–Hochberg: a screening
-  list (which slices differ at all);
-- "this slice is hurt": a one-sided test that the slice's mean difference lies below −M (the margin; 0 by
-  default), on the slice's per-task differences (Student t with n − 1 degrees of freedom), adjusted by Holm over
-  the slices. A slice is named as hurt only when its Holm-adjusted p is at most :data:`HURT_ALPHA`: the chance that
+- the slice's p-value of "no difference" (the one that belongs to the pair interval, as on the whole split),
+  adjusted by Benjamini–Hochberg: a screening list (which slices differ at all);
+- "this slice is hurt": the one-sided test that the slice's mean difference lies below −M (the margin; 0 by
+  default) that belongs to the same interval (one-sided 0.025: the 95% interval lies below −M), adjusted by Holm
+  over the slices. A slice is named as hurt only when its Holm-adjusted p is at most :data:`HURT_ALPHA`: the chance that
   any slice is wrongly named stays at most that.
 
 A slice too small to show anything (fewer than :data:`MIN_TASKS` paired tasks, or no spread to measure) says so
@@ -26,14 +26,14 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.scores import TaskTable, score_range
-from hermit_tui.core.stats.figures import TIE_TOL, TRANSITIONS, _t_sum, _transitions, selector_stats
-from hermit_tui.core.stats.intervals import difference_interval
+from hermit_tui.core.stats.figures import TIE_TOL, TRANSITIONS, _t_power, _transitions, selector_stats
+from hermit_tui.core.stats.intervals import pair_interval, pair_p_value
 from hermit_tui.core.stats.multiplicity import BH, HOLM, benjamini_hochberg, holm
 
 HURT_ALPHA = 0.025  # one-sided, the lower half of a two-sided 95% interval
 MIN_TASKS = 3
 NO_VALUE = "(no value)"
-HURT_TEST = "one-sided t test on the slice's per-task differences: H0 the difference is at least −M"
+HURT_TEST = "one-sided test of the pair interval: H0 the difference is at least −M"
 
 
 class SliceSelector(BaseModel):
@@ -51,7 +51,7 @@ class SlicePair(BaseModel):
     mean_diff: float | None
     ci_low: float | None
     ci_high: float | None
-    p_value: float | None  # two-sided paired t test on the slice's per-task differences
+    p_value: float | None  # the p-value of "no difference" that belongs to the pair interval, as on the whole split
     p_bh: float | None = None  # adjusted over the slices (screening)
     p_hurt: float | None = None  # one-sided: the difference lies below -margin
     p_hurt_holm: float | None = None  # adjusted over the slices (the claim "this slice is hurt")
@@ -162,41 +162,40 @@ def restrict(table: TaskTable, ids: Sequence[str], positions: Mapping[str, int] 
     )
 
 
-def _p_below(mean: float | None, se: float | None, n: int, margin: float) -> float | None:
-    """One-sided p for H0: difference ≥ −margin (small when the slice is clearly worse by more than the margin)."""
-    if mean is None or se is None or n < 2:
+def _p_hurt(p_two_sided: float | None, mean: float | None, margin: float) -> float | None:
+    """One-sided p for H0: difference ≥ −margin, from the two-sided p of "the difference is −margin" that belongs to
+    the pair interval (``core.stats.intervals.pair_p_value``): a slice is hurt at one-sided 0.025 exactly when its
+    95% interval lies below −margin."""
+    if p_two_sided is None or mean is None:
         return None
-    from scipy.special import stdtr
-
-    if se <= 0:
-        return 0.0 if mean < -margin else 1.0
-    return float(stdtr(n - 1, (mean + margin) / se))
-
-
-def _two_sided_p(mean: float | None, se: float | None, n: int) -> float | None:
-    if mean is None or se is None or n < 2:
-        return None
-    from scipy.special import stdtr
-
-    if se <= 0:
-        return 1.0 if abs(mean) <= TIE_TOL else 0.0
-    return float(2 * stdtr(n - 1, -abs(mean) / se))
+    return p_two_sided / 2 if mean < -margin else 1 - p_two_sided / 2
 
 
 def _slice_pair(a: str, ta: TaskTable, b: str, tb: TaskTable, margin: float) -> SlicePair:
-    """A pair's figures on one slice: the whole split's interval and counts, with a paired t test for its p-value
-    (the exact randomisation test of the whole split is not run per slice: over many slices it would cost more than
-    the rest of the report)."""
+    """A pair's figures on one slice, as the whole split's (the pair interval and the p-value that belongs to it,
+    the counts and the minimum detectable difference); the exact randomisation test, a secondary figure of the whole
+    split, is not run per slice."""
     lo, hi = score_range(ta, tb)
     _, ia, ib = np.intersect1d(ta.index, tb.index, assume_unique=True, return_indices=True)
     n = len(ia)
-    diffs = tb.mean[ib] - ta.mean[ia]
+    ma, mb, ka, kb = ta.mean[ia], tb.mean[ib], ta.n[ia], tb.n[ib]
+    diffs = mb - ma
     mean = float(diffs.mean()) if n else None
     se = float(diffs.std(ddof=1)) / math.sqrt(n) if n > 1 else None
-    iv = difference_interval(diffs, lo, hi)
-    codes = _transitions(ta.solved[ia], ta.n[ia], tb.solved[ib], tb.n[ib])
-    mde = _t_sum(n - 1) * se if se is not None else None
+    bin_a = bool(np.all((ta.scores == lo) | (ta.scores == hi)))
+    bin_b = bool(np.all((tb.scores == lo) | (tb.scores == hi)))
+    iv = pair_interval(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
+    p_two = pair_p_value(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
+    mde = None
+    if se is not None and se > 0 and iv is not None and mean is not None:
+        below, above = mean - iv.low, iv.high - mean
+        half = below if mean > 0 else above if mean < 0 else max(below, above)
+        mde = half + _t_power(n - 1) * se
     too_small = n < MIN_TASKS or mde is None
+    p_hurt = None
+    if not too_small:
+        p_hurt = _p_hurt(pair_p_value(ma, mb, ka, kb, bin_a, bin_b, lo, hi, null=-margin), mean, margin)
+    codes = _transitions(ta.solved[ia], ka, tb.solved[ib], kb)
     wins, losses = int((diffs > TIE_TOL).sum()), int((diffs < -TIE_TOL).sum())
     return SlicePair(
         a=a,
@@ -205,8 +204,8 @@ def _slice_pair(a: str, ta: TaskTable, b: str, tb: TaskTable, margin: float) -> 
         mean_diff=mean,
         ci_low=iv.low if iv is not None else None,
         ci_high=iv.high if iv is not None else None,
-        p_value=_two_sided_p(mean, se, n),
-        p_hurt=None if too_small else _p_below(mean, se, n, margin),
+        p_value=p_two,
+        p_hurt=p_hurt,
         wins=wins,
         losses=losses,
         ties=n - wins - losses,
