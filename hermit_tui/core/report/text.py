@@ -27,6 +27,7 @@ from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
 from hermit_tui.core.stats.passk import PassFigure
+from hermit_tui.core.why.pair import PairWhy
 from hermit_tui.core.why.text import pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
@@ -268,7 +269,8 @@ def _where_markdown(r: Report) -> list[str]:
         out.append(
             f"{len(sr.slices)} slices of the test split by {md(sr.by)}"
             + (f" ({sr.unsliced} test tasks in none)" if sr.unsliced else "")
-            + f". p: each slice's test of no difference; p (BH): adjusted over the slices, {sr.fdr_method}, for screening; "
+            + ". p: each slice's test of no difference; p (BH): adjusted over the slices, "
+            f"{sr.fdr_method}, for screening; "
             f"hurt p (Holm): {sr.hurt_test} (M = {sr.margin:g}), adjusted by {sr.fwer_method}; a slice is named as "
             f"hurt when it is at most {sr.hurt_alpha:g}."
         )
@@ -355,6 +357,23 @@ def _pass_k_markdown(r: Report) -> list[str]:
     return [*out, *_table(["figure", "value (95% CI)"], rows), ""]
 
 
+def _escape_all(value: Any, key: str = "") -> Any:
+    """Every string of a dumped model made safe for Markdown (keys too), but a file's diff lines, which go into a
+    fenced block of their own."""
+    if isinstance(value, str):
+        return md(value)
+    if isinstance(value, list):
+        return value if key == "diff" else [_escape_all(v) for v in value]
+    if isinstance(value, dict):
+        return {md(k): _escape_all(v, k) for k, v in value.items()}
+    return value
+
+
+def _markdown_safe(pair: PairWhy) -> PairWhy:
+    """The pair with every text from the tree, the data and the folder names escaped for Markdown."""
+    return PairWhy.model_validate(_escape_all(pair.model_dump(mode="json")))
+
+
 def _why_markdown(r: Report) -> list[str]:
     """The "Why it changed" section: per compared pair, the adapter's diff beside the tasks it fixed, broke or made
     flaky, the first divergence, tool use and usage (core/why; docs/why.md)."""
@@ -362,7 +381,7 @@ def _why_markdown(r: Report) -> list[str]:
         return []
     out = ["## Why it changed", ""]
     for pair in r.why:
-        out += pair_lines(pair, "###") + [""]
+        out += pair_lines(_markdown_safe(pair), "###") + [""]
     return out
 
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel
 
 from hermit_tui.core.present import plural
@@ -11,6 +13,7 @@ from hermit_tui.core.why.adapter_diff import AdapterDiff
 from hermit_tui.core.why.align import Alignment, row_status
 from hermit_tui.core.why.pair import PairWhy
 
+_TICKS = re.compile(r"`+")  # a fence longer than any run of backticks in a file's diff keeps the diff inside it
 FOLD = 200  # a step's text is folded past this many characters (``full`` shows it whole)
 MARK = {"same": " ", "changed": "~", "inserted": "+", "removed": "-", "absent": " "}
 DIVERGENCE_NOTE = (
@@ -47,7 +50,8 @@ def diff_lines(diff: AdapterDiff, heading: str = "##") -> list[str]:
         lines.append(f"- {f.path}: {f.change} ({counts}; {size})" + (f": {f.note}" if f.note else ""))
     for f in diff.files:
         if f.diff:
-            lines += ["", f"`{f.path}`", "```diff", *f.diff, "```"]
+            fence = "`" * max(3, 1 + max((len(run) for line in f.diff for run in _TICKS.findall(line)), default=0))
+            lines += ["", f"`{f.path}`", f"{fence}diff", *f.diff, fence]
     return lines
 
 
