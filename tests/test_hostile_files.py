@@ -1,0 +1,255 @@
+"""Hostile run folders (issue 29): links that lead out of the run folder, special files where data files belong,
+read-only folders, full disks and arguments that would climb out of ``eval/``.
+
+Every case runs under a time limit (a FIFO must never hang a command) and compares the file hashes of the
+workspace's surroundings before and after: hermit-tui writes nothing outside the run folder, and a refusal is one
+line naming the file, with exit code 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from demo_copies import copy_workspace
+from hostile_util import snapshot, time_limit
+
+from hermit_tui.cli import main
+from hermit_tui.core.run.runner import EvalRun
+from hermit_tui.core.workspace.config import load_config
+
+LIMIT_S = 60
+FAST = ["agent.params.latency_scale=0"]
+RUN = Path("runs") / "demo"
+EVAL = RUN / "eval"
+
+
+@pytest.fixture(autouse=True)
+def limited():
+    with time_limit(LIMIT_S, "the case"):
+        yield
+
+
+@pytest.fixture(scope="session")
+def evaluated(demo_template, tmp_path_factory) -> Path:
+    """The demo with none and final evaluated (none with a transcript-less pipeline, as the demo's), once."""
+    config = copy_workspace(demo_template, tmp_path_factory.mktemp("hostile-files") / "demo")
+    EvalRun(load_config(config, FAST), ["none", "final"], update_card=False).run_sync()
+    return config.parent
+
+
+@pytest.fixture
+def ws(evaluated, tmp_path) -> Path:
+    """A private copy (``<tmp>/demo``) beside a folder ``<tmp>/outside`` that holds a file and an empty folder."""
+    outside = tmp_path / "outside"
+    (outside / "folder").mkdir(parents=True)
+    (outside / "file.jsonl").write_text('{"precious": true}\n')
+    return copy_workspace(evaluated, tmp_path / "demo").parent
+
+
+def cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def first_task(ws: Path, label: str = "none") -> str:
+    return json.loads((ws / EVAL / label / "results.jsonl").read_text().splitlines()[0])["id"]
+
+
+def replace_by_link(path: Path, target: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+
+
+def outside_state(ws: Path) -> dict[str, str]:
+    return snapshot(ws.parent, exclude=("demo",))
+
+
+def assert_refused(code: int, err: str, link: Path) -> None:
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and str(link) in lines[0] and "symbolic link" in lines[0], err
+    assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------------- links
+
+# (the path replaced by a link, relative to the workspace; what it points at: a file, a folder or nothing)
+LINKS = [
+    (EVAL / "none" / "results.jsonl", "file.jsonl"),
+    (EVAL / "none" / "results.jsonl", "missing.jsonl"),
+    (EVAL / "none" / "transcripts.jsonl", "file.jsonl"),
+    (EVAL / "none" / "transcripts.jsonl", "missing.jsonl"),
+    (EVAL / "none" / "annotations.jsonl", "missing.jsonl"),
+    (EVAL / "none" / "summary.json", "missing.json"),
+    (EVAL / "none" / "logs", "folder"),
+    (EVAL / "none" / "logs", "missing-folder"),
+    (EVAL / "none" / "archive", "folder"),
+    (EVAL / "none", "folder"),
+    (EVAL / "none", "missing-folder"),
+    (EVAL, "folder"),
+]
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["eval", "resume"])
+@pytest.mark.parametrize("where, to", LINKS, ids=[f"{p.relative_to(RUN)}->{t}" for p, t in LINKS])
+def test_eval_and_resume_refuse_a_link_where_they_would_write(ws, where, to, resume):
+    link = ws / where
+    replace_by_link(link, ws.parent / "outside" / to)
+    before = outside_state(ws)
+    code, _, err = cli(["eval", "--config", str(ws / "run.yaml"), "--adapter", "none", *(["--resume"] * resume), *FAST])
+    assert_refused(code, err, link)
+    assert outside_state(ws) == before
+
+
+@pytest.mark.parametrize(
+    "where, to",
+    [(EVAL / "none" / "annotations.jsonl", "file.jsonl"), (EVAL / "none" / "annotations.jsonl", "missing.jsonl")],
+)
+def test_annotate_refuses_a_link_where_it_would_write(ws, where, to):
+    link = ws / where
+    replace_by_link(link, ws.parent / "outside" / to)
+    before = outside_state(ws)
+    code, _, err = cli(
+        ["annotate", "--config", str(ws / "run.yaml"), "--adapter", "none", "--task", first_task(ws)]
+        + ["--repeat", "1", "--note", "x", *FAST]
+    )
+    assert_refused(code, err, link)
+    assert outside_state(ws) == before
+
+
+def test_annotate_refuses_an_evaluation_folder_that_is_a_link_out(ws, tmp_path):
+    task = first_task(ws)
+    moved = tmp_path / "outside" / "none-moved"
+    shutil.move(ws / EVAL / "none", moved)
+    (ws / EVAL / "none").symlink_to(moved)
+    before = outside_state(ws)
+    code, _, err = cli(
+        ["annotate", "--config", str(ws / "run.yaml"), "--adapter", "none", "--task", task, "--repeat", "1"]
+        + ["--note", "x", *FAST]
+    )
+    assert_refused(code, err, ws / EVAL / "none")
+    assert outside_state(ws) == before
+
+
+@pytest.mark.parametrize(
+    "where",
+    [EVAL / "final" / "summary.json", EVAL / ".hermit-tui-publish.jsonl", RUN / "checkout" / "CARD.md"],
+    ids=["summary", "publish-log", "card"],
+)
+def test_publish_refuses_a_link_where_it_would_write(ws, where):
+    link = ws / where
+    target = ws.parent / "outside" / "file.jsonl"
+    if link.exists():
+        shutil.copy(link, target)
+    replace_by_link(link, target)
+    before = outside_state(ws)
+    code, _, err = cli(["publish", "--config", str(ws / "run.yaml"), "--yes", *FAST])
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    # a linked card is already an uncommitted change of the checkout: refused as such
+    assert str(link) in err or (where.name == "CARD.md" and "uncommitted changes" in err), err
+    assert outside_state(ws) == before
+
+
+# ---------------------------------------------------------------------------------------------------- special files
+
+
+@pytest.mark.parametrize("name", ["annotations.jsonl", "results.jsonl", "transcripts.jsonl", "summary.json"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_special_files_are_refused_by_the_readers_without_hanging(ws, name, kind):
+    path = ws / EVAL / "none" / name
+    task = first_task(ws)
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    before = outside_state(ws)
+    config = str(ws / "run.yaml")
+    for argv in (
+        ["report", "--config", config, *FAST],
+        ["show", "--config", config, "--adapter", "none", "--task", task, *FAST],
+        ["annotate", "--config", config, "--adapter", "none", "--task", task, "--repeat", "1", *FAST],
+        ["annotate", "--config", config, "--adapter", "none", "--task", task, "--repeat", "1", "--note", "n", *FAST],
+    ):
+        code, out, err = cli(argv)
+        assert "Traceback" not in err and "MemoryError" not in err, (argv, err)
+        assert code in (0, 2), (argv, code, err)
+    assert outside_state(ws) == before
+
+
+@pytest.mark.parametrize("name", ["run.yaml", "tasks.jsonl"])
+def test_a_fifo_for_the_config_or_the_tasks_is_one_line(ws, name):
+    (ws / name).unlink()
+    os.mkfifo(ws / name)
+    code, _, err = cli(["report", "--config", str(ws / "run.yaml"), *FAST])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and name in err, err
+
+
+# ---------------------------------------------------------------------------------------------------- read-only
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_read_only_evaluation_folder_is_one_line_not_a_traceback(ws, resume):
+    folder = ws / EVAL / "none"
+    folder.chmod(0o555)
+    try:
+        code, _, err = cli(
+            ["eval", "--config", str(ws / "run.yaml"), "--adapter", "none", *(["--resume"] * resume), *FAST]
+        )
+    finally:
+        folder.chmod(0o755)
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_lock_that_cannot_be_written_is_one_line(ws, monkeypatch):
+    """A read-only folder, as root sees it too: creating the lock fails with EROFS."""
+    import hermit_tui.core.records.journal as journal
+
+    real = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if str(path).endswith(journal.LOCK) and flags & os.O_CREAT:
+            raise OSError(30, "Read-only file system", str(path))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(journal.os, "open", read_only)
+    code, _, err = cli(["eval", "--config", str(ws / "run.yaml"), "--adapter", "none", *FAST])
+    assert code == 2 and "Read-only file system" in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------------------- arguments
+
+
+@pytest.mark.parametrize("command", ["show", "annotate", "report", "eval"])
+def test_a_selector_too_long_for_a_file_name_is_one_line(ws, command):
+    argv = [command, "--config", str(ws / "run.yaml"), "--adapter", "a" * 256]
+    if command in ("show", "annotate"):
+        argv += ["--task", "x", "--repeat", "1"]
+    code, _, err = cli([*argv, *FAST])
+    assert code == 2 and "too long" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("selector", ["../..", "..", "../../runs/demo", "./..", "a/../.."])
+@pytest.mark.parametrize("command", ["show", "annotate"])
+def test_a_selector_never_climbs_out_of_eval(ws, command, selector):
+    (ws / RUN / "annotations.jsonl").write_text("")
+    (ws / RUN / "results.jsonl").write_text((ws / EVAL / "none" / "results.jsonl").read_text())
+    before = snapshot(ws.parent, exclude=("demo/runs/demo/eval",))
+    argv = [command, "--config", str(ws / "run.yaml"), "--adapter", selector, "--task", first_task(ws)]
+    code, _, err = cli([*argv, "--repeat", "1", *(["--note", "x"] if command == "annotate" else []), *FAST])
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert snapshot(ws.parent, exclude=("demo/runs/demo/eval",)) == before
