@@ -13,6 +13,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from hostile_util import snapshot, time_limit
 from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.publish.apply import plan_publish, publish, undo_publish
+from hermit_tui.core.publish.card import CRASH_ENV
+from hermit_tui.core.publish.recovery import PUBLISH_STEPS, UNDO_STEPS
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 from hermit_tui.core.workspace.gitrepo import driver_overrides, open_repo, safe_env
@@ -325,3 +328,79 @@ def test_a_rollback_never_undoes_someone_elses_branch_move_and_restores_an_annot
         publish(plan_publish(config))
     assert _tree_git(ws, "rev-parse", "refs/heads/demo") == root  # their move stands
     assert _tree_git(ws, "rev-parse", "refs/tags/demo/final") == annotated  # the tag object itself is back
+
+
+# ---------------------------------------------------------------------------------------------------- killed publish
+
+
+def _hermit_tui(config: Path, *args: str, crash: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ}
+    env.pop(CRASH_ENV, None)
+    if crash:
+        env[CRASH_ENV] = crash
+    return subprocess.run(
+        [sys.executable, "-m", "hermit_tui", "publish", "--config", str(config), *args, *FAST],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=LIMIT_S,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _consistent(ws: Path) -> dict:
+    """The checkout is clean, the tag is the branch head or the measured commit, and the summary's and the log's
+    record of the last publish agree with where the tag is."""
+    checkout = ws.parent / "runs/demo/checkout"
+    repo = open_repo(checkout)
+    try:
+        assert repo.git.status("--porcelain", "--untracked-files=no") == ""
+    finally:
+        repo.close()
+    head = _tree_git(ws, "rev-parse", "refs/heads/demo")
+    tag = _tree_git(ws, "rev-parse", "demo/final^{commit}")
+    summary = json.loads((ws.parent / "runs/demo/eval/final/summary.json").read_text())
+    log_path = ws.parent / "runs/demo/eval/.hermit-tui-publish.jsonl"
+    log = [json.loads(line) for line in log_path.read_text().splitlines()] if log_path.exists() else []
+    published = summary.get("published")
+    if published and not published.get("undone_at"):
+        assert tag == head == published["card_commit"] and log and log[-1]["card_commit"] == tag
+    else:
+        assert tag == summary["commit"]
+    assert not (ws.parent / "runs/demo/eval/.hermit-tui-publish-journal.json").exists()
+    return {"head": head, "tag": tag}
+
+
+@pytest.mark.parametrize("step", PUBLISH_STEPS)
+def test_a_publish_killed_at_any_step_is_finished_or_rolled_back_by_the_next_publish(ws, step):
+    measured = _tree_git(ws, "rev-parse", "demo/final^{commit}")
+    killed = _hermit_tui(ws, "--yes", crash=step)
+    assert killed.returncode == -9, killed.stderr
+    code, out, err = cli(["publish", "--config", str(ws), "--yes", *FAST])  # the next publish, in-process
+    assert code == 0, err + out
+    state = _consistent(ws)
+    assert state["tag"] == state["head"] != measured  # published, once
+    assert _tree_git(ws, "rev-parse", f"{state['head']}^") == measured
+    card = (ws.parent / "runs/demo/checkout/CARD.md").read_text()
+    assert card.count("| final |") == 1
+
+
+@pytest.mark.parametrize("step", PUBLISH_STEPS)
+def test_a_publish_killed_at_any_step_is_recovered_by_undo(ws, step):
+    assert _hermit_tui(ws, "--yes", crash=step).returncode == -9
+    code, _, err = cli(["publish", "--config", str(ws), "--undo", "--yes", *FAST])
+    assert code in (0, 2) and "Traceback" not in err and len(err.strip().splitlines()) <= 1, err
+    _consistent(ws)
+    assert cli(["publish", "--config", str(ws), "--yes", *FAST])[0] == 0  # and publishing works again
+
+
+@pytest.mark.parametrize("step", UNDO_STEPS)
+def test_an_undo_killed_at_any_step_is_recovered_by_the_next_undo(ws, step):
+    assert cli(["publish", "--config", str(ws), "--yes", *FAST])[0] == 0
+    published = _tree_git(ws, "rev-parse", "demo/final^{commit}")
+    assert _hermit_tui(ws, "--undo", "--yes", crash=step).returncode == -9
+    code, _, err = cli(["publish", "--config", str(ws), "--undo", "--yes", *FAST])
+    # rolled back then undone, or (killed after its log line) finished: nothing left to undo
+    assert code == 0 or (step == "logged" and "nothing to undo" in err), err
+    state = _consistent(ws)
+    assert state["tag"] != published and state["head"] == published  # undone once; the card commit stays
