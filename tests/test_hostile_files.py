@@ -253,3 +253,37 @@ def test_a_selector_never_climbs_out_of_eval(ws, command, selector):
     code, _, err = cli([*argv, "--repeat", "1", *(["--note", "x"] if command == "annotate" else []), *FAST])
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert snapshot(ws.parent, exclude=("demo/runs/demo/eval",)) == before
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("kind", ["link", "dangling-link", "fifo", "dev-stdout"])
+def test_report_output_never_replaces_a_link_nor_writes_to_a_special_file(ws, tmp_path, kind, force):
+    target = tmp_path / "outside" / "file.jsonl"
+    out = tmp_path / "report.md"
+    if kind == "link":
+        out.symlink_to(target)
+    elif kind == "dangling-link":
+        out.symlink_to(tmp_path / "outside" / "missing.md")
+    elif kind == "fifo":
+        os.mkfifo(out)
+    else:
+        out = Path("/dev/stdout")
+    before = snapshot(tmp_path, exclude=("demo",))
+    code, stdout, err = cli(
+        ["report", "--config", str(ws / "run.yaml"), "--output", str(out), *(["--force"] * force), *FAST]
+    )
+    assert code == 2 and str(out) in err and len(err.strip().splitlines()) == 1, err
+    assert stdout == "" and snapshot(tmp_path, exclude=("demo",)) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-null-link"])
+def test_a_step_summary_naming_a_special_file_is_a_warning_not_a_hang(ws, tmp_path, monkeypatch, kind):
+    summary = tmp_path / "step-summary"
+    if kind == "fifo":
+        os.mkfifo(summary)
+    else:
+        summary.symlink_to("/dev/null")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, _, err = cli(["gate", "--config", str(ws / "run.yaml"), "--baseline", "none", "--candidate", "final", *FAST])
+    assert code in (0, 3), err
+    assert "warning: $GITHUB_STEP_SUMMARY" in err and "not a regular file" in err, err
