@@ -287,3 +287,108 @@ def test_a_step_summary_naming_a_special_file_is_a_warning_not_a_hang(ws, tmp_pa
     code, _, err = cli(["gate", "--config", str(ws / "run.yaml"), "--baseline", "none", "--candidate", "final", *FAST])
     assert code in (0, 3), err
     assert "warning: $GITHUB_STEP_SUMMARY" in err and "not a regular file" in err, err
+
+
+# ---------------------------------------------------------------------------------------------------- full disks
+
+
+class FullDisk:
+    """A fault-injecting file wrapper: the appended files (results, transcripts) share ``room`` bytes; the write
+    that does not fit lands in part, then fails with ENOSPC, as on a disk that fills."""
+
+    def __init__(self, room: int):
+        self.room = room
+
+    def wrap(self, fh):
+        disk = self
+
+        class Wrapped:
+            def __getattr__(self, name):
+                return getattr(fh, name)
+
+            def write(self, data):
+                if len(data) > disk.room:
+                    fh.write(data[: disk.room])
+                    disk.room = 0
+                    raise OSError(28, "No space left on device")
+                disk.room -= len(data)
+                return fh.write(data)
+
+        return Wrapped()
+
+
+def small_workspace(tmp_path: Path, n: int) -> Path:
+    ws = tmp_path / "small"
+    ws.mkdir()
+    ids = [f"t{i}" for i in range(n)]
+    (ws / "tasks.jsonl").write_text("".join(json.dumps({"id": i}) + "\n" for i in ids))
+    (ws / "test.txt").write_text("".join(i + "\n" for i in ids))
+    (ws / "train.txt").write_text("")
+    (ws / "pipe.py").write_text(
+        "def run(task, adapter):\n"
+        "    n = int(task['id'][1:])\n"
+        "    messages = [{'role': 'assistant', 'content': 'x' * 200}] if n % 3 else None\n"
+        "    return {'output': task['id'], 'cost_usd': 0.0, 'messages': messages}\n"
+    )
+    (ws / "judge.py").write_text("def score(task, output):\n    return 1.0\n")
+    (ws / "run.yaml").write_text(
+        "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
+        "agent: {name: pipe.py:run, concurrency: 2}\njudge: {path: judge.py}\n"
+        "trainer: {run_name: t, tree_dir: tree}\n"
+    )
+    return ws / "run.yaml"
+
+
+@pytest.mark.parametrize("room", [900, 2500, 4000])
+def test_when_the_disk_fills_the_stop_message_counts_what_is_on_disk(tmp_path, monkeypatch, room):
+    import re
+
+    from hermit_tui.core.records import appending
+
+    config = small_workspace(tmp_path, 24)
+    disk = FullDisk(room)
+    real_open = appending.AppendedLines.open
+
+    def filling(self, *, append):
+        real_open(self, append=append)
+        self.fh = disk.wrap(self.fh)
+        return self.fh
+
+    monkeypatch.setattr(appending.AppendedLines, "open", filling)
+    code, _, err = cli(["eval", "--config", str(config), "--adapter", "none"])
+    assert code == 1 and "No space left on device" in err and "Traceback" not in err, err
+    folder = config.parent / "runs/t/eval/none"
+    results = [json.loads(line) for line in (folder / "results.jsonl").read_bytes().splitlines()]
+    said = re.search(r"holds (\d+) recorded attempts?", err)
+    assert said and int(said.group(1)) == len(results), err
+    transcripts = folder / "transcripts.jsonl"
+    lines = transcripts.read_bytes().splitlines() if transcripts.exists() else []
+    recorded = {(r["id"], r["repeat"]) for r in results}
+    for line in lines:  # every trajectory kept belongs to a recorded attempt
+        entry = json.loads(line)
+        assert (entry["id"], entry["repeat"]) in recorded
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["complete"] is False
+
+
+def test_annotate_on_a_full_disk_says_nothing_was_changed_only_when_true(ws, monkeypatch):
+    import hermit_tui.core.records.annotations as annotations
+
+    path = ws / EVAL / "none" / "annotations.jsonl"
+    assert not path.exists()
+    real_write = os.write
+
+    def full(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}") == str(path):
+            real_write(fd, data[:5])
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(annotations.os, "write", full)
+    argv = ["annotate", "--config", str(ws / "run.yaml"), "--adapter", "none", "--task", first_task(ws)]
+    code, _, err = cli([*argv, "--repeat", "1", "--note", "x", *FAST])
+    assert code == 2 and "nothing was changed" in err, err
+    assert not path.exists()  # the file it created could not be filled: gone again
+    path.write_text("")
+    code, _, err = cli([*argv, "--repeat", "1", "--note", "x", *FAST])
+    assert code == 2 and "nothing was changed" in err and path.read_bytes() == b"", err
