@@ -392,3 +392,35 @@ def test_annotate_on_a_full_disk_says_nothing_was_changed_only_when_true(ws, mon
     path.write_text("")
     code, _, err = cli([*argv, "--repeat", "1", "--note", "x", *FAST])
     assert code == 2 and "nothing was changed" in err and path.read_bytes() == b"", err
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_folder_made_read_only_during_a_run_ends_in_the_runs_stop_not_a_traceback(tmp_path, monkeypatch, resume):
+    """What a folder made read-only mid-run does to every later write (root ignores chmod, so it is injected)."""
+    import hermit_tui.core.records.journal as journal
+    import hermit_tui.core.run.summaries as summaries
+    from hermit_tui.core.records import appending
+
+    config = small_workspace(tmp_path, 6)
+    if resume:  # a killed run to continue: its results cut after two attempts
+        assert cli(["eval", "--config", str(config), "--adapter", "none", "eval.repeats=2"])[0] == 0
+        results = config.parent / "runs/t/eval/none/results.jsonl"
+        results.write_bytes(b"".join(results.read_bytes().splitlines(keepends=True)[:2]))
+    real_write = appending.AppendedLines.write
+    calls = []
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    def appended(self, line):
+        calls.append(line)
+        if len(calls) > 2:
+            monkeypatch.setattr(journal, "write_atomic", read_only)
+            monkeypatch.setattr(summaries, "write_atomic", read_only)
+            raise OSError(30, "Read-only file system")
+        return real_write(self, line)
+
+    monkeypatch.setattr(appending.AppendedLines, "write", appended)
+    argv = ["eval", "--config", str(config), "--adapter", "none", "eval.repeats=2"]
+    code, _, err = cli([*argv, *(["--resume"] * resume)])
+    assert code in (1, 2) and "Read-only file system" in err and "Traceback" not in err, err
