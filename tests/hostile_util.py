@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import signal
 import stat
 import threading
@@ -60,3 +61,20 @@ def snapshot(ws: Path, exclude: tuple[str, ...] = ()) -> dict[str, str]:
         elif not stat.S_ISDIR(st.st_mode):
             out[rel] = f"special {stat.S_IFMT(st.st_mode):o}"
     return out
+
+
+# -- text that a terminal would act on (issue 29) ----------------------------------------------------------------------
+OSC52 = "\x1b]52;c;ZXZpbA==\x07"  # write "evil" to the clipboard
+OSC0 = "\x1b]0;PWNED\x07"  # set the window title
+CLEAR = "\x1b[2J"  # clear the screen
+C1_CSI = "\x9b2J"  # the same, with the one-byte C1 introducer
+RLO = "\u202e"  # right-to-left override
+HOSTILE_TEXTS = (OSC52, OSC0, CLEAR, C1_CSI, RLO)
+# What a terminal acts on rather than shows: C0 but tab and newline, DEL, C1, bidirectional controls, separators.
+_ACTED_ON = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def acted_on(data: bytes | str) -> list[str]:
+    """The characters of ``data`` (bytes decoded as UTF-8) a terminal would act on, each with some context."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return [repr(text[max(m.start() - 12, 0) : m.end() + 12]) for m in _ACTED_ON.finditer(text)]

@@ -62,7 +62,7 @@ EXPECTED = {
         "stats.speed.tuples_s",
     ],
 }
-# correctness figures, judged in --quick too
+# the correctness figures (synth.figure(..., check=True)): judged in --quick too, and each must hold
 CHECKS = {"hermit.same_results", "stats.coverage.outside_range", "scale.900.same_means"}
 
 
@@ -100,15 +100,22 @@ def test_script_prints_its_figures(runs, script):
     printed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("FIGURE ")]
     assert printed == EXPECTED[script]
     assert [f["name"] for f in figures] == EXPECTED[script]
-    for f in figures:
-        # a quick run judges no performance target, only correctness checks
-        assert f["ok"] is None or f["name"] in CHECKS, f
+    # a quick run judges no performance target and every correctness figure (a new check not in CHECKS fails here
+    # too), and each correctness figure holds
+    assert [f["name"] for f in figures if f["ok"] is not None] == [n for n in EXPECTED[script] if n in CHECKS]
+    assert [f for f in figures if f["name"] in CHECKS and f["ok"] is not True] == []
 
 
 def test_hermit_comparison_agrees(runs):
     assert HERMIT.is_file(), f"hermit-harness's CLI is not beside {sys.executable}"
     done, figures = runs["bench_hermit.py"]
     same = next(f for f in figures if f["name"] == "hermit.same_results")
+    assert same["value"] == 1.0 and same["ok"] is True, same["detail"]
+
+
+def test_scale_report_agrees_with_the_stdlib_pass(runs):
+    done, figures = runs["bench_scale.py"]
+    same = next(f for f in figures if f["name"] == "scale.900.same_means")
     assert same["value"] == 1.0 and same["ok"] is True, same["detail"]
 
 

@@ -146,13 +146,14 @@ def test_hostile_ids_and_pages_with_and_without_javascript(browser, tmp_path):
 
 
 def test_serve_runs_the_dashboard_in_the_page(browser, demo_config):
-    from test_serve import free_port, processes_mentioning, serve, stop, wait_http
+    from test_serve import free_port, processes_mentioning, serve, started_url, stop, wait_http
 
     pytest.importorskip("textual_serve", reason="the web extra is not installed (pip install -e '.[web]')")
     port = free_port()
     proc = serve(demo_config, port)
     try:
-        url = f"http://127.0.0.1:{port}/"
+        url = started_url(proc)  # the page, with this start's token
+        token = url.split("?token=", 1)[1]
         wait_http(url, proc)
         page = browser.page()
         page.set_view(1280, 800)
@@ -161,7 +162,7 @@ def test_serve_runs_the_dashboard_in_the_page(browser, demo_config):
         # The terminal draws on a WebGL canvas, so its text is not in the DOM: the page's own signal that the
         # dashboard's first screen arrived is the "-first-byte" class, and the bytes the websocket carried hold it.
         page.wait_until("document.body.classList.contains('-first-byte')", timeout=30)
-        assert len(page.websockets) == 1 and page.websockets[0].startswith(f"ws://127.0.0.1:{port}/ws?width=")
+        assert len(page.websockets) == 1 and page.websockets[0].startswith(f"ws://127.0.0.1:{port}/ws/{token}?width=")
         deadline = time.monotonic() + 20
         while b"Protocol (kept fixed" not in page.websocket_bytes() and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -182,3 +183,33 @@ def test_serve_runs_the_dashboard_in_the_page(browser, demo_config):
     while processes_mentioning(f"hermit_tui --config {demo_config}") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_mentioning(f"hermit_tui --config {demo_config}") == []  # the session ended with the server
+
+
+def test_a_page_of_another_origin_cannot_open_a_session_even_with_the_token(browser, demo_config, tmp_path):
+    """What issue 29 found: any page the user visits could open the websocket and type into the dashboard. Here
+    a page of another origin (a local file; its Origin is "null") knows even the token, and is still refused."""
+    from test_serve import free_port, processes_mentioning, serve, started_url, stop, wait_http
+
+    pytest.importorskip("textual_serve", reason="the web extra is not installed (pip install -e '.[web]')")
+    port = free_port()
+    proc = serve(demo_config, port)
+    try:
+        url = started_url(proc)
+        token = url.split("?token=", 1)[1]
+        wait_http(url, proc)
+        evil = tmp_path / "evil.html"
+        evil.write_text(
+            "<!doctype html><title>evil</title><script>"
+            f"const s = new WebSocket('ws://127.0.0.1:{port}/ws/{token}?width=80&height=24');"
+            "s.onopen = () => { s.send(JSON.stringify(['stdin', 'l'])); document.title = 'opened'; };"
+            "s.onerror = () => { document.title = 'refused'; };"
+            "</script>"
+        )
+        page = browser.page()
+        page.navigate(evil.as_uri())
+        page.wait_until("document.title !== 'evil'", timeout=20)
+        assert page.evaluate("document.title") == "refused"
+        assert processes_mentioning(f"hermit_tui --config {demo_config}") == []  # no dashboard was started
+    finally:
+        code = stop(proc)
+    assert code == 0

@@ -125,7 +125,16 @@ def test_default_gate_passes_with_one_line_per_check(evaluated, capsys):
     low, high = paired_by_hand(evaluated, "none", "final")
     assert ci_in(checks["no-regression"][1]) == pytest.approx((low, high), abs=5.1e-5)
     assert "score interval with an effective sample size; 16 paired tasks" in checks["no-regression"][1]
-    assert lines[-1] == "verdict: PASS (4 checks passed)" and len(lines) == 6
+    # strict no-regression: the interval excludes any drop (its low end is above 0)
+    assert checks["no-regression"][1].endswith(f"excludes any drop: its low end {low:+.4f} > +0.0000")
+    # the evidence the checks rest on, counted here from results.jsonl
+    assert len(rows(evaluated, "none")) == len(rows(evaluated, "final")) == 48
+    assert lines[1] == (
+        "evidence: none 16 tasks × 3 repeats (48 attempts), final 16 tasks × 3 repeats (48 attempts); "
+        f"16 paired tasks, interval width {high - low:.4f}"
+    )
+    assert lines[2] == "checks: comparable, complete, no-regression"
+    assert lines[-1] == "verdict: PASS (4 checks passed)" and len(lines) == 8
 
 
 def test_improvement_passes_above_the_margin_and_fails_below(evaluated, capsys):
@@ -140,7 +149,11 @@ def test_improvement_passes_above_the_margin_and_fails_below(evaluated, capsys):
     assert code == 3
     result, text = checks_of(lines)["improvement"]
     assert result == "FAIL" and f"its low end {low:+.4f} <= {margin:+.4f}" in text
-    assert lines[-1] == "verdict: FAIL (1 of 1 checks failed: improvement)"
+    # --require adds to the defaults, and the output names every check it ran
+    assert lines[2] == "checks: comparable, complete, no-regression, improvement"
+    assert lines[-1] == "verdict: FAIL (1 of 5 checks failed: improvement)"
+    code, lines, _ = gate(evaluated, "--require", "improvement", "--only", "--margin", str(margin), capsys=capsys)
+    assert lines[2] == "checks: improvement" and lines[-1] == "verdict: FAIL (1 of 1 checks failed: improvement)"
     margin = round(low - 0.01, 3)
     assert gate(evaluated, "--require", "improvement", "--margin", str(margin), capsys=capsys)[0] == 0
 
@@ -155,21 +168,26 @@ def test_no_regression_fails_when_the_interval_lies_below_minus_the_margin(evalu
     result, text = checks_of(lines)["no-regression"]
     assert result == "FAIL" and text.startswith("none - final 95% CI")
     assert ci_in(text) == pytest.approx((low, high), abs=5.1e-5)
-    assert f"lies entirely below +0.0000: its high end {high:+.4f} < +0.0000" in text
-    margin = round(-high + 0.01, 3)  # a margin wider than the loss: tolerated
-    code, lines, _ = gate(
-        evaluated,
-        "--baseline",
-        "final",
-        "--candidate",
-        "none",
-        "--require",
-        "no-regression",
-        "--margin",
-        str(margin),
-        capsys=capsys,
-    )
-    assert code == 0 and checks_of(lines)["no-regression"][0] == "PASS"
+    assert text.endswith(f"cannot exclude any drop: its low end {low:+.4f} <= +0.0000")
+    args = ("--baseline", "final", "--candidate", "none", "--require", "no-regression")
+
+    def no_regression(*more: str) -> tuple[int, str, str]:
+        code, lines, _ = gate(evaluated, *args, *more, capsys=capsys)
+        return code, *checks_of(lines)["no-regression"]
+
+    # a margin wider than the estimated loss but not than the interval's low end: the drop is not excluded
+    margin = round(-high + 0.01, 3)
+    code, result, text = no_regression("--margin", str(margin))
+    assert code == 3 and result == "FAIL" and f"cannot exclude a drop of more than {margin:g}" in text
+    # the lenient reading tolerates it: the interval does not lie entirely below -M
+    code, result, text = no_regression("--margin", str(margin), "--lenient")
+    assert code == 0 and result == "PASS" and f"its high end {high:+.4f} >= {-margin:+.4f} (lenient reading)" in text
+    code, result, text = no_regression("--lenient")
+    assert code == 3 and f"lies entirely below +0.0000: its high end {high:+.4f} < +0.0000" in text
+    # a margin wider than the whole interval: a drop of that size is excluded, strictly
+    margin = round(-low + 0.01, 3)
+    code, result, text = no_regression("--margin", str(margin))
+    assert code == 0 and result == "PASS" and f"excludes a drop of more than {margin:g}" in text
 
 
 def test_the_gate_interval_is_the_reports(evaluated, capsys):
@@ -208,9 +226,11 @@ def test_evaluations_hermit_wrote_cannot_be_checked_unless_allowed(ws, capsys):
     shutil.rmtree(eval_dir(ws) / "none")
     EvalRun(load_config(ws / "run.yaml", FAST), ["none"], update_card=False).run_sync()
     code, lines, _ = gate(ws, "--require", "comparable", capsys=capsys)
-    assert code == 3 and "no protocol fingerprint for final (written by hermit eval)" in lines[1]
+    assert (
+        code == 3 and "no protocol fingerprint for final (written by hermit eval)" in checks_of(lines)["comparable"][1]
+    )
     # hermit's files are complete: every attempt is there
-    code, lines, _ = gate(ws, "--require", "complete", capsys=capsys)
+    code, lines, _ = gate(ws, "--require", "complete", "--only", capsys=capsys)
     assert code == 0 and checks_of(lines)["complete final"] == (
         "PASS",
         "48 of 48 expected attempts (16 tasks x 3 repeats)",
@@ -262,12 +282,19 @@ def test_json_format_carries_the_same_checks(evaluated, capsys):
     )
     data = json.loads("\n".join(lines))
     assert code == 0 and data["verdict"] == "PASS" and data["passed"] is True
-    assert [c["requirement"] for c in data["checks"]] == ["improvement", "complete", "complete"]
+    assert [c["requirement"] for c in data["checks"]] == [
+        "comparable",
+        "complete",
+        "complete",
+        "no-regression",
+        "improvement",
+    ]
+    assert data["evidence"].startswith("none 16 tasks × 3 repeats (48 attempts)")
     low, high = paired_by_hand(evaluated, "none", "final")
     assert (data["interval"]["low"], data["interval"]["high"]) == pytest.approx((low, high), abs=1e-8)
     assert data["interval"]["source"] == "paired" and data["interval"]["n_paired"] == 16
     text_lines = gate(evaluated, "--require", "improvement,complete", capsys=capsys)[1]
-    assert [c["line"] for c in data["checks"]] == text_lines[1:-1]
+    assert [c["line"] for c in data["checks"]] == text_lines[3:-1]
 
 
 def test_smoke_subsets_are_gated_only_when_asked(ws, capsys):
@@ -319,10 +346,9 @@ def test_the_step_summary_is_appended(evaluated, tmp_path, capsys, monkeypatch):
     summary = tmp_path / "step-summary.md"
     summary.write_text("# earlier steps wrote this\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert gate(evaluated, "--require", "improvement", capsys=capsys)[0] == 0
-    assert (
-        gate(evaluated, "--require", "improvement", "--margin", "0.9", "--max-error-rate", "0.1", capsys=capsys)[0] == 3
-    )
+    assert gate(evaluated, "--require", "improvement", "--only", capsys=capsys)[0] == 0
+    only = ("--require", "improvement", "--only")
+    assert gate(evaluated, *only, "--margin", "0.9", "--max-error-rate", "0.1", capsys=capsys)[0] == 3
     text = summary.read_text()
     assert text.startswith("# earlier steps wrote this\n")  # appended, never replaced
     first, second = text.split("### hermit-tui gate: ")[1:]
@@ -342,6 +368,7 @@ def test_the_step_summary_is_appended(evaluated, tmp_path, capsys, monkeypatch):
         ("max-error-rate final", "**FAIL**"),
     ]
     assert "**Verdict: FAIL** (exit 3): 3 of 3 checks failed" in second
+    assert "Evidence: none 16 tasks × 3 repeats (48 attempts), final 16 tasks × 3 repeats (48 attempts)" in second
     assert "**Verdict: PASS** (exit 0): 1 check passed" in first
 
 
@@ -390,11 +417,13 @@ def test_eval_gates_after_writing_everything(demo_config, tmp_path):
         assert on_disk["complete"] is True and on_disk == data[label]
     lines = out.stderr.splitlines()
     start = lines.index("gate: candidate final vs baseline none, margin 0.95")
-    assert lines[start + 1].startswith("FAIL improvement: final - none 95% CI")
-    assert lines[start + 2].startswith("verdict: FAIL")
+    assert lines[start + 1].startswith("evidence: none 16 tasks")
+    assert lines[start + 2] == "checks: comparable, complete, no-regression, improvement"
+    improvement = next(i for i, line in enumerate(lines) if line.startswith("FAIL improvement: final - none 95% CI"))
+    assert lines[improvement + 1].startswith("verdict: FAIL (1 of 5 checks failed: improvement)")
     assert "### hermit-tui gate: FAIL" in step.read_text()
     again = cli("gate", "--config", str(demo_config), "--require", "improvement", "--margin", "0.95")
-    assert again.returncode == 3 and again.stdout.splitlines()[1] == lines[start + 1]  # the same figure on disk
+    assert again.returncode == 3 and lines[improvement] in again.stdout.splitlines()  # the same figure on disk
 
 
 def test_eval_derives_baseline_and_candidate_from_its_selectors(demo_config):
@@ -412,17 +441,23 @@ def test_eval_derives_baseline_and_candidate_from_its_selectors(demo_config):
         "eval.repeats=1",
         *FAST,
     )
-    assert out.returncode == 0, out.stderr
+    # 16 tasks x 1 repeat cannot exclude a drop of final against root: strict no-regression fails
+    assert out.returncode == 3, out.stderr
     gate_lines = out.stderr[out.stderr.index("gate: ") :].splitlines()
     assert gate_lines[0] == "gate: candidate final vs baseline root, margin 0"
-    assert [line.split(":")[0] for line in gate_lines[1:-1]] == [
+    assert gate_lines[1].startswith("evidence: root 16 tasks × 1 repeat (16 attempts), final 16 tasks × 1 repeat")
+    assert [line.split(":")[0] for line in gate_lines[3:-1]] == [
         "PASS comparable",
         "PASS complete root",
         "PASS complete final",
-        "PASS no-regression",
+        "FAIL no-regression",
         "PASS max-error-rate root",
         "PASS max-error-rate final",
     ]
+    assert "cannot exclude any drop" in gate_lines[6] and "--lenient" in gate_lines[6]
+    lenient = cli("gate", "--config", str(demo_config), "--baseline", "root", "--lenient", "--max-error-rate", "0.2")
+    assert lenient.returncode == 0, lenient.stdout
+    assert "(lenient reading)" in checks_of(lenient.stdout.splitlines())["no-regression"][1]
 
 
 def test_eval_without_gate_options_does_not_gate(demo_config):
@@ -475,12 +510,18 @@ def interval(low: float, high: float) -> GateInterval:
 
 
 def test_improvement_and_no_regression_boundaries():
-    # the interval must lie strictly above +M; no-regression fails only strictly below -M
+    # the interval must lie strictly above +M; strict no-regression: strictly above -M
     assert check_improvement("none", "final", interval(0.05, 0.2), 0.05).passed is False
     assert check_improvement("none", "final", interval(0.0501, 0.2), 0.05).passed is True
-    assert check_no_regression("none", "final", interval(-0.3, -0.05), 0.05).passed is True
-    assert check_no_regression("none", "final", interval(-0.3, -0.0501), 0.05).passed is False
-    assert check_no_regression("none", "final", interval(-0.3, -0.0001), 0.0).passed is False
+    assert check_no_regression("none", "final", interval(-0.05, 0.2), 0.05).passed is False
+    assert check_no_regression("none", "final", interval(-0.0499, 0.2), 0.05).passed is True
+    assert check_no_regression("none", "final", interval(0.0, 0.2), 0.0).passed is False
+    assert check_no_regression("none", "final", interval(0.0001, 0.2), 0.0).passed is True
+    # lenient: fails only strictly below -M
+    lenient = {"lenient": True}
+    assert check_no_regression("none", "final", interval(-0.3, -0.05), 0.05, **lenient).passed is True
+    assert check_no_regression("none", "final", interval(-0.3, -0.0501), 0.05, **lenient).passed is False
+    assert check_no_regression("none", "final", interval(-0.3, -0.0001), 0.0, **lenient).passed is False
     no = check_improvement("none", "final", None, 0.0)
     assert not no.passed and no.figure.startswith("no interval for final - none: 0 tasks attempted by both")
 

@@ -415,22 +415,60 @@ def test_an_unexpected_error_is_raised_after_restoring(ws, monkeypatch):
 # ---------------------------------------------------------------------------------------------------- undo
 
 
-def test_undo_and_publish_again(ws):
+def test_undo_puts_the_tag_the_branch_and_the_card_back(ws):
+    card_before, head_before, status_before = ws.card(), ws.head(), ws.status()
     card_commit = publish(ws.config).card_commit
+    assert ws.head() == card_commit != head_before and ws.card() != card_before
     result = undo_publish(ws.config)
-    assert result.restored_to == FINAL and ws.tag() == FINAL
-    assert ws.head() == card_commit  # the card commit stays in history
+    assert result.restored_to == FINAL and ws.tag() == FINAL and result.branch_restored
+    # the branch is back where the publish found it, and the checkout's card (file and index) with it
+    assert ws.head() == head_before and ws.card() == card_before and ws.status() == status_before
+    assert f"branch 'demo' back to {head_before[:12]}" in result.message
     log = [json.loads(line) for line in ws.log_path.read_text().splitlines()]
     assert [e["action"] for e in log] == ["publish", "undo"] and log[1]["restored_to"] == FINAL
+    assert log[0]["branch_before"] == head_before and log[1]["branch_restored_to"] == head_before
     assert "undone_at" in json.loads(ws.summary_path.read_text())["published"]
     with pytest.raises(InputError, match="cannot undo: nothing to undo"):
         undo_publish(ws.config)
-    # the branch is one card commit ahead of the tag: publishing again moves the tag back onto it
+    # nothing is left that Setup would offer as a version or that Review would warn about: publishing again
+    # commits the card anew on the old head
     plan = plan_publish(ws.config)
-    assert plan.refusals == [] and not plan.changes_card
-    assert any("is not at the head of branch 'demo'" in w for w in plan.warnings)
+    assert plan.refusals == [] and plan.changes_card
+    assert not any("is not at the head of branch" in w for w in plan.warnings)
     again = publish(plan)
-    assert not again.committed and ws.tag() == card_commit == ws.head()
+    assert again.committed and ws.tag() == ws.head() and ws.tree.git.rev_parse(f"{ws.head()}^") == head_before
+
+
+def test_undo_keeps_a_branch_that_moved_on_and_says_so(ws):
+    card_commit = publish(ws.config).card_commit
+    (ws.checkout / "NOTES.md").write_text("a later commit\n")
+    ws.git("add", "NOTES.md", cwd=ws.checkout)
+    ws.git("commit", "-q", "-m", "later", cwd=ws.checkout)
+    later, card = ws.head(), ws.card()
+    result = undo_publish(ws.config)
+    assert ws.tag() == FINAL and not result.branch_restored
+    assert ws.head() == later and ws.card() == card  # the branch and the card stay
+    assert f"has commits after the card commit {card_commit[:12]}: the commit and CARD.md stay" in result.message
+
+
+def test_undo_keeps_a_card_edited_since_the_publish(ws):
+    head_before = ws.head()
+    card_commit = publish(ws.config).card_commit
+    ws.card_path.write_bytes(ws.card() + b"\nmy own words\n")
+    edited = ws.card()
+    result = undo_publish(ws.config)
+    assert ws.tag() == FINAL and not result.branch_restored
+    assert ws.head() == card_commit != head_before and ws.card() == edited
+    assert "CARD.md in the checkout has changed since the publish" in result.message
+
+
+def test_a_failed_undo_puts_the_branch_and_the_card_back_too(ws, monkeypatch):
+    card_commit = publish(ws.config).card_commit
+    before = ws.state()
+    monkeypatch.setattr(pub, "append_log", _after(pub.append_log, OSError(28, "No space left on device")))
+    with pytest.raises(InputError, match="undo failed"):
+        undo_publish(ws.config)
+    assert ws.state() == before and ws.tag() == ws.head() == card_commit
 
 
 def test_undo_steps_back_through_publishes(ws):
@@ -561,6 +599,7 @@ def test_cli_yes_then_undo(ws):
     assert code == 0 and ws.tag() != FINAL
     code, out, _ = cli(["publish", "--config", str(ws.config.path), "--undo", "--dry-run", *FAST])
     assert code == 0 and "undo would move demo/final back from" in out and ws.tag() != FINAL
+    assert "put branch 'demo' back to" in out and "CARD.md in the checkout back to its text there" in out
     code, _, err = cli(["publish", "--config", str(ws.config.path), "--undo", *FAST])
     assert code == 2 and ws.tag() != FINAL
     code, _, _ = cli(["publish", "--config", str(ws.config.path), "--undo", *FAST], stdin=Tty("undo\n"))

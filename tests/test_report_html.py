@@ -45,6 +45,7 @@ ALLOWED_TAGS = {
     "li",
     "a",
     "code",
+    "pre",
     "strong",
     "span",
     "div",
@@ -206,7 +207,8 @@ def test_the_figures_are_the_json_reports(both):
         expected = [per[label][tid]["mean"] for label in labels]
         expected += [per[p["b"]][tid]["mean"] - per[p["a"]][tid]["mean"] for p in data["pairs"]]
         assert [_float(c["attrs"].get("data-v")) for c in cells[1:]] == expected, tid
-        assert [c["text"] for c in cells[1:4]] == [f"{v:.3f}" for v in expected[:3]]
+        # the mean, then a mark when some of its attempts ended in an error (test_errors_are_marked_... checks it)
+        assert [c["text"].split(" ⚠")[0] for c in cells[1:4]] == [f"{v:.3f}" for v in expected[:3]]
         assert [("s" if per[label][tid]["solved"] else "u") for label in labels] == [
             c["attrs"]["class"] for c in cells[1:4]
         ]
@@ -248,7 +250,11 @@ def test_the_page_is_self_contained(both):
     digest = base64.b64encode(hashlib.sha256(page.scripts[0].encode("utf-8")).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in csp  # the one script is allowed by its hash, and nothing else
     assert "prefers-color-scheme:dark" in text.replace(" ", "")
-    assert len(text.encode("utf-8")) < 200_000  # the demo: a few tens of KB, far under a few hundred
+    start = text.index('<section id="attempts">')
+    end = text.index("</section>", start)
+    rest = text[:start] + text[end:]
+    assert len(rest.encode("utf-8")) < 200_000  # the demo's figures: a few tens of KB, far under a few hundred
+    assert len(text[start:end].encode("utf-8")) < 1_000_000  # its 144 attempts, well within the default 5 MB
 
 
 def test_every_string_from_the_data_is_escaped():
@@ -322,3 +328,98 @@ def test_the_cli_writes_html_and_keeps_an_existing_file(evaluated, tmp_path, cap
     text = capsys.readouterr().out
     assert text.startswith("<!DOCTYPE html>") and re.search(r'data-label="final"', text)
     assert 'data-label="none"' not in text
+
+
+# ---------------------------------------------------------------------------------------------------- the attempts
+
+
+def _results(evaluated: Path, label: str) -> list[dict]:
+    path = evaluated.parent / "runs/demo/eval" / label / "results.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def test_the_page_carries_every_attempt_folded_with_its_output_and_transcript(evaluated, both):
+    _, html = both
+    page = Page(html)
+    section = page.find("section", id="attempts")
+    assert len(section) == 1 and any(a["attrs"].get("href") == "#attempts" for a in page.find("a"))
+    test_ids = (evaluated.parent / "test.txt").read_text().split()
+    tasks = [e for e in page.find("details") if e["attrs"].get("class") == "task"]
+    assert [t["attrs"]["data-task"] for t in tasks] == test_ids  # every test task, in test order
+    assert all("open" not in t["attrs"] for t in tasks)  # folded
+    for label in ("none", "root", "final"):
+        rows = _results(evaluated, label)
+        shown = [
+            e
+            for e in page.find("details")
+            if e["attrs"].get("class") == "attempt" and e["attrs"].get("data-selector") == label
+        ]
+        assert len(shown) == len(rows) == 48
+        for row in rows[:6]:
+            el = next(e for e in shown if e["parent"]["attrs"]["data-task"] == row["id"]
+                      and e["attrs"]["data-repeat"] == str(row["repeat"]))  # fmt: skip
+            assert el["attrs"]["data-status"] == row["status"]
+            assert f"score {row['judge']['score']:.3f}" in el["text"]
+            if isinstance(row["output"], str) and row["output"]:
+                assert row["output"] in el["text"]
+            if row.get("error"):
+                assert row["error"] in el["text"]
+    # the transcripts hermit-tui kept beside the results: a tool call of the demo's agent is in the page
+    line = json.loads((evaluated.parent / "runs/demo/eval/final/transcripts.jsonl").read_text().splitlines()[0])
+    texts = [m.get("content") for m in line["messages"] if isinstance(m.get("content"), str) and m.get("content")]
+    assert texts and all(t.splitlines()[0] in section[0]["text"] for t in texts[:3])
+
+
+def test_errors_are_marked_in_the_per_task_table(evaluated, both):
+    _, html = both
+    page = Page(html)
+    for label in ("none", "final"):
+        errors: dict[str, int] = {}
+        for row in _results(evaluated, label):
+            if row["status"] != "ok":
+                errors[row["id"]] = errors.get(row["id"], 0) + 1
+        assert errors  # the demo has a pipeline error and a judge error on every repeat
+        rows = {r["children"][0]["text"]: r for r in page.task_rows()}
+        col = 1 + ["none", "root", "final"].index(label)
+        for tid, row in rows.items():
+            cell = row["children"][col]["text"]
+            assert cell.endswith(f"⚠{errors[tid]}") if tid in errors else "⚠" not in cell, (tid, cell)
+
+
+def test_beyond_the_size_the_attempts_are_left_out_and_the_page_says_how_to_get_them(evaluated, capsys):
+    def page(*args: str) -> Page:
+        assert main(["report", "--config", str(evaluated), "--format", "html", *args]) == 0
+        return Page(capsys.readouterr().out)
+
+    small = page("--details-max-mb", "0.001")  # 1,000 bytes: less than the demo's attempts
+    (section,) = small.find("section", id="attempts")
+    assert "come to more than 0.001 MB: they are not carried" in section["text"]
+    assert not [e for e in small.find("details") if e["attrs"].get("class") == "attempt"]
+    never = page("--details-max-mb", "0")
+    assert "not carried (--details-max-mb 0)" in never.find("section", id="attempts")[0]["text"]
+    for bad, needle in (("-1", "0 or more"), ("nan", "0 or more")):
+        assert main(["report", "--config", str(evaluated), "--format", "html", "--details-max-mb", bad]) == 2
+        assert needle in capsys.readouterr().err
+    assert main(["report", "--config", str(evaluated), "--details-max-mb", "3"]) == 2
+    assert "--details-max-mb goes with --format html" in capsys.readouterr().err
+
+
+def test_hostile_text_in_an_attempt_is_escaped(evaluated, tmp_path):
+    from hermit_tui.core.report.build import build_report
+    from hermit_tui.core.report.html_attempts import report_html
+    from hermit_tui.core.workspace.tasks import load_tasks
+
+    dest = tmp_path / "demo"
+    shutil.copytree(evaluated.parent, dest, symlinks=True)
+    repair_worktree(evaluated.parent, dest)
+    path = dest / "runs/demo/eval/root/results.jsonl"
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["output"] = first["judge"]["feedback"] = "\n".join(HOSTILE)
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    config = load_config(dest / "run.yaml")
+    text = report_html(build_report(config, load_tasks(config), None))
+    page = Page(text)
+    assert {e["tag"] for e in page.elements} <= ALLOWED_TAGS
+    (section,) = page.find("section", id="attempts")
+    assert all(h in section["text"] for h in HOSTILE)  # shown as text, never as markup

@@ -196,7 +196,8 @@ def test_final_updates_the_card_on_the_run_branch_and_moves_the_tag(demo):
     checkout = config.run_dir / "checkout"
     before = (checkout / "CARD.md").read_text()
     head_before = git(checkout, "rev-parse", "HEAD")
-    summary = EvalRun(config, ["final"]).run_sync()["final"]
+    # hermit eval's card update, asked for explicitly (the engine's default and the CLI's never publish)
+    summary = EvalRun(config, ["final"], update_card=True).run_sync()["final"]
     after = (checkout / "CARD.md").read_text()
     head, mid, tail = before.partition("## Evaluation")
     assert after.startswith(head + "## Evaluation")
@@ -218,7 +219,7 @@ def test_final_updates_the_card_on_the_run_branch_and_moves_the_tag(demo):
 def test_smoke_subset_is_marked_and_never_touches_the_card(demo):
     config = load_config(demo, FAST)
     card = (config.run_dir / "checkout" / "CARD.md").read_bytes()
-    summary = EvalRun(config, ["final"], limit=3, repeats=1).run_sync()["final"]
+    summary = EvalRun(config, ["final"], limit=3, repeats=1, update_card=True).run_sync()["final"]
     assert summary.tasks == 3 and summary.smoke_limit == 3
     assert (config.run_dir / "checkout" / "CARD.md").read_bytes() == card
 

@@ -36,6 +36,22 @@ def serve(config: Path, port: int, *extra: str) -> subprocess.Popen:
     )
 
 
+def started_url(proc: subprocess.Popen, timeout: float = 30) -> str:
+    """The address ``serve`` printed (the page, with its token), once it is listening."""
+    import select
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+        if ready:
+            line = proc.stdout.readline()
+            if line.startswith("hermit-tui: serving the dashboard at "):
+                return line.split(" at ", 1)[1].strip()
+            if not line and proc.poll() is not None:
+                break
+    raise AssertionError(f"serve printed no address (exit {proc.poll()}): {proc.stderr.read() if proc.poll() else ''}")
+
+
 def wait_http(url: str, proc: subprocess.Popen, timeout: float = 30) -> str:
     deadline = time.monotonic() + timeout
     while True:
@@ -159,12 +175,13 @@ def test_a_busy_port_and_another_host(demo_config):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"hermit-tui: error: 127.0.0.1:{port}: cannot listen (")
     # an address of another host (TEST-NET-1, never this machine's): the warning, then the bind fails
-    done = run_cli("serve", "--config", str(demo_config), "--host", "192.0.2.1", "--port", str(free_port()))
+    other = free_port()
+    done = run_cli("serve", "--config", str(demo_config), "--host", "192.0.2.1", "--port", str(other))
     lines = done.stderr.splitlines()
     assert done.returncode == 2 and len(lines) == 2
     assert lines[0] == (
-        "hermit-tui: warning: serving on 192.0.2.1: anyone who can reach this address can drive the "
-        "dashboard (launch evaluations, publish cards); there is no login"
+        "hermit-tui: warning: serving on 192.0.2.1: whoever can reach it and has the address with its token can "
+        "drive the dashboard (launch evaluations, publish cards); sessions only from http://192.0.2.1:" + str(other)
     )
     assert lines[1].startswith("hermit-tui: error: 192.0.2.1:")
 
@@ -173,9 +190,12 @@ def test_serve_answers_on_loopback_and_stops_cleanly(demo_config):
     port = free_port()
     proc = serve(demo_config, port)
     try:
-        page = wait_http(f"http://127.0.0.1:{port}/", proc)
+        url = started_url(proc)
+        token = url.split("?token=", 1)[1]
+        assert url == f"http://127.0.0.1:{port}/?token={token}" and len(token) >= 43
+        page = wait_http(url, proc)
         assert "<title>hermit-tui · demo</title>" in page
-        assert f'data-session-websocket-url="ws://127.0.0.1:{port}/ws"' in page
+        assert f'data-session-websocket-url="ws://127.0.0.1:{port}/ws/{token}"' in page
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/fonts/RobotoMono-VariableFont_wght.ttf") as r:
             assert r.status == 200 and len(r.read()) > 10_000
         with socket.socket() as s:  # bound to loopback only: another local address of this host is refused
@@ -187,3 +207,107 @@ def test_serve_answers_on_loopback_and_stops_cleanly(demo_config):
         code = stop(proc)
     assert code == 0, proc.stderr.read()
     assert "hermit-tui: warning" not in proc.stderr.read()
+
+
+# -- a session only from this server's own origin and host (issue 29) -------------------------------------------------
+def test_the_access_rule_of_each_way_of_serving():
+    local = cli_serve.access_for("127.0.0.1", 8000, None, token="t" * 43)
+    assert local.hosts == {"127.0.0.1:8000", "localhost:8000", "[::1]:8000"}
+    assert local.origins == {"http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000"}
+    assert local.url == "http://127.0.0.1:8000/?token=" + "t" * 43
+    assert local.refusal("/", "127.0.0.1:8000", None, "t" * 43) is None
+    assert local.refusal("/", "127.0.0.1:8000", None, "t" * 42)[0] == 403
+    assert local.refusal("/", "evil.example:8000", None, "t" * 43)[0] == 421  # DNS rebinding
+    assert local.refusal("/ws/x", "127.0.0.1:8000", "http://evil.example", "t" * 43)[0] == 403
+    assert local.refusal("/ws/x", "127.0.0.1:8000", None, "t" * 43)[0] == 403  # a websocket always has an Origin
+    assert local.refusal("/static/js/textual.js", "localhost:8000", None, None) is None
+    public = cli_serve.access_for("0.0.0.0", 8000, "https://dash.example.org/", token="t" * 43)
+    assert public.hosts == {"dash.example.org"} and public.origins == {"https://dash.example.org"}
+    assert public.url == "https://dash.example.org/?token=" + "t" * 43
+    assert public.refusal("/ws/t", "dash.example.org", "http://dash.example.org", "t" * 43)[0] == 403  # http ≠ https
+    tunnel = cli_serve.access_for("127.0.0.1", 8000, "http://localhost:9000", token="t" * 43)
+    assert "localhost:9000" in tunnel.hosts and "127.0.0.1:8000" in tunnel.hosts
+    with pytest.raises(cli_serve.InputError, match="--public-url"):
+        cli_serve.access_for("0.0.0.0", 8000, None)
+    with pytest.raises(cli_serve.InputError, match="--public-url"):
+        cli_serve.access_for("::", 8000, None)
+    tokens = {cli_serve.access_for("127.0.0.1", 8000, None).token for _ in range(20)}
+    assert len(tokens) == 20 and all(len(t) >= 43 for t in tokens)  # 32 random bytes each
+
+
+def test_every_address_needs_a_public_url(demo_config):
+    done = run_cli("serve", "--config", str(demo_config), "--host", "0.0.0.0", "--port", str(free_port()))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--public-url URL" in done.stderr
+
+
+def http_status(url: str, headers: dict | None = None) -> int:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+async def _websocket(url: str, origin: str | None) -> tuple[str, bytes]:
+    """Open a websocket as a page of ``origin`` would, send the keystroke ``l`` (launch) once it is open; what came
+    back: "refused <status>" or "session" and the bytes received."""
+    import asyncio
+
+    import aiohttp
+
+    headers = {"Origin": origin} if origin else {}
+    received = b""
+    async with aiohttp.ClientSession() as session:
+        try:
+            async with session.ws_connect(url + "?width=100&height=30", headers=headers) as ws:
+                await ws.send_json(["stdin", "l"])
+                deadline = asyncio.get_running_loop().time() + 30
+                while b"hermit-tui" not in received and asyncio.get_running_loop().time() < deadline:
+                    msg = await ws.receive(timeout=30)
+                    if msg.type == aiohttp.WSMsgType.BINARY:
+                        received += msg.data
+                    elif msg.type != aiohttp.WSMsgType.TEXT:
+                        break
+                return "session", received
+        except aiohttp.WSServerHandshakeError as exc:
+            return f"refused {exc.status}", received
+
+
+def test_a_running_server_gives_sessions_only_to_its_own_origin_with_the_token(demo_config):
+    import asyncio
+
+    port = free_port()
+    proc = serve(demo_config, port)
+    try:
+        url = started_url(proc)
+        token = url.split("?token=", 1)[1]
+        base = f"http://127.0.0.1:{port}"
+        wait_http(url, proc)
+        assert http_status(f"{base}/") == 403
+        assert http_status(f"{base}/?token=" + "x" * len(token)) == 403
+        assert http_status(f"{base}/?token={token}") == 200
+        assert http_status(f"http://localhost:{port}/?token={token}") == 200
+        assert http_status(f"{base}/?token={token}", {"Host": f"evil.example:{port}"}) == 421  # DNS rebinding
+        assert http_status(f"{base}/?token={token}", {"Host": "evil.example"}) == 421
+        assert http_status(f"{base}/?token={token}", {"Origin": "http://evil.example"}) == 403
+        assert http_status(f"{base}/static/js/textual.js") == 200
+        assert http_status(f"{base}/static/js/textual.js", {"Host": "evil.example"}) == 421
+        ws = f"ws://127.0.0.1:{port}/ws"
+        cases = {
+            "foreign origin": (f"{ws}/{token}", "http://evil.example"),
+            "foreign port": (f"{ws}/{token}", "http://127.0.0.1:1"),
+            "no origin": (f"{ws}/{token}", None),
+            "wrong token": (f"{ws}/{'x' * len(token)}", base),
+            "no token": (ws, base),
+        }
+        for what, (address, origin) in cases.items():
+            outcome, received = asyncio.run(_websocket(address, origin))
+            assert outcome in ("refused 403", "refused 404"), what
+            assert received == b""
+        assert processes_mentioning(f"hermit_tui --config {demo_config}") == []  # no session was started
+        outcome, received = asyncio.run(_websocket(f"{ws}/{token}", base))
+        assert outcome == "session" and b"hermit-tui" in received
+    finally:
+        code = stop(proc)
+    assert code == 0

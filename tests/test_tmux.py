@@ -9,11 +9,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 pytestmark = [pytest.mark.tmux, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 TMUX = shutil.which("tmux")
@@ -30,25 +30,26 @@ def screen(socket: str) -> str:
 
 
 def wait_screen(socket: str, predicate, timeout: float = 60.0) -> str:
-    deadline = time.monotonic() + timeout
-    text = ""
-    while time.monotonic() < deadline:
-        text = screen(socket)
-        if predicate(text):
-            return text
-        time.sleep(0.2)
-    raise AssertionError(f"the screen never showed what was expected; last screen:\n{text}")
+    """The first screen for which ``predicate`` holds; fails showing the last screen seen."""
+    last = [""]
+
+    def shows() -> str | None:
+        last[0] = screen(socket)
+        return last[0] if predicate(last[0]) else None
+
+    try:
+        return wait_until(shows, timeout, interval=0.1)
+    except AssertionError:
+        raise AssertionError(f"the screen never showed what was expected; last screen:\n{last[0]}") from None
 
 
-def keys(socket: str, *names: str) -> None:
-    for name in names:  # one at a time: Escape followed at once by a key would read as alt+key
-        tmux(socket, "send-keys", "-t", "hermit", name)
-        time.sleep(0.15)
+def keys(socket: str, name: str) -> None:
+    """One key (the tests wait for its effect before the next: Escape followed at once by a key reads as alt+key)."""
+    tmux(socket, "send-keys", "-t", "hermit", name)
 
 
 def type_text(socket: str, text: str) -> None:
     tmux(socket, "send-keys", "-t", "hermit", "-l", text)
-    time.sleep(0.15)
 
 
 def git(path: Path, *args: str) -> str:
@@ -67,6 +68,7 @@ def start(tmp_path: Path, size: tuple[int, int], *args: str, settings: dict | No
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", str(tmp_path)),
         "LANG": "C.UTF-8",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),  # this test's own (what the dashboard prints outside a launch)
     }
     pid_file = tmp_path / "app.pid"
     # the short sleep lets tmux apply the window size before the app reads it; exec keeps the shell's pid
@@ -126,8 +128,8 @@ def test_a_launch_publishes_nothing_and_review_publishes_and_undoes_at_80x24(tmp
         card, before = card_path.read_bytes(), refs(tree)
         keys(socket, "l")
         done = wait_screen(socket, lambda s: "finished" in s and "144/144" in s, timeout=120)
-        time.sleep(0.5)
-        assert json.loads((workspace / "runs/demo/eval/final/summary.json").read_text())["complete"] is True
+        summary = workspace / "runs/demo/eval/final/summary.json"
+        wait_until(lambda: json.loads(summary.read_text())["complete"], what="final's summary to say complete")
         # final finished: CARD.md and every tag and branch as they were, byte for byte
         assert card_path.read_bytes() == card and refs(tree) == before
         assert "Review & publish: p" in done
@@ -138,6 +140,7 @@ def test_a_launch_publishes_nothing_and_review_publishes_and_undoes_at_80x24(tmp
         keys(socket, "p")
         wait_screen(socket, lambda s: "Publish the card of demo/final?" in s)
         type_text(socket, "publish")
+        wait_screen(socket, lambda s: "to confirm, then Enter" not in s)  # typed into the field
         keys(socket, "Enter")
         wait_screen(socket, lambda s: "already published" in s or "Published:" in s)
         head = git(tree, "rev-parse", "refs/heads/demo").strip()
@@ -147,11 +150,9 @@ def test_a_launch_publishes_nothing_and_review_publishes_and_undoes_at_80x24(tmp
         keys(socket, "u")
         wait_screen(socket, lambda s: "Undo the publish of demo/final?" in s)
         type_text(socket, "undo")
+        wait_screen(socket, lambda s: "to confirm, then Enter" not in s)
         keys(socket, "Enter")
-        deadline = time.monotonic() + 30
-        while git(tree, "rev-parse", "demo/final^{commit}").strip() != tag and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert git(tree, "rev-parse", "demo/final^{commit}").strip() == tag
+        wait_until(lambda: git(tree, "rev-parse", "demo/final^{commit}").strip() == tag, 30, what="the tag moved back")
     finally:
         subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True)
 
@@ -211,14 +212,11 @@ def test_quitting_mid_launch_leaves_no_process_and_moves_nothing(tmp_path):
         keys(socket, "q")
         stopping = wait_screen(socket, lambda s: "Stopping the launch" in s or not alive(pid), timeout=10)
         assert "Stopping the launch" in stopping or not alive(pid)  # never a blank screen while it stops
-        deadline = time.monotonic() + 60
-        while (alive(pid) or any(alive(p) for p in below)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not alive(pid), "the dashboard did not exit"
-        assert not [p for p in below if alive(p)], "a worker process outlived the dashboard"
+        wait_until(lambda: not alive(pid), what="the dashboard to exit")
+        wait_until(lambda: not [p for p in below if alive(p)], what="every worker process to end with the dashboard")
     finally:
         subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True)
-    time.sleep(1)  # nothing may move after the user has quit
+    # nothing is left that could still move a file: what is on disk now is what the user quit with
     for label in ("none", "root", "final"):
         summary = json.loads((workspace / "runs/demo/eval" / label / "summary.json").read_text())
         assert summary["complete"] is False and summary["cancelled"] is True

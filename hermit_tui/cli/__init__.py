@@ -1,6 +1,6 @@
 """The headless commands, one module each; ``main`` reads the command line and hands it to one of them.
 
-``hermit-tui [--config run.yaml]`` opens the dashboard; ``eval``, ``report``, ``gate``, ``publish``, ``show``,
+``hermit-tui [--config run.yaml]`` opens the dashboard; ``eval``, ``report``, ``gate``, ``publish``, ``show``, ``diff``,
 ``serve``, ``annotate`` and ``demo`` are modules of this package. Exit codes: ``cli.common``.
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hermit_tui.cli import annotate as cli_annotate
 from hermit_tui.cli import demo as cli_demo
+from hermit_tui.cli import diff as cli_diff
 from hermit_tui.cli import eval as cli_eval
 from hermit_tui.cli import gate as cli_gate
 from hermit_tui.cli import publish as cli_publish
@@ -22,6 +23,7 @@ from hermit_tui.cli import show as cli_show
 from hermit_tui.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, Parser
 from hermit_tui.cli.dashboard import open_dashboard
 from hermit_tui.core.errors import InputError, RunFailed
+from hermit_tui.core.safe import line
 
 COMMANDS = {
     "eval": cli_eval,
@@ -29,6 +31,7 @@ COMMANDS = {
     "gate": cli_gate,
     "publish": cli_publish,
     "show": cli_show,
+    "diff": cli_diff,
     "serve": cli_serve,
     "annotate": cli_annotate,
     "demo": cli_demo,
@@ -65,10 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return COMMANDS[args.command].run(args)
         return open_dashboard(Path(args.config) if args.config else None, args.set)
     except InputError as exc:
-        sys.stderr.write(f"hermit-tui: error: {exc}\n")
+        sys.stderr.write(f"hermit-tui: error: {line(exc)}\n")  # an echoed --task or file name shown, not run
         return EXIT_BAD_INPUT
     except RunFailed as exc:
-        sys.stderr.write(f"hermit-tui: the run stopped: {exc}\n")
+        sys.stderr.write(f"hermit-tui: the run stopped: {line(exc)}\n")
         return EXIT_FAILED
     except KeyboardInterrupt:
         sys.stderr.write("hermit-tui: interrupted\n")

@@ -19,6 +19,7 @@ import json
 import sys
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import json_text
 
 
 def add_parser(subparsers):
@@ -126,7 +127,7 @@ def run(args) -> int:
     else:
         new, _ = update_annotation(folder, record, change)
         payload = {"label": folder.name, "folder": str(folder), "annotation": None if new.empty else new.model_dump()}
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_text(json.dumps(payload, ensure_ascii=False)) + "\n")
     sys.stdout.flush()
     return 0
 

@@ -10,6 +10,8 @@ import sys
 
 from hermit_tui.cli import gate as cli_gate
 from hermit_tui.cli.common import EXIT_FAILED, EXIT_OK
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import line, markup
 
 
 def add_parser(sub) -> None:
@@ -31,7 +33,18 @@ def add_parser(sub) -> None:
         metavar="N",
         help="only the first N test tasks: a wiring check whose summary says so and that can never be published",
     )
-    p_eval.add_argument("--no-card", action="store_true", help="with final: do not update CARD.md or move the tag")
+    p_eval.add_argument(
+        "--publish",
+        action="store_true",
+        help="with final: after the launch (and the gate, when one is asked for), publish final's card as "
+        "'publish --yes' does, after the same checks (hermit eval's behaviour, reviewed); without it eval never "
+        "touches CARD.md or the tag",
+    )
+    p_eval.add_argument(
+        "--no-card",
+        action="store_true",
+        help="leave CARD.md and the tag alone: the default (kept for scripts written for hermit-tui 0.x)",
+    )
     p_eval.add_argument(
         "--resume",
         action="store_true",
@@ -107,7 +120,7 @@ def _progress(run, stream):
 
     def rich_sink(event):
         if isinstance(event, ev.SelectorStarted):
-            bars[event.label] = progress.add_task(event.label, total=event.total, note="")
+            bars[event.label] = progress.add_task(markup(event.label), total=event.total, note="")
             sums[event.label] = [0.0, 0, 0]
         elif isinstance(event, ev.AttemptFinished):
             acc = sums[event.label]
@@ -118,7 +131,7 @@ def _progress(run, stream):
         elif isinstance(event, ev.SelectorFinished) and event.summary.expected_attempts:
             progress.update(bars[event.label], total=event.summary.expected_attempts)  # stopped when decided
         elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
-            progress.console.print(event.message)
+            progress.console.print(line(event.message), markup=False, highlight=False)
 
     return rich_sink, progress
 
@@ -166,7 +179,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         selectors=args.adapter,
         concurrency=args.concurrency,
         limit=args.limit,
-        update_card=not args.no_card,
+        update_card=False,  # the card moves only after review: --publish, below
         resume=args.resume,
         executor=args.executor,
         ray_address=args.ray_address,
@@ -180,6 +193,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     )
     run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
+    _check_publish(args, run)
     sink, progress = _progress(run, out.guard.terminal_err)
     run.on_event = sink
 
@@ -208,10 +222,60 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         sys.stderr.write("cancelled: the summaries are marked incomplete\n")
         return EXIT_FAILED
     if run.stop_reason:
-        sys.stderr.write(f"stopped: {run.stop_reason}; the summaries are marked incomplete (continue with --resume)\n")
+        sys.stderr.write(
+            f"stopped: {line(run.stop_reason)}; the summaries are marked incomplete (continue with --resume)\n"
+        )
         return EXIT_FAILED
     if gate is not None:
-        return cli_gate.gate_after_eval(gate, config, run.tasks, sys.stderr)
+        code = cli_gate.gate_after_eval(gate, config, run.tasks, sys.stderr)
+        if code != EXIT_OK:
+            if args.publish:
+                sys.stderr.write("not published: the gate failed (the card and the tag are unchanged)\n")
+            return code
+    if args.publish:
+        return _publish(args, config)
+    if "final" in run.labels and not run.smoke:
+        sys.stderr.write(_review_hint(args.config))
+    return EXIT_OK
+
+
+def _check_publish(args, run) -> None:
+    """--publish is refused before anything runs where it could never publish."""
+    if not args.publish:
+        return
+    if args.no_card:
+        raise InputError("--publish and --no-card contradict each other: give one")
+    if run.smoke:
+        raise InputError("--publish: a smoke subset (--limit) can never be published")
+    if "final" not in run.labels:
+        raise InputError("--publish publishes final's card: add --adapter final")
+
+
+def _review_hint(config: str) -> str:
+    config = line(config)
+    return (
+        "final is evaluated; CARD.md and the final tag are unchanged. Review: "
+        f"hermit-tui publish --config {config} --dry-run; then publish: hermit-tui publish --config {config}\n"
+    )
+
+
+def _publish(args, config) -> int:
+    """Publish final's card after the launch, reviewed by the publish command's checks; a refusal is one line,
+    exit 2, with the evaluations kept."""
+    from hermit_tui.cli.publish import show_plan
+    from hermit_tui.core.publish.apply import plan_publish, publish
+
+    plan = plan_publish(config, args.adapter)
+    show_plan(plan, sys.stderr)
+    if plan.refusals:
+        raise InputError(
+            "not published: " + "; ".join(plan.refusals) + " (the evaluations are written; publish later with "
+            "hermit-tui publish)"
+        )
+    if plan.up_to_date:
+        sys.stderr.write(f"{plan.card_path.name} already holds this evaluation and {plan.tag} points at it\n")
+        return EXIT_OK
+    sys.stderr.write(publish(plan).message + "\n")
     return EXIT_OK
 
 

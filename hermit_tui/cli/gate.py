@@ -1,8 +1,10 @@
 """``hermit-tui gate``: pass/fail checks over the evaluations on disk, with an exit code for CI
 (``core/report/gate.py``).
 
-    hermit-tui gate --config run.yaml [--baseline SEL] [--candidate SEL] [--require REQ ...] [--margin M]
-                    [--max-error-rate F] [--allow-unchecked] [--smoke] [--format text|json] [key.sub=value ...]
+    hermit-tui gate --config run.yaml [--baseline SEL] [--candidate SEL] [--require REQ ...] [--only] [--margin M]
+                    [--lenient] [--max-error-rate F] [--allow-unchecked] [--slice-by FIELD] [--smoke]
+                    [--format text|json]
+                    [key.sub=value ...]
 
 Exit codes: 0 every check passed, 3 some check failed, 2 bad input (one line on stderr), 1 anything else.
 ``eval`` takes the same options (``--require`` etc.) and gates what it wrote, after writing everything.
@@ -18,6 +20,7 @@ import sys
 from dataclasses import dataclass
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import line
 from hermit_tui.core.workspace.files import check_regular
 
 EXIT_GATE_FAILED = 3
@@ -40,8 +43,17 @@ def add_gate_options(p: argparse.ArgumentParser, *, for_eval: bool = False) -> N
         action="extend",
         type=_requirements,
         metavar="REQ",
-        help=f"a check to pass, repeatable or comma-separated: {', '.join(REQUIREMENTS)} (default: "
-        f"{' '.join(DEFAULT_REQUIRE)}){when}",
+        help=f"a check to pass besides the defaults ({', '.join(DEFAULT_REQUIRE)}), repeatable or "
+        f"comma-separated: {', '.join(REQUIREMENTS)}{when}",
+    )
+    p.add_argument(
+        "--only", action="store_true", help="check only the requirements named by --require (the defaults are dropped)"
+    )
+    p.add_argument(
+        "--lenient",
+        action="store_true",
+        help="no-regression passes unless the interval lies entirely below -M (no evidence of a drop); by default "
+        "it passes only when the interval excludes a drop of more than M, so thin evidence fails",
     )
     p.add_argument(
         "--margin",
@@ -95,6 +107,12 @@ def add_parser(subparsers):
     p.add_argument("--config", required=True, help="hermit's run.yaml")
     add_gate_options(p)
     p.add_argument(
+        "--slice-by",
+        metavar="FIELD",
+        help="with no-regression: also fail when a slice of the test split by this field of the task rows is hurt "
+        "beyond -M after Holm's adjustment across the slices, naming it",
+    )
+    p.add_argument(
         "--smoke",
         action="store_true",
         help="gate the smoke subsets (eval --limit, under eval/<label>/smoke/) instead of the evaluations",
@@ -110,7 +128,8 @@ def gate_requested(args) -> bool:
     """Whether ``eval`` gates after the launch: a gate option was given (with --stop-when-decided, --baseline and
     --margin belong to the sequential test and do not ask for a gate by themselves)."""
     shared = not getattr(args, "stop_when_decided", False) and (args.margin is not None or args.baseline)
-    return bool(args.require or args.max_error_rate is not None or args.candidate or args.allow_unchecked or shared)
+    asked = (args.require, args.only, args.lenient, args.max_error_rate is not None, args.candidate)
+    return bool(any(asked) or args.allow_unchecked or shared)
 
 
 @dataclass
@@ -123,6 +142,7 @@ class GatePlan:
     margin: float
     max_error_rate: float | None
     allow_unchecked: bool
+    lenient: bool
     smoke: bool
 
 
@@ -136,7 +156,7 @@ def plan_for_eval(args, run) -> GatePlan | None:
     """The gate ``eval`` runs after the launch (None when no gate option was given), checked before anything runs:
     baseline and candidate default to the launch's selectors, and one not in the launch must already be on disk."""
     from hermit_tui.core.records.folders import RESULTS, eval_folder
-    from hermit_tui.core.report.gate import DEFAULT_REQUIRE, NEEDS_BASELINE
+    from hermit_tui.core.report.gate import NEEDS_BASELINE, requirements_for
     from hermit_tui.core.workspace.selectors import label_of
 
     if not gate_requested(args):
@@ -155,10 +175,8 @@ def plan_for_eval(args, run) -> GatePlan | None:
         baseline = next((label for label in labels if label != candidate), None)
     if baseline == candidate:
         raise InputError(f"--baseline and --candidate are both '{candidate}': nothing to compare")
-    requirements = list(args.require or ())
-    if not requirements:
-        requirements = [r for r in DEFAULT_REQUIRE if baseline is not None or r not in NEEDS_BASELINE]
-    elif baseline is None and NEEDS_BASELINE & set(requirements):
+    requirements = requirements_for(args.require, only=args.only, has_baseline=baseline is not None)
+    if baseline is None and NEEDS_BASELINE & set(requirements):
         need = ", ".join(r for r in requirements if r in NEEDS_BASELINE)
         raise InputError(f"--require {need} needs a baseline: evaluate two selectors, or name one with --baseline")
     for label in (baseline, candidate):
@@ -173,6 +191,7 @@ def plan_for_eval(args, run) -> GatePlan | None:
         margin=margin,
         max_error_rate=max_error_rate,
         allow_unchecked=args.allow_unchecked,
+        lenient=args.lenient,
         smoke=run.smoke,
     )
 
@@ -194,7 +213,7 @@ def append_step_summary(markdown: str) -> None:
             fh.write(markdown)
     except OSError as exc:
         sys.stderr.write(
-            f"hermit-tui: warning: ${STEP_SUMMARY} {target}: cannot append the summary ({exc.strerror or exc})\n"
+            f"hermit-tui: warning: ${STEP_SUMMARY} {line(target)}: cannot append the summary ({exc.strerror or exc})\n"
         )
 
 
@@ -212,6 +231,7 @@ def gate_after_eval(plan: GatePlan, config, taskset, stream) -> int:
         max_error_rate=plan.max_error_rate,
         smoke=plan.smoke,
         allow_unchecked=plan.allow_unchecked,
+        lenient=plan.lenient,
     )
     code = 0 if result.passed else EXIT_GATE_FAILED
     stream.write(to_text(result))
@@ -222,17 +242,17 @@ def gate_after_eval(plan: GatePlan, config, taskset, stream) -> int:
 
 def run(args) -> int:
     """Gate the evaluations on disk; 0 when every check passes, 3 when one fails."""
-    from hermit_tui.core.report.gate import DEFAULT_REQUIRE, load_gate, to_json, to_markdown, to_text
+    from hermit_tui.core.report.gate import load_gate, requirements_for, to_json, to_markdown, to_text
     from hermit_tui.core.workspace.config import load_config
     from hermit_tui.core.workspace.selectors import label_of
     from hermit_tui.core.workspace.tasks import load_tasks
 
     margin, max_error_rate = _check_numbers(args)
-    requirements = list(args.require or DEFAULT_REQUIRE)
     config = load_config(args.config, args.overrides or [])
     taskset = load_tasks(config)
     candidate = label_of(args.candidate or "final", config)
     baseline = label_of(args.baseline, config) if args.baseline else "none" if candidate != "none" else None
+    requirements = requirements_for(args.require, only=args.only, has_baseline=baseline is not None)
     result = load_gate(
         config,
         taskset,
@@ -243,7 +263,9 @@ def run(args) -> int:
         max_error_rate=max_error_rate,
         smoke=args.smoke,
         allow_unchecked=args.allow_unchecked,
+        lenient=args.lenient,
         baseline_optional=args.baseline is None,
+        slice_by=args.slice_by,
     )
     code = 0 if result.passed else EXIT_GATE_FAILED
     sys.stdout.write(to_json(result) if args.format == "json" else to_text(result))

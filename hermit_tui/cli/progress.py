@@ -21,6 +21,7 @@ from typing import TextIO
 
 from hermit_tui.core.present import known_cost_text
 from hermit_tui.core.run import events as ev
+from hermit_tui.core.safe import line as one_line
 
 EVERY_S = 10.0
 PREFIX = "[progress]"
@@ -191,7 +192,7 @@ class PlainProgress:
         self._write(self._text(label, sel, now))
 
     def _write(self, text: str) -> None:
-        self.stream.write(text + "\n")
+        self.stream.write(one_line(text) + "\n")  # a label or message from the data: control characters shown
         self.stream.flush()
 
 

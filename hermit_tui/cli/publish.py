@@ -14,6 +14,8 @@ import sys
 from typing import TextIO
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import line as one_line
+from hermit_tui.core.safe import terminal
 
 EXIT_OK, EXIT_DECLINED = 0, 1
 _COLOURS = {"+": "\x1b[32m", "-": "\x1b[31m", "@": "\x1b[36m"}
@@ -46,8 +48,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--undo",
         action="store_true",
-        help="move <run>/final back to where the last hermit-tui publish "
-        "found it (the card commit stays on the branch)",
+        help="move <run>/final back to where the last hermit-tui publish found it, and the run's branch and "
+        "CARD.md back to where it found them (when nothing was committed after the card)",
     )
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
@@ -58,10 +60,11 @@ def _write_diff(diff: str, out: TextIO) -> None:
     for line in diff.splitlines():
         if colour and line[:1] in _COLOURS and not line.startswith(("+++", "---")):
             line = f"{_COLOURS[line[0]]}{line}{_RESET}"
-        out.write(line + "\n")
+        out.write(terminal(line) + "\n")
 
 
-def _show(plan, out: TextIO) -> None:
+def show_plan(plan, out: TextIO) -> None:
+    """The review: the card's diff, the warnings and the refusals."""
     if plan.diff:
         _write_diff(plan.diff, out)
     elif plan.current_card is not None and plan.new_card is not None:
@@ -69,10 +72,10 @@ def _show(plan, out: TextIO) -> None:
     if plan.warnings:
         n = len(plan.warnings)
         out.write(f"\n{n} warning{'s' if n > 1 else ''}, read before publishing:\n")
-        out.writelines(f"  ! {w}\n" for w in plan.warnings)
+        out.writelines(f"  ! {one_line(w)}\n" for w in plan.warnings)
     if plan.refusals:
         out.write("\nPublishing is refused:\n")
-        out.writelines(f"  x {r}\n" for r in plan.refusals)
+        out.writelines(f"  x {one_line(r)}\n" for r in plan.refusals)
 
 
 def _confirmed(word: str, what: str, stdin: TextIO, stderr: TextIO) -> bool:
@@ -92,7 +95,7 @@ def run(args, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stde
     if args.undo:
         return _undo(args, config, stdin, stdout, stderr)
     plan = plan_publish(config, args.adapter, getattr(args, "failure_labels", False))
-    _show(plan, stdout)
+    show_plan(plan, stdout)
     if plan.refusals:
         raise InputError("cannot publish: " + "; ".join(plan.refusals))
     if plan.up_to_date:
@@ -115,7 +118,7 @@ def run(args, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stde
             stderr.write("not published\n")
             return EXIT_DECLINED
     result = publish(plan)
-    stdout.write(result.message + "\n")
+    stdout.write(terminal(result.message) + "\n")
     return EXIT_OK
 
 
@@ -136,15 +139,12 @@ def _recover(args, config, stdout: TextIO) -> None:
 
 
 def _undo(args, config, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    from hermit_tui.core.publish.apply import UNDO_WORD, undo_check, undo_publish
+    from hermit_tui.core.publish.apply import UNDO_WORD, undo_check, undo_publish, undo_text
 
     entry, problem = undo_check(config)
     if entry is None:
         raise InputError(f"cannot undo: {problem}")
-    what = (
-        f"move {entry['tag']} back from {entry['card_commit'][:12]} to {entry['previous_tag_target'][:12]} "
-        f"(published {entry.get('at', '?')}; the card commit stays on the branch)"
-    )
+    what = f"{undo_text(config, entry)} (published {entry.get('at', '?')})"
     stdout.write(f"undo would {what}\n")
     if args.dry_run:
         stdout.write("dry run: nothing changed\n")
@@ -155,5 +155,5 @@ def _undo(args, config, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
         if not _confirmed(UNDO_WORD, "undo the publish", stdin, stderr):
             stderr.write("nothing undone\n")
             return EXIT_DECLINED
-    stdout.write(undo_publish(config).message + "\n")
+    stdout.write(terminal(undo_publish(config).message) + "\n")
     return EXIT_OK

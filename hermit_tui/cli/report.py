@@ -1,7 +1,9 @@
 """``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
 
     hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html|junit] [--per task|attempt]
-                      [--smoke] [--output FILE] [--force] [--threshold X] [key.sub=value ...]
+                      [--smoke] [--slice-by FIELD] [--harmed] [--pass-k] [--details-max-mb MB] [--output FILE] [--force]
+                      [--threshold X]
+                      [key.sub=value ...]
 
 Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
 """
@@ -13,6 +15,7 @@ import sys
 from pathlib import Path
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import line
 
 FORMATS = ("md", "json", "csv", "html", "junit")
 
@@ -52,6 +55,31 @@ def add_parser(subparsers):
         "--smoke",
         action="store_true",
         help="report the smoke subsets (eval --limit, under eval/<label>/smoke/) instead of the evaluations",
+    )
+    p.add_argument(
+        "--slice-by",
+        metavar="FIELD",
+        help="a field of the task rows (a list field: each value its slice): each pair's figures per slice, "
+        "adjusted across the slices (Holm for 'hurt', Benjamini-Hochberg for screening)",
+    )
+    p.add_argument(
+        "--harmed",
+        action="store_true",
+        help="per pair, the tasks where the candidate is worse with evidence: an exact per-task test on the "
+        "repeats, false-discovery rate controlled over the tasks (q 0.1)",
+    )
+    p.add_argument(
+        "--pass-k",
+        action="store_true",
+        help="pass@k and pass^k for k up to the repeats, per selector and per pair, with intervals",
+    )
+    p.add_argument(
+        "--details-max-mb",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="with --format html: carry every attempt's output, feedback, error and transcript, folded, when they "
+        "come to at most MB megabytes (default 5; 0: never)",
     )
     p.add_argument("--output", metavar="FILE", help="write here instead of stdout (atomically)")
     p.add_argument("--force", action="store_true", help="with --output: replace an existing file")
@@ -94,7 +122,7 @@ def run(args) -> int:
     """Build and write the report; 0 when done."""
     from hermit_tui.core.records.results import write_atomic
     from hermit_tui.core.report.build import build_report, to_csv, to_json, to_markdown
-    from hermit_tui.core.report.html import to_html
+    from hermit_tui.core.report.html_attempts import DEFAULT_MAX_MB, report_html
     from hermit_tui.core.workspace.config import load_config
     from hermit_tui.core.workspace.tasks import load_tasks
     from hermit_tui.demo import is_demo_config
@@ -103,6 +131,10 @@ def run(args) -> int:
         raise InputError(f"--threshold must be a finite number, got {args.threshold}")
     if args.per == "attempt" and args.format != "csv":
         raise InputError(f"--per attempt goes with --format csv, not --format {args.format}")
+    if args.details_max_mb is not None and args.format != "html":
+        raise InputError(f"--details-max-mb goes with --format html, not --format {args.format}")
+    if args.details_max_mb is not None and not (math.isfinite(args.details_max_mb) and args.details_max_mb >= 0):
+        raise InputError(f"--details-max-mb must be a number of megabytes, 0 or more, got {args.details_max_mb}")
     output = Path(args.output).expanduser() if args.output else None
     if output is not None:
         _check_output(output, args.force)
@@ -121,13 +153,19 @@ def run(args) -> int:
         label_set=label_set(config.run_dir),
         smoke=args.smoke,
         demo=is_demo_config(config.path),
+        slice_by=args.slice_by,
+        harmed=args.harmed,
+        passk=args.pass_k,
     )
     if args.format == "junit" or args.per == "attempt":
         from hermit_tui.core.report.exports import read_attempts, to_attempts_csv, to_junit
 
         text = (to_junit if args.format == "junit" else to_attempts_csv)(report, read_attempts(report))
+    elif args.format == "html":
+        mb = DEFAULT_MAX_MB if args.details_max_mb is None else args.details_max_mb
+        text = report_html(report, mb)
     else:
-        text = {"md": to_markdown, "json": to_json, "csv": to_csv, "html": to_html}[args.format](report)
+        text = {"md": to_markdown, "json": to_json, "csv": to_csv}[args.format](report)
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -137,7 +175,7 @@ def run(args) -> int:
         write_atomic(output, text)
     except OSError as exc:
         raise InputError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    sys.stderr.write(f"report written to {output}\n")
+    sys.stderr.write(f"report written to {line(output)}\n")
     return 0
 
 

@@ -3,8 +3,16 @@
     hermit-tui serve --config run.yaml [--host 127.0.0.1] [--port 8000] [--public-url URL] [key.sub=value ...]
 
 Every browser session runs the dashboard in its own process, ``python -m hermit_tui --config run.yaml [--set
-key.sub=value ...]`` with this Python. Bound to loopback by default: whoever can reach the address drives the
-dashboard (launches evaluations, publishes cards) and there is no login, so another host gets a warning.
+key.sub=value ...]`` with this Python. Whoever holds a session drives the dashboard (launches evaluations, publishes
+cards), so a session is given only to a request of this server's own origin, as Jupyter does:
+
+- bound to loopback by default; ``--host 0.0.0.0`` (every address) needs ``--public-url URL``, the address browsers
+  use, whose origin is then the only one accepted;
+- every request's ``Host`` must name this server (a DNS-rebinding name is refused with 421), and a request carrying
+  an ``Origin`` (the websocket always does, and must) must come from this server's origin (403 otherwise);
+- the page and the websocket need the unguessable token (``secrets.token_urlsafe(32)``, new at every start) that the
+  printed address holds: ``/?token=…`` for the page, ``/ws/<token>`` for the websocket it opens (compared in constant
+  time; 403 otherwise). textual-serve's static files (its script, styles, fonts) need no token.
 
 The page textual-serve ships asks Google's font service for its terminal font; hermit-tui serves it a copy of that
 page that loads the same font from textual-serve's own files instead, and names the run in the page's title, so a
@@ -13,13 +21,17 @@ served dashboard makes no request beyond the server it came from.
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import re
+import secrets
 import shlex
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from hermit_tui.core.errors import InputError
 
@@ -48,18 +60,92 @@ def add_parser(subparsers):
     p.add_argument(
         "--host",
         default=DEFAULT_HOST,
-        help=f"the address to listen on (default {DEFAULT_HOST}: this machine only; anyone who can reach "
-        "another address can drive the dashboard, and there is no login)",
+        help=f"the address to listen on (default {DEFAULT_HOST}: this machine only; 0.0.0.0 or :: needs "
+        "--public-url). Sessions go only to this server's own origin, with the token of the printed address",
     )
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})")
     p.add_argument(
         "--public-url",
         metavar="URL",
-        help="the address browsers use when it is not http://HOST:PORT "
-        "(behind a reverse proxy or an SSH tunnel, or with --host 0.0.0.0)",
+        help="the address browsers use when it is not http://HOST:PORT (behind a reverse proxy or an SSH "
+        "tunnel; required with --host 0.0.0.0): its origin is the only one given a session",
     )
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether ``host`` listens on every address of the machine (``0.0.0.0``, ``::``)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+def _authority(host: str, port: int, default_port: int = 80) -> str:
+    """``host:port`` as a browser writes it in ``Host`` (IPv6 in brackets, the scheme's default port left out)."""
+    host = host.lower().strip("[]")
+    if ":" in host:
+        host = f"[{host}]"
+    return host if port == default_port else f"{host}:{port}"
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may have a session: the ``Host`` values and origins of this server, and the token of this start."""
+
+    token: str
+    hosts: frozenset[str]
+    origins: frozenset[str]
+    base_url: str  # the address browsers use, without the token
+
+    @property
+    def url(self) -> str:
+        """The address to open: the page, with the token."""
+        return f"{self.base_url}/?token={self.token}"
+
+    def refusal(self, path: str, host: str | None, origin: str | None, token: str | None) -> tuple[int, str] | None:
+        """Why a request is refused (an HTTP status and one line), or None to serve it. ``token`` is the one the
+        request carries (the page's ``?token=``, the websocket's path), None for the static files."""
+        if (host or "").lower() not in self.hosts:
+            return 421, f"hermit-tui serve: this server answers only to {', '.join(sorted(self.hosts))}"
+        if origin is not None and origin.lower() not in self.origins:
+            return 403, "hermit-tui serve: a page of another origin cannot open a session"
+        if path.startswith("/ws"):
+            if origin is None:
+                return 403, "hermit-tui serve: a websocket without an Origin is refused"
+        elif path != "/":
+            return None  # textual-serve's static files and downloads (their keys are random) need no token
+        if token is None or not hmac.compare_digest(token.encode("utf-8"), self.token.encode("utf-8")):
+            return 403, "hermit-tui serve: open the address hermit-tui serve printed (it holds the session token)"
+        return None
+
+
+def access_for(host: str, port: int, public_url: str | None, token: str | None = None) -> Access:
+    """The access rule of a server listening on ``host:port``, used at ``public_url`` (None: ``http://host:port``).
+    InputError for a wildcard host without ``public_url``."""
+    names: set[tuple[str, str]] = set()  # (scheme, authority)
+    if public_url is not None:
+        parts = urlsplit(public_url)
+        default = 443 if parts.scheme == "https" else 80
+        names.add((parts.scheme, _authority(parts.hostname or "", parts.port or default, default)))
+        base = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+    elif is_wildcard(host):
+        raise InputError(
+            f"--host {host} listens on every address: give --public-url URL, the address browsers will use "
+            "(its origin is the only one given a session)"
+        )
+    else:
+        base = f"http://{_authority(host, port)}"
+    if is_loopback(host) or public_url is None:
+        for name in (host, *(("127.0.0.1", "localhost", "::1") if is_loopback(host) else ())):
+            names.add(("http", _authority(name, port)))
+    return Access(
+        token=token or secrets.token_urlsafe(32),
+        hosts=frozenset(authority for _, authority in names),
+        origins=frozenset(f"{scheme}://{authority}" for scheme, authority in names),
+        base_url=base,
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -89,6 +175,77 @@ def patched_template(original: str) -> str:
     return text
 
 
+_HEADERS = {
+    "Referrer-Policy": "no-referrer",  # the token never leaves in a Referer
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",  # no other page frames a session
+    "Cache-Control": "no-store",
+}
+
+
+def guarded_server(command: str, access: Access, **options):
+    """textual-serve's server, giving a session only to what ``access`` allows (see the module's docstring), and
+    printing the address with its token at start."""
+    import aiohttp_jinja2
+    from aiohttp import web
+    from textual_serve.server import Server, to_int
+
+    class GuardedServer(Server):
+        async def _make_app(self) -> web.Application:
+            """textual-serve's application, with the websocket under ``/ws/<token>`` and the guard in front."""
+            import jinja2
+
+            app = web.Application(middlewares=[self._guard])
+            aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+            app.add_routes(
+                [
+                    web.get("/", self.handle_index, name="index"),
+                    web.get("/ws/{token}", self.handle_websocket, name="websocket"),
+                    web.get("/download/{key}", self.handle_download, name="download"),
+                    web.static("/static", self.statics_path, name="static"),
+                ]
+            )
+            app.on_startup.append(self.on_startup)
+            app.on_shutdown.append(self.on_shutdown)
+            return app
+
+        @web.middleware
+        async def _guard(self, request: web.Request, handler):
+            token = request.query.get("token") if request.path == "/" else request.match_info.get("token")
+            refused = access.refusal(request.path, request.host, request.headers.get("Origin"), token)
+            if refused is not None:
+                return web.Response(status=refused[0], text=refused[1] + "\n", headers=_HEADERS)
+            response = await handler(request)
+            if not response.prepared:
+                response.headers.update(_HEADERS)
+            return response
+
+        async def handle_index(self, request: web.Request) -> web.Response:
+            context = {
+                "font_size": to_int(request.query.get("fontsize", "16"), 16),
+                "app_websocket_url": _websocket_url(access, self.public_url),
+                "config": {"static": {"url": f"{self.public_url}/static/"}},
+                "application": {"name": self.title},
+            }
+            return aiohttp_jinja2.render_template("app_index.html", request, context)
+
+        async def on_startup(self, app: web.Application) -> None:
+            sys.stdout.write(
+                f"hermit-tui: serving the dashboard at {access.url}\n"
+                "  (the address holds this start's token: whoever has it can drive the dashboard; Ctrl+C stops)\n"
+            )
+            sys.stdout.flush()
+
+    server = GuardedServer(command, **options)
+    server.public_url = access.base_url
+    return server
+
+
+def _websocket_url(access: Access, public_url: str) -> str:
+    scheme, rest = public_url.split(":", 1)
+    return f"{'wss' if scheme == 'https' else 'ws'}:{rest}/ws/{access.token}"
+
+
 def _check(args) -> None:
     if not 1 <= args.port <= 65535:
         raise InputError(f"--port must be between 1 and 65535, got {args.port}")
@@ -110,12 +267,13 @@ def run(args) -> int:
     config_path = Path(args.config).expanduser().resolve()
     config = load_config(config_path, args.overrides or [])  # a bad config is one line here, not in each session
     import textual_serve
-    from textual_serve.server import Server
 
+    access = access_for(args.host, args.port, args.public_url)
     if not is_loopback(args.host):
         sys.stderr.write(
-            f"hermit-tui: warning: serving on {args.host}: anyone who can reach this address can drive "
-            "the dashboard (launch evaluations, publish cards); there is no login\n"
+            f"hermit-tui: warning: serving on {args.host}: whoever can reach it and has the address with its "
+            f"token can drive the dashboard (launch evaluations, publish cards); sessions only from "
+            f"{', '.join(sorted(access.origins))}\n"
         )
     templates = Path(tempfile.mkdtemp(prefix="hermit-tui-serve-"))
     try:
@@ -125,8 +283,9 @@ def run(args) -> int:
             (templates / page.name).write_text(
                 patched_template(text) if page.name == "app_index.html" else text, encoding="utf-8"
             )
-        server = Server(
+        server = guarded_server(
             session_command(config_path, args.overrides or []),
+            access,
             host=args.host,
             port=args.port,
             title=f"hermit-tui · {config.run_name}",
@@ -143,11 +302,15 @@ def run(args) -> int:
 
 
 __all__ = [
+    "Access",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "EXTRA_MISSING",
+    "access_for",
     "add_parser",
+    "guarded_server",
     "is_loopback",
+    "is_wildcard",
     "patched_template",
     "run",
     "session_command",

@@ -18,6 +18,9 @@ from typing import Any
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_text, tokens_text
 from hermit_tui.core.records.columns import task_records
+from hermit_tui.core.safe import json_text, terminal
+from hermit_tui.core.safe import line as one_line
+from hermit_tui.core.why.pair import align_task
 
 FORMATS = ("text", "json")
 
@@ -40,6 +43,14 @@ def add_parser(subparsers):
     p.add_argument("--task", required=True, metavar="ID", help="the task id")
     p.add_argument("--repeat", type=int, metavar="N", help="only this repeat (default: every repeat)")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default) or json")
+    p.add_argument(
+        "--align",
+        action="append",
+        metavar="SEL",
+        help="align the task's trajectories under --adapter and this selector step by step, with the first "
+        "divergence marked (repeatable: N-way, --adapter's the pivot); per repeat, or --repeat's",
+    )
+    p.add_argument("--full", action="store_true", help="with --align: every step's text whole (default: folded)")
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
 
@@ -154,12 +165,15 @@ def to_text(shown: dict) -> str:
     from hermit_tui.core.records.transcripts import transcript_lines, turns_of
 
     task = shown["task"]
-    lines = [f"Task {task['id']} under {shown['label']} (selector {shown['selector']}, {shown['folder']})"]
+    lines = [
+        f"Task {one_line(task['id'])} under {one_line(shown['label'])} (selector {one_line(shown['selector'])}, "
+        f"{one_line(shown['folder'])})"
+    ]
     if task["fields"] is not None:
         width = max(len(str(k)) for k in task["fields"]) if task["fields"] else 0
         for key, value in task["fields"].items():
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-            lines.append(f"  {str(key):<{width}}  {text}")
+            lines.append(f"  {one_line(key):<{width}}  {text}")
     if task["note"]:
         lines.append(f"  ({task['note']})")
     for warning in shown["skipped_lines"]:
@@ -175,7 +189,7 @@ def to_text(shown: dict) -> str:
         rows.append(("Log", a["log"] or "none"))
         if a["printed"]:
             rows.append(("Printed", a["printed"]))
-        lines += [f"{name:<11} {value}" for name, value in rows]
+        lines += [f"{name:<11} {one_line(value)}" for name, value in rows]
         if a["judge_extra"]:
             lines.append("Judge extra")
             lines += _block(a["judge_extra"])
@@ -192,7 +206,7 @@ def to_text(shown: dict) -> str:
             where = "transcripts.jsonl" if t["source"] != "log" else f"the log {t['path']}"
             lines.append(f"Transcript  {len(turns)} messages, from {where}")
             lines += ["  " + line for line in transcript_lines(turns)]
-    return "\n".join(lines) + "\n"
+    return terminal("\n".join(lines)) + "\n"  # every text from the data: its control characters shown, not sent
 
 
 def run(args) -> int:
@@ -200,14 +214,42 @@ def run(args) -> int:
     from hermit_tui.core.workspace.config import load_config
 
     config = load_config(args.config, args.overrides or [])
+    if args.align:
+        return _align(config, args)
+    if args.full:
+        raise InputError("--full goes with --align")
     shown = gather(config, args.adapter, str(args.task), args.repeat)
     text = (
-        json.dumps(shown, indent=1, ensure_ascii=False, default=str) + "\n" if args.format == "json" else to_text(shown)
+        json_text(json.dumps(shown, indent=1, ensure_ascii=False, default=str)) + "\n"
+        if args.format == "json"
+        else to_text(shown)
     )
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:  # `| head`: the reader has what it wanted
+        pass
+    return 0
+
+
+def _align(config, args) -> int:
+    from hermit_tui.core.why.align import Alignment
+    from hermit_tui.core.why.text import DIVERGENCE_NOTE, alignment_lines
+
+    aligned = align_task(config, [args.adapter, *args.align], str(args.task), args.repeat)
+    if args.format == "json":
+        text = json_text(aligned.model_dump_json(indent=1)) + "\n"
+    else:
+        lines = [f"Task {aligned.task}: {' | '.join(aligned.labels)}", DIVERGENCE_NOTE]
+        lines += [f"  ! {n}" for n in aligned.notes]
+        for r, al in zip(aligned.repeats, aligned.alignments):
+            assert isinstance(al, Alignment)
+            lines += ["", f"── repeat {r} ──", *alignment_lines(al, full=args.full)]
+        text = terminal("\n".join(lines)) + "\n"  # transcripts' control characters shown, not sent
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
         pass
     return 0
 

@@ -20,7 +20,14 @@ from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.palette import HermitCommands
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.state.store import EvalStore
-from hermit_tui.dashboard.support import BEAT_S, Pacer, current_evaluations, protocol_warnings, start_resource_tracker
+from hermit_tui.dashboard.support import (
+    BEAT_S,
+    Pacer,
+    current_evaluations,
+    guard_terminal,
+    protocol_warnings,
+    start_resource_tracker,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -96,6 +103,7 @@ class HermitApp(App):
         store: EvalStore | None = None,
         live_updates: bool = True,
     ):
+        guard_terminal()  # no control character of the data reaches the terminal, whichever widget shows it
         super().__init__()
         self.config_path = Path(config_path) if config_path else None
         self.overrides = list(overrides or [])
@@ -117,6 +125,8 @@ class HermitApp(App):
         # one thread: annotation changes reach the files in the order they were made
         self._annotation_writer: ThreadPoolExecutor | None = None
         self.annotations_pending = 0
+        self._chain: list[LaunchOptions] = []  # launches still to run after the current one (launch_chain)
+        self._chain_labels: list[str] = []  # every label of that chain: kept in the view
 
     # -- start ----------------------------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -259,16 +269,33 @@ class HermitApp(App):
             lambda: self._run(config, options), thread=True, exclusive=True, group="eval", name="evaluation"
         )
 
+    def launch_chain(self, launches: list[LaunchOptions]) -> None:
+        """Several launches one after the other (failures re-run in evaluations measured with different repeats:
+        one launch per protocol). The view keeps every selector of the chain; a cancel or an error stops it."""
+        if not launches:
+            return
+        if self.running:
+            self.notify("An evaluation is already running: cancel it first (c)", severity="warning")
+            return
+        self._chain = list(launches[1:])
+        self._chain_labels = [label for options in launches for label in options.retry] if len(launches) > 1 else []
+        if self._chain:
+            self.notify(f"{len(launches)} launches, one after the other (each with its own repeats)", timeout=5)
+        self.launch(launches[0])
+
     def _run(self, config: Config, options: LaunchOptions) -> None:
         from hermit_tui.core.run.runner import EvalRun
 
         try:
             run = EvalRun(config, options, on_event=self._events.append, tasks=self.taskset)
         except InputError as exc:
-            self.call_from_thread(self.notify, str(exc), title="Cannot launch", severity="error", timeout=10)
+            left = len(self._chain)
+            self._chain, self._chain_labels = [], []
+            after = f" (and the {left} launch{'es' * (left != 1)} after it not started)" if left else ""
+            self.call_from_thread(self.notify, f"{exc}{after}", title="Cannot launch", severity="error", timeout=10)
             return
         self.current_run = run
-        self.call_from_thread(self._show_run)
+        self.call_from_thread(self._show_run, run)
         error = None
         try:
             run.run_sync()
@@ -280,9 +307,15 @@ class HermitApp(App):
             self.current_run = None
         self.call_from_thread(self._run_ended, run.cancelled, error)
 
-    def _show_run(self) -> None:
+    def _show_run(self, run: EvalRun | None = None) -> None:
         from hermit_tui.dashboard.screens.run import RunScreen
 
+        if run is not None:  # the view is what this launch runs, from its first frame
+            self.drain_events()  # anything of an earlier launch first
+            plan = run.plan
+            keep = self._chain_labels  # a chain's earlier launches stay in the view
+            self.store.begin_launch(plan.labels, len(plan.task_ids) * plan.repeats, plan.repeats, keep=keep)
+            self.screen.post_message(self.StoreUpdated())
         if not isinstance(self.screen, RunScreen):
             self.push_screen(RunScreen())
 
@@ -315,9 +348,13 @@ class HermitApp(App):
                 else f"Evaluation finished: all {rounds} rounds, {decided} against {self.store.sequential.baseline}",
                 timeout=8,
             )
-        else:
+        elif not self._chain:
             self.notify("Evaluation finished", timeout=5)
         self.screen.post_message(self.RunEnded(cancelled, error))
+        if self._chain and not (cancelled or error or self.store.stop_reason):
+            self.launch(self._chain.pop(0))  # the next launch of a chain
+        else:
+            self._chain, self._chain_labels = [], []
 
     def cancel_run(self, *, force: bool = False, quiet: bool = False) -> None:
         run = self.current_run
@@ -427,6 +464,19 @@ class HermitApp(App):
                 self.call_from_thread(self._stored_loaded, store, generation, stored, col, beside_live, new_ids)
 
         self.paced_worker(self, load, group="history", name="open-history")
+
+    def take_out(self, keys: list[str]) -> None:
+        """Take columns out of the view (History lists them still; enter there puts them back). A launch's own
+        column stays while it runs."""
+        running = [k for k in keys if (c := self.store.columns.get(k)) is not None and c.running]
+        gone = [k for k in keys if k not in running and k in self.store.columns]
+        for key in gone:
+            self.store.remove_column(key)
+        if running:
+            self.notify(f"{', '.join(running)}: running, kept in the view until it ends", severity="warning")
+        if gone:
+            self.notify(f"Taken out of the view: {', '.join(gone)} (History puts it back)", timeout=4)
+        self.screen.post_message(self.StoreUpdated())
 
     def paced_worker(self, node: DOMNode, work: Callable[[], Any], **kwargs: Any) -> Worker:
         """``node.run_worker(work, thread=True, **kwargs)`` for work that calls ``self.pacer.pace`` between its
@@ -634,7 +684,7 @@ class HermitApp(App):
 
             from hermit_tui.core.records.results import write_atomic
             from hermit_tui.core.report.build import build_report, to_csv, to_json, to_markdown
-            from hermit_tui.core.report.html import to_html
+            from hermit_tui.core.report.html_attempts import report_html
 
             try:
                 report = build_report(config, taskset, None, threshold=threshold, label_set=label_set, demo=demo)
@@ -644,7 +694,7 @@ class HermitApp(App):
                     ("report.md", to_markdown),
                     ("report.json", to_json),
                     ("report.csv", to_csv),
-                    ("report.html", to_html),
+                    ("report.html", report_html),
                 ):
                     write_atomic(folder / name, render(report))
             except (InputError, OSError) as exc:

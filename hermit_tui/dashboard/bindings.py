@@ -45,6 +45,7 @@ RUN: list[BindingType] = [
     Binding("v", "compare", "Compare"),
     Binding("p", "review", "Review"),
     Binding("s", "setup", "Setup"),
+    Binding("h", "history", "History", show=False),
     Binding("enter", "drill", "Drill down", show=False),
 ]
 
@@ -81,7 +82,10 @@ TASKS: list[BindingType] = [
     Binding("left_square_bracket", "prev_repeat", "Outputs: previous repeat", key_display="[", show=False),
     Binding("right_square_bracket", "next_repeat", "Outputs: next repeat", key_display="]", show=False),
     Binding("e", "errors", "Errors", show=False),
+    Binding("v", "compare", "Compare", show=False),
     Binding("h", "history", "History", show=False),
+    Binding("plus", "history", "Add evaluations to the view (History)", key_display="+", show=False),
+    Binding("x", "take_out", "Take a selector out of the view…", show=False),
     Binding("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
@@ -93,6 +97,7 @@ ATTEMPT: list[BindingType] = [
     Binding("right_curly_bracket", "next_pair", "Next pair", key_display="}"),
     Binding("l", "open_log", "Log"),
     Binding("x", "transcript", "Transcript"),
+    Binding("w", "align", "Aligned trajectories of the side-by-side pair", show=False),
     *TRIAGE,
     Binding("escape", "back", "Back"),
 ]
@@ -115,7 +120,8 @@ ERRORS: list[BindingType] = [
 
 HISTORY: list[BindingType] = [
     Binding("space", "toggle_pick", "Select"),
-    Binding("enter", "open_selected", "Side by side"),
+    Binding("enter", "open_selected", "Add to view"),
+    Binding("x", "take_out", "Take out of view"),
     Binding("slash", "open_folder", "Open folder…", key_display="/", show=False),
     Binding("escape", "back", "Back"),
 ]
@@ -127,6 +133,25 @@ COMPARE: list[BindingType] = [
     Binding("p", "review", "Review"),
     Binding("h", "history", "History", show=False),
     Binding("u", "next_unlabelled", "Next unlabelled failure (drill-down)", show=False),
+    Binding("w", "why", "Why"),
+    Binding("escape", "back", "Back"),
+]
+
+#: Why it changed (dashboard/screens/why/): the adapter's diff beside the flips, and aligned trajectories.
+CHANGES: list[BindingType] = [
+    Binding("enter", "align", "Align task"),
+    Binding("tab", "switch", "Tasks/diff", show=False),
+    Binding("f5", "refresh", "Refresh", show=False),
+    Binding("escape", "back", "Back"),
+]
+ALIGNED: list[BindingType] = [
+    Binding("d", "first_divergence", "Divergence"),
+    Binding("n", "next_difference", "Next diff"),
+    Binding("p", "prev_difference", "Prev diff", show=False),
+    Binding("slash", "search", "Search", key_display="/"),
+    Binding("enter", "unfold", "Unfold", show=False),
+    Binding("left_square_bracket", "prev_repeat", "Previous repeat", key_display="[", show=False),
+    Binding("right_square_bracket", "next_repeat", "Repeat", key_display="]"),
     Binding("escape", "back", "Back"),
 ]
 
@@ -167,6 +192,8 @@ ALL = [
     ("Errors", ERRORS),
     ("History", HISTORY),
     ("Compare", COMPARE),
+    ("Changes (why it changed)", CHANGES),
+    ("Aligned trajectories", ALIGNED),
     ("Review & publish", REVIEW),
     ("Quitting during a launch", QUIT),
     ("While a launch stops", STOPPING),

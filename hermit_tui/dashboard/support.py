@@ -1,5 +1,6 @@
-"""What the app uses beside its class: the pacer that lets worker threads give way to the event loop, and helpers
-run off the loop or before it (the resource tracker, a config's current evaluations, its protocol warnings)."""
+"""What the app uses beside its class: the pacer that lets worker threads give way to the event loop, the guard that
+keeps the data's control characters from the terminal, and helpers run off the loop or before it (the resource
+tracker, a config's current evaluations, its protocol warnings)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import time
 from pathlib import Path
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.safe import ACTED_ON
+
+_GUARDED = "_hermit_tui_guarded"
 
 BEAT_S = 0.01  # while evaluations are read, the event loop beats at this pace (see Pacer)
 
@@ -35,6 +39,37 @@ class Pacer:
         deadline = time.monotonic() + self.most_s
         while self.active and time.monotonic() - self.beat > 1.5 * BEAT_S and time.monotonic() < deadline:
             time.sleep(0.002)
+
+
+def guard_terminal() -> None:
+    """Make every line Textual writes carry none of the data's control characters.
+
+    Everything a Textual app draws reaches the terminal through ``Strip.render`` (the compositor joins strips and
+    its own cursor moves). Text from the data (a task id, an output, an error, a transcript) is shown with its
+    control characters as visible escapes where the dashboard puts it on screen (``core.safe``); this is the net
+    under all of them: a text segment holding ESC, C1, BEL, a bidi override or another character a terminal acts
+    on has them removed before the strip is turned into terminal sequences, so an OSC 52 clipboard write, a title
+    set or ``ESC[2J`` that reached a widget some other way is never executed. The characters removed take no cell
+    (Rich measures them as zero width), so the layout stays as measured. Textual's own styles and cursor moves are
+    not text segments and pass as they are. Idempotent."""
+    from rich.segment import Segment
+    from textual.strip import Strip
+
+    if getattr(Strip, _GUARDED, False):
+        return
+    render = Strip.render
+    search = ACTED_ON.search
+
+    def guarded_render(self: Strip, console) -> str:
+        if self._render_cache is None and any(control is None and search(text) for text, _, control in self._segments):
+            self._segments = [
+                Segment(ACTED_ON.sub("", text), style, control) if control is None else Segment(text, style, control)
+                for text, style, control in self._segments
+            ]
+        return render(self, console)
+
+    Strip.render = guarded_render  # type: ignore[method-assign]
+    setattr(Strip, _GUARDED, True)
 
 
 def start_resource_tracker() -> None:

@@ -143,6 +143,7 @@ async def test_escape_cancels_the_confirmation(config_path):
 
 async def test_tick_and_click_undo(config_path):
     repo = Repo(config_path)
+    head_before = repo.head()
     card_commit = publish(load_config(config_path)).card_commit
     app = fixture_app(config_path, "review")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -157,7 +158,8 @@ async def test_tick_and_click_undo(config_path):
         await pilot.click("#confirm-ok")
         await settle(pilot)
         assert isinstance(app.screen, ReviewScreen)
-        assert repo.tag() == FINAL and repo.head() == card_commit
+        # the tag, and the branch with the checkout's card, are back where the publish found them
+        assert repo.tag() == FINAL and repo.head() == head_before != card_commit
         await pilot.press("u")  # nothing left to undo: no confirmation
         await pilot.pause()
         assert isinstance(app.screen, ReviewScreen)

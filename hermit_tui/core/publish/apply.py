@@ -10,7 +10,7 @@ back to where the last publish found it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,6 +56,7 @@ class UndoResult(BaseModel):
     tag: str
     restored_to: str
     card_commit: str
+    branch_restored: bool = False  # the card commit was taken off the branch and CARD.md put back
     message: str
 
 
@@ -191,6 +192,7 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
                 "measured_commit": plan.measured_commit,
                 "card_commit": commit,
                 "previous_tag_target": plan.tag_target,
+                "branch_before": head if plan.changes_card else None,
                 "at": at,
             }
             record_in_summary(summary, "published", record)
@@ -289,13 +291,83 @@ def undo_check(config: Config) -> tuple[dict[str, Any] | None, str | None]:
     return entry, None
 
 
+def _card_commit_parent(entry: dict[str, Any], repo: git.Repo) -> str | None:
+    """The branch head the publish found, when it committed a card (None when it only moved the tag). Entries
+    written before ``branch_before`` was recorded committed when they carry a commit message."""
+    if "branch_before" in entry:
+        before = entry["branch_before"]
+        return before if is_sha(before) else None
+    if entry.get("message") is None:
+        return None
+    try:
+        return str(repo.git.rev_parse("--verify", "--end-of-options", f"{entry['card_commit']}^{{commit}}^"))
+    except git.GitCommandError:
+        return None
+
+
+def _blob(repo: git.Repo, commit: str) -> bytes | None:
+    """CARD.md's bytes at ``commit`` (None when it has none)."""
+    try:
+        blob = repo.commit(commit).tree / CARD_NAME
+    except (KeyError, ValueError, git.BadName):
+        return None
+    return bytes(blob.data_stream.read())
+
+
+def branch_undo_problem(config: Config, entry: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(the head to put the run's branch back to, None) when the undo can also take the card commit off the branch
+    and put CARD.md back; (None, why not) when the branch and the card stay as they are."""
+    branch = f"refs/heads/{config.run_name}"
+    card_commit = entry["card_commit"]
+    repo = open_repo(Path(config.run_dir) / "checkout")
+    try:
+        before = _card_commit_parent(entry, repo)
+        if before is None:
+            return None, None  # the publish only moved the tag: nothing on the branch to undo
+        try:
+            head = str(repo.git.rev_parse("--verify", branch))
+        except git.GitCommandError:
+            return None, f"branch '{config.run_name}' is gone: it stays so"
+        if head != card_commit:
+            return None, (
+                f"branch '{config.run_name}' has commits after the card commit {card_commit[:12]}: the commit and "
+                f"{CARD_NAME} stay"
+            )
+        card = Path(config.run_dir) / "checkout" / CARD_NAME
+        published = _blob(repo, card_commit)
+        if published is None or not card.is_file() or card.read_bytes() != published:
+            return None, f"{CARD_NAME} in the checkout has changed since the publish: the branch and the card stay"
+        if repo.git.status("--porcelain", "--", CARD_NAME):
+            return None, f"{CARD_NAME} is staged with changes in the checkout: the branch and the card stay"
+        return before, None
+    finally:
+        repo.close()
+
+
+def undo_text(config: Config, entry: dict[str, Any]) -> str:
+    """What an undo of ``entry`` would do, in one sentence (the CLI and the Review screen say it before asking)."""
+    branch_to, problem = branch_undo_problem(config, entry)
+    what = f"move {entry['tag']} back from {entry['card_commit'][:12]} to {entry['previous_tag_target'][:12]}"
+    if branch_to is not None:
+        what += (
+            f", put branch '{config.run_name}' back to {branch_to[:12]} and {CARD_NAME} in the checkout back to "
+            "its text there"
+        )
+    elif problem is not None:
+        what += f"; {problem}"
+    return what
+
+
 def undo_publish(config: Config) -> UndoResult:
-    """Point ``<run>/final`` back where the last hermit-tui publish found it (the card commit stays on the branch);
-    mark the undo in the log and in final's summary.json. Atomic like :func:`publish`."""
+    """Point ``<run>/final`` back where the last hermit-tui publish found it; when that publish committed the card
+    and the branch's head is still that commit with the card untouched, put the branch back to the head it found
+    and CARD.md (file and index) back to its text there; mark the undo in the log and in final's summary.json.
+    Atomic like :func:`publish`: a failed step puts back what the earlier ones did."""
     entry, problem = undo_check(config)
     if entry is None:
         raise InputError(f"cannot undo: {problem}")
     tag, card_commit, previous = entry["tag"], entry["card_commit"], entry["previous_tag_target"]
+    branch_to, branch_problem = branch_undo_problem(config, entry)
     log = publish_log_path(config.run_dir)
     summary = Path(entry["summary"]) if isinstance(entry.get("summary"), str) else None
     if summary is not None and (
@@ -304,17 +376,43 @@ def undo_publish(config: Config) -> UndoResult:
         summary = None  # the log names a summary outside this run: leave it alone
     check_publish_links(config, summary)
     summary_bytes, log_bytes = (_snapshot(summary) if summary else None), _snapshot(log)
-    tree = AdapterTree(Path(config.tree_dir))
+    tree, repo = _open(config)
+    card = Path(config.run_dir) / "checkout" / CARD_NAME
+    branch = f"refs/heads/{config.run_name}"
+    card_bytes = card.read_bytes() if card.is_file() else None
+    index_path = Path(repo.git_dir) / "index"
+    index_bytes = index_path.read_bytes() if index_path.exists() else None
     try:
         tag_raw = tree.ref_value(f"refs/tags/{tag}")
         journal = PublishJournal.begin(
-            config, "undo", tag=tag, tag_raw=tag_raw, commit=card_commit, previous=previous, summary=summary
+            config,
+            "undo",
+            tag=tag,
+            tag_raw=tag_raw,
+            commit=card_commit,
+            previous=previous,
+            branch=branch if branch_to is not None else None,
+            head=card_commit,
+            branch_to=branch_to,
+            card=card if branch_to is not None else None,
+            summary=summary,
         )
         try:
             if tree.tag_target(tag) != card_commit:
                 raise InputError(f"{tag} moved since it was read")
             tree.move_tag(tag, previous, expected=tag_raw)
             crash_point("tag-moved")
+            if branch_to is not None:
+                earlier = _blob(repo, branch_to)
+                if earlier is None:
+                    card.unlink()
+                    repo.git.update_index("--force-remove", "--", CARD_NAME)
+                else:
+                    cardmod.write_card(card, earlier)
+                cardmod.move_branch(repo, branch, branch_to, card_commit, f"hermit-tui: undo the publish of {tag}")
+                if earlier is not None:
+                    cardmod.stage_card(repo)
+                crash_point("branch-moved")
             at = now_iso()
             if summary is not None and summary.is_file():
                 published = read_summary(summary).published
@@ -329,6 +427,7 @@ def undo_publish(config: Config) -> UndoResult:
                     "tag": tag,
                     "card_commit": card_commit,
                     "restored_to": previous,
+                    "branch_restored_to": branch_to,
                     "at": at,
                 },
             )
@@ -336,25 +435,49 @@ def undo_publish(config: Config) -> UndoResult:
             journal.end()
         except Exception as exc:
             journal.end()
-            try:
-                tree.swap_ref(f"refs/tags/{tag}", tag_raw, previous)  # only if it is still where the undo left it
-            except (git.GitCommandError, InputError):
-                pass
+            steps: list[Callable[[], object]] = [
+                # each only if it is still where the undo left it
+                lambda: tree.swap_ref(f"refs/tags/{tag}", tag_raw, previous),
+                lambda: (
+                    cardmod.move_branch(repo, branch, card_commit, branch_to, "hermit-tui: undo failed, put back")
+                    if branch_to is not None
+                    else None
+                ),
+                lambda: cardmod.write_card(card, card_bytes) if card_bytes is not None else None,
+                lambda: index_path.write_bytes(index_bytes) if index_bytes is not None else None,
+            ]
+            for step in steps:
+                try:
+                    step()
+                except Exception:
+                    pass
             if summary is not None:
                 _put_back(summary, summary_bytes)
             _put_back(log, log_bytes)
             if isinstance(exc, (git.GitCommandError, OSError, ValueError, InputError)):
                 raise InputError(
-                    f"undo failed ({' '.join(str(exc).split())[:300]}); {tag} and the log are as before"
+                    f"undo failed ({' '.join(str(exc).split())[:300]}); {tag}, the branch, {CARD_NAME} and the log "
+                    "are as before"
                 ) from None
             raise
     finally:
+        repo.close()
         tree.close()
+    if branch_to is not None:
+        rest = (
+            f"branch '{config.run_name}' back to {branch_to[:12]} and {CARD_NAME} back to its text there (the card "
+            f"commit {card_commit[:12]} is off the branch)"
+        )
+    elif branch_problem is not None:
+        rest = branch_problem
+    else:
+        rest = "the publish had committed nothing"
     return UndoResult(
         tag=tag,
         restored_to=previous,
         card_commit=card_commit,
-        message=f"{tag} moved back to {previous[:12]}; the card commit {card_commit[:12]} stays on the branch",
+        branch_restored=branch_to is not None,
+        message=f"{tag} moved back to {previous[:12]}; {rest}",
     )
 
 
@@ -368,6 +491,7 @@ class Review(BaseModel):
     plan: PublishPlan
     undo_entry: dict[str, Any] | None = None
     undo_problem: str | None = None
+    undo_text: str | None = None  # what the undo would do (``undo_text``)
     others: list[str] = []
 
 
@@ -377,7 +501,8 @@ def review(config: Config, labels: Sequence[str] | None = None, taxonomy: bool =
     plan = plan_publish(config, labels, taxonomy)
     entry, problem = undo_check(config)
     others = sorted({e.label for e in list_evaluations(config.run_dir, include_archived=False)} - set(DEFAULT_LABELS))
-    return Review(plan=plan, undo_entry=entry, undo_problem=problem, others=others)
+    text = undo_text(config, entry) if entry is not None else None
+    return Review(plan=plan, undo_entry=entry, undo_problem=problem, undo_text=text, others=others)
 
 
 def carry_out(action: Literal["publish", "undo"], review: Review, config: Config) -> str:
@@ -399,6 +524,7 @@ __all__ = [
     "PublishResult",
     "Review",
     "UndoResult",
+    "branch_undo_problem",
     "carry_out",
     "last_publish",
     "plan_publish",
@@ -410,5 +536,6 @@ __all__ = [
     "same_adapter",
     "undo_check",
     "undo_publish",
+    "undo_text",
     "unified_diff",
 ]

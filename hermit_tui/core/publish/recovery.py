@@ -42,7 +42,7 @@ PUBLISH_STEPS = (
     "summary-recorded",
     "logged",
 )
-UNDO_STEPS = ("journal-written", "tag-moved", "summary-recorded", "logged")
+UNDO_STEPS = ("journal-written", "tag-moved", "branch-moved", "summary-recorded", "logged")
 
 
 def journal_path(run_dir: Path) -> Path:
@@ -83,6 +83,7 @@ class PublishJournal:
         head: str | None = None,
         commit: str | None = None,
         previous: str | None = None,
+        branch_to: str | None = None,
         card: Path | None = None,
         summary: Path | None = None,
     ) -> PublishJournal:
@@ -103,6 +104,7 @@ class PublishJournal:
             "head": head,
             "commit": commit,
             "previous": previous,
+            "branch_to": branch_to,
             "card": str(card) if card else None,
             "card_before": _b64(_read(card)) if card else None,
             "summary": str(summary) if summary else None,
@@ -120,7 +122,7 @@ class PublishJournal:
 
     def committed(self, commit: str) -> None:
         """The card commit exists (no ref points at it yet): record it before the branch moves."""
-        self.entry["commit"] = commit
+        self.entry["commit"] = self.entry["branch_to"] = commit
         self.write()
 
     def end(self) -> None:
@@ -190,9 +192,9 @@ def recover(config: Config) -> str | None:
             check_no_links(run_dir, card.parent, [CARD_NAME])
             if _read(card) != card_before:
                 attempt("CARD.md", lambda: write_card(card, card_before))
-            branch, head = entry.get("branch"), entry.get("head")
-            if isinstance(branch, str) and isinstance(head, str) and commit and tree.ref_value(branch) == commit:
-                attempt("the branch", lambda: tree.swap_ref(branch, head, commit))
+            branch, head, branch_to = entry.get("branch"), entry.get("head"), entry.get("branch_to")
+            if isinstance(branch, str) and isinstance(head, str) and branch_to and tree.ref_value(branch) == branch_to:
+                attempt("the branch", lambda: tree.swap_ref(branch, head, branch_to))
 
             def restage() -> None:
                 repo = open_repo(card.parent)

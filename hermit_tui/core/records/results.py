@@ -41,6 +41,59 @@ SUMMARY_KEYS = (
 SOLVED_THRESHOLD = 1.0
 
 
+#: The fields of a record whose text may come from a pipeline or a judge (``id`` comes from the task file).
+TEXT_FIELDS = ("error", "output", "judge", "api_speed", "tokens", "log", "traceback", "printed")
+
+
+def without_lone_surrogates(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone surrogate (a code point U+D800..U+DFFF that is not half of a pair: not Unicode
+    text, it cannot be written as UTF-8 and JSON readers refuse its escape) replaced by U+FFFD, in strings, mapping
+    keys and nested values; and whether anything was replaced. A pair of surrogates becomes the character it
+    encodes."""
+    kind = type(value)
+    if kind is str:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), True
+        return value, False
+    if isinstance(value, dict):
+        changed = False
+        out = {}
+        for k, v in value.items():
+            k2, a = without_lone_surrogates(k)
+            v2, b = without_lone_surrogates(v)
+            out[k2] = v2
+            changed = changed or a or b
+        return (out if changed else value), changed
+    if isinstance(value, (list, tuple)):
+        items = [without_lone_surrogates(v) for v in value]
+        if any(c for _, c in items):
+            return [v for v, _ in items], True
+        return value, False
+    return value, False
+
+
+def _may_hold_lone_surrogates(value: Any) -> bool:
+    kind = type(value)
+    if kind is str:
+        if value.isascii():
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if value is None or kind is int or kind is float or kind is bool:
+        return False
+    if kind is dict and not value:
+        return False
+    try:
+        return "\\ud" in json.dumps(value, default=str)
+    except Exception:  # not JSON at all: encoding the line says why (the attempt's error)
+        return False
+
+
 class Judged(BaseModel):
     """The judge's verdict as recorded: ``extra`` is absent on pipeline errors, as hermit writes it."""
 
@@ -71,6 +124,8 @@ class AttemptRecord(BaseModel):
     # hermit-tui's: the file holding what the attempt printed (its last 64 KiB; core/run/printed.py), absent when
     # nothing
     printed: str | None = None
+    # hermit-tui's: the fields whose text held lone surrogates (not Unicode), written with U+FFFD in their place
+    replaced_surrogates: list[str] | None = None
     # The attempt's trajectory (RunOutput.messages) on its way from the executor to the journal, which writes it to
     # the transcripts sidecar and drops it: never a key of results.jsonl, never kept by the dashboard.
     _messages: list[Any] | None = PrivateAttr(default=None)
@@ -87,6 +142,39 @@ class AttemptRecord(BaseModel):
         return (self.id, self.repeat)
 
     def to_json_line(self) -> str:
+        """The results.jsonl line (strict JSON). Text holding lone surrogates is first replaced on the record itself
+        (``replace_lone_surrogates``), so that every reader of the file (and of the record) gets Unicode text."""
+        if self._may_hold_lone_surrogates():
+            self.replace_lone_surrogates()  # before pydantic's JSON mode, which refuses or mangles them
+        return self._json_line()
+
+    def _may_hold_lone_surrogates(self) -> bool:
+        """Whether some text of the record may hold a lone surrogate: plain strings are checked at once, nested
+        values by one C-speed dump (an escaped surrogate, of a pair or a lone one); the walk that tells them apart
+        runs only then."""
+        judge = self.judge
+        for value in (self.error, self.output, judge.feedback, judge.extra, self.api_speed, self.tokens, self.log):
+            if _may_hold_lone_surrogates(value):
+                return True
+        return _may_hold_lone_surrogates(self.traceback) or _may_hold_lone_surrogates(self.printed)
+
+    def replace_lone_surrogates(self) -> list[str]:
+        """Replace lone surrogates in the record's texts by U+FFFD; the fields changed (also kept, added to any
+        earlier ones, in ``replaced_surrogates``)."""
+        changed = []
+        for name in TEXT_FIELDS:
+            value = getattr(self, name)
+            if name == "judge":
+                value = self.judge.model_dump()
+            clean, replaced = without_lone_surrogates(value)
+            if replaced:
+                changed.append(name)
+                setattr(self, name, Judged.model_validate(clean) if name == "judge" else clean)
+        if changed:
+            self.replaced_surrogates = sorted({*(self.replaced_surrogates or ()), *changed})
+        return changed
+
+    def _json_line(self) -> str:
         data = self.model_dump(mode="json", exclude_none=False)
         if data["judge"].get("extra") is None:  # hermit writes no judge.extra when the pipeline failed
             data["judge"].pop("extra", None)
@@ -224,6 +312,9 @@ class Summary(BaseModel):
     protocol_warnings: list[str] | None = None
     ignored_attempts: int | None = None  # attempts outside the test ids or the repeats (another tool's lines)
     nonfinite_scores: int | None = None  # NaN or infinite scores in a file another tool wrote, counted 0
+    # sums that overflowed to infinity (numbers near 1e308 in a file another tool wrote): "cost_usd" is then null
+    # (unknown), never infinity; hermit-tui's own attempts never report a number beyond ±1e12
+    overflowed: list[str] | None = None
     published: Published | None = None  # written by publish (core.publish.apply), after the evaluation
 
     @property
@@ -265,8 +356,11 @@ def summarize(
 
     Attempts on ids outside ``task_ids`` or repeats outside 1..``repeats`` are not counted (``ignored_attempts``
     says how many); a score that is not a finite number (NaN, infinity: only a file written by another tool can
-    hold one) counts 0 and ``nonfinite_scores`` says how many.
+    hold one) counts 0 and ``nonfinite_scores`` says how many. A sum that overflows to infinity (finite numbers near
+    1e308, again only in another tool's file) is never written: the known cost is then None and ``overflowed`` names
+    it; the mean is computed as a sum of shares, which stays finite.
     """
+    records = records if isinstance(records, (list, tuple)) else list(records)
     total = 0.0
     n = 0
     solved: set[str] = set()
@@ -295,6 +389,20 @@ def summarize(
         elif rec.status == "judge_error":
             judge_errors += 1
     tasks = len(task_ids)
+    overflowed = []
+    mean = total / n if n else 0.0
+    if not math.isfinite(total):  # finite scores whose sum overflowed: the mean as a sum of shares stays finite
+        mean = math.fsum(
+            s / n
+            for rec in records
+            if rec.id in wanted and 1 <= rec.repeat <= repeats and math.isfinite(s := rec.score)
+        )
+    known: float | None = known_cost
+    if not math.isfinite(known_cost):
+        known = None
+        overflowed.append("cost_usd")
+    if overflowed:
+        extra["overflowed"] = overflowed
     if ignored:
         extra["ignored_attempts"] = ignored
     if nonfinite:
@@ -304,14 +412,14 @@ def summarize(
         commit=commit,
         tasks=tasks,
         repeats=repeats,
-        mean_score=total / n if n else 0.0,
+        mean_score=mean,
         solved_once=len(solved & wanted) / tasks if tasks else 0.0,
-        cost_usd=None if unknown else known_cost,
+        cost_usd=None if unknown else known,
         unknown_cost_tasks=unknown,
         errors=pipeline_errors + judge_errors,
         wall_s=round(wall_s, 1),
         attempts=n,
-        known_cost_usd=known_cost,
+        known_cost_usd=known,
         pipeline_errors=pipeline_errors,
         judge_errors=judge_errors,
         **extra,

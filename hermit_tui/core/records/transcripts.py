@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from hermit_tui.core.outputs import RunOutput
 from hermit_tui.core.records.appending import AppendedLines
 from hermit_tui.core.records.folders import TRANSCRIPTS
-from hermit_tui.core.records.results import AttemptRecord
+from hermit_tui.core.records.results import AttemptRecord, without_lone_surrogates
 
 LOG_LIMIT_BYTES = 50_000_000  # a log larger than this is not read as a transcript
 _HEAD = re.compile(rb'^\{"repeat":\s*(-?\d+),\s*"id":\s*("(?:[^"\\]|\\.)*")')
@@ -85,10 +85,15 @@ def output_payload(out: RunOutput) -> dict[str, Any]:
 
 # -- writing ------------------------------------------------------------------------------------------------------
 def _line(record_id: str, repeat: int, messages: list[Any] | None) -> bytes:
-    return (
-        json.dumps({"repeat": repeat, "id": record_id, "messages": messages}, ensure_ascii=False, allow_nan=False)
-        + "\n"
-    ).encode("utf-8")
+    """One sidecar line; a trajectory holding lone surrogates (not Unicode) is written with U+FFFD in their place
+    and the line says so (``"replaced_surrogates": true``, after ``messages``)."""
+    entry: dict[str, Any] = {"repeat": repeat, "id": record_id, "messages": messages}
+    try:
+        return (json.dumps(entry, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        entry["messages"] = without_lone_surrogates(messages)[0]
+        entry["replaced_surrogates"] = True
+        return (json.dumps(entry, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
 class TranscriptLog:

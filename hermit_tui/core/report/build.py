@@ -41,6 +41,7 @@ from hermit_tui.core.report.text import to_csv, to_json, to_markdown
 from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
 from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair
 from hermit_tui.core.version import __version__
+from hermit_tui.core.why.pair import pairs_why
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import differences
 from hermit_tui.core.workspace.tasks import TaskSet
@@ -316,12 +317,17 @@ def build_report(
     *,
     smoke: bool = False,
     demo: bool = False,
+    slice_by: str | None = None,
+    harmed: bool = False,
+    passk: bool = False,
 ) -> Report:
     """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
     ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy. Smoke subsets
     (``eval/<label>/smoke/``) are never among them, unless ``smoke``: then only they are. ``demo``: the run is the
     built-in teaching demonstration (the caller knows: ``hermit_tui.demo.is_demo_config``), which the report says
-    first."""
+    first. ``slice_by``: a field of the task rows; each pair's figures per slice (``core.stats.slices``).
+    ``harmed``: per pair, the tasks worse with evidence (``core.stats.harm``); both off by default, since they look
+    at every task again."""
 
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")
@@ -347,10 +353,35 @@ def build_report(
     test_ids = taskset.test_ids
     read: dict[str, AttemptTable] = {}
     try:
-        return _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo)
+        report, tables = _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo)
     finally:
         for table in read.values():
             table.close()
+    return _where(report, taskset, tables, slice_by, harmed, passk)
+
+
+def _where(
+    report: Report,
+    taskset: TaskSet,
+    tables: dict[str, TaskTable],
+    slice_by: str | None,
+    harmed: bool,
+    passk: bool = False,
+) -> Report:
+    """The report with where it helps and hurts, when asked: slices by a field, the harmed tasks per pair, pass@k."""
+    from hermit_tui.core.stats.harm import harmed_tasks
+    from hermit_tui.core.stats.passk import pass_k
+    from hermit_tui.core.stats.slices import groups_by_field, slice_report
+
+    pairs = [(p.a, p.b) for p in report.pairs if p.sequential is None]
+    if slice_by is not None:
+        groups = groups_by_field(taskset.tasks, report.test_ids, slice_by)
+        report.slices = slice_report(groups, tables, pairs, report.test_ids, by=slice_by)
+    if harmed:
+        report.harm = [harmed_tasks(a, tables[a], b, tables[b]) for a, b in pairs]
+    if passk:
+        report.pass_k = pass_k(tables, pairs, report.threshold)
+    return report
 
 
 def _build(
@@ -363,9 +394,9 @@ def _build(
     read: dict[str, AttemptTable],
     test_ids: list[str],
     demo: bool,
-) -> Report:
+) -> tuple[Report, dict[str, TaskTable]]:
     """build_report's figures from the evaluations' columns (``read`` collects the tables, for the caller to
-    close)."""
+    close), and each selector's scores by task."""
     run_dir = config.run_dir
     tables = {}
     selectors = []
@@ -423,7 +454,7 @@ def _build(
             "table are not comparable with each other; the paired comparisons use the tasks both "
             "attempted"
         )
-    return Report(
+    report = Report(
         hermit_tui_version=__version__,
         config=str(config.path),
         run_name=config.run_name,
@@ -449,7 +480,18 @@ def _build(
             threshold,
             list(label_set) if label_set is not None else list(DEFAULT_LABEL_SET),
         ),
+        why=pairs_why(config, _selector_texts(stored, labels), default_pairs(labels), test_ids),
     )
+    return report, tables
+
+
+def _selector_texts(stored: dict[str, StoredEvaluation], labels: list[str]) -> dict[str, str]:
+    """The selector each evaluation was made with (its summary's ``adapter``), else its label."""
+    out = {}
+    for label in labels:
+        summary = stored[label].summary
+        out[label] = summary.adapter if summary is not None and summary.adapter else label
+    return out
 
 
 def _extremes(scores: np.ndarray) -> list[float]:

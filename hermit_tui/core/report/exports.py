@@ -29,6 +29,7 @@ from hermit_tui.core.records.folders import RESULTS
 from hermit_tui.core.records.results import AttemptRecord
 from hermit_tui.core.report.formatting import spreadsheet_text
 from hermit_tui.core.report.model import Report
+from hermit_tui.core.safe import xml as safe_xml
 
 #: an attempt as the exports read it: a record, or its figures from the columns
 AnyAttempt = AttemptRecord | AttemptRow
@@ -36,7 +37,6 @@ AnyAttempt = AttemptRecord | AttemptRow
 ATTEMPT_COLUMNS = ("selector", "task", "repeat", "status", "score", "error_kind", "cost_usd", "tokens", "wall_s")
 MESSAGE_CHARS = 300
 _KIND = re.compile(r"\s*([A-Za-z_][\w.]*)\s*:")
-_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def read_attempts(report: Report) -> dict[str, list[AttemptRow]]:
@@ -105,8 +105,9 @@ def to_attempts_csv(report: Report, attempts: Mapping[str, Sequence[AnyAttempt]]
 
 
 def _xml_text(value: object, limit: int | None = MESSAGE_CHARS) -> str:
-    """Text that XML 1.0 can hold (control characters replaced), cut to ``limit`` characters."""
-    text = _NOT_XML.sub("\ufffd", str(value))
+    """Text that XML 1.0 can hold (``core.safe.xml``: control characters shown as their escape), cut to ``limit``
+    characters."""
+    text = safe_xml(value)
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from hermit_tui.core.present import fixed, interval_text
 from hermit_tui.core.report.model import Report, SelectorReport
+from hermit_tui.core.safe import csv_cell
 
 
 def figure(x: float | None, digits: int = 4) -> str:
@@ -33,10 +34,10 @@ def exact(x: float | None) -> str:
 
 
 def spreadsheet_text(value: Any) -> str:
-    """A text cell a spreadsheet will not run as a formula: one starting with = + - @ (or a tab or carriage return
-    before one) gets a leading apostrophe."""
-    text = str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    """A text cell a spreadsheet will not run as a formula and a terminal will not act on (``core.safe.csv_cell``):
+    one starting with = + - @ (or a tab or carriage return) gets a leading apostrophe, control characters are shown
+    as their escape."""
+    return str(csv_cell(str(value)))
 
 
 def fingerprint_value(value: Any) -> str:

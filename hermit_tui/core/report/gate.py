@@ -37,18 +37,22 @@ from hermit_tui.core.present import partial_cost, smoke_caveat
 from hermit_tui.core.records.columns import ERROR, JUDGE_ERROR, AttemptTable
 from hermit_tui.core.records.folders import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.records.results import SOLVED_THRESHOLD, AttemptRecord, SequentialEntry
+from hermit_tui.core.safe import line as one_line
+from hermit_tui.core.safe import markdown
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES, Fingerprint, differences
 from hermit_tui.core.workspace.tasks import TaskSet
 
 if TYPE_CHECKING:
     from hermit_tui.core.stats.figures import PairStats, SelectorStats
+    from hermit_tui.core.stats.slices import SliceReport
 
 FORMAT = "hermit-tui gate 1"
 REQUIREMENTS = ("improvement", "no-regression", "comparable", "complete")
 #: What is checked when no requirement is named: the candidate is measured properly and is not worse.
 DEFAULT_REQUIRE = ("comparable", "complete", "no-regression")
 NEEDS_BASELINE = frozenset({"improvement", "no-regression", "comparable"})
+LENIENT_HINT = "--lenient reads no-regression as 'no evidence of a drop'"
 ERROR_RATE = "max-error-rate"
 METHOD_NAMES = {
     "t": "Student t interval",
@@ -138,6 +142,8 @@ class GateResult(BaseModel):
     selectors: list[SelectorFacts]
     interval: GateInterval | None = None
     pair_verdict: str | None = None  # the report's verdict on the pair, for the reader (the checks decide)
+    lenient: bool = False  # no-regression read as "the interval does not lie entirely below -M"
+    evidence: str = ""  # what the checks rest on, in words (``evidence_line``)
     checks: list[GateCheck]
     passed: bool
 
@@ -162,6 +168,18 @@ def parse_requirements(values: Sequence[str] | None) -> list[str]:
             if part not in out:
                 out.append(part)
     return out
+
+
+def requirements_for(named: Sequence[str] | None, *, only: bool = False, has_baseline: bool = True) -> list[str]:
+    """The checks a gate runs: the defaults (those that need a baseline only when there is one), then each named
+    requirement not among them; with ``only``, just the named ones."""
+    named = list(dict.fromkeys(named or ()))
+    if only:
+        if not named:
+            raise InputError("--only needs the requirements to check: name them with --require")
+        return named
+    defaults = [r for r in DEFAULT_REQUIRE if has_baseline or r not in NEEDS_BASELINE]
+    return defaults + [r for r in named if r not in defaults]
 
 
 def check_margin(margin: Any) -> float:
@@ -314,18 +332,60 @@ def check_improvement(
 
 
 def check_no_regression(
-    b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None
+    b: str, c: str, iv: GateInterval | None, margin: float, pair: PairStats | None = None, *, lenient: bool = False
 ) -> GateCheck:
+    """Strict (default): the interval must exclude a drop of more than the margin (its low end above -M), so a
+    wide interval from little evidence fails. ``lenient``: it passes unless the interval lies entirely below -M."""
     if iv is None:
         return GateCheck(requirement="no-regression", passed=False, figure=_no_interval(b, c, pair))
     floor = -margin if margin else 0.0
-    ok = not iv.high < floor
-    how = (
-        f"does not lie entirely below {_signed(floor)}: its high end {_signed(iv.high)} >= {_signed(floor)}"
-        if ok
-        else f"lies entirely below {_signed(floor)}: its high end {_signed(iv.high)} < {_signed(floor)}"
+    if lenient:
+        ok = not iv.high < floor
+        how = (
+            f"does not lie entirely below {_signed(floor)}: its high end {_signed(iv.high)} >= {_signed(floor)} "
+            "(lenient reading)"
+            if ok
+            else f"lies entirely below {_signed(floor)}: its high end {_signed(iv.high)} < {_signed(floor)}"
+        )
+        return GateCheck(
+            requirement="no-regression", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}", value=iv.high
+        )
+    ok = iv.low > floor
+    drop = f"a drop of more than {margin:g}" if margin else "any drop"
+    if ok:
+        how = f"excludes {drop}: its low end {_signed(iv.low)} > {_signed(floor)}"
+    else:
+        how = f"cannot exclude {drop}: its low end {_signed(iv.low)} <= {_signed(floor)}"
+        if iv.high >= floor:
+            how += (
+                "; more tasks or repeats narrow it"
+                + ("; --margin names the drop that matters" if not margin else "")
+                + f"; {LENIENT_HINT}"
+            )
+    return GateCheck(requirement="no-regression", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}", value=iv.low)
+
+
+def check_slices(b: str, c: str, slices: SliceReport) -> GateCheck:
+    """no-regression per slice: fails when some slice is hurt beyond the margin after Holm's adjustment across the
+    slices (``core.stats.slices``), naming it; says how many slices were too small to show anything."""
+    k = next((i for i, p in enumerate(slices.slices[0].pairs) if (p.a, p.b) == (b, c)), None) if slices.slices else None
+    name = f"no-regression by {slices.by}"
+    if k is None:
+        return GateCheck(requirement=name, passed=False, figure=f"no slice of {slices.by} pairs {c} with {b}")
+    rows = [(s, s.pairs[k]) for s in slices.slices]
+    hurt = [(s, p) for s, p in rows if p.hurt]
+    small = sum(p.too_small for _, p in rows)
+    tail = f"{len(rows)} slices, {small} too small to show anything; Holm-adjusted across the slices"
+    if hurt:
+        named = "; ".join(
+            f"{s.name}: {c} - {b} {p.mean_diff:+.4f}, hurt p (Holm) {p.p_hurt_holm:.3g}"
+            for s, p in hurt
+            if p.mean_diff is not None and p.p_hurt_holm is not None
+        )
+        return GateCheck(requirement=name, passed=False, figure=f"hurt beyond -{slices.margin:g}: {named} ({tail})")
+    return GateCheck(
+        requirement=name, passed=True, figure=f"no slice shown to be hurt beyond -{slices.margin:g} ({tail})"
     )
-    return GateCheck(requirement="no-regression", passed=ok, figure=f"{_interval_text(b, c, iv)} {how}", value=iv.high)
 
 
 def fingerprint_id(fp: Fingerprint) -> str:
@@ -403,7 +463,8 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
         if rounds is not None and rounds < f.repeats:
             expected = f.n_test * rounds
             note = f" (stopped when decided after {rounds} of {f.repeats} rounds)"
-    size = f"{f.n_test} tasks x {expected // f.n_test if f.n_test else 0} repeats"
+    k = expected // f.n_test if f.n_test else 0
+    size = f"{f.n_test} tasks x {k} repeat{'s' * (k != 1)}"
     share = f.present / expected if expected else 1.0
     if f.cancelled and f.present < expected:
         return fail(f"cancelled: {f.present} of {expected} expected attempts ({size})", share)
@@ -447,9 +508,11 @@ def decide(
     pair: PairStats | None = None,
     *,
     allow_unchecked: bool = False,
+    lenient: bool = False,
     smoke: bool = False,
     run_name: str = "",
     config: str = "",
+    slices: SliceReport | None = None,
 ) -> GateResult:
     """Every check, in the order of ``requirements`` (then the error rates); ``pair``: the ``PairStats`` of
     baseline (a) and candidate (b), needed for improvement and no-regression without a sequential interval."""
@@ -469,7 +532,9 @@ def decide(
         if req == "improvement" and baseline is not None:
             checks.append(check_improvement(baseline.label, candidate.label, iv, margin, pair))
         elif req == "no-regression" and baseline is not None:
-            checks.append(check_no_regression(baseline.label, candidate.label, iv, margin, pair))
+            checks.append(check_no_regression(baseline.label, candidate.label, iv, margin, pair, lenient=lenient))
+            if slices is not None:
+                checks.append(check_slices(baseline.label, candidate.label, slices))
         elif req == "comparable" and baseline is not None:
             checks.append(check_comparable(baseline, candidate, allow_unchecked))
         else:
@@ -486,6 +551,8 @@ def decide(
         max_error_rate=max_error_rate,
         smoke=smoke,
         allow_unchecked=allow_unchecked,
+        lenient=lenient,
+        evidence=evidence_line(present, iv, pair),
         selectors=present,
         interval=iv,
         pair_verdict=pair.verdict if pair is not None else None,
@@ -508,7 +575,9 @@ def load_gate(
     max_error_rate: float | None = None,
     smoke: bool = False,
     allow_unchecked: bool = False,
+    lenient: bool = False,
     baseline_optional: bool = False,
+    slice_by: str | None = None,
 ) -> GateResult:
     """The gate over the current evaluations of ``baseline`` and ``candidate`` (eval folder labels) on disk; smoke
     subsets (``eval/<label>/smoke/``) only when ``smoke``. A missing evaluation is bad input (InputError), except
@@ -558,8 +627,14 @@ def load_gate(
         finally:
             table.close()
     pair = None
+    slices = None
     if baseline is not None:
         pair = pair_stats(baseline, tables[baseline], candidate, tables[candidate], test_ids, SOLVED_THRESHOLD)
+        if slice_by is not None:
+            from hermit_tui.core.stats.slices import groups_by_field, slice_report
+
+            groups = groups_by_field(taskset.tasks, test_ids, slice_by)
+            slices = slice_report(groups, tables, [(baseline, candidate)], test_ids, by=slice_by, margin=margin)
     return decide(
         facts.get(baseline) if baseline else None,
         facts[candidate],
@@ -568,13 +643,37 @@ def load_gate(
         max_error_rate,
         pair,
         allow_unchecked=allow_unchecked,
+        lenient=lenient,
         smoke=smoke,
         run_name=config.run_name,
         config=str(config.path),
+        slices=slices,
     )
 
 
 # ---------------------------------------------------------------------------------------------------- rendering
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def evidence_line(selectors: Sequence[SelectorFacts], iv: GateInterval | None, pair: PairStats | None = None) -> str:
+    """What the checks rest on: each selector's test tasks, repeats and attempts, the paired tasks and the width of
+    the interval that decides improvement and no-regression."""
+    parts = []
+    for f in selectors:
+        shape = (
+            f"{_plural(f.n_test, 'task')} × {_plural(f.repeats, 'repeat')}" if f.repeats else _plural(f.n_test, "task")
+        )
+        parts.append(f"{f.label} {shape} ({_plural(f.attempts, 'attempt')})")
+    text = ", ".join(parts)
+    if iv is not None:
+        paired = f"{_plural(iv.n_paired, 'paired task')}, " if iv.n_paired is not None else ""
+        text += f"; {paired}interval width {iv.high - iv.low:.4f}"
+    elif pair is not None:
+        text += f"; {_plural(pair.n_paired, 'paired task')}, no interval"
+    return text
 
 
 def verdict_detail(result: GateResult) -> str:
@@ -590,11 +689,13 @@ def verdict_line(result: GateResult) -> str:
 
 def to_text(result: GateResult) -> str:
     """One line per check, PASS or FAIL with the figure that decided it, then the verdict."""
-    vs = f" vs baseline {result.baseline}" if result.baseline else ""
-    head = f"gate: candidate {result.candidate}{vs}, margin {result.margin:g}" + (
+    vs = f" vs baseline {one_line(result.baseline)}" if result.baseline else ""
+    head = f"gate: candidate {one_line(result.candidate)}{vs}, margin {result.margin:g}" + (
         ", smoke subsets" if result.smoke else ""
     )
-    return "\n".join([head, *(c.line for c in result.checks), verdict_line(result)]) + "\n"
+    ran = "checks: " + ", ".join(dict.fromkeys(c.requirement for c in result.checks))
+    lines = [head, one_line(f"evidence: {result.evidence}"), ran] if result.evidence else [head, ran]
+    return "\n".join([*lines, *(one_line(c.line) for c in result.checks), one_line(verdict_line(result))]) + "\n"
 
 
 def to_json(result: GateResult) -> str:
@@ -602,11 +703,11 @@ def to_json(result: GateResult) -> str:
     for check, model in zip(data["checks"], result.checks):
         check["line"] = model.line
     data["verdict"] = "PASS" if result.passed else "FAIL"
-    return json.dumps(data, indent=1) + "\n"
+    return json.dumps(data, indent=1) + "\n"  # ASCII: every control character is a \\u escape
 
 
 def _md(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+    return markdown(value)
 
 
 def _ci(f: SelectorFacts) -> str:
@@ -622,12 +723,15 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
     verdict = "PASS" if result.passed else "FAIL"
     out = [f"### hermit-tui gate: {verdict}", ""]
     out.append(
-        f"Run `{_md(result.run_name)}`, candidate `{_md(result.candidate)}`"
-        + (f" against baseline `{_md(result.baseline)}`" if result.baseline else "")
+        f"Run {_md(result.run_name)}, candidate {_md(result.candidate)}"
+        + (f" against baseline {_md(result.baseline)}" if result.baseline else "")
         + f", margin {result.margin:g}"
         + (", smoke subsets (`--smoke`)" if result.smoke else "")
+        + (", no-regression read leniently (`--lenient`)" if result.lenient else "")
         + "."
     )
+    if result.evidence:
+        out += ["", f"Evidence: {_md(result.evidence)}."]
     out += [
         "",
         "| role | selector | adapter | commit | attempts | mean score (95% CI) | errors (pipeline + judge) "
@@ -660,7 +764,8 @@ def to_markdown(result: GateResult, exit_code: int | None = None) -> str:
         iv = result.interval
         out += [
             "",
-            f"{result.candidate} - {result.baseline}: 95% CI {iv.low:+.4f} to {iv.high:+.4f} ({_md(iv.method)}).",
+            f"{_md(result.candidate)} - {_md(result.baseline)}: 95% CI {iv.low:+.4f} to {iv.high:+.4f} "
+            f"({_md(iv.method)}).",
         ]
     out += ["", "| check | result | figure |", "|---|---|---|"]
     out += [f"| {_md(c.name)} | {'PASS' if c.passed else '**FAIL**'} | {_md(c.figure)} |" for c in result.checks]
@@ -685,10 +790,13 @@ __all__ = [
     "check_improvement",
     "check_margin",
     "check_no_regression",
+    "check_slices",
     "decide",
+    "evidence_line",
     "gate_interval",
     "load_gate",
     "parse_requirements",
+    "requirements_for",
     "selector_facts",
     "to_json",
     "to_markdown",

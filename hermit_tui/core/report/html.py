@@ -14,6 +14,7 @@ generically at the end, so nothing in the model is left out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hermit_tui.core.present import p_value
@@ -33,6 +34,7 @@ from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.why.text import pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
 PAGE_ROWS = 500  # per-task rows per page without JavaScript (the script shows 100 at a time, sorted)
@@ -40,6 +42,7 @@ LONG_ID = 28  # task ids longer than this may wrap in the per-task table
 SHOWN_IDS = 40  # task ids listed per transition before "and N more"
 DEMO_PREFIX = "Teaching demonstration"
 KNOWN_FIELDS = {
+    "why",
     "format",
     "hermit_tui_version",
     "config",
@@ -344,7 +347,11 @@ def _pairs(r: Report) -> str:
     )
 
 
-def _task_rows(r: Report) -> list[str]:
+def _errors_mark(n: int) -> str:
+    return f' <span class=err title="{n} attempt{"s" * (n != 1)} ended in a pipeline or judge error">⚠{n}</span>'
+
+
+def _task_rows(r: Report, errors: Mapping[str, Mapping[str, int]]) -> list[str]:
     per = {s.label: s.stats.per_task for s in r.selectors}
     most = {s.label: s.stats.repeats_max for s in r.selectors}
     rows = []
@@ -356,6 +363,8 @@ def _task_rows(r: Report) -> list[str]:
                 cells.append('<td class=u data-v="">—</td>')
                 continue
             extra = f" (n={ts.n})" if ts.n != most[s.label] else ""
+            n_err = errors.get(s.label, {}).get(tid, 0)
+            extra += _errors_mark(n_err) if n_err else ""
             cells.append(f"<td class={'s' if ts.solved else 'u'} data-v={exact(ts.mean)}>{ts.mean:.3f}{extra}</td>")
         for p in r.pairs:
             a, b = per.get(p.a, {}).get(tid), per.get(p.b, {}).get(tid)
@@ -369,14 +378,14 @@ def _task_rows(r: Report) -> list[str]:
     return rows
 
 
-def _tasks(r: Report) -> str:
+def _tasks(r: Report, errors: Mapping[str, Mapping[str, int]]) -> str:
     head = (
         '<thead><tr><th scope="col">task</th>'
         + "".join(f'<th scope="col">{esc(s.label)}</th>' for s in r.selectors)
         + "".join(f'<th scope="col">{esc(p.b)} − {esc(p.a)}</th>' for p in r.pairs)
         + "</tr></thead>"
     )
-    rows = _task_rows(r)
+    rows = _task_rows(r, errors)
 
     def table(chunk: list[str]) -> str:
         return f'<div class="scroll"><table class="tasks">{head}<tbody>{"".join(chunk)}</tbody></table></div>'
@@ -392,6 +401,7 @@ def _tasks(r: Report) -> str:
     legend = (
         f"One row per test task (test split order): each selector's mean score over its repeats (✓: solved "
         f"at least once, score ≥ {compact(r.threshold)}; n: repeats when fewer or more than the selector's most; "
+        "⚠ N: N attempts ended in a pipeline or judge error, counted as failures; "
         "—: no attempt), then each pair's difference of task means. The same table with standard deviations: "
         "<code>hermit-tui report --format csv</code>."
     )
@@ -467,6 +477,25 @@ def _training(r: Report) -> str:
     return f'<section id="training"><h2>Training evidence (TRAINING, not test)</h2>{body}</section>'
 
 
+def _why(r: Report) -> str:
+    """Per compared pair, the adapter's diff beside the tasks it fixed, broke or made flaky, the first divergence,
+    tool use and usage: the text of ``hermit-tui diff``, one folded block per pair (docs/why.md)."""
+    if not r.why:
+        return ""
+    blocks = []
+    for pair in r.why:
+        flips = ", ".join(f"{k} {len(v)}" for k, v in pair.flips.items())
+        text = "\n".join(pair_lines(pair, "#"))
+        blocks.append(
+            f"<details><summary>{esc(pair.a)} → {esc(pair.b)}: {esc(flips)}</summary><pre>{esc(text)}</pre></details>"
+        )
+    note = (
+        '<p class="note">What the adapter changed, where the trajectories first part ways, and whether the adapter '
+        "was used: descriptive, not causal (docs/why.md).</p>"
+    )
+    return f'<section id="why"><h2>Why it changed</h2>{note}{"".join(blocks)}</section>'
+
+
 def _generic(value: Any) -> str:
     """Any JSON value as html: dicts as two-column tables, lists of like dicts as tables, other lists as lists."""
     if value is None:
@@ -512,8 +541,10 @@ def _extra_sections(r: Report) -> list[tuple[str, str, str]]:
 # ---------------------------------------------------------------------------------------------------- the page
 
 
-def to_html(report: Report) -> str:
-    """The whole report as one self-contained HTML page (see the module's docstring)."""
+def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = None, attempts: str = "") -> str:
+    """The whole report as one self-contained HTML page (see the module's docstring). ``errors``: per selector and
+    test task, the attempts that ended in an error (marked in the per-task table); ``attempts``: the folded attempts
+    section (``core.report.html_attempts``), both read from the files by the caller."""
     r = report
     banner, warnings = _warnings(r)
     extras = _extra_sections(r)
@@ -523,9 +554,11 @@ def to_html(report: Report) -> str:
         ("results", "Results"),
         ("pairs", "Comparisons"),
         ("tasks", "Per-task table"),
+        *((("attempts", "Attempts"),) if attempts else ()),
         ("comparability", "Comparability"),
         ("reuse", "Test reuse"),
         ("training", "Training evidence"),
+        *([("why", "Why it changed")] if r.why else []),
         *((a, t) for a, t, _ in extras),
     ]
     nav = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in contents)
@@ -550,10 +583,12 @@ def to_html(report: Report) -> str:
         _protocol(r),
         _results(r),
         _pairs(r),
-        _tasks(r),
+        _tasks(r, errors or {}),
+        attempts,
         _comparability(r),
         _reuse(r),
         _training(r),
+        _why(r),
         *(html for _, _, html in extras),
         f"<footer>Written by hermit-tui {esc(r.hermit_tui_version)} ({esc(r.format)}). The figures are those of "
         "<code>hermit-tui report --format json</code> for the same evaluations; the per-task table is "

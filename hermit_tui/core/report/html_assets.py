@@ -97,6 +97,12 @@ border-radius:4px}
 border:1px solid var(--line);border-radius:4px;cursor:pointer}
 .controls button:disabled{opacity:.45;cursor:default}
 details>summary{cursor:pointer;color:var(--accent)}
+.err{color:#c2410c;font-weight:600}
+#attempts details.task{border-top:1px solid var(--line);padding:.2em 0}
+#attempts details.attempt{margin:.3em 0 .3em 1.2em}
+#attempts pre{white-space:pre-wrap;overflow-wrap:anywhere;max-height:32em;overflow:auto;background:var(--panel);
+padding:.4em .6em;border-radius:4px;margin:.2em 0 .6em}
+#attempts h4{margin:.5em 0 .1em;font-size:.9em;color:var(--muted)}
 footer{margin-top:3em;color:var(--muted);font-size:.85em;border-top:1px solid var(--line);padding-top:.6em}
 @media (max-width:560px){body{font-size:14px}main{padding:8px 10px 30px}th,td{padding:.24em .4em}
 table.kv th{white-space:normal}}

@@ -12,6 +12,10 @@ from hermit_tui.core.records.annotations import FailureTaxonomy
 from hermit_tui.core.records.results import SequentialEntry
 from hermit_tui.core.report.protocol import Check, TestReuse
 from hermit_tui.core.stats.figures import PairStats, SelectorStats
+from hermit_tui.core.stats.harm import HarmReport
+from hermit_tui.core.stats.passk import PassK
+from hermit_tui.core.stats.slices import SliceReport
+from hermit_tui.core.why.pair import PairWhy
 from hermit_tui.core.workspace.fingerprint import Fingerprint
 
 FORMAT = "hermit-tui report 1"
@@ -86,6 +90,10 @@ class Report(BaseModel):
     training: TrainingEvidence | None
     test_ids: list[str]
     taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/records/annotations.py)
+    slices: SliceReport | None = None  # report --slice-by: where it helps and hurts (core/stats/slices.py)
+    harm: list[HarmReport] = []  # report --harmed: per pair, the tasks worse with evidence (core/stats/harm.py)
+    pass_k: PassK | None = None  # report --pass-k: pass@k and pass^k per selector and pair (core/stats/passk.py)
+    why: list[PairWhy] = []  # per compared pair: the adapter's diff, the flips, divergence, usage (core/why)
 
 
 __all__ = [

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
 
 from hermit_tui.core.present import fixed
+from hermit_tui.core.safe import html
 from hermit_tui.core.stats.figures import PairStats, SelectorStats
 
 SORTED_BARS_MAX = 120  # up to this many paired tasks, one bar per task; beyond it, a histogram
@@ -22,9 +22,9 @@ DIFF_BINS = 20  # histogram bins of the per-task differences
 
 
 def esc(value: object) -> str:
-    """Text safe in HTML and SVG, attributes included: escaped, with lone surrogates and NULs replaced."""
-    text = str(value).encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
-    return escape(text, quote=True)
+    """Text safe in HTML and SVG, attributes included (``core.safe.html``: escaped, control characters and lone
+    surrogates shown as their escape)."""
+    return html(value)
 
 
 def _n(x: float) -> str:

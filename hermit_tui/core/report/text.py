@@ -21,14 +21,18 @@ from hermit_tui.core.report.formatting import (
     spreadsheet_text,
 )
 from hermit_tui.core.report.model import Report
+from hermit_tui.core.safe import json_text, terminal
+from hermit_tui.core.safe import markdown as md
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.stats.passk import PassFigure
+from hermit_tui.core.why.text import pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
 
 def _cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return md(value)
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -41,15 +45,15 @@ def to_markdown(report: Report) -> str:
     """The report as Markdown: warnings first, then the protocol, the results, the comparisons and the checks."""
     r = report
     out = [
-        f"# Evaluation report: {r.run_name}",
+        f"# Evaluation report: {md(r.run_name)}",
         "",
-        f"Config `{r.config}`; run folder `{r.run_dir}`; hermit-tui {r.hermit_tui_version}. Every figure below is "
+        f"Config {md(r.config)}; run folder {md(r.run_dir)}; hermit-tui {r.hermit_tui_version}. Every figure below is "
         "measured on the test split unless labelled otherwise.",
         "",
         "## Warnings",
         "",
     ]
-    out += [f"- {w}" for w in r.warnings] or ["None."]
+    out += [f"- {md(w)}" for w in r.warnings] or ["None."]
     out += ["", "## Protocol", ""]
     repeats = sorted({s.summary["repeats"] for s in r.selectors if s.summary})
     out += _table(
@@ -132,14 +136,17 @@ def to_markdown(report: Report) -> str:
         rows,
     )
     notes = [
-        f"- {s.label}: {text}" for s in r.selectors for text in (s.stats.rule_of_three, s.stats.lever_note) if text
+        f"- {md(s.label)}: {md(text)}"
+        for s in r.selectors
+        for text in (s.stats.rule_of_three, s.stats.lever_note)
+        if text
     ]
     if notes:
         out += ["", *notes]
     methods = method_note([s.stats.ci_method for s in r.selectors])
     out += [
         "",
-        f"Mean score: {ESTIMAND}. 95% CI ({methods_by_selector(r.selectors)}): {methods}; "
+        f"Mean score: {ESTIMAND}. 95% CI ({md(methods_by_selector(r.selectors))}): {methods}; "
         f"{SE_METHOD}. Solved once and pass^k: shares of all {r.splits['test']} test tasks (hermit's "
         "denominator), Wilson 95% intervals.",
         "",
@@ -164,7 +171,7 @@ def to_markdown(report: Report) -> str:
             out += [f"Verdict rule for a candidate and its baseline: {SEQUENTIAL_RULE}.", ""]
     for p in r.pairs:
         counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.transition_counts.items())
-        out += [f"### {p.b} vs {p.a}", "", f"**Verdict:** {p.verdict}", ""]
+        out += [f"### {md(p.b)} vs {md(p.a)}", "", f"**Verdict:** {md(p.verdict)}", ""]
         sign = (
             p_value(p.sign_test_p)
             if p.sign_test_p is not None or not p.unequal_repeats
@@ -185,9 +192,12 @@ def to_markdown(report: Report) -> str:
             ],
         )
         if p.n_unpaired:
-            out += ["", f"Left out (attempted by only one of the two): {', '.join(p.unpaired)}"]
+            out += ["", f"Left out (attempted by only one of the two): {md(', '.join(p.unpaired))}"]
         out.append("")
     out += _taxonomy_markdown(r)
+    out += _where_markdown(r)
+    out += _pass_k_markdown(r)
+    out += _why_markdown(r)
     out += ["## Comparability", ""]
     if r.comparable:
         out.append(
@@ -195,7 +205,7 @@ def to_markdown(report: Report) -> str:
             "repeats)."
         )
     else:
-        out += [f"- **{d.a} vs {d.b}**: {'; '.join(d.differences)}" for d in r.differences]
+        out += [f"- **{md(d.a)} vs {md(d.b)}**: {md('; '.join(d.differences))}" for d in r.differences]
     fields = list(FIELD_NAMES)
     out += [
         "",
@@ -214,7 +224,7 @@ def to_markdown(report: Report) -> str:
         ),
     ]
     out += ["", "## Protocol checks", ""]
-    out += [f"- **{c.level}** ({c.code}): {c.message}" for c in r.checks] or ["No finding."]
+    out += [f"- **{c.level}** ({c.code}): {md(c.message)}" for c in r.checks] or ["No finding."]
     out += ["", "## Test reuse", ""]
     reuse = r.test_reuse
     out.append(
@@ -236,11 +246,101 @@ def to_markdown(report: Report) -> str:
                 [[t.step, t.epoch, t.tasks, figure(t.mean_score)] for t in r.training.steps],
             ),
         ]
-    return "\n".join(out).rstrip() + "\n"
+    return terminal("\n".join(out).rstrip()) + "\n"  # and nothing a terminal acts on, should a text be missed
 
 
 def _tasks(ids: list[str], most: int = 12) -> str:
     return ", ".join(ids[:most]) + (f", … ({len(ids) - most} more)" if len(ids) > most else "") if ids else "—"
+
+
+def _p(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def _where_markdown(r: Report) -> list[str]:
+    """The "Slices" and "Harmed tasks" sections, when the report was asked for them."""
+    out: list[str] = []
+    sr = r.slices
+    if sr is not None:
+        out += [f"## Slices by {md(sr.by)}", ""]
+        out.append(
+            f"{len(sr.slices)} slices of the test split by {md(sr.by)}"
+            + (f" ({sr.unsliced} test tasks in none)" if sr.unsliced else "")
+            + f". p: each slice's paired test; p (BH): adjusted over the slices, {sr.fdr_method}, for screening; "
+            f"hurt p (Holm): {sr.hurt_test} (M = {sr.margin:g}), adjusted by {sr.fwer_method}; a slice is named as "
+            f"hurt when it is at most {sr.hurt_alpha:g}."
+        )
+        out.append("")
+        for k, (a, b) in enumerate((p.a, p.b) for p in (sr.slices[0].pairs if sr.slices else [])):
+            out += [f"### {md(b)} − {md(a)}", ""]
+            rows = []
+            for sl in sr.slices:
+                p = sl.pairs[k]
+                means = {s.label: s.mean for s in sl.selectors}
+                ci = f" ({figure(p.ci_low)} to {figure(p.ci_high)})" if p.ci_low is not None else ""
+                rows.append(
+                    [
+                        sl.name,
+                        len(sl.task_ids),
+                        figure(means.get(a)),
+                        figure(means.get(b)),
+                        (f"{p.mean_diff:+.3f}" if p.mean_diff is not None else "—") + ci,
+                        _p(p.p_value),
+                        _p(p.p_bh),
+                        _p(p.p_hurt_holm),
+                        p.reading,
+                    ]
+                )
+            out += _table(["slice", "tasks", a, b, f"{b} − {a} (95% CI)", "p", "p (BH)", "hurt p (Holm)", ""], rows)
+            out.append("")
+    for h in r.harm:
+        out += [f"## Harmed tasks: {md(h.candidate)} against {md(h.baseline)}", ""]
+        out.append(
+            md(f"{h.test}; {h.adjustment} over the {h.tested} tasks, q = {h.q:g}. {h.note[:1].upper()}{h.note[1:]}.")
+        )
+        out.append("")
+        if h.harmed:
+            out += _table(
+                ["task", h.baseline, h.candidate, "difference", "p", "q"],
+                [
+                    [t.task, f"{t.baseline_mean:.3f}", f"{t.candidate_mean:.3f}", f"{t.difference:+.3f}", _p(t.p_value),
+                     _p(t.q_value)]
+                    for t in h.harmed
+                ],
+            )  # fmt: skip
+            out.append("")
+    return out
+
+
+def _pass_k_markdown(r: Report) -> list[str]:
+    pk = r.pass_k
+    if pk is None or not pk.selectors:
+        return []
+    out = ["## pass@k and pass^k", "", f"Per test task, unbiased estimates ({pk.definition}; threshold "
+           f"{pk.threshold:g}), averaged over the tasks with at least k attempts, with 95% intervals.", ""]  # fmt: skip
+
+    def cell(f: PassFigure) -> str:
+        if f.value is None:
+            return "—"
+        ci = f" ({f.ci_low:.3f} to {f.ci_high:.3f})" if f.ci_low is not None and f.ci_high is not None else ""
+        return f"{f.value:+.3f}{ci}" if f.value < 0 else f"{f.value:.3f}{ci}"
+
+    rows = [[f"{s.label} pass@{f.k}", cell(f)] for s in pk.selectors for f in s.pass_at]
+    rows += [[f"{s.label} pass^{f.k}", cell(f)] for s in pk.selectors for f in s.pass_hat]
+    rows += [[f"{p.b} − {p.a} pass@{f.k}", cell(f)] for p in pk.pairs for f in p.pass_at]
+    rows += [[f"{p.b} − {p.a} pass^{f.k}", cell(f)] for p in pk.pairs for f in p.pass_hat]
+    return [*out, *_table(["figure", "value (95% CI)"], rows), ""]
+
+
+def _why_markdown(r: Report) -> list[str]:
+    """The "Why it changed" section: per compared pair, the adapter's diff beside the tasks it fixed, broke or made
+    flaky, the first divergence, tool use and usage (core/why; docs/why.md)."""
+    if not r.why:
+        return []
+    out = ["## Why it changed", ""]
+    for pair in r.why:
+        out += pair_lines(pair, "###") + [""]
+    return out
 
 
 def _taxonomy_markdown(r: Report) -> list[str]:
@@ -255,7 +355,7 @@ def _taxonomy_markdown(r: Report) -> list[str]:
         f"{t.failure} ({compact(t.threshold)}).",
         "",
     ]
-    out += [f"- {w}" for w in t.warnings] + ([""] if t.warnings else [])
+    out += [f"- {md(w)}" for w in t.warnings] + ([""] if t.warnings else [])
     names: dict[str, int] = {}
     for s in t.selectors:
         for name, n in s.counts.items():
@@ -281,7 +381,7 @@ def _taxonomy_markdown(r: Report) -> list[str]:
             "",
         ]
         out += [
-            f"- {s.label}: mean {figure(s.corrected_mean)} with {s.corrected} corrected score"
+            f"- {md(s.label)}: mean {figure(s.corrected_mean)} with {s.corrected} corrected score"
             f"{'s' * (s.corrected != 1)} (recorded {figure(s.recorded_mean)})"
             for s in corrected
         ]
@@ -290,10 +390,11 @@ def _taxonomy_markdown(r: Report) -> list[str]:
             continue
         out += [
             "",
-            f"### Labels: {p.b} vs {p.a}",
+            f"### Labels: {md(p.b)} vs {md(p.a)}",
             "",
             f"Per label, on the tasks both attempted (a task carries a label when one of its attempts does): "
-            f"fixed = under {p.a}, not under {p.b}; introduced = under {p.b}, not under {p.a}; not triaged = on "
+            f"fixed = under {md(p.a)}, not under {md(p.b)}; introduced = under {md(p.b)}, not under {md(p.a)}; "
+            "not triaged = on "
             "one side only while the other side's failures on the task carry no label yet.",
             "",
         ]
@@ -327,7 +428,7 @@ def _taxonomy_markdown(r: Report) -> list[str]:
 
 def to_json(report: Report) -> str:
     """The whole report as JSON; the keys are the model's fields, in a fixed order."""
-    return report.model_dump_json(indent=1) + "\n"
+    return json_text(report.model_dump_json(indent=1)) + "\n"
 
 
 def to_csv(report: Report) -> str:

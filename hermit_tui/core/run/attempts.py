@@ -21,11 +21,13 @@ from hermit_tui.core.outputs import RunOutput
 from hermit_tui.core.records.results import AttemptRecord, Judged
 from hermit_tui.core.records.transcripts import jsonable
 from hermit_tui.core.run.printed import _CAPTURE, Tail, capturing, save_printed
-from hermit_tui.core.workspace.callables import normalize_judge, normalize_output
+from hermit_tui.core.workspace.callables import LARGEST_REPORTED, leave_if_forked, normalize_judge, normalize_output
 
 TRACEBACK_CHARS = 4000
-#: What a pipeline may raise that still counts as the pipeline's failure (a pipeline calling sys.exit included).
-PIPELINE_FAILURES = (Exception, SystemExit)
+#: What a pipeline (or a judge) may raise that still counts as its own failure: sys.exit and a KeyboardInterrupt it
+#: raises itself included (a real Ctrl-C never reaches an attempt: the command handles SIGINT, and attempts run in
+#: threads or worker processes that ignore it).
+PIPELINE_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
 
 
 class Attempt:
@@ -90,7 +92,7 @@ def describe(exc: BaseException) -> str:
         text = str(exc)
     except Exception:
         text = "(its message cannot be shown)"
-    return f"{type(exc).__name__}: {text}"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def pipeline_failed(attempt: Attempt, exc: BaseException, started: float) -> tuple[AttemptRecord, str]:
@@ -167,6 +169,13 @@ def output_problem(out: RunOutput) -> str | None:
         return f"TypeError: the pipeline's cost_usd is {_shown(out.cost_usd)}, not a finite number of dollars or None"
     if out.wall_s and not _finite(out.wall_s):
         return f"TypeError: the pipeline's wall_s is {_shown(out.wall_s)}, not a finite number of seconds"
+    for name, unit in (("cost_usd", "dollars"), ("wall_s", "seconds")):
+        value = getattr(out, name)
+        if value is not None and abs(value) > LARGEST_REPORTED:
+            return (
+                f"ValueError: the pipeline's {name} is {value:g}, beyond ±{LARGEST_REPORTED:g} {unit} "
+                "(a sum of such numbers overflows)"
+            )
     for name in ("tokens", "api_speed"):
         problem = json_problem(getattr(out, name))
         if problem:
@@ -231,8 +240,13 @@ def judge_output(
     if progress is not None:
         progress.output, progress.phase = out, "judge"
     status, error, tb = "ok", None, None
+    pid = os.getpid()
     try:
-        score, feedback, extra = normalize_judge(judge(fresh_copy(attempt.task), out))
+        try:
+            verdict = judge(fresh_copy(attempt.task), out)
+        finally:
+            leave_if_forked(pid)  # a judge that forked: its child ends here
+        score, feedback, extra = normalize_judge(verdict)
         problem = json_problem(extra)
         if problem:
             raise TypeError(f"the judge's extra cannot be written as JSON ({problem})")
@@ -257,9 +271,11 @@ def _context(attempt: Attempt) -> AttemptContext:
 def call_pipeline(pipeline: Callable[..., Any], attempt: Attempt) -> Any:
     """Call the pipeline with a fresh copy of the task row, telling it which attempt this is."""
     token = _CURRENT.set(_context(attempt))
+    pid = os.getpid()
     try:
         return pipeline(fresh_copy(attempt.task), attempt.adapter)
     finally:
+        leave_if_forked(pid)  # a pipeline that forked: its child ends here, never runs the rest of the command
         _CURRENT.reset(token)
 
 
@@ -319,9 +335,11 @@ def judge_printing(
 async def call_pipeline_async(pipeline: Callable[..., Any], attempt: Attempt) -> Any:
     """``call_pipeline`` for a pipeline written as ``async def``."""
     token = _CURRENT.set(_context(attempt))
+    pid = os.getpid()
     try:
         return await pipeline(fresh_copy(attempt.task), attempt.adapter)
     finally:
+        leave_if_forked(pid)
         _CURRENT.reset(token)
 
 

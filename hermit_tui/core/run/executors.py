@@ -123,7 +123,12 @@ class Executor:
     ) -> Executor:
         """The executor of a launch, built from its options: the driver loads the pipeline and the judge (a bad
         one is InputError before anything is written)."""
-        return cls(load_pipeline(config), load_judge(config), concurrency=concurrency, timeout_s=timeout_s)
+        return cls(
+            load_pipeline(config, timeout_s),
+            load_judge(config, timeout_s),
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+        )
 
     def summary_keys(self, label: str) -> dict[str, Any]:
         """What this executor adds to selector ``label``'s summary.json (none by default)."""
@@ -212,6 +217,9 @@ class ThreadExecutor(Executor):
                 record = judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started)
             else:
                 record = failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - started)
+            return _kept_so_far(record, attempt, progress), None
+        except Exception as exc:  # escaped the attempt's own handling: still only this attempt's error
+            record = failed_record(attempt, describe(exc), time.perf_counter() - started)
             return _kept_so_far(record, attempt, progress), None
 
     async def _run_async(self, attempt: Attempt, progress: Progress, started: float) -> Outcome:
@@ -379,8 +387,8 @@ class ProcessExecutor(Executor):
         """The workers load the pipeline from the config and its overrides; the driver loads it too, so that a bad
         one is refused before any process starts."""
         return cls(
-            load_pipeline(config),
-            load_judge(config),
+            load_pipeline(config, timeout_s),
+            load_judge(config, timeout_s),
             concurrency=concurrency,
             timeout_s=timeout_s,
             config_path=config.path,
@@ -458,6 +466,9 @@ class ProcessExecutor(Executor):
                 record = failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judged)
             else:
                 record = judge_failed(attempt, progress.output, judge_timeout_message(self.timeout_s), started)
+            return keep_printed(record, attempt, printed, progress.printed.text() if progress.printed else ""), None
+        except Exception as exc:  # escaped the judge's own handling: still only this attempt's error
+            record = failed_record(attempt, describe(exc), time.perf_counter() - started)
             return keep_printed(record, attempt, printed, progress.printed.text() if progress.printed else ""), None
 
     def abandon(self) -> None:

@@ -54,7 +54,7 @@ class LaunchOptions(BaseModel):
     repeats: int | None = None  # None: eval.repeats
     concurrency: int | None = None  # None: agent.concurrency
     limit: int | None = None  # --limit N: a smoke subset of the first N test tasks (eval/<label>/smoke/)
-    update_card: bool = True  # hermit's card update when final finishes (the CLI; the dashboard never publishes)
+    update_card: bool = False  # hermit eval's card update when final finishes (the CLI publishes after review instead)
     retry: RetryKeys = {}  # re-run only these attempts of the current evaluations
     resume: bool = False  # continue interrupted evaluations: only the missing attempts run
     executor: ExecutorName = "threads"

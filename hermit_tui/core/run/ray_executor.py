@@ -294,7 +294,7 @@ class RayExecutor(Executor):
         InputError saying how to install it."""
         require_ray()
         check_shippable(config, judge_on_workers=options.judge_on_workers)
-        judge = None if options.judge_on_workers else load_judge(config)
+        judge = None if options.judge_on_workers else load_judge(config, timeout_s)
         return cls(
             None,
             judge,

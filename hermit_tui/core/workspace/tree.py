@@ -92,6 +92,10 @@ class AdapterTree:
         except (ValueError, git.BadObject, git.BadName):
             return False
 
+    def has_commit(self, sha: str) -> bool:
+        """Whether ``sha`` (40 hex digits) is a commit of the tree."""
+        return len(sha) == 40 and self._commit_type(sha)
+
     def _commits_with_prefix(self, prefix: str) -> list[str]:
         prefix = prefix.lower()
         if len(prefix) == 40:

@@ -15,6 +15,8 @@ _WHERE = {
     "help": ("help", "HelpScreen"),
     "review": ("review", "ReviewScreen"),
     "compare": ("compare", "CompareScreen"),
+    "changes": ("why.changes", "ChangesScreen"),
+    "aligned": ("why.aligned", "AlignedScreen"),
 }
 
 

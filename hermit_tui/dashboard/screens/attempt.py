@@ -20,6 +20,8 @@ from textual.widgets import Header, Label, Select, Static, TabbedContent, TabPan
 
 from hermit_tui.core.present import cost_text, tokens_text
 from hermit_tui.core.records.results import AttemptRecord
+from hermit_tui.core.safe import line as one_line
+from hermit_tui.core.safe import terminal
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.annotate import Triage, annotation_text, keys_text, progress_text
@@ -37,7 +39,12 @@ STATUS_TEXT = {"ok": "ok", "error": "error: the pipeline raised", "judge_error":
 
 # -- formatting (plain functions, tested without a terminal) -----------------------------------------------------------
 def pretty(value: Any) -> str:
-    """Structured values (and strings holding JSON) as indented JSON; other text as it is."""
+    """Structured values (and strings holding JSON) as indented JSON; other text as it is; control characters as
+    their visible escape (``core.safe.terminal``)."""
+    return terminal(_pretty(value))
+
+
+def _pretty(value: Any) -> str:
     if isinstance(value, str):
         stripped = value.strip()
         if stripped[:1] in ("{", "[") and len(stripped) < 2_000_000:
@@ -57,7 +64,7 @@ def output_text(rec: AttemptRecord | None) -> str:
     if rec is None:
         return "(no attempt yet)"
     if rec.output is None:
-        return f"(no output: {rec.error})" if rec.error else "(no output)"
+        return f"(no output: {terminal(rec.error)})" if rec.error else "(no output)"
     return pretty(rec.output)
 
 
@@ -92,7 +99,7 @@ def _grid(rows: list[tuple[str, str]], width: int | None = None) -> Table:
     grid.add_column(style="bold", no_wrap=True, width=width)
     grid.add_column(overflow="fold")
     for name, value in rows:
-        grid.add_row(name, Text(value))
+        grid.add_row(name, Text(terminal(value)))
     return grid
 
 
@@ -151,7 +158,7 @@ class AttemptCard(Vertical, can_focus=True):
         if self.traceback:
             yield Label("Traceback", classes="attempt-label")
             with VerticalScroll(classes="attempt-traceback"):
-                yield Static(Text(self.traceback.rstrip("\n")), classes="attempt-traceback-text")
+                yield Static(Text(terminal(self.traceback.rstrip("\n"))), classes="attempt-traceback-text")
 
     def show_annotation(self, text: Text) -> None:
         """The attempt's labels, corrected score and note (from the store)."""
@@ -346,7 +353,7 @@ class AttemptScreen(Triage, HermitScreen[None]):
         failed = sum(r.status != "ok" for r in attempts)
         title = Text.assemble(
             ("Task ", "bold"),
-            (self.task_id, "bold"),
+            (one_line(self.task_id), "bold"),
             f"   {len(attempts)} attempts under {len(store.columns)} selectors"
             + (f" · {failed} failed" if failed else ""),
             ("   " + progress_text(store), "dim"),
@@ -359,7 +366,7 @@ class AttemptScreen(Triage, HermitScreen[None]):
         self.query_one("#attempt-keys", Static).update(keys)
         row = store.tasks.get(self.task_id)
         fields = (
-            _grid([(str(k), pretty(v)) for k, v in row.items()])
+            _grid([(one_line(k), pretty(v)) for k, v in row.items()])
             if row is not None
             else Text(
                 "The task row is not loaded (open the config that names its tasks to see its fields).", style="italic"
@@ -450,6 +457,18 @@ class AttemptScreen(Triage, HermitScreen[None]):
 
     def action_next_tab(self) -> None:
         self._tab(1)
+
+    def action_align(self) -> None:
+        """This task's trajectories under the side-by-side pair, aligned step by step."""
+        a = self.query_one("#side-left", Select).selection
+        b = self.query_one("#side-right", Select).selection
+        if not isinstance(a, str) or not isinstance(b, str) or a == b:
+            if len(self.store.keys) < 2:
+                self.notify("Only one selector: nothing to align", severity="warning")
+                return
+            a, b = self._default_pair()
+        rep = self.query_one("#side-repeat", Select).selection
+        self.app.goto("aligned", task_id=self.task_id, keys=[a, b], repeat=rep if isinstance(rep, int) else None)
 
     def action_prev_pair(self) -> None:
         self._cycle(-1)

@@ -451,6 +451,13 @@ class CompareScreen(HermitScreen[None]):
     def action_review(self) -> None:
         self.app.goto("review")
 
+    def action_why(self) -> None:
+        """Changes: the adapter's diff between a and b beside the tasks the pair fixed, broke or made flaky."""
+        if self.a is None or self.b is None:
+            self.notify("Choose two selectors first", severity="warning")
+            return
+        self.app.goto("changes", a=self.a, b=self.b)
+
     def action_history(self) -> None:
         self.app.goto("history")
 

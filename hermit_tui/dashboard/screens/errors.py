@@ -3,18 +3,22 @@ an attempt, or re-run only the failed ones (after a warning: that can bias a mea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Header, Static, Tree
+from textual.widgets import Button, Header, OptionList, Static, Tree
+from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
 
 from hermit_tui.core.present import retry_caveat
 from hermit_tui.core.run.continuing import RetryCandidate, retry_targets
 from hermit_tui.core.run.launch import LaunchOptions, RetryKeys
+from hermit_tui.core.safe import line as one_line
+from hermit_tui.core.safe import terminal
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.annotate import Triage, progress_text
@@ -85,19 +89,40 @@ def _node_key(data: Any) -> Any:
 
 
 def _one_line(message: str) -> str:
-    line = (message.strip().splitlines() or ["(no message)"])[0]
+    line = one_line((message.strip().splitlines() or ["(no message)"])[0])
     return line if len(line) <= MAX_LABEL else line[: MAX_LABEL - 1] + "…"
 
 
-class ConfirmRetry(HermitModal[bool]):
-    """Re-run only the failed attempts? Says how many and that it can bias the mean."""
+class ConfirmRetry(HermitModal[RetryKeys | None]):
+    """Re-run only the failed attempts? Says how many and that it can bias the mean, and offers the shown set (the
+    default: what shift+r asked for) or one selector. Dismisses with the attempts to re-run, or None."""
 
     CSS_PATH = [style("errors.tcss")]
     BINDINGS = bindings.HELP
 
-    def __init__(self, retry: dict[str, list[tuple[str, int]]]):
+    def __init__(self, retry: RetryKeys, repeats: Mapping[str, int | None] | None = None, current: str | None = None):
         super().__init__()
         self.retry = retry
+        self.repeats = repeats or {}  # label -> the repeats its evaluation was measured with
+        self.current = current  # the selector of the highlighted attempt: offered first after the shown set
+
+    def scopes(self) -> list[tuple[str, RetryKeys]]:
+        """(text, attempts) of each choice: every shown selector first, then one selector at a time."""
+        n = sum(len(v) for v in self.retry.values())
+        protocols = len({self.repeats.get(label) for label in self.retry})
+        each = f", {protocols} launches one after the other, each with its own repeats" if protocols > 1 else ""
+        out = [(f"every shown selector: {attempts(n)} of {len(self.retry)}{each}", dict(self.retry))]
+        labels = sorted(self.retry, key=lambda label: label != self.current)
+        for label in labels:
+            r = self.repeats.get(label)
+            out.append(
+                (
+                    f"only {label}: {attempts(len(self.retry[label]))}"
+                    + (f" ({r} repeat{'s' * (r != 1)})" if r else ""),
+                    {label: self.retry[label]},
+                )
+            )
+        return out
 
     def compose(self) -> ComposeResult:
         n = sum(len(v) for v in self.retry.values())
@@ -105,23 +130,55 @@ class ConfirmRetry(HermitModal[bool]):
         with Vertical(id="retry-box"):
             yield Static(f"Re-run {n} failed attempt{'s' * (n != 1)}?", id="retry-title")
             yield Static(Text(per), id="retry-per")
-            yield Static(
-                f"Re-running only the failed attempts can bias the mean: the summary will record {n} retries.",
-                id="retry-warning",
-                classes="warning-banner",
+            yield OptionList(
+                *[Option(Text(text), id=str(i)) for i, (text, _) in enumerate(self.scopes())], id="retry-scope"
             )
+            yield Static(self.warning(self.retry), id="retry-warning", classes="warning-banner")
+            yield Static("enter re-runs the highlighted choice · escape cancels", classes="muted")
             with Horizontal(id="retry-buttons"):
-                yield Button("Re-run failed", variant="warning", id="retry-confirm")
-                yield Button("Cancel", id="retry-cancel")
+                yield Button("Re-run failed", variant="warning", id="retry-confirm", compact=True)
+                yield Button("Cancel", id="retry-cancel", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#retry-cancel", Button).focus()
+        scope = self.query_one("#retry-scope", OptionList)
+        scope.highlighted = 0  # what the key asked for: every shown selector
+        scope.focus()
+
+    @staticmethod
+    def warning(retry: RetryKeys) -> str:
+        n = sum(len(v) for v in retry.values())
+        return f"Re-running only the failed attempts can bias the mean: the summary will record {n} retries."
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.query_one("#retry-warning", Static).update(self.warning(self.chosen()))
+
+    def chosen(self) -> RetryKeys:
+        index = self.query_one("#retry-scope", OptionList).highlighted or 0
+        return self.scopes()[index][1]
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(self.chosen())
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "retry-confirm")
+        self.dismiss(self.chosen() if event.button.id == "retry-confirm" else None)
 
-    async def action_dismiss(self, result: bool | None = None) -> None:
-        self.dismiss(False)
+    async def action_dismiss(self, result: RetryKeys | None = None) -> None:
+        self.dismiss(None)
+
+
+def attempts(n: int) -> str:
+    return f"{n} attempt{'s' * (n != 1)}"
+
+
+def launches_of(retry: RetryKeys, summaries: dict[str, Any]) -> list[LaunchOptions]:
+    """One retry launch per protocol (repeats and smoke limit) the evaluations were measured with: a launch runs
+    under one protocol, so evaluations of different repeats are continued one after the other, each its own."""
+    groups: dict[Any, RetryKeys] = {}
+    for label, keys in retry.items():
+        s = summaries.get(label)
+        groups.setdefault((s.repeats, s.smoke_limit) if s is not None else None, {})[label] = keys
+    return [LaunchOptions(retry=group) for group in groups.values()]
 
 
 class ErrorsScreen(Triage, HermitScreen[None]):
@@ -250,7 +307,9 @@ class ErrorsScreen(Triage, HermitScreen[None]):
                         labels = ("  " + " ".join(f"[{n}]" for n in ann.labels)) if ann and ann.labels else ""
                         leaf = group_node.add_leaf(
                             Text.assemble(
-                                (key.ljust(width), "bold"), f"  {task_id}  repeat {repeat}", (labels, "italic")
+                                (key.ljust(width), "bold"),
+                                f"  {one_line(task_id)}  repeat {repeat}",
+                                (labels, "italic"),
                             ),
                             data=ref,
                         )
@@ -276,18 +335,18 @@ class ErrorsScreen(Triage, HermitScreen[None]):
                 return
             tb = col.tracebacks.get((data.task_id, data.repeat)) or ""
             text = Text.assemble(
-                (f"{data.key} · {data.task_id} · repeat {data.repeat}", "bold"),
+                (f"{data.key} · {one_line(data.task_id)} · repeat {data.repeat}", "bold"),
                 "   enter: open\n",
-                rec.judge.feedback or rec.error or "",
+                terminal(rec.judge.feedback or rec.error or ""),
             )
-            tail = tb.rstrip("\n").splitlines()[-4:]
+            tail = terminal(tb.rstrip("\n")).splitlines()[-4:]
             if tail:
                 text.append("\n" + "\n".join(tail), style="dim")
             detail.update(text)
         elif isinstance(data, ErrorGroup):
             detail.update(
                 Text.assemble(
-                    (data.error or "(no message)", "bold"),
+                    (terminal(data.error or "(no message)"), "bold"),
                     "\n",
                     f"{data.total} attempts: enter on one opens it; shift+r re-runs the failed attempts",
                 )
@@ -349,11 +408,20 @@ class ErrorsScreen(Triage, HermitScreen[None]):
             self.notify("No failed attempt to re-run", severity="warning")
             return
 
-        def confirmed(ok: bool | None) -> None:
-            if ok:
-                self.app.launch(LaunchOptions(retry=plan))
+        summaries = {c.label: c.summary for c in self.app.store.columns.values() if c.summary is not None}
+        chosen_attempt = self.chosen_attempt()
+        current = None
+        if chosen_attempt is not None and chosen_attempt[0] in self.app.store.columns:
+            current = self.app.store.columns[chosen_attempt[0]].label
 
-        self.app.push_screen(ConfirmRetry(plan), confirmed)
+        def confirmed(retry: RetryKeys | None) -> None:
+            if retry:
+                self.app.launch_chain(launches_of(retry, summaries))
+            else:
+                self.notify("Nothing re-run", timeout=3)
+
+        repeats = {label: s.repeats for label, s in summaries.items()}
+        self.app.push_screen(ConfirmRetry(plan, repeats, current), confirmed)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -32,6 +32,7 @@ from hermit_tui.dashboard.widgets.virtual_table import VColumn, VirtualTable
 COLUMNS = [  # the mark and the label stay put when the table scrolls sideways; the figures come first
     VColumn("mark", "", width=3),
     VColumn("label", "label"),
+    VColumn("view", "view", width=5),  # "shown": in the view (x takes it out, enter puts it in)
     VColumn("mean", "mean", width=5, justify="right"),
     VColumn("size", "tasks×rep", justify="right"),
     VColumn("solved", "solved once", justify="right"),
@@ -240,7 +241,14 @@ class HistoryScreen(HermitScreen[None]):
     def _cell(self, stored: StoredEvaluation, key: str) -> Text | str:
         if key == "mark":
             return Text("[x]", style="bold") if stored.folder in self.selected else "[ ]"
+        if key == "view":
+            return Text("shown", style="bold") if self.shown_keys(stored) else ""
         return cell(stored, key)
+
+    def shown_keys(self, stored: StoredEvaluation) -> list[str]:
+        """The keys of the columns in the view that show this evaluation (read from its folder or written to it)."""
+        columns = getattr(self.app.store, "columns", {})
+        return [k for k, c in columns.items() if c.folder is not None and c.folder == stored.folder]
 
     def _show_detail(self, stored: StoredEvaluation | None) -> None:
         """The highlighted evaluation's folder, and what its marks mean (the notes column may be off screen)."""
@@ -279,7 +287,7 @@ class HistoryScreen(HermitScreen[None]):
         n = len(self.selected)
         shown = len(getattr(self.app.store, "columns", {}))
         text = f"{n} selected · Enter opens them" if n else "space selects · Enter opens the highlighted one"
-        text += f" beside the {shown} shown" if shown else ""
+        text += f" beside the {shown} shown · x takes out of the view" if shown else ""
         self.query_one("#history-status", Static).update(text)
 
     def on_hermit_app_store_updated(self, message) -> None:
@@ -315,6 +323,16 @@ class HistoryScreen(HermitScreen[None]):
 
     def action_open_selected(self) -> None:
         self.open(self.chosen())
+
+    def action_take_out(self) -> None:
+        """Take the selected evaluations (else the highlighted one) out of the view; History keeps listing them."""
+        keys = [k for stored in self.chosen() for k in self.shown_keys(stored)]
+        if not keys:
+            self.notify("Not in the view: enter puts an evaluation in it", severity="warning", timeout=4)
+            return
+        self.app.take_out(keys)
+        self.selected.clear()
+        self._show_rows()
 
     def open(self, evaluations: list[StoredEvaluation]) -> None:
         if not evaluations:

@@ -187,6 +187,7 @@ class ReviewScreen(HermitScreen[None]):
         self.plan: PublishPlan | None = None
         self.undo_entry: dict[str, Any] | None = None
         self.undo_problem: str | None = None
+        self.undo_text: str | None = None
         self.mismatches: list = []  # rows that do not compare with final's (core.report.comparable)
         self.busy = False
         self.pending: str | None = None  # "publish" or "undo" asked for before the review was ready
@@ -277,6 +278,7 @@ class ReviewScreen(HermitScreen[None]):
         self.review = found
         plan, others = found.plan, found.others
         self.plan, self.undo_entry, self.undo_problem = plan, found.undo_entry, found.undo_problem
+        self.undo_text = found.undo_text
         self.ready = True
         self.mismatches = [m for m in rows_mismatches(plan.rows) if m.reasons]
         self.query_one("#review-body").loading = False
@@ -493,10 +495,8 @@ class ReviewScreen(HermitScreen[None]):
             )
             return
         e = self.undo_entry
-        body = (
-            f"Move {e['tag']} back from {e['card_commit'][:7]} to {e['previous_tag_target'][:7]}, where the "
-            "publish found it. The card commit stays on the branch."
-        )
+        what = self.undo_text or f"move {e['tag']} back to {e['previous_tag_target'][:12]}"
+        body = f"{what[:1].upper()}{what[1:]}."
         self.app.push_screen(
             ConfirmScreen(f"Undo the publish of {e['tag']}?", body, word="undo", tick="Move the tag back", ok="Undo"),
             lambda ok: self._run("undo") if ok else None,

@@ -95,10 +95,10 @@ class RunScreen(HermitScreen[None]):
         for key in [k for k in self._bars if k not in store.columns]:
             self._bars.pop(key).remove()
         running = self.app.running
-        done = sum(c.done for c in store.columns.values())
-        expected = sum(c.expected for c in store.columns.values())
-        launched = any(c.source == "live" for c in store.columns.values())
-        if running or launched:
+        live = [c for c in store.columns.values() if c.source == "live"]  # the launch; the others were added
+        done = sum(c.done for c in live)
+        expected = sum(c.expected for c in live)
+        if running or live:
             state = (
                 "running"
                 if running
@@ -112,8 +112,11 @@ class RunScreen(HermitScreen[None]):
             )
             status = (
                 f"[b]{state}[/b]  {done}/{expected} attempts  ·  {len(store.task_ids)} tasks × "
-                f"{len(store.columns)} selectors × {store.repeats} repeats"
+                f"{len(live)} selectors × {store.repeats} repeats"
             )
+            added = len(store.columns) - len(live)
+            if added:
+                status += f"  ·  +{added} added from disk (History: x takes out)"
         else:
             status = "[b]nothing launched yet[/b]: go to setup (s) and launch (l)" + (
                 f"  ·  showing {len(store.columns)} evaluations read from disk" if store.columns else ""
@@ -171,6 +174,9 @@ class RunScreen(HermitScreen[None]):
 
     def action_setup(self) -> None:
         self.app.goto("setup")
+
+    def action_history(self) -> None:
+        self.app.goto("history")
 
     def action_drill(self) -> None:
         self.query_one(AttemptGrid).action_select()

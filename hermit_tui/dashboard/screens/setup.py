@@ -152,6 +152,7 @@ class SetupScreen(HermitScreen[None]):
         self._restored = False  # the saved choices were applied to the versions list
         self._save_timer: Timer | None = None
         self._added: list[str] = []  # directories and refs typed in on this screen
+        self._deferred: bool | None = None  # l (False) or r (True) pressed before the versions were in place
 
     @property
     def saved(self) -> dict:
@@ -274,6 +275,9 @@ class SetupScreen(HermitScreen[None]):
         for message in gone:
             self.notify(message, title="Left out of the versions", severity="warning", timeout=8)
         self._update_launch_label()
+        if self._deferred is not None:  # l was pressed while the versions were read: launch what is now shown
+            resume, self._deferred = self._deferred, None
+            self.action_launch(resume)
 
     def _has_option(self, value: str) -> bool:
         selections = self.query_one("#versions", SelectionList)
@@ -333,6 +337,10 @@ class SetupScreen(HermitScreen[None]):
         button.label = (
             "Show the running launch (l)"
             if self.app.running
+            else "Launching once the versions are read…"
+            if self._deferred is not None
+            else "Reading the versions… (l waits)"
+            if not self._restored
             else f"Launch {n} side by side (l)"
             if n > 1
             else "Launch (l)"
@@ -400,6 +408,15 @@ class SetupScreen(HermitScreen[None]):
     def action_launch(self, resume: bool = False) -> None:
         if self.app.running:  # one launch at a time: show it
             self.app.goto("run")
+            return
+        if not self._restored:  # the tree's versions and the remembered picks are not in place yet: wait for them
+            self._deferred = resume
+            self.notify(
+                "Reading the adapter tree's versions and your remembered picks: the launch starts once they are "
+                "in place, with what is ticked then",
+                timeout=5,
+            )
+            self._update_launch_label()
             return
         if not self.ticked():
             self.notify("Tick at least one version to evaluate (space ticks)", severity="warning")

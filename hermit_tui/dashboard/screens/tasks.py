@@ -557,11 +557,26 @@ class TasksScreen(Triage, HermitScreen[None]):
     def action_next_repeat(self) -> None:
         self._step_repeat(1)
 
+    def action_take_out(self) -> None:
+        """Choose a shown selector and take it out of the view (History, + here, puts it back)."""
+        store: EvalStore = self.app.store
+        if not store.columns:
+            self.notify("Nothing in the view: + adds evaluations from History", severity="warning")
+            return
+        choices = [(k, f"{k}  ({c.selector}, {c.done} attempts)") for k, c in store.columns.items()]
+        self.app.push_screen(
+            LabelPickScreen("Take out of the view (History, +, puts it back)", choices),
+            lambda key: None if not key else self.app.take_out([key]),
+        )
+
     def action_errors(self) -> None:
         self.app.goto("errors")
 
     def action_history(self) -> None:
         self.app.goto("history")
+
+    def action_compare(self) -> None:
+        self.app.goto("compare")
 
     def action_review(self) -> None:
         self.app.goto("review")

@@ -105,6 +105,7 @@ class EvalStore(TriageStore):
         self.threshold = SOLVED_THRESHOLD
         self.baseline_chosen = False  # the user picked a baseline: keep it when columns come and go
         self.in_flight: set[tuple[str, str, int]] = set()  # (label, task, repeat) started, not finished yet
+        self.launch_labels: list[str] = []  # the labels of the live (or last) launch: what the run screen shows
         self._search: tuple[int, list[str]] = (0, [])  # the search text of task_ids[:n], lower case
         self.max_cost: float | None = None  # the launch's --max-cost (USD)
         self.stop_reason: str | None = None  # why the last launch stopped early without a cancel
@@ -159,6 +160,8 @@ class EvalStore(TriageStore):
         elif isinstance(event, ev.AttemptStarted):
             self.in_flight.add((event.label, event.task_id, event.repeat))
         elif isinstance(event, ev.RunStarted):
+            if self.launch_labels != list(event.labels) or not self.run_active:
+                self.begin_launch(event.labels, len(event.task_ids) * event.repeats, event.repeats)
             self._add_task_ids(event.task_ids)
             self.repeats = event.repeats
             self.run_active, self.run_cancelled = True, False
@@ -209,6 +212,33 @@ class EvalStore(TriageStore):
             self.in_flight.clear()
             for col in self.columns.values():
                 col.running = False
+        self._touch()
+
+    def begin_launch(self, labels: Iterable[str], per_selector: int, repeats: int, *, keep: Iterable[str] = ()) -> None:
+        """A launch of ``labels`` starts: the view becomes exactly what it launches. Every other column is taken out
+        (History and the per-task table put evaluations back beside it), and each launched label shows an empty,
+        running column at once, not the earlier evaluation of that label read from disk (its attempts would show
+        as the launch's progress until the launch's own first event). Called by the app before the run screen
+        shows, and by ``RunStarted`` when it was not (the headless paths). ``keep``: labels that stay as they are
+        (the earlier launches of a chain)."""
+        labels, kept = list(labels), set(keep) - set(labels)
+        # the others are not closed: a screen may still hold one; read again when put back
+        self.columns = {k: c for k, c in self.columns.items() if k in kept}
+        for label in labels:
+            self.columns[label] = Column(
+                key=label,
+                label=label,
+                selector=label,
+                source="live",
+                expected=per_selector,
+                running=True,
+                threshold=self.threshold,
+            )
+        self.launch_labels = labels
+        self.repeats = repeats
+        self.run_active, self.run_cancelled, self.stop_reason = True, False, None
+        self.in_flight.clear()
+        self.order_columns()
         self._touch()
 
     def apply_many(self, events: Iterable[ev.Event]) -> int:

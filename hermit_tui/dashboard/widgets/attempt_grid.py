@@ -196,8 +196,10 @@ class AttemptGrid(ScrollView, can_focus=True):
         run, run_cls = "", ""  # marks of one class not yet added
         for key in self.keys:
             col = self.store.columns[key]
+            own = col.summary.repeats if col.summary is not None and not col.running else repeats
             for r in range(1, repeats + 1):
-                glyph, cls = mark_for(*col.mark(tid, r), threshold)
+                # an evaluation of fewer repeats than the others has no attempt to wait for there: a blank
+                glyph, cls = mark_for(*col.mark(tid, r), threshold) if r <= own else (" ", "")
                 if cls != run_cls and run:
                     segments.append(Segment(run, styles[run_cls]))
                     run = ""

@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, Select, Static
 
 from hermit_tui.core.records.transcripts import Transcript, Turn, load_transcript, turns_of
+from hermit_tui.core.safe import terminal
 from hermit_tui.dashboard import bindings
 
 FOLD_LINES = 14  # a turn longer than this is folded ...
@@ -80,7 +81,7 @@ class TurnBlock(Static, can_focus=True):
                 style="dim italic",
             )
         shown = self.body[:FOLD_KEEP] if self.folded else self.body
-        body = Text("\n").join(Text(line, style=style) for line, style in shown)
+        body = Text("\n").join(Text(terminal(line), style=style) for line, style in shown)
         if self.folded:
             body.append(f"\n… {len(self.body) - FOLD_KEEP} more lines", style="dim italic")
         text = Text("\n").join([head, body])

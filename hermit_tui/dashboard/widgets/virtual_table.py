@@ -24,6 +24,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from hermit_tui.core.safe import ACTED_ON
+from hermit_tui.core.safe import line as one_line
+
 Cell = Text | str
 Render = Callable[[Any, str], Cell]
 
@@ -42,8 +45,11 @@ class VColumn:
 
 
 def _flat(text: str) -> str:
-    """``text`` on one line: newlines and tabs become blanks."""
-    return text.replace("\n", " ").replace("\t", " ") if ("\n" in text or "\t" in text) else text
+    """``text`` on one line: newlines and tabs become blanks, the other control characters their visible escape
+    (``core.safe.line``: a task id holding ``ESC]0;…`` shows as ``\\x1b]0;…``)."""
+    if "\n" in text or "\t" in text:
+        text = text.replace("\n", " ").replace("\t", " ")
+    return one_line(text) if ACTED_ON.search(text) else text
 
 
 def _as_text(value: Cell) -> Text:

@@ -1,0 +1,377 @@
+"""Why it changed, over a compared pair of evaluations: the adapter's diff beside the tasks the pair fixed, broke or
+made flaky, where the trajectories first part ways, how tool use differs, and whether the adapter was used.
+
+Attempts are paired by task and repeat (repeat r of ``a`` with repeat r of ``b``), on the test tasks both
+evaluations attempted. Trajectories come from each evaluation's transcripts.jsonl, else from hermit's react logs.
+The task transitions are ``core.stats.figures.pair_stats``'s (fixed: no repeat of ``a`` solved it, every repeat of
+``b`` did; broken the reverse; flaky: anything between, other than stable). Everything here describes; nothing
+here is a causal claim.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.records.folders import RESULTS, TRANSCRIPTS, eval_root
+from hermit_tui.core.records.results import AttemptRecord, read_results
+from hermit_tui.core.records.transcripts import read_hermit_log
+from hermit_tui.core.stats.figures import pair_stats
+from hermit_tui.core.why.adapter_diff import AdapterDiff, diff_versions
+from hermit_tui.core.why.adapter_files import AdapterVersion, read_version
+from hermit_tui.core.why.align import Alignment, Step, align, steps_of
+from hermit_tui.core.why.usage import DESCRIPTIVE, RECORD_KEY, Usage, UsageHook, usage_of
+from hermit_tui.core.workspace.config import Config
+
+TIE = 1e-9
+FLIPS = ("fixed", "broken", "flaky")
+
+Key = tuple[str, int]
+
+
+class ToolUse(BaseModel):
+    tool: str
+    calls: int
+    calls_per_attempt: float
+    attempts_using: int
+    share_of_attempts: float
+    errors: int  # results of its calls that report an error
+
+
+class SelectorUse(BaseModel):
+    label: str
+    attempts: int
+    with_transcript: int
+    tools: list[ToolUse] = Field(default_factory=list)
+    has_adapter: bool = False  # an adapter exporting tools, skills or subagents (whose use can be seen)
+    used: int = 0  # attempts that used the adapter's exports (of those whose use is known)
+    not_used: int = 0
+    unknown: int = 0
+    usage_by_export: dict[str, int] = Field(default_factory=dict)  # "tool lookup" -> attempts using it
+    context_read: int = 0
+    usage_source: dict[str, int] = Field(default_factory=dict)
+
+
+class UsageGroup(BaseModel):
+    group: str  # "used" or "not used"
+    attempts: int
+    tasks: int
+    mean_score: float | None
+    mean_diff: float | None  # mean over its attempts of (b's score - a's task mean)
+
+
+class UsageSplit(BaseModel):
+    label: str  # the selector whose attempts are split (b)
+    groups: list[UsageGroup]
+    note: str = DESCRIPTIVE
+
+
+class PairWhy(BaseModel):
+    a: str
+    b: str
+    diff: AdapterDiff | None  # None when a version could not be read (the note says why)
+    flips: dict[str, list[str]]  # fixed / broken / flaky -> task ids
+    paired_attempts: int = 0  # attempts paired by task and repeat with a trajectory on both sides
+    divergence: dict[str, int] = Field(default_factory=dict)  # first divergence step ("1", "2"... or "never") -> n
+    divergence_by_task: dict[str, list[int | None]] = Field(default_factory=dict)
+    behaviour_changed_score_not: list[str] = Field(default_factory=list)
+    score_changed_behaviour_not: list[str] = Field(default_factory=list)
+    use: list[SelectorUse] = Field(default_factory=list)
+    usage_split: UsageSplit | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+def _sidecar(folder: Path) -> dict[Key, list[Any] | None]:
+    """Every attempt's last line of a transcripts.jsonl (damaged lines skipped)."""
+    path = folder / TRANSCRIPTS
+    out: dict[Key, list[Any] | None] = {}
+    if not path.is_file():
+        return out
+    with open(path, "rb") as fh:
+        for line in fh:
+            try:
+                data = json.loads(line)
+                key = (str(data["id"]), int(data["repeat"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+            messages = data.get("messages")
+            out[key] = messages if isinstance(messages, list) or messages is None else [messages]
+    return out
+
+
+class Evaluation:
+    """One label's current evaluation: its records and, on demand, each attempt's steps."""
+
+    def __init__(self, config: Config, label: str):
+        self.label = label
+        self.folder = eval_root(config.run_dir) / label
+        if not (self.folder / RESULTS).is_file():
+            raise InputError(f"{self.folder / RESULTS}: no evaluation of '{label}'")
+        self.records = read_results(self.folder / RESULTS).records
+        last: dict[Key, AttemptRecord] = {}
+        for rec in self.records:
+            last[rec.key] = rec
+        self.by_key = last
+        self._sidecar: dict[Key, list[Any] | None] | None = None
+
+    def messages(self, key: Key) -> list[Any] | None:
+        if self._sidecar is None:
+            self._sidecar = _sidecar(self.folder)
+        found = self._sidecar.get(key)
+        if found is not None:
+            return found
+        rec = self.by_key.get(key)
+        return None if rec is None else read_hermit_log(rec.log).messages
+
+    def steps(self, key: Key) -> list[Step] | None:
+        messages = self.messages(key)
+        return None if messages is None else steps_of(messages)
+
+
+def _record_usage(rec: AttemptRecord) -> Any:
+    extra = rec.judge.extra if isinstance(rec.judge.extra, dict) else {}
+    if RECORD_KEY in extra:
+        return extra[RECORD_KEY]
+    return (rec.model_extra or {}).get(RECORD_KEY)
+
+
+def _use(
+    ev: Evaluation,
+    keys: Sequence[Key],
+    steps: dict[Key, list[Step] | None],
+    version: AdapterVersion | None,
+    hook: UsageHook | None,
+) -> tuple[SelectorUse, dict[Key, Usage]]:
+    calls: Counter[str] = Counter()
+    using: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    with_t = 0
+    usages: dict[Key, Usage] = {}
+    exports = version.exports if version is not None and version.has_adapter else None
+    if exports is not None and not (exports.tools or exports.skills or exports.agents):
+        exports = None  # it exports its context alone: nothing whose use can be seen
+    out = SelectorUse(label=ev.label, attempts=len(keys), with_transcript=0, has_adapter=exports is not None)
+    for key in keys:
+        s = steps.get(key)
+        if s is not None:
+            with_t += 1
+            here = Counter(st.tool or "?" for st in s if st.kind == "call")
+            calls.update(here)
+            using.update(here.keys())
+            errors.update(st.tool or "?" for st in s if st.kind == "result" and st.error)
+        if exports is not None:
+            rec = ev.by_key[key]
+            u = usage_of(s, ev.messages(key) if hook is not None else None, exports, _record_usage(rec), hook)
+            usages[key] = u
+            out.usage_source[u.source] = out.usage_source.get(u.source, 0) + 1
+            if u.used is None:
+                out.unknown += 1
+                continue
+            out.used += u.used
+            out.not_used += not u.used
+            out.context_read += u.context_read
+            for kind, names in (("tool", u.tools), ("skill", u.skills), ("subagent", u.agents)):
+                for name in names:
+                    label = f"{kind} {name}"
+                    out.usage_by_export[label] = out.usage_by_export.get(label, 0) + 1
+    out.with_transcript = with_t
+    n = max(with_t, 1)
+    out.tools = [
+        ToolUse(
+            tool=tool,
+            calls=calls[tool],
+            calls_per_attempt=round(calls[tool] / n, 3),
+            attempts_using=using[tool],
+            share_of_attempts=round(using[tool] / n, 3),
+            errors=errors[tool],
+        )
+        for tool in sorted(calls, key=lambda t: (-calls[t], t))
+    ]
+    return out, usages
+
+
+def _task_means(ev: Evaluation, keys: Sequence[Key]) -> dict[str, float]:
+    scores: dict[str, list[float]] = defaultdict(list)
+    for key in keys:
+        rec = ev.by_key[key]
+        scores[key[0]].append(rec.judge.score if rec.status == "ok" else 0.0)
+    return {t: sum(v) / len(v) for t, v in scores.items()}
+
+
+def _split(
+    b: Evaluation, keys_b: Sequence[Key], usages: dict[Key, Usage], means_a: dict[str, float]
+) -> UsageSplit | None:
+    if not usages:
+        return None
+    groups = []
+    for name, flag in (("used", True), ("not used", False)):
+        keys = [k for k in keys_b if usages.get(k) is not None and usages[k].used is flag and k[0] in means_a]
+        scores = [b.by_key[k].judge.score if b.by_key[k].status == "ok" else 0.0 for k in keys]
+        diffs = [s - means_a[k[0]] for s, k in zip(scores, keys)]
+        groups.append(
+            UsageGroup(
+                group=name,
+                attempts=len(keys),
+                tasks=len({k[0] for k in keys}),
+                mean_score=round(sum(scores) / len(scores), 4) if scores else None,
+                mean_diff=round(sum(diffs) / len(diffs), 4) if diffs else None,
+            )
+        )
+    return UsageSplit(label=b.label, groups=groups)
+
+
+def pair_why(
+    config: Config,
+    a_text: str,
+    b_text: str,
+    test_ids: Sequence[str],
+    hook: UsageHook | None = None,
+    pause: Callable[[], None] | None = None,
+) -> PairWhy:
+    """The diff of ``a`` and ``b``'s adapter versions, and, when both are evaluated, what their attempts show.
+    InputError (one line) when either names no adapter version."""
+    va, vb = read_version(a_text, config), read_version(b_text, config)
+    diff = diff_versions(va, vb)
+    out = PairWhy(a=va.label, b=vb.label, diff=diff, flips={k: [] for k in FLIPS})
+    evaluated = {label: (eval_root(config.run_dir) / label / RESULTS).is_file() for label in (va.label, vb.label)}
+    missing = [label for label, ok in evaluated.items() if not ok]
+    if missing:
+        out.notes.append(f"not evaluated: {', '.join(missing)}; no tasks, trajectories or usage to show")
+        return out
+    ea, eb = Evaluation(config, va.label), Evaluation(config, vb.label)
+    tests = set(test_ids)
+    keys_a = [k for k in ea.by_key if k[0] in tests]
+    keys_b = [k for k in eb.by_key if k[0] in tests]
+    stats = pair_stats(va.label, list(ea.by_key.values()), vb.label, list(eb.by_key.values()), list(test_ids))
+    out.flips = {k: sorted(stats.transitions.get(k, [])) for k in FLIPS}
+    steps_a = {k: ea.steps(k) for k in keys_a}
+    steps_b: dict[Key, list[Step] | None] = {}
+    for i, k in enumerate(keys_b):
+        steps_b[k] = eb.steps(k)
+        if pause is not None and i % 200 == 0:
+            pause()
+    paired = sorted(set(keys_a) & set(keys_b))
+    by_task: dict[str, list[int | None]] = defaultdict(list)
+    hist: Counter[str] = Counter()
+    for i, key in enumerate(paired):
+        sa, sb = steps_a.get(key), steps_b.get(key)
+        if sa is None or sb is None:
+            continue
+        al = align([va.label, vb.label], [sa, sb])
+        by_task[key[0]].append(al.divergence_step)
+        hist[str(al.divergence_step) if al.divergence_step is not None else "never"] += 1
+        if pause is not None and i % 200 == 0:
+            pause()
+    out.paired_attempts = sum(hist.values())
+    out.divergence = dict(sorted(hist.items(), key=lambda kv: (kv[0] == "never", int(kv[0]) if kv[0].isdigit() else 0)))
+    out.divergence_by_task = dict(sorted(by_task.items()))
+    means_a, means_b = _task_means(ea, keys_a), _task_means(eb, keys_b)
+    for task, steps in out.divergence_by_task.items():
+        if task not in means_a or task not in means_b:
+            continue
+        changed = any(s is not None for s in steps)
+        scored = abs(means_b[task] - means_a[task]) > TIE
+        if changed and not scored:
+            out.behaviour_changed_score_not.append(task)
+        elif scored and not changed:
+            out.score_changed_behaviour_not.append(task)
+    use_a, _ = _use(ea, keys_a, steps_a, va, hook)
+    use_b, usages_b = _use(eb, keys_b, steps_b, vb, hook)
+    out.use = [use_a, use_b]
+    out.usage_split = _split(eb, keys_b, usages_b, means_a)
+    if not out.paired_attempts:
+        out.notes.append("no attempt has a trajectory on both sides: no alignment to summarise")
+    return out
+
+
+def pairs_why(
+    config: Config, texts: dict[str, str], pairs: Sequence[tuple[str, str]], test_ids: Sequence[str]
+) -> list[PairWhy]:
+    """The report's "why it changed" per compared pair (labels, with the selector text each was evaluated with);
+    a pair whose versions cannot be read is a note, never an error of the report."""
+    out = []
+    for a, b in pairs:
+        try:
+            out.append(pair_why(config, texts.get(a, a), texts.get(b, b), test_ids))
+        except InputError as exc:
+            out.append(PairWhy(a=a, b=b, diff=None, flips={k: [] for k in FLIPS}, notes=[str(exc)]))
+    return out
+
+
+class TaskAlignment(BaseModel):
+    """One task's attempts of two or more selectors aligned, per repeat they all recorded."""
+
+    task: str
+    labels: list[str]
+    repeats: list[int]
+    alignments: list[Alignment]
+    notes: list[str] = Field(default_factory=list)
+
+
+def align_task(config: Config, texts: Sequence[str], task: str, repeat: int | None = None) -> TaskAlignment:
+    """Align one task's trajectories under two or more selectors (the first is the pivot), for ``repeat`` or for
+    every repeat all of them recorded. InputError (one line): fewer than two selectors, one given twice, one not
+    evaluated, an unknown task or repeat, an attempt without a trajectory."""
+    from hermit_tui.core.workspace.selectors import label_of
+
+    if len(texts) < 2:
+        raise InputError("--align: give at least one selector to align with --adapter's")
+    labels = [label_of(t, config) for t in texts]
+    if len(set(labels)) != len(labels):
+        raise InputError(f"--align: a selector is given twice ({', '.join(labels)})")
+    if repeat is not None and repeat < 1:
+        raise InputError(f"--repeat must be a positive whole number, got {repeat}")
+    evs = []
+    for text, label in zip(texts, labels):
+        if not (eval_root(config.run_dir) / label / RESULTS).is_file():
+            raise InputError(f"--align {text}: no evaluation in {eval_root(config.run_dir) / label}")
+        evs.append(Evaluation(config, label))
+    per = [sorted(r for t, r in ev.by_key if t == task) for ev in evs]
+    for text, reps in zip(texts, per):
+        if not reps:
+            raise InputError(f"--task {task}: no attempt of it is recorded under {text}")
+    common = sorted(set(per[0]).intersection(*per[1:]))
+    if repeat is not None:
+        if repeat not in common:
+            raise InputError(
+                f"--repeat {repeat}: not recorded for {task} under every selector (common: "
+                f"{', '.join(map(str, common)) or 'none'})"
+            )
+        common = [repeat]
+    out = TaskAlignment(task=task, labels=labels, repeats=[], alignments=[])
+    for r in common:
+        steps = []
+        for text, ev in zip(texts, evs):
+            s = ev.steps((task, r))
+            if s is None:
+                note = read_hermit_log(ev.by_key[(task, r)].log).note
+                if repeat is not None:
+                    raise InputError(f"--align {text}: {task} repeat {r} has no transcript ({note})")
+                out.notes.append(f"repeat {r}: {text} has no transcript ({note})")
+                break
+            steps.append(s)
+        else:
+            out.repeats.append(r)
+            out.alignments.append(align(labels, steps))
+    if not out.alignments:
+        raise InputError(f"--align: no repeat of {task} has a transcript under every selector")
+    return out
+
+
+__all__ = [
+    "FLIPS",
+    "TaskAlignment",
+    "align_task",
+    "PairWhy",
+    "SelectorUse",
+    "ToolUse",
+    "UsageGroup",
+    "UsageSplit",
+    "pair_why",
+]

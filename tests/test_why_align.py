@@ -1,0 +1,182 @@
+"""Trajectories aligned step by step on hand-written trajectories whose first divergence is known; usage detection
+on hermit-format messages and through the hooks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hermit_tui.core.why.adapter_files import read_exports
+from hermit_tui.core.why.align import align, align_messages, row_status, steps_of
+from hermit_tui.core.why.text import alignment_lines
+from hermit_tui.core.why.usage import usage_of
+
+SYSTEM = {"role": "system", "content": "You solve tasks."}
+USER = {"role": "user", "content": "Do it"}
+
+
+def call(i: int, name: str, args: dict) -> dict:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}],
+    }
+
+
+def result(i: int, content: str) -> dict:
+    return {"role": "tool", "tool_call_id": f"c{i}", "content": content}
+
+
+def say(text: str) -> dict:
+    return {"role": "assistant", "content": text}
+
+
+BASE = [SYSTEM, USER, call(0, "ls", {"dir": "."}), result(0, "a.txt b.txt"), say("done")]
+
+
+def test_steps_of_hermit_messages():
+    steps = steps_of(BASE + [call(1, "cat", {"f": "a"}), result(1, "Error: FileNotFoundError: a")])
+    assert [(s.kind, s.role, s.tool) for s in steps] == [
+        ("message", "system", None),
+        ("message", "user", None),
+        ("call", "assistant", "ls"),
+        ("result", "tool", "ls"),
+        ("message", "assistant", None),
+        ("call", "assistant", "cat"),
+        ("result", "tool", "cat"),
+    ]
+    assert [s.error for s in steps] == [False] * 6 + [True]
+    assert [s.agent for s in steps] == [False, False, True, True, True, True, True]
+
+
+def test_identical_trajectories_never_diverge():
+    al = align_messages(["a", "b"], [BASE, list(BASE)])
+    assert al.first_divergence is None and al.divergence_step is None
+    assert al.counts == {"same": 5} and not al.inputs_differ
+
+
+def test_both_empty_and_one_sided():
+    empty = align_messages(["a", "b"], [[], []])
+    assert empty.rows == [] and empty.first_divergence is None
+    one = align_messages(["a", "b"], [[], BASE])
+    assert [row_status(r) for r in one.rows] == ["inserted"] * 5
+    # the system and user messages are inputs: the first agent step is the third row
+    assert (one.first_divergence, one.divergence_step, one.inputs_differ) == (2, 1, True)
+    other = align_messages(["a", "b"], [BASE, []])
+    assert [row_status(r) for r in other.rows] == ["removed"] * 5 and other.divergence_step == 1
+
+
+def test_changed_arguments_are_matched_as_changed_with_a_similarity():
+    b = [SYSTEM, USER, call(0, "ls", {"dir": "src"}), result(0, "a.txt b.txt"), say("done")]
+    al = align_messages(["a", "b"], [BASE, b])
+    assert [row_status(r) for r in al.rows] == ["same", "same", "changed", "same", "same"]
+    assert (al.first_divergence, al.divergence_step) == (2, 1)
+    cell = al.rows[2].cells[1]
+    assert cell.status == "changed" and 0 < cell.similarity < 1
+
+
+def test_inserted_step_in_the_middle():
+    b = BASE[:4] + [call(1, "cat", {"f": "a.txt"}), result(1, "hello")] + BASE[4:]
+    al = align_messages(["a", "b"], [BASE, b])
+    assert [row_status(r) for r in al.rows] == ["same", "same", "same", "same", "inserted", "inserted", "same"]
+    assert al.divergence_step == 3  # ls call and its result were the same: the agents parted at their third step
+
+
+def test_a_different_system_prompt_is_an_input_difference_not_the_divergence():
+    b = [{"role": "system", "content": "You solve tasks.\n- [hint] use ls"}] + BASE[1:]
+    al = align_messages(["a", "b"], [BASE, b])
+    assert al.inputs_differ and al.first_divergence is None
+
+
+def test_three_way_alignment_merges_on_the_pivot():
+    b = BASE[:4] + [call(1, "cat", {"f": "a.txt"}), result(1, "hello")] + BASE[4:]
+    c = [SYSTEM, USER, call(0, "find", {"name": "*.txt"}), result(0, "a.txt"), say("done")]
+    al = align_messages(["a", "b", "c"], [BASE, b, c])
+    statuses = [[cell.status for cell in row.cells] for row in al.rows]
+    assert statuses[:2] == [["same"] * 3] * 2
+    # c replaced the ls call and result by a find call and result: removed then inserted against the pivot
+    assert ["removed", "same", "removed"] in [s for s in statuses if s[0] != "absent"]
+    assert al.divergence_step == 1
+    lines = alignment_lines(al)
+    assert lines[0] == "Aligned: [1] a, [2] b, [3] c"
+    assert any(line.startswith(">>") for line in lines)
+
+
+def test_very_long_trajectories_align_and_find_the_divergence():
+    n = 200
+
+    def long(changed_at: int | None) -> list[dict]:
+        out = [SYSTEM, USER]
+        for i in range(n):
+            args = {"i": i, "x": "changed" if i == changed_at else "same"}
+            out += [call(i, f"tool{i % 5}", args), result(i, f"ok {i % 3}")]
+        return out + [say("done")]
+
+    al = align_messages(["a", "b"], [long(None), long(150)])
+    assert al.divergence_step == 2 * 150 + 1
+    assert al.counts == {"same": 2 + 2 * n, "changed": 1}
+    assert align_messages(["a", "b"], [long(None), long(None)]).first_divergence is None
+
+
+def test_align_needs_two():
+    with pytest.raises(ValueError):
+        align(["a"], [[]])
+
+
+# -- usage -------------------------------------------------------------------------------------------------------
+MANIFEST = {
+    "template": {"id": "t", "version": "1"},
+    "exports": {"context": "ADAPTER.md", "tools": [{"name": "lookup"}], "skills": "skills", "agents": "agents"},
+}
+FILES = {
+    "adapter.yaml": json.dumps(MANIFEST).encode(),
+    "ADAPTER.md": b"notes",
+    "skills/plan/SKILL.md": b"plan",
+    "agents/critic.md": b"---\nname: critic\ndescription: d\n---\nbody\n",
+}
+
+
+def test_usage_recognises_tools_skills_subagents_and_the_context():
+    exports = read_exports(FILES)
+    assert (sorted(exports.tools), exports.skills, exports.agents) == (["lookup"], ["plan"], ["critic"])
+    plain = usage_of(steps_of(BASE), BASE, exports)
+    assert plain.used is False and plain.source == "messages"
+    msgs = BASE[:2] + [
+        call(1, "lookup", {"q": "x"}),
+        result(1, "{}"),
+        call(2, "read_file", {"path": ".claude/skills/plan/SKILL.md"}),
+        result(2, "plan"),
+        call(3, "Task", {"subagent_type": "critic", "prompt": "review"}),
+        result(3, "ok"),
+        call(4, "read_file", {"path": "ADAPTER.md"}),
+        result(4, "notes"),
+    ]
+    got = usage_of(steps_of(msgs), msgs, exports)
+    assert (got.used, got.tools, got.skills, got.agents, got.context_read) == (
+        True,
+        ["lookup"],
+        ["plan"],
+        ["critic"],
+        True,
+    )
+    assert usage_of(None, None, exports).used is None
+    assert usage_of(steps_of(msgs), msgs, None).used is None
+
+
+def test_usage_hooks_come_first():
+    exports = read_exports(FILES)
+    seen = []
+
+    def hook(messages, names):
+        seen.append(names)
+        return ["plan"]
+
+    got = usage_of(steps_of(BASE), BASE, exports, hook=hook)
+    assert (got.used, got.skills, got.source) == (True, ["plan"], "hook")
+    assert seen == [{"tools": ["lookup"], "skills": ["plan"], "agents": ["critic"]}]
+    fallback = usage_of(steps_of(BASE), BASE, exports, hook=lambda m, n: None)
+    assert fallback.source == "messages"
+    record = usage_of(steps_of(BASE), BASE, exports, record_value={"tools": ["lookup"]}, hook=hook)
+    assert (record.used, record.tools, record.source) == (True, ["lookup"], "record")
+    assert usage_of(None, None, exports, record_value=False).used is False
