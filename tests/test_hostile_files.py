@@ -266,8 +266,9 @@ def test_report_output_never_replaces_a_link_nor_writes_to_a_special_file(ws, tm
         out.symlink_to(tmp_path / "outside" / "missing.md")
     elif kind == "fifo":
         os.mkfifo(out)
-    else:
-        out = Path("/dev/stdout")
+    else:  # what /dev/stdout is; never the real one, which a regression would replace for the whole machine
+        out = tmp_path / "stdout"
+        out.symlink_to("/proc/self/fd/1")
     before = snapshot(tmp_path, exclude=("demo",))
     code, stdout, err = cli(
         ["report", "--config", str(ws / "run.yaml"), "--output", str(out), *(["--force"] * force), *FAST]
