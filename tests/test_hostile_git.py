@@ -13,6 +13,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from hostile_util import snapshot, time_limit
 from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.publish.apply import plan_publish, publish, undo_publish
+from hermit_tui.core.publish.card import CRASH_ENV
+from hermit_tui.core.publish.recovery import PUBLISH_STEPS, UNDO_STEPS
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 from hermit_tui.core.workspace.gitrepo import driver_overrides, open_repo, safe_env
@@ -173,19 +176,20 @@ def test_publish_undo_and_publish_again_run_nothing_from_the_tree(ws, tmp_path):
 def test_eval_of_final_with_its_card_update_runs_nothing_from_the_tree(ws, tmp_path):
     markers = tmp_path / "markers"
     arm(ws, markers)
-    # eval touches the card only with --publish (then through the publish command's path)
-    args = ["eval", "--config", str(ws), "--adapter", "final", "--adapter", "demo/ckpt-step-2", "--publish", *FAST]
-    code, _, err = cli(args)
-    assert code == 0, err
     checkout = ws.parent / "runs" / "demo" / "checkout"
+    # hermit's own card update (EvalRun's update_card), then eval --publish on a tag and final
+    EvalRun(load_config(ws, FAST), ["final"], update_card=True).run_sync()
+    assert ran(markers) == []
+    code, _, err = cli(
+        ["eval", "--config", str(ws), "--adapter", "final", "--adapter", "demo/ckpt-step-2", "--publish", *FAST]
+    )
+    assert code == 0, err
     assert ran(markers) == []
     repo = open_repo(checkout)
-    changed = repo.git.show("--name-only", "--format=", "HEAD")
-    tag = repo.git.rev_parse("refs/tags/demo/final^{commit}")
-    head = repo.git.rev_parse("HEAD")
+    subjects = repo.git.log("-2", "--format=%s").splitlines()
     repo.close()
-    assert changed == "CARD.md" and tag == head  # the card update happened, with no hook and no signing
-    assert ran(markers) == []
+    assert subjects[-1] == "card: eval results of demo/final"  # the card update happened, with no hook or signing
+    assert subjects[0].startswith("card: ")
 
 
 def test_show_report_and_the_setup_listing_run_nothing_from_the_tree(ws, tmp_path):
@@ -329,3 +333,79 @@ def test_a_rollback_never_undoes_someone_elses_branch_move_and_restores_an_annot
         publish(plan_publish(config))
     assert _tree_git(ws, "rev-parse", "refs/heads/demo") == root  # their move stands
     assert _tree_git(ws, "rev-parse", "refs/tags/demo/final") == annotated  # the tag object itself is back
+
+
+# ---------------------------------------------------------------------------------------------------- killed publish
+
+
+def _hermit_tui(config: Path, *args: str, crash: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ}
+    env.pop(CRASH_ENV, None)
+    if crash:
+        env[CRASH_ENV] = crash
+    return subprocess.run(
+        [sys.executable, "-m", "hermit_tui", "publish", "--config", str(config), *args, *FAST],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=LIMIT_S,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _consistent(ws: Path) -> dict:
+    """The checkout is clean, the tag is the branch head or the measured commit, and the summary's and the log's
+    record of the last publish agree with where the tag is."""
+    checkout = ws.parent / "runs/demo/checkout"
+    repo = open_repo(checkout)
+    try:
+        assert repo.git.status("--porcelain", "--untracked-files=no") == ""
+    finally:
+        repo.close()
+    head = _tree_git(ws, "rev-parse", "refs/heads/demo")
+    tag = _tree_git(ws, "rev-parse", "demo/final^{commit}")
+    summary = json.loads((ws.parent / "runs/demo/eval/final/summary.json").read_text())
+    log_path = ws.parent / "runs/demo/eval/.hermit-tui-publish.jsonl"
+    log = [json.loads(line) for line in log_path.read_text().splitlines()] if log_path.exists() else []
+    published = summary.get("published")
+    if published and not published.get("undone_at"):
+        assert tag == head == published["card_commit"] and log and log[-1]["card_commit"] == tag
+    else:
+        assert tag == summary["commit"]
+    assert not (ws.parent / "runs/demo/eval/.hermit-tui-publish-journal.json").exists()
+    return {"head": head, "tag": tag}
+
+
+@pytest.mark.parametrize("step", PUBLISH_STEPS)
+def test_a_publish_killed_at_any_step_is_finished_or_rolled_back_by_the_next_publish(ws, step):
+    measured = _tree_git(ws, "rev-parse", "demo/final^{commit}")
+    killed = _hermit_tui(ws, "--yes", crash=step)
+    assert killed.returncode == -9, killed.stderr
+    code, out, err = cli(["publish", "--config", str(ws), "--yes", *FAST])  # the next publish, in-process
+    assert code == 0, err + out
+    state = _consistent(ws)
+    assert state["tag"] == state["head"] != measured  # published, once
+    assert _tree_git(ws, "rev-parse", f"{state['head']}^") == measured
+    card = (ws.parent / "runs/demo/checkout/CARD.md").read_text()
+    assert card.count("| final |") == 1
+
+
+@pytest.mark.parametrize("step", PUBLISH_STEPS)
+def test_a_publish_killed_at_any_step_is_recovered_by_undo(ws, step):
+    assert _hermit_tui(ws, "--yes", crash=step).returncode == -9
+    code, _, err = cli(["publish", "--config", str(ws), "--undo", "--yes", *FAST])
+    assert code in (0, 2) and "Traceback" not in err and len(err.strip().splitlines()) <= 1, err
+    _consistent(ws)
+    assert cli(["publish", "--config", str(ws), "--yes", *FAST])[0] == 0  # and publishing works again
+
+
+@pytest.mark.parametrize("step", UNDO_STEPS)
+def test_an_undo_killed_at_any_step_is_recovered_by_the_next_undo(ws, step):
+    assert cli(["publish", "--config", str(ws), "--yes", *FAST])[0] == 0
+    published = _tree_git(ws, "rev-parse", "demo/final^{commit}")
+    assert _hermit_tui(ws, "--undo", "--yes", crash=step).returncode == -9
+    code, _, err = cli(["publish", "--config", str(ws), "--undo", "--yes", *FAST])
+    # rolled back then undone, or (killed after its log line) finished: nothing left to undo
+    assert code == 0 or (step == "logged" and "nothing to undo" in err), err
+    state = _consistent(ws)
+    assert state["tag"] != published and state["head"] == state["tag"]  # undone once: the branch back too

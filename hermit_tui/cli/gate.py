@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.safe import line
+from hermit_tui.core.workspace.files import check_regular
 
 EXIT_GATE_FAILED = 3
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -202,7 +203,13 @@ def append_step_summary(markdown: str) -> None:
     if not target:
         return
     try:
-        with open(Path(target), "a", encoding="utf-8") as fh:
+        check_regular(target)  # a FIFO would block the gate, a device swallow the summary: refused unopened
+        fd = os.open(
+            target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644
+        )
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise OSError(22, "not a regular file")
             fh.write(markdown)
     except OSError as exc:
         sys.stderr.write(

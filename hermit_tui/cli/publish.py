@@ -91,6 +91,7 @@ def run(args, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stde
 
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     config = load_config(args.config, args.overrides)
+    _recover(args, config, stdout)
     if args.undo:
         return _undo(args, config, stdin, stdout, stderr)
     plan = plan_publish(config, args.adapter, getattr(args, "failure_labels", False))
@@ -119,6 +120,22 @@ def run(args, *, stdin: TextIO | None = None, stdout: TextIO | None = None, stde
     result = publish(plan)
     stdout.write(terminal(result.message) + "\n")
     return EXIT_OK
+
+
+def _recover(args, config, stdout: TextIO) -> None:
+    """A publish or undo killed half-way left its journal: finished or rolled back before anything else (a dry
+    run only says so)."""
+    from hermit_tui.core.publish.recovery import journal_path, pending, recover
+
+    if args.dry_run:
+        if pending(config) is not None:
+            stdout.write(
+                f"a killed publish left {journal_path(config.run_dir)}: publish or publish --undo recovers it first\n"
+            )
+        return
+    recovered = recover(config)
+    if recovered is not None:
+        stdout.write(recovered + "\n")
 
 
 def _undo(args, config, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:

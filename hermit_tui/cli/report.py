@@ -100,6 +100,21 @@ def add_parser(subparsers):
 
 
 def _check_output(path: Path, force: bool) -> None:
+    import os
+    import stat
+
+    from hermit_tui.core.workspace.files import kind_of
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot inspect --output ({exc.strerror or exc})") from None
+    if mode is not None and stat.S_ISLNK(mode):
+        raise InputError(f"{path}: --output is a symbolic link; a report never replaces a link nor writes through one")
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise InputError(f"{path}: --output is {kind_of(mode)}, not a file; give a file name")
     if path.is_dir():
         raise InputError(f"{path}: --output is a folder; give a file name")
     if path.exists() and not force:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.publish import card as cardmod
-from hermit_tui.core.publish.card import CARD_NAME, CardChange
+from hermit_tui.core.publish.card import CARD_NAME, CardChange, crash_point
 from hermit_tui.core.publish.checks import is_sha, short_sha
 from hermit_tui.core.publish.plan import (
     CONFIRM_WORD,
@@ -33,6 +33,7 @@ from hermit_tui.core.publish.plan import (
     same_adapter,
     unified_diff,
 )
+from hermit_tui.core.publish.recovery import PublishJournal, recover
 from hermit_tui.core.records.folders import SUMMARY, check_no_links, eval_root, list_evaluations
 from hermit_tui.core.records.journal import now_iso
 from hermit_tui.core.records.results import read_summary, write_atomic
@@ -173,8 +174,19 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
             tag_before=plan.tag_target,
             original=original,
         )
+        journal = PublishJournal.begin(
+            plan.config,
+            "publish",
+            tag=plan.tag,
+            tag_raw=change.tag_raw,
+            branch=plan.branch,
+            head=head,
+            commit=None if plan.changes_card else head,
+            card=plan.card_path,
+            summary=summary,
+        )
         try:
-            commit = change.apply(new.encode("utf-8") if plan.changes_card else None, message)
+            commit = change.apply(new.encode("utf-8") if plan.changes_card else None, message, journal.committed)
             at = now_iso()
             record = {
                 "measured_commit": plan.measured_commit,
@@ -184,6 +196,7 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
                 "at": at,
             }
             record_in_summary(summary, "published", record)
+            crash_point("summary-recorded")
             append_log(
                 log,
                 {
@@ -195,10 +208,13 @@ def publish(plan_or_config: PublishPlan | Config, labels: Sequence[str] | None =
                     "summary": str(summary),
                 },
             )
+            crash_point("logged")
+            journal.end()
         except Exception as exc:
             change.rollback()
             _put_back(summary, summary_bytes)
             _put_back(log, log_bytes)
+            journal.end()
             if isinstance(exc, (git.GitCommandError, OSError, ValueError, InputError)):
                 raise InputError(
                     f"publishing failed ({' '.join(str(exc).split())[:300]}); the card, branch "
@@ -368,10 +384,24 @@ def undo_publish(config: Config) -> UndoResult:
     index_bytes = index_path.read_bytes() if index_path.exists() else None
     try:
         tag_raw = tree.ref_value(f"refs/tags/{tag}")
+        journal = PublishJournal.begin(
+            config,
+            "undo",
+            tag=tag,
+            tag_raw=tag_raw,
+            commit=card_commit,
+            previous=previous,
+            branch=branch if branch_to is not None else None,
+            head=card_commit,
+            branch_to=branch_to,
+            card=card if branch_to is not None else None,
+            summary=summary,
+        )
         try:
             if tree.tag_target(tag) != card_commit:
                 raise InputError(f"{tag} moved since it was read")
             tree.move_tag(tag, previous, expected=tag_raw)
+            crash_point("tag-moved")
             if branch_to is not None:
                 earlier = _blob(repo, branch_to)
                 if earlier is None:
@@ -382,11 +412,13 @@ def undo_publish(config: Config) -> UndoResult:
                 cardmod.move_branch(repo, branch, branch_to, card_commit, f"hermit-tui: undo the publish of {tag}")
                 if earlier is not None:
                     cardmod.stage_card(repo)
+                crash_point("branch-moved")
             at = now_iso()
             if summary is not None and summary.is_file():
                 published = read_summary(summary).published
                 if published is not None and published.card_commit == card_commit:
                     record_in_summary(summary, "published", {**published.model_dump(), "undone_at": at})
+            crash_point("summary-recorded")
             append_log(
                 log,
                 {
@@ -399,7 +431,10 @@ def undo_publish(config: Config) -> UndoResult:
                     "at": at,
                 },
             )
+            crash_point("logged")
+            journal.end()
         except Exception as exc:
+            journal.end()
             steps: list[Callable[[], object]] = [
                 # each only if it is still where the undo left it
                 lambda: tree.swap_ref(f"refs/tags/{tag}", tag_raw, previous),
@@ -473,6 +508,9 @@ def review(config: Config, labels: Sequence[str] | None = None, taxonomy: bool =
 def carry_out(action: Literal["publish", "undo"], review: Review, config: Config) -> str:
     """Publish the reviewed plan, or undo the last publish; the one-line message to show. Both restore everything
     before raising."""
+    recovered = recover(config)
+    if recovered is not None:  # what was reviewed is not what is on disk any more: review again
+        return recovered + "; review again"
     return publish(review.plan).message if action == "publish" else undo_publish(config).message
 
 

@@ -9,6 +9,7 @@ commit and tag move that publishing uses too).
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +33,14 @@ CARD_NAME = "CARD.md"
 TABLE_HEADER = "| Adapter | Tasks | Repeats | Mean score | Solved at least once | Cost (USD) |"
 TABLE_RULE = "|---|---|---|---|---|---|"
 DEFAULT_IDENTITY = {"name": "hermit-tui", "email": "hermit-tui@localhost"}
+CRASH_ENV = "HERMIT_TUI_CRASH_AT"
+
+
+def crash_point(step: str) -> None:
+    """Die here, as kill -9 would, when ``$HERMIT_TUI_CRASH_AT`` names ``step``: the publish recovery tests kill a
+    publish after each of its steps (``core.publish.recovery``)."""
+    if os.environ.get(CRASH_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class CardRow(BaseModel):
@@ -220,17 +229,25 @@ class CardChange:
         self.branch_moved_to: str | None = None
         self.tag_moved_to: str | None = None
 
-    def apply(self, new: bytes | None, message: str) -> str:
-        """Write ``new`` and commit it; with ``new`` None only move the tag to ``head``. Returns the tag's commit."""
+    def apply(self, new: bytes | None, message: str, on_commit: Callable[[str], object] | None = None) -> str:
+        """Write ``new`` and commit it; with ``new`` None only move the tag to ``head``. Returns the tag's commit.
+        ``on_commit`` is told the card commit's id before any ref moves (the publish journal records it)."""
         commit = self.head
         if new is not None:
             write_card(self.card, new)
+            crash_point("card-written")
             commit = commit_card(self.repo, self.head, message)
+            if on_commit is not None:
+                on_commit(commit)
+            crash_point("committed")
             self.branch_moved_to = commit  # before the move: a move that fails after it happened is undone too
             move_branch(self.repo, self.branch, commit, self.head, message)
+            crash_point("branch-moved")
             stage_card(self.repo)
+            crash_point("card-staged")
         self.tag_moved_to = commit
         self.tree.move_tag(self.tag, commit, expected=self.tag_raw)
+        crash_point("tag-moved")
         return commit
 
     def rollback(self) -> None:
@@ -334,6 +351,7 @@ def _update(tree: AdapterTree, repo: git.Repo, card: Path, tag: str, run: str, s
 
 __all__ = [
     "CARD_NAME",
+    "CRASH_ENV",
     "EVAL_HEADING",
     "TAIL_MARK",
     "CardChange",
@@ -341,6 +359,7 @@ __all__ = [
     "CardRow",
     "checkout_branch",
     "commit_card",
+    "crash_point",
     "final_row",
     "render_eval_table",
     "replace_evaluation_section",

@@ -50,6 +50,18 @@ class AppendedLines:
             raise
         self.good += len(line)
 
+    def truncate(self, size: int) -> None:
+        """Cut the file back to ``size`` bytes (a length :attr:`good` had): the lines appended since are gone."""
+        if not self._opened or size >= self.good:
+            return
+        if self.fh is not None:
+            self.fh.flush()
+            self.fh.truncate(size)
+        else:
+            with open(self.path, "r+b") as fh:
+                fh.truncate(size)
+        self.good = size
+
     def rollback(self) -> None:
         """Close the file and cut it back to its last whole line (nothing when it was never opened here)."""
         if self.fh is not None:

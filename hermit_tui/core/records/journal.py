@@ -231,6 +231,7 @@ class SelectorJournal:
         self._lines = AppendedLines(folder / RESULTS)
         self.last_summary = 0.0
         self.transcripts = TranscriptLog(folder, self.continues)  # the trajectories' sidecar
+        self.broken: str | None = None  # why writing stopped: nothing more is written to this folder
 
     @property
     def log_dir(self) -> Path:
@@ -285,24 +286,38 @@ class SelectorJournal:
             os.fsync(fh.fileno())
 
     def append(self, record: AttemptRecord) -> None:
-        """Append one line, flushed; on failure roll the file back to its last whole line and raise WriteFailed."""
+        """Append one line, flushed; on failure roll the file back to its last whole line and raise WriteFailed.
+
+        After a failure nothing more is written to this folder (the words of the stop stay true), and the stop's
+        message counts the whole lines results.jsonl holds on disk."""
+        if self.broken is not None:
+            raise WriteFailed(self.broken)
         line = record.take_line()  # encoded once, in the attempt's thread
-        try:  # the trajectory first: a crash in between leaves a line that a re-run attempt replaces
+        mark = self.transcripts.mark()
+        try:  # the trajectory first; if its results line cannot follow, it is taken back
             self.transcripts.write(record.id, record.repeat, record._messages)
         except OSError as exc:
-            raise WriteFailed(
-                f"writing {self.transcripts.path} failed: {exc.strerror or exc}; the "
-                f"{len(self.records)} attempts recorded before are intact"
-            ) from None
+            raise self._stop(self.transcripts.path, exc) from None
         record._messages = None  # written: the dashboard's records never hold trajectories
         try:
             self._lines.write(line)
         except OSError as exc:
-            raise WriteFailed(
-                f"writing {self.folder / RESULTS} failed: {exc.strerror or exc}; the "
-                f"{len(self.records)} attempts recorded before are intact"
-            ) from None
+            self.transcripts.undo_to(mark)
+            raise self._stop(self.folder / RESULTS, exc) from None
         self.records[record.key] = record
+
+    def _stop(self, path: Path, exc: OSError) -> WriteFailed:
+        results = self.folder / RESULTS
+        try:
+            with open(results, "rb") as fh:
+                lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+        except OSError:
+            lines = 0
+        self.broken = (
+            f"writing {path} failed: {exc.strerror or exc}; {results} holds {lines} recorded "
+            f"attempt{'s' * (lines != 1)}, intact (continue with --resume once there is room)"
+        )
+        return WriteFailed(self.broken)
 
     def close(self) -> None:
         self._lines.close()

@@ -129,6 +129,17 @@ class TranscriptLog:
             self._open()
         self._lines.write(line)
 
+    def mark(self) -> int:
+        """The file's length now (whole lines), for :meth:`undo_to`."""
+        return self._lines.good
+
+    def undo_to(self, mark: int) -> None:
+        """Take back the lines written after :meth:`mark` (their attempt's results line could not be written)."""
+        try:
+            self._lines.truncate(mark)
+        except OSError:
+            pass
+
     def rollback(self) -> None:
         self._lines.rollback()
 
