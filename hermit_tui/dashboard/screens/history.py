@@ -232,6 +232,8 @@ class HistoryScreen(HermitScreen[None]):
             "path of an evaluation folder below (/)."
         )
         self._show_rows()
+        if found and not isinstance(self.focused, Input):
+            table.focus()  # shown only now: the focus asked for on mount may not have reached a hidden table
 
     def _show_rows(self) -> None:
         table = self.query_one(HistoryTable)
