@@ -31,9 +31,10 @@ from hermit_tui.core.report.formatting import (
 from hermit_tui.core.report.html_assets import CSP, CSS, SCRIPT
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot, esc, means_plot
-from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats
+from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.why.text import pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
@@ -291,6 +292,11 @@ def _pair(p: PairStats, r: Report) -> str:
         rows.append(("sequential boundary", esc(boundary_text(p.sequential))))
     if p.n_unpaired:
         rows.append(("left out (attempted by only one)", _ids(p.unpaired)))
+    noise = r.noise_of(p.a, p.b)
+    if noise is not None:
+        rows.append(("noise", f'<span class="note">{esc(variance_text(noise))}</span>'))
+        if p.decision == VerdictKind.UNCLEAR:
+            rows.append(("what it would take", esc(noise.advice)))
     transitions = _grid(
         ["transition", "tasks", "task ids"],
         [
