@@ -86,6 +86,7 @@ TASKS: list[BindingType] = [
     Binding("h", "history", "History", show=False),
     Binding("plus", "history", "Add evaluations to the view (History)", key_display="+", show=False),
     Binding("x", "take_out", "Take a selector out of the view…", show=False),
+    Binding("c", "clear_slice", "Show every slice again (after Slices' enter)", show=False),
     Binding("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
@@ -134,6 +135,15 @@ COMPARE: list[BindingType] = [
     Binding("h", "history", "History", show=False),
     Binding("u", "next_unlabelled", "Next unlabelled failure (drill-down)", show=False),
     Binding("w", "why", "Why"),
+    Binding("g", "slices", "Slices"),
+    Binding("escape", "back", "Back"),
+]
+
+#: Where it helps and hurts (dashboard/screens/slices.py): the pair per slice of the test tasks.
+SLICES: list[BindingType] = [
+    Binding("enter", "open_slice", "Its tasks"),
+    Binding("f", "pick_field", "Slice by…"),
+    Binding("f5", "refresh", "Refresh", show=False),
     Binding("escape", "back", "Back"),
 ]
 
@@ -192,6 +202,7 @@ ALL = [
     ("Errors", ERRORS),
     ("History", HISTORY),
     ("Compare", COMPARE),
+    ("Slices (where it helps and hurts)", SLICES),
     ("Changes (why it changed)", CHANGES),
     ("Aligned trajectories", ALIGNED),
     ("Review & publish", REVIEW),

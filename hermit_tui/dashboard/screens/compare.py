@@ -458,6 +458,13 @@ class CompareScreen(HermitScreen[None]):
             return
         self.app.goto("changes", a=self.a, b=self.b)
 
+    def action_slices(self) -> None:
+        """Slices: the pair's figures per slice of the test tasks (a field of the task rows), adjusted over them."""
+        if self.a is None or self.b is None:
+            self.notify("Choose two selectors first", severity="warning")
+            return
+        self.app.goto("slices", a=self.a, b=self.b)
+
     def action_history(self) -> None:
         self.app.goto("history")
 

@@ -95,9 +95,16 @@ class TasksScreen(Triage, HermitScreen[None]):
     CSS_PATH = [style("tasks.tcss")]
     BINDINGS = bindings.TASKS
 
-    def __init__(self, filter: Filter = "all", search: str = "", **kwargs: Any):
+    def __init__(
+        self,
+        filter: Filter = "all",
+        search: str = "",
+        only: tuple[str, str, frozenset[str]] | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         self.filter: Filter = filter if filter in FILTERS else "all"
+        self.only = only  # a slice (field, value, its task ids), from the Slices screen: only its tasks are shown
         self.search = search
         self.sort = "id"
         self.reverse = False
@@ -175,6 +182,7 @@ class TasksScreen(Triage, HermitScreen[None]):
             reverse=self.reverse,
             compare=compare_pair(store),
             label=self.label_filter,
+            only=self.only[2] if self.only is not None else None,
         )
         if len(store.task_ids) <= WORKER_THRESHOLD:
             if rows_later:
@@ -386,6 +394,10 @@ class TasksScreen(Triage, HermitScreen[None]):
         chip = f" {label_filter_name(self.label_filter)} × " if self.label_filter is not None else " label… "
         chip_link = Content.from_markup("[@click=screen.label_filter()]$chip[/]", chip=chip)
         content += chip_link.stylize("reverse bold") if self.label_filter is not None else chip_link
+        if self.only is not None:
+            field, value = self.only[0], self.only[1]
+            sliced = Content.from_markup("  [@click=screen.clear_slice()]$chip[/]", chip=f" {field} = {value} × ")
+            content += sliced.stylize("reverse bold")
         show_text(self.query_one("#tasks-filters", Static), content)
 
     def _show_count(self, store: EvalStore) -> None:
@@ -395,6 +407,8 @@ class TasksScreen(Triage, HermitScreen[None]):
             text = f"{text}: {pair[1]} vs {pair[0]}" if pair else f"{text}: needs two evaluations"
         if self.label_filter is not None:
             text += f" · {label_filter_name(self.label_filter)}"
+        if self.only is not None:
+            text += f" · slice {self.only[0]} = {self.only[1]}"
         show_text(self.query_one("#tasks-count", Static), Text(text))
 
     # -- actions --------------------------------------------------------------------------------------------------
@@ -578,6 +592,13 @@ class TasksScreen(Triage, HermitScreen[None]):
 
     def action_compare(self) -> None:
         self.app.goto("compare")
+
+    def action_clear_slice(self) -> None:
+        """Every task again, after the Slices screen opened this table on one slice."""
+        if self.only is None:
+            return
+        self.only = None
+        self.refresh_from_store()
 
     def action_review(self) -> None:
         self.app.goto("review")
