@@ -29,6 +29,7 @@ from hermit_tui.core.report.formatting import (
     sequential_protocol,
 )
 from hermit_tui.core.report.html_assets import CSP, CSS, SCRIPT
+from hermit_tui.core.report.html_where import where_sections
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot, esc, means_plot
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
@@ -62,6 +63,11 @@ KNOWN_FIELDS = {
     "test_reuse",
     "training",
     "test_ids",
+    "noise",  # in each pair's figures
+    "slices",  # core.report.html_where
+    "harm",
+    "error_bounds",
+    "pass_k",
 }
 GENERIC_ROWS = 1000  # rows of a list rendered generically before "and N more"
 
@@ -555,6 +561,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
     r = report
     banner, warnings = _warnings(r)
     extras = _extra_sections(r)
+    where = where_sections(r)
     contents = [
         ("warnings", "Warnings"),
         ("protocol", "Protocol"),
@@ -565,6 +572,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
         ("comparability", "Comparability"),
         ("reuse", "Test reuse"),
         ("training", "Training evidence"),
+        *((a, t) for a, t, _ in where),
         *([("why", "Why it changed")] if r.why else []),
         *((a, t) for a, t, _ in extras),
     ]
@@ -595,6 +603,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
         _comparability(r),
         _reuse(r),
         _training(r),
+        *(html for _, _, html in where),
         _why(r),
         *(html for _, _, html in extras),
         f"<footer>Written by hermit-tui {esc(r.hermit_tui_version)} ({esc(r.format)}). The figures are those of "
