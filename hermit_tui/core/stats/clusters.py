@@ -92,6 +92,23 @@ def clusters_by_field(tasks: Mapping[str, Mapping[str, object]], test_ids: Seque
     return clustering
 
 
+def resolve_clustering(
+    tasks: Mapping[str, Mapping[str, object]],
+    test_ids: Sequence[str],
+    cluster_by: str | None,
+    recorded: Sequence[str | None] = (),
+) -> Clustering | None:
+    """The clusters the figures use: ``cluster_by`` when given (``--cluster-by``), else the field every one of the
+    ``recorded`` evaluations was launched with (``eval --cluster-by``, in their protocol fingerprints), else None.
+    Bad input as :func:`clusters_by_field`."""
+    field = cluster_by
+    if field is None:
+        fields = set(recorded)
+        if len(fields) == 1 and None not in fields and recorded:
+            field = next(iter(fields))
+    return clusters_by_field(tasks, test_ids, field) if field is not None else None
+
+
 def _onehot(codes: np.ndarray) -> np.ndarray:
     codes = np.asarray(codes, dtype=np.int64)
     out = np.zeros((len(codes), int(codes.max()) + 1 if len(codes) else 0))
