@@ -172,3 +172,14 @@ def test_report_refuses_a_noise_difference_not_above_zero_in_one_line(demo, caps
     assert main(["report", "--config", str(demo), "--noise-at", value]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--noise-at must be a difference above 0" in err
+
+
+def test_clustered_pairs_say_the_need_is_in_clusters():
+    from hermit_tui.core.stats.clusters import Clustering
+
+    clusters = Clustering(by="template", of={f"t{i}": f"c{i // 2}" for i in range(8)})
+    p = pair_stats("a", records(A), "b", records(B), list(A), clusters=clusters)
+    assert p.n_clusters == 4
+    budget = noise_budget(p, 3, 3, CostRate(), 0.1)
+    assert budget.tasks.needed is None and budget.repeats.needed is None
+    assert "clustered by template: the need is in clusters" in budget.advice

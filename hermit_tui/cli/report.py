@@ -1,8 +1,8 @@
 """``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
 
     hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html|junit] [--per task|attempt]
-                      [--smoke] [--slice-by FIELD] [--harmed] [--pass-k] [--error-bounds] [--details-max-mb MB]
-                      [--output FILE] [--force] [--threshold X] [key.sub=value ...]
+                      [--smoke] [--slice-by FIELD] [--cluster-by FIELD] [--harmed] [--pass-k] [--error-bounds]
+                      [--details-max-mb MB] [--output FILE] [--force] [--threshold X] [key.sub=value ...]
 
 Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
 """
@@ -60,6 +60,13 @@ def add_parser(subparsers):
         metavar="FIELD",
         help="a field of the task rows (a list field: each value its slice): each pair's figures per slice, "
         "adjusted across the slices (Holm for 'hurt', Benjamini-Hochberg for screening)",
+    )
+    p.add_argument(
+        "--cluster-by",
+        metavar="FIELD",
+        help="a field of the task rows whose values cluster the tasks (a template, a passage, a category): standard "
+        "errors, intervals, tests and power figures cluster-robust, with clusters - 1 degrees of freedom (default: "
+        "the field the evaluations were launched with, eval --cluster-by)",
     )
     p.add_argument(
         "--harmed",
@@ -173,6 +180,7 @@ def run(args) -> int:
         passk=args.pass_k,
         error_bounds=args.error_bounds,
         noise_at=args.noise_at,
+        cluster_by=args.cluster_by,
     )
     if args.format == "junit" or args.per == "attempt":
         from hermit_tui.core.report.exports import read_attempts, to_attempts_csv, to_junit

@@ -91,6 +91,8 @@ class Report(BaseModel):
     test_reuse: TestReuse
     training: TrainingEvidence | None
     test_ids: list[str]
+    cluster_by: str | None = None  # --cluster-by (or recorded by eval --cluster-by): figures clustered by this field
+    n_clusters: int | None = None  # the clusters of the test tasks
     taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/records/annotations.py)
     slices: SliceReport | None = None  # report --slice-by: where it helps and hurts (core/stats/slices.py)
     harm: list[HarmReport] = []  # report --harmed: per pair, the tasks worse with evidence (core/stats/harm.py)

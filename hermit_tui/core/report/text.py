@@ -23,6 +23,7 @@ from hermit_tui.core.report.formatting import (
 from hermit_tui.core.report.model import Report
 from hermit_tui.core.safe import json_text, terminal
 from hermit_tui.core.safe import markdown as md
+from hermit_tui.core.stats.clusters import CLUSTER_METHOD
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
@@ -82,6 +83,11 @@ def to_markdown(report: Report) -> str:
                 "yes: every selector shares one protocol fingerprint" if r.comparable else "NO: see Comparability",
             ],
             *([["stop when decided", text] for text in [sequential_protocol(r)] if text]),
+            *(
+                [["clustered by", f"{md(r.cluster_by)}: {r.n_clusters} clusters of the test tasks ({CLUSTER_METHOD})"]]
+                if r.cluster_by is not None
+                else []
+            ),
         ],
     )
     out += ["", "## Results on the test split", ""]

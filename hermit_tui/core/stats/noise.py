@@ -98,9 +98,14 @@ def noise_budget(
     def priced(added: int) -> float | None:
         return added * rate if rate is not None else None
 
+    clustered = (
+        f"clustered by {pair.cluster_by}: the need is in clusters, whose sizes a projection would have to guess"
+        if pair.n_clusters is not None
+        else None
+    )
     need_t = pair.tasks_needed(delta)
     if need_t is None:
-        why = "no spread to project from" if pair.sd_diff == 0 else "needs at least 2 paired tasks"
+        why = clustered or ("no spread to project from" if pair.sd_diff == 0 else "needs at least 2 paired tasks")
         tasks = Lever(lever="tasks", needed=None, why_not=why)
     else:
         added = max(need_t - pair.n_paired, 0) * (ra + rb)
@@ -121,6 +126,8 @@ def noise_budget(
             attempts_added=added,
             cost_added_usd=priced(added),
         )
+    elif clustered is not None:
+        repeats = Lever(lever="repeats", needed=None, why_not=clustered)
     elif pair.within_var is None or pair.between_var is None or pair.sd_diff in (None, 0):
         repeats = Lever(
             lever="repeats",
