@@ -1,114 +1,27 @@
 """One task through every version: its marks and means in every evaluation of a run (current, archived, written by
 hermit), in a launch's order, and the run's checkpoints as a curve on test; ``show --versions`` and its bad input.
 
-The evaluations are written here by hand into a copy of the demo's run folder, with scores chosen so that every
-figure asserted is computed in this file (plain arithmetic), not by the code under test."""
+The evaluations are written by hand into a copy of the demo's run folder (versions_project.py), with scores chosen
+so that every figure asserted is computed from them with plain arithmetic, not by the code under test."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from statistics import mean
 
 import pytest
+import versions_project as vp
+from versions_project import EVALS, OTHER, TASK, scores
 
 from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.why.versions import CURVE_NOTE, task_versions
-from hermit_tui.core.workspace.config import load_config
-from hermit_tui.core.workspace.tasks import load_tasks
-
-TASK = "unit-04"
-OTHER = "arith-04"
-
-
-def rec(task: str, repeat: int, status: str, score: float) -> dict:
-    return {
-        "repeat": repeat,
-        "id": task,
-        "status": status,
-        "error": None if status == "ok" else "boom",
-        "output": "x",
-        "judge": {"score": score, "feedback": "", "extra": {}},
-        "cost_usd": 0.001,
-        "wall_s": 0.1,
-        "api_speed": None,
-        "tokens": 10,
-        "log": None,
-    }
-
-
-EVALS = {  # (folder label, summary adapter, commit, archived, written by hermit, attempts)
-    "none": ("none", "none", None, None, False, {TASK: [("ok", 0.0), ("ok", 0.5)], OTHER: [("ok", 1.0)] * 2}),
-    "root": ("root", "root", "a" * 40, None, False, {TASK: [("ok", 1.0), ("error", 0.0)], OTHER: [("ok", 0.0)] * 2}),
-    "s10": (
-        "demo_ckpt-step-10",
-        "demo/ckpt-step-10",
-        "c" * 40,
-        None,
-        False,
-        {TASK: [("ok", 1.0), ("ok", 1.0)], OTHER: [("ok", 1.0), ("ok", 0.0)]},
-    ),
-    "s2": (
-        "demo_ckpt-step-2",
-        "demo/ckpt-step-2",
-        "b" * 40,
-        None,
-        True,  # written by hermit eval: no fingerprint, its task count says the split
-        {TASK: [("judge_error", 0.0), ("ok", 1.0)], OTHER: [("ok", 0.5)] * 2},
-    ),
-    "final": ("final", "final", "c" * 40, None, False, {TASK: [("ok", 1.0), ("ok", 0.25)], OTHER: [("ok", 1.0)] * 2}),
-    "final-old": (
-        "final",
-        "final",
-        "9" * 40,
-        "20260101T000000Z",
-        False,
-        {TASK: [("ok", 0.0), ("ok", 0.0)], OTHER: [("ok", 1.0)] * 2},
-    ),
-    "subset": ("variant", "adapters/variant", None, None, False, {TASK: [("ok", 1.0)]}),  # another split
-}
-
-
-def write_eval(run_dir: Path, test_ids: list[str], key: str) -> None:
-    label, adapter, commit, archived, by_hermit, attempts = EVALS[key]
-    folder = run_dir / "eval" / label
-    if archived:
-        folder = folder / "archive" / archived
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = [rec(t, r, st, sc) for t, reps in attempts.items() for r, (st, sc) in enumerate(reps, start=1)]
-    (folder / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    ids = test_ids if key != "subset" else [TASK]
-    summary = {
-        "adapter": adapter,
-        "commit": commit,
-        "tasks": len(ids),
-        "repeats": 2,
-        "mean_score": 0.5,
-        "solved_once": 0.5,
-        "cost_usd": None,
-        "unknown_cost_tasks": 0,
-        "errors": 0,
-        "wall_s": 1.0,
-    }
-    if not by_hermit:
-        digest = hashlib.sha256(json.dumps([str(t) for t in ids], sort_keys=True).encode()).hexdigest()
-        summary.update(hermit_tui_version="0.1.0", fingerprint={"test_ids_sha256": digest, "repeats": 2})
-    (folder / "summary.json").write_text(json.dumps(summary))
-
-
-def scores(key: str, task: str) -> list[float]:
-    return [sc for _, sc in EVALS[key][5][task]]  # failed attempts score 0, as hermit writes them
 
 
 @pytest.fixture
 def project(demo_config):
-    config = load_config(demo_config)
-    test_ids = list(load_tasks(config).test_ids)
-    assert TASK in test_ids and OTHER in test_ids
-    for key in EVALS:
-        write_eval(Path(config.run_dir), test_ids, key)
+    config, test_ids = vp.write_all(demo_config)
     return demo_config, config, test_ids
 
 

@@ -87,6 +87,7 @@ TASKS: list[BindingType] = [
     Binding("plus", "history", "Add evaluations to the view (History)", key_display="+", show=False),
     Binding("x", "take_out", "Take a selector out of the view…", show=False),
     Binding("p", "review", "Review"),
+    Binding("V", "versions", "The row's task through every version", key_display="shift+v", show=False),
     Binding("escape", "back", "Back"),
 ]
 
@@ -98,6 +99,7 @@ ATTEMPT: list[BindingType] = [
     Binding("l", "open_log", "Log"),
     Binding("x", "transcript", "Transcript"),
     Binding("w", "align", "Aligned trajectories of the side-by-side pair", show=False),
+    Binding("V", "versions", "This task through every version", key_display="shift+v", show=False),
     *TRIAGE,
     Binding("escape", "back", "Back"),
 ]
@@ -155,6 +157,8 @@ ALIGNED: list[BindingType] = [
     Binding("escape", "back", "Back"),
 ]
 
+VERSIONS: list[BindingType] = [Binding("f5", "refresh", "Refresh", show=False), Binding("escape", "back", "Back")]
+
 REVIEW: list[BindingType] = [
     Binding("p", "publish", "Publish…"),
     Binding("u", "undo", "Undo…"),
@@ -194,6 +198,7 @@ ALL = [
     ("Compare", COMPARE),
     ("Changes (why it changed)", CHANGES),
     ("Aligned trajectories", ALIGNED),
+    ("Through every version", VERSIONS),
     ("Review & publish", REVIEW),
     ("Quitting during a launch", QUIT),
     ("While a launch stops", STOPPING),

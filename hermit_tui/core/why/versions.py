@@ -32,7 +32,8 @@ Kind = Literal["none", "root", "checkpoint", "other", "final"]
 MarkKind = Literal["solved", "unsolved", "error", "judge_error"]
 #: One glyph per attempt (the grid's ✗ and J for the failures).
 GLYPH: dict[str, str] = {"solved": "✓", "unsolved": "○", "error": "✗", "judge_error": "J"}
-MARKS_LEGEND = "✓ solved · ○ not solved · ✗ pipeline error · J judge error (errors score 0)"
+MARKS_LEGEND = "✓ solved · ○ not solved · ✗ pipeline error · J judge error"
+MARKS_SHORT = "✓ solved ○ not ✗ J errors"
 CURVE_NOTE = (
     "description only: choosing a checkpoint by its test score is what the protocol forbids (choose on "
     "validation); evaluating or publishing a checkpoint picked here counts as test reuse"
@@ -247,6 +248,7 @@ __all__ = [
     "CURVE_NOTE",
     "GLYPH",
     "MARKS_LEGEND",
+    "MARKS_SHORT",
     "CheckpointCurve",
     "CurvePoint",
     "Mark",

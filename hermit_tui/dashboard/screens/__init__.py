@@ -17,6 +17,7 @@ _WHERE = {
     "compare": ("compare", "CompareScreen"),
     "changes": ("why.changes", "ChangesScreen"),
     "aligned": ("why.aligned", "AlignedScreen"),
+    "versions": ("why.versions", "VersionsScreen"),
 }
 
 
