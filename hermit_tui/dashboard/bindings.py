@@ -88,6 +88,7 @@ TASKS: list[BindingType] = [
     Binding("x", "take_out", "Take a selector out of the view…", show=False),
     Binding("c", "clear_slice", "Show every slice again (after Slices' enter)", show=False),
     Binding("p", "review", "Review"),
+    Binding("V", "versions", "The row's task through every version", key_display="shift+v", show=False),
     Binding("escape", "back", "Back"),
 ]
 
@@ -99,6 +100,7 @@ ATTEMPT: list[BindingType] = [
     Binding("l", "open_log", "Log"),
     Binding("x", "transcript", "Transcript"),
     Binding("w", "align", "Aligned trajectories of the side-by-side pair", show=False),
+    Binding("V", "versions", "This task through every version", key_display="shift+v", show=False),
     *TRIAGE,
     Binding("escape", "back", "Back"),
 ]
@@ -165,6 +167,8 @@ ALIGNED: list[BindingType] = [
     Binding("escape", "back", "Back"),
 ]
 
+VERSIONS: list[BindingType] = [Binding("f5", "refresh", "Refresh", show=False), Binding("escape", "back", "Back")]
+
 REVIEW: list[BindingType] = [
     Binding("p", "publish", "Publish…"),
     Binding("u", "undo", "Undo…"),
@@ -205,6 +209,7 @@ ALL = [
     ("Slices (where it helps and hurts)", SLICES),
     ("Changes (why it changed)", CHANGES),
     ("Aligned trajectories", ALIGNED),
+    ("Through every version", VERSIONS),
     ("Review & publish", REVIEW),
     ("Quitting during a launch", QUIT),
     ("While a launch stops", STOPPING),

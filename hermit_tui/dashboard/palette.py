@@ -117,6 +117,11 @@ def palette_commands(app) -> list[tuple[str, str, Callable]]:
             "the adapter's diff beside the tasks fixed, broken, flaky; divergence, tool use, usage (w)",
             partial(on, "compare", "why"),
         ),
+        (
+            "One task through every version",
+            "the table's task in every evaluation of the run; the checkpoints on test (shift+v)",
+            partial(on, "tasks", "versions"),
+        ),
         ("Review & publish the final card", "diff, warnings, explicit confirm; undo", partial(app.goto, "review")),
         ("Publish the final card…", "asks for a typed confirmation first", partial(on, "review", "publish")),
         ("Undo the last publish…", "moves the final tag back; asks first", partial(on, "review", "undo")),

@@ -18,6 +18,7 @@ _WHERE = {
     "slices": ("slices", "SlicesScreen"),
     "changes": ("why.changes", "ChangesScreen"),
     "aligned": ("why.aligned", "AlignedScreen"),
+    "versions": ("why.versions", "VersionsScreen"),
 }
 
 

@@ -603,6 +603,12 @@ class TasksScreen(Triage, HermitScreen[None]):
     def action_review(self) -> None:
         self.app.goto("review")
 
+    def action_versions(self) -> None:
+        """The highlighted task through every evaluation of the run (why it changed, part 4)."""
+        row = self.table.cursor_value
+        if row is not None:
+            self.app.goto("versions", task_id=row.task_id)
+
     def action_back(self) -> None:
         if isinstance(self.focused, Input):
             self.table.focus()
