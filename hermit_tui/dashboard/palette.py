@@ -85,6 +85,12 @@ def palette_commands(app) -> list[tuple[str, str, Callable]]:
             partial(app.triage, "clear_annotation"),
         ),
         (
+            "Triage: label every attempt shown…",
+            "the errors screen's group, or the failed attempts of the per-task table's rows (shift+a)",
+            partial(app.triage, "bulk_label"),
+        ),
+        ("Triage: undo the last bulk label", "every attempt it changed, as it was (shift+u)", app.undo_bulk),
+        (
             "Triage: edit the label set (keys 1-9)…",
             "kept per run in hermit-tui's settings, never in run.yaml",
             app.edit_label_set,

@@ -452,6 +452,27 @@ class TasksScreen(Triage, HermitScreen[None]):
             self.target = self._default_target()
         return self.target if self._target_valid(store) else None
 
+    def bulk_scope(self) -> tuple[str, list[tuple[str, str, int]]] | None:
+        """Every failed attempt of the rows shown (the filter, the label filter and the search applied), in row
+        order, then column and repeat."""
+        store: EvalStore = self.app.store
+        repeats = range(1, max(store.repeats, 1) + 1)
+        attempts = []
+        for row in self.table.rows:
+            for key, col in store.columns.items():
+                ix = col.index
+                for r in repeats:
+                    i = ix.row_of(row.task_id, r)
+                    if i >= 0 and ix.failed_row(i):
+                        attempts.append((key, row.task_id, r))
+        n = len(self.table.rows)
+        what = [FILTER_NAMES[self.filter]]
+        if self.search:
+            what.append(f"search '{one_line(self.search)[:30]}'")
+        if self.label_filter is not None:
+            what.append(label_filter_name(self.label_filter))
+        return f"the {n} task{'s' * (n != 1)} shown ({' · '.join(what)})", attempts
+
     def walk_from(self) -> tuple[str, str, int] | None:
         """After the attempt the walk showed last; from the top of the walk when the target is not one it showed."""
         return self.target if self.target is not None and self.target == self._walked else None
