@@ -31,6 +31,8 @@ SETUP: list[BindingType] = [
     Binding("l", "launch", "Launch"),
     Binding("r", "resume", "Resume", show=False),
     Binding("a", "add_selector", "Add…"),
+    Binding("s", "settings", "Settings", show=False),
+    Binding("c", "checks", "Protocol checks (scroll)", show=False),
     Binding("h", "history", "History"),
     Binding("t", "tasks", "Tasks"),
     Binding("v", "compare", "Compare"),
@@ -59,6 +61,13 @@ TRIAGE: list[BindingType] = [
     Binding("n", "note", "Note and corrected score on the chosen attempt…", show=False),
     Binding("u", "next_unlabelled", "Next unlabelled failure (regressions, errors, flaky tasks, the rest)", show=False),
     Binding("L", "label_set", "Edit the label set (keys 1-9)…", key_display="shift+l", show=False),
+    Binding("U", "undo_bulk", "Undo the last bulk label", key_display="shift+u", show=False),
+]
+#: Bulk triage, on the screens that show sets of attempts (the errors screen's group, the per-task table's rows).
+TRIAGE_BULK: list[BindingType] = [
+    Binding(
+        "A", "bulk_label", "Label every failure of the group or of the rows shown…", key_display="shift+a", show=False
+    )
 ]
 #: In the help screen once, as "1-9".
 HELP_HIDDEN = {f"label({n})" for n in range(2, 10)}
@@ -75,9 +84,12 @@ TASKS: list[BindingType] = [
     Binding("F", "label_filter", "Filter by label…", key_display="shift+f", show=False),
     Binding("a", "next_attempt", "Target: the row's next attempt (what 1-9, 0 and n act on)", show=False),
     *TRIAGE,
+    *TRIAGE_BULK,
     Binding("s", "sort", "Sort"),
+    Binding("S", "sort_pick", "Sort by a column…", key_display="shift+s", show=False),
     Binding("r", "reverse", "Reverse", show=False),
     Binding("b", "baseline", "Baseline"),
+    Binding("i", "details", "Selectors: one line each, or all on one line", show=False),
     Binding("o", "toggle_outputs", "Outputs"),
     Binding("left_square_bracket", "prev_repeat", "Outputs: previous repeat", key_display="[", show=False),
     Binding("right_square_bracket", "next_repeat", "Outputs: next repeat", key_display="]", show=False),
@@ -118,6 +130,7 @@ ERRORS: list[BindingType] = [
     Binding("enter", "jump", "Jump to attempt"),
     Binding("R", "rerun_failed", "Re-run failed", key_display="shift+r"),
     *TRIAGE,
+    *TRIAGE_BULK,
     Binding("escape", "back", "Back"),
 ]
 
