@@ -317,13 +317,16 @@ def test_next_unlabelled_skips_labelled_failures_and_wraps_around():
     store = fixed_store()
     walk = store.failure_walk()
     first = store.next_unlabelled()
+    assert first is not None
     assert (first.key, first.task_id, first.repeat) == ("final", "t04", 1)
     for f in walk[1:3]:
         store.put_annotation(f.key, Annotation(repeat=f.repeat, id=f.task_id, labels=["wrong reasoning"]))
     nxt = store.next_unlabelled(("final", "t04", 1))
+    assert nxt is not None
     assert (nxt.key, nxt.task_id, nxt.repeat) == ("final", "t10", 1)  # t04's repeats 2 and 3 carry a label
     last = walk[-1]
     nxt = store.next_unlabelled((last.key, last.task_id, last.repeat))
+    assert nxt is not None
     assert (nxt.key, nxt.task_id, nxt.repeat) == ("final", "t04", 1)  # wrapped
     assert store.triage_progress() == (2, 54)
     note_only = walk[0]

@@ -116,6 +116,7 @@ def checks_of(lines: list[str]) -> dict[str, tuple[str, str]]:
 
 def ci_in(text: str) -> tuple[float, float]:
     m = re.search(r"95% CI \[([-+][0-9.]+), ([-+][0-9.]+)\]", text)
+    assert m is not None
     return float(m.group(1)), float(m.group(2))
 
 
@@ -595,8 +596,10 @@ def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
     assert {k: getattr(cand.sequential, k) for k in seq if k != "interval"} == {
         k: v for k, v in seq.items() if k != "interval"
     }
+    assert cand.sequential is not None
     assert list(cand.sequential.interval) == seq["interval"] and cand.present == 20 and cand.expected == 50
     iv = gate_interval(facts("none", "baseline"), cand, None)
+    assert iv is not None
     assert (iv.low, iv.high, iv.source) == (0.12, 0.4, "sequential") and "after 2 rounds" in iv.method
     assert gate_interval(facts("root", "baseline"), cand, None) is None  # another baseline: not this interval
     # the design stopped it when decided after 2 of 5 rounds: the 2 rounds are what is expected

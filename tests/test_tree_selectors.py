@@ -358,6 +358,7 @@ def test_materialize_tree_selector(built):
     before = temp_exports()
     sel = resolve_selector("demo/ckpt-step-2", built.cfg)
     with materialize(sel, built.cfg) as path:
+        assert path is not None
         assert path.name.startswith(TEMP_PREFIX)
         assert files_under(path) == built.files["step2"]
     assert not path.exists() and temp_exports() == before
@@ -365,6 +366,7 @@ def test_materialize_tree_selector(built):
         with materialize(resolve_selector("root", built.cfg), built.cfg) as path:
             assert files_under(path) == built.files["root"]
             raise RuntimeError("pipeline crashed")
+    assert path is not None
     assert not path.exists() and temp_exports() == before
 
 

@@ -109,6 +109,7 @@ def evaluated(demo_template, tmp_path_factory, server):
 
 def test_usage_is_recognised_in_hermits_react_trajectories(evaluated):
     pair = pair_why(evaluated, "none", "adapters/hinted", list(TASKS))
+    assert pair.diff is not None
     assert pair.diff.b.tools == [ADAPTER_TOOL]
     assert ("tool", ADAPTER_TOOL, "added") in {(e.kind, e.name, e.change) for e in pair.diff.exports}
     none, hinted = pair.use
