@@ -245,6 +245,7 @@ def test_figures_unknown_costs_and_the_latest_attempt(tmp_path):
     assert set(keyed) == {("a", 1), ("b", 1), ("a", 2)} and keyed[("a", 1)].judge.score == 1.0
     cols = table.attempt_columns(["b", "a", "c"])
     assert cols.task.tolist() == [1, 0, 1, 1]
+    assert table.path is not None
     by_records = tabulate(read_results(table.path).records, ["b", "a", "c"], 1.0)
     by_columns = tabulate(cols, ["b", "a", "c"], 1.0)
     assert np.array_equal(by_records.mean, by_columns.mean) and by_records.n_ignored == by_columns.n_ignored

@@ -22,6 +22,9 @@ from hermit_tui.core.stats.intervals import (
 
 T3 = 3.182446305  # t(0.975, 3), published tables
 
+#: pair_interval's and pair_p_value's positional arguments
+PairArgs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, bool, float, float]
+
 
 def wilson_by_quadratic(p: float, n: float, c: float) -> tuple[float, float]:
     """The set {m : (p - m)^2 <= c^2 m (1 - m) / n}: the roots of (1 + c^2/n) m^2 - (2p + c^2/n) m + p^2 = 0."""
@@ -39,7 +42,8 @@ def test_score_interval_is_wilson_with_an_effective_sample_size_where_the_floor_
     assert got is not None
     assert got.low < p - q * p and got.high > p + q * (1 - p)
     assert got.method == "score" and got.n_eff == pytest.approx(p * (1 - p) / se**2)
-    assert (got.low, got.high) == pytest.approx(wilson_by_quadratic(p, got.n_eff, t_quantile(39)), abs=1e-9)
+    assert got.n_eff is not None
+    assert (got.low, got.high) == pytest.approx(wilson_by_quadratic(float(p), got.n_eff, t_quantile(39)), abs=1e-9)
     assert (got.low, got.high) == pytest.approx(selector_interval_by_hand(values, 0.0, 1.0), abs=1e-9)
 
 
@@ -67,6 +71,7 @@ def test_effective_sample_size_is_at_least_the_tasks_and_at_most_the_attempts_fo
     )
     uncapped = task_mean_interval(means, counts, False, 0.0, 1.0)
     assert uncapped is not None
+    assert uncapped.n_eff is not None
     assert uncapped.n_eff > 32 and uncapped.high - uncapped.low < capped.high - capped.low
 
 
@@ -129,14 +134,15 @@ def test_the_p_value_inverts_the_interval_so_the_two_never_disagree():
         pa = rng.beta(0.5, 2, size=g)
         a = rng.binomial(ka, pa) / ka
         b = rng.binomial(kb, np.clip(pa + rng.normal(0.1, 0.2, size=g), 0, 1)) / kb
-        args = (a, b, np.full(g, ka), np.full(g, kb), True, True, 0.0, 1.0)
+        args: PairArgs = (a, b, np.full(g, ka), np.full(g, kb), True, True, 0.0, 1.0)
         p = pair_p_value(*args)
+        assert p is not None
         ci = pair_interval(*args)
         assert ci is not None
         assert (p < 0.05) == (ci.low > 0 or ci.high < 0), trial
         if 1e-12 < p < 1:  # at level 1 - p, an end of the interval touches 0 (independently: scipy's brentq)
 
-            def edge(alpha: float, args=args) -> float:
+            def edge(alpha: float, args: PairArgs = args) -> float:
                 iv = pair_interval(*args, level=1 - alpha)
                 assert iv is not None
                 return iv.low if np.mean(args[1]) > np.mean(args[0]) else -iv.high

@@ -638,6 +638,7 @@ def _label(ws: Workspace, label: str, how_many: int, name: str) -> int:
 
 def test_the_failure_labels_line_is_off_by_default_and_on_when_asked(ws):
     plain = plan_publish(ws.config)
+    assert plain.new_card is not None
     assert not plain.taxonomy and plain.taxonomy_line is None and "Failure labels" not in plain.new_card
     empty = plan_publish(ws.config, taxonomy=True)
     assert empty.taxonomy_line is None and empty.new_card == plain.new_card

@@ -239,6 +239,7 @@ def test_cancel_keeps_finished_attempts_and_marks_incomplete(demo):
     for label, s in summaries.items():
         lines = (config.run_dir / "eval" / label / "results.jsonl").read_text().splitlines()
         assert s.complete is False and s.cancelled is True
+        assert s.expected_attempts is not None
         assert s.attempts == len(lines) < s.expected_attempts
 
 

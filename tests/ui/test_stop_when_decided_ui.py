@@ -217,6 +217,7 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         screen = await settle(pilot)
         verdict = str(screen.query_one("#verdict", Static).content)
         assert verdict.startswith("Stopped when decided: none scores") and verdict.endswith(": a regression.")
+        assert look.z is not None
         assert plot.data.observed == [-look.z, -looks[0].z]
 
 

@@ -306,6 +306,7 @@ async def test_an_evaluation_the_real_hermit_eval_wrote_with_its_react_agent(dem
     store = EvalStore(load_tasks(config).tasks, load_tasks(config).test_ids)
     column = store.add_stored(open_evaluation(config.run_dir / "eval" / "root"))
     assert column.summary is not None
+    assert column.folder is not None
     assert column.summary.written_by_hermit and not (column.folder / "transcripts.jsonl").exists()
     logged = json.loads(Path(column.records[("s2", 2)].log).read_text())
     app = HermitApp(store=store, live_updates=False)
