@@ -319,7 +319,7 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
             assert got == want
             assert want.stale == 2 and want.corrected == 1 and want.corrected_mean != want.recorded_mean
     for threshold in (1.0, 0.5):
-        want = pair_taxonomy(
+        want_pair = pair_taxonomy(
             "none",
             records["none"],
             notes["none"],
@@ -329,7 +329,7 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
             task_order=test_ids,
             threshold=threshold,
         )
-        got = column_taxonomy.pair_taxonomy(
+        got_pair = column_taxonomy.pair_taxonomy(
             "none",
             tables["none"],
             notes["none"],
@@ -339,4 +339,4 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
             task_order=test_ids,
             threshold=threshold,
         )
-        assert got == want and got.labels
+        assert got_pair == want_pair and got_pair.labels

@@ -529,10 +529,9 @@ def test_improvement_and_no_regression_boundaries():
     assert check_no_regression("none", "final", interval(0.0, 0.2), 0.0).passed is False
     assert check_no_regression("none", "final", interval(0.0001, 0.2), 0.0).passed is True
     # lenient: fails only strictly below -M
-    lenient = {"lenient": True}
-    assert check_no_regression("none", "final", interval(-0.3, -0.05), 0.05, **lenient).passed is True
-    assert check_no_regression("none", "final", interval(-0.3, -0.0501), 0.05, **lenient).passed is False
-    assert check_no_regression("none", "final", interval(-0.3, -0.0001), 0.0, **lenient).passed is False
+    assert check_no_regression("none", "final", interval(-0.3, -0.05), 0.05, lenient=True).passed is True
+    assert check_no_regression("none", "final", interval(-0.3, -0.0501), 0.05, lenient=True).passed is False
+    assert check_no_regression("none", "final", interval(-0.3, -0.0001), 0.0, lenient=True).passed is False
     no = check_improvement("none", "final", None, 0.0)
     assert not no.passed and no.figure.startswith("no interval for final - none: 0 tasks attempted by both")
 
@@ -596,7 +595,7 @@ def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
     assert {k: getattr(cand.sequential, k) for k in seq if k != "interval"} == {
         k: v for k, v in seq.items() if k != "interval"
     }
-    assert cand.sequential is not None
+    assert cand.sequential is not None and cand.sequential.interval is not None
     assert list(cand.sequential.interval) == seq["interval"] and cand.present == 20 and cand.expected == 50
     iv = gate_interval(facts("none", "baseline"), cand, None)
     assert iv is not None
