@@ -158,6 +158,8 @@ async def test_verdict_is_green_for_an_improvement_and_red_for_a_regression_afte
         # every one of 12 paired differences is +1: the exact permutation p is 2 / 2^12 = 0.00049 (secondary)
         assert "p < 0.001: test of the interval's null" in text(screen, "#pair-figures")
         assert "sharp-null test p (secondary): < 0.001" in text(screen, "#pair-figures")
+        assert screen.paired is not None
+        assert screen.paired.pair is not None
         assert screen.paired.pair.sharp_p_value == pytest.approx(2 / 2**12) and screen.paired.pair.p_value < 0.001
         # unknown cost is never shown as $0
         assert text(screen, "#a-cost") == "unknown (24 attempts)"
@@ -284,6 +286,7 @@ async def test_plots_draw_the_series_computed_from_the_records():
         sa, sb, _ = expected_numbers(store, "none", "final")
         # per-task means binned by tenths (the module docstring's table)
         hist = screen.query_one("#plot-scores", plots.DistributionPlot).data
+        assert hist is not None
         assert hist.counts == {"none": [7, 0, 0, 0, 0, 2, 0, 0, 0, 3], "final": [2, 0, 0, 0, 0, 1, 1, 0, 0, 8]}
         assert hist.edges[0] == 0.0 and hist.edges[-1] == 1.0 and len(hist.edges) == 11
         means = screen.query_one("#plot-means", plots.MeansPlot).data

@@ -137,6 +137,7 @@ async def test_rerun_leaves_out_columns_not_stored_under_this_run(monkeypatch, t
 async def test_retried_columns_carry_a_banner_and_updates_refresh():
     store = fixed_store()
     final = store.columns["final"]
+    assert final.summary is not None
     final.summary = final.summary.model_copy(update={"retries": 4})
     app = HermitApp(store=store, live_updates=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -181,6 +182,7 @@ async def test_no_errors():
 def _snap_app(retries: int | None = None):
     store = fixed_store()
     if retries:
+        assert store.columns["final"].summary is not None
         store.columns["final"].summary = store.columns["final"].summary.model_copy(update={"retries": retries})
     app = HermitApp(store=store, live_updates=False)
 

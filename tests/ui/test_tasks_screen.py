@@ -207,6 +207,7 @@ async def test_a_store_update_refreshes_the_rows_and_the_cursor_stays_on_its_tas
         screen = await open_tasks(pilot)
         await pilot.click(VirtualTable, offset=(43, 0))  # by final's mean: t04 t05 t10 t09 t01 ...
         await pilot.press("home", "down", "down", "down")  # the sort kept the cursor on t01, now 5th
+        assert screen.table.cursor_value is not None
         assert screen.table.cursor_value.task_id == "t09"
         retried = AttemptRecord(repeat=2, id="t09", status="ok", output="42", judge=Judged(score=1.0), cost_usd=0.002)
         app.store.apply(ev.AttemptFinished(label="final", record=retried))  # the judge error replaced: mean 1
@@ -220,6 +221,7 @@ async def test_a_store_update_refreshes_the_rows_and_the_cursor_stays_on_its_tas
 async def test_header_lines_show_each_column_and_the_banners_say_demo_and_smoke():
     store = fixed_store()
     final = store.columns["final"]
+    assert final.summary is not None
     final.summary = Summary(**{**final.summary.model_dump(), "smoke_limit": 5})
     store.warnings = ["task t03 is in both train and test"]
     app = make_app(store)
