@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,11 +20,11 @@ from hermit_tui.core.stats.noise import FIXED_SPLIT_NOTE, JUDGE_NOTE, CostRate, 
 from hermit_tui.core.workspace.config import load_config
 
 
-def records(scores: dict[str, list[float]]) -> list[tuple[str, int, float]]:
-    return [(tid, r, s) for tid, ss in scores.items() for r, s in enumerate(ss)]
+def records(scores: Mapping[str, Sequence[float]]) -> list[tuple[str, int, float]]:
+    return [(tid, r, float(s)) for tid, ss in scores.items() for r, s in enumerate(ss)]
 
 
-def pair_of(a: dict[str, list[float]], b: dict[str, list[float]]):
+def pair_of(a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[float]]):
     ids = list(a)
     return pair_stats("a", records(a), "b", records(b), ids)
 
