@@ -128,3 +128,27 @@ def test_show_versions_bad_input_is_one_line(project, capsys, extra, word):
     code, out, err = cli(capsys, "show", "--config", str(run_yaml), *extra)
     assert code == 2 and out == ""
     assert word in err and len(err.strip().splitlines()) == 1
+
+
+# -- the test-reuse accounting counts the checkpoints evaluated on test, and names one that is published ---------------
+def test_evaluating_or_publishing_a_checkpoint_counts_as_test_reuse(tmp_path):
+    from test_protocol import TEST_IDS, put_eval
+
+    from hermit_tui.core.report import protocol
+
+    run_dir = tmp_path / "r"
+    put_eval(run_dir, "none", "none", None)
+    put_eval(run_dir, "root", "root", "1" * 40)
+    put_eval(run_dir, "r_ckpt-step-2", "r/ckpt-step-2", "b" * 40)
+    before = protocol.test_reuse(run_dir, None, TEST_IDS)
+    assert (before.adapters, before.checkpoints, before.final_checkpoint) == (2, 1, None)
+    put_eval(run_dir, "r_ckpt-step-1", "r/ckpt-step-1", "a" * 40)  # the user evaluates another checkpoint on test
+    evaluated = protocol.test_reuse(run_dir, None, TEST_IDS)
+    assert (evaluated.adapters, evaluated.checkpoints) == (3, 2)
+    # ... then publishes checkpoint 2 as final: final's evaluation measures checkpoint 2's commit
+    put_eval(run_dir, "final", "final", "b" * 40)
+    published = protocol.test_reuse(run_dir, None, TEST_IDS)
+    assert (published.adapters, published.non_final, published.final_checkpoint) == (3, 2, "r/ckpt-step-2")
+    assert published.note is not None
+    assert "final is the adapter of r/ckpt-step-2, one of 2 checkpoints evaluated on this test split" in published.note
+    assert "selected on test" in published.note
