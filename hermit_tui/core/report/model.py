@@ -17,6 +17,7 @@ from hermit_tui.core.stats.harm import HarmReport
 from hermit_tui.core.stats.passk import PassK
 from hermit_tui.core.stats.slices import SliceReport
 from hermit_tui.core.why.pair import PairWhy
+from hermit_tui.core.why.versions import CheckpointCurve
 from hermit_tui.core.workspace.fingerprint import Fingerprint
 
 FORMAT = "hermit-tui report 1"
@@ -96,6 +97,7 @@ class Report(BaseModel):
     error_bounds: list[ErrorBounds] = []  # report --error-bounds: per pair, errors as failures/successes/left out
     pass_k: PassK | None = None  # report --pass-k: pass@k and pass^k per selector and pair (core/stats/passk.py)
     why: list[PairWhy] = []  # per compared pair: the adapter's diff, the flips, divergence, usage (core/why)
+    checkpoints: CheckpointCurve | None = None  # root, the checkpoints, final on test: description only (core/why)
 
 
 __all__ = [

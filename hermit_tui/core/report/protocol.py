@@ -529,6 +529,11 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
             "score of final is not an untouched estimate"
         )
     published = next((checkpoint_of[i] for i in final_ids if i in checkpoint_of), None)
+    if published is not None and _training_final(run_dir, tree) in final_ids:
+        published = None  # final is the checkpoint the training itself ended on (hermit's own choice)
+    elif published is not None and _training_final(run_dir, tree) is None:
+        last = max(checkpoint_of.values(), key=lambda sel: kind_of(sel)[1] or 0)
+        published = None if published == last else published  # without the run's summary: the last is no choice
     if published is not None and len(checkpoint_of) > 1:
         note = (note + "; " if note else "") + (
             f"final is the adapter of {published}, one of {len(checkpoint_of)} checkpoints evaluated on this test "
@@ -544,6 +549,15 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
         checkpoints=len(checkpoint_of),
         final_checkpoint=published,
     )
+
+
+def _training_final(run_dir: Path, tree: AdapterTree | None) -> str | None:
+    """The identity of the adapter hermit's training chose as final (the run's summary.json ``final_commit``)."""
+    try:
+        sha = json.loads((Path(run_dir) / "summary.json").read_text()).get("final_commit")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return f"commit:{_measured(tree, sha)}" if isinstance(sha, str) and sha else None
 
 
 test_reuse.__test__ = False  # type: ignore[attr-defined]  # its name must not make pytest collect it where a test module imports it

@@ -244,8 +244,24 @@ def task_versions(
     return TaskVersions(task=task or "", threshold=threshold, rows=rows, curve=curve, notes=notes)
 
 
+def curve_of(points: list[CurvePoint]) -> CheckpointCurve | None:
+    """The checkpoint curve from versions already measured (the report's selectors): root first, the checkpoints by
+    step, final last; None without a checkpoint among them (no curve to draw)."""
+    order = {"root": 0, "checkpoint": 1, "final": 2}
+    kept = sorted((p for p in points if p.kind in order), key=lambda p: (order[p.kind], p.step or 0))
+    if not any(p.kind == "checkpoint" for p in kept):
+        return None
+    curve = CheckpointCurve(points=kept)
+    by_commit = {p.commit: p.selector for p in kept if p.kind == "checkpoint" and p.commit}
+    for p in kept:
+        if p.kind == "final" and p.commit in by_commit:
+            curve.same_as[p.label] = by_commit[p.commit]
+    return curve
+
+
 __all__ = [
     "CURVE_NOTE",
+    "curve_of",
     "GLYPH",
     "MARKS_LEGEND",
     "MARKS_SHORT",
