@@ -9,7 +9,9 @@ from scipy.stats import multivariate_normal, norm
 
 from hermit_tui.core.stats.sequential import (
     METHOD,
+    SPEND_SHARE,
     SequentialMonitor,
+    candidate_spend,
     obf_spending,
     round_boundaries,
     sequential_look,
@@ -50,9 +52,15 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
     a = (rng.random((g, 1)) < p[:, None]).astype(float)
     b = (rng.random((g, 1)) < (p + 0.6)[:, None]).astype(float)
     look = sequential_look("none", "final", a, b, 8)
+    assert look.decided_at is not None
+    assert look.ci_low is not None
+    assert look.ci_high is not None
     assert look.decision == "improvement" and look.decided_at == 1 and look.ci_low > 0 and look.ci_high <= 1
-    # round 1 of 8 spends alpha(1/8), each side: 2 - 2 Phi(z(1 - .05/4) / sqrt(1/8)) -> c = 6.232
-    assert look.boundary_z == pytest.approx(norm.ppf(1 - obf_spending(1 / 8) / 2)) == pytest.approx(6.232, abs=1e-3)
+    # one candidate spends 0.9 x 0.05 = 0.045; round 1 of 8 spends alpha(1/8) of it, each side:
+    # 2 - 2 Phi(z(1 - .045/4) / sqrt(1/8)), by scipy: c = 6.348
+    spent = 2 * (2 - 2 * norm.cdf(norm.ppf(1 - 0.045 / 4) / math.sqrt(1 / 8)))
+    assert look.boundary_z == pytest.approx(norm.ppf(1 - spent / 2)) == pytest.approx(6.348, abs=1e-3)
+    assert look.alpha_spent == pytest.approx(spent) and look.boundary_alpha == pytest.approx(0.045)
     assert round_boundaries(8) == pytest.approx(spending_boundaries(tuple(range(1, 9)), None))
     assert look.method == METHOD and look.summary() == {
         "baseline": "none",
@@ -61,15 +69,21 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
         "max_rounds": 8,
         "method": METHOD,
         "alpha": 0.05,
+        "spend": pytest.approx(0.045),
+        "split_over": 1,
         "margin": None,
         "decided_at": 1,
         "interval": [look.ci_low, look.ci_high],
     }
     worse = sequential_look("none", "root", b, a, 8)
+    assert worse.ci_high is not None
+    assert worse.ci_low is not None
     assert worse.decision == "regression" and worse.ci_high < 0 and worse.ci_low >= -1
     same = SequentialMonitor("none", "none-again", 3)
     for _ in range(3):
         look = same.add_round(a[:, 0], a[:, 0])
+    assert look.ci_low is not None
+    assert look.ci_high is not None
     assert look.decision == "undecided" and look.rounds == 3 and look.ci_low < 0 < look.ci_high
     with pytest.raises(ValueError):
         same.add_round(a[:, 0], a[:, 0])
@@ -86,11 +100,14 @@ def test_equivalence_within_a_margin_and_the_monitor_keeps_its_first_decision():
         b = (rng.random(g) < p).astype(float)
         looks.append(monitor.add_round(a, b))
     decided = [lk for lk in looks if lk.decision != "undecided"]
-    assert decided and decided[0].decision == "equivalent" and -0.1 < decided[-1].ci_low < decided[-1].ci_high < 0.1
+    last = decided[-1]
+    assert last.ci_low is not None and last.ci_high is not None
+    assert decided and decided[0].decision == "equivalent" and -0.1 < last.ci_low < last.ci_high < 0.1
     first = decided[0].decided_at
     assert all(lk.decided_at == first and lk.decision == "equivalent" for lk in decided)
     # the interval is the running intersection: never wider than before
-    widths = [lk.ci_high - lk.ci_low for lk in looks]
+    widths = [lk.ci_high - lk.ci_low for lk in looks if lk.ci_high is not None and lk.ci_low is not None]
+    assert len(widths) == len(looks)
     assert all(w2 <= w1 + 1e-12 for w1, w2 in zip(widths, widths[1:]))
     with pytest.raises(ValueError):
         SequentialMonitor("none", "root", 4, margin=0.0)
@@ -120,4 +137,43 @@ def test_aa_sequences_rarely_claim_a_difference():
             if monitor.decided:
                 break
         claims += look.decision in ("improvement", "regression")
+    assert claims / runs <= 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / runs)
+
+
+def test_alpha_is_split_over_the_candidates_and_each_share_spent_as_promised():
+    # Bonferroni: three candidates against one baseline spend 0.9 x 0.05 / 3 = 0.015 each, so the chance of any
+    # false claim is at most 3 x 0.015 = 0.045; the boundaries of 4 rounds spend exactly that share (an independent
+    # multivariate-normal computation of the chance of crossing any of them)
+    assert (
+        SPEND_SHARE == 0.9
+        and candidate_spend(0.05, 3) == pytest.approx(0.015)
+        and candidate_spend() == pytest.approx(0.045)
+    )
+    cs = round_boundaries(4, candidate_spend(0.05, 3))
+    corr = np.array([[math.sqrt(min(a, b) / max(a, b)) for b in range(1, 5)] for a in range(1, 5)])
+    lim = np.array(cs)
+    stay = multivariate_normal(mean=np.zeros(4), cov=corr).cdf(lim, lower_limit=-lim, rng=1)
+    assert 1 - stay == pytest.approx(0.015, abs=2e-5)
+    rng = np.random.default_rng(3)
+    g = 40
+    a = (rng.random((g, 1)) < 0.4).astype(float)
+    look = sequential_look("none", "c1", a, a[::-1], 4, candidates=3)
+    assert look.boundary_z == pytest.approx(cs[0]) and look.summary()["split_over"] == 3
+    assert look.summary()["spend"] == pytest.approx(0.015)
+
+
+def test_three_candidates_without_effect_rarely_claim_anything():
+    # 300 seeded launches of three A/A candidates on 30 pass/fail tasks, up to 4 rounds: any false claim <= 5%
+    rng = np.random.default_rng(11)
+    runs, claims = 300, 0
+    for _ in range(runs):
+        p = rng.beta(1.0, 1.0, size=30)
+        monitors = [SequentialMonitor("none", f"c{i}", 4, candidates=3) for i in range(3)]
+        for _ in range(4):
+            base = (rng.random(30) < p).astype(float)
+            for m in monitors:
+                m.add_round(base, (rng.random(30) < p).astype(float))
+            if all(m.decided for m in monitors):
+                break
+        claims += any(m.last.decision in ("improvement", "regression") for m in monitors)
     assert claims / runs <= 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / runs)

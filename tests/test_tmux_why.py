@@ -50,4 +50,4 @@ def test_from_compare_to_a_flipped_tasks_aligned_trajectories(demo_config, tmp_p
         keys(socket, "Escape")
         wait_screen(socket, lambda s: "Why it changed: final → unit-table" in s)
     finally:
-        subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True)
+        subprocess.run([str(TMUX), "-L", socket, "kill-server"], capture_output=True)

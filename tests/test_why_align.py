@@ -73,6 +73,7 @@ def test_changed_arguments_are_matched_as_changed_with_a_similarity():
     assert [row_status(r) for r in al.rows] == ["same", "same", "changed", "same", "same"]
     assert (al.first_divergence, al.divergence_step) == (2, 1)
     cell = al.rows[2].cells[1]
+    assert cell.similarity is not None
     assert cell.status == "changed" and 0 < cell.similarity < 1
 
 

@@ -71,6 +71,7 @@ def test_the_variant_exports_a_tool_final_does_not_and_the_agent_uses_it(evaluat
     # the agents part ways at their first step exactly where the tool was called, and nowhere else
     assert pair.divergence.get("1") == len(looked)
     assert sum(n for k, n in pair.divergence.items() if k not in ("1", "never")) == 0
+    assert pair.usage_split is not None
     split = {g.group: g for g in pair.usage_split.groups}
     assert split["used"].attempts == len(looked)
     assert "not a causal effect" in pair.usage_split.note

@@ -73,7 +73,7 @@ def write_eval(run_dir: Path, test_ids: list[str], key: str) -> None:
     lines = [rec(t, r, st, sc) for t, reps in attempts.items() for r, (st, sc) in enumerate(reps, start=1)]
     (folder / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     ids = test_ids if key != "subset" else [TASK]
-    summary = {
+    summary: dict[str, object] = {
         "adapter": adapter,
         "commit": commit,
         "tasks": len(ids),

@@ -190,6 +190,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         # --baseline and --margin serve both the sequential test and the gate
         baseline=args.baseline if args.stop_when_decided else None,
         margin=args.margin if args.stop_when_decided else None,
+        cluster_by=args.cluster_by,
     )
     run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs

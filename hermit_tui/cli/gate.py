@@ -2,7 +2,8 @@
 (``core/report/gate.py``).
 
     hermit-tui gate --config run.yaml [--baseline SEL] [--candidate SEL] [--require REQ ...] [--only] [--margin M]
-                    [--lenient] [--max-error-rate F] [--allow-unchecked] [--slice-by FIELD] [--smoke]
+                    [--lenient] [--max-error-rate F] [--allow-unchecked] [--slice-by FIELD] [--cluster-by FIELD]
+                    [--smoke]
                     [--format text|json]
                     [key.sub=value ...]
 
@@ -89,6 +90,17 @@ def add_gate_options(p: argparse.ArgumentParser, *, for_eval: bool = False) -> N
         metavar="SEL",
         help="the selector checked (default: final"
         + (" when evaluated in this launch, else the last selector)" if for_eval else ")"),
+    )
+    p.add_argument(
+        "--cluster-by",
+        metavar="FIELD",
+        help="a field of the task rows whose values cluster the tasks (a template, a passage, a category): the "
+        "standard errors, intervals, tests and power figures are cluster-robust, with clusters - 1 degrees of freedom"
+        + (
+            "; recorded in the protocol fingerprint, so that report and gate cluster the same way"
+            if for_eval
+            else " (default: the field the evaluations were launched with, eval --cluster-by)"
+        ),
     )
     p.add_argument(
         "--allow-unchecked",
@@ -266,6 +278,7 @@ def run(args) -> int:
         lenient=args.lenient,
         baseline_optional=args.baseline is None,
         slice_by=args.slice_by,
+        cluster_by=args.cluster_by,
     )
     code = 0 if result.passed else EXIT_GATE_FAILED
     sys.stdout.write(to_json(result) if args.format == "json" else to_text(result))

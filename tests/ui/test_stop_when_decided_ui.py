@@ -75,6 +75,7 @@ async def test_the_setup_setting_launches_a_stop_when_decided_run_and_is_remembe
         assert good["repeats"] == 2 and good["complete"] is True
         assert good["sequential"]["decision"] == "improvement" and good["sequential"]["max_rounds"] == ROUNDS
         assert len((eval_dir / "none" / "results.jsonl").read_text().splitlines()) == TASKS * 2
+        assert app.store.sequential is not None
         assert app.store.sequential_stopped and app.store.sequential.baseline == "none"
         assert any("Stopped when decided after round 2 of 6: good improvement" in n.message for n in app._notifications)
     saved = json.loads(settings_path().read_text())["launch"][str(project.resolve())]
@@ -148,6 +149,7 @@ async def settle(pilot) -> CompareScreen:
 async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_decision():
     store, tracker = live_store(rounds_done=1, extra=13)
     look = tracker.last("good")
+    assert look is not None
     assert look.decision == "undecided"  # round 1 of 6 spends almost nothing
     app = fixture_app(None, screen=None, store=store)
     async with app.run_test(size=(130, 60)) as pilot:
@@ -160,6 +162,7 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         assert f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against 0" in panel
         assert "round 2 under way: 13 of 40 attempts of none and good" in panel
         plot = screen.query_one("#plot-boundary", BoundaryPlot)
+        assert plot.data is not None
         assert plot.data.boundaries == list(c) and plot.data.observed == [look.z]
         verdict = str(screen.query_one("#verdict", Static).content)
         assert verdict.startswith("Undecided so far (round 1 of 6): good − none")
@@ -214,6 +217,7 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         screen = await settle(pilot)
         verdict = str(screen.query_one("#verdict", Static).content)
         assert verdict.startswith("Stopped when decided: none scores") and verdict.endswith(": a regression.")
+        assert look.z is not None
         assert plot.data.observed == [-look.z, -looks[0].z]
 
 

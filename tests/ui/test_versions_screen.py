@@ -37,7 +37,7 @@ def text_of(screen, selector: str) -> str:
 
 def table_rows(screen: TasksScreen) -> int:
     found = screen.query("#tasks-table")
-    return found.first().row_count if found else 0
+    return found.first(VirtualTable).row_count if found else 0
 
 
 async def open_from_tasks(pilot) -> VersionsScreen:
@@ -70,6 +70,7 @@ async def test_the_per_task_table_opens_the_task_through_every_version(run_yaml)
         assert "variant" not in strip  # another split
         note = text_of(screen, "#versions-note")
         assert CURVE_NOTE in note
+        assert screen.versions is not None
         assert screen.versions.curve.same_as == {"final": "demo/ckpt-step-10"}
         assert [p.step for p in screen.versions.curve.points] == [0, 2, 10, None]
         await pilot.press("escape")
@@ -86,6 +87,7 @@ async def test_the_drill_down_opens_it_too(run_yaml):
         await pilot.press("V")
         await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen) and app.screen.ready)
         screen = app.screen
+        assert isinstance(screen, VersionsScreen) and screen.versions is not None
         assert screen.task_id == vp.OTHER and screen.problem is None
         final = next(r for r in screen.versions.rows if r.name == "final")
         assert final.task_mean == mean(vp.scores("final", vp.OTHER))
