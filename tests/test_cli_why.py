@@ -193,3 +193,30 @@ def test_the_report_has_a_section_per_compared_pair(run_yaml, capsys):
     assert [(p["a"], p["b"]) for p in why] == [("v1", "v2")] and why[0]["divergence"] == {"1": 4, "3": 1, "never": 3}
     code, page, _ = cli(capsys, "report", "--config", run_yaml, "--format", "html")
     assert code == 0 and '<section id="why">' in page and "tool new_tool" in page
+
+
+def test_show_versions_on_evaluations_hermit_wrote(trained, capsys):
+    """Every evaluation of the trained project was written by the real ``hermit eval``: the task's marks and mean in
+    each are read back from its results.jsonl here, by hand."""
+    from statistics import mean
+
+    project = trained.parent
+    eval_dir = project / RUN_DIR / "eval"
+    first = json.loads((eval_dir / "root" / "results.jsonl").read_text().splitlines()[0])
+    task = str(first["id"])
+    code, out, err = cli(capsys, "show", "--config", str(trained), "--task", task, "--versions", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    rows = {r["name"]: r for r in data["rows"]}
+    folders = sorted(p.name for p in eval_dir.iterdir() if (p / "results.jsonl").is_file())
+    assert sorted(r["label"] for r in data["rows"] if r["archived_at"] is None) == folders
+    assert [r["name"] for r in data["rows"]][:2] == ["none", "root"]
+    for label in folders:
+        lines = [json.loads(x) for x in (eval_dir / label / "results.jsonl").read_text().splitlines() if x.strip()]
+        mine = {int(x["repeat"]): float(x["judge"]["score"]) for x in lines if str(x["id"]) == task}
+        row = rows[label]
+        assert row["written_by"] == "hermit", label
+        assert [m["repeat"] for m in row["marks"]] == sorted(mine), label
+        assert row["task_mean"] == pytest.approx(mean(mine.values())), label
+    kinds = [(p["kind"], p["step"]) for p in data["curve"]["points"]]
+    assert kinds[0] == ("root", 0) and ("checkpoint", 1) in kinds and kinds[-1][0] == "final"
