@@ -219,4 +219,7 @@ def test_show_versions_on_evaluations_hermit_wrote(trained, capsys):
         assert [m["repeat"] for m in row["marks"]] == sorted(mine), label
         assert row["task_mean"] == pytest.approx(mean(mine.values())), label
     kinds = [(p["kind"], p["step"]) for p in data["curve"]["points"]]
-    assert kinds[0] == ("root", 0) and ("checkpoint", 1) in kinds and kinds[-1][0] == "final"
+    # checkpoint 2 was evaluated by its commit id: the tree's tag places it on the curve as step 2
+    assert kinds == [("root", 0), ("checkpoint", 1), ("checkpoint", 2), ("final", None)]
+    step2 = git.Repo(project / TREE).commit("demo/ckpt-step-2").hexsha
+    assert next(p for p in data["curve"]["points"] if p["step"] == 2)["commit"] == step2

@@ -13,7 +13,15 @@ from textual.widgets import Header, Static
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.why.text import point_name
-from hermit_tui.core.why.versions import CURVE_NOTE, GLYPH, MARKS_SHORT, CheckpointCurve, TaskVersions, VersionRow
+from hermit_tui.core.why.versions import (
+    CURVE_NOTE,
+    GLYPH,
+    MARKS_SHORT,
+    CheckpointCurve,
+    TaskVersions,
+    VersionRow,
+    checkpoint_steps,
+)
 from hermit_tui.core.why.versions import task_versions as read_versions
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
@@ -85,7 +93,7 @@ class CurvePlot(StatPlot):
         plt.xticks(xs, [point_name(p) for p in points])
         plt.xlim(0.6, len(points) + 0.4)
         plt.ylim(0, 1.05)
-        plt.yticks([0, 0.25, 0.5, 0.75, 1.0])
+        plt.yticks([0, 0.5, 1.0])  # three fit the smallest plot: plotext would drop some, not always the same
         plt.title("Checkpoints on test: description only")
 
 
@@ -131,7 +139,7 @@ class VersionsScreen(HermitScreen[None]):
 
         def work() -> None:
             try:
-                found = read_versions(run_dir, task, test_ids, threshold)
+                found = read_versions(run_dir, task, test_ids, threshold, checkpoint_steps(config))
             except InputError as exc:
                 self.app.call_from_thread(self._failed, str(exc))
                 return
