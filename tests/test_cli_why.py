@@ -223,3 +223,28 @@ def test_show_versions_on_evaluations_hermit_wrote(trained, capsys):
     assert kinds == [("root", 0), ("checkpoint", 1), ("checkpoint", 2), ("final", None)]
     step2 = git.Repo(project / TREE).commit("demo/ckpt-step-2").hexsha
     assert next(p for p in data["curve"]["points"] if p["step"] == 2)["commit"] == step2
+
+
+def test_the_reports_why_section_says_when_a_version_cannot_be_read(run_yaml, capsys):
+    """An evaluation whose recorded commit is not in the tree (a rewritten history) is read at its tag, with a note;
+    once the tag is gone too, the report still exits 0 and the pair's section is a one-line note, while ``diff`` on
+    that pair is bad input: one line, exit 2."""
+    from pathlib import Path
+
+    summary_path = next(Path(run_yaml).parent.rglob("eval/v2/summary.json"))
+    summary = json.loads(summary_path.read_text())
+    summary["commit"] = "f" * 40
+    summary_path.write_text(json.dumps(summary))
+    code, md, err = cli(capsys, "report", "--config", run_yaml)
+    assert code == 0, err
+    assert "- note: v2: the evaluated commit fffffff is not in the tree; read " in md
+    tree = next(p.parent for p in Path(run_yaml).parent.rglob(".git") if p.parent.name != "checkout")
+    git.Repo(tree).git.tag("-d", "v2")
+    code, md, err = cli(capsys, "report", "--config", run_yaml)
+    assert code == 0, err
+    lines = md.splitlines()
+    start = lines.index("### Why it changed: v1 -> v2")
+    notes = [ln for ln in lines[start + 1 : start + 4] if ln.startswith("- ") and "v2" in ln]
+    assert len(notes) == 1, lines[start : start + 6]
+    code, out, err = cli(capsys, "diff", "--config", run_yaml, "--a", "v1", "--b", "v2")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "v2" in err
