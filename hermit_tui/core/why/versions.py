@@ -55,6 +55,7 @@ class VersionRow(BaseModel):
 
     label: str  # the evaluation's folder under eval/
     name: str  # the label, with " @ <archive time>" for an archived one
+    folder: str = ""  # where it is on disk
     selector: str  # what was evaluated (summary.json's adapter), else the label
     kind: Kind
     step: int | None = None  # a checkpoint's step
@@ -228,6 +229,7 @@ def task_versions(
         row = VersionRow(
             label=stored.label,
             name=stored.name,
+            folder=str(stored.folder),
             selector=selector,
             kind=kind,
             step=step,

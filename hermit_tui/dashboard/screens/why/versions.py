@@ -5,6 +5,7 @@ opened with ``V`` from the per-task table and the drill-down."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -193,6 +194,36 @@ class VersionsScreen(HermitScreen[None]):
 
     def focus_main(self) -> None:
         self.query_one("#versions-rows", VirtualTable).focus()
+
+    def shown_key(self, row: VersionRow) -> str | None:
+        """The view's column that shows this evaluation (read from its folder), if any."""
+        where = Path(row.folder).resolve()
+        columns = self.app.store.columns.items()
+        return next((k for k, c in columns if c.folder is not None and Path(c.folder).resolve() == where), None)
+
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        event.stop()
+        self._drill(event.row)
+
+    def action_drill(self) -> None:
+        row = self.query_one("#versions-rows", VirtualTable).cursor_value
+        if row is not None:
+            self._drill(row)
+
+    def _drill(self, row: VersionRow) -> None:
+        """The task's drill-down on this evaluation's tab; one not in the view is put in it first (as History
+        does), and enter again opens it."""
+        if row.problem is not None:
+            self.notify(f"{row.name}: cannot be read", severity="warning")
+            return
+        key = self.shown_key(row)
+        if key is not None:
+            self.app.goto("attempt", task_id=self.task_id, key=key)
+            return
+        from hermit_tui.core.records.folders import open_evaluation
+
+        self.app.add_stored([open_evaluation(Path(row.folder))])
+        self.notify(f"{row.name} is put in the view: enter again opens its drill-down", timeout=5)
 
     def action_refresh(self) -> None:
         self.start()
