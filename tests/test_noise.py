@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,11 +20,11 @@ from hermit_tui.core.stats.noise import FIXED_SPLIT_NOTE, JUDGE_NOTE, CostRate, 
 from hermit_tui.core.workspace.config import load_config
 
 
-def records(scores: dict[str, list[float]]) -> list[tuple[str, int, float]]:
-    return [(tid, r, s) for tid, ss in scores.items() for r, s in enumerate(ss)]
+def records(scores: Mapping[str, Sequence[float]]) -> list[tuple[str, int, float]]:
+    return [(tid, r, float(s)) for tid, ss in scores.items() for r, s in enumerate(ss)]
 
 
-def pair_of(a: dict[str, list[float]], b: dict[str, list[float]]):
+def pair_of(a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[float]]):
     ids = list(a)
     return pair_stats("a", records(a), "b", records(b), ids)
 
@@ -183,3 +184,55 @@ def test_clustered_pairs_say_the_need_is_in_clusters():
     budget = noise_budget(p, 3, 3, CostRate(), 0.1)
     assert budget.tasks.needed is None and budget.repeats.needed is None
     assert "clustered by template: the need is in clusters" in budget.advice
+
+
+# ---------------------------------------------------------------------------------------------------- before a launch
+
+
+def test_the_round_projection_is_the_first_round_whose_boundary_the_difference_clears():
+    from scipy.stats import norm
+
+    from hermit_tui.core.stats.noise import round_projection
+    from hermit_tui.core.stats.sequential import round_boundaries
+
+    p = pair_of(A2, B2)
+    assert p.between_var is not None and p.within_var is not None
+    spend, rounds, tasks = 0.045, 6, 40
+    c = round_boundaries(rounds, spend)
+
+    def clears(r: int, delta: float) -> bool:  # (c_r + z_0.8) x sd of the mean difference after r repeats each
+        sd = math.sqrt((p.between_var + p.within_var / r) / tasks)
+        return (c[r - 1] + norm.ppf(0.8)) * sd <= delta
+
+    for delta in (0.2, 0.3, 0.5):
+        proj = round_projection(p, tasks, rounds, spend, CostRate(known_usd=1.0, known_attempts=100), delta)
+        assert proj is not None
+        expected = next((r for r in range(1, rounds + 1) if clears(r, delta)), None)
+        assert proj.round == expected
+        assert proj.max_attempts == 2 * tasks * rounds and proj.max_cost_usd == pytest.approx(2 * tasks * rounds / 100)
+        if expected is not None:
+            assert proj.attempts == 2 * tasks * expected
+            assert f"be decided by about round {expected} of {rounds}" in proj.text
+        else:
+            assert "not be decided within the 6 rounds" in proj.text
+    one = pair_of({k: v[:1] for k, v in A2.items()}, {k: v[:1] for k, v in B2.items()})
+    assert round_projection(one, tasks, rounds, spend, CostRate()) is None  # one repeat: no split to project from
+
+
+def test_a_sequential_launch_prints_its_projection_first(tmp_path, demo_template, capsys):
+    from hermit_tui.cli import main
+
+    shutil.copytree(demo_template, tmp_path / "demo", symlinks=True)
+    repair_worktree(demo_template, tmp_path / "demo")
+    config = str(tmp_path / "demo" / "run.yaml")
+    fast = "agent.params.latency_scale=0"
+    args = ["eval", "--config", config, "--adapter", "none", "--adapter", "final", fast]
+    assert main([*args, "--stop-when-decided"]) == 0
+    first = capsys.readouterr().err
+    no_earlier = "no earlier evaluation of both to project from; all 3 rounds: 96 attempts of the pair"  # 16 x 2 x 3
+    assert f"projection: final vs none: {no_earlier}" in first
+    # with those evaluations on disk (3 repeats each), the next launch projects from them
+    assert main([*args, "--stop-when-decided"]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("projection: final vs none: a true difference of 0.05")]
+    assert len(lines) == 1 and "(projected from the earlier evaluations' variance" in lines[0]

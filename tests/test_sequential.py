@@ -175,5 +175,5 @@ def test_three_candidates_without_effect_rarely_claim_anything():
                 m.add_round(base, (rng.random(30) < p).astype(float))
             if all(m.decided for m in monitors):
                 break
-        claims += any(m.last.decision in ("improvement", "regression") for m in monitors)
+        claims += any(m.last is not None and m.last.decision in ("improvement", "regression") for m in monitors)
     assert claims / runs <= 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / runs)

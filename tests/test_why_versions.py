@@ -75,7 +75,7 @@ def test_the_checkpoint_curve_is_on_test_in_training_order_and_says_it_describes
     for p, key in zip(curve.points, ("root", "s2", "s10", "final")):
         assert p.mean == pytest.approx(mean(mean(scores(key, t)) for t in (TASK, OTHER)))
         assert p.n_tasks == 2
-        assert p.ci_low is not None and p.ci_high is not None and p.mean is not None
+        assert p.mean is not None and p.ci_low is not None and p.ci_high is not None
         assert p.ci_low <= p.mean <= p.ci_high
     assert curve.same_as == {"final": "demo/ckpt-step-10"}  # final's commit is checkpoint 10's
     assert "description only" in curve.note and "forbids" in curve.note and "test reuse" in curve.note

@@ -87,7 +87,8 @@ def write_eval(run_dir: Path, test_ids: list[str], key: str) -> None:
     }
     if not by_hermit:
         digest = hashlib.sha256(json.dumps([str(t) for t in ids], sort_keys=True).encode()).hexdigest()
-        summary.update(hermit_tui_version="0.1.0", fingerprint={"test_ids_sha256": digest, "repeats": 2})
+        summary["hermit_tui_version"] = "0.1.0"
+        summary["fingerprint"] = {"test_ids_sha256": digest, "repeats": 2}
     (folder / "summary.json").write_text(json.dumps(summary))
 
 

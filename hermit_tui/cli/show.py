@@ -21,10 +21,8 @@ from typing import Any
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_text, tokens_text
-from hermit_tui.core.records.columns import task_records
 from hermit_tui.core.safe import json_text, terminal
 from hermit_tui.core.safe import line as one_line
-from hermit_tui.core.why.pair import align_task
 
 FORMATS = ("text", "json")
 
@@ -95,6 +93,8 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
         listed = ", ".join(present) if present else "none yet"
         raise InputError(f"--adapter {selector}: no evaluation in {folder} (evaluated here: {listed})")
     skipped: list[str] = []
+    from hermit_tui.core.records.columns import task_records  # numpy and the columns: only when a task is shown
+
     attempts = sorted(task_records(folder / RESULTS, task_id, skipped), key=lambda r: r.repeat)
     row, task_note = _task_row(config, task_id)
     if not attempts:
@@ -247,6 +247,7 @@ def run(args) -> int:
 
 def _align(config, args) -> int:
     from hermit_tui.core.why.align import Alignment
+    from hermit_tui.core.why.pair import align_task
     from hermit_tui.core.why.text import DIVERGENCE_NOTE, alignment_lines
 
     aligned = align_task(config, [args.adapter, *args.align], str(args.task), args.repeat)

@@ -85,6 +85,7 @@ async def test_slices_show_the_pair_per_category_as_the_files_give_it(run_yaml):
         screen = await open_slices(pilot)
         assert screen.problem is None and screen.field == "category"
         report = screen.report
+        assert report is not None
         assert [s.name for s in report.slices] == list(groups)
         for s in report.slices:
             assert s.task_ids == groups[s.name]
@@ -100,6 +101,7 @@ async def test_slices_show_the_pair_per_category_as_the_files_give_it(run_yaml):
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, TasksScreen) and app.screen._shown == len(first.task_ids))
         tasks = app.screen
+        assert isinstance(tasks, TasksScreen)
         count = str(tasks.query_one("#tasks-count", Static).render())
         assert f"{len(first.task_ids)} of {len(app.store.task_ids)} tasks" in count
         assert f"slice category = {first.name}" in count

@@ -222,6 +222,82 @@ def advice_text(b: NoiseBudget) -> str:
     return head + levers + (". " + "; ".join(notes) if notes else "") + "."
 
 
+# ------------------------------------------------------------------------------------------ a sequential launch
+
+
+class RoundProjection(BaseModel):
+    """Before a ``--stop-when-decided`` launch: from an earlier evaluation of the pair, the round by which a true
+    difference of ``delta`` would be decided with 80% power, and the attempts and known cost up to it."""
+
+    a: str
+    b: str
+    delta: float
+    max_rounds: int
+    n_tasks: int
+    round: int | None  # None: not within max_rounds
+    attempts: int | None  # of the pair up to that round (both selectors)
+    cost_usd: float | None
+    max_attempts: int  # of the pair if every round runs
+    max_cost_usd: float | None
+    text: str
+
+
+def round_projection(
+    pair: PairStats, n_tasks: int, max_rounds: int, spend: float, cost: CostRate, delta: float = DEFAULT_DELTA
+) -> RoundProjection | None:
+    """The first round ``r`` whose boundary a true difference of ``delta`` clears with 80% power, using the earlier
+    evaluation's variance split: ``(c_r + z_0.8) x sqrt((between + within / r) / T) <= delta``, ``c_r`` the
+    design's critical value at round r (``core.stats.sequential.round_boundaries`` spending ``spend``). None when
+    the earlier evaluation gives no split (one repeat, no spread, or clustered). A projection, not a promise: it
+    takes the earlier figures as the truth."""
+    from scipy.stats import norm
+
+    from hermit_tui.core.stats.sequential import round_boundaries
+
+    if pair.between_var is None or pair.within_var is None or pair.n_clusters is not None or n_tasks < 2:
+        return None
+    bounds = round_boundaries(max_rounds, spend)
+    z = float(norm.ppf(POWER))
+    found = None
+    for r in range(1, max_rounds + 1):
+        se = math.sqrt(max(pair.between_var + pair.within_var / r, 0.0) / n_tasks)
+        c = bounds[r - 1]
+        if math.isfinite(c) and (c + z) * se <= delta:
+            found = r
+            break
+    rate = cost.per_attempt
+    most = 2 * n_tasks * max_rounds
+    attempts = 2 * n_tasks * found if found is not None else None
+    cost_at = attempts * rate if attempts is not None and rate is not None else None
+    where = (
+        f"be decided by about round {found} of {max_rounds} ({attempts:,} attempts of the pair"
+        + (f", ≈ ${cost_at:.2f}" if cost_at is not None else ", cost unknown")
+        + ")"
+        if found is not None
+        else f"not be decided within the {max_rounds} rounds at 80% power"
+    )
+    text = (
+        f"{pair.b} vs {pair.a}: a true difference of {delta:g} would {where}; all {max_rounds} rounds: "
+        f"{most:,} attempts"
+        + (f", ≈ ${most * rate:.2f}" if rate is not None else "")
+        + f" (projected from the earlier evaluations' variance: between tasks {pair.between_var:.4f}, run-to-run "
+        f"{pair.within_var:.4f} per attempt)"
+    )
+    return RoundProjection(
+        a=pair.a,
+        b=pair.b,
+        delta=float(delta),
+        max_rounds=max_rounds,
+        n_tasks=n_tasks,
+        round=found,
+        attempts=attempts,
+        cost_usd=cost_at,
+        max_attempts=most,
+        max_cost_usd=most * rate if rate is not None else None,
+        text=text,
+    )
+
+
 __all__ = [
     "DEFAULT_DELTA",
     "FIXED_SPLIT_NOTE",
@@ -229,7 +305,9 @@ __all__ = [
     "CostRate",
     "Lever",
     "NoiseBudget",
+    "RoundProjection",
     "advice_text",
     "noise_budget",
+    "round_projection",
     "variance_text",
 ]
