@@ -63,6 +63,16 @@ EXPECTED = {
         "where.scale.seconds",
         "where.scale.peak_rss_mb",
     ],
+    "bench_startup.py": [
+        "startup.help_heavy_modules",
+        "startup.help_s",
+        "startup.help_over_hermit",
+        "startup.help_over_python",
+        "startup.demo_report_s",
+        "startup.demo_gate_s",
+        "startup.demo_show_s",
+        "startup.report_10k_over_stdlib",
+    ],
     "bench_stats.py": [
         "stats.coverage.min",
         "stats.coverage.max",
@@ -91,6 +101,7 @@ CHECKS = {
     "stats.coverage.outside_range",
     "stats.grid.outside_or_zero",
     "scale.900.same_means",
+    "startup.help_heavy_modules",
 }
 
 
