@@ -21,17 +21,10 @@ served dashboard makes no request beyond the server it came from.
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import re
-import secrets
-import shlex
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from hermit_tui.core.errors import InputError
 
@@ -76,6 +69,8 @@ def add_parser(subparsers):
 
 def is_wildcard(host: str) -> bool:
     """Whether ``host`` listens on every address of the machine (``0.0.0.0``, ``::``)."""
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host.strip("[]")).is_unspecified
     except ValueError:
@@ -107,6 +102,8 @@ class Access:
     def refusal(self, path: str, host: str | None, origin: str | None, token: str | None) -> tuple[int, str] | None:
         """Why a request is refused (an HTTP status and one line), or None to serve it. ``token`` is the one the
         request carries (the page's ``?token=``, the websocket's path), None for the static files."""
+        import hmac
+
         if (host or "").lower() not in self.hosts:
             return 421, f"hermit-tui serve: this server answers only to {', '.join(sorted(self.hosts))}"
         if origin is not None and origin.lower() not in self.origins:
@@ -124,6 +121,9 @@ class Access:
 def access_for(host: str, port: int, public_url: str | None, token: str | None = None) -> Access:
     """The access rule of a server listening on ``host:port``, used at ``public_url`` (None: ``http://host:port``).
     InputError for a wildcard host without ``public_url``."""
+    import secrets
+    from urllib.parse import urlsplit
+
     names: set[tuple[str, str]] = set()  # (scheme, authority)
     if public_url is not None:
         parts = urlsplit(public_url)
@@ -150,6 +150,8 @@ def access_for(host: str, port: int, public_url: str | None, token: str | None =
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only accepts connections from this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    import ipaddress
+
     if host.lower() == "localhost":
         return True
     try:
@@ -161,6 +163,8 @@ def is_loopback(host: str) -> bool:
 def session_command(config_path: Path, overrides: list[str]) -> str:
     """The shell command textual-serve runs for each browser session: this Python, the dashboard, the config and
     the overrides, each quoted."""
+    import shlex
+
     argv = [sys.executable, "-m", "hermit_tui", "--config", str(config_path)]
     for override in overrides:
         argv += ["--set", override]
@@ -260,6 +264,8 @@ def _check(args) -> None:
 
 def run(args) -> int:
     """Serve the dashboard until interrupted; 0 when stopped."""
+    import shutil
+    import tempfile
     from importlib.util import find_spec
 
     from hermit_tui.core.workspace.config import load_config

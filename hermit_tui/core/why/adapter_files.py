@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import git
 import yaml
 from pydantic import BaseModel, Field
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.lazy import lazy_module
 from hermit_tui.core.records.folders import SUMMARY, eval_root
 from hermit_tui.core.records.results import read_summary
 from hermit_tui.core.workspace.config import Config
@@ -42,6 +42,11 @@ MAX_FILE_BYTES = 2_000_000  # a file larger than this is summarised, not read fo
 SYMLINK_MODE = 0o120000
 
 ExportKind = Literal["tool", "skill", "subagent"]
+
+if TYPE_CHECKING:
+    import git
+else:
+    git = lazy_module("git")  # GitPython (and its `git version` call) when first used
 
 
 class Exports(BaseModel):

@@ -18,8 +18,14 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import git
+from hermit_tui.core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import git
+else:
+    git = lazy_module("git")  # GitPython (and its `git version` call) when first used
 
 #: Settings that name no command or switch one off (each overrides any config file, at any level).
 SAFE_CONFIG: tuple[tuple[str, str], ...] = (

@@ -15,13 +15,18 @@ import re
 import tarfile
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import git
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.lazy import lazy_module
 from hermit_tui.core.workspace.gitrepo import open_repo
+
+if TYPE_CHECKING:
+    import git
+else:
+    git = lazy_module("git")  # GitPython (and its `git version` call) when first used
 
 INVALID_MARK = "[invalid: fails check_spec; the next commit repairs it]"
 ROOT_TAG = "root"
