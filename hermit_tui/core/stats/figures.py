@@ -206,7 +206,7 @@ class PairStats(BaseModel):
         ratio = self._ratio(delta)
         if ratio is None or self.se is None:
             return None
-        from scipy.special import stdtr
+        from hermit_tui.core.stats.special import stdtr
 
         return float(stdtr(self.units - 1, abs(delta) / self.se - ratio))
 
@@ -272,20 +272,20 @@ def default_pairs(labels: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _t_crit(df: int) -> float:
-    from scipy.special import stdtrit
+    from hermit_tui.core.stats.special import stdtrit
 
     return float(stdtrit(df, 1 - ALPHA / 2))
 
 
 def _t_power(df: int) -> float:
-    from scipy.special import stdtrit
+    from hermit_tui.core.stats.special import stdtrit
 
     return float(stdtrit(df, POWER))
 
 
 def sign_test_p(wins: int, losses: int) -> float:
     """The exact two-sided binomial sign test of ``wins`` against ``losses`` (probability 1/2 each)."""
-    from scipy.special import bdtr
+    from hermit_tui.core.stats.special import bdtr
 
     n = wins + losses
     return float(min(1.0, 2 * bdtr(min(wins, losses), n, 0.5)))

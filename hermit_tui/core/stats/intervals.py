@@ -80,8 +80,8 @@ class Interval(BaseModel):
 
 
 def t_quantile(df: Any, level: Any = CONFIDENCE) -> Any:
-    """Student's t quantile for a two-sided ``level`` interval (scipy.special: a tenth of scipy.stats' import)."""
-    from scipy.special import stdtrit
+    """Student's t quantile for a two-sided ``level`` interval (core.stats.special: no scipy import)."""
+    from hermit_tui.core.stats.special import stdtrit
 
     out = stdtrit(df, 1 - (1 - np.asarray(level, dtype=float)) / 2)
     return float(out) if np.ndim(out) == 0 else out

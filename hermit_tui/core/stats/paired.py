@@ -148,7 +148,7 @@ def paired_randomisation_test(
     variance = float(np.sum(np.where(equal, diffs**2, pooled_var * (1 / ka + 1 / kb))))
     if variance <= 0:
         return described("exact (no task can change under the null)", True, 1.0)
-    from scipy.special import ndtr
+    from hermit_tui.core.stats.special import ndtr
 
     half_step = _half_spacing(diffs) if not n_redeal else 0.0
     z = max(0.0, observed - half_step) / math.sqrt(variance)
