@@ -2,10 +2,10 @@
 
     python benchmarks/bench_startup.py [--repeats N] [--tasks N] [--dir DIR] [--quick]
 
-Every measurement is a whole process (interpreter start, imports, the command, exit), started with
-``subprocess.run`` and its output thrown away; the commands take turns (A B C ... A B C ...) for --repeats rounds
-after one warm-up round, and each figure is the median of its walls, so a drift of the machine's speed touches them
-all alike. Measured:
+Every measurement is a whole process (interpreter start, imports, the command, exit) run as an installed package
+runs, with its bytecode written (``ENV``), started with ``subprocess.run`` and its output thrown away; the commands
+take turns (A B C ... A B C ...) for --repeats rounds after one warm-up round, and each figure is the median of its
+walls, so a drift of the machine's speed touches them all alike. Measured:
 
 - ``hermit-tui --help`` against ``hermit --help`` (hermit-harness's CLI, beside this Python) and ``python -c pass``
   (the floor of any Python command): target <= 0.10 s and <= 2x ``hermit --help``. A correctness figure checks
@@ -22,6 +22,7 @@ Generated files go under --dir (default: the system's temporary folder), in a te
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,9 @@ import synth  # noqa: E402
 BIN = Path(sys.executable).parent
 HERMIT_TUI = str(BIN / "hermit-tui")
 HERMIT = str(BIN / "hermit")
+# the commands run as installed: pip writes the bytecode of what it installs, so a command never compiles its
+# modules; a shell with PYTHONDONTWRITEBYTECODE would recompile hermit_tui (an editable install) at every start
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 LABELS = ["none", "root", "final"]
 REPEATS = 3
 # what --help must not import (tests/test_architecture.py checks the parser alone; this checks the whole command)
@@ -84,7 +88,7 @@ def loadavg() -> str:
 
 def wall(cmd: list[str], cwd: Path | None = None) -> float:
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
     seconds = time.perf_counter() - t0
     if done.returncode not in (0, 3):  # gate exits 3 when a check fails: still a complete run
         raise SystemExit(f"{' '.join(cmd)} exited with {done.returncode}:\n{done.stderr.decode()[-3000:]}")
@@ -105,11 +109,11 @@ def interleaved(commands: dict[str, list[str]], rounds: int, cwd: Path | None = 
 def demo_workspace(root: Path) -> tuple[Path, str]:
     """The demo, created and evaluated once (none, root, final); its run.yaml and one test task id."""
     out = subprocess.run(
-        [HERMIT_TUI, "demo", str(root / "demo"), "--no-ui"], capture_output=True, text=True, check=True
+        [HERMIT_TUI, "demo", str(root / "demo"), "--no-ui"], capture_output=True, text=True, check=True, env=ENV
     )
     config = Path(out.stdout.strip().splitlines()[0])
     cmd = [HERMIT_TUI, "eval", "--config", str(config), "--adapter", "none", "--adapter", "root", "--adapter", "final"]
-    subprocess.run(cmd, capture_output=True, check=True)
+    subprocess.run(cmd, capture_output=True, check=True, env=ENV)
     task = (config.parent / "test.txt").read_text().split()[0]
     return config, task
 
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = args.tasks or (100 if args.quick else 1112)
     print(f"# 10. start-up: load average {loadavg()}", flush=True)
 
-    probe = subprocess.run([sys.executable, "-c", HEAVY_PROBE], capture_output=True, text=True, check=True)
+    probe = subprocess.run([sys.executable, "-c", HEAVY_PROBE], capture_output=True, text=True, check=True, env=ENV)
     heavy = [m for m in probe.stderr.strip().split(",") if m]
     synth.figure(
         "startup.help_heavy_modules",
