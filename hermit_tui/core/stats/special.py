@@ -10,6 +10,7 @@ degrees of freedom); tests/test_special.py checks them against scipy.special on 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -108,6 +109,7 @@ def _ndtri(p: float) -> float:
     return x - u / (1 + x * u / 2)
 
 
+@lru_cache(maxsize=4096)  # the report asks for the same few quantiles hundreds of times
 def _stdtrit(df: float, p: float) -> float:
     if math.isnan(df) or math.isnan(p) or df <= 0 or p < 0 or p > 1:
         return math.nan

@@ -256,6 +256,32 @@ def _split(
     return UsageSplit(label=b.label, groups=groups)
 
 
+class _Reads:
+    """Adapter versions and evaluations read once for several pairs (each version handed out as its own copy: a
+    pair's notes stay its own; an evaluation is only read from)."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self._versions: dict[str, AdapterVersion | InputError] = {}
+        self._evaluations: dict[str, Evaluation] = {}
+
+    def version(self, text: str) -> AdapterVersion:
+        if text not in self._versions:
+            try:
+                self._versions[text] = read_version(text, self.config)
+            except InputError as exc:
+                self._versions[text] = exc
+        found = self._versions[text]
+        if isinstance(found, InputError):
+            raise found
+        return found.model_copy(deep=True)
+
+    def evaluation(self, label: str) -> Evaluation:
+        if label not in self._evaluations:
+            self._evaluations[label] = Evaluation(self.config, label)
+        return self._evaluations[label]
+
+
 def pair_why(
     config: Config,
     a_text: str,
@@ -263,10 +289,13 @@ def pair_why(
     test_ids: Sequence[str],
     hook: UsageHook | None = None,
     pause: Callable[[], None] | None = None,
+    reads: _Reads | None = None,
 ) -> PairWhy:
     """The diff of ``a`` and ``b``'s adapter versions, and, when both are evaluated, what their attempts show.
-    InputError (one line) when either names no adapter version."""
-    va, vb = read_version(a_text, config), read_version(b_text, config)
+    InputError (one line) when either names no adapter version. ``reads`` shares the versions and evaluations
+    read among the pairs of one report."""
+    reads = reads or _Reads(config)
+    va, vb = reads.version(a_text), reads.version(b_text)
     diff = diff_versions(va, vb)
     out = PairWhy(a=va.label, b=vb.label, diff=diff, flips={k: [] for k in FLIPS})
     evaluated = {label: (eval_root(config.run_dir) / label / RESULTS).is_file() for label in (va.label, vb.label)}
@@ -274,7 +303,7 @@ def pair_why(
     if missing:
         out.notes.append(f"not evaluated: {', '.join(missing)}; no tasks, trajectories or usage to show")
         return out
-    ea, eb = Evaluation(config, va.label), Evaluation(config, vb.label)
+    ea, eb = reads.evaluation(va.label), reads.evaluation(vb.label)
     tests = set(test_ids)
     keys_a = [k for k in ea.by_key if k[0] in tests]
     keys_b = [k for k in eb.by_key if k[0] in tests]
@@ -324,9 +353,10 @@ def pairs_why(
     """The report's "why it changed" per compared pair (labels, with the selector text each was evaluated with);
     a pair whose versions cannot be read is a note, never an error of the report."""
     out = []
+    reads = _Reads(config)  # each selector's version and evaluation read once, not once per pair it is in
     for a, b in pairs:
         try:
-            out.append(pair_why(config, texts.get(a, a), texts.get(b, b), test_ids))
+            out.append(pair_why(config, texts.get(a, a), texts.get(b, b), test_ids, reads=reads))
         except InputError as exc:
             out.append(PairWhy(a=a, b=b, diff=None, flips={k: [] for k in FLIPS}, notes=[str(exc)]))
     return out
