@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from hermit_tui.core.errors import InputError
 
@@ -85,9 +85,9 @@ def _authority(host: str, port: int, default_port: int = 80) -> str:
     return host if port == default_port else f"{host}:{port}"
 
 
-@dataclass(frozen=True)
-class Access:
-    """Who may have a session: the ``Host`` values and origins of this server, and the token of this start."""
+class Access(NamedTuple):
+    """Who may have a session: the ``Host`` values and origins of this server, and the token of this start (an
+    immutable NamedTuple, not a dataclass: ``--help`` skips the dataclasses module's import)."""
 
     token: str
     hosts: frozenset[str]

@@ -31,6 +31,33 @@ from __future__ import annotations
 import re
 from typing import Any
 
+
+class _Lazy:
+    """A regular expression compiled at its first use: ``--help`` and the commands that never escape a text skip
+    compiling them (issue 30). ``.sub``, ``.search`` and ``.fullmatch`` as
+    the compiled pattern's."""
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    def pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(*self._args)
+        return self._compiled
+
+    def sub(self, repl: Any, string: str) -> str:
+        return self.pattern().sub(repl, string)
+
+    def search(self, string: str) -> re.Match[str] | None:
+        return self.pattern().search(string)
+
+    def fullmatch(self, string: str) -> re.Match[str] | None:
+        return self.pattern().fullmatch(string)
+
+
 # What a terminal (or a renderer) acts on rather than shows. Tab, newline and carriage return are decided per place.
 _SPECIAL = (
     "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # C0 (but tab, newline, carriage return), DEL, C1
@@ -38,16 +65,16 @@ _SPECIAL = (
     "\u2028\u2029"  # line and paragraph separators
     "\ud800-\udfff"  # lone surrogates (never encodable: they end a write with UnicodeEncodeError)
 )
-ACTED_ON = re.compile(f"[{_SPECIAL}\r]")  # what a terminal acts on in a text that keeps its newlines and tabs
-_BLOCK = re.compile(f"[{_SPECIAL}]|\r(?!\n)")  # keeps newlines and tabs; a lone carriage return is shown
-_LINE = re.compile(f"[{_SPECIAL}\t\n\r]")
+ACTED_ON = _Lazy(f"[{_SPECIAL}\r]")  # what a terminal acts on in a text that keeps its newlines and tabs
+_BLOCK = _Lazy(f"[{_SPECIAL}]|\r(?!\n)")  # keeps newlines and tabs; a lone carriage return is shown
+_LINE = _Lazy(f"[{_SPECIAL}\t\n\r]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-_MARKUP = re.compile(r"(\\*)(\[[a-z#/@$][^[]*?])")  # Rich's and Textual's own escape, plus Textual's [$variable]
-_MARKDOWN = re.compile(r"([\\`\[\]#|]|<(?=[a-z/!?])|:(?=//)|(?<=www)\.)", re.IGNORECASE)
+_MARKUP = _Lazy(r"(\\*)(\[[a-z#/@$][^[]*?])")  # Rich's and Textual's own escape, plus Textual's [$variable]
+_MARKDOWN = _Lazy(r"([\\`\[\]#|]|<(?=[a-z/!?])|:(?=//)|(?<=www)\.)", re.IGNORECASE)
 _FORMULA = tuple("=+-@\t\r")
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?%?|[+-]?(inf|nan|infinity)", re.IGNORECASE)
-_XML_BAD = re.compile(f"[{_SPECIAL}\ufffe\uffff]|\r(?!\n)")
-_JSON_BAD = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
+_NUMBER = _Lazy(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?%?|[+-]?(inf|nan|infinity)", re.IGNORECASE)
+_XML_BAD = _Lazy(f"[{_SPECIAL}\ufffe\uffff]|\r(?!\n)")
+_JSON_BAD = _Lazy("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 
 
 def _escape(char: str) -> str:
