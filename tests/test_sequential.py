@@ -134,7 +134,8 @@ def test_alpha_is_split_over_the_candidates_and_each_share_spent_as_promised():
     # Bonferroni: three candidates against one baseline spend 0.9 x 0.05 / 3 = 0.015 each, so the chance of any
     # false claim is at most 3 x 0.015 = 0.045; the boundaries of 4 rounds spend exactly that share (an independent
     # multivariate-normal computation of the chance of crossing any of them)
-    assert SPEND_SHARE == 0.9 and candidate_spend(0.05, 3) == pytest.approx(0.015) and candidate_spend() == pytest.approx(0.045)
+    assert SPEND_SHARE == 0.9 and candidate_spend() == pytest.approx(0.045)
+    assert candidate_spend(0.05, 3) == pytest.approx(0.015)
     cs = round_boundaries(4, candidate_spend(0.05, 3))
     corr = np.array([[math.sqrt(min(a, b) / max(a, b)) for b in range(1, 5)] for a in range(1, 5)])
     lim = np.array(cs)

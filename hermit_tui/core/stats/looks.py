@@ -321,6 +321,8 @@ FIXED_P_NOTE = (
 )
 
 
+AT_STOPPING = "as observed at stopping, which stopping early tends to overstate"
+
 _num = short_num
 
 
@@ -342,7 +344,8 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     if look.decision in ("improvement", "regression"):
         higher = "higher" if d > 0 else "lower"
         word = "an improvement" if look.decision == "improvement" else "a regression"
-        return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({ci}; {when}): {word}."
+        early = f"{AT_STOPPING}; " if look.rounds < look.max_rounds else ""
+        return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({early}{ci}; {when}): {word}."
     if look.decision == "equivalent":
         return f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; {when}): equivalent within ±{look.margin:g}."
     reach = "includes 0" + (f" and reaches beyond ±{look.margin:g}" if look.margin is not None else "")
@@ -403,6 +406,7 @@ def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
 
 
 __all__ = [
+    "AT_STOPPING",
     "FIXED_P_NOTE",
     "SEQUENTIAL_RULE",
     "Records",
