@@ -34,7 +34,7 @@ TASKS, ROUNDS = 30, 6
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
-    config = build(tmp_path / "p", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.4})
+    config = build(tmp_path / "p", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.3})
     # the project has no adapter tree: the directory is remembered as typed in on an earlier visit
     settings_path().parent.mkdir(parents=True)
     settings_path().write_text(
@@ -148,7 +148,7 @@ async def settle(pilot) -> CompareScreen:
 async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_decision():
     store, tracker = live_store(rounds_done=1, extra=13)
     look = tracker.last("good")
-    assert look.decision == "undecided"  # round 1 of 6 spends almost nothing
+    assert look.decision == "undecided"  # round 1 of 6 spends 0.0028: its interval on 20 tasks still holds 0
     app = fixture_app(None, screen=None, store=store)
     async with app.run_test(size=(130, 60)) as pilot:
         await pilot.pause()
@@ -160,7 +160,7 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         assert f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against 0" in panel
         assert "round 2 under way: 13 of 40 attempts of none and good" in panel
         plot = screen.query_one("#plot-boundary", BoundaryPlot)
-        assert plot.data.boundaries == list(c) and plot.data.observed == [look.z]
+        assert plot.data.boundaries == pytest.approx(list(c), rel=1e-12) and plot.data.observed == [look.z]
         verdict = str(screen.query_one("#verdict", Static).content)
         assert verdict.startswith("Undecided so far (round 1 of 6): good − none")
         figures = str(screen.query_one("#pair-figures", Static).content)

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from hermit_tui.core.present import short_num
 from hermit_tui.core.records.results import SequentialEntry, Summary
 from hermit_tui.core.stats.figures import PairStats, VerdictKind
-from hermit_tui.core.stats.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor, candidate_spend
+from hermit_tui.core.stats.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor, Spending, candidate_spend
 
 
 class SequentialPlan(BaseModel):
@@ -39,6 +39,7 @@ class SequentialPlan(BaseModel):
     method: str = METHOD
     spend: float | None = None  # each candidate's boundaries' total (None: candidate_spend over the candidates)
     split_over: int | None = None  # the candidates alpha is split over (None: len(candidates))
+    spending: Spending = "hsd"  # the spending function ("obf": a launch recorded before issue 25, item 4)
 
     @property
     def family(self) -> int:
@@ -91,6 +92,7 @@ class _Pair:
             alpha=plan.alpha,
             spend=plan.each_spend,
             candidates=plan.family,
+            spending=plan.spending,
             margin=plan.margin,
         )
         self.looks: list[SequentialLook] = []
@@ -193,9 +195,10 @@ def replay(
         margin=entry.margin,
         alpha=entry.alpha,
         method=entry.method,
-        # a summary written before issue 25, item 4, spent the whole alpha for each candidate
+        # a summary written before issue 25, item 4, spent the whole alpha for each candidate, by O'Brien-Fleming
         spend=entry.spend if entry.spend is not None else entry.alpha,
         split_over=entry.split_over or 1,
+        spending="hsd" if "Hwang-Shih-DeCani" in entry.method else "obf",
     )
     tracker = RoundTracker(plan, task_ids)
     if not 1 <= entry.rounds <= entry.max_rounds:
