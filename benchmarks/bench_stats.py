@@ -1,16 +1,18 @@
 """The statistics, proved by simulation and timed at scale.
 
-    python benchmarks/bench_stats.py [--quick] [--only coverage,test,sequential,speed] [--reps N] [--runs N]
-                                     [--tasks N] [--markdown PATH]
+    python benchmarks/bench_stats.py [--quick] [--only coverage,grid,test,clusters,sequential,speed] [--reps N]
+                                     [--runs N] [--tasks N] [--markdown PATH]
 
 1. **Coverage** of the 95% intervals of ``core.stats.intervals`` (the functions ``selector_stats`` and ``pair_stats``
    call): pass/fail and continuous scores, 4 to 500 tasks, 1 to 5 repeats, next to the former t interval.
 2. **The paired test**: its size with unequal repeats (10 against 1), where sign flips fail, and the agreement of its
    large-sample method with the exact test where both run.
-3. **Sequential stopping** (``core.stats.sequential``): the false-claim rate of A/A launches with one and with three
+3. **Clusters**: the coverage of the pair interval clustered by a template whose tasks share a shift of the effect,
+   and of the same data taken as independent tasks.
+4. **Sequential stopping** (``core.stats.sequential``): the false-claim rate of A/A launches with one and with three
    candidates, and on A/B launches the attempts used against the fixed design of equal power, and the estimate at
    stopping.
-4. **Speed**: the statistics of 111,112 tasks x 3 repeats x 3 selectors and the 3 default pairs, from columns and
+5. **Speed**: the statistics of 111,112 tasks x 3 repeats x 3 selectors and the 3 default pairs, from columns and
    from tuples; ``hermit-tui report --format json`` on 1,000 and 11,112 tasks written in hermit's format.
 
 Every simulation is seeded. ``--markdown PATH`` writes the tables (RESULTS.md's statistics section).
@@ -468,6 +470,61 @@ def test_section(args, md: list[str]) -> None:
     )
 
 
+# -- clusters -----------------------------------------------------------------------------------------------------
+
+
+def cluster_section(args, md: list[str]) -> None:
+    """Coverage of the pair interval when tasks share a template: the effect moves by cluster (a shift shared by the
+    cluster's tasks), clustered by the template (``--cluster-by``) and not."""
+    rng = np.random.default_rng(SEED + 5)
+    reps = max(200, args.reps // 2) if args.quick else 2 * args.reps
+    cases = [(8, 8, 0.2), (8, 8, 0.1), (16, 8, 0.15), (16, 4, 0.1), (32, 4, 0.05), (16, 4, 0.0)]
+    cases = cases if not args.quick else [(16, 4, 0.1)]
+    md += [
+        "### Clusters above the task (`core.stats.clusters`)",
+        "",
+        f"Pass/fail tasks in clusters of equal size (p ~ Beta(1, 1) per task; the candidate's success moves by "
+        f"0.1 plus a shift shared by the cluster, normal with sd as given, clipped to [0, 1]), 3 repeats each side, "
+        f"{reps} data sets per row: coverage of the 95% pair interval of the true mean difference, clustered by the "
+        "template and not (nominal 0.95).",
+        "",
+        "| clusters | tasks per cluster | shared shift sd | clustered | not clustered |",
+        "|---|---|---|---|---|",
+    ]
+    worst_c, worst_u = 1.0, 1.0
+    k = 3
+    for c, m, sd in cases:
+        g = c * m
+        codes = np.repeat(np.arange(c), m)
+        p = rng.beta(1.0, 1.0, size=(reps, g))
+        shift = 0.1 + rng.normal(0.0, sd, size=(reps, c))[:, codes] if sd > 0 else np.full((reps, g), 0.1)
+        pb = np.clip(p + shift, 0.0, 1.0)
+        big_p = rng.beta(1.0, 1.0, size=(400, g))
+        big_s = 0.1 + (rng.normal(0.0, sd, size=(400, c))[:, codes] if sd > 0 else 0.0)
+        # the population mean difference (clipping moves it off 0.1), from a large sample of the same law
+        truth = float(np.mean(np.clip(big_p + big_s, 0.0, 1.0) - big_p))
+        ma, mb = rng.binomial(k, p) / k, rng.binomial(k, pb) / k
+        lo_c, hi_c, _ = pair_bounds(ma, mb, g * k, g * k, clusters=codes)
+        lo_u, hi_u, _ = pair_bounds(ma, mb, g * k, g * k)
+        cov_c = float(np.mean((lo_c <= truth) & (truth <= hi_c)))
+        cov_u = float(np.mean((lo_u <= truth) & (truth <= hi_u)))
+        if sd > 0:
+            worst_c, worst_u = min(worst_c, cov_c), min(worst_u, cov_u)
+        md.append(f"| {c} | {m} | {sd:g} | {cov_c:.3f} | {cov_u:.3f} |")
+    md.append("")
+    synth.figure(
+        "stats.clusters.coverage_clustered",
+        worst_c,
+        target=">= 0.93",
+        detail="lowest coverage of the clustered pair interval where the effect is shared within clusters",
+    )
+    synth.figure(
+        "stats.clusters.coverage_unclustered",
+        worst_u,
+        detail="the same data sets with the tasks taken as independent (what clustering corrects)",
+    )
+
+
 # -- 3. sequential ------------------------------------------------------------------------------------------------
 
 
@@ -753,7 +810,7 @@ def speed_section(args, md: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny runs (a smoke test; nothing is judged)")
-    parser.add_argument("--only", help="a comma-separated subset of coverage, grid, test, sequential, speed")
+    parser.add_argument("--only", help="a comma-separated subset of coverage, grid, test, clusters, sequential, speed")
     parser.add_argument("--reps", type=int, help="data sets per coverage cell (default 1000; --quick 100)")
     parser.add_argument("--runs", type=int, help="launches per sequential scenario (default 1000; --quick 60)")
     parser.add_argument("--tasks", type=int, help="tasks of the speed case (default 111,112; --quick 2,000)")
@@ -767,6 +824,7 @@ def main(argv: list[str] | None = None) -> int:
         "coverage": coverage,
         "grid": grid_section,
         "test": test_section,
+        "clusters": cluster_section,
         "sequential": sequential_section,
         "speed": speed_section,
     }

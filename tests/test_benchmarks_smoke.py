@@ -67,6 +67,8 @@ EXPECTED = {
         "stats.grid.size_heterogeneous_null",
         "stats.test.size_unequal_repeats",
         "stats.test.exact_vs_large_sample",
+        "stats.clusters.coverage_clustered",
+        "stats.clusters.coverage_unclustered",
         "stats.sequential.aa_false_claims",
         "stats.sequential.aa_false_claims_upper",
         "stats.sequential.fwer_three_candidates",
