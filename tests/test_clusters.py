@@ -214,3 +214,29 @@ def test_cluster_by_bad_input_is_one_line_and_exit_2(clustered_demo, tmp_path, c
     code, _, err = _cli(capsys, "eval", "--config", str(ws / "run.yaml"), "--adapter", "none", "--adapter", "root",
                         "--stop-when-decided", "--cluster-by", "category", *FAST)  # fmt: skip
     assert code == 2 and "--stop-when-decided with --cluster-by" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_compare_screen_clusters_by_the_recorded_field_as_the_report_does(clustered_demo, capsys):
+    from hermit_tui.core.records.results import read_results, read_summary
+    from hermit_tui.dashboard.screens.compare_figures import compare_selectors, pair_text, recorded_clusters, with_pair
+
+    ws = clustered_demo
+    test_ids = (ws / "test.txt").read_text().split()
+    rows = {json.loads(x)["id"]: json.loads(x) for x in (ws / "tasks.jsonl").read_text().splitlines()}
+    summaries = [read_summary(ws / "runs/demo/eval" / label / "summary.json") for label in ("none", "final")]
+    clusters = recorded_clusters(rows, test_ids, summaries)
+    assert clusters is not None and clusters.by == "category"
+    assert recorded_clusters(rows, test_ids, [summaries[0], None]) is None  # one evaluation without the record
+
+    def records(label: str):
+        return read_results(ws / "runs/demo/eval" / label / "results.jsonl").records
+
+    ra, rb = records("none"), records("final")
+    c = with_pair(compare_selectors("none", ra, "final", rb, test_ids, 1.0, clusters), ra, rb, test_ids, 1.0, clusters)
+    ma, mb = _task_means(ws, "none"), _task_means(ws, "final")
+    fit = cluster_fit([mb[t] - ma[t] for t in test_ids], [rows[t]["category"] for t in test_ids])
+    assert c.pair.se == pytest.approx(fit.bse[0], rel=1e-9)
+    assert "clustered by category: 8 clusters" in pair_text(c.pair).plain
+    code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json")
+    report_pair = next(p for p in json.loads(js)["pairs"] if (p["a"], p["b"]) == ("none", "final"))
+    assert (c.pair.ci_low, c.pair.ci_high) == pytest.approx((report_pair["ci_low"], report_pair["ci_high"]))
