@@ -186,3 +186,33 @@ def test_hwang_shih_decani_boundaries_spend_as_promised():
     # between Pocock's flat boundary and O'Brien-Fleming's steep one
     obf = round_boundaries(6, 0.045, "obf")
     assert cs[0] < obf[0] and cs[-1] > obf[-1] and all(a > b for a, b in zip(cs, cs[1:]))
+
+
+def test_a_summary_of_the_former_design_is_replayed_with_its_own_boundaries():
+    # written before issue 25, item 4: O'Brien-Fleming-type spending of the whole alpha, no spend or split recorded
+    from types import SimpleNamespace
+
+    from hermit_tui.core.records.results import SequentialEntry
+    from hermit_tui.core.stats.looks import replay
+    from hermit_tui.core.stats.sequential import OLD_METHOD
+
+    rng = np.random.default_rng(4)
+    ids = [f"t{i}" for i in range(40)]
+
+    def recs(p):
+        return {
+            (t, r): SimpleNamespace(judge=SimpleNamespace(score=float(rng.random() < p))) for t in ids for r in (1, 2)
+        }
+
+    base, cand = recs(0.4), recs(0.45)
+    entry = SequentialEntry(
+        baseline="none", decision="undecided", rounds=2, max_rounds=5, method=OLD_METHOD, alpha=0.05
+    )
+    looks = replay(entry, base, cand, "c", ids)
+    assert [lk.boundary_z for lk in looks] == pytest.approx(list(round_boundaries(5, 0.05, "obf")[:2]))
+    assert looks[0].boundary_z == pytest.approx(4.8769, abs=2e-4)  # the published table's first look
+    new = SequentialEntry(baseline="none", decision="undecided", rounds=2, max_rounds=5, method=METHOD, alpha=0.05,
+                          spend=0.045, split_over=1)  # fmt: skip
+    assert [lk.boundary_z for lk in replay(new, base, cand, "c", ids)] == pytest.approx(
+        list(round_boundaries(5, 0.045)[:2])
+    )

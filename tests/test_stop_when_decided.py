@@ -22,7 +22,7 @@ from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.run.runner import EvalRun
-from hermit_tui.core.stats.sequential import METHOD, sequential_look
+from hermit_tui.core.stats.sequential import METHOD, OLD_METHOD, sequential_look
 from hermit_tui.core.workspace.config import load_config
 
 TASKS, ROUNDS = 30, 6
@@ -203,6 +203,15 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
     ):
         with pytest.raises(InputError, match="cannot resume"):
             EvalRun(config, ["none", "adapters/good", "adapters/clone"], resume=True, **kwargs)
+    # a launch begun under the former design (O'Brien-Fleming-type spending, no split) does not continue under this one
+    path = project.parent / "runs/seq/eval/good/summary.json"
+    kept = path.read_text()
+    old = json.loads(kept)
+    old["sequential"] = {k: v for k, v in old["sequential"].items() if k not in ("spend", "split_over")}
+    path.write_text(json.dumps(old | {"sequential": old["sequential"] | {"method": OLD_METHOD}}))
+    with pytest.raises(InputError, match="the sequential design .* of an earlier hermit-tui version"):
+        EvalRun(config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True)
+    path.write_text(kept)
 
     seen: list = []
     resumed = EvalRun(

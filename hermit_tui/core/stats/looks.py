@@ -63,6 +63,8 @@ class SequentialPlan(BaseModel):
             changed.append(f"alpha {entry.alpha} -> {self.alpha}")
         if entry.spend is not None and abs(entry.spend - self.each_spend) > 1e-12:
             changed.append(f"alpha spent per candidate {entry.spend:.4g} -> {self.each_spend:.4g}")
+        if entry.method != self.method:  # e.g. a launch begun before the design changed (issue 25, item 4)
+            changed.append("the sequential design (spending function, alpha split) of an earlier hermit-tui version")
         return changed
 
 
