@@ -107,6 +107,7 @@ def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_ch
     half = p.ci_high - p.mean_diff if p.mean_diff < 0 else p.mean_diff - p.ci_low
     assert p.mde == pytest.approx(half + float(t.ppf(0.8, 9)) * p.se, rel=1e-9)
     assert p.tasks_needed(0.1) is None and p.repeats_needed(0.1) is None
+    assert p.mde_method.endswith("clustered: n is the clusters, se clustered")
 
 
 def test_clusters_by_field_and_its_bad_input():
