@@ -238,6 +238,9 @@ def test_the_compare_screen_clusters_by_the_recorded_field_as_the_report_does(cl
     fit = cluster_fit([mb[t] - ma[t] for t in test_ids], [rows[t]["category"] for t in test_ids])
     assert c.pair.se == pytest.approx(fit.bse[0], rel=1e-9)
     assert "clustered by category: 8 clusters" in pair_text(c.pair).plain
+    from hermit_tui.dashboard.screens.compare_figures import needed_text
+
+    assert "not projected: the figures are clustered by category (8 clusters)" in needed_text(c.pair, 0.1)
     code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json")
     report_pair = next(p for p in json.loads(js)["pairs"] if (p["a"], p["b"]) == ("none", "final"))
     assert (c.pair.ci_low, c.pair.ci_high) == pytest.approx((report_pair["ci_low"], report_pair["ci_high"]))

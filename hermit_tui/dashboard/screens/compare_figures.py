@@ -293,6 +293,12 @@ def needed_text(p: PairStats, delta: float) -> str:
     tasks, repeats = p.tasks_needed(delta), p.repeats_needed(delta)
     k = f"{p.repeats_min}" if p.repeats_min == p.repeats_max else f"{p.repeats_min}-{p.repeats_max}"
     out = [f"To detect a difference of {delta:g}:"]
+    if p.n_clusters is not None:
+        out.append(
+            f"  not projected: the figures are clustered by {p.cluster_by} ({p.n_clusters} clusters), and what "
+            "more tasks or repeats would do depends on the clusters they fall in"
+        )
+        return "\n".join(out)
     out.append(
         f"  tasks needed: {tasks} paired tasks at {k} repeats"
         if tasks is not None
