@@ -31,6 +31,7 @@ from hermit_tui.core.report.formatting import (
 from hermit_tui.core.report.html_assets import CSP, CSS, SCRIPT
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot, esc, means_plot
+from hermit_tui.core.stats.clusters import CLUSTER_METHOD
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
@@ -144,6 +145,10 @@ def _protocol(r: Report) -> str:
     ]
     if sequential_protocol(r):
         rows.append(("stop when decided", esc(sequential_protocol(r))))
+    if r.cluster_by is not None:
+        rows.append(
+            ("clustered by", esc(f"{r.cluster_by}: {r.n_clusters} clusters of the test tasks ({CLUSTER_METHOD})"))
+        )
     checks = "".join(
         f'<li><span class="check-{esc(c.level)}">{esc(c.level)}</span> (<code>{esc(c.code)}</code>): '
         f"{esc(c.message)}</li>"
