@@ -187,6 +187,8 @@ def test_eval_records_the_clusters_and_report_and_gate_use_them(clustered_demo, 
     # unclustered on request of another field gives other figures; the Markdown names the clustering
     code, md, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"))
     assert "| clustered by | category: 8 clusters of the test tasks" in md
+    code, html, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "html")
+    assert "clustered by</th><td>category: 8 clusters of the test tasks" in html
     code, out, _ = _cli(capsys, "gate", "--config", str(ws / "run.yaml"), "--require", "no-regression", "--only")
     assert "clustered by category (8 clusters)" in out
 
