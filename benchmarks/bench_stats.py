@@ -97,6 +97,7 @@ def selector_cell(rng, kind, mu, kappa, g, k, reps) -> dict:
         m = means[r]
         binary = bool(np.all((x[r] == 0) | (x[r] == 1)))
         iv = task_mean_interval(m, counts, binary, 0.0, 1.0)
+        assert iv is not None
         hit += iv.low <= mu <= iv.high
         outside += iv.low < 0 or iv.high > 1
         zero += iv.high - iv.low <= 0
@@ -127,6 +128,7 @@ def pair_cell(rng, kind, mu, kappa, shift, g, k, reps) -> dict:
         ones = np.full(g, k)
         bin_a, bin_b = bool(np.all((xa[r] == 0) | (xa[r] == 1))), bool(np.all((xb[r] == 0) | (xb[r] == 1)))
         iv = pair_interval(ma_all[r], mb_all[r], ones, ones, bin_a, bin_b, 0.0, 1.0)
+        assert iv is not None
         hit += iv.low <= delta <= iv.high
         outside += iv.low < -1 or iv.high > 1
         zero += iv.high - iv.low <= 0

@@ -148,16 +148,14 @@ def test_a_folder_that_cannot_be_written_is_one_line_and_nothing_changes(tmp_pat
     before = (tmp_path / ANNOTATIONS).read_bytes()
     (tmp_path / ANNOTATIONS).chmod(0o444)
     if os.geteuid() == 0:  # root writes anywhere: opening fails as the kernel fails it for anyone else
-        from hermit_tui.core.records import annotations
-
-        real = annotations.os.open
+        real = os.open
 
         def denied(path, flags, *args):
             if Path(path).name == ANNOTATIONS and flags & (os.O_RDWR | os.O_WRONLY):
                 raise PermissionError(13, "Permission denied", str(path))
             return real(path, flags, *args)
 
-        monkeypatch.setattr(annotations.os, "open", denied)
+        monkeypatch.setattr(os, "open", denied)
     try:
         with pytest.raises(InputError, match=ANNOTATIONS):
             update_annotation(tmp_path, rec(), Change(add=["format error"]))
@@ -167,7 +165,6 @@ def test_a_folder_that_cannot_be_written_is_one_line_and_nothing_changes(tmp_pat
 
 
 def test_a_full_disk_is_one_line_and_the_file_is_as_it_was(tmp_path, monkeypatch):
-    from hermit_tui.core.records import annotations
 
     update_annotation(tmp_path, rec(), Change(add=["timeout"]))
     before = (tmp_path / ANNOTATIONS).read_bytes()
@@ -177,7 +174,7 @@ def test_a_full_disk_is_one_line_and_the_file_is_as_it_was(tmp_path, monkeypatch
         real(fd, data[: len(data) // 2])
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(annotations.os, "write", half)
+    monkeypatch.setattr(os, "write", half)
     with pytest.raises(InputError, match=r"No space left on device\); nothing was changed"):
         update_annotation(tmp_path, rec(), Change(add=["format error"]))
     assert (tmp_path / ANNOTATIONS).read_bytes() == before
@@ -317,13 +314,16 @@ def test_next_unlabelled_skips_labelled_failures_and_wraps_around():
     store = fixed_store()
     walk = store.failure_walk()
     first = store.next_unlabelled()
+    assert first is not None
     assert (first.key, first.task_id, first.repeat) == ("final", "t04", 1)
     for f in walk[1:3]:
         store.put_annotation(f.key, Annotation(repeat=f.repeat, id=f.task_id, labels=["wrong reasoning"]))
     nxt = store.next_unlabelled(("final", "t04", 1))
+    assert nxt is not None
     assert (nxt.key, nxt.task_id, nxt.repeat) == ("final", "t10", 1)  # t04's repeats 2 and 3 carry a label
     last = walk[-1]
     nxt = store.next_unlabelled((last.key, last.task_id, last.repeat))
+    assert nxt is not None
     assert (nxt.key, nxt.task_id, nxt.repeat) == ("final", "t04", 1)  # wrapped
     assert store.triage_progress() == (2, 54)
     note_only = walk[0]
@@ -406,7 +406,8 @@ def test_evaluations_hermit_wrote_take_annotations_and_the_store_reads_them(tmp_
     update_annotation(folder, target, Change(add=["timeout"], note="slow"))
     store = fixed_store()
     col = store.add_stored(stored, key="hermit final")
-    assert col.annotation(target.id, target.repeat).labels == ["timeout"]
+    note = col.annotation(target.id, target.repeat)
+    assert note is not None and note.labels == ["timeout"]
     assert store.taxonomy()["hermit final"].counts == {"timeout": 1}
 
 

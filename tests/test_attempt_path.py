@@ -17,6 +17,7 @@ import json
 import math
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -192,7 +193,12 @@ class Opaque:
 )
 def test_an_output_that_cannot_be_written_is_the_attempts_error_with_the_json_message(output):
     judged: list[object] = []
-    record, tb = judge_output(lambda task, out: judged.append(out) or 1.0, _attempt(), {"output": output}, 0.0)
+
+    def judge(task, out) -> float:
+        judged.append(out)
+        return 1.0
+
+    record, tb = judge_output(judge, _attempt(), {"output": output}, 0.0)
     assert record.status == "error" and tb is None and judged == []  # the judge never saw it
     assert record.error == f"TypeError: the pipeline's output cannot be written as JSON ({_dumps_error(output)})"
     assert "\n" not in record.error
@@ -323,7 +329,7 @@ def _shares_mutable(a, b) -> bool:
 
 
 def test_a_task_row_is_copied_deeply():
-    row = {
+    row: dict[str, Any] = {
         "id": "t1",
         "n": 1.5,
         "ok": True,

@@ -49,6 +49,13 @@ EXPECTED = {
             "filter_s",
         )
     ],
+    "bench_why.py": [
+        "why.align_200_ms",
+        "why.align_divergence_found",
+        "why.pair_summary_s",
+        "why.pair_summary_cpu_s",
+        "why.pair_summary_peak_rss_mb",
+    ],
     "bench_where.py": [
         "where.slices.fwer_no_effect",
         "where.slices.power_at_0.3",
@@ -80,7 +87,13 @@ EXPECTED = {
     ],
 }
 # the correctness figures (synth.figure(..., check=True)): judged in --quick too, and each must hold
-CHECKS = {"hermit.same_results", "stats.coverage.outside_range", "stats.grid.outside_or_zero", "scale.900.same_means"}
+CHECKS = {
+    "why.align_divergence_found",
+    "hermit.same_results",
+    "stats.coverage.outside_range",
+    "stats.grid.outside_or_zero",
+    "scale.900.same_means",
+}
 
 
 @pytest.fixture(scope="module")

@@ -243,6 +243,7 @@ def test_update_commits_only_the_card(run):
 
 def test_identical_results_commit_nothing(run):
     first = update_final_card(run.cfg, summary(run.final))
+    assert first.commit is not None
     result = update_final_card(run.cfg, summary(first.commit))
     assert result.commit is None and not result.moved_tag
     assert run.head() == first.commit and run.tag() == first.commit and run.card() == EXPECTED_CARD

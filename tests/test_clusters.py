@@ -76,6 +76,7 @@ def test_pair_figures_clustered_are_the_cluster_robust_t_on_the_task_differences
     # ... which in the middle of the range is the cluster-robust t interval up to Wilson's shape (a few percent of
     # its width at these effective sample sizes), and its test statsmodels' cluster-robust t test
     low, high = fit.conf_int()[0]
+    assert p.p_value is not None and p.ci_low is not None and p.ci_high is not None
     assert p.ci_low == pytest.approx(low, abs=0.06 * (high - low)) and p.ci_high == pytest.approx(
         high, abs=0.06 * (high - low)
     )
@@ -92,6 +93,7 @@ def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_ch
     plain = pair_interval(a, b, k, k, False, False, 0.0, 1.0)
     own = pair_interval(a, b, k, k, False, False, 0.0, 1.0, clusters=np.arange(len(a)))
     clustered = pair_interval(a, b, k, k, False, False, 0.0, 1.0, clusters=groups)
+    assert plain is not None and own is not None and clustered is not None
     assert (own.low, own.high) == pytest.approx((plain.low, plain.high), abs=1e-12)
     assert clustered.high - clustered.low > 1.5 * (plain.high - plain.low)
     assert pair_p_value(a, b, k, k, False, False, 0.0, 1.0, clusters=np.arange(len(a))) == pytest.approx(
@@ -104,6 +106,7 @@ def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_ch
                    clusters=clustering)  # fmt: skip
     from scipy.stats import t
 
+    assert p.ci_low is not None and p.ci_high is not None and p.mean_diff is not None and p.se is not None
     half = p.ci_high - p.mean_diff if p.mean_diff < 0 else p.mean_diff - p.ci_low
     assert p.mde == pytest.approx(half + float(t.ppf(0.8, 9)) * p.se, rel=1e-9)
     assert p.tasks_needed(0.1) is None and p.repeats_needed(0.1) is None
@@ -111,7 +114,7 @@ def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_ch
 
 
 def test_clusters_by_field_and_its_bad_input():
-    tasks = {
+    tasks: dict[str, dict[str, object]] = {
         "a": {"id": "a", "tpl": "x", "tags": ["p"]},
         "b": {"id": "b", "tpl": "x", "tags": ["q"]},
         "c": {"id": "c", "tpl": "y"},
@@ -129,7 +132,8 @@ def test_clusters_by_field_and_its_bad_input():
     with pytest.raises(InputError, match="task a: the field holds a list"):
         clusters_by_field(tasks, ids, "tags")
     # the recorded field is the default only when every evaluation recorded the same one
-    assert resolve_clustering(tasks, ids, None, ["tpl", "tpl"]).by == "tpl"
+    recorded = resolve_clustering(tasks, ids, None, ["tpl", "tpl"])
+    assert recorded is not None and recorded.by == "tpl"
     assert resolve_clustering(tasks, ids, None, ["tpl", None]) is None
     assert resolve_clustering(tasks, ids, None, []) is None
 
@@ -238,11 +242,13 @@ def test_the_compare_screen_clusters_by_the_recorded_field_as_the_report_does(cl
     c = with_pair(compare_selectors("none", ra, "final", rb, test_ids, 1.0, clusters), ra, rb, test_ids, 1.0, clusters)
     ma, mb = _task_means(ws, "none"), _task_means(ws, "final")
     fit = cluster_fit([mb[t] - ma[t] for t in test_ids], [rows[t]["category"] for t in test_ids])
-    assert c.pair.se == pytest.approx(fit.bse[0], rel=1e-9)
-    assert "clustered by category: 8 clusters" in pair_text(c.pair).plain
+    pair = c.pair
+    assert pair is not None
+    assert pair.se == pytest.approx(fit.bse[0], rel=1e-9)
+    assert "clustered by category: 8 clusters" in pair_text(pair).plain
     from hermit_tui.dashboard.screens.compare_figures import needed_text
 
-    assert "not projected: the figures are clustered by category (8 clusters)" in needed_text(c.pair, 0.1)
+    assert "not projected: the figures are clustered by category (8 clusters)" in needed_text(c, 0.1)
     code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json")
     report_pair = next(p for p in json.loads(js)["pairs"] if (p["a"], p["b"]) == ("none", "final"))
-    assert (c.pair.ci_low, c.pair.ci_high) == pytest.approx((report_pair["ci_low"], report_pair["ci_high"]))
+    assert (pair.ci_low, pair.ci_high) == pytest.approx((report_pair["ci_low"], report_pair["ci_high"]))

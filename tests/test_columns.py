@@ -245,6 +245,7 @@ def test_figures_unknown_costs_and_the_latest_attempt(tmp_path):
     assert set(keyed) == {("a", 1), ("b", 1), ("a", 2)} and keyed[("a", 1)].judge.score == 1.0
     cols = table.attempt_columns(["b", "a", "c"])
     assert cols.task.tolist() == [1, 0, 1, 1]
+    assert table.path is not None
     by_records = tabulate(read_results(table.path).records, ["b", "a", "c"], 1.0)
     by_columns = tabulate(cols, ["b", "a", "c"], 1.0)
     assert np.array_equal(by_records.mean, by_columns.mean) and by_records.n_ignored == by_columns.n_ignored
@@ -318,7 +319,7 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
             assert got == want
             assert want.stale == 2 and want.corrected == 1 and want.corrected_mean != want.recorded_mean
     for threshold in (1.0, 0.5):
-        want = pair_taxonomy(
+        want_pair = pair_taxonomy(
             "none",
             records["none"],
             notes["none"],
@@ -328,7 +329,7 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
             task_order=test_ids,
             threshold=threshold,
         )
-        got = column_taxonomy.pair_taxonomy(
+        got_pair = column_taxonomy.pair_taxonomy(
             "none",
             tables["none"],
             notes["none"],
@@ -338,4 +339,4 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
             task_order=test_ids,
             threshold=threshold,
         )
-        assert got == want and got.labels
+        assert got_pair == want_pair and got_pair.labels

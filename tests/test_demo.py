@@ -37,7 +37,10 @@ def rows(ws: Path) -> dict[str, dict]:
 
 def load(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    assert spec is not None
+    assert spec.loader is not None
     spec.loader.exec_module(module)
     return module
 

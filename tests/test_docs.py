@@ -64,7 +64,9 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
 
 def code_blocks(text: str) -> list[str]:
     """The contents of the fenced code blocks, in order."""
-    blocks, current, fence = [], [], None
+    blocks: list[str] = []
+    current: list[str] = []
+    fence = None
     for line in text.splitlines():
         match = FENCE.match(line)
         if match and fence is None:
@@ -103,7 +105,7 @@ def anchors(page: Path) -> set[str]:
 
 def links(page: Path) -> list[tuple[int, str]]:
     """(line number, target) of every link and image outside code (fenced blocks and inline code spans)."""
-    out = []
+    out: list[tuple[int, str]] = []
     for number, line in prose_lines(page.read_text(encoding="utf-8")):
         line = INLINE_CODE.sub("", line)
         out.extend((number, m.group(2)) for m in LINK.finditer(line))
@@ -209,7 +211,7 @@ def undocumented(command: str, parser: argparse.ArgumentParser, page_text: str) 
         return [f"no section whose heading names {heading}"]
     missing = []
     for action in documented_options(parser):
-        names = list(action.option_strings) or [action.metavar or action.dest.upper()]
+        names = list(action.option_strings) or [str(action.metavar or action.dest.upper())]
         missing += [f"{command} {name}" for name in names if not named(body, str(name))]
         for choice in action.choices or ():
             if not named(body, str(choice)):

@@ -116,6 +116,7 @@ def checks_of(lines: list[str]) -> dict[str, tuple[str, str]]:
 
 def ci_in(text: str) -> tuple[float, float]:
     m = re.search(r"95% CI \[([-+][0-9.]+), ([-+][0-9.]+)\]", text)
+    assert m is not None
     return float(m.group(1)), float(m.group(2))
 
 
@@ -528,10 +529,9 @@ def test_improvement_and_no_regression_boundaries():
     assert check_no_regression("none", "final", interval(0.0, 0.2), 0.0).passed is False
     assert check_no_regression("none", "final", interval(0.0001, 0.2), 0.0).passed is True
     # lenient: fails only strictly below -M
-    lenient = {"lenient": True}
-    assert check_no_regression("none", "final", interval(-0.3, -0.05), 0.05, **lenient).passed is True
-    assert check_no_regression("none", "final", interval(-0.3, -0.0501), 0.05, **lenient).passed is False
-    assert check_no_regression("none", "final", interval(-0.3, -0.0001), 0.0, **lenient).passed is False
+    assert check_no_regression("none", "final", interval(-0.3, -0.05), 0.05, lenient=True).passed is True
+    assert check_no_regression("none", "final", interval(-0.3, -0.0501), 0.05, lenient=True).passed is False
+    assert check_no_regression("none", "final", interval(-0.3, -0.0001), 0.0, lenient=True).passed is False
     no = check_improvement("none", "final", None, 0.0)
     assert not no.passed and no.figure.startswith("no interval for final - none: 0 tasks attempted by both")
 
@@ -595,8 +595,10 @@ def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
     assert {k: getattr(cand.sequential, k) for k in seq if k != "interval"} == {
         k: v for k, v in seq.items() if k != "interval"
     }
+    assert cand.sequential is not None and cand.sequential.interval is not None
     assert list(cand.sequential.interval) == seq["interval"] and cand.present == 20 and cand.expected == 50
     iv = gate_interval(facts("none", "baseline"), cand, None)
+    assert iv is not None
     assert (iv.low, iv.high, iv.source) == (0.12, 0.4, "sequential") and "after 2 rounds" in iv.method
     assert gate_interval(facts("root", "baseline"), cand, None) is None  # another baseline: not this interval
     # the design stopped it when decided after 2 of 5 rounds: the 2 rounds are what is expected

@@ -461,6 +461,8 @@ def test_the_demo_pipeline_under_hermit_keeps_logs_inside_its_folder(tmp_path):
     ws = build_demo(tmp_path / "demo").parent
     spec = importlib.util.spec_from_file_location("demo_pipeline_alone", ws / "pipeline.py")
     module = importlib.util.module_from_spec(spec)
+    assert spec is not None
+    assert spec.loader is not None
     spec.loader.exec_module(module)
     task = {"id": "../../../outside", "category": "reverse", "input": "Reverse 'abc'"}
     out = module.run(task, None, params={"latency_scale": 0}, base=ws)
@@ -636,6 +638,7 @@ def test_safe_file_names_stay_in_their_folder_and_apart(tmp_path):
     token = _CURRENT.set(AttemptContext("none", "../../up", 2, tmp_path / "logs"))
     try:
         path = attempt_log_path(".txt")
+        assert path is not None
         assert path.parent == tmp_path / "logs" and path.name.endswith(".r2.txt")
         with pytest.raises(ValueError):
             attempt_log_path("/../../x")

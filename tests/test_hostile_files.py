@@ -20,6 +20,7 @@ from demo_copies import copy_workspace
 from hostile_util import snapshot, time_limit
 
 from hermit_tui.cli import main
+from hermit_tui.core.records.folders import LOCK
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
@@ -216,16 +217,15 @@ def test_a_read_only_evaluation_folder_is_one_line_not_a_traceback(ws, resume):
 
 def test_a_lock_that_cannot_be_written_is_one_line(ws, monkeypatch):
     """A read-only folder, as root sees it too: creating the lock fails with EROFS."""
-    import hermit_tui.core.records.journal as journal
 
     real = os.open
 
     def read_only(path, flags, *args, **kwargs):
-        if str(path).endswith(journal.LOCK) and flags & os.O_CREAT:
+        if str(path).endswith(LOCK) and flags & os.O_CREAT:
             raise OSError(30, "Read-only file system", str(path))
         return real(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(journal.os, "open", read_only)
+    monkeypatch.setattr(os, "open", read_only)
     code, _, err = cli(["eval", "--config", str(ws / "run.yaml"), "--adapter", "none", *FAST])
     assert code == 2 and "Read-only file system" in err and "Traceback" not in err, err
     assert len(err.strip().splitlines()) == 1
@@ -373,7 +373,6 @@ def test_when_the_disk_fills_the_stop_message_counts_what_is_on_disk(tmp_path, m
 
 
 def test_annotate_on_a_full_disk_says_nothing_was_changed_only_when_true(ws, monkeypatch):
-    import hermit_tui.core.records.annotations as annotations
 
     path = ws / EVAL / "none" / "annotations.jsonl"
     assert not path.exists()
@@ -385,7 +384,7 @@ def test_annotate_on_a_full_disk_says_nothing_was_changed_only_when_true(ws, mon
             raise OSError(28, "No space left on device")
         return real_write(fd, data)
 
-    monkeypatch.setattr(annotations.os, "write", full)
+    monkeypatch.setattr(os, "write", full)
     argv = ["annotate", "--config", str(ws / "run.yaml"), "--adapter", "none", "--task", first_task(ws)]
     code, _, err = cli([*argv, "--repeat", "1", "--note", "x", *FAST])
     assert code == 2 and "nothing was changed" in err, err

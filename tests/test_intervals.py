@@ -22,6 +22,9 @@ from hermit_tui.core.stats.intervals import (
 
 T3 = 3.182446305  # t(0.975, 3), published tables
 
+#: pair_interval's and pair_p_value's positional arguments
+PairArgs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, bool, float, float]
+
 
 def wilson_by_quadratic(p: float, n: float, c: float) -> tuple[float, float]:
     """The set {m : (p - m)^2 <= c^2 m (1 - m) / n}: the roots of (1 + c^2/n) m^2 - (2p + c^2/n) m + p^2 = 0."""
@@ -36,9 +39,11 @@ def test_score_interval_is_wilson_with_an_effective_sample_size_where_the_floor_
     got = mean_interval(float(np.mean(values)), float(np.std(values, ddof=1)), 40, 0.0, 1.0)
     p, se = np.mean(values), np.std(values, ddof=1) / math.sqrt(40)
     q = no_spread_share(40)
+    assert got is not None
     assert got.low < p - q * p and got.high > p + q * (1 - p)
     assert got.method == "score" and got.n_eff == pytest.approx(p * (1 - p) / se**2)
-    assert (got.low, got.high) == pytest.approx(wilson_by_quadratic(p, got.n_eff, t_quantile(39)), abs=1e-9)
+    assert got.n_eff is not None
+    assert (got.low, got.high) == pytest.approx(wilson_by_quadratic(float(p), got.n_eff, t_quantile(39)), abs=1e-9)
     assert (got.low, got.high) == pytest.approx(selector_interval_by_hand(values, 0.0, 1.0), abs=1e-9)
 
 
@@ -49,6 +54,7 @@ def test_the_no_spread_floor_widens_a_sample_that_saw_no_rare_task():
     got = mean_interval(float(np.mean(values)), float(np.std(values, ddof=1)), 64, 0.0, 1.0)
     q = binomtest(0, 64).proportion_ci(0.95, method="exact").high  # the exact bound for 0 events in 64
     p = np.mean(values)
+    assert got is not None
     assert got.high == pytest.approx(p + q * (1 - p), abs=1e-9) and got.high > 0.05
     assert (got.low, got.high) == pytest.approx(selector_interval_by_hand(values, 0.0, 1.0), abs=1e-9)
 
@@ -58,11 +64,14 @@ def test_effective_sample_size_is_at_least_the_tasks_and_at_most_the_attempts_fo
     means = np.array([0.5] * 10 + [1.0] * 6)
     counts = np.full(16, 2)
     capped = task_mean_interval(means, counts, True, 0.0, 1.0)
+    assert capped is not None
     assert capped.n_eff == pytest.approx(32.0)
     assert (capped.low, capped.high) == pytest.approx(
         selector_interval_by_hand(list(means), 0.0, 1.0, max_n=32.0), abs=1e-9
     )
     uncapped = task_mean_interval(means, counts, False, 0.0, 1.0)
+    assert uncapped is not None
+    assert uncapped.n_eff is not None
     assert uncapped.n_eff > 32 and uncapped.high - uncapped.low < capped.high - capped.low
 
 
@@ -71,16 +80,20 @@ def test_no_spread_bound_is_clopper_pearson_for_all_solved_and_scales_to_the_ran
         q = no_spread_share(g)
         assert q == pytest.approx(binomtest(0, g).proportion_ci(0.95, method="exact").high, rel=1e-9)
         all_one = mean_interval(1.0, 0.0, g, 0.0, 1.0)
+        assert all_one is not None
         assert all_one.method == "no-spread" and (all_one.low, all_one.high) == pytest.approx((1 - q, 1.0))
         none = mean_interval(0.0, 0.0, g, 0.0, 1.0)
+        assert none is not None
         assert (none.low, none.high) == pytest.approx((0.0, q))
     # a constant shift of .25 on 12 tasks, differences in [-1, 1]: [.25 - q * 1.25, .25 + q * .75], never zero width
     q12 = 1 - 0.025 ** (1 / 12)
     a = np.linspace(0.1, 0.6, 12)
     shift = pair_interval(a, a + 0.25, np.ones(12), np.ones(12), False, False, 0.0, 1.0)
+    assert shift is not None
     assert shift.method == "no-spread"
     assert (shift.low, shift.high) == pytest.approx((0.25 - q12 * 1.25, 0.25 + q12 * 0.75))
     scaled = mean_interval(100.0, 0.0, 4, 0.0, 100.0)
+    assert scaled is not None
     assert (scaled.low, scaled.high) == pytest.approx((100 * (1 - no_spread_share(4)), 100.0))
 
 
@@ -89,6 +102,7 @@ def test_pair_interval_is_the_mover_formula_and_the_paired_t_in_the_middle():
     a = rng.beta(2, 2, size=10)
     b = np.clip(a + rng.normal(0.1, 0.15, size=10), 0, 1)
     got = pair_interval(a, b, np.full(10, 3), np.full(10, 3), False, False, 0.0, 1.0)
+    assert got is not None
     assert got.method == "hybrid"
     assert (got.low, got.high) == pytest.approx(mover_by_hand(list(a), list(b)), abs=1e-9)
     # 400 tasks in the middle of the range: Newcombe's hybrid is the paired t interval (to the score intervals'
@@ -97,6 +111,7 @@ def test_pair_interval_is_the_mover_formula_and_the_paired_t_in_the_middle():
     b = np.clip(a + rng.normal(0.02, 0.1, size=400), 0, 1)
     big = pair_interval(a, b, np.ones(400), np.ones(400), False, False, 0.0, 1.0)
     ref = ttest_rel(b, a).confidence_interval(0.95)
+    assert big is not None
     assert (big.low, big.high) == pytest.approx((ref.low, ref.high), abs=2e-3)
 
 
@@ -106,6 +121,7 @@ def test_pair_interval_keeps_the_long_tail_of_a_rare_success_with_one_repeat():
     b = np.array([0.1, 0.0, 0.0, 0.1, 0.0, 0.0, 0.2, 0.0])
     a = np.zeros(8)
     got = pair_interval(a, b, np.ones(8), np.full(8, 10), True, True, 0.0, 1.0)
+    assert got is not None
     assert got.low < -0.3 < 0 < np.mean(b) < got.high
     assert (got.low, got.high) == pytest.approx(mover_by_hand(list(a), list(b), max_a=8.0, max_b=80.0), abs=1e-9)
 
@@ -118,14 +134,17 @@ def test_the_p_value_inverts_the_interval_so_the_two_never_disagree():
         pa = rng.beta(0.5, 2, size=g)
         a = rng.binomial(ka, pa) / ka
         b = rng.binomial(kb, np.clip(pa + rng.normal(0.1, 0.2, size=g), 0, 1)) / kb
-        args = (a, b, np.full(g, ka), np.full(g, kb), True, True, 0.0, 1.0)
+        args: PairArgs = (a, b, np.full(g, ka), np.full(g, kb), True, True, 0.0, 1.0)
         p = pair_p_value(*args)
+        assert p is not None
         ci = pair_interval(*args)
+        assert ci is not None
         assert (p < 0.05) == (ci.low > 0 or ci.high < 0), trial
         if 1e-12 < p < 1:  # at level 1 - p, an end of the interval touches 0 (independently: scipy's brentq)
 
-            def edge(alpha: float, args=args) -> float:
+            def edge(alpha: float, args: PairArgs = args) -> float:
                 iv = pair_interval(*args, level=1 - alpha)
+                assert iv is not None
                 return iv.low if np.mean(args[1]) > np.mean(args[0]) else -iv.high
 
             root = brentq(edge, 1e-14, 1 - 1e-9, xtol=1e-14)
@@ -147,16 +166,19 @@ def test_random_small_samples_never_leave_the_range_and_never_collapse():
         g = int(rng.integers(2, 12))
         values = rng.choice([0.0, 0.25, 0.5, 1.0], size=g) if rng.random() < 0.5 else rng.beta(0.3, 0.3, size=g)
         got = mean_interval(values.mean(), values.std(ddof=1), g, 0.0, 1.0)
+        assert got is not None
         assert 0.0 <= got.low < got.high <= 1.0
         assert got.low <= values.mean() <= got.high
         other = rng.choice([0.0, 0.5, 1.0], size=g)
         d = pair_interval(values, other, np.ones(g), np.ones(g), False, False, 0.0, 1.0)
+        assert d is not None
         assert -1.0 <= d.low < d.high <= 1.0
         assert d.low <= np.mean(other - values) <= d.high
 
 
 def test_four_tasks_stay_in_range_and_fewer_than_two_give_no_interval():
     got = mean_interval(0.375, 2 * 0.762 / T3, 4, 0.0, 1.0)
+    assert got is not None
     assert 0 <= got.low < 0.375 < got.high <= 1
     assert mean_interval(0.5, 0.1, 1, 0.0, 1.0) is None
     assert pair_interval(np.array([0.3]), np.array([0.5]), np.ones(1), np.ones(1), True, True, 0, 1) is None

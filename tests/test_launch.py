@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run.launch import LaunchOptions
 from hermit_tui.core.run.plan import LaunchPlan, executor_class
+from hermit_tui.core.run.ray_executor import RayExecutor
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
@@ -56,7 +57,7 @@ def test_options_keep_what_was_given_and_fill_the_rest_from_the_config(demo_conf
     assert not default.smoke and LaunchOptions(selectors=["none"], limit=2).smoke
     assert not LaunchOptions(retry={"none": [("t1", 1)]}, limit=2).smoke  # a retry re-runs where they are
     with pytest.raises(ValidationError):
-        default.selectors = ["root"]  # frozen: what was validated stays as it was
+        default.selectors = ["root"]  # type: ignore[misc]  # the point: frozen, what was validated stays as it was
 
 
 def test_eval_run_takes_options_or_the_same_as_keywords(demo_config):
@@ -86,6 +87,7 @@ def test_each_executor_is_built_from_the_options_by_its_class(demo_config):
         ),
     )
     executor = plan.executor
+    assert isinstance(executor, RayExecutor)
     assert executor.pipeline is None and executor.judge is None  # the workers load both; nothing started yet
     assert (executor.address, executor.judge_on_workers, executor.retry_lost) == ("127.0.0.1:1", True, True)
     assert executor.summary_keys("none") == {"retry_lost": True, "ray_retries": 0}

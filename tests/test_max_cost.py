@@ -107,7 +107,8 @@ def test_max_cost_stops_a_launch_and_resume_finishes_it_with_nothing_run_twice(d
     by_key = {(label, r["id"], r["repeat"]): r for label, v in first.items() for r in v}
     order = [(label, t, rep) for rep in (1, 2, 3) for t in test_ids for label in ("none", "root")]
     assert set(order[:done]) == set(by_key)  # exactly the first attempts of the order ran
-    assert done == reached_after([by_key[k]["cost_usd"] for k in order[:done]], cap) < expected
+    reached = reached_after([by_key[k]["cost_usd"] for k in order[:done]], cap)
+    assert reached is not None and done == reached < expected
     for label in ("none", "root"):
         summary = json.loads((eval_dir / label / "summary.json").read_text())
         assert summary["complete"] is False and summary["max_cost_usd"] == cap
@@ -141,7 +142,7 @@ def test_max_cost_stops_a_launch_and_resume_finishes_it_with_nothing_run_twice(d
 
 def test_attempts_in_flight_finish_and_none_starts_after_the_cap(demo_config):
     config = load_config(demo_config, ["agent.params.latency_scale=0.05"])
-    seen = []
+    seen: list[ev.Event] = []
     run = EvalRun(
         config, ["none", "root", "final"], concurrency=4, max_cost=0.02, update_card=False, on_event=seen.append
     )
@@ -165,7 +166,7 @@ def test_attempts_in_flight_finish_and_none_starts_after_the_cap(demo_config):
 
 def test_a_cap_that_is_never_reached_changes_nothing(demo_config):
     config = load_config(demo_config, FAST)
-    seen = []
+    seen: list[ev.Event] = []
     run = EvalRun(config, ["none"], repeats=1, max_cost=100.0, on_event=seen.append)
     summary = run.run_sync()["none"]
     assert run.stop_reason is None and summary.complete is True
@@ -197,7 +198,7 @@ def test_unknown_costs_are_never_counted_as_zero(tmp_path):
     # three attempts of unknown cost, then one of $1: the cap of $3 cannot count the first ones until a cost is known,
     # then counts each at the mean known cost ($1): 1 + 3 * 1 >= 3 stops the launch before the last two
     config = load_config(priced_workspace(tmp_path, ["u1", "u2", "u3", "paid", "u4", "u5"]))
-    seen = []
+    seen: list[ev.Event] = []
     run = EvalRun(config, ["none"], max_cost=3.0, on_event=seen.append)
     summary = run.run_sync()["none"]
     assert summary.attempts == 4 and summary.complete is False

@@ -3,6 +3,7 @@ Cochran-Mantel-Haenszel statistic (computed here from hypergeometric moments, a 
 
 import itertools
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -12,9 +13,9 @@ from scipy.stats import chi2
 from hermit_tui.core.stats.paired import EXACT_WORK, paired_randomisation_test
 
 
-def run(a: list[list[float]], b: list[list[float]], **kw):
-    a = [np.asarray(x, dtype=float) for x in a]
-    b = [np.asarray(x, dtype=float) for x in b]
+def run(a_lists: Sequence[Sequence[float]], b_lists: Sequence[Sequence[float]], **kw):
+    a = [np.asarray(x, dtype=float) for x in a_lists]
+    b = [np.asarray(x, dtype=float) for x in b_lists]
     ka = np.array([len(x) for x in a])
     kb = np.array([len(x) for x in b])
     sd = lambda xs: np.array([x.std(ddof=1) if len(x) > 1 else np.nan for x in xs])  # noqa: E731
@@ -30,14 +31,14 @@ def run(a: list[list[float]], b: list[list[float]], **kw):
     )
 
 
-def brute_force_p(a: list[list[float]], b: list[list[float]]) -> Fraction:
+def brute_force_p(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> Fraction:
     """Every combination of per-task randomisations, enumerated: sign flips where repeats are equal, every choice of
     b's attempts among the pooled ones where they are not; exact rational arithmetic."""
-    per_task = []
+    per_task: list[list[Fraction]] = []
     for xa, xb in zip(a, b):
         fa = [Fraction(x).limit_denominator(10**6) for x in xa]
         fb = [Fraction(x).limit_denominator(10**6) for x in xb]
-        d = sum(fb) / len(fb) - sum(fa) / len(fa)
+        d = sum(fb, Fraction(0)) / len(fb) - sum(fa, Fraction(0)) / len(fa)
         if len(fa) == len(fb):
             per_task.append([d, -d])
         else:
@@ -46,25 +47,28 @@ def brute_force_p(a: list[list[float]], b: list[list[float]]) -> Fraction:
             for chosen in itertools.combinations(range(len(pooled)), len(fb)):
                 bs = [pooled[i] for i in chosen]
                 rest = [pooled[i] for i in range(len(pooled)) if i not in chosen]
-                outs.append(sum(bs) / len(bs) - sum(rest) / len(rest))
+                outs.append(sum(bs, Fraction(0)) / len(bs) - sum(rest, Fraction(0)) / len(rest))
             per_task.append(outs)
     observed = abs(
         sum(
-            sum(Fraction(x).limit_denominator(10**6) for x in xb) / len(xb)
-            - sum(Fraction(x).limit_denominator(10**6) for x in xa) / len(xa)
-            for xa, xb in zip(a, b)
+            (
+                sum((Fraction(x).limit_denominator(10**6) for x in xb), Fraction(0)) / len(xb)
+                - sum((Fraction(x).limit_denominator(10**6) for x in xa), Fraction(0)) / len(xa)
+                for xa, xb in zip(a, b)
+            ),
+            Fraction(0),
         )
     )
     hits = total = 0
     for combo in itertools.product(*per_task):
         total += 1
-        hits += abs(sum(combo)) >= observed
+        hits += abs(sum(combo, Fraction(0))) >= observed
     return Fraction(hits, total)
 
 
 def test_sign_flips_agree_with_brute_force():
-    a = [[0, 0], [0.5, 0.5], [0, 0], [1, 1], [1, 0], [0, 1]]
-    b = [[1, 0], [1, 1], [1, 1], [1, 0], [0, 1], [1, 1]]
+    a: list[list[float]] = [[0, 0], [0.5, 0.5], [0, 0], [1, 1], [1, 0], [0, 1]]
+    b: list[list[float]] = [[1, 0], [1, 1], [1, 1], [1, 0], [0, 1], [1, 1]]
     got = run(a, b)
     assert got.exact and got.flipped_tasks == 6 and got.redealt_tasks == 0
     assert got.p_value == pytest.approx(float(brute_force_p(a, b))) == pytest.approx(20 / 64)

@@ -164,7 +164,9 @@ def test_save_printed_bounds_the_file_and_writes_nothing_for_nothing(tmp_path):
     assert save_printed(tmp_path, "t", 1, "", "") is None and not list(tmp_path.iterdir())
     assert save_printed(None, "t", 1, "x") is None
     text = "y" * (PRINT_LIMIT + 7)
-    path = Path(save_printed(tmp_path, "../t/x", 2, text))
+    saved = save_printed(tmp_path, "../t/x", 2, text)
+    assert saved is not None
+    path = Path(saved)
     assert path.parent == tmp_path  # a task id cannot place the file elsewhere
     kept = path.read_text()
     assert kept.startswith("[... 7 earlier characters not kept]\n") and kept.endswith("y" * PRINT_LIMIT)

@@ -56,7 +56,7 @@ def finish(progress, label: str, rec: AttemptRecord) -> None:
 
 
 def parsed(text: str) -> list[tuple]:
-    return [LINE.match(line).groups() for line in text.splitlines() if LINE.match(line)]
+    return [m.groups() for line in text.splitlines() if (m := LINE.match(line))]
 
 
 def test_a_line_at_each_quarter_with_the_figures_so_far():

@@ -148,12 +148,14 @@ def rec(tid: str, score: float, repeat: int = 1) -> AttemptRecord:
 def test_score_scale():
     assert protocol.score_scale_check({"none": [rec("a", 0.0), rec("b", 1.0)]}) is None
     check = protocol.score_scale_check({"none": [rec("a", 0.0)], "final": [rec("a", 37.0), rec("b", -2)]})
+    assert check is not None
     assert (check.level, check.code) == ("warning", "score_scale")
     assert check.message == (
         "scores range from -2 to 37 (final), outside [0, 1]: solved-at-least-once (threshold "
         "1.0) is not a meaningful solved rate for this benchmark; set a success threshold"
     )
     info = protocol.score_scale_check({"x": [("a", 1, 50.0)]}, threshold=30)
+    assert info is not None
     assert info.level == "info" and "threshold 30 you set" in info.message
 
 

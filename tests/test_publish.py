@@ -142,9 +142,11 @@ def test_plan_rows_diff_and_nothing_changed(ws):
     assert f"{METHOD_TEXT['score']} for none, root, final" in plan.table
     # only the Evaluation section changes
     old, new = plan.current_card, plan.new_card
+    assert old is not None
     assert old.encode() == before[0]
     head, _, _ = old.partition("## Evaluation\n")
     tail = old[old.index("Where it has not been tested") :]
+    assert new is not None
     assert new.startswith(head + "## Evaluation\n\n| Adapter | Commit |") and new.endswith("\n\n" + tail)
     assert "Not evaluated yet" not in new
     assert plan.diff.startswith("--- a/CARD.md\n+++ b/CARD.md\n@@")
@@ -218,6 +220,7 @@ def test_clean_publish(ws):
     assert ws.tree.git.diff("--name-only", old_head, new).split() == ["CARD.md"]
     assert ws.tree.git.log("-1", "--format=%B", new).strip() == MESSAGE
     assert ws.tree.git.log("-1", "--format=%an <%ae>", new) == "hermit-tui <hermit-tui@localhost>"
+    assert plan.new_card is not None
     assert ws.card() == plan.new_card.encode()
     assert ws.tree.git.show(f"{new}:CARD.md") + "\n" == plan.new_card
     assert ws.status() == ""
@@ -635,6 +638,7 @@ def _label(ws: Workspace, label: str, how_many: int, name: str) -> int:
 
 def test_the_failure_labels_line_is_off_by_default_and_on_when_asked(ws):
     plain = plan_publish(ws.config)
+    assert plain.new_card is not None
     assert not plain.taxonomy and plain.taxonomy_line is None and "Failure labels" not in plain.new_card
     empty = plan_publish(ws.config, taxonomy=True)
     assert empty.taxonomy_line is None and empty.new_card == plain.new_card
@@ -650,6 +654,7 @@ def test_the_failure_labels_line_is_off_by_default_and_on_when_asked(ws):
         "labelled (timeout 1)."
     )
     assert plan.taxonomy_line == line
+    assert plan.new_card is not None
     section = plan.new_card.split("## Evaluation", 1)[1]
     assert section.index(line) > section.index("Mean score: the mean over test tasks")  # under the table's note
     assert f"+{line}" in plan.diff
@@ -686,6 +691,7 @@ def test_the_review_gathers_the_plan_the_undo_and_the_other_evaluations_and_chan
     assert ws.state() == before
     assert found.plan.can_publish and [r.label for r in found.plan.rows] == ["none", "root", "final"]
     assert found.others == ["demo_ckpt-step-1"]  # evaluated, not on the card unless ticked
+    assert found.undo_problem is not None
     assert found.undo_entry is None and found.undo_problem.startswith("nothing to undo: no publish by hermit-tui")
     ticked = pub.review(ws.config, ["demo/ckpt-step-1"])
     assert [r.label for r in ticked.plan.rows] == ["none", "root", "demo_ckpt-step-1", "final"]  # final last

@@ -20,7 +20,7 @@ from demo_copies import repair_worktree
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run import events as ev
-from hermit_tui.core.run.ray_executor import LOST_PREFIX, check_shippable, pack_adapter, ray_runtime_env
+from hermit_tui.core.run.ray_executor import LOST_PREFIX, RayExecutor, check_shippable, pack_adapter, ray_runtime_env
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
@@ -196,7 +196,7 @@ def test_judging_on_the_workers_keeps_the_task_folder_off_the_driver(cluster, wo
     assert summary.errors == demo_runs["threads"]["final"].errors
     assert str(folder) not in sys.path and str(folder.resolve()) not in sys.path
     assert not any(
-        getattr(m, "__file__", None) and Path(m.__file__).resolve().is_relative_to(folder.resolve())
+        m.__file__ is not None and Path(m.__file__).resolve().is_relative_to(folder.resolve())
         for m in list(sys.modules.values())
     )
 
@@ -344,6 +344,7 @@ def test_retry_lost_runs_a_lost_attempt_once_more_and_counts_it(cluster, workspa
     shown = {tid: (r["status"], r["error"]) for tid, r in recorded.items()}
     assert (tmp_path / f"{victim}.crashed").exists()  # the first try did crash its worker
     assert recorded[victim]["status"] != "error", shown
+    assert isinstance(run.executor, RayExecutor)
     assert summary.attempts == 4 and dict(run.executor.ray_retries) == {"none": 1}, shown
     assert summary.retry_lost is True and summary.ray_retries == 1  # the summary says it ran once more
 

@@ -318,8 +318,10 @@ def test_react_trajectories_are_kept_beside_hermits_files(ours):
     assert (folder / TRANSCRIPTS).is_file()
     for rec in results:
         kept = read_sidecar(folder, rec.id, rec.repeat)
+        assert rec.log is not None
         logged = json.loads(Path(rec.log).read_text())  # hermit's react log: {task, model, adapter, messages}
         assert logged["task"] == rec.id and logged["model"] == MODEL
+        assert kept is not None
         assert kept.messages == logged["messages"]
     turns = turns_of(read_sidecar(folder, "s2", 1).messages)
     assert [t.role for t in turns] == ["system", "user", "assistant", "tool", "assistant"]

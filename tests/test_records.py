@@ -231,7 +231,11 @@ def test_every_key_hermit_tui_writes_is_declared_and_written_in_its_order():
     written = json.loads(s.to_json())
     assert list(written) == WRITTEN_ORDER
     assert written == {k: data[k] for k in WRITTEN_ORDER}  # every value round-trips as it was
+    assert s.fingerprint is not None
+    assert s.in_progress is not None
     assert s.fingerprint.judge_sha256 == "3" * 64 and s.in_progress.pid == 12
+    assert s.published is not None
+    assert s.sequential is not None
     assert s.published.card_commit == "d" * 40 and s.sequential.interval == (0.1, 0.3)
 
 

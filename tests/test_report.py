@@ -128,7 +128,9 @@ def test_the_report_on_the_demo_matches_hand_computations(evaluated):
         )
         section = md.split(f"### {pair['b']} vs {pair['a']}")[1].split("###")[0]
         assert f"**Verdict:** {pair['verdict']}" in section
-        shown = re.search(r"\| mean difference \| (-?[0-9.]+) \|", section).group(1)
+        found = re.search(r"\| mean difference \| (-?[0-9.]+) \|", section)
+        assert found is not None
+        shown = found.group(1)
         assert float(shown) == pytest.approx(diff, abs=5.1e-5) and len(shown.split(".")[1]) == 4
         assert "test of the interval's null" in section
         assert "sharp-null test p (secondary)" in section and "paired randomisation test" in section
@@ -185,7 +187,7 @@ def test_unequal_repeats_and_a_missing_task_are_said_and_use_one_estimand(evalua
 
     report = report_of(dest / "run.yaml")
     final = report.selectors[2].stats
-    scores = {}
+    scores: dict[str, list[float]] = {}
     for rec in [*kept, retry]:
         scores.setdefault(rec["id"], []).append(rec["judge"]["score"])
     task_means = [statistics.fmean(v) for v in scores.values()]

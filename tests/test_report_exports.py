@@ -149,6 +149,7 @@ def test_junit_parses_with_the_structure_ci_reporters_read(evaluated, tmp_path, 
             if want in counts:
                 counts[want] += 1
                 element = case.find(want)
+                assert element is not None
                 assert element.get("message")
             assert float(case.get("time")) == pytest.approx(sum(r["wall_s"] for r in mine), abs=1e-3)
         assert (
@@ -159,16 +160,19 @@ def test_junit_parses_with_the_structure_ci_reporters_read(evaluated, tmp_path, 
         ) == (16, counts["failure"], counts["error"], 0)
         assert counts["error"] == 2  # date-05 (pipeline) and roman-05 (judge) fail on every repeat
         date = next(c for c in cases if c.get("name") == "date-05").find("error")
+        assert date is not None
         assert date.get("type") == "ValueError" and "every attempt failed (3 pipeline errors in 3)" in date.get(
             "message"
         )
         roman = next(c for c in cases if c.get("name") == "roman-05").find("error")
+        assert roman is not None
         assert roman.get("type") == "LookupError" and "3 judge errors in 3" in roman.get("message")
         for key, value in (("tests", 16), ("failures", counts["failure"]), ("errors", counts["error"])):
             totals[key] += value
     assert {k: int(root.get(k)) for k in totals} == totals
     assert float(root.get("time")) == pytest.approx(sum(float(s.get("time")) for s in suites), abs=1e-2)
     failure = root.find(".//testcase/failure")
+    assert failure is not None
     assert failure.get("message").startswith("no attempt reached the success threshold 1: best score")
 
 
@@ -190,6 +194,7 @@ def test_junit_threshold_skipped_tasks_and_characters_xml_cannot_hold(evaluated)
     assert "bad \\x00\\x1b[31m byte & <tag>" in failure.text  # escaped, control characters shown as their escape
     assert cases["t3"].find("skipped").get("message") == "no attempt recorded on this task"
     suite = root.find("testsuite")
+    assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
         "3",
         "1",

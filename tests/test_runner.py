@@ -226,11 +226,12 @@ def test_smoke_subset_is_marked_and_never_touches_the_card(demo):
 
 def test_cancel_keeps_finished_attempts_and_marks_incomplete(demo):
     config = load_config(demo, ["agent.params.latency_scale=0.2"])
-    holder = {}
+    holder: dict[str, EvalRun] = {}
+    done = threading.Event()
 
     def on_event(e):
-        if isinstance(e, ev.AttemptFinished) and not holder.get("done"):
-            holder["done"] = True
+        if isinstance(e, ev.AttemptFinished) and not done.is_set():
+            done.set()
             holder["run"].cancel()
 
     run = holder["run"] = EvalRun(config, ["none", "root"], concurrency=2, on_event=on_event)
@@ -239,6 +240,7 @@ def test_cancel_keeps_finished_attempts_and_marks_incomplete(demo):
     for label, s in summaries.items():
         lines = (config.run_dir / "eval" / label / "results.jsonl").read_text().splitlines()
         assert s.complete is False and s.cancelled is True
+        assert s.expected_attempts is not None
         assert s.attempts == len(lines) < s.expected_attempts
 
 
@@ -346,7 +348,12 @@ def test_cancel_from_another_thread_with_force_abandons_hung_attempts(tmp_path):
         ["none"],
         on_event=lambda e: started.set() if isinstance(e, ev.AttemptStarted) else None,
     )
-    timer = threading.Thread(target=lambda: (started.wait(10), run.cancel(force=True)))
+
+    def cancel_once_started() -> None:
+        started.wait(10)
+        run.cancel(force=True)
+
+    timer = threading.Thread(target=cancel_once_started)
     timer.start()
     summary = run.run_sync()["none"]
     timer.join()

@@ -44,11 +44,13 @@ def started_url(proc: subprocess.Popen, timeout: float = 30) -> str:
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stdout], [], [], 0.5)
         if ready:
+            assert proc.stdout is not None
             line = proc.stdout.readline()
             if line.startswith("hermit-tui: serving the dashboard at "):
                 return line.split(" at ", 1)[1].strip()
             if not line and proc.poll() is not None:
                 break
+    assert proc.stderr is not None
     raise AssertionError(f"serve printed no address (exit {proc.poll()}): {proc.stderr.read() if proc.poll() else ''}")
 
 
@@ -61,6 +63,7 @@ def wait_http(url: str, proc: subprocess.Popen, timeout: float = 30) -> str:
                 return response.read().decode("utf-8")
         except OSError:
             if proc.poll() is not None:
+                assert proc.stderr is not None
                 raise AssertionError(f"serve exited with {proc.returncode}: {proc.stderr.read()}") from None
             if time.monotonic() > deadline:
                 raise
@@ -205,6 +208,7 @@ def test_serve_answers_on_loopback_and_stops_cleanly(demo_config):
                 assert s.connect_ex((others[0], port)) != 0
     finally:
         code = stop(proc)
+    assert proc.stderr is not None
     assert code == 0, proc.stderr.read()
     assert "hermit-tui: warning" not in proc.stderr.read()
 

@@ -18,7 +18,7 @@ from statsmodels.stats.multitest import multipletests
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.columns import read_table
-from hermit_tui.core.records.scores import tabulate
+from hermit_tui.core.records.scores import AttemptColumns, tabulate
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.stats.harm import (
     fisher_lower_p,
@@ -51,7 +51,7 @@ def test_a_published_worked_example_and_none_left_out():
     p = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719, 0.6528,
          0.7590, 1.0]  # fmt: skip
     q = benjamini_hochberg(p)
-    assert [x <= 0.05 for x in q] == [True] * 4 + [False] * 11
+    assert [x is not None and x <= 0.05 for x in q] == [True] * 4 + [False] * 11
     # Holm on four p-values, by hand: 0.01*4, max(0.04, 0.02*3), max(.., 0.03*2), max(.., 0.5)
     assert holm([0.03, 0.01, 0.5, 0.02]) == pytest.approx([0.06, 0.04, 0.5, 0.06])
     assert holm([None, 0.01, None]) == [None, 0.01, None]
@@ -198,16 +198,18 @@ def test_a_hurt_slice_is_named_and_an_unhurt_one_is_not():
     report = slice_report(groups, tables, [("none", "final")], ids, by="letter")
     assert [s.name for s, _ in report.hurt()] == ["b"]
     b = report.slices[1].pairs[0]
-    assert b.p_hurt_holm == pytest.approx(min(1.0, 2 * min(b.p_hurt, report.slices[0].pairs[0].p_hurt)), rel=1e-9) or (
-        b.p_hurt_holm >= b.p_hurt
-    )
+    assert b.p_hurt_holm is not None
+    assert b.p_hurt is not None
+    a_hurt = report.slices[0].pairs[0].p_hurt
+    assert a_hurt is not None
+    assert b.p_hurt_holm == pytest.approx(min(1.0, 2 * min(b.p_hurt, a_hurt)), rel=1e-9) or (b.p_hurt_holm >= b.p_hurt)
     assert b.reading.startswith("hurt: the difference lies below 0")
     # a margin wider than the drop: no longer named
     assert slice_report(groups, tables, [("none", "final")], ids, by="letter", margin=0.8).hurt() == []
 
 
 def test_list_fields_and_missing_values_and_unknown_fields():
-    tasks = {"x": {"tags": ["p", "q"]}, "y": {"tags": "q"}, "z": {}}
+    tasks: dict[str, dict[str, object]] = {"x": {"tags": ["p", "q"]}, "y": {"tags": "q"}, "z": {}}
     assert groups_by_field(tasks, ["x", "y", "z"], "tags") == {"p": ["x"], "q": ["x", "y"], NO_VALUE: ["z"]}
     with pytest.raises(InputError, match=r"--slice-by 'nope': no test task has that field \(they have: tags\)"):
         groups_by_field(tasks, ["x", "y", "z"], "nope")
@@ -329,6 +331,7 @@ def test_pass_k_per_selector_and_paired_on_the_demo(evaluated):
             assert sel.pass_at[k - 1].value == pytest.approx(at, abs=1e-12)
             assert sel.pass_hat[k - 1].value == pytest.approx(hat, abs=1e-12)
             low, high = sel.pass_at[k - 1].ci_low, sel.pass_at[k - 1].ci_high
+            assert low is not None and high is not None
             assert 0.0 <= low <= at <= high <= 1.0
     (pair,) = result.pairs
     for k in (1, 2, 3):
@@ -352,9 +355,7 @@ def test_report_pass_k_in_markdown_and_json(evaluated, capsys):
 # ------------------------------------------------------------------------------------------------ bounds under errors
 
 
-def _columns(rows: list[tuple[int, int, float, bool]]):
-    from hermit_tui.core.records.scores import AttemptColumns
-
+def _columns(rows: list[tuple[int, int, float, bool]]) -> tuple[AttemptColumns, np.ndarray]:
     task, rep, score, err = zip(*rows)
     return AttemptColumns(task=np.array(task), repeat=np.array(rep), score=np.array(score, dtype=float)), np.array(err)
 

@@ -6,6 +6,7 @@ t(0.80, 5) = 0.919544, z(0.975) = 1.959964, z(0.80) = 0.841621.
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -28,13 +29,13 @@ def wilson_roots(p: float, n: float, c: float) -> tuple[float, float]:
     return float(min(roots.real)), float(max(roots.real))
 
 
-def attempts(table: dict[str, list[float]]) -> list[tuple[str, int, float]]:
+def attempts(table: Mapping[str, Sequence[float]]) -> list[tuple[str, int, float]]:
     return [(tid, r, s) for tid, scores in table.items() for r, s in enumerate(scores, start=1)]
 
 
 # --------------------------------------------------------------------------------------------- one selector
 
-FOUR_BY_TWO = {"t1": [1, 1], "t2": [1, 0], "t3": [0, 0], "t4": [0.5, 0.5]}
+FOUR_BY_TWO: dict[str, list[float]] = {"t1": [1, 1], "t2": [1, 0], "t3": [0, 0], "t4": [0.5, 0.5]}
 
 
 def test_selector_hand_worked_four_tasks_two_repeats():
@@ -65,6 +66,7 @@ def test_selector_hand_worked_four_tasks_two_repeats():
     assert s.se_more_tasks == pytest.approx(math.sqrt((1 / 6) / 8))  # twice the tasks
     assert s.se_more_repeats == pytest.approx(math.sqrt((5 / 48 + 1 / 32) / 4))  # between + noise/2, over 4 tasks
     assert s.se_repeats_floor == pytest.approx(math.sqrt((5 / 48) / 4))
+    assert s.lever_note is not None
     assert s.lever == "tasks" and "38%" in s.lever_note
 
 
@@ -88,6 +90,8 @@ def test_unequal_repeats_the_task_mean_is_the_estimand_everywhere():
     assert sn.mean == pytest.approx(0.4) and sf.mean == pytest.approx(0.5)  # the table shows the task means
     assert sn.repeats is None and any("unequal repeats (1-10 per task)" in w and "0.7273" in w for w in sn.warnings)
     p = pair_stats("none", attempts(none), "final", attempts(final), list(none))
+    assert sf.mean is not None
+    assert sn.mean is not None
     assert p.mean_diff == pytest.approx(sf.mean - sn.mean)  # the pair compares the same estimand
     assert p.unequal_repeats == 12 and p.sign_test_p is None and p.sharp_test_exact
     assert "re-dealt attempts on 12 tasks" in p.sharp_test and any("unequal repeats" in w for w in p.warnings)
@@ -156,14 +160,18 @@ def test_wilson_matches_published_values():
 def test_rule_of_three_when_nothing_or_everything_passes():
     none_solved = selector_stats("x", attempts({f"t{i}": [0.0, 0.5] for i in range(20)}), None)
     assert none_solved.solved_once == 0 and none_solved.pass_k == 0
+    assert none_solved.rule_of_three is not None
     assert "below 0.15" in none_solved.rule_of_three  # 3/20
     all_once = selector_stats("x", attempts({f"t{i}": [1.0, 0.0] for i in range(10)}), None)
+    assert all_once.rule_of_three is not None
     assert "above 0.7" in all_once.rule_of_three and "at least once" in all_once.rule_of_three  # 1 - 3/10
     every = selector_stats("x", attempts({f"t{i}": [1.0, 1.0] for i in range(30)}), None)
+    assert every.rule_of_three is not None
     assert "pass^k" in every.rule_of_three and "above 0.9" in every.rule_of_three  # 1 - 3/30
     # zero spread: se 0 but never a zero-width interval: the no-spread bound, 1 - 0.025^(1/30) below 1
     assert every.se == 0 and every.ci_method == "no-spread" and "no-spread" in every.method
     assert (every.ci_low, every.ci_high) == (pytest.approx(0.025 ** (1 / 30)), 1.0)
+    assert every.lever_note is not None
     assert every.within_share is None and "same mean" in every.lever_note
 
 
@@ -179,6 +187,8 @@ def test_edge_cases_do_not_crash():
     assert odd.scores_outside_unit and odd.nonfinite_scores == 1 and odd.n_ignored == 1  # zz is not a test task
     assert odd.mean == pytest.approx((1 + 0) / 2)  # task means 1 (3 and -1) and 0 (NaN counts as 0)
     assert odd.attempt_mean == pytest.approx((3 - 1 + 0) / 3)
+    assert odd.ci_low is not None
+    assert odd.ci_high is not None
     assert odd.scale == (-1.0, 3.0) and -1.0 <= odd.ci_low and odd.ci_high <= 3.0  # the observed range
     dup = selector_stats("x", [("t1", 1, 0.0), ("t1", 1, 1.0)], None)
     assert dup.n_attempts == 1 and dup.mean == 1.0 and dup.n_ignored == 1  # the later record of a repeat wins
@@ -209,8 +219,8 @@ def test_records_tuples_columns_and_tables_agree():
 # --------------------------------------------------------------------------------------------- pairs
 
 # 6 tasks x 2 repeats; task means a -> b and the difference b - a
-SIX_A = {"t1": [0, 0], "t2": [0.5, 0.5], "t3": [0, 0], "t4": [1, 1], "t5": [1, 0], "t6": [0, 1]}
-SIX_B = {"t1": [1, 0], "t2": [1, 1], "t3": [1, 1], "t4": [1, 0], "t5": [0, 1], "t6": [1, 1]}
+SIX_A: dict[str, list[float]] = {"t1": [0, 0], "t2": [0.5, 0.5], "t3": [0, 0], "t4": [1, 1], "t5": [1, 0], "t6": [0, 1]}
+SIX_B: dict[str, list[float]] = {"t1": [1, 0], "t2": [1, 1], "t3": [1, 1], "t4": [1, 0], "t5": [0, 1], "t6": [1, 1]}
 SIX_A_MEANS = [0.0, 0.5, 0.0, 1.0, 0.5, 0.5]
 SIX_B_MEANS = [0.5, 1.0, 1.0, 0.5, 0.5, 1.0]
 SIX_D = [Fraction(1, 2), Fraction(1, 2), Fraction(1), Fraction(-1, 2), Fraction(0), Fraction(1, 2)]
@@ -228,20 +238,24 @@ def test_pair_hand_worked_six_tasks():
     lo, hi = mover_by_hand(SIX_A_MEANS, SIX_B_MEANS, max_b=12.0)
     assert p.ci_method == "hybrid"
     assert (p.ci_low, p.ci_high) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
+    assert p.ci_low is not None
+    assert p.ci_high is not None
     assert -1 <= p.ci_low < 0 < p.ci_high <= 1
     # the test printed beside it inverts it: p is where the interval's lower end reaches 0 (scipy's root finder)
     from scipy.optimize import brentq
 
     root = brentq(lambda alpha: mover_by_hand(SIX_A_MEANS, SIX_B_MEANS, 1 - alpha, max_b=12.0)[0], 1e-9, 0.999999)
+    assert p.p_value is not None
     assert p.p_value == pytest.approx(root, rel=1e-3) and p.p_value > 0.05
     assert (p.wins, p.losses, p.ties) == (4, 1, 1)
     # sign test, 4 wins of 5: P(X <= 1 or X >= 4 | Bin(5, 1/2)) = (1 + 5 + 5 + 1) / 32
     assert p.sign_test_p == pytest.approx(12 / 32)
 
     # exact randomisation p-value, all 64 sign flips enumerated here
-    observed = abs(sum(SIX_D))
+    observed = abs(sum(SIX_D, Fraction(0)))
     extreme = sum(
-        abs(sum(s * d for s, d in zip(signs, SIX_D))) >= observed for signs in itertools.product((1, -1), repeat=6)
+        abs(sum((s * d for s, d in zip(signs, SIX_D)), Fraction(0))) >= observed
+        for signs in itertools.product((1, -1), repeat=6)
     )
     # by hand: 0.5 * (sum of the four .5-signs) in {2,1,0,-1,-2} (counts 1,4,6,4,1), plus +/-1 for t3;
     # |total| >= 2 for (2,+1), (1,+1), (-1,-1), (-2,-1): 1 + 4 + 4 + 1 = 10 patterns, x2 for t5's zero -> 20
@@ -266,6 +280,7 @@ def test_power_helpers_are_consistent():
     lo, hi = mover_by_hand(SIX_A_MEANS, SIX_B_MEANS, max_b=12.0)
     se = math.sqrt(4 / 90)
     ratio = max(1 / 3 - lo, hi - 1 / 3) / se  # the interval's half-width in standard errors (T5 for a t interval)
+    assert p.mde is not None
     assert p.tasks_needed(p.mde) == 6  # the current sample detects exactly its own MDE
     assert p.repeats_needed(p.mde) == 2  # the current repeats, likewise
     assert p.power_at(p.mde) == pytest.approx(0.8, abs=1e-9)
@@ -274,6 +289,7 @@ def test_power_helpers_are_consistent():
     sd = math.sqrt(4 / 15)
 
     def enough(n: int) -> bool:
+        assert p.mde is not None
         return (ratio * t.ppf(0.975, n - 1) / T5 + t.ppf(0.8, n - 1)) * sd / math.sqrt(n) <= p.mde / 2
 
     assert p.tasks_needed(p.mde / 2) == next(n for n in range(2, 1000) if enough(n))
@@ -285,8 +301,8 @@ def test_power_helpers_are_consistent():
 
 
 def test_transition_table_and_threshold():
-    a = {"t1": [0, 0], "t2": [1, 1], "t3": [1, 1], "t4": [0, 0.5], "t5": [1, 0], "t6": [0, 0]}
-    b = {"t1": [1, 1], "t2": [0, 0.5], "t3": [1, 1], "t4": [0, 0], "t5": [1, 1], "t6": [1, 0]}
+    a: dict[str, list[float]] = {"t1": [0, 0], "t2": [1, 1], "t3": [1, 1], "t4": [0, 0.5], "t5": [1, 0], "t6": [0, 0]}
+    b: dict[str, list[float]] = {"t1": [1, 1], "t2": [0, 0.5], "t3": [1, 1], "t4": [0, 0], "t5": [1, 1], "t6": [1, 0]}
     p = pair_stats("root", attempts(a), "final", attempts(b), list(a))
     assert p.transitions == {
         "fixed": ["t1"],
@@ -344,8 +360,8 @@ def test_pair_edge_cases():
 
 # --------------------------------------------------------------------------------------------- verdicts
 
-TWELVE_A = {f"t{i}": [0, 0] for i in range(12)}
-TWELVE_B = {f"t{i}": [1, 1] if i < 6 else [1, 0] for i in range(12)}
+TWELVE_A: dict[str, list[float]] = {f"t{i}": [0, 0] for i in range(12)}
+TWELVE_B: dict[str, list[float]] = {f"t{i}": [1, 1] if i < 6 else [1, 0] for i in range(12)}
 
 
 def test_verdict_clear_improvement_and_regression():
@@ -353,6 +369,8 @@ def test_verdict_clear_improvement_and_regression():
     lo, hi = mover_by_hand([0.0] * 12, [1.0] * 6 + [0.5] * 6, max_a=24.0, max_b=24.0)
     p = pair_stats("none", attempts(TWELVE_A), "final", attempts(TWELVE_B), list(TWELVE_A))
     assert (p.ci_low, p.ci_high) == pytest.approx((lo, hi), abs=1e-9) and lo > 0
+    assert p.p_value is not None
+    assert p.sharp_p_value is not None
     assert p.p_value < 0.001 and p.sharp_p_value == pytest.approx(2 / 4096)
     assert p.decision == "improvement"
     assert p.verdict == (
@@ -382,7 +400,12 @@ def test_verdict_interval_includes_zero():
     a = {t: list(rng.uniform(0, 1, 3)) for t in ids}
     b = {t: list(rng.uniform(0, 1, 3)) for t in ids}  # same distribution as a
     big = pair_stats("none", attempts(a), "final", attempts(b), ids)
+    assert big.ci_low is not None
+    assert big.ci_high is not None
+    assert big.ci_method is not None
+    assert big.sharp_test_exact is not None
     assert big.ci_low < 0 < big.ci_high and big.ci_method == "hybrid" and not big.sharp_test_exact
+    assert big.p_value is not None
     assert big.verdict.startswith("No clear difference") and big.decision == "unclear" and big.p_value >= 0.05
     assert "with 80% power" in big.verdict and "With 200 tasks" in big.verdict
 
@@ -394,6 +417,7 @@ def test_small_samples_can_decide_when_the_evidence_is_there():
     p = pair_stats("root", attempts(a), "final", attempts(b), list(a))
     lo, _ = mover_by_hand([0.0] * 6, [1.0] * 4 + [0.5] * 2, max_a=6.0)
     assert p.ci_low == pytest.approx(lo, abs=1e-9) and lo > 0
+    assert p.p_value is not None
     assert p.p_value < 0.05 and p.decision == "improvement"
     # 4 tasks, diffs 1, 1, 1, .9: conservative at 4 tasks, and the test agrees with the interval whatever it says
     four = pair_stats(
@@ -405,6 +429,7 @@ def test_small_samples_can_decide_when_the_evidence_is_there():
     )
     lo4, _ = mover_by_hand([0.0] * 4, [1.0, 1.0, 1.0, 0.9], max_a=4.0)
     assert four.ci_low == pytest.approx(lo4, abs=1e-9)
+    assert four.p_value is not None
     assert (four.decision == "improvement") == (lo4 > 0) == (four.p_value < 0.05)
 
 
@@ -445,8 +470,8 @@ def test_default_pairs():
 
 
 def test_within_noise_larger_than_observed_variance_is_capped():
-    a = {"t1": [0, 1], "t2": [0, 0.5], "t3": [1, 0.5], "t4": [0, 1]}
-    b = {"t1": [0.5, 0.5], "t2": [0.5, 0.5], "t3": [0.5, 0.5], "t4": [1, 1]}
+    a: dict[str, list[float]] = {"t1": [0, 1], "t2": [0, 0.5], "t3": [1, 0.5], "t4": [0, 1]}
+    b: dict[str, list[float]] = {"t1": [0.5, 0.5], "t2": [0.5, 0.5], "t3": [0.5, 0.5], "t4": [1, 1]}
     # selector a: task means .5, .25, .75, .5 -> Var 0.125/3 = 1/24; within = mean(.5, .125, .125, .5) = .3125,
     # noise .3125/2 = .15625 > 1/24, so the noise is capped at 1/24: between 0, share 1, both levers equal
     s = selector_stats("a", attempts(a), list(a))
@@ -454,13 +479,16 @@ def test_within_noise_larger_than_observed_variance_is_capped():
     assert s.se_more_tasks == pytest.approx(s.se_more_repeats) == pytest.approx(math.sqrt(1 / 24 / 8))
     # a between-task variance truncated to 0 says so, not "no number of repeats brings it below 0"
     assert s.se_repeats_floor is None
+    assert s.lever_note is not None
     assert "estimated at 0" in s.lever_note and "below 0" not in s.lever_note
     # pair: diffs 0, .25, -.25, .5 -> mean .125, Var = 2 * (.125^2 + .375^2) / 3 = 0.3125/3;
     # raw noise (.3125 + 0) / 2 = .15625 > .104167 -> capped: between 0, within .3125 * (.104167/.15625) = 0.208333
     p = pair_stats("a", attempts(a), "b", attempts(b), list(a))
+    assert p.sd_diff is not None
     assert p.sd_diff**2 == pytest.approx(0.3125 / 3)
     assert p.between_var == 0 and p.noise_var == pytest.approx(0.3125 / 3)
     assert p.within_var == pytest.approx(0.3125 * (0.3125 / 3) / 0.15625)
+    assert p.mde is not None
     assert p.repeats_needed(p.mde) == 2  # the current repeats reproduce the current MDE
 
 

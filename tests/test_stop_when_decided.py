@@ -193,6 +193,7 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
     )
     cut = run.run_sync()
     assert run.cancelled and all(s.complete is False and s.repeats == ROUNDS for s in cut.values())
+    assert cut["good"].sequential is not None
     assert cut["good"].sequential.rounds == 1 and cut["good"].sequential.decision == "undecided"
     recorded = sum(len(lines(project.parent / "runs/seq/eval" / k / "results.jsonl")) for k in cut)
 
@@ -232,6 +233,7 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
         config, ["none", "adapters/good"], stop_when_decided=True, resume=True, on_event=seen.append
     ).run_sync()
     assert not any(isinstance(e, ev.AttemptStarted) for e in seen)
+    assert again["good"].sequential is not None
     assert again["good"].repeats == 2 and again["good"].sequential.decision == "improvement"
 
 

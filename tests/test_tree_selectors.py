@@ -7,11 +7,13 @@ import os
 import subprocess
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 import git
 import pytest
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.selectors import (
     TEMP_PREFIX,
     check_selector_text,
@@ -45,8 +47,14 @@ class Cfg:
         return path if path.is_absolute() else self.base / path
 
 
+def stand_in(base: Path, run_name: str = "demo") -> Config:
+    """A Cfg where the selectors take a Config: they read no more of it than Cfg has."""
+    return cast(Config, Cfg(base, run_name))
+
+
 def commit(repo: git.Repo, files: dict[str, str], message: str) -> str:
     for rel, text in files.items():
+        assert repo.working_tree_dir is not None
         target = Path(repo.working_tree_dir) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
@@ -58,13 +66,24 @@ def commit(repo: git.Repo, files: dict[str, str], message: str) -> str:
 class Built:
     """Shas and file contents of the fixture tree, recorded as it is built."""
 
+    cfg: Config
+    files: dict[str, dict[str, str]]
+    tree: git.Repo
+    root: str
+    step1: str
+    step2: str
+    invalid: str
+    repair: str
+    final: str
+    other: str
+
 
 @pytest.fixture
 def built(tmp_path) -> Built:
     """Tree: trunk + root; branch demo with ckpt-step-1, ckpt-step-2 (= ckpt-epoch-1), an invalid commit, its repair,
     final; branch other with other/final; tags v1 (on root) and demo/x (on step 1); checkout at runs/demo/checkout."""
     b = Built()
-    b.cfg = Cfg(tmp_path / "work")
+    b.cfg = stand_in(tmp_path / "work")
     tree = git.Repo.init(b.cfg.tree_dir, mkdir=True, initial_branch="trunk")
     b.files = {}
     b.files["root"] = {"adapter.yaml": "template: {id: demo-tpl, version: '1'}\n", "ADAPTER.md": "seed\n"}
@@ -305,8 +324,8 @@ def test_unknown_and_missing(built, tmp_path):
     with pytest.raises(InputError, match="unknown adapter version 'demo/ckpt-step-9'"):
         resolve_selector("demo/ckpt-step-9", built.cfg)
     with pytest.raises(InputError, match="unknown adapter version 'final'.*'ghost/final'"):
-        resolve_selector("final", Cfg(built.cfg.base, run_name="ghost"))
-    lonely = Cfg(tmp_path / "lonely")
+        resolve_selector("final", stand_in(built.cfg.base, run_name="ghost"))
+    lonely = stand_in(tmp_path / "lonely")
     with pytest.raises(InputError, match=f"adapter tree {lonely.tree_dir} does not exist"):
         resolve_selector("root", lonely)
     assert resolve_selector("none", lonely).kind == "none"
@@ -358,13 +377,16 @@ def test_materialize_tree_selector(built):
     before = temp_exports()
     sel = resolve_selector("demo/ckpt-step-2", built.cfg)
     with materialize(sel, built.cfg) as path:
+        assert path is not None
         assert path.name.startswith(TEMP_PREFIX)
         assert files_under(path) == built.files["step2"]
     assert not path.exists() and temp_exports() == before
     with pytest.raises(RuntimeError):
         with materialize(resolve_selector("root", built.cfg), built.cfg) as path:
+            assert path is not None
             assert files_under(path) == built.files["root"]
             raise RuntimeError("pipeline crashed")
+    assert path is not None
     assert not path.exists() and temp_exports() == before
 
 

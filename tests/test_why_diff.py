@@ -139,6 +139,7 @@ def test_pair_summary_flips_divergence_tool_use_and_usage(project):
     assert (v1.used, v1.not_used) == (0, 8)
     assert (v2.used, v2.not_used, v2.unknown) == (5, 3, 0)
     assert v2.usage_by_export == {"tool new_tool": 5}
+    assert pair.usage_split is not None
     split = {g.group: g for g in pair.usage_split.groups}
     assert (split["used"].attempts, split["used"].tasks) == (5, 3)
     assert split["used"].mean_score == pytest.approx(0.8) and split["used"].mean_diff == pytest.approx(0.2)
@@ -149,5 +150,6 @@ def test_pair_summary_flips_divergence_tool_use_and_usage(project):
 
 def test_pair_without_evaluations_still_diffs(project):
     pair = pair_why(project, "none", "adapters/local", wp.TASKS)
+    assert pair.diff is not None
     assert pair.diff.files and pair.paired_attempts == 0
     assert any("not evaluated" in n for n in pair.notes)

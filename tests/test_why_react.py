@@ -109,6 +109,7 @@ def evaluated(demo_template, tmp_path_factory, server):
 
 def test_usage_is_recognised_in_hermits_react_trajectories(evaluated):
     pair = pair_why(evaluated, "none", "adapters/hinted", list(TASKS))
+    assert pair.diff is not None
     assert pair.diff.b.tools == [ADAPTER_TOOL]
     assert ("tool", ADAPTER_TOOL, "added") in {(e.kind, e.name, e.change) for e in pair.diff.exports}
     none, hinted = pair.use
@@ -126,7 +127,10 @@ def test_usage_is_recognised_in_hermits_react_trajectories(evaluated):
 def test_aligned_react_trajectories_show_the_adapters_tool_call(evaluated):
     aligned = align_task(evaluated, ["none", "adapters/hinted"], "q1", 1)
     al = aligned.alignments[0]
+    assert al.first_divergence is not None
     row = al.rows[al.first_divergence]
-    step = al.steps[1][row.cells[1].step]
+    at = row.cells[1].step
+    assert at is not None
+    step = al.steps[1][at]
     assert (step.kind, step.tool) == ("call", ADAPTER_TOOL)
     assert al.inputs_differ  # the system prompt carries the adapter's ADAPTER.md

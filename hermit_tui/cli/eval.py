@@ -197,6 +197,11 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     _check_publish(args, run)
     sink, progress = _progress(run, out.guard.terminal_err)
     run.on_event = sink
+    if run.plan.sequential is not None and not args.resume:
+        from hermit_tui.core.run.rounds import projections
+
+        for text in projections(config.run_dir, run.plan.sequential, run.plan.task_ids):
+            sys.stderr.write(f"projection: {line(text)}\n")
 
     def interrupted(signum, frame):
         if run.cancel_requested:

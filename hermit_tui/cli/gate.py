@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.safe import line
-from hermit_tui.core.workspace.files import check_regular
 
 EXIT_GATE_FAILED = 3
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -215,6 +214,8 @@ def append_step_summary(markdown: str) -> None:
     if not target:
         return
     try:
+        from hermit_tui.core.workspace.files import check_regular  # yaml and the file checks: only when writing
+
         check_regular(target)  # a FIFO would block the gate, a device swallow the summary: refused unopened
         fd = os.open(
             target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644

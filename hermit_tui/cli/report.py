@@ -86,6 +86,14 @@ def add_parser(subparsers):
         help="pass@k and pass^k for k up to the repeats, per selector and per pair, with intervals",
     )
     p.add_argument(
+        "--noise-at",
+        type=float,
+        default=None,
+        metavar="DELTA",
+        help="the difference each pair's noise budget is computed for (default 0.05): the tasks or repeats, "
+        "attempts and known cost that would detect it at 80%% power",
+    )
+    p.add_argument(
         "--details-max-mb",
         type=float,
         default=None,
@@ -147,6 +155,8 @@ def run(args) -> int:
         raise InputError(f"--details-max-mb goes with --format html, not --format {args.format}")
     if args.details_max_mb is not None and not (math.isfinite(args.details_max_mb) and args.details_max_mb >= 0):
         raise InputError(f"--details-max-mb must be a number of megabytes, 0 or more, got {args.details_max_mb}")
+    if args.noise_at is not None and not (math.isfinite(args.noise_at) and args.noise_at > 0):
+        raise InputError(f"--noise-at must be a difference above 0, got {args.noise_at}")
     output = Path(args.output).expanduser() if args.output else None
     if output is not None:
         _check_output(output, args.force)
@@ -169,6 +179,7 @@ def run(args) -> int:
         harmed=args.harmed,
         passk=args.pass_k,
         error_bounds=args.error_bounds,
+        noise_at=args.noise_at,
         cluster_by=args.cluster_by,
     )
     if args.format == "junit" or args.per == "attempt":

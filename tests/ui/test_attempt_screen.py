@@ -86,6 +86,7 @@ async def test_drill_down_shows_every_field_and_opens_on_the_attempt():
         focused = screen.focused
         assert isinstance(focused, AttemptCard) and (focused.key, focused.record.repeat) == ("final", 2)
         listing = focused.parent
+        assert listing is not None
         assert listing.scroll_y > 0 and listing.region.contains_region(focused.region)  # scrolled to it
         task = "\n".join(lines_of(screen.query_one("#attempt-task-fields", Static)))
         assert "category" in task and "units" in task and "question number 9" in task
@@ -157,6 +158,8 @@ async def test_side_by_side_highlights_the_changed_words_and_cycles_pairs():
             ("final", added),
             ("1", added),
         ]
+        assert removed.bgcolor is not None
+        assert added.bgcolor is not None
         red, green = removed.bgcolor.get_truecolor(), added.bgcolor.get_truecolor()
         assert red.red > red.green and green.green > green.red
 

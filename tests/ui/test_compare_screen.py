@@ -21,6 +21,7 @@ from __future__ import annotations
 import pytest
 from fixture_data import fixed_store, fixture_app
 from textual.widgets import Input, Select, Static, TabbedContent
+from waiting import wait_for
 
 from hermit_tui.core.records.results import AttemptRecord, Judged, Summary
 from hermit_tui.core.run import events as ev
@@ -157,6 +158,8 @@ async def test_verdict_is_green_for_an_improvement_and_red_for_a_regression_afte
         # every one of 12 paired differences is +1: the exact permutation p is 2 / 2^12 = 0.00049 (secondary)
         assert "p < 0.001: test of the interval's null" in text(screen, "#pair-figures")
         assert "sharp-null test p (secondary): < 0.001" in text(screen, "#pair-figures")
+        assert screen.paired is not None
+        assert screen.paired.pair is not None
         assert screen.paired.pair.sharp_p_value == pytest.approx(2 / 2**12) and screen.paired.pair.p_value < 0.001
         # unknown cost is never shown as $0
         assert text(screen, "#a-cost") == "unknown (24 attempts)"
@@ -252,15 +255,23 @@ async def test_power_follows_the_difference_typed():
         _, _, pair = expected_numbers(store, "none", "final")
         assert f"Minimum detectable difference: {pair.mde:.3f}" in text(screen, "#power-mde")
         needed = text(screen, "#power-needed")
-        assert needed.startswith("To detect a difference of 0.05:")
-        assert f"tasks needed: {pair.tasks_needed(0.05)} paired tasks at 3 repeats" in needed
-        assert "no number of repeats suffices with 12 tasks" in needed  # repeats_needed(0.05) is None here
+        assert needed.startswith("To detect a difference of 0.05 (80% power, two-sided α 0.05): ")
+        t = pair.tasks_needed(0.05)
+        assert t is not None and t > 12
+        assert f"{t:,} paired tasks at 3 repeats (+{(t - 12) * 6:,} attempts" in needed  # 3 + 3 per new task
+        assert "no number of repeats suffices on 12 tasks" in needed  # repeats_needed(0.05) is None here
         assert pair.repeats_needed(0.05) is None
         screen.query_one("#delta", Input).value = "0.8"
-        await pilot.pause()
-        assert f"tasks needed: {pair.tasks_needed(0.8)} paired tasks" in text(screen, "#power-needed")
-        assert pair.repeats_needed(0.8) is not None
-        assert f"repeats needed: {pair.repeats_needed(0.8)} per task" in text(screen, "#power-needed")
+        await wait_for(pilot, lambda: "difference of 0.8 " in text(screen, "#power-needed"))
+        t, r = pair.tasks_needed(0.8), pair.repeats_needed(0.8)
+        assert t is not None and r is not None
+        needed = text(screen, "#power-needed")
+        assert (f"{t} paired tasks would do: 12 already" if t <= 12 else f"{t:,} paired tasks at 3 repeats") in needed
+        assert (
+            f"{r} repeats per task would do: 3 already"
+            if r <= 3
+            else f"{r} repeats per task on the 12 tasks (+{12 * 2 * (r - 3):,} attempts"
+        ) in needed
         assert "the interval's own half-width" in text(screen, "#power-mde")
         screen.query_one("#delta", Input).value = "x"
         await pilot.pause()
@@ -275,6 +286,7 @@ async def test_plots_draw_the_series_computed_from_the_records():
         sa, sb, _ = expected_numbers(store, "none", "final")
         # per-task means binned by tenths (the module docstring's table)
         hist = screen.query_one("#plot-scores", plots.DistributionPlot).data
+        assert hist is not None
         assert hist.counts == {"none": [7, 0, 0, 0, 0, 2, 0, 0, 0, 3], "final": [2, 0, 0, 0, 0, 1, 1, 0, 0, 8]}
         assert hist.edges[0] == 0.0 and hist.edges[-1] == 1.0 and len(hist.edges) == 11
         means = screen.query_one("#plot-means", plots.MeansPlot).data

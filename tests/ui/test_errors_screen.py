@@ -56,8 +56,9 @@ async def test_groups_and_counts_per_selector_are_on_screen():
         screen = await open_errors(pilot)
         # 12 tasks x 3 repeats x 3 selectors = 108 attempts; t05 fails 9 times, final's t09 repeat 2 once
         summary = lines_of(screen.query_one("#errors-summary"))[0]
-        assert summary.startswith("10 of 108 attempts failed")
-        assert "none 3 · root 3 · final 3 + 1 judge error" in summary
+        # "ended in an error": "failure" is triage's word (an error, or a score below the threshold)
+        assert summary.startswith("10 of 108 attempts ended in an error (9 pipeline, 1 judge)")
+        assert "none 3 · root 3 · final 4" in summary
         shown = [line.strip(" │├└─▼▶") for line in lines_of(screen.query_one(Tree)) if line.strip(" │")]
         shown = [" ".join(line.split()) for line in shown if line]
         assert shown[:2] == [
@@ -136,6 +137,7 @@ async def test_rerun_leaves_out_columns_not_stored_under_this_run(monkeypatch, t
 async def test_retried_columns_carry_a_banner_and_updates_refresh():
     store = fixed_store()
     final = store.columns["final"]
+    assert final.summary is not None
     final.summary = final.summary.model_copy(update={"retries": 4})
     app = HermitApp(store=store, live_updates=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -160,7 +162,7 @@ async def test_retried_columns_carry_a_banner_and_updates_refresh():
             ("error · TimeoutError", True),
             ("judge_error · KeyError", True),
         ]
-        assert lines_of(screen.query_one("#errors-summary"))[0].startswith("11 of 108 attempts failed")
+        assert lines_of(screen.query_one("#errors-summary"))[0].startswith("11 of 108 attempts ended in an error")
 
 
 async def test_no_errors():
@@ -180,6 +182,7 @@ async def test_no_errors():
 def _snap_app(retries: int | None = None):
     store = fixed_store()
     if retries:
+        assert store.columns["final"].summary is not None
         store.columns["final"].summary = store.columns["final"].summary.model_copy(update={"retries": retries})
     app = HermitApp(store=store, live_updates=False)
 

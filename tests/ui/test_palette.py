@@ -144,6 +144,7 @@ async def test_walk_the_triage_commands(evaluated_copy):
         first = app.store.next_unlabelled()
         await run_command(pilot, "Triage: next unlabelled failure")  # from setup: the drill-down opens on it
         assert isinstance(app.screen, AttemptScreen)
+        assert first is not None
         assert app.screen.chosen_attempt() == (first.key, first.task_id, first.repeat)
 
         await run_command(pilot, "Triage: toggle a label on the chosen attempt…")

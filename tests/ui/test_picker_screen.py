@@ -102,6 +102,8 @@ async def test_enter_on_a_yaml_file_opens_it(workspace):
         tree = await loaded(pilot)
         assert app.focused is tree  # no recent configs: the files have the focus
         await pilot.press("down", "down", "down")  # workspace/ -> experiments -> runs -> run.yaml
+        assert tree.cursor_node is not None
+        assert tree.cursor_node.data is not None
         assert tree.cursor_node.data.path == workspace / "run.yaml"
         await pilot.press("enter")
         await pilot.pause()
@@ -173,6 +175,7 @@ async def test_tab_order_recent_files_path_demo(workspace, tmp_path):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
+        assert app.focused is not None
         order = [app.focused.id]
         for _ in range(3):
             await pilot.press("tab")

@@ -16,7 +16,7 @@ from textual.widgets import Input, Select, Static
 from hermit_tui.core.records.results import AttemptRecord, Judged, summarize
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan
-from hermit_tui.core.stats.sequential import round_boundaries
+from hermit_tui.core.stats.sequential import candidate_spend, round_boundaries
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.compare import CompareScreen
 from hermit_tui.dashboard.screens.run import RunScreen
@@ -75,6 +75,7 @@ async def test_the_setup_setting_launches_a_stop_when_decided_run_and_is_remembe
         assert good["repeats"] == 2 and good["complete"] is True
         assert good["sequential"]["decision"] == "improvement" and good["sequential"]["max_rounds"] == ROUNDS
         assert len((eval_dir / "none" / "results.jsonl").read_text().splitlines()) == TASKS * 2
+        assert app.store.sequential is not None
         assert app.store.sequential_stopped and app.store.sequential.baseline == "none"
         assert any("Stopped when decided after round 2 of 6: good improvement" in n.message for n in app._notifications)
     saved = json.loads(settings_path().read_text())["launch"][str(project.resolve())]
@@ -148,6 +149,7 @@ async def settle(pilot) -> CompareScreen:
 async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_decision():
     store, tracker = live_store(rounds_done=1, extra=13)
     look = tracker.last("good")
+    assert look is not None
     assert look.decision == "undecided"  # round 1 of 6 spends 0.0028: its interval on 20 tasks still holds 0
     app = fixture_app(None, screen=None, store=store)
     async with app.run_test(size=(130, 60)) as pilot:
@@ -155,11 +157,13 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         app.push_screen(CompareScreen(a="none", b="good"))
         screen = await settle(pilot)
         panel = str(screen.query_one("#sequential-text", Static).content)
-        c = round_boundaries(ROUNDS, 0.045)  # one candidate: 0.9 of alpha 0.05 spent
+        # the candidate's boundaries spend its share of alpha (candidate_spend: Bonferroni's, less a margin)
+        c = round_boundaries(ROUNDS, candidate_spend(look.alpha, look.candidates))
         assert f"round 1 of 6: boundary |z| ≥ {c[0]:.2f}, observed z {look.z:.2f}" in panel
         assert f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against 0" in panel
         assert "round 2 under way: 13 of 40 attempts of none and good" in panel
         plot = screen.query_one("#plot-boundary", BoundaryPlot)
+        assert plot.data is not None
         assert plot.data.boundaries == pytest.approx(list(c), rel=1e-12) and plot.data.observed == [look.z]
         verdict = str(screen.query_one("#verdict", Static).content)
         assert verdict.startswith("Undecided so far (round 1 of 6): good − none")
@@ -214,6 +218,7 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         screen = await settle(pilot)
         verdict = str(screen.query_one("#verdict", Static).content)
         assert verdict.startswith("Stopped when decided: none scores") and verdict.endswith(": a regression.")
+        assert look.z is not None
         assert plot.data.observed == [-look.z, -looks[0].z]
 
 

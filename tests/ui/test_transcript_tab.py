@@ -212,6 +212,7 @@ def hermit_evaluation(tmp_path: Path) -> Path:
 async def test_a_hermit_written_attempt_reads_its_react_log(tmp_path):
     store = EvalStore({"s2": {"id": "s2", "question": "What is 250 + 117?"}}, ["s2"])
     column = store.add_stored(open_evaluation(hermit_evaluation(tmp_path)))
+    assert column.summary is not None
     assert column.summary.written_by_hermit
     app = HermitApp(store=store, live_updates=False)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -304,6 +305,8 @@ async def test_an_evaluation_the_real_hermit_eval_wrote_with_its_react_agent(dem
     config = load_config(config_path)
     store = EvalStore(load_tasks(config).tasks, load_tasks(config).test_ids)
     column = store.add_stored(open_evaluation(config.run_dir / "eval" / "root"))
+    assert column.summary is not None
+    assert column.folder is not None
     assert column.summary.written_by_hermit and not (column.folder / "transcripts.jsonl").exists()
     logged = json.loads(Path(column.records[("s2", 2)].log).read_text())
     app = HermitApp(store=store, live_updates=False)

@@ -221,6 +221,7 @@ async def test_note_and_corrected_score_keep_the_judge_score_apart():
         await pilot.press("enter")
         await pilot.pause()
         ann = app.store.annotation("final", "t10", 1)
+        assert ann is not None
         assert (ann.note, ann.corrected_score, ann.labels) == ("half right", 1.0, [JUDGE_DISAGREES])
         assert app.store.columns["final"].records[("t10", 1)].judge.score == before == 0.5
         card = next(c for c in screen.query(AttemptCard) if (c.key, c.record.repeat) == ("final", 1))

@@ -58,6 +58,7 @@ async def test_changes_lists_the_flips_beside_the_adapters_diff(run_yaml):
         assert "- added: tool new_tool, skill plan, subagent critic" in body
         assert "+- three" in body and "not a causal effect" in body
         # the divergence column: t1 parts at step 1 in both repeats, t3 at step 3 in repeat 1, t4 never
+        assert screen.pair is not None
         assert screen.pair.divergence_by_task["t3"] == [3, None]
         await pilot.press("down")
         await pilot.press("enter")

@@ -42,6 +42,7 @@ from hermit_tui.core.stats.bounds import ErrorBounds
 from hermit_tui.core.stats.clusters import Clustering, resolve_clustering
 from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
 from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair
+from hermit_tui.core.stats.noise import NoiseBudget
 from hermit_tui.core.version import __version__
 from hermit_tui.core.why.pair import pairs_why
 from hermit_tui.core.workspace.config import Config
@@ -324,6 +325,7 @@ def build_report(
     harmed: bool = False,
     passk: bool = False,
     error_bounds: bool = False,
+    noise_at: float | None = None,
     cluster_by: str | None = None,
 ) -> Report:
     """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
@@ -334,7 +336,9 @@ def build_report(
     ``harmed``: per pair, the tasks worse with evidence (``core.stats.harm``); both off by default, since they look
     at every task again. ``cluster_by``: a field of the task rows whose values cluster the tasks (standard errors,
     intervals, tests and power clustered; ``core.stats.clusters``); None: the field the evaluations were launched
-    with (``eval --cluster-by``, recorded in their fingerprints), if they all agree, else no clustering."""
+    with (``eval --cluster-by``, recorded in their fingerprints), if they all agree, else no clustering.
+    ``noise_at``: the difference each pair's noise budget is computed for (default
+    ``core.stats.noise.DEFAULT_DELTA``)."""
 
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")
@@ -365,10 +369,34 @@ def build_report(
         report, tables = _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo, clusters)
         if error_bounds:
             report.error_bounds = _error_bounds(report, read, threshold)
+        report.noise = _noise(report, noise_at)
     finally:
         for table in read.values():
             table.close()
     return _where(report, taskset, tables, slice_by, harmed, passk)
+
+
+def _noise(report: Report, delta: float | None) -> list[NoiseBudget]:
+    """Per fixed-design pair, its noise budget at ``delta``, priced at the two selectors' known cost per attempt."""
+    from hermit_tui.core.stats.noise import DEFAULT_DELTA, CostRate, noise_budget
+
+    if delta is None:
+        delta = DEFAULT_DELTA
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or delta <= 0:
+        raise InputError(f"--noise-at must be a difference above 0, got {delta!r}")
+    by = {s.label: s for s in report.selectors}
+
+    def rate(s: SelectorReport) -> CostRate:
+        known = s.stats.n_attempts - s.unknown_cost_attempts
+        return CostRate(
+            known_usd=s.known_cost_usd, known_attempts=max(known, 0), unknown_attempts=s.unknown_cost_attempts
+        )
+
+    return [
+        noise_budget(p, by[p.a].stats.repeats_max, by[p.b].stats.repeats_max, rate(by[p.a]) + rate(by[p.b]), delta)
+        for p in report.pairs
+        if p.sequential is None and p.a in by and p.b in by
+    ]
 
 
 def _recorded_cluster_by(stored: StoredEvaluation) -> str | None:
