@@ -11,7 +11,7 @@ by the Hwang-Shih-DeCani function with ``gamma = -2`` (Hwang, Shih & DeCani 1990
 (with 8 rounds and ``a = 0.045``, 3.09, 2.97, 2.84, 2.71, 2.58, 2.45, 2.32, 2.19). It spends enough at the first
 rounds to stop there when one round of the tasks already decides, which the O'Brien-Fleming-type function (6.35 at
 the first of 8 rounds) never allowed: measured against the fixed design of equal power, that one used 70% of its
-attempts at 50 tasks and an effect of 0.2 (200% at 200 tasks, where one round decides), this design 61% (106%).
+attempts at 50 tasks and an effect of 0.2 (200% at 200 tasks, where one round decides), this design 49-61% (106%).
 
 **Family-wise, with a margin** (:func:`candidate_spend`): the launch's ``alpha`` is split over its candidates
 (Bonferroni: the chance of any false claim over them stays at most ``alpha``), and each candidate's boundaries spend
