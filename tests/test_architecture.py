@@ -164,3 +164,21 @@ def test_every_package_of_the_tree_is_installed():
         if d.is_dir() and (d / "__init__.py").exists() and "files" not in d.relative_to(PACKAGE).parts
     }
     assert listed == found | {"hermit_tui", "hermit_tui.styles"}
+
+
+def test_the_command_line_starts_without_the_heavy_libraries():
+    """Building the parser (what --help and every command pay first) imports none of numpy, yaml, git, textual,
+    pydantic's models of the engine or the columns: each command imports what it needs when it runs (issue 30)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from hermit_tui.cli import _parser\n"
+        "_parser()\n"
+        "heavy = ['numpy', 'yaml', 'git', 'textual', 'scipy', 'hermit_tui.core.records.columns',\n"
+        "         'hermit_tui.dashboard']\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

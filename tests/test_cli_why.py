@@ -193,3 +193,58 @@ def test_the_report_has_a_section_per_compared_pair(run_yaml, capsys):
     assert [(p["a"], p["b"]) for p in why] == [("v1", "v2")] and why[0]["divergence"] == {"1": 4, "3": 1, "never": 3}
     code, page, _ = cli(capsys, "report", "--config", run_yaml, "--format", "html")
     assert code == 0 and '<section id="why">' in page and "tool new_tool" in page
+
+
+def test_show_versions_on_evaluations_hermit_wrote(trained, capsys):
+    """Every evaluation of the trained project was written by the real ``hermit eval``: the task's marks and mean in
+    each are read back from its results.jsonl here, by hand."""
+    from statistics import mean
+
+    project = trained.parent
+    eval_dir = project / RUN_DIR / "eval"
+    first = json.loads((eval_dir / "root" / "results.jsonl").read_text().splitlines()[0])
+    task = str(first["id"])
+    code, out, err = cli(capsys, "show", "--config", str(trained), "--task", task, "--versions", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    rows = {r["name"]: r for r in data["rows"]}
+    folders = sorted(p.name for p in eval_dir.iterdir() if (p / "results.jsonl").is_file())
+    assert sorted(r["label"] for r in data["rows"] if r["archived_at"] is None) == folders
+    assert [r["name"] for r in data["rows"]][:2] == ["none", "root"]
+    for label in folders:
+        lines = [json.loads(x) for x in (eval_dir / label / "results.jsonl").read_text().splitlines() if x.strip()]
+        mine = {int(x["repeat"]): float(x["judge"]["score"]) for x in lines if str(x["id"]) == task}
+        row = rows[label]
+        assert row["written_by"] == "hermit", label
+        assert [m["repeat"] for m in row["marks"]] == sorted(mine), label
+        assert row["task_mean"] == pytest.approx(mean(mine.values())), label
+    kinds = [(p["kind"], p["step"]) for p in data["curve"]["points"]]
+    # checkpoint 2 was evaluated by its commit id: the tree's tag places it on the curve as step 2
+    assert kinds == [("root", 0), ("checkpoint", 1), ("checkpoint", 2), ("final", None)]
+    step2 = git.Repo(project / TREE).commit("demo/ckpt-step-2").hexsha
+    assert next(p for p in data["curve"]["points"] if p["step"] == 2)["commit"] == step2
+
+
+def test_the_reports_why_section_says_when_a_version_cannot_be_read(run_yaml, capsys):
+    """An evaluation whose recorded commit is not in the tree (a rewritten history) is read at its tag, with a note;
+    once the tag is gone too, the report still exits 0 and the pair's section is a one-line note, while ``diff`` on
+    that pair is bad input: one line, exit 2."""
+    from pathlib import Path
+
+    summary_path = next(Path(run_yaml).parent.rglob("eval/v2/summary.json"))
+    summary = json.loads(summary_path.read_text())
+    summary["commit"] = "f" * 40
+    summary_path.write_text(json.dumps(summary))
+    code, md, err = cli(capsys, "report", "--config", run_yaml)
+    assert code == 0, err
+    assert "- note: v2: the evaluated commit fffffff is not in the tree; read " in md
+    tree = next(p.parent for p in Path(run_yaml).parent.rglob(".git") if p.parent.name != "checkout")
+    git.Repo(tree).git.tag("-d", "v2")
+    code, md, err = cli(capsys, "report", "--config", run_yaml)
+    assert code == 0, err
+    lines = md.splitlines()
+    start = lines.index("### Why it changed: v1 -> v2")
+    notes = [ln for ln in lines[start + 1 : start + 4] if ln.startswith("- ") and "v2" in ln]
+    assert len(notes) == 1, lines[start : start + 6]
+    code, out, err = cli(capsys, "diff", "--config", run_yaml, "--a", "v1", "--b", "v2")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "v2" in err

@@ -130,3 +130,50 @@ def test_show_versions_bad_input_is_one_line(project, capsys, extra, word):
     code, out, err = cli(capsys, "show", "--config", str(run_yaml), *extra)
     assert code == 2 and out == ""
     assert word in err and len(err.strip().splitlines()) == 1
+
+
+# -- the test-reuse accounting counts the checkpoints evaluated on test, and names one that is published ---------------
+def test_evaluating_or_publishing_a_checkpoint_counts_as_test_reuse(tmp_path):
+    from test_protocol import TEST_IDS, put_eval
+
+    from hermit_tui.core.report import protocol
+
+    run_dir = tmp_path / "r"
+    put_eval(run_dir, "none", "none", None)
+    put_eval(run_dir, "root", "root", "1" * 40)
+    put_eval(run_dir, "r_ckpt-step-2", "r/ckpt-step-2", "b" * 40)
+    put_eval(run_dir, "r_ckpt-step-3", "r/ckpt-step-3", "c" * 40)
+    before = protocol.test_reuse(run_dir, None, TEST_IDS)
+    assert (before.adapters, before.checkpoints, before.final_checkpoint) == (3, 2, None)
+    put_eval(run_dir, "r_ckpt-step-1", "r/ckpt-step-1", "a" * 40)  # the user evaluates another checkpoint on test
+    evaluated = protocol.test_reuse(run_dir, None, TEST_IDS)
+    assert (evaluated.adapters, evaluated.checkpoints) == (4, 3)
+    # final measured at the last checkpoint's commit: where training ended, no choice made on test
+    put_eval(run_dir, "final", "final", "c" * 40)
+    ended = protocol.test_reuse(run_dir, None, TEST_IDS)
+    assert ended.final_checkpoint is None
+    # ... then the user publishes checkpoint 2 as final: final's evaluation measures checkpoint 2's commit
+    put_eval(run_dir, "final", "final", "b" * 40)
+    published = protocol.test_reuse(run_dir, None, TEST_IDS)
+    assert (published.adapters, published.non_final, published.final_checkpoint) == (4, 3, "r/ckpt-step-2")
+    assert published.note is not None
+    assert "final is the adapter of r/ckpt-step-2, one of 3 checkpoints evaluated on this test split" in published.note
+    assert "selected on test" in published.note
+    # with the run's summary, what the training chose as final is what is not a choice
+    (run_dir / "summary.json").write_text(json.dumps({"run": "r", "final_commit": "b" * 40}))
+    assert protocol.test_reuse(run_dir, None, TEST_IDS).final_checkpoint is None
+    (run_dir / "summary.json").write_text(json.dumps({"run": "r", "final_commit": "c" * 40}))
+    assert protocol.test_reuse(run_dir, None, TEST_IDS).final_checkpoint == "r/ckpt-step-2"
+
+
+def test_the_report_draws_the_checkpoint_curve_from_its_own_figures(project, capsys):
+    run_yaml, _, _ = project
+    code, out, err = cli(capsys, "report", "--config", str(run_yaml))
+    assert code == 0, err
+    section = out[out.index("## Checkpoints on test (description only)") :]
+    section = section[: section.index("\n## ", 5)]
+    assert CURVE_NOTE in section
+    lines = [ln for ln in section.splitlines() if ln.startswith("- ")]
+    assert [ln.split()[1:3] for ln in lines] == [["root", "root"], ["step", "2"], ["step", "10"], ["final", "final"]]
+    for line, key in zip(lines, ("root", "s2", "s10", "final")):
+        assert f" {mean(mean(scores(key, t)) for t in (TASK, OTHER)):.3f} " in line + " "

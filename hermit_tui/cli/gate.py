@@ -35,7 +35,7 @@ def _requirements(text: str) -> list[str]:
 
 def add_gate_options(p: argparse.ArgumentParser, *, for_eval: bool = False) -> None:
     """The gate's options, shared by ``gate`` and ``eval``."""
-    from hermit_tui.core.report.gate import DEFAULT_REQUIRE, REQUIREMENTS
+    from hermit_tui.core.report.requirements import DEFAULT_REQUIRE, REQUIREMENTS
 
     when = " (eval gates only when a gate option is given)" if for_eval else ""
     p.add_argument(

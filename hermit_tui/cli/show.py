@@ -271,7 +271,7 @@ def _align(config, args) -> int:
 def _versions(config, args) -> int:
     from hermit_tui.core.records.results import SOLVED_THRESHOLD
     from hermit_tui.core.why.text import versions_lines
-    from hermit_tui.core.why.versions import task_versions
+    from hermit_tui.core.why.versions import checkpoint_steps, task_versions
     from hermit_tui.core.workspace.tasks import load_tasks
 
     for flag, given in (("--adapter", args.adapter), ("--align", args.align), ("--repeat", args.repeat)):
@@ -280,7 +280,8 @@ def _versions(config, args) -> int:
     if args.full:
         raise InputError("--full goes with --align")
     taskset = load_tasks(config)
-    tv = task_versions(config.run_dir, str(args.task), list(taskset.test_ids), SOLVED_THRESHOLD)
+    steps = checkpoint_steps(config)
+    tv = task_versions(config.run_dir, str(args.task), list(taskset.test_ids), SOLVED_THRESHOLD, steps)
     if args.format == "json":
         text = json_text(tv.model_dump_json(indent=1)) + "\n"
     else:

@@ -397,7 +397,7 @@ class HermitApp(App):
     # -- quitting -------------------------------------------------------------------------------------------------
     async def action_quit(self) -> None:
         """Quit; during a launch, ask first (cancel it and quit, cancel it and stay, or keep it running)."""
-        from hermit_tui.dashboard.screens.quit import QuitScreen, StoppingScreen
+        from hermit_tui.dashboard.screens.dialogs.quit import QuitScreen, StoppingScreen
 
         if self.quitting:
             if isinstance(self.screen, StoppingScreen):
@@ -411,7 +411,7 @@ class HermitApp(App):
         self.push_screen(QuitScreen(), self._quit_chosen)
 
     def _quit_chosen(self, choice: str | None) -> None:
-        from hermit_tui.dashboard.screens.quit import StoppingScreen
+        from hermit_tui.dashboard.screens.dialogs.quit import StoppingScreen
 
         if choice == "cancel":
             self.cancel_run()
@@ -709,7 +709,7 @@ class HermitApp(App):
 
     def action_set_threshold(self) -> None:
         """Ask for the success threshold the views use; recount the store under it."""
-        from hermit_tui.dashboard.screens.threshold import ThresholdScreen
+        from hermit_tui.dashboard.screens.dialogs.threshold import ThresholdScreen
 
         def chosen(value: float | None) -> None:
             if value is None:

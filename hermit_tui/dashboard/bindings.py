@@ -112,6 +112,7 @@ ATTEMPT: list[BindingType] = [
     Binding("l", "open_log", "Log"),
     Binding("x", "transcript", "Transcript"),
     Binding("w", "align", "Aligned trajectories of the side-by-side pair", show=False),
+    Binding("W", "changes", "Changes: what the side-by-side pair's adapter changed", key_display="shift+w", show=False),
     Binding("V", "versions", "This task through every version", key_display="shift+v", show=False),
     *TRIAGE,
     Binding("escape", "back", "Back"),

@@ -15,7 +15,7 @@ from textual.widgets import Input, SelectionList, Static
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 from hermit_tui.dashboard.app import HermitApp
-from hermit_tui.dashboard.screens.quit import QuitScreen, StoppingScreen
+from hermit_tui.dashboard.screens.dialogs.quit import QuitScreen, StoppingScreen
 from hermit_tui.dashboard.screens.review import ConfirmScreen, ReviewScreen
 from hermit_tui.dashboard.screens.run import RunScreen
 from hermit_tui.dashboard.screens.setup import AddSelectorScreen, SetupScreen

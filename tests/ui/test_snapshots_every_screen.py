@@ -11,7 +11,7 @@ import pytest
 from fixture_data import fixture_app
 from textual.widgets import SelectionList
 
-from hermit_tui.dashboard.screens.quit import QuitScreen, StoppingScreen
+from hermit_tui.dashboard.screens.dialogs.quit import QuitScreen, StoppingScreen
 from hermit_tui.dashboard.screens.setup import AddSelectorScreen
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hermit_eval"

@@ -93,6 +93,33 @@ async def test_the_drill_down_opens_it_too(run_yaml):
         assert final.task_mean == mean(vp.scores("final", vp.OTHER))
 
 
+async def test_enter_opens_the_drill_down_on_that_evaluation(run_yaml):
+    app = HermitApp(run_yaml)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_from_tasks(pilot)
+        rows = screen.query_one("#versions-rows", VirtualTable)
+        # root is in the view (a current evaluation): enter opens the task's drill-down on root's tab
+        rows.cursor_row = next(i for i, r in enumerate(rows.rows) if r.name == "root")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, AttemptScreen))
+        drill = app.screen
+        assert isinstance(drill, AttemptScreen) and drill.task_id == vp.TASK and drill.key == "root"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen))
+        # final's archived evaluation is not: enter puts it in the view, and enter again opens it
+        old = next(i for i, r in enumerate(rows.rows) if r.archived_at is not None)
+        rows.cursor_row = old
+        before = set(app.store.keys)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(set(app.store.keys) - before) == 1)
+        assert isinstance(app.screen, VersionsScreen)
+        (added,) = set(app.store.keys) - before
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, AttemptScreen))
+        again = app.screen
+        assert isinstance(again, AttemptScreen) and again.key == added
+
+
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_versions_snapshot(snap_compare, run_yaml, size):
     async def before(pilot):

@@ -120,6 +120,20 @@ async def test_the_drill_down_opens_the_aligned_trajectories(run_yaml):
         assert screen.alignment.divergence_step == 1
 
 
+async def test_the_drill_down_opens_the_pairs_changes(run_yaml):
+    app = HermitApp(run_yaml)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: loaded(app))
+        app.push_screen(AttemptScreen("t1", "v2", 1))
+        await wait_for(pilot, lambda: isinstance(app.screen, AttemptScreen))
+        await pilot.pause()
+        await pilot.press("W")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChangesScreen) and app.screen.ready)
+        screen = app.screen
+        assert {screen.a, screen.b} == {"v1", "v2"} and screen.problem is None
+        assert ("fixed", "t1") in screen.rows  # as in the test above: t1 is the task v2 fixed
+
+
 async def test_changes_with_one_evaluation_says_why_not(tmp_path):
     run_yaml = wp.build(tmp_path / "p")
     import shutil

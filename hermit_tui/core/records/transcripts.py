@@ -20,6 +20,7 @@ note, never an error.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -381,16 +382,22 @@ def _pretty_json(value: Any) -> str:
         return str(value)
 
 
+@functools.lru_cache(maxsize=16384)
+def _compact_text(value: str) -> str:
+    """A JSON text on one line (memoised: a task's calls repeat across its repeats and selectors)."""
+    stripped = value.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.dumps(json.loads(stripped), ensure_ascii=False)
+        except ValueError:
+            return value
+    return value
+
+
 def _compact_json(value: Any) -> str:
     """JSON arguments on one line (the C encoder: the indented form is the pure-Python one, ~10x slower)."""
     if isinstance(value, str):
-        stripped = value.strip()
-        if stripped[:1] in ("{", "["):
-            try:
-                return json.dumps(json.loads(stripped), ensure_ascii=False)
-            except ValueError:
-                return value
-        return value
+        return _compact_text(value)
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):

@@ -45,6 +45,7 @@ from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair
 from hermit_tui.core.stats.noise import NoiseBudget
 from hermit_tui.core.version import __version__
 from hermit_tui.core.why.pair import pairs_why
+from hermit_tui.core.why.versions import CheckpointCurve, CurvePoint, curve_of, kind_of
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import differences
 from hermit_tui.core.workspace.tasks import TaskSet
@@ -543,7 +544,29 @@ def _build(
         ),
         why=pairs_why(config, _selector_texts(stored, labels), default_pairs(labels), test_ids),
     )
+    report.checkpoints = _checkpoints(report.selectors)
     return report, tables
+
+
+def _checkpoints(selectors: list[SelectorReport]) -> CheckpointCurve | None:
+    """The checkpoint curve from the selectors the report measured (no file read again); None without one."""
+    points = []
+    for s in selectors:
+        kind, step = kind_of(s.adapter or s.label)
+        points.append(
+            CurvePoint(
+                label=s.label,
+                selector=s.adapter or s.label,
+                kind=kind,
+                step=0 if kind == "root" else step,
+                commit=s.commit,
+                mean=s.stats.mean,
+                ci_low=s.stats.ci_low,
+                ci_high=s.stats.ci_high,
+                n_tasks=s.stats.n_tasks,
+            )
+        )
+    return curve_of(points)
 
 
 def _selector_texts(stored: dict[str, StoredEvaluation], labels: list[str]) -> dict[str, str]:

@@ -37,6 +37,7 @@ from hermit_tui.core.present import partial_cost, smoke_caveat
 from hermit_tui.core.records.columns import ERROR, JUDGE_ERROR, OK, AttemptTable
 from hermit_tui.core.records.folders import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.records.results import SOLVED_THRESHOLD, AttemptRecord, SequentialEntry
+from hermit_tui.core.report.requirements import DEFAULT_REQUIRE, NEEDS_BASELINE, REQUIREMENTS
 from hermit_tui.core.safe import line as one_line
 from hermit_tui.core.safe import markdown
 from hermit_tui.core.workspace.config import Config
@@ -49,10 +50,6 @@ if TYPE_CHECKING:
     from hermit_tui.core.stats.slices import SliceReport
 
 FORMAT = "hermit-tui gate 1"
-REQUIREMENTS = ("improvement", "no-regression", "comparable", "complete", "robust-to-errors")
-#: What is checked when no requirement is named: the candidate is measured properly and is not worse.
-DEFAULT_REQUIRE = ("comparable", "complete", "no-regression")
-NEEDS_BASELINE = frozenset({"improvement", "no-regression", "comparable", "robust-to-errors"})
 LENIENT_HINT = "--lenient reads no-regression as 'no evidence of a drop'"
 ERROR_RATE = "max-error-rate"
 METHOD_NAMES = {

@@ -37,7 +37,7 @@ from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, Pai
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
 from hermit_tui.core.stats.noise import variance_text
-from hermit_tui.core.why.text import pair_lines
+from hermit_tui.core.why.text import curve_lines, pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
 PAGE_ROWS = 500  # per-task rows per page without JavaScript (the script shows 100 at a time, sorted)
@@ -46,6 +46,7 @@ SHOWN_IDS = 40  # task ids listed per transition before "and N more"
 DEMO_PREFIX = "Teaching demonstration"
 KNOWN_FIELDS = {
     "why",
+    "checkpoints",
     "format",
     "hermit_tui_version",
     "config",
@@ -474,6 +475,18 @@ def _reuse(r: Report) -> str:
     return f'<section id="reuse"><h2>Test reuse</h2><p>{esc(text)}</p>{note}</section>'
 
 
+def _checkpoints(r: Report) -> str:
+    """Root, the checkpoints and final on test, as the text curve, marked as description only (docs/why.md)."""
+    if r.checkpoints is None:
+        return ""
+    lines = curve_lines(r.checkpoints)[1:]
+    note = f'<p class="note"><strong>{esc(r.checkpoints.note)}.</strong></p>'
+    return (
+        '<section id="checkpoints"><h2>Checkpoints on test (description only)</h2>'
+        f"{note}<pre>{esc(chr(10).join(lines))}</pre></section>"
+    )
+
+
 def _training(r: Report) -> str:
     t = r.training
     if t is None or not t.steps:
@@ -576,6 +589,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
         *((("attempts", "Attempts"),) if attempts else ()),
         ("comparability", "Comparability"),
         ("reuse", "Test reuse"),
+        *([("checkpoints", "Checkpoints on test")] if r.checkpoints is not None else []),
         ("training", "Training evidence"),
         *((a, t) for a, t, _ in where),
         *([("why", "Why it changed")] if r.why else []),
@@ -607,6 +621,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
         attempts,
         _comparability(r),
         _reuse(r),
+        _checkpoints(r),
         _training(r),
         *(html for _, _, html in where),
         _why(r),

@@ -18,6 +18,7 @@ from hermit_tui.core.stats.noise import NoiseBudget
 from hermit_tui.core.stats.passk import PassK
 from hermit_tui.core.stats.slices import SliceReport
 from hermit_tui.core.why.pair import PairWhy
+from hermit_tui.core.why.versions import CheckpointCurve
 from hermit_tui.core.workspace.fingerprint import Fingerprint
 
 FORMAT = "hermit-tui report 1"
@@ -102,6 +103,7 @@ class Report(BaseModel):
         NoiseBudget
     ] = []  # per pair: the variance split and what detecting --noise-at would take (core/stats/noise.py)
     why: list[PairWhy] = []  # per compared pair: the adapter's diff, the flips, divergence, usage (core/why)
+    checkpoints: CheckpointCurve | None = None  # root, the checkpoints, final on test: description only (core/why)
 
     def noise_of(self, a: str, b: str) -> NoiseBudget | None:
         """The noise budget of the pair (a, b), or None (a sequential pair has none)."""

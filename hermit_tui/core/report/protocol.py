@@ -436,6 +436,8 @@ class TestReuse(BaseModel):
     other_split: int  # evaluations left out: another test split (or a smoke subset), or no readable summary
     seen: list[AdapterSeen]
     note: str | None
+    checkpoints: int = 0  # checkpoints of the run evaluated on this split (the checkpoint curve's points)
+    final_checkpoint: str | None = None  # the checkpoint final is the adapter of (a checkpoint published), if any
 
 
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -476,7 +478,10 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
     run_name = Path(run_dir).name
     final_tag = tree.tag_target(f"{run_name}/final") if tree is not None else None
     final_ids = {f"commit:{_measured(tree, final_tag)}"} if final_tag else set()
+    from hermit_tui.core.why.versions import kind_of
+
     seen: dict[str, AdapterSeen] = {}
+    checkpoint_of: dict[str, str] = {}  # identity -> a checkpoint selector evaluated with it
     evaluations = other = 0
     for stored in list_evaluations(run_dir):
         summary = stored.summary
@@ -509,6 +514,8 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
             ),
         )
         entry.evaluations.append(stored.name)
+        if kind_of(summary.adapter)[0] == "checkpoint":
+            checkpoint_of.setdefault(identity, summary.adapter)
         if stored.label == "final" or summary.adapter == "final":
             final_ids.add(identity)
     for entry in seen.values():
@@ -521,6 +528,17 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
             f"final was chosen after {adapters} adapters of this run were compared on the test split: the test "
             "score of final is not an untouched estimate"
         )
+    published = next((checkpoint_of[i] for i in final_ids if i in checkpoint_of), None)
+    if published is not None and _training_final(run_dir, tree) in final_ids:
+        published = None  # final is the checkpoint the training itself ended on (hermit's own choice)
+    elif published is not None and _training_final(run_dir, tree) is None:
+        last = max(checkpoint_of.values(), key=lambda sel: kind_of(sel)[1] or 0)
+        published = None if published == last else published  # without the run's summary: the last is no choice
+    if published is not None and len(checkpoint_of) > 1:
+        note = (note + "; " if note else "") + (
+            f"final is the adapter of {published}, one of {len(checkpoint_of)} checkpoints evaluated on this test "
+            "split: a checkpoint picked by its test score (the checkpoint curve) was selected on test"
+        )
     return TestReuse(
         adapters=adapters,
         non_final=non_final,
@@ -528,7 +546,18 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
         other_split=other,
         seen=list(seen.values()),
         note=note,
+        checkpoints=len(checkpoint_of),
+        final_checkpoint=published,
     )
+
+
+def _training_final(run_dir: Path, tree: AdapterTree | None) -> str | None:
+    """The identity of the adapter hermit's training chose as final (the run's summary.json ``final_commit``)."""
+    try:
+        sha = json.loads((Path(run_dir) / "summary.json").read_text()).get("final_commit")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return f"commit:{_measured(tree, sha)}" if isinstance(sha, str) and sha else None
 
 
 test_reuse.__test__ = False  # type: ignore[attr-defined]  # its name must not make pytest collect it where a test module imports it

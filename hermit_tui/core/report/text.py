@@ -30,7 +30,7 @@ from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
 from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.stats.passk import PassFigure
 from hermit_tui.core.why.pair import PairWhy
-from hermit_tui.core.why.text import pair_lines
+from hermit_tui.core.why.text import curve_lines, pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
 
@@ -245,6 +245,10 @@ def to_markdown(report: Report) -> str:
     )
     if reuse.note:
         out += ["", f"**{reuse.note}.**"]
+    if r.checkpoints is not None:
+        out += ["", "## Checkpoints on test (description only)", ""]
+        lines = curve_lines(r.checkpoints, bars=False)
+        out += [f"**{md(r.checkpoints.note)}.**", ""] + [f"- {md(' '.join(line.split()))}" for line in lines[1:]]
     out += ["", "## Training evidence (TRAINING, not test)", ""]
     if r.training is None or not r.training.steps:
         out.append("No steps.jsonl with training scores in the run folder.")

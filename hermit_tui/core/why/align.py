@@ -16,6 +16,7 @@ system prompt holds ADAPTER.md, so it differs between any two adapters); a diffe
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,13 @@ INPUT_ROLES = ("system", "user", "developer")
 ERROR_PREFIX = "error"
 _SPACE = re.compile(r"\s+")
 SIMILARITY_CHARS = 4000  # the text compared for a changed step's similarity
+
+
+@functools.lru_cache(maxsize=8192)
+def _collapsed(text: str) -> str:
+    """``text`` with its whitespace runs as one blank, stripped (memoised: a selector's system prompt, which holds
+    ADAPTER.md, is the same text in every attempt)."""
+    return _SPACE.sub(" ", text).strip()
 
 
 @dataclass(slots=True)
@@ -55,7 +63,7 @@ class Step:
         return (self.kind, self.role, self.tool or "")
 
     def key(self) -> tuple[str, str, str, str]:
-        return (*self.signature, _SPACE.sub(" ", self.text).strip())
+        return (self.kind, self.role, self.tool or "", _collapsed(self.text))
 
     @property
     def title(self) -> str:

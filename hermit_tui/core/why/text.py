@@ -170,9 +170,9 @@ def bar(value: float | None, width: int = BAR) -> str:
     return "#" * filled + "." * (width - filled)
 
 
-def curve_lines(curve: CheckpointCurve, task: str = "") -> list[str]:
-    """The checkpoint curve: one line per version of the run in training order, its test mean as a bar, marked as
-    description only."""
+def curve_lines(curve: CheckpointCurve, task: str = "", bars: bool = True) -> list[str]:
+    """The checkpoint curve: one line per version of the run in training order, its test mean (as a bar too, with
+    ``bars``), marked as description only."""
     lines = [f"Checkpoints on test ({curve.note})"]
     if not curve.points:
         return lines + ["  no version of the run (root, a checkpoint, final) is evaluated on this test split"]
@@ -180,7 +180,8 @@ def curve_lines(curve: CheckpointCurve, task: str = "") -> list[str]:
         ci = f"[{_num(p.ci_low)}, {_num(p.ci_high)}]" if p.ci_low is not None else ""
         here = f"  {task} {_num(p.task_mean)}" if task else ""
         same = f"  (the commit of {curve.same_as[p.label]})" if p.label in curve.same_as else ""
-        lines.append(f"  {point_name(p):<8} {p.selector[:28]:<28} {_num(p.mean)} {ci:<16} |{bar(p.mean)}|{here}{same}")
+        shown = f" |{bar(p.mean)}|" if bars else ""
+        lines.append(f"  {point_name(p):<8} {p.selector[:28]:<28} {_num(p.mean)} {ci:<16}{shown}{here}{same}")
     return lines
 
 

@@ -26,7 +26,9 @@ from hermit_tui.core.records.folders import StoredEvaluation, eval_root, list_ev
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
 from hermit_tui.core.records.table import ERROR, JUDGE_ERROR
 from hermit_tui.core.stats.figures import SelectorStats, selector_stats
+from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import _digest
+from hermit_tui.core.workspace.tree import AdapterTree
 
 Kind = Literal["none", "root", "checkpoint", "other", "final"]
 MarkKind = Literal["solved", "unsolved", "error", "judge_error"]
@@ -53,6 +55,7 @@ class VersionRow(BaseModel):
 
     label: str  # the evaluation's folder under eval/
     name: str  # the label, with " @ <archive time>" for an archived one
+    folder: str = ""  # where it is on disk
     selector: str  # what was evaluated (summary.json's adapter), else the label
     kind: Kind
     step: int | None = None  # a checkpoint's step
@@ -117,13 +120,22 @@ def kind_of(selector: str) -> tuple[Kind, int | None]:
 _RANK = {"none": 0, "root": 1, "checkpoint": 2, "other": 3, "final": 4}
 
 
-def ordered(found: list[StoredEvaluation]) -> list[StoredEvaluation]:
+def _placed(selector: str, commit: str | None, checkpoints: dict[str, int]) -> tuple[Kind, int | None]:
+    """kind_of, with a commit selector that is a checkpoint's commit placed as that checkpoint."""
+    kind, step = kind_of(selector)
+    if kind == "other" and commit in checkpoints:
+        return "checkpoint", checkpoints[commit or ""]
+    return kind, step
+
+
+def ordered(found: list[StoredEvaluation], checkpoints: dict[str, int] | None = None) -> list[StoredEvaluation]:
     """Evaluations as a launch orders its columns; within a label, list_evaluations' order (current, then archived
     newest first)."""
     rank = {id(e): i for i, e in enumerate(found)}
 
     def key(e: StoredEvaluation) -> tuple[int, int, int]:
-        kind, step = kind_of(e.summary.adapter if e.summary else e.label)
+        s = e.summary
+        kind, step = _placed(s.adapter if s else e.label, s.commit if s else None, checkpoints or {})
         return (_RANK[kind], step or 0, rank[id(e)])
 
     return sorted(found, key=key)
@@ -176,12 +188,34 @@ def _read(
     return marks, task_mean, stats, seen
 
 
+def checkpoint_steps(config: Config) -> dict[str, int]:
+    """The commit of each ``<run>/ckpt-step-N`` tag of the run's tree -> N (empty when the tree cannot be read), so
+    that a checkpoint evaluated by its commit sits on the curve too."""
+    try:
+        versions = AdapterTree(config.tree_dir).versions(config.run_name)
+    except Exception:  # no tree, or an unreadable one: checkpoints are then known by their tags' names only
+        return {}
+    out: dict[str, int] = {}
+    for v in versions:
+        kind, step = kind_of(v.name)
+        if v.kind == "checkpoint" and kind == "checkpoint" and step is not None:
+            out.setdefault(v.commit, step)
+    return out
+
+
 def task_versions(
-    run_dir: Path, task: str | None, test_ids: list[str], threshold: float = SOLVED_THRESHOLD
+    run_dir: Path,
+    task: str | None,
+    test_ids: list[str],
+    threshold: float = SOLVED_THRESHOLD,
+    checkpoints: dict[str, int] | None = None,
 ) -> TaskVersions:
-    """``task`` (None: the curve alone) through every evaluation of the run, with the checkpoint curve. InputError
-    (one line) when the run has no evaluation, or the task is neither a test task nor in any evaluation."""
-    found = ordered(list_evaluations(run_dir))
+    """``task`` (None: the curve alone) through every evaluation of the run, with the checkpoint curve;
+    ``checkpoints`` (``checkpoint_steps``) places an evaluation of a checkpoint's commit as that checkpoint.
+    InputError (one line) when the run has no evaluation, or the task is neither a test task nor in any
+    evaluation."""
+    steps_of_commit = checkpoints or {}
+    found = ordered(list_evaluations(run_dir), steps_of_commit)
     if not found:
         raise InputError(f"{eval_root(run_dir)}: no evaluation of this run yet; evaluate some versions first")
     wanted, n_test = _digest([str(t) for t in test_ids]), len(test_ids)
@@ -191,10 +225,11 @@ def task_versions(
     for stored in found:
         s = stored.summary
         selector = s.adapter if s is not None else stored.label
-        kind, step = kind_of(selector)
+        kind, step = _placed(selector, None if s is None else s.commit, steps_of_commit)
         row = VersionRow(
             label=stored.label,
             name=stored.name,
+            folder=str(stored.folder),
             selector=selector,
             kind=kind,
             step=step,
@@ -244,8 +279,24 @@ def task_versions(
     return TaskVersions(task=task or "", threshold=threshold, rows=rows, curve=curve, notes=notes)
 
 
+def curve_of(points: list[CurvePoint]) -> CheckpointCurve | None:
+    """The checkpoint curve from versions already measured (the report's selectors): root first, the checkpoints by
+    step, final last; None without a checkpoint among them (no curve to draw)."""
+    order = {"root": 0, "checkpoint": 1, "final": 2}
+    kept = sorted((p for p in points if p.kind in order), key=lambda p: (order[p.kind], p.step or 0))
+    if not any(p.kind == "checkpoint" for p in kept):
+        return None
+    curve = CheckpointCurve(points=kept)
+    by_commit = {p.commit: p.selector for p in kept if p.kind == "checkpoint" and p.commit}
+    for p in kept:
+        if p.kind == "final" and p.commit in by_commit:
+            curve.same_as[p.label] = by_commit[p.commit]
+    return curve
+
+
 __all__ = [
     "CURVE_NOTE",
+    "curve_of",
     "GLYPH",
     "MARKS_LEGEND",
     "MARKS_SHORT",
@@ -254,6 +305,7 @@ __all__ = [
     "Mark",
     "TaskVersions",
     "VersionRow",
+    "checkpoint_steps",
     "kind_of",
     "ordered",
     "task_versions",

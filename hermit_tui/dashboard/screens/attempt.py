@@ -470,6 +470,17 @@ class AttemptScreen(Triage, HermitScreen[None]):
         rep = self.query_one("#side-repeat", Select).selection
         self.app.goto("aligned", task_id=self.task_id, keys=[a, b], repeat=rep if isinstance(rep, int) else None)
 
+    def action_changes(self) -> None:
+        """Changes (why it changed) for the side-by-side pair: the adapter's diff beside the tasks it flipped."""
+        a = self.query_one("#side-left", Select).selection
+        b = self.query_one("#side-right", Select).selection
+        if not isinstance(a, str) or not isinstance(b, str) or a == b:
+            if len(self.store.keys) < 2:
+                self.notify("Only one selector: nothing to compare", severity="warning")
+                return
+            a, b = self._default_pair()
+        self.app.goto("changes", a=a, b=b)
+
     def action_versions(self) -> None:
         """This task through every evaluation of the run."""
         self.app.goto("versions", task_id=self.task_id)

@@ -85,7 +85,11 @@ class AlignedScreen(HermitScreen[None]):
 
     def _show(self, aligned: TaskAlignment) -> None:
         self.aligned = aligned
-        self.shown = aligned.repeats.index(self.wanted) if self.wanted in aligned.repeats else 0
+        if self.wanted in aligned.repeats:
+            self.shown = aligned.repeats.index(self.wanted)
+        else:  # no repeat asked for: the first where the agents part ways (what Changes sent the user to see)
+            parted = (i for i, al in enumerate(aligned.alignments) if al.first_divergence is not None)
+            self.shown = next(parted, 0)
         self._draw()
         self.query_one("#aligned-rows", VirtualTable).focus()
         self.action_first_divergence()

@@ -5,6 +5,7 @@ opened with ``V`` from the per-task table and the drill-down."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -13,7 +14,15 @@ from textual.widgets import Header, Static
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.why.text import point_name
-from hermit_tui.core.why.versions import CURVE_NOTE, GLYPH, MARKS_SHORT, CheckpointCurve, TaskVersions, VersionRow
+from hermit_tui.core.why.versions import (
+    CURVE_NOTE,
+    GLYPH,
+    MARKS_SHORT,
+    CheckpointCurve,
+    TaskVersions,
+    VersionRow,
+    checkpoint_steps,
+)
 from hermit_tui.core.why.versions import task_versions as read_versions
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
@@ -85,7 +94,7 @@ class CurvePlot(StatPlot):
         plt.xticks(xs, [point_name(p) for p in points])
         plt.xlim(0.6, len(points) + 0.4)
         plt.ylim(0, 1.05)
-        plt.yticks([0, 0.25, 0.5, 0.75, 1.0])
+        plt.yticks([0, 0.5, 1.0])  # three fit the smallest plot: plotext would drop some, not always the same
         plt.title("Checkpoints on test: description only")
 
 
@@ -131,7 +140,7 @@ class VersionsScreen(HermitScreen[None]):
 
         def work() -> None:
             try:
-                found = read_versions(run_dir, task, test_ids, threshold)
+                found = read_versions(run_dir, task, test_ids, threshold, checkpoint_steps(config))
             except InputError as exc:
                 self.app.call_from_thread(self._failed, str(exc))
                 return
@@ -185,6 +194,36 @@ class VersionsScreen(HermitScreen[None]):
 
     def focus_main(self) -> None:
         self.query_one("#versions-rows", VirtualTable).focus()
+
+    def shown_key(self, row: VersionRow) -> str | None:
+        """The view's column that shows this evaluation (read from its folder), if any."""
+        where = Path(row.folder).resolve()
+        columns = self.app.store.columns.items()
+        return next((k for k, c in columns if c.folder is not None and Path(c.folder).resolve() == where), None)
+
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        event.stop()
+        self._drill(event.row)
+
+    def action_drill(self) -> None:
+        row = self.query_one("#versions-rows", VirtualTable).cursor_value
+        if row is not None:
+            self._drill(row)
+
+    def _drill(self, row: VersionRow) -> None:
+        """The task's drill-down on this evaluation's tab; one not in the view is put in it first (as History
+        does), and enter again opens it."""
+        if row.problem is not None:
+            self.notify(f"{row.name}: cannot be read", severity="warning")
+            return
+        key = self.shown_key(row)
+        if key is not None:
+            self.app.goto("attempt", task_id=self.task_id, key=key)
+            return
+        from hermit_tui.core.records.folders import open_evaluation
+
+        self.app.add_stored([open_evaluation(Path(row.folder))])
+        self.notify(f"{row.name} is put in the view: enter again opens its drill-down", timeout=5)
 
     def action_refresh(self) -> None:
         self.start()

@@ -1,0 +1,2 @@
+"""Small modal dialogs over the screens: quitting during a launch (``quit``) and the success threshold
+(``threshold``)."""
