@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hostile_util import snapshot, time_limit
+from waiting import wait_for
 
 from hermit_tui.cli import main
 
@@ -710,10 +711,7 @@ def test_bad_config_in_the_dashboard_is_a_notification(tmp_path):
     async def scenario():
         app = HermitApp(ws / "run.yaml")
         async with app.run_test(size=(100, 30)) as pilot:
-            for _ in range(100):
-                if app._notifications:
-                    break
-                await pilot.pause(0.05)
+            await wait_for(pilot, lambda: app._notifications, what="a notification")
             notes = list(app._notifications)
             assert notes and notes[0].severity == "error" and "tasks.jsonl" in notes[0].message
             assert app.is_running

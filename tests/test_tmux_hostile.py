@@ -85,7 +85,15 @@ def test_the_dashboard_shows_hostile_text_and_sends_none_of_it_to_the_terminal(t
         assert "fb\\x1b[2J\\x9b0m [bold red]markup[/]" in drill and unharmed(drill)
         assert "field\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in drill  # the task's fields
         keys(socket, "x")  # the transcript
-        transcript = wait_screen(socket, lambda s: "messages · from transcripts.jsonl" in s)
+        # the note can be drawn a frame before the messages: wait for the messages themselves
+        transcript = wait_screen(
+            socket,
+            lambda s: (
+                "messages · from transcripts.jsonl" in s
+                and "ask\\x1b]0;PWNED\\x07" in s
+                and "say\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in s
+            ),
+        )
         assert "ask\\x1b]0;PWNED\\x07" in transcript and "say\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in transcript
         assert unharmed(transcript)
         keys(socket, "Escape")

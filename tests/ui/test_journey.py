@@ -11,6 +11,7 @@ import shutil
 
 from journey_kit import FAST, git, settle, setup_ready, type_text, wait_for
 from textual.widgets import Input, SelectionList, Static
+from waiting import settled
 
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
@@ -36,7 +37,8 @@ async def test_a_launch_with_final_publishes_nothing_then_review_publishes_and_u
             pilot,
             lambda: not app.running and "final" in app.store.columns and app.store.columns["final"].summary is not None,
         )
-        await pilot.pause(0.2)
+        await settled(pilot, "eval")
+        await wait_for(pilot, lambda: "Review & publish: p" in str(app.screen.query_one("#run-offer", Static).content))
         # final finished complete: nothing was published, byte for byte
         assert demo.summary("final")["complete"] is True
         assert demo.card() == card and demo.refs() == refs
@@ -182,7 +184,7 @@ async def test_quitting_during_a_launch_asks_and_cancels(demo):
         assert isinstance(app.screen, QuitScreen)
         await pilot.press("c")  # cancel the launch, stay
         await wait_for(pilot, lambda: not app.running)
-        await pilot.pause(0.2)
+        await settled(pilot, "eval")
         assert isinstance(app.screen, RunScreen) and app.is_running
         for label in ("none", "root", "final"):
             s = demo.summary(label)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from trained_project import RUN, RUN_DIR, build_trained_project, copy_trained_project
+from waiting import wait_for
 
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.history import HistoryScreen
@@ -22,14 +22,6 @@ from hermit_tui.dashboard.screens.tasks import TasksScreen
 
 PICKS = ["none", "root", f"{RUN}/ckpt-step-1", "final", "adapters/shouty"]
 LAUNCHED = {"none", "root", f"{RUN}_ckpt-step-1", "final", "shouty"}  # the labels hermit-tui gives them
-
-
-async def wait_for(pilot, predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
 
 
 @pytest.fixture(scope="module")
