@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from test_tmux import TMUX, keys, needs_bin, screen, start, wait_screen
 from trained_project import RUN, RUN_DIR, build_trained_project, copy_trained_project
 from waiting import wait_until
 
-pytestmark = [pytest.mark.tmux, pytest.mark.skipif(TMUX is None, reason="tmux is not installed")]
+pytestmark = [pytest.mark.tmux, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 PICKS = ["none", "root", f"{RUN}/ckpt-step-1", "final", "adapters/shouty"]
 STATUS = re.compile(r"(running|finished)\s+(\d+)/(\d+) attempts\s+·\s+(\d+) tasks × (\d+) selectors")
 

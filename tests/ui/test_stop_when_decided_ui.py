@@ -169,7 +169,7 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         assert f"repeated 95% CI {look.ci_low:.3f} to {look.ci_high:.3f} (sequential, after round 1)" in figures
 
         # round 2 completes: the launch stops, the summaries carry the decision, which the screen then recomputes
-        records = {label: {} for label in ("none", "good")}
+        records: dict[str, dict[tuple[str, int], AttemptRecord]] = {label: {} for label in ("none", "good")}
         for label in records:
             for r in (1, 2):
                 for tid in IDS:
@@ -216,8 +216,9 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         screen = await settle(pilot)
         verdict = str(screen.query_one("#verdict", Static).content)
         assert verdict.startswith("Stopped when decided: none scores") and verdict.endswith(": a regression.")
-        assert look.z is not None
-        assert plot.data.observed == [-look.z, -looks[0].z]
+        first_z = looks[0].z
+        assert look.z is not None and first_z is not None
+        assert plot.data.observed == [-look.z, -first_z]
 
 
 def finished_store() -> EvalStore:

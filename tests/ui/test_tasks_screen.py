@@ -17,7 +17,7 @@ import asyncio
 import threading
 
 from fixture_data import fixed_store, fixture_app
-from rich.text import Text
+from textual.content import Content
 from textual.widgets import Input, Static
 from waiting import wait_for
 
@@ -111,7 +111,7 @@ async def test_f_cycles_the_filters_and_the_chip_of_the_active_one_is_marked():
         await pilot.press("f", "f")
         assert screen.filter == "regressions" and shown(screen) == ["t04", "t10"]
         chips = screen.query_one("#tasks-filters", Static).content
-        assert isinstance(chips, Text)
+        assert isinstance(chips, Content)
         marked = [chips.plain[s.start : s.end] for s in chips.spans if "reverse" in str(s.style)]
         assert marked == [" regressions "]
         await pilot.press("f", "f", "f", "f")

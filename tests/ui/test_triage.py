@@ -305,7 +305,7 @@ async def test_labels_reach_the_evaluation_folder_and_the_label_set_the_settings
         app.goto("tasks")
         await pilot.pause()
         await pilot.press("u")
-        assert isinstance(app.screen, AttemptScreen)
+        assert isinstance(app.screen, TasksScreen)  # u in the table moves the table's cursor
         chosen = app.screen.chosen_attempt()
         assert chosen is not None
         key, task, repeat = chosen
