@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_tmux import TMUX, keys, needs_bin, screen, start, wait_screen
-from trained_project import RUN, RUN_DIR, build_trained_project, copy_trained_project
+from trained_project import RUN, RUN_DIR, copy_trained_project
 from waiting import wait_until
 
 pytestmark = [pytest.mark.tmux, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
@@ -21,10 +21,9 @@ STATUS = re.compile(r"(running|finished)\s+(\d+)/(\d+) attempts\s+·\s+(\d+) tas
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("trained-tmux") / "project"
-    build_trained_project(dest)
-    return dest
+def trained(trained_template) -> Path:
+    """The session's trained project: each test copies it."""
+    return trained_template
 
 
 @needs_bin

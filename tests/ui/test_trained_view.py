@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from textual.widgets import Button, OptionList
-from trained_project import RUN, RUN_DIR, build_trained_project, copy_trained_project
+from trained_project import RUN, RUN_DIR, copy_trained_project
 from waiting import wait_for
 
 from hermit_tui.dashboard.app import HermitApp
@@ -26,10 +26,9 @@ LAUNCHED = {"none", "root", f"{RUN}_ckpt-step-1", "final", "shouty"}  # the labe
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("trained") / "project"
-    build_trained_project(dest)
-    return dest
+def trained(trained_template) -> Path:
+    """The session's trained project: each test copies it (project)."""
+    return trained_template
 
 
 @pytest.fixture
