@@ -1,6 +1,6 @@
 """Run every benchmark, each in its own process, and print each figure next to its target.
 
-    python benchmarks/run_all.py [--quick] [--only runner,hermit,overhead,dashboard,ray,stats,scale] [--write [PATH]]
+    python benchmarks/run_all.py [--quick] [--only runner,hermit,...,where,why] [--write [PATH]]
 
 --write regenerates benchmarks/RESULTS.md (or PATH) from this run: the machine, the date, the command and every
 figure; the notes below the NOTES_MARKER line of the existing file are kept.
@@ -30,6 +30,7 @@ SCRIPTS = {  # name: (script, what it measures)
     "stats": ("bench_stats.py", "6. Statistics: coverage, the paired test, sequential stopping, speed"),
     "scale": ("bench_scale.py", "7. A million attempts: report and dashboard against a stdlib pass, 10k-1M"),
     "where": ("bench_where.py", "8. Where it helps and hurts: slices under Holm, the harmed-task list's FDR, scale"),
+    "why": ("bench_why.py", "9. Why it changed: aligning 200-step trajectories, a pair's summary at 10,000 attempts"),
 }
 NOTES_MARKER = "<!-- notes: everything below this line is kept when run_all.py --write regenerates the file -->"
 

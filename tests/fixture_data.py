@@ -20,6 +20,25 @@ _BASE = {
     "final": [1, 1, 1, 0, 0, 1, 1, 1, 1, 0.5, 1, 1],
 }
 
+#: Seven selectors, as a hermit-trained project has them (checkpoints, an adapter directory, a commit): the 80x24
+#: snapshots with many columns. The extra ones score between root and final, each on a fixed pattern.
+SEVEN_LABELS = ("none", "root", "demo_ckpt-step-1", "demo_ckpt-step-2", "shouty", "3ad8450452c9", "final")
+SEVEN_COMMITS = {
+    **FIXED_COMMITS,
+    "demo_ckpt-step-1": "2" * 40,
+    "demo_ckpt-step-2": "3" * 40,
+    "shouty": None,
+    "3ad8450452c9": "3ad8450452c9" + "0" * 28,
+}
+_BASE.update(
+    {
+        "demo_ckpt-step-1": [1, 0, 1, 1, 0, 1, 0.5, 0, 1, 1, 0.5, 0.5],
+        "demo_ckpt-step-2": [1, 0.5, 1, 0.5, 0, 1, 1, 0, 1, 1, 1, 0.5],
+        "shouty": [0, 0, 1, 0.5, 0, 1, 0, 0.5, 0.5, 1, 0, 0],
+        "3ad8450452c9": [1, 1, 1, 0.5, 0, 1, 1, 0.5, 1, 0.5, 1, 1],
+    }
+)
+
 
 def fixed_records(label: str, repeats: int = 3) -> list[AttemptRecord]:
     """Deterministic attempts with every status: t05 always fails in the pipeline, final's t09 repeat 2 has a
@@ -81,15 +100,19 @@ def fixed_records(label: str, repeats: int = 3) -> list[AttemptRecord]:
     return out
 
 
-def fixed_store(repeats: int = 3) -> EvalStore:
-    """A store fed through the engine's own events, as a finished launch of none/root/final would feed it."""
+def fixed_store(repeats: int = 3, labels: tuple[str, ...] = FIXED_LABELS) -> EvalStore:
+    """A store fed through the engine's own events, as a finished launch of none/root/final (or ``labels``, e.g.
+    SEVEN_LABELS) would feed it."""
     store = EvalStore({t["id"]: t for t in FIXED_TASKS}, [])
     ids = [t["id"] for t in FIXED_TASKS]
     total = len(ids) * repeats
-    store.apply(ev.RunStarted(labels=list(FIXED_LABELS), task_ids=ids, repeats=repeats, concurrency=4, total=total * 3))
-    for label in FIXED_LABELS:
-        store.apply(ev.SelectorStarted(label=label, selector=label, commit=FIXED_COMMITS[label], total=total))
-    for label in FIXED_LABELS:
+    commits = SEVEN_COMMITS
+    store.apply(
+        ev.RunStarted(labels=list(labels), task_ids=ids, repeats=repeats, concurrency=4, total=total * len(labels))
+    )
+    for label in labels:
+        store.apply(ev.SelectorStarted(label=label, selector=label, commit=commits[label], total=total))
+    for label in labels:
         records = fixed_records(label, repeats)
         for rec in records:
             store.apply(ev.AttemptFinished(label=label, record=rec, traceback=rec.traceback))
@@ -99,7 +122,7 @@ def fixed_store(repeats: int = 3) -> EvalStore:
                 summary=summarize(
                     records,
                     adapter=label,
-                    commit=FIXED_COMMITS[label],
+                    commit=commits[label],
                     task_ids=ids,
                     repeats=repeats,
                     wall_s=12.0,

@@ -49,6 +49,13 @@ EXPECTED = {
             "filter_s",
         )
     ],
+    "bench_why.py": [
+        "why.align_200_ms",
+        "why.align_divergence_found",
+        "why.pair_summary_s",
+        "why.pair_summary_cpu_s",
+        "why.pair_summary_peak_rss_mb",
+    ],
     "bench_where.py": [
         "where.slices.fwer_no_effect",
         "where.slices.power_at_0.3",
@@ -68,14 +75,23 @@ EXPECTED = {
         "stats.test.size_unequal_repeats",
         "stats.test.exact_vs_large_sample",
         "stats.sequential.aa_false_claims",
-        "stats.sequential.saved_at_0.35",
-        "stats.sequential.first_half_at_0.35",
+        "stats.sequential.aa_false_claims_upper",
+        "stats.sequential.fwer_three_candidates",
+        "stats.sequential.attempts_vs_equal_power_fixed_50",
+        "stats.sequential.attempts_vs_equal_power_fixed_200",
+        "stats.sequential.estimate_at_stopping_bias",
         "stats.speed.columns_s",
         "stats.speed.tuples_s",
     ],
 }
 # the correctness figures (synth.figure(..., check=True)): judged in --quick too, and each must hold
-CHECKS = {"hermit.same_results", "stats.coverage.outside_range", "stats.grid.outside_or_zero", "scale.900.same_means"}
+CHECKS = {
+    "why.align_divergence_found",
+    "hermit.same_results",
+    "stats.coverage.outside_range",
+    "stats.grid.outside_or_zero",
+    "scale.900.same_means",
+}
 
 
 @pytest.fixture(scope="module")

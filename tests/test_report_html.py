@@ -423,3 +423,46 @@ def test_hostile_text_in_an_attempt_is_escaped(evaluated, tmp_path):
     assert {e["tag"] for e in page.elements} <= ALLOWED_TAGS
     (section,) = page.find("section", id="attempts")
     assert all(h in section["text"] for h in HOSTILE)  # shown as text, never as markup
+
+
+def test_where_it_helps_and_hurts_has_sections_of_its_own_with_the_json_reports_figures(evaluated, tmp_path):
+    """report --slice-by --harmed --error-bounds --pass-k: the page's Slices, Harmed tasks, Bounds and pass@k
+    sections carry the JSON report's figures (not the generic dump of the model)."""
+    flags = ["--slice-by", "category", "--harmed", "--error-bounds", "--pass-k"]
+    for fmt in ("json", "html"):
+        args = ["report", "--config", str(evaluated), "--format", fmt, *flags, "--output", str(tmp_path / f"w.{fmt}")]
+        assert main(args) == 0
+    report = json.loads((tmp_path / "w.json").read_text())
+    page = Page((tmp_path / "w.html").read_text(encoding="utf-8"))
+    nav = [a["attrs"]["href"] for a in page.elements if a["tag"] == "a" and "nav" in a["parents"]]
+    assert {"#slices", "#harmed", "#bounds", "#pass-k"} <= set(nav)
+    extras = {s["attrs"].get("id") for s in page.find("section") if s["attrs"].get("id", "").startswith("extra-")}
+    assert extras <= {"extra-taxonomy"}  # the failure taxonomy is still drawn generically; these four are not
+    slices = page.find("section", id="slices")[0]
+    marks = [e for e in page.elements if e["tag"] == "span" and "data-slice" in e["attrs"] and slices in _up(e)]
+    pairs = len(report["slices"]["slices"][0]["pairs"])
+    names = [s["name"] for s in report["slices"]["slices"]]
+    assert [m["attrs"]["data-slice"] for m in marks] == names * pairs
+    for m, (sl, k) in zip(marks, [(s, k) for k in range(pairs) for s in report["slices"]["slices"]]):
+        assert m["attrs"]["data-hurt"] == str(sl["pairs"][k]["hurt"]).lower()
+        row = m["parent"]["parent"]  # span -> td -> tr
+        cells = [c["text"] for c in page.children(row, "td")]
+        expected = sl["pairs"][k]["mean_diff"]
+        assert cells[4] == ("—" if expected is None else f"{expected:+.3f}")
+    harm = page.find("article", **{"class": "harm"})
+    assert [
+        (a["attrs"]["data-baseline"], a["attrs"]["data-candidate"], int(a["attrs"]["data-harmed"])) for a in harm
+    ] == [(h["baseline"], h["candidate"], len(h["harmed"])) for h in report["harm"]]
+    bounds = page.find("article", **{"class": "bounds"})
+    assert [b["attrs"]["data-holds"] for b in bounds] == [str(b["holds"]).lower() for b in report["error_bounds"]]
+    passk = page.find("section", id="pass-k")[0]["text"]
+    first = report["pass_k"]["selectors"][0]
+    assert f"{first['label']} pass@1" in passk
+
+
+def _up(el: dict) -> list[dict]:
+    out = []
+    while el["parent"] is not None:
+        el = el["parent"]
+        out.append(el)
+    return out

@@ -9,7 +9,9 @@ from scipy.stats import multivariate_normal, norm
 
 from hermit_tui.core.stats.sequential import (
     METHOD,
+    SPEND_SHARE,
     SequentialMonitor,
+    candidate_spend,
     obf_spending,
     round_boundaries,
     sequential_look,
@@ -54,8 +56,11 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
     assert look.ci_low is not None
     assert look.ci_high is not None
     assert look.decision == "improvement" and look.decided_at == 1 and look.ci_low > 0 and look.ci_high <= 1
-    # round 1 of 8 spends alpha(1/8), each side: 2 - 2 Phi(z(1 - .05/4) / sqrt(1/8)) -> c = 6.232
-    assert look.boundary_z == pytest.approx(norm.ppf(1 - obf_spending(1 / 8) / 2)) == pytest.approx(6.232, abs=1e-3)
+    # one candidate spends 0.9 x 0.05 = 0.045; round 1 of 8 spends alpha(1/8) of it, each side:
+    # 2 - 2 Phi(z(1 - .045/4) / sqrt(1/8)), by scipy: c = 6.348
+    spent = 2 * (2 - 2 * norm.cdf(norm.ppf(1 - 0.045 / 4) / math.sqrt(1 / 8)))
+    assert look.boundary_z == pytest.approx(norm.ppf(1 - spent / 2)) == pytest.approx(6.348, abs=1e-3)
+    assert look.alpha_spent == pytest.approx(spent) and look.boundary_alpha == pytest.approx(0.045)
     assert round_boundaries(8) == pytest.approx(spending_boundaries(tuple(range(1, 9)), None))
     assert look.method == METHOD and look.summary() == {
         "baseline": "none",
@@ -64,6 +69,8 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
         "max_rounds": 8,
         "method": METHOD,
         "alpha": 0.05,
+        "spend": pytest.approx(0.045),
+        "split_over": 1,
         "margin": None,
         "decided_at": 1,
         "interval": [look.ci_low, look.ci_high],
@@ -130,4 +137,43 @@ def test_aa_sequences_rarely_claim_a_difference():
             if monitor.decided:
                 break
         claims += look.decision in ("improvement", "regression")
+    assert claims / runs <= 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / runs)
+
+
+def test_alpha_is_split_over_the_candidates_and_each_share_spent_as_promised():
+    # Bonferroni: three candidates against one baseline spend 0.9 x 0.05 / 3 = 0.015 each, so the chance of any
+    # false claim is at most 3 x 0.015 = 0.045; the boundaries of 4 rounds spend exactly that share (an independent
+    # multivariate-normal computation of the chance of crossing any of them)
+    assert (
+        SPEND_SHARE == 0.9
+        and candidate_spend(0.05, 3) == pytest.approx(0.015)
+        and candidate_spend() == pytest.approx(0.045)
+    )
+    cs = round_boundaries(4, candidate_spend(0.05, 3))
+    corr = np.array([[math.sqrt(min(a, b) / max(a, b)) for b in range(1, 5)] for a in range(1, 5)])
+    lim = np.array(cs)
+    stay = multivariate_normal(mean=np.zeros(4), cov=corr).cdf(lim, lower_limit=-lim, rng=1)
+    assert 1 - stay == pytest.approx(0.015, abs=2e-5)
+    rng = np.random.default_rng(3)
+    g = 40
+    a = (rng.random((g, 1)) < 0.4).astype(float)
+    look = sequential_look("none", "c1", a, a[::-1], 4, candidates=3)
+    assert look.boundary_z == pytest.approx(cs[0]) and look.summary()["split_over"] == 3
+    assert look.summary()["spend"] == pytest.approx(0.015)
+
+
+def test_three_candidates_without_effect_rarely_claim_anything():
+    # 300 seeded launches of three A/A candidates on 30 pass/fail tasks, up to 4 rounds: any false claim <= 5%
+    rng = np.random.default_rng(11)
+    runs, claims = 300, 0
+    for _ in range(runs):
+        p = rng.beta(1.0, 1.0, size=30)
+        monitors = [SequentialMonitor("none", f"c{i}", 4, candidates=3) for i in range(3)]
+        for _ in range(4):
+            base = (rng.random(30) < p).astype(float)
+            for m in monitors:
+                m.add_round(base, (rng.random(30) < p).astype(float))
+            if all(m.decided for m in monitors):
+                break
+        claims += any(m.last is not None and m.last.decision in ("improvement", "regression") for m in monitors)
     assert claims / runs <= 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / runs)

@@ -135,14 +135,15 @@ def test_ab_stops_early_with_an_improvement(project):
     assert round1.ci_low is not None and round2.ci_low is not None
     assert round1.ci_high is not None and round2.ci_high is not None
     assert (low, high) == pytest.approx((max(round1.ci_low, round2.ci_low), min(round1.ci_high, round2.ci_high)))
-    # round 2's boundary spends what the O'Brien-Fleming-type function allows by t = 2/6 (an independent
-    # two-look multivariate normal computation, correlation sqrt(1/2))
+    # round 2's boundary spends what the O'Brien-Fleming-type function allows by t = 2/6 of the candidate's 0.9 x 0.05
+    # (an independent two-look multivariate normal computation, correlation sqrt(1/2))
     c1, c2 = round1.boundary_z, round2.boundary_z
     assert c1 is not None and c2 is not None
     stay = multivariate_normal(mean=[0, 0], cov=[[1, math.sqrt(0.5)], [math.sqrt(0.5), 1]]).cdf(
         [c1, c2], lower_limit=[-c1, -c2], rng=1
     )
-    assert 1 - stay == pytest.approx(obf_spending(2 / ROUNDS), abs=2e-5)
+    assert 1 - stay == pytest.approx(obf_spending(2 / ROUNDS, 0.045), abs=2e-5)
+    assert good["spend"] == pytest.approx(0.045) and good["split_over"] == 1
 
 
 def test_aa_runs_every_round_and_stays_undecided(project):
@@ -164,8 +165,8 @@ def test_aa_with_a_margin_stops_as_equivalent(project):
 
 
 def test_whole_rounds_go_on_until_every_candidate_is_decided(project):
-    # good is decided after round 2, worse after round 1 or 2, clone never: every round runs for every selector,
-    # and the earlier decisions are kept
+    # good is decided after round 2, worse by round 3 (three candidates: each spends a third of 0.9 x 0.05), clone
+    # never: every round runs for every selector, and the earlier decisions are kept
     summaries, seen = launch(project, ["adapters/good", "none", "adapters/clone", "adapters/worse"])
     check_files(project, ["good", "none", "clone", "worse"], rounds=ROUNDS)
     assert summaries["none"].sequential.candidates == {
@@ -175,7 +176,8 @@ def test_whole_rounds_go_on_until_every_candidate_is_decided(project):
     }
     good, worse = summaries["good"].sequential, summaries["worse"].sequential
     assert (good.decision, good.decided_at, good.rounds) == ("improvement", 2, ROUNDS)
-    assert worse.decision == "regression" and worse.interval[1] < 0 and worse.decided_at <= 2
+    assert worse.decision == "regression" and worse.interval[1] < 0 and worse.decided_at <= 3
+    assert good.spend == worse.spend == pytest.approx(0.015) and good.split_over == 3
 
 
 def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision(project, tmp_path):

@@ -181,3 +181,56 @@ def test_usage_hooks_come_first():
     record = usage_of(steps_of(BASE), BASE, exports, record_value={"tools": ["lookup"]}, hook=hook)
     assert (record.used, record.tools, record.source) == (True, ["lookup"], "record")
     assert usage_of(None, None, exports, record_value=False).used is False
+
+
+# -- the pair summary's divergence (divergence_two, compact arguments) ------------------------------------------------
+LONG_A = [SYSTEM, USER] + [m for i in range(60) for m in (call(i, "py", {"i": i}), result(i, f"out {i}"))]
+LONG_B = LONG_A[: 2 + 30] + [say("a thought")] + LONG_A[2 + 30 :]  # inserted before agent step 31
+CASES = [  # (a, b, the first divergence's agent step, worked out by hand)
+    (BASE, list(BASE), None),
+    ([], [], None),
+    ([], BASE, 1),  # one-sided: every agent step of b is inserted
+    (BASE, [SYSTEM, USER], 1),
+    ([{**SYSTEM, "content": "other prompt"}] + BASE[1:], BASE, None),  # the inputs differ, the agents did not
+    (BASE, [SYSTEM, USER, call(0, "ls", {"dir": "/"}), result(0, "a.txt b.txt"), say("done")], 1),
+    (BASE, BASE[:4] + [say("done, twice")], 3),
+    (BASE, BASE[:4] + [call(1, "cat", {"f": "a"}), result(1, "x"), say("done")], 3),
+    (LONG_A, LONG_B, 31),
+    # the same arguments written with other whitespace (and key spacing) are the same step
+    (
+        BASE,
+        BASE[:2]
+        + [
+            {
+                **BASE[2],
+                "tool_calls": [
+                    {**BASE[2]["tool_calls"][0], "function": {"name": "ls", "arguments": '{ "dir" :   "." }'}}
+                ],
+            }
+        ]
+        + BASE[3:],
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("a, b, expected", CASES)
+def test_the_pair_summarys_divergence_is_the_alignments(a, b, expected):
+    from hermit_tui.core.why.align import divergence_two
+
+    assert align_messages(["a", "b"], [a, b]).divergence_step == expected
+    assert divergence_two(steps_of(a, pretty=False), steps_of(b, pretty=False)) == expected
+
+
+def test_the_pair_summarys_divergence_agrees_with_the_alignment_on_random_trajectories():
+    import random
+
+    from hermit_tui.core.why.align import divergence_two
+
+    rng = random.Random(26)
+    pool = [call(0, "ls", {"d": "."}), result(0, "x"), call(1, "cat", {"f": "a"}), result(1, "y"), say("ok"), USER]
+    for _ in range(400):
+        a = [SYSTEM] + [rng.choice(pool) for _ in range(rng.randint(0, 12))]
+        b = [SYSTEM] + [rng.choice(pool) for _ in range(rng.randint(0, 12))]
+        full = align_messages(["a", "b"], [a, b]).divergence_step
+        assert divergence_two(steps_of(a, pretty=False), steps_of(b, pretty=False)) == full, (a, b)

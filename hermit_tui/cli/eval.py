@@ -190,12 +190,18 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         # --baseline and --margin serve both the sequential test and the gate
         baseline=args.baseline if args.stop_when_decided else None,
         margin=args.margin if args.stop_when_decided else None,
+        cluster_by=args.cluster_by,
     )
     run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
     _check_publish(args, run)
     sink, progress = _progress(run, out.guard.terminal_err)
     run.on_event = sink
+    if run.plan.sequential is not None and not args.resume:
+        from hermit_tui.core.run.rounds import projections
+
+        for text in projections(config.run_dir, run.plan.sequential, run.plan.task_ids):
+            sys.stderr.write(f"projection: {line(text)}\n")
 
     def interrupted(signum, frame):
         if run.cancel_requested:

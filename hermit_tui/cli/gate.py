@@ -2,7 +2,8 @@
 (``core/report/gate.py``).
 
     hermit-tui gate --config run.yaml [--baseline SEL] [--candidate SEL] [--require REQ ...] [--only] [--margin M]
-                    [--lenient] [--max-error-rate F] [--allow-unchecked] [--slice-by FIELD] [--smoke]
+                    [--lenient] [--max-error-rate F] [--allow-unchecked] [--slice-by FIELD] [--cluster-by FIELD]
+                    [--smoke]
                     [--format text|json]
                     [key.sub=value ...]
 
@@ -21,7 +22,6 @@ from dataclasses import dataclass
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.safe import line
-from hermit_tui.core.workspace.files import check_regular
 
 EXIT_GATE_FAILED = 3
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -89,6 +89,17 @@ def add_gate_options(p: argparse.ArgumentParser, *, for_eval: bool = False) -> N
         metavar="SEL",
         help="the selector checked (default: final"
         + (" when evaluated in this launch, else the last selector)" if for_eval else ")"),
+    )
+    p.add_argument(
+        "--cluster-by",
+        metavar="FIELD",
+        help="a field of the task rows whose values cluster the tasks (a template, a passage, a category): the "
+        "standard errors, intervals, tests and power figures are cluster-robust, with clusters - 1 degrees of freedom"
+        + (
+            "; recorded in the protocol fingerprint, so that report and gate cluster the same way"
+            if for_eval
+            else " (default: the field the evaluations were launched with, eval --cluster-by)"
+        ),
     )
     p.add_argument(
         "--allow-unchecked",
@@ -203,6 +214,8 @@ def append_step_summary(markdown: str) -> None:
     if not target:
         return
     try:
+        from hermit_tui.core.workspace.files import check_regular  # yaml and the file checks: only when writing
+
         check_regular(target)  # a FIFO would block the gate, a device swallow the summary: refused unopened
         fd = os.open(
             target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644
@@ -266,6 +279,7 @@ def run(args) -> int:
         lenient=args.lenient,
         baseline_optional=args.baseline is None,
         slice_by=args.slice_by,
+        cluster_by=args.cluster_by,
     )
     code = 0 if result.passed else EXIT_GATE_FAILED
     sys.stdout.write(to_json(result) if args.format == "json" else to_text(result))

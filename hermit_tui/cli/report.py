@@ -1,8 +1,8 @@
 """``hermit-tui report``: the evaluation report of a run, from the evaluations already on disk (nothing is re-run).
 
     hermit-tui report --config run.yaml [--adapter SEL ...] [--format md|json|csv|html|junit] [--per task|attempt]
-                      [--smoke] [--slice-by FIELD] [--harmed] [--pass-k] [--error-bounds] [--details-max-mb MB]
-                      [--output FILE] [--force] [--threshold X] [key.sub=value ...]
+                      [--smoke] [--slice-by FIELD] [--cluster-by FIELD] [--harmed] [--pass-k] [--error-bounds]
+                      [--details-max-mb MB] [--output FILE] [--force] [--threshold X] [key.sub=value ...]
 
 Bad input raises InputError, which the CLI prints on one line and turns into exit code 2.
 """
@@ -62,6 +62,13 @@ def add_parser(subparsers):
         "adjusted across the slices (Holm for 'hurt', Benjamini-Hochberg for screening)",
     )
     p.add_argument(
+        "--cluster-by",
+        metavar="FIELD",
+        help="a field of the task rows whose values cluster the tasks (a template, a passage, a category): standard "
+        "errors, intervals, tests and power figures cluster-robust, with clusters - 1 degrees of freedom (default: "
+        "the field the evaluations were launched with, eval --cluster-by)",
+    )
+    p.add_argument(
         "--harmed",
         action="store_true",
         help="per pair, the tasks where the candidate is worse with evidence: an exact per-task test on the "
@@ -77,6 +84,14 @@ def add_parser(subparsers):
         "--pass-k",
         action="store_true",
         help="pass@k and pass^k for k up to the repeats, per selector and per pair, with intervals",
+    )
+    p.add_argument(
+        "--noise-at",
+        type=float,
+        default=None,
+        metavar="DELTA",
+        help="the difference each pair's noise budget is computed for (default 0.05): the tasks or repeats, "
+        "attempts and known cost that would detect it at 80%% power",
     )
     p.add_argument(
         "--details-max-mb",
@@ -140,6 +155,8 @@ def run(args) -> int:
         raise InputError(f"--details-max-mb goes with --format html, not --format {args.format}")
     if args.details_max_mb is not None and not (math.isfinite(args.details_max_mb) and args.details_max_mb >= 0):
         raise InputError(f"--details-max-mb must be a number of megabytes, 0 or more, got {args.details_max_mb}")
+    if args.noise_at is not None and not (math.isfinite(args.noise_at) and args.noise_at > 0):
+        raise InputError(f"--noise-at must be a difference above 0, got {args.noise_at}")
     output = Path(args.output).expanduser() if args.output else None
     if output is not None:
         _check_output(output, args.force)
@@ -162,6 +179,8 @@ def run(args) -> int:
         harmed=args.harmed,
         passk=args.pass_k,
         error_bounds=args.error_bounds,
+        noise_at=args.noise_at,
+        cluster_by=args.cluster_by,
     )
     if args.format == "junit" or args.per == "attempt":
         from hermit_tui.core.report.exports import read_attempts, to_attempts_csv, to_junit

@@ -1,12 +1,16 @@
 """``hermit-tui show``: one task's attempts under one selector, headless (the drill-down without a terminal UI).
 
     hermit-tui show --config run.yaml --adapter SEL --task ID [--repeat N] [--format text|json] [key.sub=value ...]
+    hermit-tui show --config run.yaml --task ID --versions [--format text|json]
 
 Reads the selector's current evaluation (``eval/<label>/``, written by hermit-tui or by ``hermit eval``): the task's
 fields, then per attempt its output, score, feedback, judge extra, status, error and traceback, cost (an unknown
 cost says unknown, never $0), tokens, wall time, API speed, log path, and the transcript with its tool calls and
 results (from transcripts.jsonl, else from the log when it is hermit's react JSON). Without ``--repeat``, every
 repeat. An unknown selector, task or repeat is an InputError: one line, exit code 2.
+
+``--versions``: the task through every evaluation of the run (none, root, each checkpoint, final, archived and
+hermit-written ones), its marks and means in each, and the run's checkpoints as a curve on test (description only).
 """
 
 from __future__ import annotations
@@ -17,10 +21,8 @@ from typing import Any
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_text, tokens_text
-from hermit_tui.core.records.columns import task_records
 from hermit_tui.core.safe import json_text, terminal
 from hermit_tui.core.safe import line as one_line
-from hermit_tui.core.why.pair import align_task
 
 FORMATS = ("text", "json")
 
@@ -35,7 +37,6 @@ def add_parser(subparsers):
     p.add_argument("--config", required=True, help="hermit's run.yaml")
     p.add_argument(
         "--adapter",
-        required=True,
         metavar="SEL",
         help="the selector whose current evaluation to read "
         "(none | root | final | a tag | a commit | an adapter directory)",
@@ -51,6 +52,12 @@ def add_parser(subparsers):
         "divergence marked (repeatable: N-way, --adapter's the pivot); per repeat, or --repeat's",
     )
     p.add_argument("--full", action="store_true", help="with --align: every step's text whole (default: folded)")
+    p.add_argument(
+        "--versions",
+        action="store_true",
+        help="the task through every evaluation of the run (none, root, checkpoints, final, archived): its marks "
+        "and means in each, and the checkpoints as a curve on test (description only); no --adapter",
+    )
     p.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
     return p
 
@@ -86,6 +93,8 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
         listed = ", ".join(present) if present else "none yet"
         raise InputError(f"--adapter {selector}: no evaluation in {folder} (evaluated here: {listed})")
     skipped: list[str] = []
+    from hermit_tui.core.records.columns import task_records  # numpy and the columns: only when a task is shown
+
     attempts = sorted(task_records(folder / RESULTS, task_id, skipped), key=lambda r: r.repeat)
     row, task_note = _task_row(config, task_id)
     if not attempts:
@@ -214,6 +223,10 @@ def run(args) -> int:
     from hermit_tui.core.workspace.config import load_config
 
     config = load_config(args.config, args.overrides or [])
+    if args.versions:
+        return _versions(config, args)
+    if args.adapter is None:
+        raise InputError("--adapter is required (except with --versions)")
     if args.align:
         return _align(config, args)
     if args.full:
@@ -234,6 +247,7 @@ def run(args) -> int:
 
 def _align(config, args) -> int:
     from hermit_tui.core.why.align import Alignment
+    from hermit_tui.core.why.pair import align_task
     from hermit_tui.core.why.text import DIVERGENCE_NOTE, alignment_lines
 
     aligned = align_task(config, [args.adapter, *args.align], str(args.task), args.repeat)
@@ -246,6 +260,31 @@ def _align(config, args) -> int:
             assert isinstance(al, Alignment)
             lines += ["", f"── repeat {r} ──", *alignment_lines(al, full=args.full)]
         text = terminal("\n".join(lines)) + "\n"  # transcripts' control characters shown, not sent
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    return 0
+
+
+def _versions(config, args) -> int:
+    from hermit_tui.core.records.results import SOLVED_THRESHOLD
+    from hermit_tui.core.why.text import versions_lines
+    from hermit_tui.core.why.versions import task_versions
+    from hermit_tui.core.workspace.tasks import load_tasks
+
+    for flag, given in (("--adapter", args.adapter), ("--align", args.align), ("--repeat", args.repeat)):
+        if given is not None:
+            raise InputError(f"{flag} does not go with --versions (every evaluation of the run is shown)")
+    if args.full:
+        raise InputError("--full goes with --align")
+    taskset = load_tasks(config)
+    tv = task_versions(config.run_dir, str(args.task), list(taskset.test_ids), SOLVED_THRESHOLD)
+    if args.format == "json":
+        text = json_text(tv.model_dump_json(indent=1)) + "\n"
+    else:
+        text = terminal("\n".join(versions_lines(tv))) + "\n"  # labels and ids come from disk: shown, not sent
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

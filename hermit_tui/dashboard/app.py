@@ -140,6 +140,7 @@ class HermitApp(App):
         # one thread: annotation changes reach the files in the order they were made
         self._annotation_writer: ThreadPoolExecutor | None = None
         self.annotations_pending = 0
+        self.bulk_undo: tuple[str, list[tuple[str, str, int, Any]]] | None = None  # the last bulk label (U undoes)
         self._chain: list[LaunchOptions] = []  # launches still to run after the current one (launch_chain)
         self._chain_labels: list[str] = []  # every label of that chain: kept in the view
 
@@ -239,6 +240,7 @@ class HermitApp(App):
 
             labels = label_set(config.run_dir)
         self.store.reset(taskset.tasks, taskset.test_ids, warnings=warnings, label_set=labels, indexed=indexed)
+        self.bulk_undo = None  # another config: nothing of the last one to undo
         # The tasks (a dict per task: 111,112 of them on a large split) live as long as the config: out of the
         # cyclic collector's generations with everything else alive now, or each full collection walks them all
         # (a tenth of a second each, on a shared GIL: a stall). Acyclic garbage is still freed when dropped.
@@ -538,38 +540,70 @@ class HermitApp(App):
         """Apply ``change`` (core.records.annotations.Change) to one attempt: appended to its evaluation's
         annotations.jsonl on the annotation thread (in order), then put in the store. A column with no folder keeps it
         in memory."""
+        self.annotate_many([(key, task_id, repeat, change)])
+
+    def annotate_many(self, changes: list[tuple[str, str, int, Any]], undoable: str | None = None) -> int:
+        """Apply each (column, task, repeat, Change); one write per evaluation (core.records.annotations
+        .update_annotations: one lock, one append). ``undoable`` names a bulk change: the attempts' annotations
+        before it are kept, and ``undo_bulk`` (U) puts them back. Returns how many attempts were changed."""
         from hermit_tui.core.records.annotations import attempt_digest
 
         store = self.store
-        col = store.columns.get(key)
-        rec = col.records.get((task_id, repeat)) if col is not None else None
-        if col is None or rec is None:
-            self.notify(f"No attempt {key} · {task_id} · repeat {repeat} to annotate", severity="warning")
-            return
-        if col.folder is None:
-            store.put_annotation(key, change.apply(col.annotation(task_id, repeat), rec.key, attempt_digest(rec)))
+        per: dict[str, list[tuple[Any, Any]]] = {}
+        before: list[tuple[str, str, int, Any]] = []
+        for key, task_id, repeat, change in changes:
+            col = store.columns.get(key)
+            rec = col.records.get((task_id, repeat)) if col is not None else None
+            if col is None or rec is None:
+                self.notify(f"No attempt {key} · {task_id} · repeat {repeat} to annotate", severity="warning")
+                continue
+            before.append((key, task_id, repeat, col.annotation(task_id, repeat)))
+            if col.folder is None:
+                store.put_annotation(key, change.apply(col.annotation(task_id, repeat), rec.key, attempt_digest(rec)))
+            else:
+                per.setdefault(key, []).append((rec, change))
+        if undoable is not None and before:
+            self.bulk_undo = (undoable, before)
+        if len(per) < len({k for k, *_ in before}):  # some columns kept it in memory
             self.screen.post_message(self.StoreUpdated())
-            return
+        if not per:
+            return len(before)
         if self._annotation_writer is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._annotation_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="annotations")
-        folder, generation = col.folder, store.generation
-        self.annotations_pending += 1
+        generation = store.generation
+        for key, items in per.items():
+            folder = store.columns[key].folder
+            self.annotations_pending += 1
 
-        def write() -> None:
-            from hermit_tui.core.records.annotations import update_annotation
+            def write(key: str = key, folder: Any = folder, items: list = items) -> None:
+                from hermit_tui.core.records.annotations import update_annotations
 
-            try:
-                _, read = update_annotation(folder, rec, change)
-                result: Any = read
-            except InputError as exc:
-                result = exc
-            except Exception as exc:  # a failed write must not take the dashboard down
-                result = InputError(f"{folder}: {type(exc).__name__}: {exc}")
-            self.post_message(self.AnnotationSaved(store, key, folder, result, generation))  # never blocks
+                try:
+                    _, read = update_annotations(folder, items)
+                    result: Any = read
+                except InputError as exc:
+                    result = exc
+                except Exception as exc:  # a failed write must not take the dashboard down
+                    result = InputError(f"{folder}: {type(exc).__name__}: {exc}")
+                self.post_message(self.AnnotationSaved(store, key, folder, result, generation))  # never blocks
 
-        self._annotation_writer.submit(write)
+            self._annotation_writer.submit(write)
+        return len(before)
+
+    def undo_bulk(self) -> None:
+        """Put back the annotations the last bulk label changed (core.records.annotations.restoring), or say there
+        is none to undo."""
+        from hermit_tui.core.records.annotations import restoring
+
+        if self.bulk_undo is None:
+            self.notify("No bulk label to undo", severity="warning", timeout=4)
+            return
+        what, before = self.bulk_undo
+        self.bulk_undo = None
+        n = self.annotate_many([(key, task, repeat, restoring(prev)) for key, task, repeat, prev in before])
+        self.notify(f"Undone: {what} ({n} attempt{'s' * (n != 1)} as they were)", timeout=5)
 
     def on_hermit_app_annotation_saved(self, message: AnnotationSaved) -> None:
         store, key, folder, result = message.store, message.key, message.folder, message.result

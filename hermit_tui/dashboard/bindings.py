@@ -31,6 +31,8 @@ SETUP: list[BindingType] = [
     Binding("l", "launch", "Launch"),
     Binding("r", "resume", "Resume", show=False),
     Binding("a", "add_selector", "Add…"),
+    Binding("s", "settings", "Settings", show=False),
+    Binding("c", "checks", "Protocol checks (scroll)", show=False),
     Binding("h", "history", "History"),
     Binding("t", "tasks", "Tasks"),
     Binding("v", "compare", "Compare"),
@@ -59,6 +61,13 @@ TRIAGE: list[BindingType] = [
     Binding("n", "note", "Note and corrected score on the chosen attempt…", show=False),
     Binding("u", "next_unlabelled", "Next unlabelled failure (regressions, errors, flaky tasks, the rest)", show=False),
     Binding("L", "label_set", "Edit the label set (keys 1-9)…", key_display="shift+l", show=False),
+    Binding("U", "undo_bulk", "Undo the last bulk label", key_display="shift+u", show=False),
+]
+#: Bulk triage, on the screens that show sets of attempts (the errors screen's group, the per-task table's rows).
+TRIAGE_BULK: list[BindingType] = [
+    Binding(
+        "A", "bulk_label", "Label every failure of the group or of the rows shown…", key_display="shift+a", show=False
+    )
 ]
 #: In the help screen once, as "1-9".
 HELP_HIDDEN = {f"label({n})" for n in range(2, 10)}
@@ -75,9 +84,12 @@ TASKS: list[BindingType] = [
     Binding("F", "label_filter", "Filter by label…", key_display="shift+f", show=False),
     Binding("a", "next_attempt", "Target: the row's next attempt (what 1-9, 0 and n act on)", show=False),
     *TRIAGE,
+    *TRIAGE_BULK,
     Binding("s", "sort", "Sort"),
+    Binding("S", "sort_pick", "Sort by a column…", key_display="shift+s", show=False),
     Binding("r", "reverse", "Reverse", show=False),
     Binding("b", "baseline", "Baseline"),
+    Binding("i", "details", "Selectors: one line each, or all on one line", show=False),
     Binding("o", "toggle_outputs", "Outputs"),
     Binding("left_square_bracket", "prev_repeat", "Outputs: previous repeat", key_display="[", show=False),
     Binding("right_square_bracket", "next_repeat", "Outputs: next repeat", key_display="]", show=False),
@@ -86,7 +98,9 @@ TASKS: list[BindingType] = [
     Binding("h", "history", "History", show=False),
     Binding("plus", "history", "Add evaluations to the view (History)", key_display="+", show=False),
     Binding("x", "take_out", "Take a selector out of the view…", show=False),
+    Binding("c", "clear_slice", "Show every slice again (after Slices' enter)", show=False),
     Binding("p", "review", "Review"),
+    Binding("V", "versions", "The row's task through every version", key_display="shift+v", show=False),
     Binding("escape", "back", "Back"),
 ]
 
@@ -98,6 +112,7 @@ ATTEMPT: list[BindingType] = [
     Binding("l", "open_log", "Log"),
     Binding("x", "transcript", "Transcript"),
     Binding("w", "align", "Aligned trajectories of the side-by-side pair", show=False),
+    Binding("V", "versions", "This task through every version", key_display="shift+v", show=False),
     *TRIAGE,
     Binding("escape", "back", "Back"),
 ]
@@ -115,6 +130,7 @@ ERRORS: list[BindingType] = [
     Binding("enter", "jump", "Jump to attempt"),
     Binding("R", "rerun_failed", "Re-run failed", key_display="shift+r"),
     *TRIAGE,
+    *TRIAGE_BULK,
     Binding("escape", "back", "Back"),
 ]
 
@@ -134,6 +150,15 @@ COMPARE: list[BindingType] = [
     Binding("h", "history", "History", show=False),
     Binding("u", "next_unlabelled", "Next unlabelled failure (drill-down)", show=False),
     Binding("w", "why", "Why"),
+    Binding("g", "slices", "Slices"),
+    Binding("escape", "back", "Back"),
+]
+
+#: Where it helps and hurts (dashboard/screens/slices.py): the pair per slice of the test tasks.
+SLICES: list[BindingType] = [
+    Binding("enter", "open_slice", "Its tasks"),
+    Binding("f", "pick_field", "Slice by…"),
+    Binding("f5", "refresh", "Refresh", show=False),
     Binding("escape", "back", "Back"),
 ]
 
@@ -154,6 +179,8 @@ ALIGNED: list[BindingType] = [
     Binding("right_square_bracket", "next_repeat", "Repeat", key_display="]"),
     Binding("escape", "back", "Back"),
 ]
+
+VERSIONS: list[BindingType] = [Binding("f5", "refresh", "Refresh", show=False), Binding("escape", "back", "Back")]
 
 REVIEW: list[BindingType] = [
     Binding("p", "publish", "Publish…"),
@@ -192,8 +219,10 @@ ALL = [
     ("Errors", ERRORS),
     ("History", HISTORY),
     ("Compare", COMPARE),
+    ("Slices (where it helps and hurts)", SLICES),
     ("Changes (why it changed)", CHANGES),
     ("Aligned trajectories", ALIGNED),
+    ("Through every version", VERSIONS),
     ("Review & publish", REVIEW),
     ("Quitting during a launch", QUIT),
     ("While a launch stops", STOPPING),

@@ -31,6 +31,16 @@ def palette_commands(app) -> list[tuple[str, str, Callable]]:
             "a selector typed in, checked before it is added",
             partial(on, "setup", "add_selector"),
         ),
+        (
+            "Setup: launch settings (repeats, concurrency, limit, timeout, cost, executor)",
+            "the first field of the launch settings (s on Setup)",
+            partial(on, "setup", "settings"),
+        ),
+        (
+            "Setup: the protocol and its checks",
+            "the protocol panel, scrolled to its checks (c on Setup)",
+            partial(on, "setup", "checks"),
+        ),
         ("Live run", "progress, grid and event log", partial(app.goto, "run")),
         ("Cancel the launch", "finished attempts are kept; summaries marked incomplete", app.cancel_run),
         ("Per-task table", "sort, filter, search", partial(app.goto, "tasks")),
@@ -43,6 +53,16 @@ def palette_commands(app) -> list[tuple[str, str, Callable]]:
             "Sort the per-task table (next column)",
             "by id, mean, solved or delta of any selector",
             partial(on, "tasks", "sort"),
+        ),
+        (
+            "Sort the per-task table by a column…",
+            "pick the column: id, or a selector's mean, solved or delta (shift+s)",
+            partial(on, "tasks", "sort_pick"),
+        ),
+        (
+            "Per-task table: selectors one line each, or all on one line",
+            "the header's details: commit, mean, errors per selector (i)",
+            partial(on, "tasks", "details"),
         ),
         (
             "Baseline: next selector",
@@ -85,6 +105,12 @@ def palette_commands(app) -> list[tuple[str, str, Callable]]:
             partial(app.triage, "clear_annotation"),
         ),
         (
+            "Triage: label every attempt shown…",
+            "the errors screen's group, or the failed attempts of the per-task table's rows (shift+a)",
+            partial(app.triage, "bulk_label"),
+        ),
+        ("Triage: undo the last bulk label", "every attempt it changed, as it was (shift+u)", app.undo_bulk),
+        (
             "Triage: edit the label set (keys 1-9)…",
             "kept per run in hermit-tui's settings, never in run.yaml",
             app.edit_label_set,
@@ -116,6 +142,11 @@ def palette_commands(app) -> list[tuple[str, str, Callable]]:
             "Why it changed: the compared pair's Changes",
             "the adapter's diff beside the tasks fixed, broken, flaky; divergence, tool use, usage (w)",
             partial(on, "compare", "why"),
+        ),
+        (
+            "One task through every version",
+            "the table's task in every evaluation of the run; the checkpoints on test (shift+v)",
+            partial(on, "tasks", "versions"),
         ),
         ("Review & publish the final card", "diff, warnings, explicit confirm; undo", partial(app.goto, "review")),
         ("Publish the final card…", "asks for a typed confirmation first", partial(on, "review", "publish")),

@@ -3,8 +3,11 @@
 ``build_demo`` copies the files under ``files/`` (config, simulated pipeline, judge, tasks, template) and then writes
 what a finished hermit training run leaves behind: the adapter tree (git) with ``root``, three checkpoints, an invalid
 commit and its repair, ``demo/final``; the run's checkout with ``CARD.md``; ``config.yaml``, ``steps.jsonl`` and
-``summary.json``. Everything is deterministic, commit dates included. It is a teaching demonstration, not evidence
-of any real model's performance.
+``summary.json``; and an adapter directory, ``adapters/unit-table``: final's files plus a tool it exports
+(``unit_table``), which the simulated agent calls on unit conversions when its adapter exports it, so that "why it
+changed" (``hermit-tui diff --a final --b adapters/unit-table``) has an exported tool, a divergence and a usage split
+to show. Everything is deterministic, commit dates included. It is a teaching demonstration, not evidence of any real
+model's performance.
 """
 
 from __future__ import annotations
@@ -50,6 +53,28 @@ IDENTITY = {
 }
 ORIGIN = '\norigin:\n  template: demo-notes\n  version: "0.1"\n'
 EVOLVER_USAGE = [(0.184, 41200), (0.213, 47800), (0.196, 44100)]  # per step: USD, tokens (made up, fixed)
+VARIANT = "adapters/unit-table"  # an adapter directory: final plus an exported tool
+VARIANT_TOOL = "unit_table"
+VARIANT_EXPORT = f"""  tools:
+    - name: {VARIANT_TOOL}
+      description: The factor between two units (km, mi, kg, lb) or the formula between C and F.
+      entrypoint: tools.py:{VARIANT_TOOL}
+      input_schema: {{type: object, properties: {{from: {{type: string}}, to: {{type: string}}}}, required: [from, to]}}
+      output_schema: {{type: object}}
+"""
+VARIANT_CODE = '''"""The unit_table tool of the demo's adapters/unit-table: factors between units (a teaching toy)."""
+
+FACTORS = {("km", "mi"): 1 / 1.609344, ("mi", "km"): 1.609344, ("kg", "lb"): 2.20462262, ("lb", "kg"): 1 / 2.20462262}
+
+
+def unit_table(**args):
+    pair = (args.get("from"), args.get("to"))
+    if pair == ("C", "F"):
+        return {"formula": "F = C * 9 / 5 + 32"}
+    if pair == ("F", "C"):
+        return {"formula": "C = (F - 32) * 5 / 9"}
+    return {"factor": FACTORS[pair]} if pair in FACTORS else {"error": f"no factor for {pair}"}
+'''
 STEPS = [  # (ADAPTER.md file under files/training, summary of the simulated learner)
     ("ADAPTER.step-1.md", "added a second hint each for sorting and date arithmetic"),
     ("ADAPTER.step-2.md", "added hints for reversing, counting letters and percentages"),
@@ -338,7 +363,22 @@ def _build(dest: Path) -> None:
         "demo": "teaching demonstration: simulated agent, not evidence of real-model performance",
     }
     (run_dir / "summary.json").write_text(json.dumps(run_summary, indent=1))
+    _variant(checkout, dest / VARIANT)
     (dest / MARKER).write_text(json.dumps({"built_by": "hermit-tui demo", "format": 1}) + "\n")
+
+
+def _variant(checkout: Path, dest: Path) -> None:
+    """adapters/unit-table: final's files with the unit_table tool exported."""
+    dest.mkdir(parents=True)
+    for path in sorted(checkout.iterdir()):
+        if path.is_file() and path.name != ".git":
+            shutil.copyfile(path, dest / path.name)
+    manifest = (dest / "adapter.yaml").read_text()
+    context = "  context: ADAPTER.md\n"
+    if context not in manifest:
+        raise RuntimeError("building the demo: the template's adapter.yaml has no exports.context line")
+    (dest / "adapter.yaml").write_text(manifest.replace(context, context + VARIANT_EXPORT))
+    (dest / "tools.py").write_text(VARIANT_CODE)
 
 
 def _stamp(hour: int) -> str:

@@ -256,15 +256,23 @@ async def test_power_follows_the_difference_typed():
         _, _, pair = expected_numbers(store, "none", "final")
         assert f"Minimum detectable difference: {pair.mde:.3f}" in text(screen, "#power-mde")
         needed = text(screen, "#power-needed")
-        assert needed.startswith("To detect a difference of 0.05:")
-        assert f"tasks needed: {pair.tasks_needed(0.05)} paired tasks at 3 repeats" in needed
-        assert "no number of repeats suffices with 12 tasks" in needed  # repeats_needed(0.05) is None here
+        assert needed.startswith("To detect a difference of 0.05 (80% power, two-sided α 0.05): ")
+        t = pair.tasks_needed(0.05)
+        assert t is not None and t > 12
+        assert f"{t:,} paired tasks at 3 repeats (+{(t - 12) * 6:,} attempts" in needed  # 3 + 3 per new task
+        assert "no number of repeats suffices on 12 tasks" in needed  # repeats_needed(0.05) is None here
         assert pair.repeats_needed(0.05) is None
         screen.query_one("#delta", Input).value = "0.8"
-        await pilot.pause()
-        assert f"tasks needed: {pair.tasks_needed(0.8)} paired tasks" in text(screen, "#power-needed")
-        assert pair.repeats_needed(0.8) is not None
-        assert f"repeats needed: {pair.repeats_needed(0.8)} per task" in text(screen, "#power-needed")
+        await wait_for(pilot, lambda: "difference of 0.8 " in text(screen, "#power-needed"))
+        t, r = pair.tasks_needed(0.8), pair.repeats_needed(0.8)
+        assert t is not None and r is not None
+        needed = text(screen, "#power-needed")
+        assert (f"{t} paired tasks would do: 12 already" if t <= 12 else f"{t:,} paired tasks at 3 repeats") in needed
+        assert (
+            f"{r} repeats per task would do: 3 already"
+            if r <= 3
+            else f"{r} repeats per task on the 12 tasks (+{12 * 2 * (r - 3):,} attempts"
+        ) in needed
         assert "the interval's own half-width" in text(screen, "#power-mde")
         screen.query_one("#delta", Input).value = "x"
         await pilot.pause()

@@ -63,8 +63,9 @@ async def test_groups_and_counts_per_selector_are_on_screen():
         screen = await open_errors(pilot)
         # 12 tasks x 3 repeats x 3 selectors = 108 attempts; t05 fails 9 times, final's t09 repeat 2 once
         summary = lines_of(screen.query_one("#errors-summary"))[0]
-        assert summary.startswith("10 of 108 attempts failed")
-        assert "none 3 · root 3 · final 3 + 1 judge error" in summary
+        # "ended in an error": "failure" is triage's word (an error, or a score below the threshold)
+        assert summary.startswith("10 of 108 attempts ended in an error (9 pipeline, 1 judge)")
+        assert "none 3 · root 3 · final 4" in summary
         shown = [line.strip(" │├└─▼▶") for line in lines_of(screen.query_one(Tree)) if line.strip(" │")]
         shown = [" ".join(line.split()) for line in shown if line]
         assert shown[:2] == [
@@ -168,7 +169,7 @@ async def test_retried_columns_carry_a_banner_and_updates_refresh():
             ("error · TimeoutError", True),
             ("judge_error · KeyError", True),
         ]
-        assert lines_of(screen.query_one("#errors-summary"))[0].startswith("11 of 108 attempts failed")
+        assert lines_of(screen.query_one("#errors-summary"))[0].startswith("11 of 108 attempts ended in an error")
 
 
 async def test_no_errors():

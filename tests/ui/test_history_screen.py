@@ -15,6 +15,7 @@ from hermit_tui.core.workspace.config import load_config
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.history import HistoryScreen, HistoryTable
 from hermit_tui.dashboard.state.store import EvalStore
+from hermit_tui.dashboard.widgets.virtual_table import CURSOR_MARK
 
 ARCHIVE_STAMP = "20260102T030405Z"
 
@@ -172,9 +173,14 @@ async def show_history(pilot) -> HistoryScreen:
     return pilot.app.screen
 
 
-def table_lines(screen: HistoryScreen) -> list[str]:
+def raw_lines(screen: HistoryScreen) -> list[str]:
     table = screen.query_one(HistoryTable)
-    return [table.render_line(y).text.strip() for y in range(1, table.row_count + 1)]
+    return [table.render_line(y).text for y in range(1, table.row_count + 1)]
+
+
+def table_lines(screen: HistoryScreen) -> list[str]:
+    """The rows as text, without the cursor's mark (the focused table's cursor row starts with it)."""
+    return [line.strip().removeprefix(CURSOR_MARK).strip() for line in raw_lines(screen)]
 
 
 async def test_lists_current_archived_and_damaged_evaluations(config):
@@ -185,6 +191,9 @@ async def test_lists_current_archived_and_damaged_evaluations(config):
         assert str(screen.query_one("#history-title", Static).content) == "Evaluations under demo/runs/demo/eval"
         lines = table_lines(screen)
         assert len(lines) == 5
+        # the table has the focus once its rows are in: the cursor row, and only it, carries the mark
+        assert screen.query_one(HistoryTable).has_focus
+        assert [line.lstrip().startswith(CURSOR_MARK) for line in raw_lines(screen)] == [True] + [False] * 4
         # as a launch orders them: none (then its archive, newest first), root, then the others by label
         none, archived, root, broken, partial = (line.split() for line in lines)
         # the figures come right after the label (they stay on screen at 80 columns)

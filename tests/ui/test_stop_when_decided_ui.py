@@ -17,7 +17,7 @@ from waiting import settled
 from hermit_tui.core.records.results import AttemptRecord, Judged, summarize
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan
-from hermit_tui.core.stats.sequential import round_boundaries
+from hermit_tui.core.stats.sequential import candidate_spend, round_boundaries
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.compare import CompareScreen
 from hermit_tui.dashboard.screens.run import RunScreen
@@ -156,7 +156,8 @@ async def test_the_compare_screen_shows_the_boundary_being_approached_then_the_d
         app.push_screen(CompareScreen(a="none", b="good"))
         screen = await settle(pilot)
         panel = str(screen.query_one("#sequential-text", Static).content)
-        c = round_boundaries(ROUNDS)
+        # the candidate's boundaries spend its share of alpha (candidate_spend: Bonferroni's, less a margin)
+        c = round_boundaries(ROUNDS, candidate_spend(look.alpha, look.candidates))
         assert f"round 1 of 6: boundary |z| ≥ {c[0]:.2f}, observed z {look.z:.2f}" in panel
         assert f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against 0" in panel
         assert "round 2 under way: 13 of 40 attempts of none and good" in panel

@@ -176,7 +176,7 @@ async def test_b_changes_the_baseline_the_deltas_and_the_pair_the_filters_compar
         header, *rows = table_lines(screen, 5)
         assert header.split()[:8] == ["task", "▲", "none", "✓", "Δ", "root", "✓", "final"]
         # t01: none 0 - root 1 = -1.00; final 1 - root 1 = 0.00.  t04: none 0.5 - 1 = -0.50, final 0 - 1 = -1.00
-        assert rows[0].split()[:9] == ["t01", "0.00", "·", "-1.00", "1.00", "✓", "1.00", "✓", "0.00"]
+        assert rows[0].split()[:9] == ["›t01", "0.00", "·", "-1.00", "1.00", "✓", "1.00", "✓", "0.00"]
         assert rows[3].split()[:9] == ["t04", "0.50", "·", "-0.50", "1.00", "✓", "0.00", "·", "-1.00"]
         await set_filter(pilot, screen, "regressions")  # final below root: t04 0 < 1, t09 0.67 < 1, t10 0.5 < 1
         assert shown(screen) == ["t04", "t09", "t10"]
@@ -307,3 +307,29 @@ def test_snapshot_80x24(snap_compare):
 
 def test_snapshot_120x40_regressions(snap_compare):
     assert snap_compare(make_app(), terminal_size=(120, 40), run_before=push_tasks, press=["f", "f"])
+
+
+async def test_with_seven_selectors_on_a_short_terminal_the_header_takes_one_line_and_i_shows_each():
+    """Issue 27 (finding 10): seven selectors at 80x24 left 3-4 task rows; the selectors share one line (i: one each),
+    no line wraps, and shift+s picks the sort column directly."""
+    from fixture_data import SEVEN_LABELS, fixed_store
+
+    from hermit_tui.dashboard.screens.annotate import LabelPickScreen
+
+    app = make_app(fixed_store(labels=SEVEN_LABELS))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_tasks(pilot)
+        header = screen.query_one("#tasks-columns")
+        assert header.size.height == 2  # the selectors on one line, the legend on another
+        assert screen.table.size.height >= 12  # the 12 tasks and the table's header fit
+        await pilot.press("i")
+        await pilot.pause()
+        assert header.size.height == len(SEVEN_LABELS) + 1  # one line each, none wrapped
+        await pilot.press("S")
+        await pilot.pause()
+        assert isinstance(app.screen, LabelPickScreen)
+        values = [v for v, _ in app.screen.choices]
+        app.screen.dismiss("mean:shouty")
+        await pilot.pause()
+        assert values[0] == "id" and len(values) == 1 + 3 * len(SEVEN_LABELS) - 1  # no delta for the baseline
+        assert screen.sort == "mean:shouty"

@@ -67,7 +67,7 @@ async def test_setting_50000_rows_renders_nothing_until_painted_then_only_the_vi
         await pilot.pause()
         assert table.cursor_row == N - 1
         assert {row for row, _ in app.rendered} <= set(range(N - 11, N))
-        assert lines(table, 12)[-1].rstrip() == " a49999    b49999  c49999"
+        assert lines(table, 12)[-1].rstrip() == "›a49999    b49999  c49999"  # the cursor row: marked without colour
 
 
 async def test_cursor_keys_and_page_down_move_the_cursor_and_the_scroll_follows():
@@ -79,7 +79,7 @@ async def test_cursor_keys_and_page_down_move_the_cursor_and_the_scroll_follows(
         await pilot.press("pagedown")  # one page is the 11 body lines
         assert table.cursor_row == 13
         assert table.scroll_y == 3  # rows 3..13 on screen: the cursor on the last body line
-        assert lines(table, 12)[11].startswith(" a13 ")
+        assert lines(table, 12)[11].startswith("›a13 ")
         await pilot.press("pageup")
         assert table.cursor_row == 2 and table.scroll_y == 2
         await pilot.press("home")
@@ -124,7 +124,7 @@ async def test_horizontal_scroll_moves_header_and_body_together():
         table = app.query_one(VirtualTable)
         header, first = lines(table, 2)
         assert header.startswith(" A" + " " * 14 + "B  Cee ")
-        assert first.startswith(" a0" + " " * 12 + "b0  c0 ")
+        assert first.startswith("›a0" + " " * 12 + "b0  c0 ")  # the cursor row
         table.scroll_to(x=9, animate=False, immediate=True)
         await pilot.pause()
         header, first = lines(table, 2)
@@ -144,7 +144,7 @@ async def test_unset_widths_are_measured_from_the_header_and_the_first_200_rows_
         assert {row for row, key in app.rendered if key == "a"} == set(range(200))
         table.cursor_row = 500
         await pilot.pause()
-        assert any(line.startswith(" a100… ") for line in lines(table, 12))
+        assert any(line.startswith("›a100… ") for line in lines(table, 12))
 
 
 async def test_replacing_rows_keeps_the_cursor_on_the_same_row_object():
@@ -223,6 +223,29 @@ async def test_cells_keep_their_colours_spans_and_truncation_and_the_cursor_wins
         assert text1[:8] == " two l… " and text1[9:17] == "toolong…" and text1[19:22] == "a b"
         assert {s.color for _, s in row1[9:17]} == {Style.parse("blue").color}  # truncated, still blue
         # the cursor row: every cell takes the cursor's colours, over the cells' own
-        assert "".join(ch for ch, _ in row2)[:30] == " plain  " + "     0.50 " + " 0.67J      "
+        assert "".join(ch for ch, _ in row2)[:30] == "›plain  " + "     0.50 " + " 0.67J      "  # the mark
         assert {s.bgcolor for _, s in row2[:30]} == {cursor.bgcolor}
         assert {s.color for _, s in row2[:30]} == {cursor.color}
+
+
+async def test_left_and_right_scroll_a_column_at_a_time_past_the_fixed_ones():
+    """Issue 27 (finding 10): Right brings the next column beside the fixed ones, not one cell further."""
+    wide = [VColumn("a", "A", 6), VColumn("b", "B", 8, "right"), VColumn("c", "Cee", 30), VColumn("d", "D", 30)]
+    app = TableApp(columns=wide, rows=list(range(100)))
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(VirtualTable)
+        table.fixed_columns = 1
+        table.focus()
+        await pilot.pause()
+        # widths with their padding: a 8 (fixed), b 10, c 32, d 32; scrolling starts after the fixed 8
+        await pilot.press("right")
+        await pilot.pause()
+        assert round(table.scroll_x) == 10  # b scrolled away: c beside a
+        header = lines(table, 1)[0]
+        assert header.startswith(" A" + " " * 6 + " Cee")
+        await pilot.press("right")
+        await pilot.pause()
+        assert round(table.scroll_x) == min(42, round(table.max_scroll_x))
+        await pilot.press("left", "left")
+        await pilot.pause()
+        assert round(table.scroll_x) == 0

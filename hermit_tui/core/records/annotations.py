@@ -260,6 +260,18 @@ def update_annotation(folder: Path, record: AttemptRecord, change: Change) -> tu
     exclusive lock on the file (so concurrent writers never interleave or lose each other's changes). Returns the new
     state of the attempt and of the whole file. An OSError (read-only folder, disk full) is an InputError; the file
     is left as it was."""
+    new, read = update_annotations(folder, [(record, change)])
+    return new[0], read
+
+
+def update_annotations(
+    folder: Path, changes: Sequence[tuple[AttemptRecord, Change]]
+) -> tuple[list[Annotation], AnnotationsFile]:
+    """Apply each ``(record, change)`` to its attempt's latest annotation in ``folder`` and append the results, one
+    line each, in one write under one exclusive lock: a bulk label (every attempt of an error group, of the rows a
+    filter or a search shows) reaches the file whole or not at all. A change to an attempt already changed earlier in
+    ``changes`` applies to that new state. Returns the new states, in order, and the state of the whole file. An
+    OSError (read-only folder, disk full) is an InputError; the file is left as it was."""
     path = Path(folder) / ANNOTATIONS
     check_no_links(run_dir_of(Path(folder)), Path(folder), [ANNOTATIONS])
     if not Path(folder).is_dir():
@@ -283,12 +295,17 @@ def update_annotation(folder: Path, record: AttemptRecord, change: Change) -> tu
             fcntl.flock(fd, fcntl.LOCK_EX)
         data = _read_fd(fd)
         read = parse_annotations(data, path)
-        current = read.entries.get(record.key)
-        digest = attempt_digest(record)
-        if current is not None and not current.applies_to(record):
-            current = None  # made on an earlier attempt, re-run since: start afresh
-        new = change.apply(current, record.key, digest)
-        line = new.to_line().encode("utf-8")
+        latest: dict[Key, Annotation | None] = {}
+        out: list[Annotation] = []
+        for record, change in changes:
+            digest = attempt_digest(record)
+            current = latest[record.key] if record.key in latest else read.entries.get(record.key)
+            if current is not None and not current.applies_to(record):
+                current = None  # made on an earlier attempt, re-run since: start afresh
+            new = change.apply(current, record.key, digest)
+            latest[record.key] = new
+            out.append(new)
+        line = "".join(a.to_line() for a in out).encode("utf-8")
         if data and not data.endswith(b"\n"):  # a line cut by a crash: ours starts on a line of its own
             line = b"\n" + line
         try:
@@ -299,13 +316,14 @@ def update_annotation(folder: Path, record: AttemptRecord, change: Change) -> tu
         except OSError as exc:
             undone = _put_back(fd, path, data, created)
             raise InputError(f"{path}: cannot write ({exc.strerror or exc}){undone}") from None
-        if new.empty:
-            read.entries.pop(record.key, None)
-        else:
-            read.entries[record.key] = new
-        read.lines += 1
+        for key, state in latest.items():
+            if state is None or state.empty:
+                read.entries.pop(key, None)
+            else:
+                read.entries[key] = state
+        read.lines += len(out)
         done = True
-        return new, read
+        return out, read
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}{_put_back(fd, path, data, created)}") from None
     finally:
@@ -315,6 +333,22 @@ def update_annotation(folder: Path, record: AttemptRecord, change: Change) -> tu
             except OSError:
                 pass
         os.close(fd)  # releases the lock
+
+
+def restoring(previous: Annotation | None) -> Change:
+    """The change that puts an attempt's annotation back to ``previous`` (None: no annotation): what undoing a bulk
+    label writes for each attempt it changed."""
+    if previous is None or previous.empty:
+        return Change(clear=True)
+    return Change(clear=True, add=list(previous.labels), note=previous.note, corrected_score=previous.corrected_score)
+
+
+def bulk_label(label: str, current: Iterable[Annotation | None]) -> Change:
+    """One label on many attempts at once: added to every one of them, or taken off every one when they all carry
+    it already (a toggle of the whole set, never a toggle of each, which would leave them mixed)."""
+    states = list(current)
+    every = bool(states) and all(a is not None and label in a.labels for a in states)
+    return Change(remove=[label]) if every else Change(add=[label])
 
 
 def _put_back(fd: int, path: Path, data: bytes | None, created: bool) -> str:

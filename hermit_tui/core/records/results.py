@@ -231,6 +231,8 @@ class SequentialEntry(BaseModel):
     max_rounds: int
     method: str
     alpha: float
+    spend: float | None = None  # what the candidate's boundaries spent in total (absent before issue 25: alpha)
+    split_over: int | None = None  # the candidates alpha was split over (Bonferroni)
     margin: float | None = None
     decided_at: int | None = None
     interval: tuple[float, float] | None = None

@@ -39,8 +39,10 @@ from hermit_tui.core.report.model import (
 from hermit_tui.core.report.protocol import protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.report.text import to_csv, to_json, to_markdown
 from hermit_tui.core.stats.bounds import ErrorBounds
+from hermit_tui.core.stats.clusters import Clustering, resolve_clustering
 from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
 from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair
+from hermit_tui.core.stats.noise import NoiseBudget
 from hermit_tui.core.version import __version__
 from hermit_tui.core.why.pair import pairs_why
 from hermit_tui.core.workspace.config import Config
@@ -90,6 +92,7 @@ def _selector(
     test_ids: list[str],
     threshold: float,
     table: TaskTable | None = None,
+    clusters: Clustering | None = None,
 ) -> SelectorReport:
     s = stored.summary
     grouped = (
@@ -99,7 +102,7 @@ def _selector(
         if isinstance(records, AttemptTable)
         else records
     )
-    stats = selector_stats(stored.label, grouped, test_ids, threshold)
+    stats = selector_stats(stored.label, grouped, test_ids, threshold, clusters=clusters)
     known, unknown = _costs(records)
     errors = (
         records.n - records.count_status(OK)
@@ -322,6 +325,8 @@ def build_report(
     harmed: bool = False,
     passk: bool = False,
     error_bounds: bool = False,
+    noise_at: float | None = None,
+    cluster_by: str | None = None,
 ) -> Report:
     """The report over the current evaluations ``labels`` (eval folder names; None: all of them, in report order).
     ``label_set``: the run's triage labels (hermit-tui's settings), used to order the taxonomy. Smoke subsets
@@ -329,7 +334,11 @@ def build_report(
     built-in teaching demonstration (the caller knows: ``hermit_tui.demo.is_demo_config``), which the report says
     first. ``slice_by``: a field of the task rows; each pair's figures per slice (``core.stats.slices``).
     ``harmed``: per pair, the tasks worse with evidence (``core.stats.harm``); both off by default, since they look
-    at every task again."""
+    at every task again. ``cluster_by``: a field of the task rows whose values cluster the tasks (standard errors,
+    intervals, tests and power clustered; ``core.stats.clusters``); None: the field the evaluations were launched
+    with (``eval --cluster-by``, recorded in their fingerprints), if they all agree, else no clustering.
+    ``noise_at``: the difference each pair's noise budget is computed for (default
+    ``core.stats.noise.DEFAULT_DELTA``)."""
 
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite number, got {threshold!r}")
@@ -353,15 +362,47 @@ def build_report(
     if not labels:
         raise InputError("no selector to report")
     test_ids = taskset.test_ids
+    recorded = [_recorded_cluster_by(stored[label]) for label in labels]
+    clusters = resolve_clustering(taskset.tasks, test_ids, cluster_by, recorded)
     read: dict[str, AttemptTable] = {}
     try:
-        report, tables = _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo)
+        report, tables = _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo, clusters)
         if error_bounds:
             report.error_bounds = _error_bounds(report, read, threshold)
+        report.noise = _noise(report, noise_at)
     finally:
         for table in read.values():
             table.close()
     return _where(report, taskset, tables, slice_by, harmed, passk)
+
+
+def _noise(report: Report, delta: float | None) -> list[NoiseBudget]:
+    """Per fixed-design pair, its noise budget at ``delta``, priced at the two selectors' known cost per attempt."""
+    from hermit_tui.core.stats.noise import DEFAULT_DELTA, CostRate, noise_budget
+
+    if delta is None:
+        delta = DEFAULT_DELTA
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or delta <= 0:
+        raise InputError(f"--noise-at must be a difference above 0, got {delta!r}")
+    by = {s.label: s for s in report.selectors}
+
+    def rate(s: SelectorReport) -> CostRate:
+        known = s.stats.n_attempts - s.unknown_cost_attempts
+        return CostRate(
+            known_usd=s.known_cost_usd, known_attempts=max(known, 0), unknown_attempts=s.unknown_cost_attempts
+        )
+
+    return [
+        noise_budget(p, by[p.a].stats.repeats_max, by[p.b].stats.repeats_max, rate(by[p.a]) + rate(by[p.b]), delta)
+        for p in report.pairs
+        if p.sequential is None and p.a in by and p.b in by
+    ]
+
+
+def _recorded_cluster_by(stored: StoredEvaluation) -> str | None:
+    """The field an evaluation was launched with under ``eval --cluster-by`` (its fingerprint), or None."""
+    fp = stored.summary.fingerprint if stored.summary is not None else None
+    return fp.cluster_by if fp is not None else None
 
 
 def _error_bounds(report: Report, read: dict[str, AttemptTable], threshold: float) -> list[ErrorBounds]:
@@ -411,6 +452,7 @@ def _build(
     read: dict[str, AttemptTable],
     test_ids: list[str],
     demo: bool,
+    clusters: Clustering | None = None,
 ) -> tuple[Report, dict[str, TaskTable]]:
     """build_report's figures from the evaluations' columns (``read`` collects the tables, for the caller to
     close), and each selector's scores by task."""
@@ -420,9 +462,9 @@ def _build(
     for label in labels:
         read[label] = table = stored[label].load_table()
         tables[label] = tabulate(table.attempt_columns(test_ids), test_ids, threshold)  # grouped once
-        selectors.append(_selector(stored[label], table, table.skipped, test_ids, threshold, tables[label]))
+        selectors.append(_selector(stored[label], table, table.skipped, test_ids, threshold, tables[label], clusters))
     pairs = [
-        pair_stats(a, tables[a], b, tables[b], test_ids, threshold)
+        pair_stats(a, tables[a], b, tables[b], test_ids, threshold, clusters=clusters)
         for a, b in [*default_pairs(labels), *_monitored_pairs(labels, stored)]
     ]
     keyed = {label: table.keyed(light=True) for label, table in read.items()}  # built only for a monitored pair
@@ -489,6 +531,8 @@ def _build(
         test_reuse=reuse,
         training=_training(run_dir),
         test_ids=list(test_ids),
+        cluster_by=clusters.by if clusters is not None else None,
+        n_clusters=clusters.count(test_ids) if clusters is not None else None,
         taxonomy=_taxonomy(
             stored,
             read,

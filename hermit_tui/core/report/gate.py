@@ -299,6 +299,8 @@ def gate_interval(
     if (pair.a, pair.b) != (baseline.label, candidate.label):
         raise ValueError(f"the pair is {pair.b} - {pair.a}, not {candidate.label} - {baseline.label}")
     method = METHOD_NAMES.get(pair.ci_method or "", pair.ci_method or "interval")
+    if pair.cluster_by is not None:
+        method += f", clustered by {pair.cluster_by} ({pair.n_clusters} clusters)"
     return GateInterval(low=pair.ci_low, high=pair.ci_high, method=method, source="paired", n_paired=pair.n_paired)
 
 
@@ -595,11 +597,15 @@ def load_gate(
     lenient: bool = False,
     baseline_optional: bool = False,
     slice_by: str | None = None,
+    cluster_by: str | None = None,
 ) -> GateResult:
     """The gate over the current evaluations of ``baseline`` and ``candidate`` (eval folder labels) on disk; smoke
     subsets (``eval/<label>/smoke/``) only when ``smoke``. A missing evaluation is bad input (InputError), except
-    the baseline's when ``baseline_optional`` and no requirement needs it (it is then left out)."""
+    the baseline's when ``baseline_optional`` and no requirement needs it (it is then left out). ``cluster_by``: the
+    field whose values cluster the tasks (None: the one both evaluations were launched with, if any;
+    ``core.stats.clusters``)."""
     from hermit_tui.core.records.scores import tabulate
+    from hermit_tui.core.stats.clusters import resolve_clustering
     from hermit_tui.core.stats.figures import pair_stats, selector_stats
 
     requirements = list(requirements)
@@ -630,6 +636,9 @@ def load_gate(
         else:
             raise missing(baseline, "baseline")
     test_ids = list(taskset.test_ids)
+    summaries = [stored[label].summary for label in (baseline, candidate) if label is not None]
+    recorded = [s.fingerprint.cluster_by if s is not None and s.fingerprint else None for s in summaries]
+    clusters = resolve_clustering(taskset.tasks, test_ids, cluster_by, recorded)
     facts: dict[str, SelectorFacts] = {}
     tables = {}
     roles: tuple[tuple[Role, str | None], ...] = (("baseline", baseline), ("candidate", candidate))
@@ -642,7 +651,7 @@ def load_gate(
             if "robust-to-errors" in requirements:
                 columns[label] = (table.attempt_columns(test_ids), table.status != OK)
             tables[label] = tabulate(table.attempt_columns(test_ids), test_ids, SOLVED_THRESHOLD)
-            stats = selector_stats(label, tables[label], test_ids, SOLVED_THRESHOLD)
+            stats = selector_stats(label, tables[label], test_ids, SOLVED_THRESHOLD, clusters=clusters)
             facts[label] = selector_facts(role, stored[label], table, test_ids, stats)
         finally:
             table.close()
@@ -655,7 +664,9 @@ def load_gate(
         (ca, ea), (cb, eb) = columns[baseline], columns[candidate]
         bounds = error_bounds(baseline, ca, ea, candidate, cb, eb, test_ids, SOLVED_THRESHOLD)
     if baseline is not None:
-        pair = pair_stats(baseline, tables[baseline], candidate, tables[candidate], test_ids, SOLVED_THRESHOLD)
+        pair = pair_stats(
+            baseline, tables[baseline], candidate, tables[candidate], test_ids, SOLVED_THRESHOLD, clusters=clusters
+        )
         if slice_by is not None:
             from hermit_tui.core.stats.slices import groups_by_field, slice_report
 

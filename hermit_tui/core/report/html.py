@@ -29,11 +29,13 @@ from hermit_tui.core.report.formatting import (
     sequential_protocol,
 )
 from hermit_tui.core.report.html_assets import CSP, CSS, SCRIPT
+from hermit_tui.core.report.html_where import where_sections
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot, esc, means_plot
-from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats
+from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.why.text import pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 
@@ -61,6 +63,11 @@ KNOWN_FIELDS = {
     "test_reuse",
     "training",
     "test_ids",
+    "noise",  # in each pair's figures
+    "slices",  # core.report.html_where
+    "harm",
+    "error_bounds",
+    "pass_k",
 }
 GENERIC_ROWS = 1000  # rows of a list rendered generically before "and N more"
 
@@ -291,6 +298,11 @@ def _pair(p: PairStats, r: Report) -> str:
         rows.append(("sequential boundary", esc(boundary_text(p.sequential))))
     if p.n_unpaired:
         rows.append(("left out (attempted by only one)", _ids(p.unpaired)))
+    noise = r.noise_of(p.a, p.b)
+    if noise is not None:
+        rows.append(("noise", f'<span class="note">{esc(variance_text(noise))}</span>'))
+        if p.decision == VerdictKind.UNCLEAR:
+            rows.append(("what it would take", esc(noise.advice)))
     transitions = _grid(
         ["transition", "tasks", "task ids"],
         [
@@ -549,6 +561,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
     r = report
     banner, warnings = _warnings(r)
     extras = _extra_sections(r)
+    where = where_sections(r)
     contents = [
         ("warnings", "Warnings"),
         ("protocol", "Protocol"),
@@ -559,6 +572,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
         ("comparability", "Comparability"),
         ("reuse", "Test reuse"),
         ("training", "Training evidence"),
+        *((a, t) for a, t, _ in where),
         *([("why", "Why it changed")] if r.why else []),
         *((a, t) for a, t, _ in extras),
     ]
@@ -589,6 +603,7 @@ def to_html(report: Report, *, errors: Mapping[str, Mapping[str, int]] | None = 
         _comparability(r),
         _reuse(r),
         _training(r),
+        *(html for _, _, html in where),
         _why(r),
         *(html for _, _, html in extras),
         f"<footer>Written by hermit-tui {esc(r.hermit_tui_version)} ({esc(r.format)}). The figures are those of "

@@ -50,6 +50,8 @@ table.kv th{font-weight:500;color:var(--muted);white-space:nowrap}
 .verdict{font-weight:600;padding:.4em .8em;border-left:4px solid var(--muted);background:var(--panel)}
 .verdict.improvement{border-color:var(--good)}
 .verdict.regression{border-color:var(--bad)}
+.hurt{color:var(--bad);font-weight:bold}
+.small{color:var(--muted)}
 .tag{display:inline-block;font-size:.8em;font-weight:700;padding:0 .45em;border-radius:4px;margin-right:.4em;
 border:1px solid currentColor}
 .improvement .tag{color:var(--good)}

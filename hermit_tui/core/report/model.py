@@ -14,6 +14,7 @@ from hermit_tui.core.report.protocol import Check, TestReuse
 from hermit_tui.core.stats.bounds import ErrorBounds
 from hermit_tui.core.stats.figures import PairStats, SelectorStats
 from hermit_tui.core.stats.harm import HarmReport
+from hermit_tui.core.stats.noise import NoiseBudget
 from hermit_tui.core.stats.passk import PassK
 from hermit_tui.core.stats.slices import SliceReport
 from hermit_tui.core.why.pair import PairWhy
@@ -90,12 +91,21 @@ class Report(BaseModel):
     test_reuse: TestReuse
     training: TrainingEvidence | None
     test_ids: list[str]
+    cluster_by: str | None = None  # --cluster-by (or recorded by eval --cluster-by): figures clustered by this field
+    n_clusters: int | None = None  # the clusters of the test tasks
     taxonomy: FailureTaxonomy | None = None  # hand labels from the triage (core/records/annotations.py)
     slices: SliceReport | None = None  # report --slice-by: where it helps and hurts (core/stats/slices.py)
     harm: list[HarmReport] = []  # report --harmed: per pair, the tasks worse with evidence (core/stats/harm.py)
     error_bounds: list[ErrorBounds] = []  # report --error-bounds: per pair, errors as failures/successes/left out
     pass_k: PassK | None = None  # report --pass-k: pass@k and pass^k per selector and pair (core/stats/passk.py)
+    noise: list[
+        NoiseBudget
+    ] = []  # per pair: the variance split and what detecting --noise-at would take (core/stats/noise.py)
     why: list[PairWhy] = []  # per compared pair: the adapter's diff, the flips, divergence, usage (core/why)
+
+    def noise_of(self, a: str, b: str) -> NoiseBudget | None:
+        """The noise budget of the pair (a, b), or None (a sequential pair has none)."""
+        return next((n for n in self.noise if (n.a, n.b) == (a, b)), None)
 
 
 __all__ = [

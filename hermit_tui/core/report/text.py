@@ -23,9 +23,11 @@ from hermit_tui.core.report.formatting import (
 from hermit_tui.core.report.model import Report
 from hermit_tui.core.safe import json_text, terminal
 from hermit_tui.core.safe import markdown as md
-from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE
+from hermit_tui.core.stats.clusters import CLUSTER_METHOD
+from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.stats.passk import PassFigure
 from hermit_tui.core.why.pair import PairWhy
 from hermit_tui.core.why.text import pair_lines
@@ -81,6 +83,11 @@ def to_markdown(report: Report) -> str:
                 "yes: every selector shares one protocol fingerprint" if r.comparable else "NO: see Comparability",
             ],
             *([["stop when decided", text] for text in [sequential_protocol(r)] if text]),
+            *(
+                [["clustered by", f"{md(r.cluster_by)}: {r.n_clusters} clusters of the test tasks ({CLUSTER_METHOD})"]]
+                if r.cluster_by is not None
+                else []
+            ),
         ],
     )
     out += ["", "## Results on the test split", ""]
@@ -195,6 +202,7 @@ def to_markdown(report: Report) -> str:
         )
         if p.n_unpaired:
             out += ["", f"Left out (attempted by only one of the two): {md(', '.join(p.unpaired))}"]
+        out += _noise_markdown(r, p)
         out.append("")
     out += _taxonomy_markdown(r)
     out += _where_markdown(r)
@@ -313,6 +321,18 @@ def _where_markdown(r: Report) -> list[str]:
                 ],
             )  # fmt: skip
             out.append("")
+    return out
+
+
+def _noise_markdown(r: Report, p: PairStats) -> list[str]:
+    """The pair's variance split; for a pair with no clear difference, what detecting the budget's difference
+    would take."""
+    n = r.noise_of(p.a, p.b)
+    if n is None:
+        return []
+    out = ["", f"Noise: {md(variance_text(n))}."]
+    if p.decision == VerdictKind.UNCLEAR:
+        out += ["", f"**What it would take:** {md(n.advice)}"]
     return out
 
 

@@ -66,6 +66,7 @@ class LaunchOptions(BaseModel):
     stop_when_decided: bool = False  # whole rounds, stopping once every candidate is decided (core.stats.looks)
     baseline: str | None = None  # --stop-when-decided: the selector the others are compared with
     margin: float | None = None  # --stop-when-decided: also "equivalent within ±margin"
+    cluster_by: str | None = None  # --cluster-by: a field of the task rows whose values cluster the tasks
 
     def __init__(self, **data: Any) -> None:
         try:

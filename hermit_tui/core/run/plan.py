@@ -21,6 +21,7 @@ from hermit_tui.core.run.events import Level
 from hermit_tui.core.run.executors import Executor, ProcessExecutor, ThreadExecutor
 from hermit_tui.core.run.launch import MAX_LIMIT, ExecutorName, LaunchOptions, positive_int
 from hermit_tui.core.run.rounds import plan_for
+from hermit_tui.core.stats.clusters import clusters_by_field
 from hermit_tui.core.workspace.config import MAX_REPEATS, Config
 from hermit_tui.core.workspace.fingerprint import compute_fingerprint
 from hermit_tui.core.workspace.selectors import remove_stale_exports, resolve_selectors
@@ -69,7 +70,17 @@ class LaunchPlan:
                 f"{repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch"
             )
         self.check_folders()
-        self.fingerprint = compute_fingerprint(config, self.test_rows, repeats=repeats, limit=limit)
+        self.clustering = (
+            clusters_by_field(self.tasks.tasks, self.task_ids, options.cluster_by) if options.cluster_by else None
+        )
+        self.fingerprint = compute_fingerprint(
+            config,
+            self.test_rows,
+            repeats=repeats,
+            limit=limit,
+            cluster_by=self.clustering.by if self.clustering else None,
+            clusters_sha256=self.clustering.digest() if self.clustering else None,
+        )
         if options.resume:
             self.continuing = ContinuePlan.for_resume(
                 self.selectors,

@@ -125,3 +125,54 @@ class RoundGate:
 
 
 __all__ = ["RoundGate", "decided_line", "plan_for", "round_line"]
+
+
+def projections(run_dir: Any, plan: SequentialPlan, test_ids: Sequence[str], threshold: float = 1.0) -> list[str]:
+    """Before a launch: per candidate, the round by which its earlier evaluation's variance says a true difference
+    of ``core.stats.noise.DEFAULT_DELTA`` (and of the difference that evaluation saw, when larger) would be decided,
+    with the attempts and known cost up to it (``core.stats.noise.round_projection``); or what cannot be projected."""
+    from hermit_tui.core.records.folders import list_evaluations
+    from hermit_tui.core.records.scores import tabulate
+    from hermit_tui.core.stats.figures import pair_stats
+    from hermit_tui.core.stats.noise import DEFAULT_DELTA, CostRate, round_projection
+
+    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False)}
+    every = 2 * len(test_ids) * plan.max_rounds
+    lines = []
+    tables, costs = {}, {}
+    for label in [plan.baseline, *plan.candidates]:
+        if label in stored:
+            table = stored[label].load_table()
+            try:
+                tables[label] = tabulate(table.attempt_columns(list(test_ids)), list(test_ids), threshold)
+                n = table.n
+                unknown = table.unknown_costs()
+                costs[label] = CostRate(
+                    known_usd=table.known_cost(), known_attempts=n - unknown, unknown_attempts=unknown
+                )
+            finally:
+                table.close()
+    for b in plan.candidates:
+        a = plan.baseline
+        if a not in tables or b not in tables:
+            lines.append(
+                f"{b} vs {a}: no earlier evaluation of both to project from; all {plan.max_rounds} rounds: "
+                f"{every:,} attempts of the pair"
+            )
+            continue
+        pair = pair_stats(a, tables[a], b, tables[b], list(test_ids), threshold)
+        deltas = [DEFAULT_DELTA]
+        if pair.mean_diff is not None and abs(pair.mean_diff) > DEFAULT_DELTA:
+            deltas.append(round(abs(pair.mean_diff), 3))
+        made = [
+            round_projection(pair, len(test_ids), plan.max_rounds, plan.each_spend, costs[a] + costs[b], d)
+            for d in deltas
+        ]
+        if made[0] is None:
+            lines.append(
+                f"{b} vs {a}: the earlier evaluations give no variance split to project from (they need 2+ repeats "
+                f"and some spread); all {plan.max_rounds} rounds: {every:,} attempts of the pair"
+            )
+            continue
+        lines += [p.text for p in made if p is not None]
+    return lines

@@ -33,6 +33,7 @@ from pydantic import BaseModel
 from hermit_tui.core.present import INTERVAL_INCLUDES_0, INTERVAL_TEST, NO_SPREAD_POWER, SHARP_TEST, p_text, short_num
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
 from hermit_tui.core.records.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
+from hermit_tui.core.stats.clusters import CLUSTER_METHOD, Clustering, clustered_var
 from hermit_tui.core.stats.intervals import (
     METHOD_TEXT,
     Interval,
@@ -115,6 +116,8 @@ class SelectorStats(BaseModel):
     ci_method: Method | None = None
     n_eff: float | None = None  # the effective sample size behind a score interval
     method: str = ""  # the interval and standard error, in words
+    cluster_by: str | None = None  # --cluster-by: the field whose values cluster the tasks (se, interval clustered)
+    n_clusters: int | None = None  # the clusters of the attempted tasks (the units of the interval)
     scale: tuple[float, float] = (0.0, 1.0)  # the range the interval respects
     per_task: dict[str, TaskStat]
     solved_once: float | None  # share of all test tasks with an attempt scoring at least the threshold
@@ -157,6 +160,8 @@ class PairStats(BaseModel):
     ci_method: Method | None = None
     n_eff: float | None = None
     method: str = ""  # the interval, in words
+    cluster_by: str | None = None  # --cluster-by: se, interval, test and power clustered by this field
+    n_clusters: int | None = None  # the clusters of the paired tasks: the units (df = n_clusters - 1)
     scale: tuple[float, float] = (-1.0, 1.0)  # the range of a difference
     p_value: float | None  # the test of the interval's null (mean difference 0): p < 0.05 iff the interval excludes 0
     test: str = ""  # that test, in words
@@ -203,13 +208,19 @@ class PairStats(BaseModel):
             return None
         from scipy.special import stdtr
 
-        return float(stdtr(self.n_paired - 1, abs(delta) / self.se - ratio))
+        return float(stdtr(self.units - 1, abs(delta) / self.se - ratio))
+
+    @property
+    def units(self) -> int:
+        """The independent units behind the figures: the clusters when clustered, else the paired tasks."""
+        return self.n_clusters if self.n_clusters is not None else self.n_paired
 
     def tasks_needed(self, delta: float) -> int | None:
         """Paired tasks needed to detect a difference of ``delta`` (at the current repeats), or None if unknown
-        (also when the tasks show no spread: nothing to project from)."""
+        (also when the tasks show no spread: nothing to project from, and when clustered: the need is in clusters,
+        whose sizes a projection would have to guess)."""
         ratio = self._ratio()
-        if ratio is None or self.sd_diff is None or not delta:
+        if ratio is None or self.sd_diff is None or not delta or self.n_clusters is not None:
             return None
         sd, target, n0 = self.sd_diff, abs(delta), self.n_paired
         crit0 = _t_crit(n0 - 1)
@@ -234,6 +245,8 @@ class PairStats(BaseModel):
         """
         ratio = self._ratio()
         if ratio is None or self.within_var is None or self.between_var is None or not delta or self.n_paired < 2:
+            return None
+        if self.n_clusters is not None:  # the variance split is per task; clustered, it does not give the se
             return None
         room = self.n_paired * delta**2 / (ratio + _t_power(self.n_paired - 1)) ** 2 - self.between_var
         if room <= 0:
@@ -296,11 +309,22 @@ def _interval_fields(interval: Interval | None) -> dict[str, Any]:
     return dict(ci_low=interval.low, ci_high=interval.high, ci_method=interval.method, n_eff=interval.n_eff)
 
 
-def _method_text(interval: Interval | None, what: str) -> str:
+def _method_text(interval: Interval | None, what: str, clusters: Clustering | None = None, units: int = 0) -> str:
+    cl = f"; clustered by {clusters.by} ({units} clusters): {CLUSTER_METHOD}" if clusters is not None else ""
     if interval is None:
-        return f"no interval (needs 2 tasks); {what}"
+        need = "2 clusters" if clusters is not None else "2 tasks"
+        return f"no interval (needs {need}); {what}{cl}"
     extra = f", effective sample size {interval.n_eff:.1f}" if interval.n_eff is not None else ""
-    return f"{METHOD_TEXT[interval.method]}{extra}; {what}"
+    return f"{METHOD_TEXT[interval.method]}{extra}; {what}{cl}"
+
+
+def _clustered_se(values: np.ndarray, codes: np.ndarray | None, sd: float | None) -> float | None:
+    """The standard error of the mean of ``values``: sd / sqrt(n), or cluster-robust (None with < 2 clusters)."""
+    if codes is None:
+        return sd / math.sqrt(len(values)) if sd is not None else None
+    if len(values) < 2 or len(set(codes.tolist())) < 2:
+        return None
+    return math.sqrt(max(float(clustered_var(values, codes)), 0.0))
 
 
 def _repeats_text(lo: int, hi: int) -> str:
@@ -316,8 +340,10 @@ def selector_stats(
     task_ids: Sequence[str] | None,
     threshold: float = SOLVED_THRESHOLD,
     scale: tuple[float, float] | None = None,
+    clusters: Clustering | None = None,
 ) -> SelectorStats:
     """The task mean with its 95% interval, per-task figures, solved rates and the variance split of one selector.
+    ``clusters``: the standard error and interval are clustered by it (``core.stats.clusters``).
 
     ``task_ids`` are the test task ids (None: the ids in the records). Attempts on other ids are ignored and counted.
     ``scale``: the range the interval respects (default: [0, 1] widened to the scores observed).
@@ -343,6 +369,10 @@ def selector_stats(
         nonfinite_scores=table.nonfinite,
         scale=(lo, hi),
     )
+    codes = clusters.codes([table.ids[i] for i in table.index.tolist()]) if clusters is not None else None
+    units = len(set(codes.tolist())) if codes is not None else 0
+    if clusters is not None:
+        common |= dict(cluster_by=clusters.by, n_clusters=units)
     if not g:
         return SelectorStats(
             **common,
@@ -372,14 +402,16 @@ def selector_stats(
     mean = float(means.mean())
     attempt_mean = float(table.scores.mean())
     sd = float(means.std(ddof=1)) if g > 1 else None
-    se = sd / math.sqrt(g) if sd is not None else None
+    se = _clustered_se(means, codes, sd)
     binary = bool(np.all((table.scores == lo) | (table.scores == hi)))
-    interval = task_mean_interval(means, counts, binary, lo, hi)
+    interval = task_mean_interval(means, counts, binary, lo, hi, clusters=codes)
 
     solved = int((table.solved > 0).sum())
     has_pass_k = int(counts.min()) >= 2
     all_solved = int((table.solved == counts).sum())
     warnings = []
+    if clusters is not None and units < 2 and g > 1:
+        warnings.append(f"{label}: the attempted tasks fall in one cluster of {clusters.by}: no interval")
     if int(counts.min()) != int(counts.max()):
         warnings.append(
             f"{label}: unequal repeats ({counts.min()}-{counts.max()} per task): the mean score is the "
@@ -396,7 +428,7 @@ def selector_stats(
         attempt_mean=attempt_mean,
         se=se,
         **_interval_fields(interval),
-        method=_method_text(interval, SE_METHOD),
+        method=_method_text(interval, SE_METHOD, clusters, units),
         solved_once=solved / n_test,
         solved_once_ci=wilson(solved, n_test),
         pass_k=all_solved / n_test if has_pass_k else None,
@@ -513,8 +545,11 @@ def pair_stats(
     task_ids: Sequence[str] | None,
     threshold: float = SOLVED_THRESHOLD,
     scale: tuple[float, float] | None = None,
+    clusters: Clustering | None = None,
 ) -> PairStats:
     """Paired comparison of ``b`` against ``a`` over the test tasks both attempted (differences are b - a).
+    ``clusters``: the standard error, interval, its test and the power figures are clustered by it
+    (``core.stats.clusters``: cluster-robust, clusters - 1 df); the sharp-null test stays within tasks.
 
     ``scale``: the range of a score (default: [0, 1] widened to the scores of both); differences lie in
     ``[lo - hi, hi - lo]``.
@@ -545,14 +580,16 @@ def pair_stats(
     for tid, code in zip(paired_ids, codes.tolist()):
         transitions[TRANSITIONS[code]].append(tid)
 
+    cl_codes = clusters.codes(paired_ids) if clusters is not None else None
+    units = len(set(cl_codes.tolist())) if cl_codes is not None else n
     mean_diff = float(diffs.mean()) if n else None
     sd = float(diffs.std(ddof=1)) if n > 1 else None
-    se = sd / math.sqrt(n) if sd is not None else None
+    se = _clustered_se(diffs, cl_codes, sd)
     width = hi - lo
     bin_a = bool(np.all((ta.scores == lo) | (ta.scores == hi)))
     bin_b = bool(np.all((tb.scores == lo) | (tb.scores == hi)))
-    interval = pair_interval(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
-    p_value = pair_p_value(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
+    interval = pair_interval(ma, mb, ka, kb, bin_a, bin_b, lo, hi, clusters=cl_codes)
+    p_value = pair_p_value(ma, mb, ka, kb, bin_a, bin_b, lo, hi, clusters=cl_codes)
     wins, losses = int((diffs > TIE_TOL).sum()), int((diffs < -TIE_TOL).sum())
     unequal = int((ka != kb).sum())
     sign_p = None
@@ -573,7 +610,7 @@ def pair_stats(
     if se is not None and se > 0 and interval is not None and mean_diff is not None:
         below, above = mean_diff - interval.low, interval.high - mean_diff  # the side the difference must clear
         half = below if mean_diff > 0 else above if mean_diff < 0 else max(below, above)
-        mde = half + _t_power(n - 1) * se
+        mde = half + _t_power(units - 1) * se
 
     test = None
     if n:
@@ -594,6 +631,8 @@ def pair_stats(
         warnings.append(
             f"{b_label} vs {a_label}: {len(unpaired)} test tasks attempted by only one of the two are left out"
         )
+    if clusters is not None and n > 1 and units < 2:
+        warnings.append(f"{b_label} vs {a_label}: the paired tasks fall in one cluster of {clusters.by}: no interval")
     fields = dict(
         a=a_label,
         b=b_label,
@@ -608,7 +647,9 @@ def pair_stats(
         sd_diff=sd,
         se=se,
         **_interval_fields(interval),
-        method=_method_text(interval, "differences of task means, b - a"),
+        method=_method_text(interval, "differences of task means, b - a", clusters, units),
+        cluster_by=clusters.by if clusters is not None else None,
+        n_clusters=units if clusters is not None else None,
         scale=(-width, width),
         p_value=p_value,
         test=INTERVAL_TEST if p_value is not None else "",

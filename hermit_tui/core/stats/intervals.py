@@ -105,15 +105,28 @@ def wilson_bounds(p: Any, n: Any, crit: Any) -> Any:
     return low, high
 
 
-def unit_bounds(p: Any, var: Any, g: Any, cap: Any, level: Any = CONFIDENCE) -> tuple[Any, Any, Any]:
+def unit_bounds(
+    p: Any, var: Any, g: Any, cap: Any, level: Any = CONFIDENCE, *, se2: Any = None, units: Any = None
+) -> tuple[Any, Any, Any]:
     """The selector interval on [0, 1] (arrays broadcast): mean ``p``, sample variance ``var`` of the task values
-    (ddof 1), ``g`` tasks, ``cap`` the largest effective sample size (``inf`` without one). (low, high, n_eff)."""
+    (ddof 1), ``g`` tasks, ``cap`` the largest effective sample size (``inf`` without one). (low, high, n_eff).
+
+    Clustered (``core.stats.clusters``): ``se2`` the clustered variance of the mean and ``units`` the clusters, which
+    then take the tasks' place in the degrees of freedom (``units - 1``) and the least effective sample size; the
+    no-spread floor stays the tasks' (``g``: with the clusters' it would swamp the interval in the middle of the
+    range, where the clustered interval is to be the cluster-robust t interval). By default ``se2 = var / g`` and
+    ``units = g``."""
     p = np.clip(np.asarray(p, dtype=float), 0.0, 1.0)
     var, g = np.asarray(var, dtype=float), np.asarray(g, dtype=float)
-    crit = t_quantile(np.maximum(g - 1, 1), level)
+    units = g if units is None else np.asarray(units, dtype=float)
+    crit = t_quantile(np.maximum(units - 1, 1), level)
     with np.errstate(divide="ignore", invalid="ignore"):
-        n_raw = np.where(var > 0, p * (1 - p) / (var / g), np.inf)
-    n_eff = np.minimum(np.maximum(n_raw, g), np.maximum(np.asarray(cap, dtype=float), g))
+        if se2 is None:
+            n_raw = np.where(var > 0, p * (1 - p) / (var / g), np.inf)
+        else:
+            se2 = np.asarray(se2, dtype=float)
+            n_raw = np.where(se2 > 0, p * (1 - p) / se2, np.inf)
+    n_eff = np.minimum(np.maximum(n_raw, units), np.maximum(np.asarray(cap, dtype=float), units))
     low, high = wilson_bounds(p, n_eff, crit)
     q = no_spread_share(g, level)
     floor_low, floor_high = p - q * p, p + q * (1 - p)
@@ -160,16 +173,50 @@ def attempts_cap(counts: Any) -> Any:
 
 
 def task_mean_interval(
-    means: np.ndarray, counts: np.ndarray, binary: bool, lo: float, hi: float, level: float = CONFIDENCE
+    means: np.ndarray,
+    counts: np.ndarray,
+    binary: bool,
+    lo: float,
+    hi: float,
+    level: float = CONFIDENCE,
+    *,
+    clusters: np.ndarray | None = None,
 ) -> Interval | None:
     """A selector's interval: for the mean of its task means ``means``, with ``counts`` attempts per task;
     ``binary``: every score is at one end of ``[lo, hi]`` (pass/fail), which caps the effective sample size at the
-    attempts' worth, ``G^2 / sum(1 / k_i)``."""
+    attempts' worth, ``G^2 / sum(1 / k_i)``. ``clusters``: the tasks' cluster codes (``core.stats.clusters``): the
+    standard error is then cluster-robust and the clusters count as the units (None with fewer than 2)."""
     g = len(means)
     if g < 2:
         return None
     cap = float(attempts_cap(counts)) if binary else None
-    return mean_interval(float(np.mean(means)), float(np.std(means, ddof=1)), g, lo, hi, max_n_eff=cap, level=level)
+    if clusters is None:
+        return mean_interval(float(np.mean(means)), float(np.std(means, ddof=1)), g, lo, hi, max_n_eff=cap, level=level)
+    from hermit_tui.core.stats.clusters import clustered_var
+
+    n_clusters = len(set(np.asarray(clusters).tolist()))
+    width = hi - lo
+    if n_clusters < 2 or width <= 0:
+        return None
+    unit = _unit(means, lo, hi)
+    p, var = float(unit.mean()), float(unit.var(ddof=1))
+    spread = var > 1e-24
+    low, high, n_eff = unit_bounds(
+        p,
+        var if spread else 0.0,
+        g,
+        math.inf if cap is None else cap,
+        level,
+        se2=float(clustered_var(unit, clusters)),
+        units=n_clusters,
+    )
+    method: Method = "score" if spread else "no-spread"
+    return Interval(
+        low=lo + width * float(low),
+        high=lo + width * float(high),
+        method=method,
+        n_eff=float(n_eff) if spread else None,
+    )
 
 
 def _corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -182,16 +229,34 @@ def _corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def pair_bounds(
-    ma: Any, mb: Any, cap_a: Any, cap_b: Any, level: Any = CONFIDENCE
+    ma: Any, mb: Any, cap_a: Any, cap_b: Any, level: Any = CONFIDENCE, clusters: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The pair interval on the unit scale: task means ``ma``, ``mb`` in [0, 1] (last axis: the paired tasks; leading
-    axes: data sets), effective-sample-size caps per data set. (low, high, no_spread) of ``mean(mb - ma)``."""
+    axes: data sets), effective-sample-size caps per data set. (low, high, no_spread) of ``mean(mb - ma)``.
+
+    ``clusters``: the paired tasks' cluster codes. Each side's interval then uses its clustered variance with the
+    clusters as units, and ``r`` is the clustered correlation of the two means, so that in the middle of the range
+    the interval is the cluster-robust t interval on the differences (``C - 1`` df)."""
     ma, mb = np.asarray(ma, dtype=float), np.asarray(mb, dtype=float)
     g = ma.shape[-1]
     a, b = ma.mean(-1), mb.mean(-1)
-    la, ua, _ = unit_bounds(a, ma.var(-1, ddof=1), g, cap_a, level)
-    lb, ub, _ = unit_bounds(b, mb.var(-1, ddof=1), g, cap_b, level)
-    r = _corr(ma, mb)
+    units: Any = g
+    if clusters is None:
+        se2_a = se2_b = None
+        r = _corr(ma, mb)
+    else:
+        from hermit_tui.core.stats.clusters import clustered_cov
+
+        units = len(set(np.asarray(clusters).tolist()))
+        se2_a, se2_b, cov = (
+            clustered_cov(ma, ma, clusters),
+            clustered_cov(mb, mb, clusters),
+            clustered_cov(ma, mb, clusters),
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.clip(np.where(se2_a * se2_b > 0, cov / np.sqrt(se2_a * se2_b), 0.0), -1.0, 1.0)
+    la, ua, _ = unit_bounds(a, ma.var(-1, ddof=1), g, cap_a, level, se2=se2_a, units=units)
+    lb, ub, _ = unit_bounds(b, mb.var(-1, ddof=1), g, cap_b, level, se2=se2_b, units=units)
     d = b - a
     low = d - np.sqrt(np.maximum((b - lb) ** 2 - 2 * r * (b - lb) * (ua - a) + (ua - a) ** 2, 0.0))
     high = d + np.sqrt(np.maximum((ub - b) ** 2 - 2 * r * (ub - b) * (a - la) + (a - la) ** 2, 0.0))
@@ -217,20 +282,25 @@ def pair_interval(
     lo: float,
     hi: float,
     level: float = CONFIDENCE,
+    *,
+    clusters: np.ndarray | None = None,
 ) -> Interval | None:
     """A pair's interval for the mean of ``mb - ma`` over the paired tasks (task means of scores in ``[lo, hi]``,
-    ``ka``/``kb`` attempts per task; ``binary_*``: that selector's scores are all at an end of the range)."""
-    if len(ma) < 2 or hi <= lo:
+    ``ka``/``kb`` attempts per task; ``binary_*``: that selector's scores are all at an end of the range;
+    ``clusters``: the paired tasks' cluster codes, None with fewer than 2 clusters)."""
+    if len(ma) < 2 or hi <= lo or not _enough_clusters(clusters):
         return None
     width = hi - lo
     cap_a = float(attempts_cap(ka)) if binary_a else math.inf
     cap_b = float(attempts_cap(kb)) if binary_b else math.inf
-    low, high, flat = pair_bounds(_unit(ma, lo, hi), _unit(mb, lo, hi), cap_a, cap_b, level)
+    low, high, flat = pair_bounds(_unit(ma, lo, hi), _unit(mb, lo, hi), cap_a, cap_b, level, clusters)
     method: Method = "no-spread" if bool(flat) else "hybrid"
     return Interval(low=width * float(low), high=width * float(high), method=method)
 
 
-def pair_p_values(ma: Any, mb: Any, cap_a: Any, cap_b: Any, null: Any = 0.0, steps: int = 32) -> np.ndarray:
+def pair_p_values(
+    ma: Any, mb: Any, cap_a: Any, cap_b: Any, null: Any = 0.0, steps: int = 32, clusters: np.ndarray | None = None
+) -> np.ndarray:
     """Per data set (unit scale, as :func:`pair_bounds`), the smallest ``alpha`` whose ``1 - alpha`` pair interval
     excludes ``null``: 1 when even the narrowest interval holds it. Bisection on ``log(alpha)`` (the intervals are
     nested in the level), to a relative precision of about 1e-4."""
@@ -239,7 +309,7 @@ def pair_p_values(ma: Any, mb: Any, cap_a: Any, cap_b: Any, null: Any = 0.0, ste
     null = np.broadcast_to(np.asarray(null, dtype=float), shape)
 
     def excludes(alpha: np.ndarray) -> np.ndarray:
-        low, high, _ = pair_bounds(ma, mb, cap_a, cap_b, 1 - alpha)
+        low, high, _ = pair_bounds(ma, mb, cap_a, cap_b, 1 - alpha, clusters)
         res: np.ndarray = (low > null) | (high < null)
         return res
 
@@ -265,13 +335,20 @@ def pair_p_value(
     lo: float,
     hi: float,
     null: float = 0.0,
+    *,
+    clusters: np.ndarray | None = None,
 ) -> float | None:
-    """The p-value of "the mean difference is ``null``" that belongs to :func:`pair_interval` (None with < 2 tasks)."""
-    if len(ma) < 2 or hi <= lo:
+    """The p-value of "the mean difference is ``null``" that belongs to :func:`pair_interval` (None with < 2 tasks
+    or, clustered, fewer than 2 clusters)."""
+    if len(ma) < 2 or hi <= lo or not _enough_clusters(clusters):
         return None
     cap_a = float(attempts_cap(ka)) if binary_a else math.inf
     cap_b = float(attempts_cap(kb)) if binary_b else math.inf
-    return float(pair_p_values(_unit(ma, lo, hi), _unit(mb, lo, hi), cap_a, cap_b, null / (hi - lo)))
+    return float(pair_p_values(_unit(ma, lo, hi), _unit(mb, lo, hi), cap_a, cap_b, null / (hi - lo), clusters=clusters))
+
+
+def _enough_clusters(clusters: np.ndarray | None) -> bool:
+    return clusters is None or len(set(np.asarray(clusters).tolist())) >= 2
 
 
 def method_note(methods: Sequence[str | None]) -> str:

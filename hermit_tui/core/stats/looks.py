@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from hermit_tui.core.present import short_num
 from hermit_tui.core.records.results import SequentialEntry, Summary
 from hermit_tui.core.stats.figures import PairStats, VerdictKind
-from hermit_tui.core.stats.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor
+from hermit_tui.core.stats.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor, candidate_spend
 
 
 class SequentialPlan(BaseModel):
@@ -35,8 +35,19 @@ class SequentialPlan(BaseModel):
     candidates: list[str]
     max_rounds: int
     margin: float | None = None
-    alpha: float = ALPHA
+    alpha: float = ALPHA  # family-wise over the candidates
     method: str = METHOD
+    spend: float | None = None  # each candidate's boundaries' total (None: candidate_spend over the candidates)
+    split_over: int | None = None  # the candidates alpha is split over (None: len(candidates))
+
+    @property
+    def family(self) -> int:
+        return self.split_over if self.split_over is not None else len(self.candidates)
+
+    @property
+    def each_spend(self) -> float:
+        """What each candidate's boundaries spend: Bonferroni's share of alpha, 0.9 of it (``candidate_spend``)."""
+        return self.spend if self.spend is not None else candidate_spend(self.alpha, self.family)
 
     def same_design(self, entry: SequentialEntry) -> list[str]:
         """How a recorded ``sequential`` entry differs from this plan (what a resume must keep)."""
@@ -49,6 +60,8 @@ class SequentialPlan(BaseModel):
             changed.append(f"margin {entry.margin or 'none'} -> {self.margin or 'none'}")
         if entry.alpha != self.alpha:
             changed.append(f"alpha {entry.alpha} -> {self.alpha}")
+        if entry.spend is not None and abs(entry.spend - self.each_spend) > 1e-12:
+            changed.append(f"alpha spent per candidate {entry.spend:.4g} -> {self.each_spend:.4g}")
         return changed
 
 
@@ -72,7 +85,13 @@ class _Pair:
 
     def __init__(self, plan: SequentialPlan, candidate: str):
         self.monitor = SequentialMonitor(
-            plan.baseline, candidate, plan.max_rounds, alpha=plan.alpha, margin=plan.margin
+            plan.baseline,
+            candidate,
+            plan.max_rounds,
+            alpha=plan.alpha,
+            spend=plan.each_spend,
+            candidates=plan.family,
+            margin=plan.margin,
         )
         self.looks: list[SequentialLook] = []
 
@@ -136,6 +155,8 @@ class RoundTracker:
             max_rounds=plan.max_rounds,
             method=plan.method,
             alpha=plan.alpha,
+            spend=plan.each_spend,
+            split_over=plan.family,
             margin=plan.margin,
         )
         if label == plan.baseline:
@@ -172,6 +193,9 @@ def replay(
         margin=entry.margin,
         alpha=entry.alpha,
         method=entry.method,
+        # a summary written before issue 25, item 4, spent the whole alpha for each candidate
+        spend=entry.spend if entry.spend is not None else entry.alpha,
+        split_over=entry.split_over or 1,
     )
     tracker = RoundTracker(plan, task_ids)
     if not 1 <= entry.rounds <= entry.max_rounds:
@@ -353,7 +377,8 @@ def boundary_text(look: SequentialLook) -> str:
         target = "0" + (f" and ±{look.margin:g}" if look.margin is not None else "")
         parts.append(f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against {target}")
     if look.alpha_spent is not None:
-        parts.append(f"α spent {look.alpha_spent:.2g} of {look.alpha:g}")
+        split = f", α {look.alpha:g} split over {look.candidates} candidates" if look.candidates > 1 else ""
+        parts.append(f"α spent {look.alpha_spent:.2g} of {look.boundary_alpha:.3g}{split}")
     return "; ".join(parts)
 
 

@@ -220,7 +220,7 @@ def _reading(p: SlicePair, margin: float) -> str:
     if p.too_small:
         tasks = f"{p.n_paired} paired task{'s' * (p.n_paired != 1)}"
         if p.mde is None or not math.isfinite(p.mde) or p.mde <= 0:
-            why = "no spread between its tasks to measure a difference by"
+            why = "its tasks show no spread to project a detectable difference from"
         elif p.mde >= 2:
             why = "no difference the scores allow could be shown"
         else:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -32,8 +33,11 @@ _SPACE = re.compile(r"\s+")
 SIMILARITY_CHARS = 4000  # the text compared for a changed step's similarity
 
 
-class Step(BaseModel):
-    """One step of a trajectory; ``message`` is the index of the message it comes from (0-based)."""
+@dataclass(slots=True)
+class Step:
+    """One step of a trajectory; ``message`` is the index of the message it comes from (0-based). A slotted
+    dataclass, not a model: the pair summary makes one per message of every attempt (160,000 at 20,000 attempts),
+    and pydantic validates and serialises it inside the models that hold it the same way."""
 
     kind: StepKind
     role: str
@@ -62,10 +66,12 @@ class Step(BaseModel):
         return self.role
 
 
-def steps_of(messages: Sequence[Any] | None) -> list[Step]:
-    """A trajectory's steps, in order."""
+def steps_of(messages: Sequence[Any] | None, *, pretty: bool = True) -> list[Step]:
+    """A trajectory's steps, in order. ``pretty``: a call's JSON arguments indented for reading; without it they are
+    compact (faster, for the pair summary): after whitespace is collapsed (``Step.key``) the two forms make the
+    same steps equal."""
     steps: list[Step] = []
-    for turn in turns_of(list(messages or [])):
+    for turn in turns_of(list(messages or []), pretty=pretty):
         is_result = turn.role in ("tool", "function") or (turn.call_id is not None and turn.role != "assistant")
         if is_result:
             steps.append(
@@ -80,9 +86,13 @@ def steps_of(messages: Sequence[Any] | None) -> list[Step]:
             )
             continue
         if turn.text or not turn.calls:
-            steps.append(Step(kind="message", role=turn.role, text=turn.text, message=turn.index))
+            steps.append(
+                Step(kind="message", role=turn.role, text=turn.text, tool=None, message=turn.index, error=False)
+            )
         for call in turn.calls:
-            steps.append(Step(kind="call", role=turn.role, text=call.arguments, tool=call.name, message=turn.index))
+            steps.append(
+                Step(kind="call", role=turn.role, text=call.arguments, tool=call.name, message=turn.index, error=False)
+            )
     return steps
 
 
@@ -148,6 +158,25 @@ def align_two(a: Sequence[Step], b: Sequence[Step]) -> list[PairRow]:
             out += [(i1 + x, None, "removed", None) for x in range(x1, x2)]
             out += [(None, j1 + y, "inserted", None) for y in range(y1, y2)]
     return out
+
+
+def divergence_two(a: Sequence[Step], b: Sequence[Step]) -> int | None:
+    """The first-divergence step of ``align(["a", "b"], [a, b])`` without building the alignment (the pair summary
+    needs only this): rows of an equal run are the same, and a run that is not equal holds an agent row exactly when
+    one of its steps, on either side, is an agent step; so the divergence is one more than the agent steps of the
+    equal runs before the first such run."""
+    keys: dict[tuple[str, str, str, str], int] = {}
+    ka = [keys.setdefault(s.key(), len(keys)) for s in a]
+    kb = [keys.setdefault(s.key(), len(keys)) for s in b]
+    if ka == kb:
+        return None  # one equal run: the agents did the same
+    same = 0
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes():
+        if op == "equal":
+            same += sum(1 for s in a[i1:i2] if s.agent)
+        elif any(s.agent for s in a[i1:i2]) or any(s.agent for s in b[j1:j2]):
+            return same + 1
+    return None
 
 
 def align(labels: Sequence[str], trajectories: Sequence[Sequence[Step]]) -> Alignment:
@@ -228,4 +257,15 @@ def align_messages(labels: Sequence[str], transcripts: Sequence[Sequence[Any] | 
     return align(labels, [steps_of(m) for m in transcripts])
 
 
-__all__ = ["Alignment", "Cell", "Row", "Step", "align", "align_messages", "align_two", "row_status", "steps_of"]
+__all__ = [
+    "Alignment",
+    "Cell",
+    "Row",
+    "Step",
+    "align",
+    "align_messages",
+    "align_two",
+    "divergence_two",
+    "row_status",
+    "steps_of",
+]

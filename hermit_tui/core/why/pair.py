@@ -10,12 +10,12 @@ here is a causal claim.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from pydantic import BaseModel, Field
 
 from hermit_tui.core.errors import InputError
@@ -25,7 +25,7 @@ from hermit_tui.core.records.transcripts import read_hermit_log
 from hermit_tui.core.stats.figures import pair_stats
 from hermit_tui.core.why.adapter_diff import AdapterDiff, diff_versions
 from hermit_tui.core.why.adapter_files import AdapterVersion, read_version
-from hermit_tui.core.why.align import Alignment, Step, align, steps_of
+from hermit_tui.core.why.align import Alignment, Step, align, divergence_two, steps_of
 from hermit_tui.core.why.usage import DESCRIPTIVE, RECORD_KEY, Usage, UsageHook, usage_of
 from hermit_tui.core.workspace.config import Config
 
@@ -87,51 +87,71 @@ class PairWhy(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def _sidecar(folder: Path) -> dict[Key, list[Any] | None]:
-    """Every attempt's last line of a transcripts.jsonl (damaged lines skipped)."""
+class _Head(msgspec.Struct):
+    """What a transcripts.jsonl line is looked up by (the rest of the line is decoded only when it is asked for)."""
+
+    id: Any = None
+    repeat: Any = None
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+
+
+def _sidecar(folder: Path) -> dict[Key, bytes]:
+    """Every attempt's last line of a transcripts.jsonl, undecoded (damaged lines skipped): a line's bytes take a
+    fraction of the memory of its decoded messages, and each is decoded once, when its steps are read."""
     path = folder / TRANSCRIPTS
-    out: dict[Key, list[Any] | None] = {}
+    out: dict[Key, bytes] = {}
     if not path.is_file():
         return out
     with open(path, "rb") as fh:
         for line in fh:
             try:
-                data = json.loads(line)
-                key = (str(data["id"]), int(data["repeat"]))
-            except (ValueError, KeyError, TypeError):
+                head = _HEAD.decode(line)
+                key = (str(head.id), int(head.repeat))
+            except (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError):
                 continue
-            messages = data.get("messages")
-            out[key] = messages if isinstance(messages, list) or messages is None else [messages]
+            if head.id is not None:
+                out[key] = line
     return out
 
 
+def _messages(line: bytes) -> list[Any] | None:
+    try:
+        data = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return None
+    messages = data.get("messages") if isinstance(data, dict) else None
+    return messages if isinstance(messages, list) or messages is None else [messages]
+
+
 class Evaluation:
-    """One label's current evaluation: its records and, on demand, each attempt's steps."""
+    """One label's current evaluation: its records and, on demand, each attempt's messages and steps."""
 
     def __init__(self, config: Config, label: str):
         self.label = label
         self.folder = eval_root(config.run_dir) / label
         if not (self.folder / RESULTS).is_file():
             raise InputError(f"{self.folder / RESULTS}: no evaluation of '{label}'")
-        self.records = read_results(self.folder / RESULTS).records
         last: dict[Key, AttemptRecord] = {}
-        for rec in self.records:
+        for rec in read_results(self.folder / RESULTS).records:
             last[rec.key] = rec
         self.by_key = last
-        self._sidecar: dict[Key, list[Any] | None] | None = None
+        self._sidecar: dict[Key, bytes] | None = None
 
     def messages(self, key: Key) -> list[Any] | None:
         if self._sidecar is None:
             self._sidecar = _sidecar(self.folder)
-        found = self._sidecar.get(key)
+        line = self._sidecar.get(key)
+        found = _messages(line) if line is not None else None
         if found is not None:
             return found
         rec = self.by_key.get(key)
         return None if rec is None else read_hermit_log(rec.log).messages
 
-    def steps(self, key: Key) -> list[Step] | None:
+    def steps(self, key: Key, *, pretty: bool = True) -> list[Step] | None:
         messages = self.messages(key)
-        return None if messages is None else steps_of(messages)
+        return None if messages is None else steps_of(messages, pretty=pretty)
 
 
 def _record_usage(rec: AttemptRecord) -> Any:
@@ -141,59 +161,69 @@ def _record_usage(rec: AttemptRecord) -> Any:
     return (rec.model_extra or {}).get(RECORD_KEY)
 
 
-def _use(
-    ev: Evaluation,
-    keys: Sequence[Key],
-    steps: dict[Key, list[Step] | None],
-    version: AdapterVersion | None,
-    hook: UsageHook | None,
-) -> tuple[SelectorUse, dict[Key, Usage]]:
-    calls: Counter[str] = Counter()
-    using: Counter[str] = Counter()
-    errors: Counter[str] = Counter()
-    with_t = 0
-    usages: dict[Key, Usage] = {}
-    exports = version.exports if version is not None and version.has_adapter else None
-    if exports is not None and not (exports.tools or exports.skills or exports.agents):
-        exports = None  # it exports its context alone: nothing whose use can be seen
-    out = SelectorUse(label=ev.label, attempts=len(keys), with_transcript=0, has_adapter=exports is not None)
-    for key in keys:
-        s = steps.get(key)
+class _UseCounter:
+    """One selector's tool use and adapter usage, counted attempt by attempt (the steps are not kept)."""
+
+    def __init__(self, ev: Evaluation, version: AdapterVersion | None, hook: UsageHook | None):
+        self.ev, self.hook = ev, hook
+        exports = version.exports if version is not None and version.has_adapter else None
+        if exports is not None and not (exports.tools or exports.skills or exports.agents):
+            exports = None  # it exports its context alone: nothing whose use can be seen
+        self.exports = exports
+        self.calls: Counter[str] = Counter()
+        self.using: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.usages: dict[Key, Usage] = {}
+        self.out = SelectorUse(label=ev.label, attempts=0, with_transcript=0, has_adapter=exports is not None)
+
+    def add(self, key: Key, s: list[Step] | None) -> None:
+        out = self.out
+        out.attempts += 1
         if s is not None:
-            with_t += 1
-            here = Counter(st.tool or "?" for st in s if st.kind == "call")
-            calls.update(here)
-            using.update(here.keys())
-            errors.update(st.tool or "?" for st in s if st.kind == "result" and st.error)
-        if exports is not None:
-            rec = ev.by_key[key]
-            u = usage_of(s, ev.messages(key) if hook is not None else None, exports, _record_usage(rec), hook)
-            usages[key] = u
-            out.usage_source[u.source] = out.usage_source.get(u.source, 0) + 1
-            if u.used is None:
-                out.unknown += 1
-                continue
-            out.used += u.used
-            out.not_used += not u.used
-            out.context_read += u.context_read
-            for kind, names in (("tool", u.tools), ("skill", u.skills), ("subagent", u.agents)):
-                for name in names:
-                    label = f"{kind} {name}"
-                    out.usage_by_export[label] = out.usage_by_export.get(label, 0) + 1
-    out.with_transcript = with_t
-    n = max(with_t, 1)
-    out.tools = [
-        ToolUse(
-            tool=tool,
-            calls=calls[tool],
-            calls_per_attempt=round(calls[tool] / n, 3),
-            attempts_using=using[tool],
-            share_of_attempts=round(using[tool] / n, 3),
-            errors=errors[tool],
-        )
-        for tool in sorted(calls, key=lambda t: (-calls[t], t))
-    ]
-    return out, usages
+            out.with_transcript += 1
+            seen: set[str] = set()
+            for st in s:
+                if st.kind == "call":
+                    tool = st.tool or "?"
+                    self.calls[tool] += 1
+                    seen.add(tool)
+                elif st.kind == "result" and st.error:
+                    self.errors[st.tool or "?"] += 1
+            for tool in seen:
+                self.using[tool] += 1
+        if self.exports is None:
+            return
+        rec = self.ev.by_key[key]
+        messages = self.ev.messages(key) if self.hook is not None else None
+        u = usage_of(s, messages, self.exports, _record_usage(rec), self.hook)
+        self.usages[key] = u
+        out.usage_source[u.source] = out.usage_source.get(u.source, 0) + 1
+        if u.used is None:
+            out.unknown += 1
+            return
+        out.used += u.used
+        out.not_used += not u.used
+        out.context_read += u.context_read
+        for kind, names in (("tool", u.tools), ("skill", u.skills), ("subagent", u.agents)):
+            for name in names:
+                label = f"{kind} {name}"
+                out.usage_by_export[label] = out.usage_by_export.get(label, 0) + 1
+
+    def result(self) -> SelectorUse:
+        out, calls = self.out, self.calls
+        n = max(out.with_transcript, 1)
+        out.tools = [
+            ToolUse(
+                tool=tool,
+                calls=calls[tool],
+                calls_per_attempt=round(calls[tool] / n, 3),
+                attempts_using=self.using[tool],
+                share_of_attempts=round(self.using[tool] / n, 3),
+                errors=self.errors[tool],
+            )
+            for tool in sorted(calls, key=lambda t: (-calls[t], t))
+        ]
+        return out
 
 
 def _task_means(ev: Evaluation, keys: Sequence[Key]) -> dict[str, float]:
@@ -250,22 +280,22 @@ def pair_why(
     keys_b = [k for k in eb.by_key if k[0] in tests]
     stats = pair_stats(va.label, list(ea.by_key.values()), vb.label, list(eb.by_key.values()), list(test_ids))
     out.flips = {k: sorted(stats.transitions.get(k, [])) for k in FLIPS}
-    steps_a = {k: ea.steps(k) for k in keys_a}
-    steps_b: dict[Key, list[Step] | None] = {}
-    for i, k in enumerate(keys_b):
-        steps_b[k] = eb.steps(k)
-        if pause is not None and i % 200 == 0:
-            pause()
-    paired = sorted(set(keys_a) & set(keys_b))
+    use_a, use_b = _UseCounter(ea, va, hook), _UseCounter(eb, vb, hook)
+    in_a, in_b = set(keys_a), set(keys_b)
     by_task: dict[str, list[int | None]] = defaultdict(list)
     hist: Counter[str] = Counter()
-    for i, key in enumerate(paired):
-        sa, sb = steps_a.get(key), steps_b.get(key)
-        if sa is None or sb is None:
-            continue
-        al = align([va.label, vb.label], [sa, sb])
-        by_task[key[0]].append(al.divergence_step)
-        hist[str(al.divergence_step) if al.divergence_step is not None else "never"] += 1
+    # attempt by attempt, each trajectory read once and dropped: the memory stays that of one attempt's steps
+    for i, key in enumerate(sorted(in_a | in_b)):
+        sa = ea.steps(key, pretty=False) if key in in_a else None
+        sb = eb.steps(key, pretty=False) if key in in_b else None
+        if key in in_a:
+            use_a.add(key, sa)
+        if key in in_b:
+            use_b.add(key, sb)
+        if sa is not None and sb is not None:
+            step = divergence_two(sa, sb)  # align()'s divergence step, without building the alignment
+            by_task[key[0]].append(step)
+            hist[str(step) if step is not None else "never"] += 1
         if pause is not None and i % 200 == 0:
             pause()
     out.paired_attempts = sum(hist.values())
@@ -281,10 +311,8 @@ def pair_why(
             out.behaviour_changed_score_not.append(task)
         elif scored and not changed:
             out.score_changed_behaviour_not.append(task)
-    use_a, _ = _use(ea, keys_a, steps_a, va, hook)
-    use_b, usages_b = _use(eb, keys_b, steps_b, vb, hook)
-    out.use = [use_a, use_b]
-    out.usage_split = _split(eb, keys_b, usages_b, means_a)
+    out.use = [use_a.result(), use_b.result()]
+    out.usage_split = _split(eb, keys_b, use_b.usages, means_a)
     if not out.paired_attempts:
         out.notes.append("no attempt has a trajectory on both sides: no alignment to summarise")
     return out

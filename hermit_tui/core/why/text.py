@@ -12,6 +12,7 @@ from hermit_tui.core.present import plural
 from hermit_tui.core.why.adapter_diff import AdapterDiff
 from hermit_tui.core.why.align import Alignment, row_status
 from hermit_tui.core.why.pair import PairWhy
+from hermit_tui.core.why.versions import CheckpointCurve, CurvePoint, TaskVersions
 
 _TICKS = re.compile(r"`+")  # a fence longer than any run of backticks in a file's diff keeps the diff inside it
 FOLD = 200  # a step's text is folded past this many characters (``full`` shows it whole)
@@ -150,8 +151,77 @@ def alignment_lines(al: Alignment, full: bool = False) -> list[str]:
     return lines
 
 
+BAR = 20  # characters of a curve point's bar (the score range 0-1)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def point_name(p: CurvePoint) -> str:
+    """A curve point's place in training: root, step N, final."""
+    return {"root": "root", "final": "final"}.get(p.kind, f"step {p.step}")
+
+
+def bar(value: float | None, width: int = BAR) -> str:
+    if value is None:
+        return " " * width
+    filled = round(max(0.0, min(1.0, value)) * width)
+    return "#" * filled + "." * (width - filled)
+
+
+def curve_lines(curve: CheckpointCurve, task: str = "") -> list[str]:
+    """The checkpoint curve: one line per version of the run in training order, its test mean as a bar, marked as
+    description only."""
+    lines = [f"Checkpoints on test ({curve.note})"]
+    if not curve.points:
+        return lines + ["  no version of the run (root, a checkpoint, final) is evaluated on this test split"]
+    for p in curve.points:
+        ci = f"[{_num(p.ci_low)}, {_num(p.ci_high)}]" if p.ci_low is not None else ""
+        here = f"  {task} {_num(p.task_mean)}" if task else ""
+        same = f"  (the commit of {curve.same_as[p.label]})" if p.label in curve.same_as else ""
+        lines.append(f"  {point_name(p):<8} {p.selector[:28]:<28} {_num(p.mean)} {ci:<16} |{bar(p.mean)}|{here}{same}")
+    return lines
+
+
+def versions_lines(tv: TaskVersions) -> list[str]:
+    """A task through every evaluation of the run: its marks and mean in each, as one row, then one line per
+    evaluation, then the checkpoint curve."""
+    row = " · ".join(
+        f"{r.name} {r.glyphs or '-'} {_num(r.task_mean)}" for r in tv.rows if r.problem is None and r.on_test
+    )
+    lines = [f"Task {tv.task} through every evaluation of the run ({len(tv.rows)})", f"Marks: {tv.legend}", ""]
+    lines += [f"Row: {row or '-'}", ""]
+    width = max((len(r.name) for r in tv.rows), default=4)
+    lines.append(f"  {'evaluation':<{width}}  {'marks':<8} {'task':>5}  {'eval':>5}  by          commit")
+    for r in tv.rows:
+        if r.problem is not None:
+            lines.append(f"  {r.name:<{width}}  unreadable: {r.problem}")
+            continue
+        by = r.written_by or "-"
+        commit = r.commit[:7] if r.commit else "-"
+        split = "" if r.on_test else "  (another split)"
+        lines.append(
+            f"  {r.name:<{width}}  {r.glyphs or '-':<8} {_num(r.task_mean):>5}  {_num(r.eval_mean):>5}  {by:<11} "
+            f"{commit}{split}"
+        )
+    lines += ["", *curve_lines(tv.curve, tv.task)]
+    lines += [f"- {n}" for n in tv.notes]
+    return lines
+
+
 def as_json(model: BaseModel) -> str:
     return model.model_dump_json(indent=1) + "\n"
 
 
-__all__ = ["DIVERGENCE_NOTE", "alignment_lines", "as_json", "diff_lines", "pair_lines"]
+__all__ = [
+    "DIVERGENCE_NOTE",
+    "alignment_lines",
+    "as_json",
+    "bar",
+    "curve_lines",
+    "diff_lines",
+    "pair_lines",
+    "point_name",
+    "versions_lines",
+]

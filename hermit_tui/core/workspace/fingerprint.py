@@ -1,9 +1,10 @@
 """The protocol fingerprint stored beside each summary: what must stay fixed for two evaluations to compare.
 
 Hashes (sha256, hex) of the test task ids and rows, the judge's and the pipeline's source files, the agent's
-params and the model settings, plus repeats, the smoke limit, the hermit-tui version and a dataset revision when
-the config or the task rows carry one. Two summaries compare when their fingerprints agree on everything but the
-hermit-tui version (which is reported, not required to match).
+params and the model settings, plus repeats, the smoke limit, the hermit-tui version, a dataset revision when
+the config or the task rows carry one, and the clusters of ``--cluster-by`` (the field and a hash of the task ->
+cluster mapping). Two summaries compare when their fingerprints agree on everything but the hermit-tui version and
+the clusters (an analysis choice, reported, not required to match: the figures use the clusters asked for).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ FIELD_NAMES = {
     "dataset_revision": "the dataset revision",
 }
 #: Recorded, but a difference does not make two evaluations incomparable.
-INFORMATIONAL = ("hermit_tui_version",)
+INFORMATIONAL = ("hermit_tui_version", "cluster_by", "clusters_sha256")
 REVISION_KEYS = ("dataset_revision", "revision")
 
 
@@ -52,6 +53,8 @@ class Fingerprint(BaseModel):
     smoke_limit: int | None = None
     dataset_revision: str | None = None
     hermit_tui_version: str | None = None
+    cluster_by: str | None = None  # eval --cluster-by: the field of the task rows whose values cluster the tasks
+    clusters_sha256: str | None = None  # of that field and the task id -> cluster mapping
 
     def field(self, name: str) -> Any:
         """A field by name (FIELD_NAMES' keys), None when it is not recorded."""
@@ -95,7 +98,15 @@ def dataset_revision(config: Config, rows: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def compute_fingerprint(config: Config, rows: list[dict[str, Any]], *, repeats: int, limit: int | None) -> Fingerprint:
+def compute_fingerprint(
+    config: Config,
+    rows: list[dict[str, Any]],
+    *,
+    repeats: int,
+    limit: int | None,
+    cluster_by: str | None = None,
+    clusters_sha256: str | None = None,
+) -> Fingerprint:
     params = dict(config.agent_params or {})
     model = {"model": config.get("model"), "llm": config.get("llm"), "agent.params.model": params.get("model")}
     return Fingerprint(
@@ -109,6 +120,8 @@ def compute_fingerprint(config: Config, rows: list[dict[str, Any]], *, repeats: 
         smoke_limit=limit,
         dataset_revision=dataset_revision(config, rows),
         hermit_tui_version=__version__,
+        cluster_by=cluster_by,
+        clusters_sha256=clusters_sha256,
     )
 
 

@@ -15,8 +15,10 @@ _WHERE = {
     "help": ("help", "HelpScreen"),
     "review": ("review", "ReviewScreen"),
     "compare": ("compare", "CompareScreen"),
+    "slices": ("slices", "SlicesScreen"),
     "changes": ("why.changes", "ChangesScreen"),
     "aligned": ("why.aligned", "AlignedScreen"),
+    "versions": ("why.versions", "VersionsScreen"),
 }
 
 

@@ -24,6 +24,7 @@ from hermit_tui.core.records.annotations import (
     MAX_LABELS,
     Annotation,
     Change,
+    bulk_label,
     check_label_set,
     check_note,
     check_score,
@@ -225,12 +226,73 @@ class LabelPickScreen(HermitModal[str | None]):
 # ---------------------------------------------------------------------------------------------------- the keys
 
 
+class BulkLabelScreen(LabelPickScreen):
+    """The label to put on (or take off) every attempt of a set: the digit keys choose at once, as 1-9 do on one
+    attempt."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        *[Binding(str(n), f"digit({n})", show=False) for n in range(1, MAX_LABELS + 1)],
+    ]
+
+    def action_digit(self, n: int) -> None:
+        if n <= len(self.choices):
+            self.dismiss(self.choices[n - 1][0])
+
+
+Scope = tuple[str, list[tuple[str, str, int]]]  # (what it is, in words; its attempts as (column, task, repeat))
+
+
 class Triage(HermitScreen[None]):
     """The triage keys of a screen that has a chosen attempt. The screen provides :meth:`chosen_attempt` and
-    :meth:`show_failure` (how it brings the next unlabelled failure into view)."""
+    :meth:`show_failure` (how it brings the next unlabelled failure into view); a screen that shows sets of attempts
+    provides :meth:`group_scope` (the set under the cursor, which the label keys then act on whole) and
+    :meth:`bulk_scope` (what shift+a labels)."""
 
     def chosen_attempt(self) -> tuple[str, str, int] | None:  # (column key, task id, repeat)
         raise NotImplementedError
+
+    def group_scope(self) -> Scope | None:
+        """The set of attempts the cursor is on instead of one attempt (the errors screen's group), or None."""
+        return None
+
+    def bulk_scope(self) -> Scope | None:
+        """Every attempt shift+a labels at once, or None when the screen shows no such set."""
+        return None
+
+    def bulk(self, label: str, scope: Scope) -> None:
+        """Put ``label`` on every attempt of ``scope`` (or take it off every one when they all carry it), as one
+        change that U undoes."""
+        what, attempts = scope
+        if not attempts:
+            self.notify(f"No failure to label in {what}", severity="warning")
+            return
+        store = self.app.store
+        change = bulk_label(label, [store.annotation(*a) for a in attempts])
+        verb = "taken off" if change.remove else "put on"
+        n = self.app.annotate_many([(*a, change) for a in attempts], undoable=f"'{label}' {verb} {what}")
+        self.notify(f"'{label}' {verb} {n} failure{'s' * (n != 1)} of {what} · shift+u undoes", timeout=6)
+
+    def action_bulk_label(self) -> None:
+        """Choose a label and put it on every attempt of the screen's set (shift+a)."""
+        scope = self.bulk_scope()
+        if scope is None:
+            self.notify("No set of attempts here: shift+a works on the errors screen and the per-task table")
+            return
+        what, attempts = scope
+        store = self.app.store
+        states = [store.annotation(*a) for a in attempts]
+        choices = [
+            (name, f"{i}  {name}  ({sum(1 for a in states if a is not None and name in a.labels)} of {len(states)})")
+            for i, name in enumerate(store.label_set, start=1)
+        ]
+        self.app.push_screen(
+            BulkLabelScreen(f"Label every one of the {len(attempts)} failures of {what}", choices),
+            lambda name: None if name is None else self.bulk(name, scope),
+        )
+
+    def action_undo_bulk(self) -> None:
+        self.app.undo_bulk()
 
     def show_failure(self, failure: Failure) -> None:
         self.app.goto("attempt", task_id=failure.task_id, key=failure.key, repeat=failure.repeat)
@@ -249,6 +311,10 @@ class Triage(HermitScreen[None]):
         labels = self.app.store.label_set
         if not 1 <= n <= len(labels):
             self.notify(f"The label set has no label {n}: shift+l edits it", severity="warning")
+            return
+        scope = self.group_scope() if self.chosen_attempt() is None else None
+        if scope is not None:  # on a group: every attempt of it
+            self.bulk(labels[n - 1], scope)
             return
         chosen = self._chosen_or_say()
         if chosen is not None:

@@ -470,6 +470,10 @@ class AttemptScreen(Triage, HermitScreen[None]):
         rep = self.query_one("#side-repeat", Select).selection
         self.app.goto("aligned", task_id=self.task_id, keys=[a, b], repeat=rep if isinstance(rep, int) else None)
 
+    def action_versions(self) -> None:
+        """This task through every evaluation of the run."""
+        self.app.goto("versions", task_id=self.task_id)
+
     def action_prev_pair(self) -> None:
         self._cycle(-1)
 

@@ -15,6 +15,7 @@ from textual.timer import Timer
 from textual.widgets import Header, Input, Label, Select, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from hermit_tui.core.stats.noise import DEFAULT_DELTA
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.base import HermitScreen
@@ -44,7 +45,6 @@ from hermit_tui.dashboard.widgets.virtual_table import VColumn, VirtualTable
 
 LIVE_THROTTLE_S = 1.0  # while a run is live, recompute at most this often
 WIDE = 170  # columns from which the Numbers tab shows the means and differences plots beside the figures
-DEFAULT_DELTA = 0.05
 TABS = [
     "tab-numbers",
     "tab-transitions",
@@ -429,7 +429,7 @@ class CompareScreen(HermitScreen[None]):
         except ValueError:
             delta = 0.0
         self.query_one("#power-needed", Static).update(
-            Text(needed_text(r.pair, delta) if delta > 0 else "Enter a difference greater than 0 (e.g. 0.05).")
+            Text(needed_text(r, delta) if delta > 0 else "Enter a difference greater than 0 (e.g. 0.05).")
         )
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -457,6 +457,13 @@ class CompareScreen(HermitScreen[None]):
             self.notify("Choose two selectors first", severity="warning")
             return
         self.app.goto("changes", a=self.a, b=self.b)
+
+    def action_slices(self) -> None:
+        """Slices: the pair's figures per slice of the test tasks (a field of the task rows), adjusted over them."""
+        if self.a is None or self.b is None:
+            self.notify("Choose two selectors first", severity="warning")
+            return
+        self.app.goto("slices", a=self.a, b=self.b)
 
     def action_history(self) -> None:
         self.app.goto("history")

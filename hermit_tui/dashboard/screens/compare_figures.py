@@ -257,28 +257,21 @@ def power_text(p: PairStats) -> str:
     return "\n".join(lines)
 
 
-def needed_text(p: PairStats, delta: float) -> str:
-    """How many paired tasks, or repeats, would detect a difference of ``delta``."""
-    tasks, repeats = p.tasks_needed(delta), p.repeats_needed(delta)
-    k = f"{p.repeats_min}" if p.repeats_min == p.repeats_max else f"{p.repeats_min}-{p.repeats_max}"
-    out = [f"To detect a difference of {delta:g}:"]
-    out.append(
-        f"  tasks needed: {tasks} paired tasks at {k} repeats"
-        if tasks is not None
-        else "  tasks needed: unknown (no spread to project from)"
-        if p.sd_diff == 0
-        else "  tasks needed: unknown (needs at least 2 paired tasks)"
-    )
-    if repeats is not None:
-        out.append(f"  repeats needed: {repeats} per task with the current {p.n_paired} tasks")
-    elif p.within_var is None:
-        out.append("  repeats needed: unknown (the run-to-run variance needs 2+ repeats per task)")
-    else:
-        out.append(
-            f"  repeats needed: no number of repeats suffices with {p.n_paired} tasks (the between-task "
-            "variance alone is too large): add tasks"
-        )
-    return "\n".join(out)
+def needed_text(c: Comparison, delta: float) -> str:
+    """What detecting a difference of ``delta`` would take (``core.stats.noise``): more tasks or more repeats, with
+    the attempts and the known cost of each."""
+    from hermit_tui.core.stats.noise import CostRate, noise_budget
+
+    p = c.pair
+    if p is None:
+        return ""
+
+    def rate(f: Facts) -> CostRate:
+        return CostRate(known_usd=f.known_cost, known_attempts=f.known, unknown_attempts=f.unknown)
+
+    fa, fb = c.facts.get(c.a), c.facts.get(c.b)
+    cost = (rate(fa) if fa else CostRate()) + (rate(fb) if fb else CostRate())
+    return noise_budget(p, c.sa.repeats_max, c.sb.repeats_max, cost, delta).advice
 
 
 def verdict_kind(kind: VerdictKind) -> str:

@@ -21,7 +21,7 @@ from hermit_tui.core.safe import line as one_line
 from hermit_tui.core.safe import terminal
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
-from hermit_tui.dashboard.screens.annotate import Triage, progress_text
+from hermit_tui.dashboard.screens.annotate import Scope, Triage, progress_text
 from hermit_tui.dashboard.screens.base import HermitModal, HermitScreen
 from hermit_tui.dashboard.widgets.footer import Footer
 from hermit_tui.dashboard.widgets.taxonomy import corrected_text, counts_table
@@ -225,12 +225,14 @@ class ErrorsScreen(Triage, HermitScreen[None]):
         self._version = store.version
         cols = store.columns.values()
         failed = sum(c.errors + c.judge_errors for c in cols)
-        summary = Text()
-        summary.append(f"{failed} of {sum(c.done for c in cols)} attempts failed", style="bold")
+        judged = sum(c.judge_errors for c in cols)
+        summary = Text(no_wrap=True, overflow="ellipsis")  # one line: the tree's groups count per selector too
+        # "ended in an error": a failure (triage's word) is also a low score, so "failed" is not used for these
+        summary.append(f"{failed} of {sum(c.done for c in cols)} attempts ended in an error", style="bold")
+        summary.append(f" ({failed - judged} pipeline, {judged} judge)   " if judged else "   ", style="dim")
         for i, (key, col) in enumerate(store.columns.items()):
-            summary.append("   pipeline errors: " if i == 0 else " · ", style="dim")
-            j = col.judge_errors
-            summary.append(f"{key} {col.errors}" + (f" + {j} judge error{'s' * (j != 1)}" if j else ""))
+            summary.append(" · " if i else "", style="dim")
+            summary.append(f"{key} {col.errors + col.judge_errors}")
         self.query_one("#errors-summary", Static).update(summary)
         retried = [(k, c.summary.retries) for k, c in store.columns.items() if c.summary and c.summary.retries]
         banner = self.query_one("#errors-retries", Static)
@@ -265,7 +267,7 @@ class ErrorsScreen(Triage, HermitScreen[None]):
             ("Failure labels", "bold"),
             f"  {progress_text(store)} ",
             (f"(error, judge error or score < {store.threshold:g})", "dim"),
-            ("  1-9 label the highlighted attempt · u next unlabelled", "dim"),
+            ("\n1-9 label it, or a whole group · shift+u undo · u next unlabelled", "dim"),
         )
         taxonomy = store.taxonomy()
         extra = corrected_text(taxonomy)
@@ -348,7 +350,8 @@ class ErrorsScreen(Triage, HermitScreen[None]):
                 Text.assemble(
                     (terminal(data.error or "(no message)"), "bold"),
                     "\n",
-                    f"{data.total} attempts: enter on one opens it; shift+r re-runs the failed attempts",
+                    f"{data.total} attempts: 1-9 label every one of them (U undoes), enter on one opens it; "
+                    "shift+r re-runs the failed attempts",
                 )
             )
         else:
@@ -369,6 +372,31 @@ class ErrorsScreen(Triage, HermitScreen[None]):
         node = self.query_one(Tree).cursor_node
         data = node.data if node is not None else None
         return (data.key, data.task_id, data.repeat) if isinstance(data, AttemptRef) else None
+
+    def _scope_of(self, node: TreeNode | None) -> Scope | None:
+        """The attempts under a group node (its message) or a kind node (every message of it)."""
+        if node is None:
+            return None
+        data = node.data
+        keys = self.app.store.keys
+        if isinstance(data, ErrorGroup):
+            groups, what = [data], f"the group '{_one_line(data.error)[:40]}'"
+        elif isinstance(data, str):
+            groups, what = [c.data for c in node.children if isinstance(c.data, ErrorGroup)], f"the kind {data}"
+        else:
+            return None
+        attempts = [(k, t, r) for g in groups for k in keys for t, r in g.attempts.get(k, [])]
+        return what, attempts
+
+    def group_scope(self) -> Scope | None:
+        return self._scope_of(self.query_one(Tree).cursor_node)
+
+    def bulk_scope(self) -> Scope | None:
+        """The highlighted group (a leaf's own group)."""
+        node = self.query_one(Tree).cursor_node
+        if node is not None and isinstance(node.data, AttemptRef):
+            node = node.parent
+        return self._scope_of(node)
 
     # -- actions --------------------------------------------------------------------------------------------------
     def _jump(self, ref: AttemptRef) -> None:

@@ -452,6 +452,17 @@ class SetupScreen(HermitScreen[None]):
     def action_history(self) -> None:
         self.app.goto("history")
 
+    def action_settings(self) -> None:
+        """The launch settings, one key away: the focus on their first field (repeats)."""
+        self.query_one("#repeats", Input).focus()
+        self.query_one("#setup-launch", VerticalScroll).scroll_home(animate=False)
+
+    def action_checks(self) -> None:
+        """The protocol panel, focused (the arrow keys scroll it) and scrolled to its checks."""
+        panel = self.query_one("#setup-protocol", VerticalScroll)
+        panel.focus()
+        panel.scroll_end(animate=False)
+
     def action_tasks(self) -> None:
         self.app.goto("tasks")
 

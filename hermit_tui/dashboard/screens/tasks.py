@@ -60,6 +60,8 @@ from hermit_tui.dashboard.widgets.static_text import show_text
 from hermit_tui.dashboard.widgets.textfield import TextField
 from hermit_tui.dashboard.widgets.virtual_table import VColumn, VirtualTable
 
+COMPACT_BELOW = 30  # terminal lines: below this, more than three selectors share one header line (i: one each)
+MEAN_WIDTH = 12  # widest a mean column gets: a longer selector name ends in an ellipsis (the header has it whole)
 WORKER_THRESHOLD = 2000  # more tasks than this: rows are computed off the event loop
 SEARCH_DEBOUNCE_S = 0.15
 TEXT_WIDTH = 120  # widest the task-text column gets (longer text is cut with an ellipsis)
@@ -95,9 +97,16 @@ class TasksScreen(Triage, HermitScreen[None]):
     CSS_PATH = [style("tasks.tcss")]
     BINDINGS = bindings.TASKS
 
-    def __init__(self, filter: Filter = "all", search: str = "", **kwargs: Any):
+    def __init__(
+        self,
+        filter: Filter = "all",
+        search: str = "",
+        only: tuple[str, str, frozenset[str]] | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         self.filter: Filter = filter if filter in FILTERS else "all"
+        self.only = only  # a slice (field, value, its task ids), from the Slices screen: only its tasks are shown
         self.search = search
         self.sort = "id"
         self.reverse = False
@@ -116,6 +125,7 @@ class TasksScreen(Triage, HermitScreen[None]):
         self._painted_once = False  # the first show draws the rows after its first paint (on_screen_resume)
         self._walked: tuple[str, str, int] | None = None  # the attempt u (the walk) or a chose last
         self._walked_group = ""  # why the walk chose it
+        self.details: bool | None = None  # one line per selector (i); None: unless the terminal is short
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -175,6 +185,7 @@ class TasksScreen(Triage, HermitScreen[None]):
             reverse=self.reverse,
             compare=compare_pair(store),
             label=self.label_filter,
+            only=self.only[2] if self.only is not None else None,
         )
         if len(store.task_ids) <= WORKER_THRESHOLD:
             if rows_later:
@@ -251,7 +262,8 @@ class TasksScreen(Triage, HermitScreen[None]):
                 cols.append(VColumn(f"out:{key}", label, each, "left"))
             return cols
         for key in keys:
-            cols.append(column(f"mean:{key}", key, max(len(key), 6) + 1))
+            name = key if len(key) <= MEAN_WIDTH else key[: MEAN_WIDTH - 1] + "…"  # the header has it whole
+            cols.append(column(f"mean:{key}", name, max(len(name), 6) + 1))
             cols.append(column(f"solved:{key}", "✓", 1, "left"))
             if key != store.baseline:
                 cols.append(column(f"delta:{key}", "Δ", 5))
@@ -261,6 +273,7 @@ class TasksScreen(Triage, HermitScreen[None]):
         return cols
 
     def on_resize(self) -> None:
+        self._show_columns(self.app.store)  # one line per selector, or all on one, follows the height
         self.call_after_refresh(lambda: self.table.set_columns(self._columns(self.app.store)))
 
     def _cell(self, row: TaskRow, key: str) -> Text | str:
@@ -336,10 +349,26 @@ class TasksScreen(Triage, HermitScreen[None]):
         }
 
     # -- header lines ---------------------------------------------------------------------------------------------
+    def compact(self, store: EvalStore) -> bool:
+        """The selectors on one line (i shows one line each): on a short terminal with more than three of them."""
+        if self.details is not None:
+            return not self.details
+        return len(store.columns) > 3 and self.app.size.height < COMPACT_BELOW
+
     def _show_columns(self, store: EvalStore) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
         width = max((len(one_line(k)) for k in store.keys), default=0)
-        for i, (key, col) in enumerate(store.columns.items()):
+        if store.columns and self.compact(store):
+            text.append(f"{len(store.columns)} selectors (i) ", style="dim")
+            for i, (key, col) in enumerate(store.columns.items()):
+                text.append(" · " if i else "", style="dim")
+                if key == store.baseline:
+                    text.append("● ", style=self._styles["accent"])
+                text.append(one_line(key), style="bold")
+                text.append(f" {col.mean:.3f}" if col.mean is not None else f" {NO_DATA}")
+                if col.running:
+                    text.append(f" {col.done}/{col.expected}", style=self._styles["accent"])
+        for i, (key, col) in enumerate(store.columns.items() if not self.compact(store) else []):
             text.append("\n" if i else "")
             base = key == store.baseline
             text.append("● " if base else "  ", style=self._styles["accent"])
@@ -386,6 +415,10 @@ class TasksScreen(Triage, HermitScreen[None]):
         chip = f" {label_filter_name(self.label_filter)} × " if self.label_filter is not None else " label… "
         chip_link = Content.from_markup("[@click=screen.label_filter()]$chip[/]", chip=chip)
         content += chip_link.stylize("reverse bold") if self.label_filter is not None else chip_link
+        if self.only is not None:
+            field, value = self.only[0], self.only[1]
+            sliced = Content.from_markup("  [@click=screen.clear_slice()]$chip[/]", chip=f" {field} = {value} × ")
+            content += sliced.stylize("reverse bold")
         show_text(self.query_one("#tasks-filters", Static), content)
 
     def _show_count(self, store: EvalStore) -> None:
@@ -395,6 +428,8 @@ class TasksScreen(Triage, HermitScreen[None]):
             text = f"{text}: {pair[1]} vs {pair[0]}" if pair else f"{text}: needs two evaluations"
         if self.label_filter is not None:
             text += f" · {label_filter_name(self.label_filter)}"
+        if self.only is not None:
+            text += f" · slice {self.only[0]} = {self.only[1]}"
         show_text(self.query_one("#tasks-count", Static), Text(text))
 
     # -- actions --------------------------------------------------------------------------------------------------
@@ -451,6 +486,27 @@ class TasksScreen(Triage, HermitScreen[None]):
         if row is not None and (self.target is None or self.target[1] != row.task_id or not self._target_valid(store)):
             self.target = self._default_target()
         return self.target if self._target_valid(store) else None
+
+    def bulk_scope(self) -> tuple[str, list[tuple[str, str, int]]] | None:
+        """Every failed attempt of the rows shown (the filter, the label filter and the search applied), in row
+        order, then column and repeat."""
+        store: EvalStore = self.app.store
+        repeats = range(1, max(store.repeats, 1) + 1)
+        attempts = []
+        for row in self.table.rows:
+            for key, col in store.columns.items():
+                ix = col.index
+                for r in repeats:
+                    i = ix.row_of(row.task_id, r)
+                    if i >= 0 and ix.failed_row(i):
+                        attempts.append((key, row.task_id, r))
+        n = len(self.table.rows)
+        what = [FILTER_NAMES[self.filter]]
+        if self.search:
+            what.append(f"search '{one_line(self.search)[:30]}'")
+        if self.label_filter is not None:
+            what.append(label_filter_name(self.label_filter))
+        return f"the {n} task{'s' * (n != 1)} shown ({' · '.join(what)})", attempts
 
     def walk_from(self) -> tuple[str, str, int] | None:
         """After the attempt the walk showed last; from the top of the walk when the target is not one it showed."""
@@ -540,6 +596,27 @@ class TasksScreen(Triage, HermitScreen[None]):
         self.notify(f"Baseline: {store.baseline}", timeout=3)
         self.refresh_from_store()
 
+    def action_details(self) -> None:
+        """The selectors in the header: one line each (commit, mean, errors), or all on one line."""
+        self.details = self.compact(self.app.store)
+        self.refresh_from_store()
+
+    def action_sort_pick(self) -> None:
+        """Choose the sort column directly (s steps through them one by one)."""
+        store: EvalStore = self.app.store
+        names = {"mean": "mean", "solved": "solved once", "delta": f"Δ vs {store.baseline}"}
+
+        def name(key: str) -> str:
+            if key == "id":
+                return "task id"
+            kind, _, label = key.partition(":")
+            return f"{label}: {names[kind]}"
+
+        self.app.push_screen(
+            LabelPickScreen("Sort the table by", [(k, name(k)) for k in sort_keys(store)], self.sort),
+            lambda key: None if key is None else self.set_sort(key, self.reverse if key == self.sort else False),
+        )
+
     def action_toggle_outputs(self) -> None:
         self.outputs = not self.outputs
         self.refresh_from_store()
@@ -579,8 +656,21 @@ class TasksScreen(Triage, HermitScreen[None]):
     def action_compare(self) -> None:
         self.app.goto("compare")
 
+    def action_clear_slice(self) -> None:
+        """Every task again, after the Slices screen opened this table on one slice."""
+        if self.only is None:
+            return
+        self.only = None
+        self.refresh_from_store()
+
     def action_review(self) -> None:
         self.app.goto("review")
+
+    def action_versions(self) -> None:
+        """The highlighted task through every evaluation of the run (why it changed, part 4)."""
+        row = self.table.cursor_value
+        if row is not None:
+            self.app.goto("versions", task_id=row.task_id)
 
     def action_back(self) -> None:
         if isinstance(self.focused, Input):

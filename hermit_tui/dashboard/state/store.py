@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -376,12 +376,14 @@ class EvalStore(TriageStore):
         reverse: bool = False,
         compare: tuple[str, str] | None = None,
         label: str | None = None,
+        only: Collection[str] | None = None,
         pause: Callable[[], None] | None = None,
     ) -> TaskRows:
         """The per-task table (a sequence of :class:`TaskRow`, built as they are read). ``compare`` = (baseline,
         candidate) for the regression/improvement filters (default: the store's baseline and the last column).
         ``label``: only tasks with an attempt carrying that label (``ANY_LABEL``: any label; ``UNLABELLED``: a
-        failure carrying none). Safe to call from a worker thread while the store changes (a snapshot of the ids)."""
+        failure carrying none). ``only``: just these task ids (a slice). Safe to call from a worker thread while the
+        store changes (a snapshot of the ids)."""
         keys = keys if keys is not None else self.keys
         ids = self.task_ids[:]
         cols = [self.columns[k] for k in keys if k in self.columns]
@@ -400,6 +402,11 @@ class EvalStore(TriageStore):
             wanted = self._label_tasks(label, cols)
             where = [g for g in map(self._task_pos.get, wanted) if g is not None and g < len(ids)]
             label_mask[where] = True
+        if only is not None:
+            only_mask = np.zeros(len(ids), dtype=bool)
+            where = [g for g in map(self._task_pos.get, only) if g is not None and g < len(ids)]
+            only_mask[where] = True
+            label_mask = only_mask if label_mask is None else label_mask & only_mask
         pair = None if compare is None else (self.columns.get(compare[0]), self.columns.get(compare[1]))
         return compute_rows(
             ids, cols, base, pair, filter, search_mask, label_mask, sort, reverse, self._task_pos, pause

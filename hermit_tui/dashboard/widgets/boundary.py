@@ -122,7 +122,12 @@ def live_rounds(store, a: str | None, b: str | None) -> LiveRounds | None:
     if cand == a:
         looks = [negated(look) for look in looks]
     return LiveRounds(
-        tuple(looks), plan.max_rounds, plan.alpha, store.run_active, store.sequential_stopped, store.sequential_tasks
+        tuple(looks),
+        plan.max_rounds,
+        plan.each_spend,
+        store.run_active,
+        store.sequential_stopped,
+        store.sequential_tasks,
     )
 
 
@@ -144,7 +149,7 @@ def with_sequential(
     if looks:
         last = looks[-1]
         view = SequentialView(
-            c.a, c.b, tuple(looks), last.max_rounds, last.alpha, stopped=last.rounds < last.max_rounds
+            c.a, c.b, tuple(looks), last.max_rounds, last.boundary_alpha, stopped=last.rounds < last.max_rounds
         )
     elif live is not None:
         after = len(live.looks) + 1

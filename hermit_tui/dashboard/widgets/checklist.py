@@ -11,10 +11,12 @@ from textual.widgets import Checkbox, OptionList, SelectionList
 from textual.widgets.option_list import OptionDoesNotExist
 
 ON, OFF = "[x]", "[ ]"
+MARK = "›"  # before the highlighted row's box while the list has the focus: the cursor reads without colour
 
 
 class CheckList(SelectionList):
-    """A SelectionList whose boxes are ``[x]`` (ticked, bold) and ``[ ]`` (not ticked)."""
+    """A SelectionList whose boxes are ``[x]`` (ticked, bold) and ``[ ]`` (not ticked), the highlighted row marked
+    ``›`` while the list has the focus."""
 
     DEFAULT_CSS = """
     CheckList > .selection-list--button-selected, CheckList > .selection-list--button-selected-highlighted {
@@ -26,7 +28,7 @@ class CheckList(SelectionList):
     """
 
     def _get_left_gutter_width(self) -> int:
-        return len(ON) + 1
+        return len(MARK) + len(ON) + 1
 
     def render_line(self, y: int) -> Strip:
         line = OptionList.render_line(self, y)
@@ -41,7 +43,8 @@ class CheckList(SelectionList):
             component += "-highlighted"
         underlying = next(iter(line)).style or self.rich_style
         box = self.get_component_rich_style(component) + Style(bgcolor=underlying.bgcolor, meta={"option": index})
-        return Strip([Segment(ON if ticked else OFF, box), Segment(" ", underlying), *line])
+        mark = MARK if self.highlighted == index and self.has_focus else " "
+        return Strip([Segment(mark, underlying), Segment(ON if ticked else OFF, box), Segment(" ", underlying), *line])
 
 
 class TickBox(Checkbox):

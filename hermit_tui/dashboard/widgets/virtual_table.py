@@ -32,6 +32,7 @@ Render = Callable[[Any, str], Cell]
 
 MEASURE_ROWS = 200  # rows looked at to size a column whose width the caller left open
 PAD = 1  # blank cells either side of every cell
+CURSOR_MARK = "›"  # in the cursor row's first padding cell: the cursor reads without colour
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,8 @@ class VirtualTable(ScrollView, can_focus=True):
         Binding("home", "first", "First row", show=False),
         Binding("end", "last", "Last row", show=False),
         Binding("enter", "select", "Select", show=False),
+        Binding("left", "column_left", "Previous column", show=False),
+        Binding("right", "column_right", "Next column", show=False),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -322,6 +325,27 @@ class VirtualTable(ScrollView, can_focus=True):
         if self._rows:
             self.post_message(self.RowSelected(self, self.cursor_row, self._rows[self.cursor_row]))
 
+    def column_starts(self) -> list[int]:
+        """Where each scrolling column starts, in cells of horizontal scroll (the fixed columns stay put)."""
+        starts, left = [], 0
+        for i, width in enumerate(self._widths):
+            if i >= self.fixed_columns or not self.fixed_width:
+                starts.append(left - (self.fixed_width if i >= self.fixed_columns else 0))
+            left += width + 2 * PAD
+        return [max(x, 0) for x in starts]
+
+    def action_column_right(self) -> None:
+        """Scroll one column to the right: the next column starts beside the fixed ones (a press per column, not per
+        cell)."""
+        x = round(self.scroll_x)
+        after = [start for start in self.column_starts() if start > x]
+        self.scroll_to(x=min(after[0], self.max_scroll_x) if after else self.max_scroll_x, animate=False)
+
+    def action_column_left(self) -> None:
+        x = round(self.scroll_x)
+        before = [start for start in self.column_starts() if start < x]
+        self.scroll_to(x=before[-1] if before else 0, animate=False)
+
     def column_at(self, x: int) -> VColumn | None:
         """The column under virtual x coordinate ``x`` (as if nothing were fixed)."""
         left = 0
@@ -390,13 +414,18 @@ class VirtualTable(ScrollView, can_focus=True):
             self._parsed[style] = parsed
         return parsed
 
-    def _cells(self, values: Sequence[Cell], style: Style, over: Style | None = None) -> Strip:
-        """One line of cells on ``style``; ``over`` (the cursor) wins over the cells' own colours."""
+    def _cells(self, values: Sequence[Cell], style: Style, over: Style | None = None, marker: str = "") -> Strip:
+        """One line of cells on ``style``; ``over`` (the cursor) wins over the cells' own colours; ``marker`` takes
+        the first cell of padding (the cursor row's, which reads without colour)."""
         pad_style = style + over if over is not None else style
         segments: list[Segment] = []
         add = segments.append
         pad = " " * PAD
         pending = ""  # blank cells not yet added (joined with the next cell's)
+        lead = pad
+        if marker:
+            add(Segment(marker, pad_style))
+            lead = pad[len(marker) :]  # the first cell's padding, less the marker
         total = 0
         for col, width, value in zip(self._columns, self._widths, values):
             plain: str | None = None
@@ -431,15 +460,15 @@ class VirtualTable(ScrollView, can_focus=True):
                 parts = list(Segment.apply_style(cell.render(self.app.console), style, over))
             gap = " " * (width - length)
             if col.justify == "right":
-                pending += pad + gap
+                pending += lead + gap
                 after = pad
             else:
-                pending += pad
+                pending += lead
                 after = gap + pad
             if pending:
                 add(Segment(pending, pad_style))
             segments.extend(parts)
-            pending = after
+            pending, lead = after, pad
             total += width + 2 * PAD
         if pending:
             add(Segment(pending, pad_style))
@@ -456,7 +485,7 @@ class VirtualTable(ScrollView, can_focus=True):
             style = base
         row = self._rows[index]
         cells = [self._render_cell(row, c.key) for c in self._columns]
-        return self._cells(cells, style, style if cursor else None), style
+        return self._cells(cells, style, style if cursor else None, CURSOR_MARK if cursor else ""), style
 
     def _header_strip(self) -> tuple[Strip, Style]:
         style = self._styles()[1]

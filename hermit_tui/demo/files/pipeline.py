@@ -9,6 +9,11 @@ Every draw is a hash of (task id, repeat, sha256 of ADAPTER.md), so an attempt i
 adapter. The repeat comes from hermit-tui's runner when it runs us; under ``hermit eval``, which runs repeats one
 after another, a per-process counter per (task, adapter) stands in for it.
 
+An adapter may also export tools (``exports.tools`` of its ``adapter.yaml``). The demo's ``adapters/unit-table``
+exports ``unit_table``: on a unit conversion, the agent calls it first in most attempts (a draw decides), and an
+attempt that looked the factor up is more often right. No other version exports a tool, so only that directory's
+trajectories show the call.
+
 Each attempt writes a short log. Under hermit-tui it goes where ``attempt_log_path()`` says (inside the evaluation's
 folder); elsewhere to ``logs/`` beside this file. Either way the file name is made from the task id with anything but
 letters, digits, ``.``, ``_`` and ``-`` replaced, so an id such as ``../../x`` cannot write outside.
@@ -63,6 +68,9 @@ BASE = {  # probability of a right answer without any hint
 PRICE_PER_TOKEN = 2.5e-6  # USD; the roman-numeral helper runs on a backend without a price list (cost unknown)
 UNPRICED = {"roman"}
 GOLDEN = 0.6180339887498949
+TABLE_TOOL = "unit_table"  # the tool adapters/unit-table exports
+TABLE_USE = 0.75  # share of unit conversions on which the agent calls it, when exported
+TABLE_GAIN = 0.45  # what looking the factor up adds to p(right)
 HINT = re.compile(r"^\s*[-*]\s*\[([a-z_]+)\]", re.MULTILINE)
 
 _counter: dict[tuple[str, str], int] = {}
@@ -83,6 +91,20 @@ def adapter_text(adapter) -> str | None:
         return None
     path = Path(adapter) / "ADAPTER.md"
     return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def exported_tools(adapter) -> list[str]:
+    """The names of the tools an adapter directory exports (``exports.tools`` of its adapter.yaml)."""
+    if adapter is None or not (Path(adapter) / "adapter.yaml").is_file():
+        return []
+    text = (Path(adapter) / "adapter.yaml").read_text(encoding="utf-8")
+    try:
+        import yaml
+
+        tools = ((yaml.safe_load(text) or {}).get("exports") or {}).get("tools") or []
+        return [str(t["name"]) for t in tools if isinstance(t, dict) and t.get("name")]
+    except Exception:  # a manifest this toy cannot read exports nothing it knows
+        return []
 
 
 def adapter_sha(text: str | None) -> str:
@@ -231,18 +253,51 @@ def tool_call(task: dict) -> tuple[str, dict]:
     return "python", {"code": code, "question": q}
 
 
-def trajectory(task: dict, text: str | None, right, answer: str, repeat: int) -> list[dict]:
+def table_call(task: dict) -> dict:
+    """The arguments of a unit_table call for a unit conversion."""
+    _, src, dst = re.search(r"(-?\d+(?:\.\d+)?)\s*(\w+) to (\w+)", task["input"]).groups()
+    return {"from": src, "to": dst}
+
+
+def table_answer(args: dict) -> str:
+    pair = (args["from"], args["to"])
+    if pair in (("C", "F"), ("F", "C")):
+        return json.dumps({"formula": "F = C * 9 / 5 + 32" if pair == ("C", "F") else "C = (F - 32) * 5 / 9"})
+    return json.dumps({"factor": round(UNITS[pair], 6)} if pair in UNITS else {"error": f"no factor for {list(pair)}"})
+
+
+def trajectory(task: dict, text: str | None, right, answer: str, repeat: int, looked_up: bool = False) -> list[dict]:
     """The messages of one attempt, shaped like hermit's react agent writes them: the system prompt (with the
-    adapter's notes), the question, one tool call, the tool's result (always right), the final answer (which the
-    solver may still get wrong: the demo's failures show up as an answer that disagrees with the tool)."""
+    adapter's notes), the question, one tool call (after a unit_table call when ``looked_up``), the tool's result
+    (always right), the final answer (which the solver may still get wrong: the demo's failures show up as an answer
+    that disagrees with the tool)."""
     name, arguments = tool_call(task)
     call_id = f"call_{task['id']}_r{repeat}"
     system = "You solve short exercises. Use a tool, then answer with the value only."
     if text is not None:
         system += "\n\n# Instructions from the harness adapter\n\n" + text.strip()
+    lookup = []
+    if looked_up:
+        args = table_call(task)
+        table_id = f"call_{task['id']}_r{repeat}_table"
+        lookup = [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": table_id,
+                        "type": "function",
+                        "function": {"name": TABLE_TOOL, "arguments": json.dumps(args)},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": table_id, "content": table_answer(args)},
+        ]
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": task["input"]},
+        *lookup,
         {
             "role": "assistant",
             "content": None,
@@ -255,14 +310,19 @@ def trajectory(task: dict, text: str | None, right, answer: str, repeat: int) ->
     ]
 
 
-def attempt(task: dict, text: str | None, repeat: int) -> dict:
-    """One attempt without sleeping: the answer and what it cost. Raises on a task it cannot read."""
+def attempt(task: dict, text: str | None, repeat: int, tools: tuple[str, ...] | list[str] = ()) -> dict:
+    """One attempt without sleeping: the answer and what it cost. Raises on a task it cannot read. ``tools``: the
+    tools the adapter exports (the draws depend on ADAPTER.md only, so an adapter that adds a tool to another's notes
+    makes the same draws, and differs only where the tool is used)."""
     tid, cat = str(task["id"]), task["category"]
     right = solve(task)
     sha = adapter_sha(text)
     u_ok, u_kind, u_time = _draws(tid, repeat, sha)
     level = skills(text)[cat]
     p = min(0.97, BASE[cat] + STEP * level)
+    looked_up = TABLE_TOOL in tools and cat == "unit_conversion" and u_time < TABLE_USE
+    if looked_up:
+        p = min(0.97, p + TABLE_GAIN)
     correct = u_ok < p
     answer = right if correct else mistake(task, right, u_kind)
     tokens = 150 + 3 * len(task["input"]) + len(text or "") // 4 + int(u_time * 120)
@@ -275,6 +335,7 @@ def attempt(task: dict, text: str | None, repeat: int) -> dict:
         "skill": level,
         "p": round(p, 3),
         "adapter_sha": sha[:12],
+        "looked_up": looked_up,
     }
 
 
@@ -301,7 +362,7 @@ def run(task: dict, adapter: Path | None, params: dict | None = None, base: Path
     started = time.time()
     text = adapter_text(adapter)
     repeat = _repeat(str(task["id"]), adapter_sha(text))
-    result = attempt(task, text, repeat)
+    result = attempt(task, text, repeat, exported_tools(adapter))
     scale = float((params or {}).get("latency_scale", 1.0))
     time.sleep(max(0.0, result["latency_s"] * scale))
     log = None
@@ -323,7 +384,7 @@ def run(task: dict, adapter: Path | None, params: dict | None = None, base: Path
         "cost_usd": result["cost_usd"],
         "wall_s": round(time.time() - started, 3),
         "tokens": result["tokens"],
-        "messages": trajectory(task, text, result["right"], result["output"], repeat),
+        "messages": trajectory(task, text, result["right"], result["output"], repeat, result["looked_up"]),
         "extra": {"repeat": repeat, "skill": result["skill"], "p": result["p"]},
     }
     return RunOutput(**fields) if RunOutput is not None else fields

@@ -1,0 +1,149 @@
+"""Clusters above the task: tasks that share a template, a passage or a category are not independent draws, so the
+standard errors, intervals and tests of ``core.stats.intervals`` can be clustered by a field of the task rows
+(``--cluster-by FIELD``; Miller 2024, sec. 2.2, "clustered standard errors").
+
+**The clustered variance of a mean** (:func:`clustered_var`): for the mean of ``N`` task values ``x_i`` in ``C``
+clusters, the cluster-robust (sandwich) variance of the intercept of an OLS fit on a constant, with the usual
+small-sample factor (CR1, Liang & Zeger 1986; Cameron & Miller 2015, "A Practitioner's Guide to Cluster-Robust
+Inference", J. Human Resources 50:317)::
+
+    V = C / (C - 1) x sum_c (sum_{i in c} (x_i - mean))^2 / N^2
+
+which is statsmodels' ``OLS(x, 1).fit(cov_type="cluster")``, and, with every task its own cluster, the usual
+``sd^2 / N``. Inference uses Student's t with ``C - 1`` degrees of freedom (the clusters, not the tasks, are the
+independent units). A pair's covariance (:func:`clustered_cov`) is the same sandwich on the two selectors' cluster
+sums, so that ``V(b - a) = V(b) + V(a) - 2 cov(a, b)`` is the clustered variance of the task differences.
+
+What goes in a cluster: each value of the field is a cluster; a task without the field (or with an empty value) is a
+cluster of its own. A field that holds a list or a mapping cannot cluster (a task belongs to one cluster). Fewer than
+2 clusters over the test tasks is bad input: with one cluster nothing varies between clusters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from hermit_tui.core.errors import InputError
+
+OWN = "(own cluster) "  # the prefix of the cluster of a task without the field: one per such task
+CLUSTER_METHOD = "cluster-robust (CR1) standard error, Student t with clusters - 1 df"
+
+
+class Clustering(BaseModel):
+    """Test task id -> cluster, and where it came from (``by``: the field of the task rows)."""
+
+    by: str
+    of: dict[str, str]
+
+    def codes(self, ids: Sequence[str]) -> np.ndarray:
+        """Integer cluster codes ``0..C-1`` of ``ids`` in their order (a task it does not name: its own cluster)."""
+        seen: dict[str, int] = {}
+        out = np.empty(len(ids), dtype=np.int64)
+        for i, tid in enumerate(ids):
+            key = self.of.get(tid, OWN + tid)
+            out[i] = seen.setdefault(key, len(seen))
+        return out
+
+    def count(self, ids: Sequence[str]) -> int:
+        return len({self.of.get(t, OWN + t) for t in ids})
+
+    def digest(self) -> str:
+        """sha256 of the field and the mapping: the protocol fingerprint records what the figures were clustered by."""
+        data = json.dumps({"by": self.by, "of": self.of}, sort_keys=True).encode()
+        return hashlib.sha256(data).hexdigest()
+
+
+def _value(value: object, field: str, tid: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, (list, tuple, set, dict)):
+        raise InputError(
+            f"--cluster-by {field}: task {tid}: the field holds a {type(value).__name__}; a cluster field holds one "
+            "value per task"
+        )
+    return str(value)
+
+
+def clusters_by_field(tasks: Mapping[str, Mapping[str, object]], test_ids: Sequence[str], field: str) -> Clustering:
+    """The clusters of the test tasks by ``field`` of their rows. InputError (one line) when no test task has the
+    field (naming the fields they have), when a task holds a list or mapping there, or when the test tasks fall in
+    fewer than 2 clusters."""
+    if not any(field in tasks.get(t, {}) for t in test_ids):
+        known = sorted({k for t in test_ids for k in tasks.get(t, {}) if k != "id"})
+        raise InputError(f"--cluster-by {field[:60]!r}: no test task has that field (they have: {', '.join(known)})")
+    of: dict[str, str] = {}
+    for tid in test_ids:
+        value = _value(tasks.get(tid, {}).get(field), field, tid)
+        if value is not None:
+            of[tid] = value
+    clustering = Clustering(by=field, of=of)
+    n = clustering.count(test_ids)
+    if n < 2:
+        only = next(iter(of.values()), "")
+        raise InputError(
+            f"--cluster-by {field}: every test task is in one cluster ({only[:60]!r}); clustering needs at least 2"
+        )
+    return clustering
+
+
+def resolve_clustering(
+    tasks: Mapping[str, Mapping[str, object]],
+    test_ids: Sequence[str],
+    cluster_by: str | None,
+    recorded: Sequence[str | None] = (),
+) -> Clustering | None:
+    """The clusters the figures use: ``cluster_by`` when given (``--cluster-by``), else the field every one of the
+    ``recorded`` evaluations was launched with (``eval --cluster-by``, in their protocol fingerprints), else None.
+    Bad input as :func:`clusters_by_field`."""
+    field = cluster_by
+    if field is None:
+        fields = set(recorded)
+        if len(fields) == 1 and None not in fields and recorded:
+            field = next(iter(fields))
+    return clusters_by_field(tasks, test_ids, field) if field is not None else None
+
+
+def _onehot(codes: np.ndarray) -> np.ndarray:
+    codes = np.asarray(codes, dtype=np.int64)
+    out = np.zeros((len(codes), int(codes.max()) + 1 if len(codes) else 0))
+    out[np.arange(len(codes)), codes] = 1.0
+    return out
+
+
+def cluster_sums(x: Any, codes: np.ndarray) -> np.ndarray:
+    """Per cluster (last axis), the sum of the residuals ``x - mean(x)`` of its tasks (``x``: last axis the tasks;
+    leading axes: data sets)."""
+    x = np.asarray(x, dtype=float)
+    codes = np.asarray(codes, dtype=np.int64)
+    resid = x - x.mean(-1, keepdims=True)
+    if resid.ndim == 1:  # one data set: no tasks x clusters matrix (a hundred thousand tasks in thousands of clusters)
+        sums: np.ndarray = np.bincount(codes, weights=resid, minlength=int(codes.max()) + 1 if len(codes) else 0)
+        return sums
+    out: np.ndarray = resid @ _onehot(codes)
+    return out
+
+
+def clustered_cov(x: Any, y: Any, codes: np.ndarray) -> np.ndarray:
+    """The CR1 cluster-robust covariance of ``mean(x)`` and ``mean(y)`` (last axis: the tasks, clustered by
+    ``codes``); NaN with fewer than 2 clusters."""
+    codes = np.asarray(codes, dtype=np.int64)
+    n, c = len(codes), len(set(codes.tolist()))
+    sx, sy = cluster_sums(x, codes), cluster_sums(y, codes)
+    if c < 2:
+        return np.full(sx.shape[:-1], np.nan)
+    out: np.ndarray = c / (c - 1) * np.sum(sx * sy, -1) / n**2
+    return out
+
+
+def clustered_var(x: Any, codes: np.ndarray) -> np.ndarray:
+    """The CR1 cluster-robust variance of ``mean(x)``: ``C / (C - 1) sum_c S_c^2 / N^2``."""
+    return clustered_cov(x, x, codes)
+
+
+__all__ = ["CLUSTER_METHOD", "Clustering", "cluster_sums", "clustered_cov", "clustered_var", "clusters_by_field"]

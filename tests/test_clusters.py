@@ -1,0 +1,216 @@
+"""Clusters above the task (issue 25, item 5): the cluster-robust standard error, the intervals and the test that
+use it, pinned against statsmodels (OLS on an intercept with ``cov_type="cluster"``, t with clusters - 1 df), and
+``--cluster-by`` through eval, report and gate on the demo (its categories), bad input included."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from demo_copies import repair_worktree
+from stats_by_hand import clustered_mover_by_hand
+
+from hermit_tui.core.errors import InputError
+from hermit_tui.core.stats.clusters import Clustering, clustered_var, clusters_by_field, resolve_clustering
+from hermit_tui.core.stats.figures import pair_stats, selector_stats
+from hermit_tui.core.stats.intervals import pair_interval, pair_p_value
+
+FAST = ["agent.params.latency_scale=0"]
+
+
+def cluster_fit(values, groups):
+    """statsmodels' cluster-robust fit of an intercept model: the independent reference."""
+    return sm.OLS(np.asarray(values, dtype=float), np.ones(len(values))).fit(
+        cov_type="cluster", cov_kwds={"groups": np.asarray(groups)}, use_t=True
+    )
+
+
+def clustered_data(seed: int, clusters: int = 12, shared: float = 0.15):
+    """Paired task means in the middle of the range, with a per-cluster shift of the difference (``shared``)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, 7, clusters)  # unequal cluster sizes
+    groups = np.repeat(np.arange(clusters), sizes)
+    rng.shuffle(groups)
+    n = len(groups)
+    a = np.clip(rng.normal(0.5, 0.12, n), 0.05, 0.95)
+    shift = rng.normal(0.05, shared, clusters)[groups]
+    b = np.clip(a + shift + rng.normal(0, 0.05, n), 0.0, 1.0)
+    return a, b, groups
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_clustered_variance_of_a_mean_is_statsmodels_cluster_robust_one(seed):
+    _, b, groups = clustered_data(seed)
+    fit = cluster_fit(b, groups)
+    assert float(clustered_var(b, groups)) == pytest.approx(fit.bse[0] ** 2, rel=1e-12)
+    # several data sets at once (the benchmark's path), each as statsmodels computes it
+    many = np.stack([b, b[::-1], b**2])
+    want = [cluster_fit(x, groups).bse[0] ** 2 for x in many]
+    assert clustered_var(many, groups) == pytest.approx(want, rel=1e-12)
+
+
+def _records(means: np.ndarray, ids: list[str], repeats: int = 4):
+    """Graded attempts whose task means are ``means`` (the repeats spread symmetrically around them)."""
+    offsets = np.linspace(-0.04, 0.04, repeats)
+    return [(tid, r, float(np.clip(m + offsets[r], 0.0, 1.0))) for tid, m in zip(ids, means) for r in range(repeats)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pair_figures_clustered_are_the_cluster_robust_t_on_the_task_differences(seed):
+    a, b, groups = clustered_data(seed)
+    a, b = np.clip(a, 0.05, 0.95), np.clip(b, 0.05, 0.95)  # repeats stay inside [0, 1]: the task means are a, b
+    ids = [f"t{i:03d}" for i in range(len(a))]
+    clustering = Clustering(by="template", of={t: f"c{g}" for t, g in zip(ids, groups)})
+    p = pair_stats("a", _records(a, ids), "b", _records(b, ids), ids, clusters=clustering)
+    fit = cluster_fit(b - a, groups)
+    c = len(set(groups.tolist()))
+    assert p.n_clusters == c and p.cluster_by == "template"
+    assert p.se == pytest.approx(fit.bse[0], rel=1e-9)
+    assert fit.df_resid_inference == c - 1
+    # the interval is the hybrid written out with statsmodels' clustered variances ...
+    assert (p.ci_low, p.ci_high) == pytest.approx(clustered_mover_by_hand(list(a), list(b), list(groups)), abs=1e-9)
+    # ... which in the middle of the range is the cluster-robust t interval up to Wilson's shape (a few percent of
+    # its width at these effective sample sizes), and its test statsmodels' cluster-robust t test
+    low, high = fit.conf_int()[0]
+    assert p.p_value is not None and p.ci_low is not None and p.ci_high is not None
+    assert p.ci_low == pytest.approx(low, abs=0.06 * (high - low)) and p.ci_high == pytest.approx(
+        high, abs=0.06 * (high - low)
+    )
+    assert p.p_value == pytest.approx(fit.pvalues[0], abs=0.06)
+    assert (p.p_value < 0.05) == (p.ci_low > 0 or p.ci_high < 0)
+    # the selector's standard error too
+    sb = selector_stats("b", _records(b, ids), ids, clusters=clustering)
+    assert sb.se == pytest.approx(cluster_fit(b, groups).bse[0], rel=1e-9) and sb.n_clusters == c
+
+
+def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_changes_nothing():
+    a, b, groups = clustered_data(7, clusters=10, shared=0.2)
+    k = np.full(len(a), 3)
+    plain = pair_interval(a, b, k, k, False, False, 0.0, 1.0)
+    own = pair_interval(a, b, k, k, False, False, 0.0, 1.0, clusters=np.arange(len(a)))
+    clustered = pair_interval(a, b, k, k, False, False, 0.0, 1.0, clusters=groups)
+    assert plain is not None and own is not None and clustered is not None
+    assert (own.low, own.high) == pytest.approx((plain.low, plain.high), abs=1e-12)
+    assert clustered.high - clustered.low > 1.5 * (plain.high - plain.low)
+    assert pair_p_value(a, b, k, k, False, False, 0.0, 1.0, clusters=np.arange(len(a))) == pytest.approx(
+        pair_p_value(a, b, k, k, False, False, 0.0, 1.0), rel=1e-9
+    )
+    # the power figures use clusters - 1 degrees of freedom; tasks needed is not projected (clusters decide)
+    ids = [f"t{i}" for i in range(len(a))]
+    clustering = Clustering(by="f", of={t: str(g) for t, g in zip(ids, groups)})
+    p = pair_stats("a", _records(np.clip(a, 0.05, 0.95), ids), "b", _records(np.clip(b, 0.05, 0.95), ids), ids,
+                   clusters=clustering)  # fmt: skip
+    from scipy.stats import t
+
+    assert p.ci_low is not None and p.ci_high is not None and p.mean_diff is not None and p.se is not None
+    half = p.ci_high - p.mean_diff if p.mean_diff < 0 else p.mean_diff - p.ci_low
+    assert p.mde == pytest.approx(half + float(t.ppf(0.8, 9)) * p.se, rel=1e-9)
+    assert p.tasks_needed(0.1) is None and p.repeats_needed(0.1) is None
+
+
+def test_clusters_by_field_and_its_bad_input():
+    tasks: dict[str, dict[str, object]] = {
+        "a": {"id": "a", "tpl": "x", "tags": ["p"]},
+        "b": {"id": "b", "tpl": "x", "tags": ["q"]},
+        "c": {"id": "c", "tpl": "y"},
+        "d": {"id": "d"},
+    }
+    ids = ["a", "b", "c", "d"]
+    cl = clusters_by_field(tasks, ids, "tpl")
+    assert cl.codes(ids).tolist() == [0, 0, 1, 2] and cl.count(ids) == 3  # d, without the field: its own cluster
+    with pytest.raises(
+        InputError, match=r"--cluster-by 'colour': no test task has that field \(they have: tags, tpl\)"
+    ):
+        clusters_by_field(tasks, ids, "colour")
+    with pytest.raises(InputError, match="every test task is in one cluster"):
+        clusters_by_field(tasks, ["a", "b"], "tpl")
+    with pytest.raises(InputError, match="task a: the field holds a list"):
+        clusters_by_field(tasks, ids, "tags")
+    # the recorded field is the default only when every evaluation recorded the same one
+    recorded = resolve_clustering(tasks, ids, None, ["tpl", "tpl"])
+    assert recorded is not None and recorded.by == "tpl"
+    assert resolve_clustering(tasks, ids, None, ["tpl", None]) is None
+    assert resolve_clustering(tasks, ids, None, []) is None
+
+
+# ---------------------------------------------------------------------------------------------------- the commands
+
+
+@pytest.fixture(scope="module")
+def clustered_demo(demo_template, tmp_path_factory) -> Path:
+    from hermit_tui.cli import main
+
+    dest = tmp_path_factory.mktemp("clusters") / "demo"
+    shutil.copytree(demo_template, dest, symlinks=True)
+    repair_worktree(demo_template, dest)
+    config = str(dest / "run.yaml")
+    code = main(["eval", "--config", config, "--adapter", "none", "--adapter", "final", "--cluster-by", "category",
+                 *FAST])  # fmt: skip
+    assert code == 0
+    return dest
+
+
+def _cli(capsys, *args: str) -> tuple[int, str, str]:
+    from hermit_tui.cli import main
+
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _task_means(ws: Path, label: str) -> dict[str, float]:
+    scores: dict[str, list[float]] = {}
+    for line in (ws / "runs/demo/eval" / label / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        scores.setdefault(r["id"], []).append(r["judge"]["score"] if r["judge"] else 0.0)
+    return {k: float(np.mean(v)) for k, v in scores.items()}
+
+
+def test_eval_records_the_clusters_and_report_and_gate_use_them(clustered_demo, capsys):
+    ws = clustered_demo
+    summary = json.loads((ws / "runs/demo/eval/final/summary.json").read_text())
+    assert summary["fingerprint"]["cluster_by"] == "category" and len(summary["fingerprint"]["clusters_sha256"]) == 64
+    assert "cluster_by" not in (ws / "run.yaml").read_text()  # run.yaml untouched
+    code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json")
+    data = json.loads(js)
+    assert code == 0 and data["cluster_by"] == "category" and data["n_clusters"] == 8
+    pair = next(p for p in data["pairs"] if (p["a"], p["b"]) == ("none", "final"))
+    # by hand from the files: the task differences and the tasks' categories, through statsmodels
+    test_ids = (ws / "test.txt").read_text().split()
+    rows = {json.loads(x)["id"]: json.loads(x) for x in (ws / "tasks.jsonl").read_text().splitlines()}
+    ma, mb = _task_means(ws, "none"), _task_means(ws, "final")
+    diffs = [mb[t] - ma[t] for t in test_ids]
+    fit = cluster_fit(diffs, [rows[t]["category"] for t in test_ids])
+    assert pair["se"] == pytest.approx(fit.bse[0], rel=1e-9) and pair["n_clusters"] == 8
+    assert "clustered by category (8 clusters)" in pair["method"]
+    # unclustered on request of another field gives other figures; the Markdown names the clustering
+    code, md, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"))
+    assert "| clustered by | category: 8 clusters of the test tasks" in md
+    code, out, _ = _cli(capsys, "gate", "--config", str(ws / "run.yaml"), "--require", "no-regression", "--only")
+    assert "clustered by category (8 clusters)" in out
+
+
+def test_cluster_by_bad_input_is_one_line_and_exit_2(clustered_demo, tmp_path, capsys):
+    ws = clustered_demo
+    for command in ("report", "gate"):
+        code, _, err = _cli(capsys, command, "--config", str(ws / "run.yaml"), "--cluster-by", "colour")
+        assert code == 2 and "--cluster-by 'colour': no test task has that field (they have: category, input)" in err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    # one cluster: every category the same, in a copy; eval refuses before anything runs
+    dest = tmp_path / "one"
+    shutil.copytree(ws, dest, symlinks=True)
+    repair_worktree(ws, dest)
+    rows = [json.loads(x) for x in (dest / "tasks.jsonl").read_text().splitlines()]
+    (dest / "tasks.jsonl").write_text("".join(json.dumps(r | {"category": "all"}) + "\n" for r in rows))
+    before = sorted(p.name for p in (dest / "runs/demo/eval").iterdir())
+    code, _, err = _cli(capsys, "eval", "--config", str(dest / "run.yaml"), "--adapter", "none", "--adapter",
+                        "root", "--cluster-by", "category", *FAST)  # fmt: skip
+    assert code == 2 and "--cluster-by category: every test task is in one cluster ('all')" in err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in (dest / "runs/demo/eval").iterdir()) == before
+    code, _, err = _cli(capsys, "report", "--config", str(dest / "run.yaml"))  # the recorded field: one cluster now
+    assert code == 2 and "every test task is in one cluster" in err
