@@ -27,7 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -145,11 +147,14 @@ def coverage(args, md: list[str]) -> None:
     reps = args.reps
     t0 = time.perf_counter()
     rows, all_cov, t_cov, outside, zero, t_out = [], [], [], 0, 0, []
-    for label, cases, cell in (
+    case: tuple[Any, ...]
+    for label, cases, cell_of_case in (
         ("selector", SELECTOR_CASES, selector_cell),
         ("pair", PAIR_CASES, pair_cell),
         ("stress", [] if args.quick else STRESS_CASES, selector_cell),
     ):
+        # selector_cell or pair_cell: the case's fields, then g, k, reps
+        cell: Callable[..., dict] = cell_of_case
         for case in cases:
             covs = []
             for g in sizes:

@@ -183,7 +183,7 @@ def put_eval(
     if archived:
         folder = folder / "archive" / archived
     folder.mkdir(parents=True, exist_ok=True)
-    summary = {
+    summary: dict[str, object] = {
         "adapter": adapter,
         "commit": commit,
         "tasks": len(ids),

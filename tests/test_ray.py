@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from demo_copies import repair_worktree
+from waiting import wait_until
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run import events as ev
@@ -53,7 +54,7 @@ def run(task, adapter, params=None, base=None):
     tid = str(task["id"])
     if tid in params.get("hang_tasks", []):
         Path(params.get("pids") or params["marks"], tid + ".pid").write_text(str(os.getpid()))
-        time.sleep(60)
+        time.sleep(60)  # the scenario: a hung attempt, which a cancel must end
     if tid == params.get("crash_task"):
         marks = params.get("marks")
         if marks is None:
@@ -252,12 +253,14 @@ def test_force_cancel_keeps_finished_attempts_and_cancels_the_cluster_work(clust
             finished.append((event.record.id, event.record.repeat))
 
     def cancel_when_both_hang() -> None:  # and a few attempts are done
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if len(finished) >= 3 and all((marks / f"{tid}.pid").exists() for tid in hang):
-                break
-            time.sleep(0.05)
-        run.cancel(force=True)
+        try:
+            wait_until(
+                lambda: len(finished) >= 3 and all((marks / f"{tid}.pid").exists() for tid in hang),
+                timeout=90,
+                what="both hung attempts and three finished ones",
+            )
+        finally:
+            run.cancel(force=True)
 
     ray.init(address=cluster, runtime_env=ray_runtime_env(config), log_to_driver=False)
     try:

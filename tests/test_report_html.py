@@ -197,11 +197,11 @@ def test_the_figures_are_the_json_reports(both):
         assert pair["verdict"] in article["text"]
         assert f"{pair['ci_low']:.4f} to {pair['ci_high']:.4f}" in article["text"]
 
-    rows = page.task_rows()
-    assert len(rows) == len(data["test_ids"]) == 16
+    task_rows = page.task_rows()
+    assert len(task_rows) == len(data["test_ids"]) == 16
     labels = [s["label"] for s in data["selectors"]]
     per = {s["label"]: s["stats"]["per_task"] for s in data["selectors"]}
-    for tid, row in zip(data["test_ids"], rows):
+    for tid, row in zip(data["test_ids"], task_rows):
         cells = page.children(row, "th", "td")
         assert cells[0]["text"] == tid
         expected = [per[label][tid]["mean"] for label in labels]

@@ -43,8 +43,8 @@ def test_selectors_typed_earlier_are_checked_again(demo_config):
     assert got["root"] == (f"tag · {root[:7]}", None)
     assert got["adapters/variant"] == (f"adapter directory {folder}", None)
     assert got[root[:9]] == (f"commit {root[:7]}", None)
-    assert got["no-such-tag"][0] is None and "no-such-tag" in got["no-such-tag"][1]
-    assert got["--all"][0] is None and "--all" in got["--all"][1]  # never handed to git as an option
+    assert got["no-such-tag"][0] is None and "no-such-tag" in (got["no-such-tag"][1] or "")
+    assert got["--all"][0] is None and "--all" in (got["--all"][1] or "")  # never handed to git as an option
     with pytest.raises(InputError):
         describe_selector("no-such-tag", config)
 

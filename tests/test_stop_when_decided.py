@@ -132,10 +132,13 @@ def test_ab_stops_early_with_an_improvement(project):
     assert round1.decision == "undecided" and round2.decision == "improvement"
     low, high = good["interval"]
     assert 0 < low < diff < high <= 1
+    assert round1.ci_low is not None and round2.ci_low is not None
+    assert round1.ci_high is not None and round2.ci_high is not None
     assert (low, high) == pytest.approx((max(round1.ci_low, round2.ci_low), min(round1.ci_high, round2.ci_high)))
     # round 2's boundary spends what Hwang-Shih-DeCani's function (gamma -2) allows by t = 2/6 of the candidate's
     # 0.9 x 0.05 (an independent two-look multivariate normal computation, correlation sqrt(1/2))
     c1, c2 = round1.boundary_z, round2.boundary_z
+    assert c1 is not None and c2 is not None
     stay = multivariate_normal(mean=[0, 0], cov=[[1, math.sqrt(0.5)], [math.sqrt(0.5), 1]]).cdf(
         [c1, c2], lower_limit=[-c1, -c2], rng=1
     )
@@ -180,12 +183,13 @@ def test_whole_rounds_go_on_until_every_candidate_is_decided(project):
 def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision(project, tmp_path):
     config = load_config(project)
     stop_after = 3 * TASKS + 17  # in round 2 (3 selectors)
-    holder = {}
+    holder: dict[str, EvalRun] = {}
+    finished = [0]
 
     def sink(event):
         if isinstance(event, ev.AttemptFinished):
-            holder["n"] = holder.get("n", 0) + 1
-            if holder["n"] == stop_after:
+            finished[0] += 1
+            if finished[0] == stop_after:
                 holder["run"].cancel()
 
     run = holder["run"] = EvalRun(

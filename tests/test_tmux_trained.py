@@ -6,24 +6,24 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from test_tmux import TMUX, needs_bin, screen, start
-from trained_project import RUN, RUN_DIR, build_trained_project, copy_trained_project
+from test_tmux import TMUX, keys, needs_bin, screen, start, wait_screen
+from trained_project import RUN, RUN_DIR, copy_trained_project
+from waiting import wait_until
 
-pytestmark = [pytest.mark.tmux, pytest.mark.skipif(TMUX is None, reason="tmux is not installed")]
+pytestmark = [pytest.mark.tmux, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 PICKS = ["none", "root", f"{RUN}/ckpt-step-1", "final", "adapters/shouty"]
 STATUS = re.compile(r"(running|finished)\s+(\d+)/(\d+) attempts\s+·\s+(\d+) tasks × (\d+) selectors")
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("trained-tmux") / "project"
-    build_trained_project(dest)
-    return dest
+def trained(trained_template) -> Path:
+    """The session's trained project: each test copies it."""
+    return trained_template
 
 
 @needs_bin
@@ -38,23 +38,20 @@ def test_a_launch_shows_what_was_launched_and_nothing_else(trained, tmp_path, si
     settings = {"launch": {str(config.resolve()): {"picks": PICKS, "added": ["adapters/shouty"], "repeats": "1"}}}
     socket, _ = start(tmp_path, size, "--config", str(config), settings=settings)
     try:
-        deadline = time.monotonic() + 60
-        while "Launch 5 side by side" not in (text := screen(socket)):
-            assert time.monotonic() < deadline, text
-            time.sleep(0.2)
-        subprocess.run([TMUX, "-L", socket, "send-keys", "-t", "hermit", "l"], check=True)
-        deadline, statuses = time.monotonic() + 180, []
-        while True:  # every screen of the launch, from the first
+        wait_screen(socket, lambda s: "Launch 5 side by side" in s)
+        keys(socket, "l")
+        statuses = []
+
+        def finished() -> bool:  # every screen of the launch, from the first
             text = screen(socket)
             found = STATUS.search(text)
             if found:
                 statuses.append(found.groups())
                 bars = [line for line in text.splitlines() if "━" in line or "attempts" in line]
                 assert not any(commit[:8] in line for line in bars), text
-            if found and found.group(1) == "finished":
-                break
-            assert time.monotonic() < deadline, text
-            time.sleep(0.05)
+            return bool(found and found.group(1) == "finished")
+
+        wait_until(finished, timeout=180, what="the launch to finish")
     finally:
         subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True)
     assert statuses
