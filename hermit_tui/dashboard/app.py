@@ -693,6 +693,7 @@ class HermitApp(App):
 
     def action_toggle_dark(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+        self.notify(f"Theme: {'light' if self.theme == 'textual-light' else 'dark'} (ctrl+t switches)", timeout=3)
 
     def action_open_demo(self) -> None:
         def build() -> None:
