@@ -313,7 +313,9 @@ def describe_selector(text: str, config: Config) -> str:
     InputError (one line) when it names nothing usable. Text that looks like an option never reaches git."""
     sel = resolve_selector(text, config)
     if sel.kind == "directory":
-        return f"adapter directory {sel.path}"
+        files = f" · files {sel.content_hash[:7]}" if sel.content_hash else ""
+        inside = sel.path is not None and Path(sel.path).is_relative_to(Path(config.base).resolve())
+        return f"adapter directory{'' if inside else f' {sel.path}'}{files}"  # inside the project: its text says where
     if sel.kind in ("root", "final", "tag"):
         return f"tag · {str(sel.commit)[:7]}"
     return f"commit {str(sel.commit)[:7]}"
