@@ -36,3 +36,27 @@ async def test_the_run_bars_name_each_selector_whole():
         await app.screen.mount(long)
         await pilot.pause()
         assert str(long.query_one(".sp-label", Static).content) == "a-selector-of-tw…"
+
+
+async def test_warnings_expanded_with_bang_are_read_whole_not_cut(demo_config, tmp_path, monkeypatch):
+    """Issue 27 (finding 9): ``!`` expanded the warnings, each still cut to one line at 80 columns."""
+    from hermit_tui.dashboard.widgets.banners import Banners
+
+    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
+    app = fixture_app(demo_config, "setup")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        banners = app.screen.query_one(Banners)
+        lines = banners._lines
+        assert len(lines) >= 2 and banners.size.height == 1  # collapsed to one line that counts them
+        longest = max(len(line) for _, line in lines)
+        assert longest > 80  # a warning longer than the terminal is wide
+        await pilot.press("exclamation_mark")
+        await pilot.pause()
+        # every warning whole: more lines than warnings (a long one wraps), none ending in an ellipsis
+        assert banners.size.height > len(lines)
+        shown = [str(line.text).rstrip() for line in banners.render_lines(banners.region.reset_offset)]
+        assert not any(row.endswith("…") for row in shown)
+        await pilot.press("exclamation_mark")
+        await pilot.pause()
+        assert banners.size.height == 1
