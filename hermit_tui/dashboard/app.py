@@ -754,6 +754,10 @@ class HermitApp(App):
 
         self.run_worker(export, thread=True, exclusive=True, group="report", name="export-report")
 
+    def action_goto(self, name: str) -> None:
+        """The keys every screen shares for another screen (bindings.goto: t, e, v, h, p)."""
+        self.goto(name)
+
     def goto(self, name: str, **kwargs: Any):
         """Show a screen by name (used by bindings and palette commands). A screen already open lower in the stack
         is shown again as it was (what was above it is closed) rather than opened twice."""

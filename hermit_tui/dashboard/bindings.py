@@ -20,6 +20,12 @@ TEXT_FIELD: list[BindingType] = [
     Binding("escape", "leave", "Leave the field (the screen's keys work again)", show=False)
 ]
 
+def goto(key: str, name: str, title: str) -> Binding:
+    """A key that shows another screen, the same key on every screen that has it (t Tasks, e Errors, v Compare,
+    h History, p Review), in the help screen only."""
+    return Binding(key, f"app.goto('{name}')", title, show=False)
+
+
 PICKER: list[BindingType] = [
     Binding("d", "open_demo", "Demo"),
     Binding("r", "focus_recent", "Recent", show=False),
@@ -38,6 +44,7 @@ SETUP: list[BindingType] = [
     Binding("v", "compare", "Compare"),
     Binding("p", "review", "Review"),
     Binding("o", "open_config", "Open another config", show=False),
+    goto("e", "errors", "Errors"),
 ]
 
 RUN: list[BindingType] = [
@@ -111,6 +118,11 @@ ATTEMPT: list[BindingType] = [
     Binding("x", "transcript", "Transcript"),
     Binding("w", "align", "Aligned trajectories of the side-by-side pair", show=False),
     *TRIAGE,
+    goto("t", "tasks", "Tasks"),
+    goto("e", "errors", "Errors"),
+    goto("v", "compare", "Compare"),
+    goto("h", "history", "History"),
+    goto("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
 
@@ -128,6 +140,10 @@ ERRORS: list[BindingType] = [
     Binding("R", "rerun_failed", "Re-run failed", key_display="shift+r"),
     *TRIAGE,
     *TRIAGE_BULK,
+    goto("t", "tasks", "Tasks"),
+    goto("v", "compare", "Compare"),
+    goto("h", "history", "History"),
+    goto("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
 
@@ -136,6 +152,10 @@ HISTORY: list[BindingType] = [
     Binding("enter", "open_selected", "Add to view"),
     Binding("x", "take_out", "Take out of view"),
     Binding("slash", "open_folder", "Open folder…", key_display="/", show=False),
+    goto("t", "tasks", "Tasks"),
+    goto("e", "errors", "Errors"),
+    goto("v", "compare", "Compare"),
+    goto("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
 
@@ -147,6 +167,8 @@ COMPARE: list[BindingType] = [
     Binding("h", "history", "History", show=False),
     Binding("u", "next_unlabelled", "Next unlabelled failure (drill-down)", show=False),
     Binding("w", "why", "Why"),
+    goto("t", "tasks", "Tasks"),
+    goto("e", "errors", "Errors"),
     Binding("escape", "back", "Back"),
 ]
 

@@ -4,6 +4,7 @@ ellipsis."""
 
 from __future__ import annotations
 
+import pytest
 from fixture_data import SEVEN_LABELS, fixed_store, fixture_app
 from textual.widgets import Static
 
@@ -60,3 +61,42 @@ async def test_warnings_expanded_with_bang_are_read_whole_not_cut(demo_config, t
         await pilot.press("exclamation_mark")
         await pilot.pause()
         assert banners.size.height == 1
+
+
+# (screen shown, its arguments, key, the screen it must lead to): the same key, the same screen, everywhere it fits
+SAME_KEYS = [
+    ("errors", {}, "t", "TasksScreen"),
+    ("errors", {}, "v", "CompareScreen"),
+    ("errors", {}, "h", "HistoryScreen"),
+    ("compare", {}, "t", "TasksScreen"),
+    ("compare", {}, "e", "ErrorsScreen"),
+    ("history", {}, "t", "TasksScreen"),
+    ("history", {}, "e", "ErrorsScreen"),
+    ("history", {}, "v", "CompareScreen"),
+    ("attempt", {"task_id": "t05", "key": "final", "repeat": 1}, "t", "TasksScreen"),
+    ("attempt", {"task_id": "t05", "key": "final", "repeat": 1}, "e", "ErrorsScreen"),
+    ("attempt", {"task_id": "t05", "key": "final", "repeat": 1}, "h", "HistoryScreen"),
+    ("setup", {}, "e", "ErrorsScreen"),
+    ("run", {}, "h", "HistoryScreen"),
+    ("tasks", {}, "v", "CompareScreen"),
+]
+
+
+@pytest.mark.parametrize("screen,kwargs,key,expected", SAME_KEYS, ids=[f"{s}-{k}" for s, _, k, _ in SAME_KEYS])
+async def test_the_same_key_shows_the_same_screen_everywhere(
+    demo_config, tmp_path, monkeypatch, screen, kwargs, key, expected
+):
+    """Issue 27 (finding 11): h did nothing on the run screen, v nothing on the per-task table; the errors, compare,
+    history and drill-down screens had none of t, e, v, h."""
+    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
+    app = fixture_app(demo_config, screen, **kwargs)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        shown = type(app.screen).__name__
+        await pilot.press(key)
+        for _ in range(50):
+            if type(app.screen).__name__ == expected:
+                break
+            await pilot.pause(0.02)
+        assert (shown, type(app.screen).__name__) == (shown, expected)
