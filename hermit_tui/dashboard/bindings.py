@@ -20,6 +20,7 @@ TEXT_FIELD: list[BindingType] = [
     Binding("escape", "leave", "Leave the field (the screen's keys work again)", show=False)
 ]
 
+
 def goto(key: str, name: str, title: str) -> Binding:
     """A key that shows another screen, the same key on every screen that has it (t Tasks, e Errors, v Compare,
     h History, p Review), in the help screen only."""
