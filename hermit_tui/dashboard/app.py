@@ -336,6 +336,12 @@ class HermitApp(App):
         if not isinstance(self.screen, RunScreen):
             self.push_screen(RunScreen())
 
+    def _run_screen_shown(self) -> bool:
+        """The live run is on screen: its status line says how the launch ended, with no toast over its log."""
+        from hermit_tui.dashboard.screens.run import RunScreen
+
+        return isinstance(self.screen, RunScreen)
+
     def _run_ended(self, cancelled: bool, error: str | None) -> None:
         self.drain_events()
         if self.quitting:
@@ -365,7 +371,7 @@ class HermitApp(App):
                 else f"Evaluation finished: all {rounds} rounds, {decided} against {self.store.sequential.baseline}",
                 timeout=8,
             )
-        elif not self._chain:
+        elif not self._chain and not self._run_screen_shown():  # the run screen says "finished" itself
             self.notify("Evaluation finished", timeout=5)
         self.screen.post_message(self.RunEnded(cancelled, error))
         if self._chain and not (cancelled or error or self.store.stop_reason):

@@ -100,3 +100,23 @@ async def test_the_same_key_shows_the_same_screen_everywhere(
                 break
             await pilot.pause(0.02)
         assert (shown, type(app.screen).__name__) == (shown, expected)
+
+
+async def test_the_finished_toast_does_not_cover_the_run_screen_s_log(demo_config, tmp_path, monkeypatch):
+    """Issue 27 (finding 12): at 80 columns the 'Evaluation finished' toast covered the log; the run screen says
+    'finished' on its status line, so it gets no toast."""
+    from journey_kit import setup_ready, wait_for
+
+    from hermit_tui.core.run.launch import LaunchOptions
+    from hermit_tui.dashboard.app import HermitApp
+
+    monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
+    app = HermitApp(demo_config, overrides=["agent.params.latency_scale=0"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: setup_ready(app))
+        app.launch(LaunchOptions(selectors=["none"], repeats=1, limit=2))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_for(pilot, lambda: not app.running and app.store.columns and not app.store.columns["none"].running)
+        await pilot.pause(0.2)
+        assert "finished" in app.screen.query_one("#run-status").render().plain
+        assert not any("Evaluation finished" in n.message for n in app._notifications)
