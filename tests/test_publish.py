@@ -153,7 +153,7 @@ def test_plan_rows_diff_and_nothing_changed(ws):
     assert "-Not evaluated yet (`hermit eval`).\n" in plan.diff and f"+{row}\n" in plan.diff
     assert plan.message == MESSAGE
     assert (
-        "errors: none 6/48, root 6/48, final 6/48 attempts failed (pipeline or judge) and count as 0: "
+        "errors: none 6/48, root 6/48, final 6/48 attempts ended in an error (pipeline or judge) and count as 0: "
         "inspect them before trusting the means" in plan.warnings
     )
     assert "unknown cost: none 9, root 9, final 9 attempts report no cost (the card says so)" in plan.warnings

@@ -145,6 +145,10 @@ def test_the_served_page_asks_no_third_party_and_names_the_run():
         and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     )
     assert "<title>{{ application.name|e }}</title>" in page
+    # the start card says what to do (issue 27, finding 11): right under the name, once
+    name = "<div>{{ application.name or 'Textual Application' }}</div>"
+    assert name in original and page.count("click it once so that it takes the keys") == 1
+    assert page.index("click it once") > page.index(name)
     fonts = Path(textual_serve.__file__).parent / "static" / "fonts"
     for name in ("RobotoMono-VariableFont_wght.ttf", "RobotoMono-Italic-VariableFont_wght.ttf"):
         assert f"fonts/{name}" in page and (fonts / name).is_file()

@@ -63,16 +63,16 @@ def test_the_run_screen_projects_the_cost_at_the_end():
     store = live_store({"none": [0.1, 0.1, 0.1, 0.1], "root": [0.44, None, None, None]}, 10, max_cost=5.0)
     line = cost_line(store, running=True).plain
     # 8 of 20 attempts done for $0.84 known: ~$0.84 * 20 / 8 = $2.10 at the end
-    assert line == "cost $0.8400 so far · ~$2.10 at the end · 3 unknown  ·  stops at $5.00 (max cost)"
+    assert line == "cost $0.8400 + 3 unknown so far · ~$2.10 at the end  ·  stops at $5.00 (max cost)"
     # per selector: root's $0.44 over 4 of 10 projects $1.10, and its unknown ones are said
     assert "$0.4400 → ~$1.10 + 3 unknown" in progress_text(store.columns["root"]).plain
     assert "$0.4000 → ~$1.00" in progress_text(store.columns["none"]).plain
     store.apply(ev.RunFinished(summaries={}, cancelled=False, wall_s=1.0, stop_reason="max cost $5.00 reached: x"))
     assert cost_line(store, running=False).plain == (
-        "cost $0.8400 · 3 unknown  ·  stopped at the max cost of $5.00: Resume continues"
+        "cost $0.8400 + 3 unknown  ·  stopped at the max cost of $5.00: Resume continues"
     )
     everything_unknown = live_store({"none": [None, None]}, 10, max_cost=None)
-    assert cost_line(everything_unknown, running=True).plain == "cost unknown so far · 2 unknown"
+    assert cost_line(everything_unknown, running=True).plain == "cost unknown (2 attempts) so far"
 
 
 @pytest.fixture

@@ -70,7 +70,7 @@ async def test_shows_warnings_table_card_and_diff(config_path):
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
         warnings = text_of(screen.query_one("#review-warnings", Static))
-        assert "⚠ errors: none 6/48, root 6/48, final 6/48 attempts failed (pipeline or judge)" in warnings
+        assert "⚠ errors: none 6/48, root 6/48, final 6/48 attempts ended in an error (pipeline or judge)" in warnings
         assert "⚠ unknown cost: none 9, root 9, final 9 attempts report no cost" in warnings
         assert screen.query_one("#review-warnings").border_title == "⚠ 2 warnings: read before publishing"
         assert not screen.query_one("#review-refusals").display

@@ -5,6 +5,8 @@ view (c) and the focus drawn without colour."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from fixture_data import SEVEN_LABELS, fixed_store, fixture_app
 from test_snapshots_every_screen import versions_shown, wait_workers
@@ -21,7 +23,12 @@ def workspace(tmp_path_factory):
     """The demo workspace (fixed names: the snapshots show paths relative to it)."""
     from hermit_tui.demo import build_demo
 
-    return build_demo(tmp_path_factory.mktemp("snapshots-seven", numbered=False) / "demo")
+    config = build_demo(tmp_path_factory.mktemp("snapshots-seven", numbered=False) / "demo")
+    shutil.copytree(config.parent / "template", config.parent / "adapters" / "shouty")  # a seventh: a directory
+    return config
+
+
+SEVEN_PICKS = ["none", "root", "demo/ckpt-step-1", "demo/ckpt-step-2", "demo/ckpt-step-3", "final", "adapters/shouty"]
 
 
 @pytest.fixture(autouse=True)
@@ -95,3 +102,19 @@ async def test_setup_s_reaches_the_launch_settings_and_c_scrolls_the_protocol_ch
         await pilot.press("up")
         await pilot.pause()
         assert panel.scroll_y == panel.max_scroll_y - 1
+
+
+async def seven_ticked(pilot) -> None:
+    await versions_shown(pilot)
+    for _ in range(200):
+        if "Launch 7" in str(pilot.app.screen.query_one("#launch").label):
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_setup_with_seven_ticked(snap_compare, workspace, size):
+    app = fixture_app(workspace, "setup")
+    app.launch_settings = {"picks": SEVEN_PICKS, "added": ["adapters/shouty"]}
+    assert snap_compare(app, terminal_size=size, run_before=seven_ticked)

@@ -133,6 +133,7 @@ async def test_the_drill_down_opens_the_pairs_changes(run_yaml):
         await pilot.press("W")
         await wait_for(pilot, lambda: isinstance(app.screen, ChangesScreen) and app.screen.ready)
         screen = app.screen
+        assert isinstance(screen, ChangesScreen)
         assert {screen.a, screen.b} == {"v1", "v2"} and screen.problem is None
         assert ("fixed", "t1") in screen.rows  # as in the test above: t1 is the task v2 fixed
 

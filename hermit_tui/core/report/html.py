@@ -384,7 +384,9 @@ def _task_rows(r: Report, errors: Mapping[str, Mapping[str, int]]) -> list[str]:
             extra = f" (n={ts.n})" if ts.n != most[s.label] else ""
             n_err = errors.get(s.label, {}).get(tid, 0)
             extra += _errors_mark(n_err) if n_err else ""
-            cells.append(f"<td class={'s' if ts.solved else 'u'} data-v={exact(ts.mean)}>{ts.mean:.3f}{extra}</td>")
+            # every attempt an error: no score to speak of (the dashboard's ✗), not a 0.000 that reads as measured
+            shown = "✗" if n_err and n_err >= ts.n else f"{ts.mean:.3f}"
+            cells.append(f"<td class={'s' if ts.solved else 'u'} data-v={exact(ts.mean)}>{shown}{extra}</td>")
         for p in r.pairs:
             a, b = per.get(p.a, {}).get(tid), per.get(p.b, {}).get(tid)
             if a is None or b is None:
@@ -420,7 +422,8 @@ def _tasks(r: Report, errors: Mapping[str, Mapping[str, int]]) -> str:
     legend = (
         f"One row per test task (test split order): each selector's mean score over its repeats (✓: solved "
         f"at least once, score ≥ {compact(r.threshold)}; n: repeats when fewer or more than the selector's most; "
-        "⚠ N: N attempts ended in a pipeline or judge error, counted as failures; "
+        "⚠ N: N attempts ended in a pipeline or judge error, counted as failures (✗: every one did, so there is no "
+        "score; it counts as 0 in the means); "
         "—: no attempt), then each pair's difference of task means. The same table with standard deviations: "
         "<code>hermit-tui report --format csv</code>."
     )
