@@ -88,7 +88,7 @@ class Probe:
                 probe.lags.extend((c, a, now) for c, a in probe.covered)
                 probe.covered = []
 
-        App._display = timed_display
+        App._display = timed_display  # type: ignore[method-assign]  # the probe times the real method, in this process only
 
         apply_many = EvalStore.apply_many
 
@@ -103,7 +103,7 @@ class Probe:
                         probe.pending.append((created, now))
             return n
 
-        EvalStore.apply_many = timed_apply_many
+        EvalStore.apply_many = timed_apply_many  # type: ignore[method-assign]  # the probe times the real method, in this process only
 
         refresh = RunScreen.refresh_from_store
 
@@ -113,7 +113,7 @@ class Probe:
             refresh(screen)
             probe.covered.extend(covered)
 
-        RunScreen.refresh_from_store = timed_refresh
+        RunScreen.refresh_from_store = timed_refresh  # type: ignore[method-assign]  # the probe times the real method, in this process only
 
         show_rows = TasksScreen._show_rows
 
@@ -122,7 +122,7 @@ class Probe:
             if generation == screen._generation:
                 probe.shown_rows.append((time.perf_counter(), len(rows), len(keys)))
 
-        TasksScreen._show_rows = timed_show_rows
+        TasksScreen._show_rows = timed_show_rows  # type: ignore[method-assign]  # the probe times the real method, in this process only
         gc.callbacks.append(self._on_gc)
 
     def _on_gc(self, phase: str, info: dict) -> None:
@@ -182,7 +182,7 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
         added.append(time.perf_counter())
         return out
 
-    EvalStore.add_column = timed_add_column
+    EvalStore.add_column = timed_add_column  # type: ignore[method-assign,assignment]  # timed, in this process only
     app = HermitApp(project / "run.yaml")
     expected = len(synth.test_ids(project))
     attempts = expected * REPEATS
@@ -225,6 +225,7 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
             "the history list",
         )
         history = app.screen
+        assert isinstance(history, HistoryScreen)
         history.selected = {e.folder for e in history.evaluations}
         before = len(added)
         t0 = time.perf_counter()
@@ -237,10 +238,11 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
 
         await wait_for(pilot, lambda: rendered() is not None, 300, "the full per-task table")
         t_rendered = rendered()
+        assert t_rendered is not None
         header = str(app.screen.query_one("#tasks-columns").render())
         if not all(f"{label}" in header for label in LABELS):
             raise SystemExit(f"the summaries are not shown: {header!r}")
-        first_rows = min((t for t, *_ in probe.shown_rows if t >= t0), default=t_rendered)
+        first_rows: float = min((t for t, *_ in probe.shown_rows if t >= t0), default=t_rendered)
         gc_n, gc_s, gc_max = probe.gc_between(t0, t_rendered)
         result = {
             "open_s": t_rendered - t0,
@@ -257,6 +259,7 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
         }
         # sort and filter the whole table, each to its first paint
         screen = app.screen
+        assert isinstance(screen, TasksScreen)
         await pilot.pause(0.3)
         for name, act, rows in (
             ("sort", lambda: screen.set_sort("mean:final", reverse=True), expected),
@@ -268,6 +271,7 @@ async def measure_open(project: Path, size: tuple[int, int]) -> dict:
                 pilot, lambda ts=ts, rows=rows: painted_after(ts, rows) is not None, 60, f"the {name}ed table"
             )
             done = painted_after(ts, rows)
+            assert done is not None
             result[f"{name}_s"] = done - ts
             result[f"{name}_stall_s"] = probe.longest_stall(ts, done)
             result[f"{name}_rows"] = screen._shown

@@ -24,6 +24,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -47,7 +48,7 @@ def measure(path: Path, runs: int) -> dict[str, float]:
     from hermit_tui.core.records.results import read_results
 
     lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
-    ways = {"json.loads": lambda: [json.loads(x) for x in lines]}
+    ways: dict[str, Callable[[], object]] = {"json.loads": lambda: [json.loads(x) for x in lines]}
     try:
         import orjson
 

@@ -1,16 +1,18 @@
 """The statistics, proved by simulation and timed at scale.
 
-    python benchmarks/bench_stats.py [--quick] [--only coverage,test,sequential,speed] [--reps N] [--runs N]
-                                     [--tasks N] [--markdown PATH]
+    python benchmarks/bench_stats.py [--quick] [--only coverage,grid,test,clusters,sequential,speed] [--reps N]
+                                     [--runs N] [--tasks N] [--markdown PATH]
 
 1. **Coverage** of the 95% intervals of ``core.stats.intervals`` (the functions ``selector_stats`` and ``pair_stats``
    call): pass/fail and continuous scores, 4 to 500 tasks, 1 to 5 repeats, next to the former t interval.
 2. **The paired test**: its size with unequal repeats (10 against 1), where sign flips fail, and the agreement of its
    large-sample method with the exact test where both run.
-3. **Sequential stopping** (``core.stats.sequential``): the false-claim rate of A/A launches with one and with three
+3. **Clusters**: the coverage of the pair interval clustered by a template whose tasks share a shift of the effect,
+   and of the same data taken as independent tasks.
+4. **Sequential stopping** (``core.stats.sequential``): the false-claim rate of A/A launches with one and with three
    candidates, and on A/B launches the attempts used against the fixed design of equal power, and the estimate at
    stopping.
-4. **Speed**: the statistics of 111,112 tasks x 3 repeats x 3 selectors and the 3 default pairs, from columns and
+5. **Speed**: the statistics of 111,112 tasks x 3 repeats x 3 selectors and the 3 default pairs, from columns and
    from tuples; ``hermit-tui report --format json`` on 1,000 and 11,112 tasks written in hermit's format.
 
 Every simulation is seeded. ``--markdown PATH`` writes the tables (RESULTS.md's statistics section).
@@ -25,7 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -143,11 +147,14 @@ def coverage(args, md: list[str]) -> None:
     reps = args.reps
     t0 = time.perf_counter()
     rows, all_cov, t_cov, outside, zero, t_out = [], [], [], 0, 0, []
-    for label, cases, cell in (
+    case: tuple[Any, ...]
+    for label, cases, cell_of_case in (
         ("selector", SELECTOR_CASES, selector_cell),
         ("pair", PAIR_CASES, pair_cell),
         ("stress", [] if args.quick else STRESS_CASES, selector_cell),
     ):
+        # selector_cell or pair_cell: the case's fields, then g, k, reps
+        cell: Callable[..., dict] = cell_of_case
         for case in cases:
             covs = []
             for g in sizes:
@@ -470,6 +477,61 @@ def test_section(args, md: list[str]) -> None:
     )
 
 
+# -- clusters -----------------------------------------------------------------------------------------------------
+
+
+def cluster_section(args, md: list[str]) -> None:
+    """Coverage of the pair interval when tasks share a template: the effect moves by cluster (a shift shared by the
+    cluster's tasks), clustered by the template (``--cluster-by``) and not."""
+    rng = np.random.default_rng(SEED + 5)
+    reps = max(200, args.reps // 2) if args.quick else 2 * args.reps
+    cases = [(8, 8, 0.2), (8, 8, 0.1), (16, 8, 0.15), (16, 4, 0.1), (32, 4, 0.05), (16, 4, 0.0)]
+    cases = cases if not args.quick else [(16, 4, 0.1)]
+    md += [
+        "### Clusters above the task (`core.stats.clusters`)",
+        "",
+        f"Pass/fail tasks in clusters of equal size (p ~ Beta(1, 1) per task; the candidate's success moves by "
+        f"0.1 plus a shift shared by the cluster, normal with sd as given, clipped to [0, 1]), 3 repeats each side, "
+        f"{reps} data sets per row: coverage of the 95% pair interval of the true mean difference, clustered by the "
+        "template and not (nominal 0.95).",
+        "",
+        "| clusters | tasks per cluster | shared shift sd | clustered | not clustered |",
+        "|---|---|---|---|---|",
+    ]
+    worst_c, worst_u = 1.0, 1.0
+    k = 3
+    for c, m, sd in cases:
+        g = c * m
+        codes = np.repeat(np.arange(c), m)
+        p = rng.beta(1.0, 1.0, size=(reps, g))
+        shift = 0.1 + rng.normal(0.0, sd, size=(reps, c))[:, codes] if sd > 0 else np.full((reps, g), 0.1)
+        pb = np.clip(p + shift, 0.0, 1.0)
+        big_p = rng.beta(1.0, 1.0, size=(400, g))
+        big_s = 0.1 + (rng.normal(0.0, sd, size=(400, c))[:, codes] if sd > 0 else 0.0)
+        # the population mean difference (clipping moves it off 0.1), from a large sample of the same law
+        truth = float(np.mean(np.clip(big_p + big_s, 0.0, 1.0) - big_p))
+        ma, mb = rng.binomial(k, p) / k, rng.binomial(k, pb) / k
+        lo_c, hi_c, _ = pair_bounds(ma, mb, g * k, g * k, clusters=codes)
+        lo_u, hi_u, _ = pair_bounds(ma, mb, g * k, g * k)
+        cov_c = float(np.mean((lo_c <= truth) & (truth <= hi_c)))
+        cov_u = float(np.mean((lo_u <= truth) & (truth <= hi_u)))
+        if sd > 0:
+            worst_c, worst_u = min(worst_c, cov_c), min(worst_u, cov_u)
+        md.append(f"| {c} | {m} | {sd:g} | {cov_c:.3f} | {cov_u:.3f} |")
+    md.append("")
+    synth.figure(
+        "stats.clusters.coverage_clustered",
+        worst_c,
+        target=">= 0.93",
+        detail="lowest coverage of the clustered pair interval where the effect is shared within clusters",
+    )
+    synth.figure(
+        "stats.clusters.coverage_unclustered",
+        worst_u,
+        detail="the same data sets with the tasks taken as independent (what clustering corrects)",
+    )
+
+
 # -- 3. sequential ------------------------------------------------------------------------------------------------
 
 
@@ -479,14 +541,17 @@ def sequential_run(rng, g: int, max_rounds: int, effect: float, margin=None):
     return looks[0]
 
 
-def sequential_launch(rng, g: int, max_rounds: int, effects, margin=None):
+def sequential_launch(rng, g: int, max_rounds: int, effects, margin=None, spread: float = 0.0):
     """One launch of ``len(effects)`` candidates against one baseline (alpha split over them, as ``eval`` does),
-    whole rounds until every candidate is decided: (each candidate's last look, the rounds run)."""
+    whole rounds until every candidate is decided: (each candidate's last look, the rounds run). ``spread``: each
+    task's effect also moves by +/- spread x min(p, 1 - p), the sign drawn per task (mean 0: p is symmetric)."""
     from hermit_tui.core.stats.sequential import SequentialMonitor
 
     k = len(effects)
     p = rng.beta(1.0, 1.0, size=g)  # mean 0.5, tasks spread over the whole range
     pbs = [p + 2 * e * (1 - p) for e in effects]  # E[pb - p] = effect
+    if spread:
+        pbs = [pb + spread * rng.choice([-1.0, 1.0], size=g) * np.minimum(p, 1 - p) for pb in pbs]
     monitors = [SequentialMonitor("a", f"b{i}", max_rounds, candidates=k, margin=margin) for i in range(k)]
     rounds = 0
     while rounds < max_rounds:
@@ -545,8 +610,8 @@ def sequential_section(args, md: list[str]) -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
-    def row(g, rounds_max, effect, k, runs_here, margin=None, note=""):
-        out = [sequential_launch(rng, g, rounds_max, [effect] * k, margin) for _ in range(runs_here)]
+    def row(g, rounds_max, effect, k, runs_here, margin=None, note="", spread=0.0):
+        out = [sequential_launch(rng, g, rounds_max, [effect] * k, margin, spread) for _ in range(runs_here)]
         looks = [lk for lks, _ in out for lk in lks]
         rounds = np.array([r for _, r in out], dtype=float)
         share = {d: np.mean([lk.decision == d for lk in looks]) for d in ("improvement", "regression", "undecided")}
@@ -572,6 +637,9 @@ def sequential_section(args, md: list[str]) -> None:
     aa = [row(g, max_rounds, 0.0, 1, runs)["claims"] for g in sizes]
     five = row(50, 5, 0.0, 1, runs)["claims"] if not args.quick else None
     three = row(30 if args.quick else 50, max_rounds, 0.0, 3, runs)["claims"]
+    het = None
+    if not args.quick:  # a mean-zero effect that varies by task (+/- up to 0.4): the test's null still holds
+        het = row(50, max_rounds, 0.0, 1, runs, note="varies by task, mean 0", spread=0.8)["claims"]
     ab = {}
     for g, effect in ([(30, 0.35)] if args.quick else [(16, 0.2), (50, 0.05), (50, 0.1), (50, 0.2), (50, 0.35),
                                                         (200, 0.2), (200, 0.1)]):  # fmt: skip
@@ -587,7 +655,9 @@ def sequential_section(args, md: list[str]) -> None:
         "",
         f"A/A false claims, one candidate, over all {n_aa} launches: **{pooled:.4f}** (Monte-Carlo standard error "
         f"{se:.4f}; upper 95% bound {pooled + 1.96 * se:.4f}). Three candidates with no effect, at least one false "
-        f"claim: **{three:.4f}** (+/-{se3:.4f}). The boundaries are exact for normal data with known variance; "
+        f"claim: **{three:.4f}** (+/-{se3:.4f})."
+        + (f" With effects that vary by task around a mean of 0 (50 tasks): **{het:.4f}**." if het is not None else "")
+        + " The boundaries are exact for normal data with known variance; "
         f"spending {SPEND_SHARE:g} of the share leaves room for what they leave out (before, spending all of it, "
         "the rate sat at 4.9-5.0% at 50 and 200 tasks, and 12% with three candidates).",
         "",
@@ -755,7 +825,7 @@ def speed_section(args, md: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny runs (a smoke test; nothing is judged)")
-    parser.add_argument("--only", help="a comma-separated subset of coverage, grid, test, sequential, speed")
+    parser.add_argument("--only", help="a comma-separated subset of coverage, grid, test, clusters, sequential, speed")
     parser.add_argument("--reps", type=int, help="data sets per coverage cell (default 1000; --quick 100)")
     parser.add_argument("--runs", type=int, help="launches per sequential scenario (default 1000; --quick 60)")
     parser.add_argument("--tasks", type=int, help="tasks of the speed case (default 111,112; --quick 2,000)")
@@ -769,6 +839,7 @@ def main(argv: list[str] | None = None) -> int:
         "coverage": coverage,
         "grid": grid_section,
         "test": test_section,
+        "clusters": cluster_section,
         "sequential": sequential_section,
         "speed": speed_section,
     }

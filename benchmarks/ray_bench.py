@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -58,7 +59,7 @@ def connect(address: str, project: Path) -> float:
             address=address,
             runtime_env=ray_runtime_env(load_config(project / "run.yaml")),
             log_to_driver=False,
-            logging_level="WARNING",
+            logging_level=logging.WARNING,
         )
     return sw.s
 

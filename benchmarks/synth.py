@@ -19,6 +19,7 @@ import time
 import types
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 RUN = "bench"
 TEMPLATE_ID = "bench-notes"
@@ -366,6 +367,7 @@ def write_evaluation(project: Path, label: str, task_ids: list[str], repeats: in
     score_sum = 0.0
     solved: set[str] = set()
     known_cost = 0.0
+    rec: dict[str, Any]
     with open(folder / "results.jsonl", "w") as fh:
         for r in range(1, repeats + 1):
             for tid in task_ids:

@@ -48,6 +48,18 @@ def demo_template(tmp_path_factory) -> Path:
     return build_demo(tmp_path_factory.mktemp("demo-template") / "demo").parent
 
 
+@pytest.fixture(scope="session")
+def trained_template(tmp_path_factory) -> Path:
+    """The project the real hermit trains and evaluates (tests/trained_project.py), built once per test session:
+    hermit's train and evaluations take 10-15 s, and four modules read it. Never written: modules copy it
+    (trained_project.copy_trained_project)."""
+    from trained_project import build_trained_project
+
+    dest = tmp_path_factory.mktemp("trained-template") / "project"
+    build_trained_project(dest)
+    return dest
+
+
 @pytest.fixture
 def demo_config(demo_template, tmp_path) -> Path:
     """A private copy of the demo workspace for one test; returns its run.yaml."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hostile_util import snapshot, time_limit
+from waiting import wait_for
 
 from hermit_tui.cli import main
 
@@ -23,6 +24,14 @@ def edit(path: str, old: str, new: str) -> Mutation:
         text = (ws / path).read_text()
         assert old in text, (path, old)
         (ws / path).write_text(text.replace(old, new, 1))
+
+    return apply
+
+
+def replace_with_folder(path: str) -> Mutation:
+    def apply(ws: Path) -> None:
+        remove(path)(ws)
+        (ws / path).mkdir()
 
     return apply
 
@@ -66,12 +75,7 @@ def invalid_commit(ws: Path) -> str:
 CASES: list[tuple[str, Mutation, list[str], str]] = [
     # the config
     ("missing config", remove("run.yaml"), ["--adapter", "none"], "run.yaml"),
-    (
-        "config is a folder",
-        lambda ws: (remove("run.yaml")(ws), (ws / "run.yaml").mkdir()),
-        ["--adapter", "none"],
-        "run.yaml",
-    ),
+    ("config is a folder", replace_with_folder("run.yaml"), ["--adapter", "none"], "run.yaml"),
     ("config not utf-8", write("run.yaml", b"data:\n  tasks: \xff\xfe\n"), ["--adapter", "none"], "run.yaml"),
     (
         "yaml syntax error",
@@ -187,12 +191,7 @@ CASES: list[tuple[str, Mutation, list[str], str]] = [
         "adapter.yaml",
     ),
     ("missing tree", remove("runs/trees"), ["--adapter", "root"], "trees"),
-    (
-        "tree not a git repository",
-        lambda ws: (remove("runs/trees/demo-notes")(ws), (ws / "runs/trees/demo-notes").mkdir()),
-        ["--adapter", "root"],
-        "git",
-    ),
+    ("tree not a git repository", replace_with_folder("runs/trees/demo-notes"), ["--adapter", "root"], "git"),
     (
         "two selectors, one label",
         write("adapters/root/adapter.yaml", "template: {id: demo-notes}\n"),
@@ -206,7 +205,7 @@ CASES: list[tuple[str, Mutation, list[str], str]] = [
     ("no --adapter", nothing, [], "--adapter"),
     (
         "output folder is a file",
-        lambda ws: (ws / "out").write_text("a file, not a folder\n"),
+        write("out", "a file, not a folder\n"),
         ["--adapter", "none", "trainer.output_dir=out", "trainer.tree_dir=runs/trees/demo-notes"],
         "out",
     ),
@@ -710,10 +709,7 @@ def test_bad_config_in_the_dashboard_is_a_notification(tmp_path):
     async def scenario():
         app = HermitApp(ws / "run.yaml")
         async with app.run_test(size=(100, 30)) as pilot:
-            for _ in range(100):
-                if app._notifications:
-                    break
-                await pilot.pause(0.05)
+            await wait_for(pilot, lambda: app._notifications, what="a notification")
             notes = list(app._notifications)
             assert notes and notes[0].severity == "error" and "tasks.jsonl" in notes[0].message
             assert app.is_running
@@ -741,7 +737,7 @@ def test_attempt_level_problems_are_recorded_not_fatal(tmp_path):
         "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
         "agent: {name: pipe.py:run}\njudge: {path: judge.py}\ntrainer: {run_name: t, tree_dir: tree}\n"
     )
-    seen = []
+    seen: list[ev.Event] = []
     summary = EvalRun(load_config(tmp_path / "run.yaml"), ["none"], on_event=seen.append).run_sync()["none"]
     rows = {
         json.loads(line)["id"]: json.loads(line)

@@ -84,6 +84,8 @@ EXPECTED = {
         "stats.grid.size_heterogeneous_null",
         "stats.test.size_unequal_repeats",
         "stats.test.exact_vs_large_sample",
+        "stats.clusters.coverage_clustered",
+        "stats.clusters.coverage_unclustered",
         "stats.sequential.aa_false_claims",
         "stats.sequential.aa_false_claims_upper",
         "stats.sequential.fwer_three_candidates",
@@ -181,7 +183,7 @@ def test_results_file_keeps_the_notes(tmp_path):
         sys.path.remove(str(BENCH))
     path = tmp_path / "RESULTS.md"
     path.write_text(f"# old figures\n\n{run_all.NOTES_MARKER}\n\n## Notes\nkept by hand\n")
-    figures = [
+    figures: list[dict] = [
         {"name": "a.b", "value": 0.5, "unit": "s", "target": "< 2", "ok": True, "detail": "why"},
         {"name": "c.d", "value": None, "unit": "", "target": None, "ok": None, "detail": "skipped: x"},
     ]

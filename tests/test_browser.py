@@ -17,6 +17,7 @@ import pytest
 from browser import Browser, find_chromium
 from demo_copies import repair_worktree
 from report_data import HOSTILE, synthetic_report
+from waiting import wait_until
 
 from hermit_tui.cli import main
 from hermit_tui.core.report.html import to_html
@@ -163,14 +164,16 @@ def test_serve_runs_the_dashboard_in_the_page(browser, demo_config):
         # dashboard's first screen arrived is the "-first-byte" class, and the bytes the websocket carried hold it.
         page.wait_until("document.body.classList.contains('-first-byte')", timeout=30)
         assert len(page.websockets) == 1 and page.websockets[0].startswith(f"ws://127.0.0.1:{port}/ws/{token}?width=")
-        deadline = time.monotonic() + 20
-        while b"Protocol (kept fixed" not in page.websocket_bytes() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(
+            lambda: b"Protocol (kept fixed" in page.websocket_bytes(), timeout=20, what="the setup screen's bytes"
+        )
         received = page.websocket_bytes()
         assert b"hermit-tui" in received and b"teaching demonstration" in received
         assert b"Protocol (kept fixed" in received  # the setup screen's first panel
         assert all(r.startswith(f"http://127.0.0.1:{port}/") for r in page.requests)  # no third party
         assert page.proxied == []
+        # the picture is an artefact for a reader, asserted nowhere; the WebGL canvas says nothing of when it painted
+        # the bytes above, so the shot waits a moment for it
         time.sleep(0.5)
         page.screenshot(ARTEFACTS / "serve.png")
         sessions = processes_mentioning(f"hermit_tui --config {demo_config}")
@@ -179,9 +182,9 @@ def test_serve_runs_the_dashboard_in_the_page(browser, demo_config):
     finally:
         code = stop(proc)
     assert code == 0
-    deadline = time.monotonic() + 10
-    while processes_mentioning(f"hermit_tui --config {demo_config}") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(
+        lambda: not processes_mentioning(f"hermit_tui --config {demo_config}"), timeout=10, what="the session to end"
+    )
     assert processes_mentioning(f"hermit_tui --config {demo_config}") == []  # the session ended with the server
 
 

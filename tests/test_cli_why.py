@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import git
 import pytest
 import why_project as wp
-from trained_project import RUN_DIR, TREE, build_trained_project
+from trained_project import RUN_DIR, TREE, copy_trained_project
 
 from hermit_tui.cli import main
 
@@ -21,8 +22,9 @@ def run_yaml(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return build_trained_project(tmp_path_factory.mktemp("trained") / "project")
+def trained(trained_template, tmp_path_factory) -> Path:
+    """This module's copy of the session's trained project; its run.yaml."""
+    return copy_trained_project(trained_template, tmp_path_factory.mktemp("trained") / "project")
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:

@@ -110,6 +110,7 @@ def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_ch
     half = p.ci_high - p.mean_diff if p.mean_diff < 0 else p.mean_diff - p.ci_low
     assert p.mde == pytest.approx(half + float(t.ppf(0.8, 9)) * p.se, rel=1e-9)
     assert p.tasks_needed(0.1) is None and p.repeats_needed(0.1) is None
+    assert p.mde_method.endswith("clustered: n is the clusters, se clustered")
 
 
 def test_clusters_by_field_and_its_bad_input():
@@ -190,6 +191,8 @@ def test_eval_records_the_clusters_and_report_and_gate_use_them(clustered_demo, 
     # unclustered on request of another field gives other figures; the Markdown names the clustering
     code, md, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"))
     assert "| clustered by | category: 8 clusters of the test tasks" in md
+    code, html, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "html")
+    assert "clustered by</th><td>category: 8 clusters of the test tasks" in html
     code, out, _ = _cli(capsys, "gate", "--config", str(ws / "run.yaml"), "--require", "no-regression", "--only")
     assert "clustered by category (8 clusters)" in out
 
@@ -214,3 +217,38 @@ def test_cluster_by_bad_input_is_one_line_and_exit_2(clustered_demo, tmp_path, c
     assert sorted(p.name for p in (dest / "runs/demo/eval").iterdir()) == before
     code, _, err = _cli(capsys, "report", "--config", str(dest / "run.yaml"))  # the recorded field: one cluster now
     assert code == 2 and "every test task is in one cluster" in err
+    # the sequential test is not clustered: the combination is refused, not silently ignored
+    code, _, err = _cli(capsys, "eval", "--config", str(ws / "run.yaml"), "--adapter", "none", "--adapter", "root",
+                        "--stop-when-decided", "--cluster-by", "category", *FAST)  # fmt: skip
+    assert code == 2 and "--stop-when-decided with --cluster-by" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_compare_screen_clusters_by_the_recorded_field_as_the_report_does(clustered_demo, capsys):
+    from hermit_tui.core.records.results import read_results, read_summary
+    from hermit_tui.dashboard.screens.compare_figures import compare_selectors, pair_text, recorded_clusters, with_pair
+
+    ws = clustered_demo
+    test_ids = (ws / "test.txt").read_text().split()
+    rows = {json.loads(x)["id"]: json.loads(x) for x in (ws / "tasks.jsonl").read_text().splitlines()}
+    summaries = [read_summary(ws / "runs/demo/eval" / label / "summary.json") for label in ("none", "final")]
+    clusters = recorded_clusters(rows, test_ids, summaries)
+    assert clusters is not None and clusters.by == "category"
+    assert recorded_clusters(rows, test_ids, [summaries[0], None]) is None  # one evaluation without the record
+
+    def records(label: str):
+        return read_results(ws / "runs/demo/eval" / label / "results.jsonl").records
+
+    ra, rb = records("none"), records("final")
+    c = with_pair(compare_selectors("none", ra, "final", rb, test_ids, 1.0, clusters), ra, rb, test_ids, 1.0, clusters)
+    ma, mb = _task_means(ws, "none"), _task_means(ws, "final")
+    fit = cluster_fit([mb[t] - ma[t] for t in test_ids], [rows[t]["category"] for t in test_ids])
+    pair = c.pair
+    assert pair is not None
+    assert pair.se == pytest.approx(fit.bse[0], rel=1e-9)
+    assert "clustered by category: 8 clusters" in pair_text(pair).plain
+    from hermit_tui.dashboard.screens.compare_figures import needed_text
+
+    assert "not projected: the figures are clustered by category (8 clusters)" in needed_text(c, 0.1)
+    code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json")
+    report_pair = next(p for p in json.loads(js)["pairs"] if (p["a"], p["b"]) == ("none", "final"))
+    assert (pair.ci_low, pair.ci_high) == pytest.approx((report_pair["ci_low"], report_pair["ci_high"]))

@@ -8,10 +8,8 @@ from hermit_tui.core.workspace.config import load_config
 from hermit_tui.core.workspace.fingerprint import differences
 
 
-def test_fingerprint_is_stored_and_names_what_differs(tmp_path):
-    from hermit_tui.demo import build_demo
-
-    path = build_demo(tmp_path / "demo")
+def test_fingerprint_is_stored_and_names_what_differs(demo_config, tmp_path):
+    path = demo_config
     config = load_config(path, ["agent.params.latency_scale=0.01"])
     a = EvalRun(config, ["none"], repeats=1, limit=2).run_sync()["none"]
     fp = a.fingerprint

@@ -24,6 +24,7 @@ from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.records.results import read_results
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
+from hermit_tui.core.workspace.files import read_bytes
 
 LIMIT_S = 90  # per case: a hang fails the case instead of the whole suite
 
@@ -398,7 +399,7 @@ def test_records_outside_the_protocol_are_ignored_with_a_warning_and_kept(demo):
     foreign = [dict(rows[0], id="not-in-the-split"), dict(rows[0], repeat=7)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows[:2] + foreign))
     before = snapshot(demo.parent, exclude=("runs/demo/eval/none",))
-    seen = []
+    seen: list[ev.Event] = []
     with time_limit(LIMIT_S, "foreign records"):
         summary = EvalRun(config, ["none"], repeats=1, limit=3, resume=True, on_event=seen.append).run_sync()["none"]
     assert summary.attempts == 3 and summary.complete  # 3 of 3, not 5 of 3
@@ -460,9 +461,8 @@ def test_the_demo_pipeline_under_hermit_keeps_logs_inside_its_folder(tmp_path):
 
     ws = build_demo(tmp_path / "demo").parent
     spec = importlib.util.spec_from_file_location("demo_pipeline_alone", ws / "pipeline.py")
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    assert spec is not None
-    assert spec.loader is not None
     spec.loader.exec_module(module)
     task = {"id": "../../../outside", "category": "reverse", "input": "Reverse 'abc'"}
     out = module.run(task, None, params={"latency_scale": 0}, base=ws)
@@ -542,7 +542,6 @@ def _published_demo(demo):
 
 
 def test_a_failed_publish_leaves_no_temporary_card(demo, monkeypatch):
-    from hermit_tui.core.publish import card as cardmod
     from hermit_tui.core.publish.apply import publish
 
     config, plan = _published_demo(demo)
@@ -555,7 +554,7 @@ def test_a_failed_publish_leaves_no_temporary_card(demo, monkeypatch):
             raise OSError(28, "No space left on device")
         return real_replace(src, dst, *a, **k)
 
-    monkeypatch.setattr(cardmod.os, "replace", failing)
+    monkeypatch.setattr(os, "replace", failing)  # the os module the card module writes with
     with pytest.raises(InputError, match="publishing failed"):
         publish(plan)
     assert not list(checkout.glob(".CARD.md.*"))
@@ -591,7 +590,7 @@ def test_write_atomic_cleans_up_and_keeps_the_mode(tmp_path, monkeypatch):
     def failing(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(records.os, "replace", failing)
+    monkeypatch.setattr(os, "replace", failing)  # the os module the results module writes with
     with pytest.raises(OSError):
         records.write_atomic(target, '{"b": 2}')
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
@@ -609,7 +608,7 @@ def test_an_unreadable_file_in_an_adapter_folder_is_one_line(tmp_path, monkeypat
     secret.write_text("no\n")
     secret.chmod(0)
     if os.geteuid() == 0:  # root reads any file: the read fails as the kernel fails it for anyone else
-        real = selectors.read_bytes
+        real = read_bytes  # the function the selectors module reads adapter files with
 
         def denied(path, *args, **kwargs):
             if Path(path).name == "secret.md":

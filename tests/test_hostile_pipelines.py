@@ -21,11 +21,18 @@ from pathlib import Path
 import pytest
 from hostile_util import snapshot, time_limit
 from test_hostile import lines_of, workspace
+from waiting import wait_until
 
 LIMIT_S = 90  # per command: a hang raises TimeoutExpired
 OK_JUDGE = "def score(task, output):\n    return 1.0\n"
 OK_PIPELINE = "def run(task, adapter):\n    return {'output': task['id'], 'cost_usd': 0.01}\n"
 EVAL = "runs/t/eval/none"
+
+
+def alive(proc: subprocess.Popen) -> bool:
+    """The process is still running; fails with what it printed if it ended."""
+    assert proc.poll() is None, proc.communicate()
+    return True
 
 
 @pytest.fixture(autouse=True)
@@ -124,9 +131,7 @@ def test_a_real_ctrl_c_still_stops_a_hanging_import(tmp_path):
         cwd=path.parent,
     )
     try:
-        while not (path.parent / "importing").exists():
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.02)
+        wait_until(lambda: alive(proc) and (path.parent / "importing").exists(), what="the pipeline's import to start")
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=LIMIT_S)
     finally:
@@ -240,10 +245,7 @@ def test_a_pipeline_or_judge_that_forks_does_not_leave_the_command_running(what,
     assert sorted(rows) == ids and all(r["status"] == "ok" for r in rows.values())
     children = [int(x) for x in Path(log).read_text().split()]
     assert len(children) == 4
-    deadline = time.monotonic() + 30
-    while not all(map(_gone, children)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert all(map(_gone, children)), children
+    wait_until(lambda: all(map(_gone, children)), timeout=30, what=f"the children {children} to be gone")
     assert snapshot(path.parent, exclude=(EVAL,)) == before
 
 
@@ -436,7 +438,7 @@ SLOW = """
 import pathlib, time
 def run(task, adapter):
     pathlib.Path({marks!r}, task["id"]).touch()
-    time.sleep(0.4)
+    time.sleep(0.4)  # the scenario: attempts still running when the interrupt comes
     return {{"output": task["id"], "cost_usd": 0.01}}
 """
 
@@ -454,9 +456,7 @@ def test_a_real_ctrl_c_still_stops_the_run_and_resume_completes_it(executor, tmp
         [*command, "--executor", executor], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        while len(list(marks.iterdir())) < 2:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.02)
+        wait_until(lambda: alive(proc) and len(list(marks.iterdir())) >= 2, what="two attempts to start")
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=LIMIT_S)
     finally:

@@ -28,11 +28,11 @@ def rows(path: Path) -> list[dict]:
 def test_projection_and_the_live_phrase():
     assert projected_cost(0.84, 4, 10) == pytest.approx(2.10)
     assert projected_cost(1.0, 0, 10) is None
-    assert cost_phrase(0.84, 3, 4, 10, running=True) == "$0.8400 so far · ~$2.10 at the end · 3 unknown"
+    assert cost_phrase(0.84, 3, 4, 10, running=True) == "$0.8400 + 3 unknown so far · ~$2.10 at the end"
     assert cost_phrase(2.5, 0, 10, 10, running=False) == "$2.50"
     assert cost_phrase(0.0, 0, 0, 10, running=True) == "no attempt finished yet"
     # every attempt so far of unknown cost: never "$0"
-    assert cost_phrase(0.0, 4, 4, 10, running=True) == "unknown so far · 4 unknown"
+    assert cost_phrase(0.0, 4, 4, 10, running=True) == "unknown (4 attempts) so far"
     assert money(12345.678) == "$12,345.68" and money(0.00125) == "$0.0013"
 
 

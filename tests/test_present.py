@@ -37,8 +37,8 @@ def test_the_live_cost_projects_the_known_mean_over_the_expected_attempts():
     # 4 of 10 done for $0.84: $0.21 each, so $2.10 at the end
     assert p.projected_cost(0.84, 4, 10) == pytest.approx(2.10)
     assert p.projected_cost(0.84, 0, 10) is None
-    assert p.cost_phrase(0.84, 1, 4, 10, running=True) == "$0.8400 so far · ~$2.10 at the end · 1 unknown"
-    assert p.cost_phrase(0.0, 4, 4, 10, running=True) == "unknown so far · 4 unknown"  # not "$0.0000 so far"
+    assert p.cost_phrase(0.84, 1, 4, 10, running=True) == "$0.8400 + 1 unknown so far · ~$2.10 at the end"
+    assert p.cost_phrase(0.0, 4, 4, 10, running=True) == "unknown (4 attempts) so far"  # not "$0.0000 so far"
 
 
 @pytest.mark.parametrize(

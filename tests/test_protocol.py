@@ -78,7 +78,7 @@ def test_answer_like_fields_in_train_or_val_rows(tmp_path):
     assert codes(found) == ["answer_fields", "answer_fields"]
     assert all(c.level == "warning" for c in found)
     assert "2 train task rows carry answer-like fields: Expected (1), meta.gold (1)" in found[0].message
-    assert "1 val task row carry answer-like fields: solution (1)" in found[1].message
+    assert "1 val task row carries answer-like fields: solution (1)" in found[1].message
     assert "judge-owned storage" in found[0].message
 
 
@@ -183,7 +183,7 @@ def put_eval(
     if archived:
         folder = folder / "archive" / archived
     folder.mkdir(parents=True, exist_ok=True)
-    summary = {
+    summary: dict[str, object] = {
         "adapter": adapter,
         "commit": commit,
         "tasks": len(ids),

@@ -153,7 +153,7 @@ def test_plan_rows_diff_and_nothing_changed(ws):
     assert "-Not evaluated yet (`hermit eval`).\n" in plan.diff and f"+{row}\n" in plan.diff
     assert plan.message == MESSAGE
     assert (
-        "errors: none 6/48, root 6/48, final 6/48 attempts failed (pipeline or judge) and count as 0: "
+        "errors: none 6/48, root 6/48, final 6/48 attempts ended in an error (pipeline or judge) and count as 0: "
         "inspect them before trusting the means" in plan.warnings
     )
     assert "unknown cost: none 9, root 9, final 9 attempts report no cost (the card says so)" in plan.warnings
@@ -421,6 +421,7 @@ def test_an_unexpected_error_is_raised_after_restoring(ws, monkeypatch):
 def test_undo_puts_the_tag_the_branch_and_the_card_back(ws):
     card_before, head_before, status_before = ws.card(), ws.head(), ws.status()
     card_commit = publish(ws.config).card_commit
+    assert card_commit is not None
     assert ws.head() == card_commit != head_before and ws.card() != card_before
     result = undo_publish(ws.config)
     assert result.restored_to == FINAL and ws.tag() == FINAL and result.branch_restored
@@ -444,6 +445,7 @@ def test_undo_puts_the_tag_the_branch_and_the_card_back(ws):
 
 def test_undo_keeps_a_branch_that_moved_on_and_says_so(ws):
     card_commit = publish(ws.config).card_commit
+    assert card_commit is not None
     (ws.checkout / "NOTES.md").write_text("a later commit\n")
     ws.git("add", "NOTES.md", cwd=ws.checkout)
     ws.git("commit", "-q", "-m", "later", cwd=ws.checkout)
@@ -457,6 +459,7 @@ def test_undo_keeps_a_branch_that_moved_on_and_says_so(ws):
 def test_undo_keeps_a_card_edited_since_the_publish(ws):
     head_before = ws.head()
     card_commit = publish(ws.config).card_commit
+    assert card_commit is not None
     ws.card_path.write_bytes(ws.card() + b"\nmy own words\n")
     edited = ws.card()
     result = undo_publish(ws.config)
@@ -467,6 +470,7 @@ def test_undo_keeps_a_card_edited_since_the_publish(ws):
 
 def test_a_failed_undo_puts_the_branch_and_the_card_back_too(ws, monkeypatch):
     card_commit = publish(ws.config).card_commit
+    assert card_commit is not None
     before = ws.state()
     monkeypatch.setattr(pub, "append_log", _after(pub.append_log, OSError(28, "No space left on device")))
     with pytest.raises(InputError, match="undo failed"):
@@ -493,6 +497,7 @@ def test_undo_refuses_a_moved_tag(ws):
 
 def test_failed_undo_leaves_the_tag(ws, monkeypatch):
     card_commit = publish(ws.config).card_commit
+    assert card_commit is not None
     log, summary = ws.log_path.read_bytes(), ws.summary_path.read_bytes()
     monkeypatch.setattr(pub, "append_log", _after(pub.append_log, OSError(28, "No space left on device")))
     with pytest.raises(InputError, match="undo failed"):

@@ -25,12 +25,13 @@ import threading
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import hermit.agents.react  # noqa: F401 - hermit-harness is in the test extra: never skipped for lack of it
 import pytest
 
 from hermit_tui.core.records.results import read_results
-from hermit_tui.core.records.transcripts import TRANSCRIPTS, load_transcript, read_sidecar, turns_of
+from hermit_tui.core.records.transcripts import TRANSCRIPTS, Transcript, load_transcript, read_sidecar, turns_of
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
@@ -61,6 +62,18 @@ TASKS = {
     "p1": "What is 5 + 6? (policy)",  # refused (HTTP 400) when the system prompt holds three hints
 }
 ANSWERS = {"s1": 42, "s2": 367, "s3": 17, "s4": 1002, "m1": 42, "p1": 11}
+
+
+def sidecar(folder: Path, task_id: str, repeat: int) -> Transcript:
+    """The transcript kept for one attempt, which the test expects to be there."""
+    found = read_sidecar(folder, task_id, repeat)
+    assert found is not None, (task_id, repeat)
+    return found
+
+
+def messages(transcript: Transcript) -> list[Any]:
+    assert transcript.messages is not None, transcript.note
+    return transcript.messages
 
 
 # -- the model ---------------------------------------------------------------------------------------------------
@@ -323,7 +336,7 @@ def test_react_trajectories_are_kept_beside_hermits_files(ours):
         assert logged["task"] == rec.id and logged["model"] == MODEL
         assert kept is not None
         assert kept.messages == logged["messages"]
-    turns = turns_of(read_sidecar(folder, "s2", 1).messages)
+    turns = turns_of(sidecar(folder, "s2", 1).messages)
     assert [t.role for t in turns] == ["system", "user", "assistant", "tool", "assistant"]
     call = turns[2].calls[0]
     assert (call.name, json.loads(call.arguments)) == ("add", {"a": 250, "b": 117})
@@ -349,7 +362,7 @@ def test_react_through_worker_processes_keeps_the_same_records_and_trajectories(
     for key in a:
         for field in ("status", "error", "output", "judge", "cost_usd", "tokens"):
             assert a[key][field] == b[key][field], (key, field)
-        assert read_sidecar(theirs, *key).messages == read_sidecar(mine, *key).messages
+        assert sidecar(theirs, *key).messages == sidecar(mine, *key).messages
 
 
 def test_hermit_eval_writes_the_same_records_and_summaries(ours, demo_template, tmp_path, server):
@@ -381,20 +394,20 @@ def test_hermit_eval_writes_the_same_records_and_summaries(ours, demo_template, 
         a = by_key(hermit_eval / label / "results.jsonl")
         b = by_key(config.run_dir / "eval" / label / "results.jsonl")
         assert a.keys() == b.keys()
-        for key in a:
+        for attempt in a:
             for field in ("status", "error", "output", "judge", "cost_usd", "tokens"):
-                assert a[key][field] == b[key][field], (label, key, field)
+                assert a[attempt][field] == b[attempt][field], (label, attempt, field)
             # api_speed: the model calls match; the tokens-per-second rate is a measured time, never equal
-            if a[key]["api_speed"] is None:
-                assert b[key]["api_speed"] is None
+            if a[attempt]["api_speed"] is None:
+                assert b[attempt]["api_speed"] is None
             else:
-                assert a[key]["api_speed"]["model_calls"] == b[key]["api_speed"]["model_calls"]
-                assert set(a[key]["api_speed"]) == set(b[key]["api_speed"])
-            assert (a[key]["log"] is None) == (b[key]["log"] is None)
-            if a[key]["log"]:  # both logs hold the same trajectory
+                assert a[attempt]["api_speed"]["model_calls"] == b[attempt]["api_speed"]["model_calls"]
+                assert set(a[attempt]["api_speed"]) == set(b[attempt]["api_speed"])
+            assert (a[attempt]["log"] is None) == (b[attempt]["log"] is None)
+            if a[attempt]["log"]:  # both logs hold the same trajectory
                 assert (
-                    json.loads(Path(a[key]["log"]).read_text())["messages"]
-                    == json.loads(Path(b[key]["log"]).read_text())["messages"]
+                    json.loads(Path(a[attempt]["log"]).read_text())["messages"]
+                    == json.loads(Path(b[attempt]["log"]).read_text())["messages"]
                 )
         # hermit-tui reads hermit's evaluation's trajectories from its react logs (there is no sidecar)
         assert not (hermit_eval / label / TRANSCRIPTS).exists()

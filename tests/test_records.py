@@ -154,6 +154,8 @@ def every_key_summary() -> dict:
         "smoke_limit": 3,
         "dataset_revision": None,
         "hermit_tui_version": "0.1.0",
+        "cluster_by": "category",
+        "clusters_sha256": "6" * 64,
     }
     seq = {
         "baseline": "none",
@@ -162,6 +164,8 @@ def every_key_summary() -> dict:
         "max_rounds": 3,
         "method": "m",
         "alpha": 0.05,
+        "spend": 0.045,
+        "split_over": 1,
         "margin": None,
         "decided_at": 2,
         "interval": [0.1, 0.3],

@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from demo_copies import copy_workspace
+from waiting import wait_until
 
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.run.runner import EvalRun
@@ -24,10 +26,9 @@ def lines_of(path: Path) -> list[dict]:
 
 
 @pytest.fixture
-def demo(tmp_path):
-    from hermit_tui.demo import build_demo
-
-    return build_demo(tmp_path / "demo")
+def demo(demo_template, tmp_path):
+    """A private copy of the demo built once per session (building one is git work: a second or more)."""
+    return copy_workspace(demo_template, tmp_path / "demo")
 
 
 def test_sigkill_mid_run_then_resume_loses_and_repeats_nothing(demo):
@@ -47,12 +48,8 @@ def test_sigkill_mid_run_then_resume_loses_and_repeats_nothing(demo):
         "agent.params.latency_scale=0.3",
     ]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
     results = eval_dir / "none" / "results.jsonl"
-    while time.monotonic() < deadline:
-        if results.exists() and len(results.read_text().splitlines()) >= 6:
-            break
-        time.sleep(0.05)
+    wait_until(lambda: results.exists() and len(results.read_text().splitlines()) >= 6, what="six attempts recorded")
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     before = {label: lines_of(eval_dir / label / "results.jsonl") for label in ("none", "root")}
@@ -115,7 +112,7 @@ def run(task, adapter):
     if kind == "hardexit":
         os._exit(7)
     if kind == "hang":
-        time.sleep(60)
+        time.sleep(60)  # the scenario: an attempt that never returns (the timeout ends it)
     return {"output": kind, "cost_usd": 0.01}
 """
 

@@ -25,6 +25,20 @@ FAST = ["agent.params.latency_scale=0"]
 LABELS = ["none", "root", "final"]
 
 
+def child(element: ET.Element, path: str) -> ET.Element:
+    """The element at ``path`` under ``element``, which the test expects to be there."""
+    found = element.find(path)
+    assert found is not None, path
+    return found
+
+
+def attr(element: ET.Element, name: str) -> str:
+    """An attribute the test expects ``element`` to carry."""
+    value = element.get(name)
+    assert value is not None, (element.tag, name)
+    return value
+
+
 @pytest.fixture(scope="module")
 def evaluated(demo_template, tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("exports") / "demo"
@@ -132,7 +146,7 @@ def test_junit_parses_with_the_structure_ci_reporters_read(evaluated, tmp_path, 
     root = ET.parse(out).getroot()  # well-formed XML, or this raises
     assert root.tag == "testsuites"
     suites = root.findall("testsuite")
-    assert [s.find("properties/property[@name='selector']").get("value") for s in suites] == LABELS
+    assert [attr(child(s, "properties/property[@name='selector']"), "value") for s in suites] == LABELS
     test_ids = (evaluated / "test.txt").read_text().split()
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite, label in zip(suites, LABELS):
@@ -151,29 +165,29 @@ def test_junit_parses_with_the_structure_ci_reporters_read(evaluated, tmp_path, 
                 element = case.find(want)
                 assert element is not None
                 assert element.get("message")
-            assert float(case.get("time")) == pytest.approx(sum(r["wall_s"] for r in mine), abs=1e-3)
+            assert float(attr(case, "time")) == pytest.approx(sum(r["wall_s"] for r in mine), abs=1e-3)
         assert (
-            int(suite.get("tests")),
-            int(suite.get("failures")),
-            int(suite.get("errors")),
-            int(suite.get("skipped")),
+            int(attr(suite, "tests")),
+            int(attr(suite, "failures")),
+            int(attr(suite, "errors")),
+            int(attr(suite, "skipped")),
         ) == (16, counts["failure"], counts["error"], 0)
         assert counts["error"] == 2  # date-05 (pipeline) and roman-05 (judge) fail on every repeat
         date = next(c for c in cases if c.get("name") == "date-05").find("error")
         assert date is not None
-        assert date.get("type") == "ValueError" and "every attempt failed (3 pipeline errors in 3)" in date.get(
-            "message"
+        assert date.get("type") == "ValueError" and "every attempt failed (3 pipeline errors in 3)" in attr(
+            date, "message"
         )
         roman = next(c for c in cases if c.get("name") == "roman-05").find("error")
         assert roman is not None
-        assert roman.get("type") == "LookupError" and "3 judge errors in 3" in roman.get("message")
+        assert roman.get("type") == "LookupError" and "3 judge errors in 3" in attr(roman, "message")
         for key, value in (("tests", 16), ("failures", counts["failure"]), ("errors", counts["error"])):
             totals[key] += value
-    assert {k: int(root.get(k)) for k in totals} == totals
-    assert float(root.get("time")) == pytest.approx(sum(float(s.get("time")) for s in suites), abs=1e-2)
+    assert {k: int(attr(root, k)) for k in totals} == totals
+    assert float(attr(root, "time")) == pytest.approx(sum(float(attr(s, "time")) for s in suites), abs=1e-2)
     failure = root.find(".//testcase/failure")
     assert failure is not None
-    assert failure.get("message").startswith("no attempt reached the success threshold 1: best score")
+    assert attr(failure, "message").startswith("no attempt reached the success threshold 1: best score")
 
 
 def test_junit_threshold_skipped_tasks_and_characters_xml_cannot_hold(evaluated):
@@ -191,8 +205,9 @@ def test_junit_threshold_skipped_tasks_and_characters_xml_cannot_hold(evaluated)
     assert [child.tag for child in cases["t1"] if child.tag != "system-out"] == []  # 0.5 reaches --threshold 0.5
     failure = cases["t2"].find("failure")  # one attempt failed, one scored: below the threshold, not an error
     assert failure is not None and cases["t2"].find("error") is None
-    assert "bad \\x00\\x1b[31m byte & <tag>" in failure.text  # escaped, control characters shown as their escape
-    assert cases["t3"].find("skipped").get("message") == "no attempt recorded on this task"
+    # escaped, control characters shown as their escape
+    assert "bad \\x00\\x1b[31m byte & <tag>" in (failure.text or "")
+    assert attr(child(cases["t3"], "skipped"), "message") == "no attempt recorded on this task"
     suite = root.find("testsuite")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (

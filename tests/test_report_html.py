@@ -197,18 +197,21 @@ def test_the_figures_are_the_json_reports(both):
         assert pair["verdict"] in article["text"]
         assert f"{pair['ci_low']:.4f} to {pair['ci_high']:.4f}" in article["text"]
 
-    rows = page.task_rows()
-    assert len(rows) == len(data["test_ids"]) == 16
+    task_rows = page.task_rows()
+    assert len(task_rows) == len(data["test_ids"]) == 16
     labels = [s["label"] for s in data["selectors"]]
     per = {s["label"]: s["stats"]["per_task"] for s in data["selectors"]}
-    for tid, row in zip(data["test_ids"], rows):
+    for tid, row in zip(data["test_ids"], task_rows):
         cells = page.children(row, "th", "td")
         assert cells[0]["text"] == tid
         expected = [per[label][tid]["mean"] for label in labels]
         expected += [per[p["b"]][tid]["mean"] - per[p["a"]][tid]["mean"] for p in data["pairs"]]
         assert [_float(c["attrs"].get("data-v")) for c in cells[1:]] == expected, tid
         # the mean, then a mark when some of its attempts ended in an error (test_errors_are_marked_... checks it)
-        assert [c["text"].split(" ⚠")[0] for c in cells[1:4]] == [f"{v:.3f}" for v in expected[:3]]
+        # (✗ instead of the mean when every attempt ended in an error: test_errors_are_marked_... checks which)
+        assert [c["text"].split(" ⚠")[0] for c in cells[1:4]] == [
+            "✗" if c["text"].startswith("✗ ⚠") else f"{v:.3f}" for c, v in zip(cells[1:4], expected[:3])
+        ]
         assert [("s" if per[label][tid]["solved"] else "u") for label in labels] == [
             c["attrs"]["class"] for c in cells[1:4]
         ]
@@ -375,7 +378,9 @@ def test_errors_are_marked_in_the_per_task_table(evaluated, both):
     page = Page(html)
     for label in ("none", "final"):
         errors: dict[str, int] = {}
+        attempts: dict[str, int] = {}
         for row in _results(evaluated, label):
+            attempts[row["id"]] = attempts.get(row["id"], 0) + 1
             if row["status"] != "ok":
                 errors[row["id"]] = errors.get(row["id"], 0) + 1
         assert errors  # the demo has a pipeline error and a judge error on every repeat
@@ -384,6 +389,9 @@ def test_errors_are_marked_in_the_per_task_table(evaluated, both):
         for tid, row in rows.items():
             cell = row["children"][col]["text"]
             assert cell.endswith(f"⚠{errors[tid]}") if tid in errors else "⚠" not in cell, (tid, cell)
+            # every attempt an error: ✗, no 0.000 that reads as a measured score (issue 27, finding 12)
+            assert cell.startswith("✗") == (errors.get(tid) == attempts[tid]), (tid, cell)
+        assert any(errors.get(t) == attempts[t] for t in attempts)  # the demo has such a task
 
 
 def test_beyond_the_size_the_attempts_are_left_out_and_the_page_says_how_to_get_them(evaluated, capsys):

@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from demo_copies import copy_workspace
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run import events as ev
@@ -56,10 +57,9 @@ def git(cwd: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def demo(tmp_path):
-    from hermit_tui.demo import build_demo
-
-    return build_demo(tmp_path / "demo")
+def demo(demo_template, tmp_path):
+    """A private copy of the demo built once per session (building one is git work: a second or more)."""
+    return copy_workspace(demo_template, tmp_path / "demo")
 
 
 def test_demo_none_root_final_side_by_side(demo):

@@ -12,6 +12,7 @@ from hermit_tui.core.stats.sequential import (
     SPEND_SHARE,
     SequentialMonitor,
     candidate_spend,
+    hsd_spending,
     obf_spending,
     round_boundaries,
     sequential_look,
@@ -56,12 +57,13 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
     assert look.ci_low is not None
     assert look.ci_high is not None
     assert look.decision == "improvement" and look.decided_at == 1 and look.ci_low > 0 and look.ci_high <= 1
-    # one candidate spends 0.9 x 0.05 = 0.045; round 1 of 8 spends alpha(1/8) of it, each side:
-    # 2 - 2 Phi(z(1 - .045/4) / sqrt(1/8)), by scipy: c = 6.348
-    spent = 2 * (2 - 2 * norm.cdf(norm.ppf(1 - 0.045 / 4) / math.sqrt(1 / 8)))
-    assert look.boundary_z == pytest.approx(norm.ppf(1 - spent / 2)) == pytest.approx(6.348, abs=1e-3)
+    # one candidate spends 0.9 x 0.05 = 0.045; round 1 of 8 spends alpha(1/8) of it by Hwang-Shih-DeCani's function
+    # with gamma -2: 0.045 (1 - e^(2/8)) / (1 - e^2), by hand -> c = 3.090
+    spent = 0.045 * (1 - math.exp(2 / 8)) / (1 - math.exp(2))
+    assert look.boundary_z == pytest.approx(norm.ppf(1 - spent / 2)) == pytest.approx(3.090, abs=1e-3)
     assert look.alpha_spent == pytest.approx(spent) and look.boundary_alpha == pytest.approx(0.045)
-    assert round_boundaries(8) == pytest.approx(spending_boundaries(tuple(range(1, 9)), None))
+    # the former design (summaries before issue 25, item 4): O'Brien-Fleming-type over the whole alpha
+    assert round_boundaries(8, 0.05, "obf") == pytest.approx(spending_boundaries(tuple(range(1, 9)), None))
     assert look.method == METHOD and look.summary() == {
         "baseline": "none",
         "decision": "improvement",
@@ -144,11 +146,8 @@ def test_alpha_is_split_over_the_candidates_and_each_share_spent_as_promised():
     # Bonferroni: three candidates against one baseline spend 0.9 x 0.05 / 3 = 0.015 each, so the chance of any
     # false claim is at most 3 x 0.015 = 0.045; the boundaries of 4 rounds spend exactly that share (an independent
     # multivariate-normal computation of the chance of crossing any of them)
-    assert (
-        SPEND_SHARE == 0.9
-        and candidate_spend(0.05, 3) == pytest.approx(0.015)
-        and candidate_spend() == pytest.approx(0.045)
-    )
+    assert SPEND_SHARE == 0.9 and candidate_spend() == pytest.approx(0.045)
+    assert candidate_spend(0.05, 3) == pytest.approx(0.015)
     cs = round_boundaries(4, candidate_spend(0.05, 3))
     corr = np.array([[math.sqrt(min(a, b) / max(a, b)) for b in range(1, 5)] for a in range(1, 5)])
     lim = np.array(cs)
@@ -177,3 +176,54 @@ def test_three_candidates_without_effect_rarely_claim_anything():
                 break
         claims += any(m.last is not None and m.last.decision in ("improvement", "regression") for m in monitors)
     assert claims / runs <= 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / runs)
+
+
+def test_hwang_shih_decani_boundaries_spend_as_promised():
+    # gamma -2, 6 rounds, 0.045: the chance of first crossing at each round, by an independent multivariate-normal
+    # computation, is alpha(t_j) - alpha(t_{j-1}) with alpha(t) written out by hand
+    def spent(t):
+        return 0.045 * (1 - math.exp(2 * t)) / (1 - math.exp(2))
+
+    assert hsd_spending(1.0, 0.045) == pytest.approx(0.045) and hsd_spending(0.0) == 0.0
+    cs = round_boundaries(6, 0.045)
+    corr = np.array([[math.sqrt(min(a, b) / max(a, b)) for b in range(1, 7)] for a in range(1, 7)])
+    stay_before = 1.0
+    for j in range(6):
+        lim = np.array(cs[: j + 1])
+        stay = multivariate_normal(mean=np.zeros(j + 1), cov=corr[: j + 1, : j + 1]).cdf(lim, lower_limit=-lim, rng=1)
+        assert stay_before - stay == pytest.approx(spent((j + 1) / 6) - spent(j / 6), abs=3e-5)
+        stay_before = stay
+    # between Pocock's flat boundary and O'Brien-Fleming's steep one
+    obf = round_boundaries(6, 0.045, "obf")
+    assert cs[0] < obf[0] and cs[-1] > obf[-1] and all(a > b for a, b in zip(cs, cs[1:]))
+
+
+def test_a_summary_of_the_former_design_is_replayed_with_its_own_boundaries():
+    # written before issue 25, item 4: O'Brien-Fleming-type spending of the whole alpha, no spend or split recorded
+    from types import SimpleNamespace
+
+    from hermit_tui.core.records.results import SequentialEntry
+    from hermit_tui.core.stats.looks import replay
+    from hermit_tui.core.stats.sequential import OLD_METHOD
+
+    rng = np.random.default_rng(4)
+    ids = [f"t{i}" for i in range(40)]
+
+    def recs(p):
+        return {
+            (t, r): SimpleNamespace(judge=SimpleNamespace(score=float(rng.random() < p))) for t in ids for r in (1, 2)
+        }
+
+    base, cand = recs(0.4), recs(0.45)
+    entry = SequentialEntry(
+        baseline="none", decision="undecided", rounds=2, max_rounds=5, method=OLD_METHOD, alpha=0.05
+    )
+    looks = replay(entry, base, cand, "c", ids)
+    assert looks is not None
+    assert [lk.boundary_z for lk in looks] == pytest.approx(list(round_boundaries(5, 0.05, "obf")[:2]))
+    assert looks[0].boundary_z == pytest.approx(4.8769, abs=2e-4)  # the published table's first look
+    new = SequentialEntry(baseline="none", decision="undecided", rounds=2, max_rounds=5, method=METHOD, alpha=0.05,
+                          spend=0.045, split_over=1)  # fmt: skip
+    replayed = replay(new, base, cand, "c", ids)
+    assert replayed is not None
+    assert [lk.boundary_z for lk in replayed] == pytest.approx(list(round_boundaries(5, 0.045)[:2]))

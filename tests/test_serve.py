@@ -20,6 +20,12 @@ from hermit_tui.cli import serve as cli_serve
 textual_serve = pytest.importorskip("textual_serve", reason="the web extra is not installed (pip install -e '.[web]')")
 
 
+def status_of(refusal: tuple[int, str] | None) -> int:
+    """The HTTP status of a refusal the test expects."""
+    assert refusal is not None
+    return refusal[0]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -42,6 +48,7 @@ def started_url(proc: subprocess.Popen, timeout: float = 30) -> str:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], 0.5)
         if ready:
             assert proc.stdout is not None
@@ -138,6 +145,10 @@ def test_the_served_page_asks_no_third_party_and_names_the_run():
         and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     )
     assert "<title>{{ application.name|e }}</title>" in page
+    # the start card says what to do (issue 27, finding 11): right under the name, once
+    name = "<div>{{ application.name or 'Textual Application' }}</div>"
+    assert name in original and page.count("click it once so that it takes the keys") == 1
+    assert page.index("click it once") > page.index(name)
     fonts = Path(textual_serve.__file__).parent / "static" / "fonts"
     for name in ("RobotoMono-VariableFont_wght.ttf", "RobotoMono-Italic-VariableFont_wght.ttf"):
         assert f"fonts/{name}" in page and (fonts / name).is_file()
@@ -202,7 +213,7 @@ def test_serve_answers_on_loopback_and_stops_cleanly(demo_config):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/fonts/RobotoMono-VariableFont_wght.ttf") as r:
             assert r.status == 200 and len(r.read()) > 10_000
         with socket.socket() as s:  # bound to loopback only: another local address of this host is refused
-            addresses = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), port, socket.AF_INET)}
+            addresses = {str(a[4][0]) for a in socket.getaddrinfo(socket.gethostname(), port, socket.AF_INET)}
             others = [a for a in addresses if not a.startswith("127.")]
             if others:
                 assert s.connect_ex((others[0], port)) != 0
@@ -220,15 +231,17 @@ def test_the_access_rule_of_each_way_of_serving():
     assert local.origins == {"http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000"}
     assert local.url == "http://127.0.0.1:8000/?token=" + "t" * 43
     assert local.refusal("/", "127.0.0.1:8000", None, "t" * 43) is None
-    assert local.refusal("/", "127.0.0.1:8000", None, "t" * 42)[0] == 403
-    assert local.refusal("/", "evil.example:8000", None, "t" * 43)[0] == 421  # DNS rebinding
-    assert local.refusal("/ws/x", "127.0.0.1:8000", "http://evil.example", "t" * 43)[0] == 403
-    assert local.refusal("/ws/x", "127.0.0.1:8000", None, "t" * 43)[0] == 403  # a websocket always has an Origin
+    assert status_of(local.refusal("/", "127.0.0.1:8000", None, "t" * 42)) == 403
+    assert status_of(local.refusal("/", "evil.example:8000", None, "t" * 43)) == 421  # DNS rebinding
+    assert status_of(local.refusal("/ws/x", "127.0.0.1:8000", "http://evil.example", "t" * 43)) == 403
+    # a websocket always has an Origin
+    assert status_of(local.refusal("/ws/x", "127.0.0.1:8000", None, "t" * 43)) == 403
     assert local.refusal("/static/js/textual.js", "localhost:8000", None, None) is None
     public = cli_serve.access_for("0.0.0.0", 8000, "https://dash.example.org/", token="t" * 43)
     assert public.hosts == {"dash.example.org"} and public.origins == {"https://dash.example.org"}
     assert public.url == "https://dash.example.org/?token=" + "t" * 43
-    assert public.refusal("/ws/t", "dash.example.org", "http://dash.example.org", "t" * 43)[0] == 403  # http ≠ https
+    # http ≠ https
+    assert status_of(public.refusal("/ws/t", "dash.example.org", "http://dash.example.org", "t" * 43)) == 403
     tunnel = cli_serve.access_for("127.0.0.1", 8000, "http://localhost:9000", token="t" * 43)
     assert "localhost:9000" in tunnel.hosts and "127.0.0.1:8000" in tunnel.hosts
     with pytest.raises(cli_serve.InputError, match="--public-url"):

@@ -4,6 +4,7 @@ never keep the screen from opening."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -41,10 +42,16 @@ def test_selectors_typed_earlier_are_checked_again(demo_config):
     choices = version_choices(config, ["root", "adapters/variant", root[:9], "no-such-tag", "--all"])
     got = {a.text: (a.note, a.refused) for a in choices.added}
     assert got["root"] == (f"tag · {root[:7]}", None)
-    assert got["adapters/variant"] == (f"adapter directory {folder}", None)
+    note, refused = got["adapters/variant"]
+    # inside the project its text says where; the note names its files' digest (the same files, the same digest)
+    assert refused is None and note is not None and re.fullmatch(r"adapter directory · files [0-9a-f]{7}", note)
+    twin = demo_config.parent / "adapters" / "twin"
+    shutil.copytree(folder, twin)
+    again = {a.text: a.note for a in version_choices(config, ["adapters/twin"]).added}
+    assert again["adapters/twin"] == note
     assert got[root[:9]] == (f"commit {root[:7]}", None)
-    assert got["no-such-tag"][0] is None and "no-such-tag" in got["no-such-tag"][1]
-    assert got["--all"][0] is None and "--all" in got["--all"][1]  # never handed to git as an option
+    assert got["no-such-tag"][0] is None and "no-such-tag" in (got["no-such-tag"][1] or "")
+    assert got["--all"][0] is None and "--all" in (got["--all"][1] or "")  # never handed to git as an option
     with pytest.raises(InputError):
         describe_selector("no-such-tag", config)
 

@@ -46,7 +46,8 @@ def test_no_interval_leaves_the_range_on_a_four_task_split(demo_config, capsys, 
     if sequential:
         assert all(s["sequential"]["max_rounds"] == 4 for s in summaries.values())
         for label in ("root", "final"):
-            within(*summaries[label]["sequential"]["interval"], -1, 1, f"{label}'s sequential interval")
+            low, high = summaries[label]["sequential"]["interval"]
+            within(low, high, -1, 1, f"{label}'s sequential interval")
 
     # the report (JSON: every figure the Markdown and HTML render)
     assert main(["report", "--config", str(demo_config), "--format", "json"]) == 0
@@ -54,7 +55,8 @@ def test_no_interval_leaves_the_range_on_a_four_task_split(demo_config, capsys, 
     for s in report["selectors"]:
         st = s["stats"]
         within(st["ci_low"], st["ci_high"], 0, 1, f"{s['label']}'s mean")
-        within(*st["solved_once_ci"], 0, 1, f"{s['label']}'s solved once")
+        once_low, once_high = st["solved_once_ci"]
+        within(once_low, once_high, 0, 1, f"{s['label']}'s solved once")
     assert report["pairs"]
     for p in report["pairs"]:
         within(p["ci_low"], p["ci_high"], -1, 1, f"{p['b']} - {p['a']}")

@@ -22,7 +22,7 @@ from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.run.runner import EvalRun
-from hermit_tui.core.stats.sequential import METHOD, obf_spending, sequential_look
+from hermit_tui.core.stats.sequential import METHOD, OLD_METHOD, sequential_look
 from hermit_tui.core.workspace.config import load_config
 
 TASKS, ROUNDS = 30, 6
@@ -33,7 +33,7 @@ def project(tmp_path) -> Path:
     # "clone" draws independently of none with the same probabilities (an A/A pair); "good" adds 0.4; "worse"
     # takes 0.6 away (always fails)
     return build(
-        tmp_path / "p", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.4, "clone": 0.0, "worse": -0.6}
+        tmp_path / "p", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.3, "clone": 0.0, "worse": -0.6}
     )
 
 
@@ -132,14 +132,17 @@ def test_ab_stops_early_with_an_improvement(project):
     assert round1.decision == "undecided" and round2.decision == "improvement"
     low, high = good["interval"]
     assert 0 < low < diff < high <= 1
+    assert round1.ci_low is not None and round2.ci_low is not None
+    assert round1.ci_high is not None and round2.ci_high is not None
     assert (low, high) == pytest.approx((max(round1.ci_low, round2.ci_low), min(round1.ci_high, round2.ci_high)))
-    # round 2's boundary spends what the O'Brien-Fleming-type function allows by t = 2/6 of the candidate's 0.9 x 0.05
-    # (an independent two-look multivariate normal computation, correlation sqrt(1/2))
+    # round 2's boundary spends what Hwang-Shih-DeCani's function (gamma -2) allows by t = 2/6 of the candidate's
+    # 0.9 x 0.05 (an independent two-look multivariate normal computation, correlation sqrt(1/2))
     c1, c2 = round1.boundary_z, round2.boundary_z
+    assert c1 is not None and c2 is not None
     stay = multivariate_normal(mean=[0, 0], cov=[[1, math.sqrt(0.5)], [math.sqrt(0.5), 1]]).cdf(
         [c1, c2], lower_limit=[-c1, -c2], rng=1
     )
-    assert 1 - stay == pytest.approx(obf_spending(2 / ROUNDS, 0.045), abs=2e-5)
+    assert 1 - stay == pytest.approx(0.045 * (1 - math.exp(2 * 2 / ROUNDS)) / (1 - math.exp(2)), abs=2e-5)
     assert good["spend"] == pytest.approx(0.045) and good["split_over"] == 1
 
 
@@ -180,12 +183,13 @@ def test_whole_rounds_go_on_until_every_candidate_is_decided(project):
 def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision(project, tmp_path):
     config = load_config(project)
     stop_after = 3 * TASKS + 17  # in round 2 (3 selectors)
-    holder = {}
+    holder: dict[str, EvalRun] = {}
+    finished = [0]
 
     def sink(event):
         if isinstance(event, ev.AttemptFinished):
-            holder["n"] = holder.get("n", 0) + 1
-            if holder["n"] == stop_after:
+            finished[0] += 1
+            if finished[0] == stop_after:
                 holder["run"].cancel()
 
     run = holder["run"] = EvalRun(
@@ -204,6 +208,15 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
     ):
         with pytest.raises(InputError, match="cannot resume"):
             EvalRun(config, ["none", "adapters/good", "adapters/clone"], resume=True, **kwargs)
+    # a launch begun under the former design (O'Brien-Fleming-type spending, no split) does not continue under this one
+    path = project.parent / "runs/seq/eval/good/summary.json"
+    kept = path.read_text()
+    old = json.loads(kept)
+    old["sequential"] = {k: v for k, v in old["sequential"].items() if k not in ("spend", "split_over")}
+    path.write_text(json.dumps(old | {"sequential": old["sequential"] | {"method": OLD_METHOD}}))
+    with pytest.raises(InputError, match="the sequential design .* of an earlier hermit-tui version"):
+        EvalRun(config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True)
+    path.write_text(kept)
 
     seen: list = []
     resumed = EvalRun(
@@ -212,7 +225,7 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
     assert sum(isinstance(e, ev.AttemptStarted) for e in seen) == 3 * TASKS * ROUNDS - recorded
     check_files(project, ["none", "good", "clone"], rounds=ROUNDS)
     # the same as an uninterrupted launch of the same project
-    other = build(tmp_path / "q", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.4, "clone": 0.0})
+    other = build(tmp_path / "q", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.3, "clone": 0.0})
     whole, _ = launch(other, ["none", "adapters/good", "adapters/clone"])
     for label in ("good", "clone"):
         assert resumed[label].sequential == whole[label].sequential

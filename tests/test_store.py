@@ -43,7 +43,7 @@ def latest(records):
 
 
 def by_task(records):
-    out = {}
+    out: dict[str, list[AttemptRecord]] = {}
     for r in latest(records).values():
         out.setdefault(r.id, []).append(r)
     return out
@@ -350,7 +350,7 @@ def test_the_label_filter_keeps_the_tasks_of_labelled_and_unlabelled_failures():
 
 def test_error_groups_are_every_failed_attempt_by_status_and_message():
     store = fixed_store()
-    want = {}
+    want: dict[tuple[str, str], dict[str, list[tuple[str, int]]]] = {}
     for key, col in store.columns.items():
         for rec in col.records.values():
             if rec.status != "ok":

@@ -85,8 +85,14 @@ def test_the_dashboard_shows_hostile_text_and_sends_none_of_it_to_the_terminal(t
         assert "fb\\x1b[2J\\x9b0m [bold red]markup[/]" in drill and unharmed(drill)
         assert "field\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in drill  # the task's fields
         keys(socket, "x")  # the transcript
-        transcript = wait_screen(socket, lambda s: "messages · from transcripts.jsonl" in s)
-        assert "ask\\x1b]0;PWNED\\x07" in transcript and "say\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in transcript
+        transcript = wait_screen(  # the tab's header comes before its messages: wait for the messages themselves
+            socket,
+            lambda s: (
+                "messages · from transcripts.jsonl" in s
+                and "ask\\x1b]0;PWNED\\x07" in s
+                and "say\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J" in s
+            ),
+        )
         assert unharmed(transcript)
         keys(socket, "Escape")
         wait_screen(socket, lambda s: "8 of 8 tasks" in s)
@@ -97,7 +103,11 @@ def test_the_dashboard_shows_hostile_text_and_sends_none_of_it_to_the_terminal(t
         wait_screen(socket, lambda s: "8 of 8 tasks" in s)
         keys(socket, "h")  # the history: the directory selectors' folder names
         history = wait_screen(
-            socket, lambda s: any("ad\\x1b]0;PWNED" in ln and "# Injected heading" in ln for ln in s.splitlines())
+            socket,
+            lambda s: (
+                any("ad\\x1b]0;PWNED" in ln and "# Injected heading" in ln for ln in s.splitlines())
+                and "›[ ]  none" in s
+            ),  # and the table has the focus (its cursor mark): the Down below reaches it
         )  # on one line (a cell: the newline becomes a blank); Rich drops the BEL of a Text before it is shown
         assert unharmed(history)
         keys(socket, "Down")  # its detail line: the folder, on one line

@@ -5,6 +5,7 @@ what they printed."""
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from test_printed import FD_LINES, PRINTER, PY_LINES
 from test_tmux import BIN, TMUX, keys, needs_bin, screen, start, tmux, wait_screen
 from waiting import wait_until
 
-pytestmark = [pytest.mark.tmux, pytest.mark.skipif(TMUX is None, reason="tmux is not installed")]
+pytestmark = [pytest.mark.tmux, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 
 @needs_bin

@@ -6,24 +6,25 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from test_tmux import TMUX, needs_bin, screen, start
-from trained_project import RUN, RUN_DIR, build_trained_project, copy_trained_project
+from test_tmux import TMUX, keys, needs_bin, screen, start, wait_screen
+from trained_project import RUN, RUN_DIR, copy_trained_project
+from waiting import wait_until
 
-pytestmark = [pytest.mark.tmux, pytest.mark.skipif(TMUX is None, reason="tmux is not installed")]
+pytestmark = [pytest.mark.tmux, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 PICKS = ["none", "root", f"{RUN}/ckpt-step-1", "final", "adapters/shouty"]
 STATUS = re.compile(r"(running|finished)\s+(\d+)/(\d+) attempts\s+·\s+(\d+) tasks × (\d+) selectors")
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("trained-tmux") / "project"
-    build_trained_project(dest)
-    return dest
+def trained(trained_template) -> Path:
+    """The session's trained project: each test copies it."""
+    return trained_template
 
 
 @needs_bin
@@ -38,23 +39,20 @@ def test_a_launch_shows_what_was_launched_and_nothing_else(trained, tmp_path, si
     settings = {"launch": {str(config.resolve()): {"picks": PICKS, "added": ["adapters/shouty"], "repeats": "1"}}}
     socket, _ = start(tmp_path, size, "--config", str(config), settings=settings)
     try:
-        deadline = time.monotonic() + 60
-        while "Launch 5 side by side" not in (text := screen(socket)):
-            assert time.monotonic() < deadline, text
-            time.sleep(0.2)
-        subprocess.run([TMUX, "-L", socket, "send-keys", "-t", "hermit", "l"], check=True)
-        deadline, statuses = time.monotonic() + 180, []
-        while True:  # every screen of the launch, from the first
+        wait_screen(socket, lambda s: "Launch 5 side by side" in s)
+        keys(socket, "l")
+        statuses = []
+
+        def finished() -> bool:  # every screen of the launch, from the first
             text = screen(socket)
             found = STATUS.search(text)
             if found:
                 statuses.append(found.groups())
                 bars = [line for line in text.splitlines() if "━" in line or "attempts" in line]
                 assert not any(commit[:8] in line for line in bars), text
-            if found and found.group(1) == "finished":
-                break
-            assert time.monotonic() < deadline, text
-            time.sleep(0.05)
+            return bool(found and found.group(1) == "finished")
+
+        wait_until(finished, timeout=180, what="the launch to finish")
     finally:
         subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True)
     assert statuses
@@ -62,3 +60,61 @@ def test_a_launch_shows_what_was_launched_and_nothing_else(trained, tmp_path, si
         assert (int(total), int(n_tasks), int(selectors)) == (5 * tasks, tasks, 5)
         assert int(done) <= 5 * tasks
     assert statuses[-1][1] == str(5 * tasks)
+
+
+def _latest_labels(eval_root: Path) -> dict[tuple[str, str, int], list[str]]:
+    out = {}
+    for path in eval_root.glob("*/annotations.jsonl"):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            out[(path.parent.name, entry["id"], entry["repeat"])] = entry["labels"]
+    return out
+
+
+@needs_bin
+def test_a_label_key_on_an_error_kind_labels_every_attempt_of_it_and_shift_u_undoes(trained, tmp_path):
+    """Issue 27 (finding 8) in a real terminal at 80x24, on hermit's own evaluations: 2 on the errors screen's first
+    row (the largest kind) labels each of its attempts on disk; shift+u takes every label off again."""
+    config = copy_trained_project(trained, tmp_path / "project")
+    eval_root = config.parent / RUN_DIR / "eval"
+    kinds: dict[str, set] = {}
+    for results in eval_root.glob("*/results.jsonl"):
+        for line in results.read_text().splitlines():
+            r = json.loads(line)
+            if r["status"] != "ok":
+                head, sep, _ = (r["error"] or "").partition(":")
+                kind = f"{r['status']} · {head.strip()}" if sep and " " not in head.strip() else r["status"]
+                kinds.setdefault(kind, set()).add((results.parent.name, r["id"], r["repeat"]))
+    kind, expected = min(kinds.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    socket, _ = start(tmp_path, (80, 24), "--config", str(config))
+
+    def keys(*k: str) -> None:
+        subprocess.run([TMUX, "-L", socket, "send-keys", "-t", "hermit", *k], check=True)
+
+    def wait(predicate, what: str) -> str:
+        deadline = time.monotonic() + 60
+        while not predicate(text := screen(socket)):
+            assert time.monotonic() < deadline, f"{what}:\n{text}"
+            time.sleep(0.1)
+        return text
+
+    try:
+        wait(lambda t: "Launch" in t and "versions" in t, "setup")
+        keys("t")
+        wait(lambda t: "tasks ·" in t, "the per-task table")
+        keys("e")
+        wait(lambda t: kind in t and "ended in an error" in t, "the errors screen")
+        keys("down", "up")  # the cursor on the first row: the largest kind
+        keys("2")
+        wait(lambda t: "shift+u undoes" in t, "the bulk label's toast")
+        deadline = time.monotonic() + 30
+        while {k for k, v in _latest_labels(eval_root).items() if "format error" in v} != expected:
+            assert time.monotonic() < deadline, _latest_labels(eval_root)
+            time.sleep(0.1)
+        keys("U")
+        deadline = time.monotonic() + 30
+        while any(_latest_labels(eval_root).get(k) for k in expected):
+            assert time.monotonic() < deadline, _latest_labels(eval_root)
+            time.sleep(0.1)
+    finally:
+        subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True)

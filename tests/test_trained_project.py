@@ -13,16 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from trained_project import (
-    CLOCK_START,
-    COMMIT_DIGITS,
-    FILES,
-    RUN,
-    RUN_DIR,
-    TREE,
-    build_trained_project,
-    copy_trained_project,
-)
+from trained_project import CLOCK_START, COMMIT_DIGITS, FILES, RUN, RUN_DIR, TREE, copy_trained_project
 
 from hermit_tui.cli import main
 
@@ -82,8 +73,9 @@ def by_task(rows: list[dict]) -> dict[str, list[float]]:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    return build_trained_project(tmp_path_factory.mktemp("trained") / "project").parent
+def project(trained_template, tmp_path_factory) -> Path:
+    """This module's copy of the session's trained project (what hermit train and eval wrote, paths moved)."""
+    return copy_trained_project(trained_template, tmp_path_factory.mktemp("trained") / "project").parent
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import json
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from hermit_tui.core.records.results import AttemptRecord, Judged, read_results
 from hermit_tui.core.records.transcripts import (
     LOG_LIMIT_BYTES,
     TRANSCRIPTS,
+    Transcript,
     TranscriptIndex,
     jsonable,
     load_transcript,
@@ -27,6 +29,18 @@ from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
 FAST = ["agent.params.latency_scale=0.01"]
+
+
+def sidecar(folder: Path, task_id: str, repeat: int) -> Transcript:
+    """The transcript kept for one attempt, which the test expects to be there."""
+    found = read_sidecar(folder, task_id, repeat)
+    assert found is not None, (task_id, repeat)
+    return found
+
+
+def messages(transcript: Transcript) -> list[Any]:
+    assert transcript.messages is not None, transcript.note
+    return transcript.messages
 
 
 def lines(path: Path) -> list[dict]:
@@ -92,13 +106,13 @@ def test_the_sidecar_holds_each_trajectory_and_results_stay_hermits(tmp_path, ex
     # the unpicklable object crossed the process boundary as its text
     assert line["messages"][2] == {"role": "tool", "tool_call_id": "c1", "content": "<opaque thing>"}
     assert line["messages"][3]["content"] == "answer b r2"
-    assert read_sidecar(folder, "b", 2).messages == line["messages"]
+    assert sidecar(folder, "b", 2).messages == line["messages"]
     assert read_sidecar(folder, "quiet", 1) is None
 
 
 def test_the_dashboard_never_holds_trajectories(tmp_path):
     config = load_config(workspace(tmp_path))
-    seen = []
+    seen: list[ev.Event] = []
     EvalRun(config, ["none"], on_event=seen.append).run_sync()
     finished = [e for e in seen if isinstance(e, ev.AttemptFinished)]
     assert len(finished) == 8 and all(e.record._messages is None for e in finished)
@@ -254,8 +268,8 @@ def test_the_sidecar_comes_before_the_log(tmp_path):
     )
     log = tmp_path / "log.json"
     log.write_text(json.dumps({"task": "t1", "messages": [{"role": "user", "content": "logged"}]}))
-    assert load_transcript(folder, record(str(log), repeat=2)).messages[0]["content"] == "kept"
-    assert load_transcript(folder, record(str(log), repeat=1)).messages[0]["content"] == "logged"
+    assert messages(load_transcript(folder, record(str(log), repeat=2)))[0]["content"] == "kept"
+    assert messages(load_transcript(folder, record(str(log), repeat=1)))[0]["content"] == "logged"
 
 
 # -- turns -------------------------------------------------------------------------------------------------------
@@ -322,13 +336,15 @@ def test_jsonable_keeps_sdk_objects_as_their_fields():
 
     lock = threading.Lock()
     kept = jsonable([Msg(role="user", content="x"), {"role": "tool", "content": lock}, ("a", 1)])
+    assert kept is not None
     assert kept[0] == {"role": "user", "content": "x"}
     assert kept[1]["content"].startswith("<unlocked _thread.lock")
     assert kept[2] == ["a", 1]
     assert jsonable(None) is None and jsonable({"role": "user"}) == [{"role": "user"}]
     loop: list = []
     loop.append(loop)
-    assert jsonable(loop)[0]["role"] == "note"
+    looped = jsonable(loop)
+    assert looped is not None and looped[0]["role"] == "note"
 
 
 def test_read_results_is_unchanged_by_a_sidecar(tmp_path):
@@ -350,19 +366,22 @@ def test_the_index_reads_only_what_a_live_run_appended(tmp_path, monkeypatch):
         return json.dumps({"repeat": 1, "id": tid, "messages": [{"role": "user", "content": text}]}) + "\n"
 
     path.write_text(line("a", "first") + line("b", "second")[:20])  # b is being written
-    assert read_sidecar(folder, "a", 1).messages[0]["content"] == "first"
+    assert messages(sidecar(folder, "a", 1))[0]["content"] == "first"
     assert read_sidecar(folder, "b", 1) is None
     index = mod._index_of(path)
     assert (index.end, index.partial, index.skipped) == (len(line("a", "first")), True, 1)
-    read_from = []
+    read_from: list[int] = []
     real_extend = mod.TranscriptIndex.extend
-    monkeypatch.setattr(
-        mod.TranscriptIndex, "extend", lambda self, p: (read_from.append(self.end), real_extend(self, p))[1]
-    )
+
+    def extend(self, p):
+        read_from.append(self.end)
+        return real_extend(self, p)
+
+    monkeypatch.setattr(mod.TranscriptIndex, "extend", extend)
     with open(path, "a") as fh:
         fh.write(line("b", "second")[20:] + line("a", "again"))
-    assert read_sidecar(folder, "b", 1).messages[0]["content"] == "second"
-    assert read_sidecar(folder, "a", 1).messages[0]["content"] == "again"  # a later line replaces an earlier one
+    assert messages(sidecar(folder, "b", 1))[0]["content"] == "second"
+    assert messages(sidecar(folder, "a", 1))[0]["content"] == "again"  # a later line replaces an earlier one
     assert read_from == [len(line("a", "first"))]  # only the new part was read
     assert mod._index_of(path).skipped == 0
     # a compaction replaces the file: read again from the start
@@ -370,5 +389,5 @@ def test_the_index_reads_only_what_a_live_run_appended(tmp_path, monkeypatch):
 
     compact_transcripts(folder, [("b", 1), ("a", 1)])
     assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == ["b", "a"]
-    assert read_sidecar(folder, "a", 1).messages[0]["content"] == "again"
+    assert messages(sidecar(folder, "a", 1))[0]["content"] == "again"
     assert read_from[-1] == 0

@@ -397,3 +397,14 @@ def test_materialize_none_and_directory(built):
     with materialize(resolve_selector("mine", built.cfg), built.cfg) as path:
         assert path == folder
     assert folder.is_dir()
+
+
+def test_a_missing_directory_is_named_as_one_not_as_an_unknown_version(built):
+    """Issue 27 (finding 11): ``adapters/nope`` said "unknown adapter version"; it is a directory that does not
+    exist. A name that is no path (``demo/ckpt-step-9``: no folder ``demo``) stays an unknown version."""
+    (built.cfg.base / "adapters").mkdir(parents=True)
+    for text in ("adapters/nope", "./nope", "nope/"):
+        with pytest.raises(InputError, match=r"^no such directory: .*nope \(and no tag or commit"):
+            resolve_selector(text, built.cfg)
+    with pytest.raises(InputError, match="unknown adapter version 'demo/ckpt-step-9'"):
+        resolve_selector("demo/ckpt-step-9", built.cfg)

@@ -31,7 +31,7 @@ def _describe(predicate: Callable[[], object]) -> str:
         return repr(predicate)
 
 
-def _check(predicate: Callable[[], T]) -> T | None:
+def _check(predicate: Callable[[], T | None]) -> T | None:
     """The predicate's value; None while the widgets it reads are not composed yet (a screen still mounting)."""
     try:
         return predicate()
@@ -39,9 +39,12 @@ def _check(predicate: Callable[[], T]) -> T | None:
         return None
 
 
-async def wait_for(pilot: Any, predicate: Callable[[], T], timeout: float = TIMEOUT, what: str | None = None) -> T:
-    """Let the app run until ``predicate()`` is truthy; its value. Fails naming ``what`` (or the predicate's
-    source) after ``timeout`` seconds."""
+async def wait_for(
+    pilot: Any, predicate: Callable[[], T | None], timeout: float = TIMEOUT, what: str | None = None
+) -> T:
+    """Let the app run until ``predicate()`` is truthy; its value (a screen, say: ``lambda: app.screen if
+    isinstance(app.screen, S) else None`` waits for one and gives it typed). Fails naming ``what`` (or the
+    predicate's source) after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not (value := _check(predicate)):
         if time.monotonic() > deadline:
@@ -63,7 +66,7 @@ async def settled(pilot: Any, group: str = "", timeout: float = TIMEOUT) -> None
 
 
 def wait_until(
-    predicate: Callable[[], T], timeout: float = TIMEOUT, what: str | None = None, interval: float = 0.05
+    predicate: Callable[[], T | None], timeout: float = TIMEOUT, what: str | None = None, interval: float = 0.05
 ) -> T:
     """Poll ``predicate()`` (a file, a process, a pane: no event loop) until it is truthy; its value. Fails naming
     ``what`` (or the predicate's source) after ``timeout`` seconds."""

@@ -59,7 +59,7 @@ def write_files(root: Path, files: dict[str, str | bytes | None]) -> None:
             path.write_text(content)
 
 
-V1 = {
+V1: dict[str, str | bytes | None] = {
     "adapter.yaml": manifest([TOOL_OLD, TOOL_KEPT_V1]),
     "ADAPTER.md": "# Notes\n\n- one\n- two\n",
     "tools.py": "def old_tool():\n    return {}\n\ndef lookup():\n    return {}\n",
@@ -68,7 +68,7 @@ V1 = {
     "logo.bin": b"\x89PNG\0\x01\x02",
     "big.txt": "small at first\n",
 }
-V2 = {
+V2: dict[str, str | bytes | None] = {
     "adapter.yaml": manifest([TOOL_KEPT_V2, TOOL_NEW], agents=True),
     "ADAPTER.md": "# Notes\n\n- one\n- two, revised\n- three\n",
     "tools.py": "def lookup():\n    return {}\n\ndef new_tool():\n    return {'hint': 1}\n",

@@ -40,6 +40,11 @@ _LOCAL_FONT = (
     "</style>"
 )
 _TITLE = "<title>{{ application.name|e }}</title>"
+_CARD_NAME = re.compile(r"<div>\{\{ application\.name or 'Textual Application' \}\}</div>")
+_CARD_HINT = (
+    '\n        <div style="font-size: 0.8em; opacity: 0.8; max-width: 32em; text-align: center">'
+    "The dashboard starts here (press Start if it is offered); then click it once so that it takes the keys.</div>"
+)
 
 
 def add_parser(subparsers):
@@ -172,8 +177,11 @@ def session_command(config_path: Path, overrides: list[str]) -> str:
 
 
 def patched_template(original: str) -> str:
-    """textual-serve's page with the web font replaced by textual-serve's own copy and a ``<title>`` added."""
+    """textual-serve's page with the web font replaced by textual-serve's own copy, a ``<title>`` added, and a line
+    under the name on its start card saying what to do (the card alone gave no hint that the dashboard must be
+    clicked, or Start pressed, to take the keys)."""
     text = _WEB_FONT.sub(_LOCAL_FONT, original)
+    text = _CARD_NAME.sub(lambda m: m.group(0) + _CARD_HINT, text, count=1)
     if "<title" not in text.lower():
         text = re.sub(r"<head>", "<head>\n    " + _TITLE, text, count=1, flags=re.IGNORECASE)
     return text

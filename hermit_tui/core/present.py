@@ -61,18 +61,17 @@ def projected_cost(known: float, done: int, expected: int) -> float | None:
 
 
 def cost_phrase(known: float, unknown: int, done: int, expected: int, *, running: bool) -> str:
-    """ "$0.84 so far · ~$2.10 at the end · 3 unknown": what a live view says about a launch's cost."""
+    """ "$0.84 + 3 unknown so far · ~$2.10 at the end": what a live view says about a launch's cost, in the words of
+    every other sum of costs (``partial_cost``: "$X + N unknown", "unknown (N attempts)")."""
     if done == 0:
         return "no attempt finished yet"
+    so_far = " so far" if running else ""
     if unknown >= done:
-        parts = [f"{UNKNOWN} so far"]
-    else:
-        parts = [f"{money(known)} so far" if running else money(known)]
-        end = projected_cost(known, done, expected)
-        if running and end is not None and done < expected:
-            parts.append(f"~{money(end)} at the end")
-    if unknown:
-        parts.append(f"{unknown} {UNKNOWN}")
+        return f"{UNKNOWN} ({plural(unknown, 'attempt')}){so_far}"
+    parts = [money(known) + (f" + {unknown} {UNKNOWN}" if unknown else "") + so_far]
+    end = projected_cost(known, done, expected)
+    if running and end is not None and done < expected:
+        parts.append(f"~{money(end)} at the end")
     return " · ".join(parts)
 
 

@@ -336,6 +336,12 @@ class HermitApp(App):
         if not isinstance(self.screen, RunScreen):
             self.push_screen(RunScreen())
 
+    def _run_screen_shown(self) -> bool:
+        """The live run is on screen: its status line says how the launch ended, with no toast over its log."""
+        from hermit_tui.dashboard.screens.run import RunScreen
+
+        return isinstance(self.screen, RunScreen)
+
     def _run_ended(self, cancelled: bool, error: str | None) -> None:
         self.drain_events()
         if self.quitting:
@@ -365,7 +371,7 @@ class HermitApp(App):
                 else f"Evaluation finished: all {rounds} rounds, {decided} against {self.store.sequential.baseline}",
                 timeout=8,
             )
-        elif not self._chain:
+        elif not self._chain and not self._run_screen_shown():  # the run screen says "finished" itself
             self.notify("Evaluation finished", timeout=5)
         self.screen.post_message(self.RunEnded(cancelled, error))
         if self._chain and not (cancelled or error or self.store.stop_reason):
@@ -693,6 +699,7 @@ class HermitApp(App):
 
     def action_toggle_dark(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+        self.notify(f"Theme: {'light' if self.theme == 'textual-light' else 'dark'} (ctrl+t switches)", timeout=3)
 
     def action_open_demo(self) -> None:
         def build() -> None:
@@ -752,6 +759,10 @@ class HermitApp(App):
             self.call_from_thread(self.notify, f"Report written to {folder}", title="Report", timeout=10)
 
         self.run_worker(export, thread=True, exclusive=True, group="report", name="export-report")
+
+    def action_goto(self, name: str) -> None:
+        """The keys every screen shares for another screen (bindings.goto: t, e, v, h, p)."""
+        self.goto(name)
 
     def goto(self, name: str, **kwargs: Any):
         """Show a screen by name (used by bindings and palette commands). A screen already open lower in the stack

@@ -20,6 +20,13 @@ TEXT_FIELD: list[BindingType] = [
     Binding("escape", "leave", "Leave the field (the screen's keys work again)", show=False)
 ]
 
+
+def goto(key: str, name: str, title: str) -> Binding:
+    """A key that shows another screen, the same key on every screen that has it (t Tasks, e Errors, v Compare,
+    h History, p Review), in the help screen only."""
+    return Binding(key, f"app.goto('{name}')", title, show=False)
+
+
 PICKER: list[BindingType] = [
     Binding("d", "open_demo", "Demo"),
     Binding("r", "focus_recent", "Recent", show=False),
@@ -38,6 +45,7 @@ SETUP: list[BindingType] = [
     Binding("v", "compare", "Compare"),
     Binding("p", "review", "Review"),
     Binding("o", "open_config", "Open another config", show=False),
+    goto("e", "errors", "Errors"),
 ]
 
 RUN: list[BindingType] = [
@@ -115,6 +123,11 @@ ATTEMPT: list[BindingType] = [
     Binding("W", "changes", "Changes: what the side-by-side pair's adapter changed", key_display="shift+w", show=False),
     Binding("V", "versions", "This task through every version", key_display="shift+v", show=False),
     *TRIAGE,
+    goto("t", "tasks", "Tasks"),
+    goto("e", "errors", "Errors"),
+    goto("v", "compare", "Compare"),
+    goto("h", "history", "History"),
+    goto("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
 
@@ -132,6 +145,10 @@ ERRORS: list[BindingType] = [
     Binding("R", "rerun_failed", "Re-run failed", key_display="shift+r"),
     *TRIAGE,
     *TRIAGE_BULK,
+    goto("t", "tasks", "Tasks"),
+    goto("v", "compare", "Compare"),
+    goto("h", "history", "History"),
+    goto("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
 
@@ -140,6 +157,10 @@ HISTORY: list[BindingType] = [
     Binding("enter", "open_selected", "Add to view"),
     Binding("x", "take_out", "Take out of view"),
     Binding("slash", "open_folder", "Open folder…", key_display="/", show=False),
+    goto("t", "tasks", "Tasks"),
+    goto("e", "errors", "Errors"),
+    goto("v", "compare", "Compare"),
+    goto("p", "review", "Review"),
     Binding("escape", "back", "Back"),
 ]
 
@@ -152,6 +173,8 @@ COMPARE: list[BindingType] = [
     Binding("u", "next_unlabelled", "Next unlabelled failure (drill-down)", show=False),
     Binding("w", "why", "Why"),
     Binding("g", "slices", "Slices"),
+    goto("t", "tasks", "Tasks"),
+    goto("e", "errors", "Errors"),
     Binding("escape", "back", "Back"),
 ]
 
@@ -160,6 +183,8 @@ SLICES: list[BindingType] = [
     Binding("enter", "open_slice", "Its tasks"),
     Binding("f", "pick_field", "Slice by…"),
     Binding("f5", "refresh", "Refresh", show=False),
+    goto("t", "tasks", "Tasks"),
+    goto("e", "errors", "Errors"),
     Binding("escape", "back", "Back"),
 ]
 

@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
 from textual.widgets import SelectionList
 from textual.worker import WorkerCancelled
+from waiting import wait_for
 
 from hermit_tui.dashboard.screens.setup import SetupScreen
 
+__all__ = ["wait_for"]  # the journey tests import it from here
+
 FAST = ["agent.params.latency_scale=0.01"]
-
-
-async def wait_for(pilot, predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
 
 
 def git(path: Path, *args: str) -> str:

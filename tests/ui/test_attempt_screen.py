@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from fixture_data import fixed_store
+from rich.text import Text
+from textual.widget import Widget
 from textual.widgets import Label, Select, Static, Tab, TabbedContent, TextArea
 
 from hermit_tui.core.present import cost_text
@@ -44,7 +46,9 @@ async def open_attempt(pilot, store_app: HermitApp, *args) -> AttemptScreen:
     store_app.push_screen(AttemptScreen(*args))
     await pilot.pause()
     await pilot.pause()
-    return store_app.screen
+    screen = store_app.screen
+    assert isinstance(screen, AttemptScreen)
+    return screen
 
 
 def test_formatting_never_shows_unknown_cost_as_zero():
@@ -86,7 +90,7 @@ async def test_drill_down_shows_every_field_and_opens_on_the_attempt():
         focused = screen.focused
         assert isinstance(focused, AttemptCard) and (focused.key, focused.record.repeat) == ("final", 2)
         listing = focused.parent
-        assert listing is not None
+        assert isinstance(listing, Widget)
         assert listing.scroll_y > 0 and listing.region.contains_region(focused.region)  # scrolled to it
         task = "\n".join(lines_of(screen.query_one("#attempt-task-fields", Static)))
         assert "category" in task and "units" in task and "question number 9" in task
@@ -149,6 +153,7 @@ async def test_side_by_side_highlights_the_changed_words_and_cycles_pairs():
         table = view.table()
         left_cell = list(table.columns[1].cells)[1]
         right_cell = list(table.columns[3].cells)[1]
+        assert isinstance(left_cell, Text) and isinstance(right_cell, Text)
         removed, added = view.get_component_rich_style("diff--removed"), view.get_component_rich_style("diff--added")
         assert [(left_cell.plain[s.start : s.end], s.style) for s in left_cell.spans if s.style] == [
             ("none", removed),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import pytest
 from fixture_data import fixed_store, fixture_app
+from rich.text import Text
 from textual.widgets import Input, Select, Static, TabbedContent
 from waiting import wait_for
 
@@ -44,11 +45,7 @@ def make_app(store: EvalStore | None = None) -> HermitApp:
 async def settle(pilot) -> CompareScreen:
     """Wait until the figures on screen are those of the store as it is now."""
     screen = pilot.app.screen
-    for _ in range(200):
-        await pilot.pause(0.02)
-        if screen.up_to_date:
-            break
-    assert screen.up_to_date
+    await wait_for(pilot, lambda: screen.up_to_date, what="the compare screen to show the store as it is now")
     await pilot.pause()
     return screen
 
@@ -160,7 +157,9 @@ async def test_verdict_is_green_for_an_improvement_and_red_for_a_regression_afte
         assert "sharp-null test p (secondary): < 0.001" in text(screen, "#pair-figures")
         assert screen.paired is not None
         assert screen.paired.pair is not None
-        assert screen.paired.pair.sharp_p_value == pytest.approx(2 / 2**12) and screen.paired.pair.p_value < 0.001
+        pair = screen.paired.pair
+        assert pair.p_value is not None
+        assert pair.sharp_p_value == pytest.approx(2 / 2**12) and pair.p_value < 0.001
         # unknown cost is never shown as $0
         assert text(screen, "#a-cost") == "unknown (24 attempts)"
         await pilot.press("s")
@@ -188,7 +187,9 @@ FINGERPRINT = {
 def with_fingerprints(**fingerprints: dict | None) -> EvalStore:
     store = fixed_store()
     for key, fp in fingerprints.items():
-        data = store.columns[key].summary.model_dump()
+        summary = store.columns[key].summary
+        assert summary is not None
+        data = summary.model_dump()
         store.columns[key].summary = Summary(**(data | {"fingerprint": fp}))
     return store
 
@@ -294,7 +295,9 @@ async def test_plots_draw_the_series_computed_from_the_records():
             plots.MeanCI("none", sa.mean, sa.ci_low, sa.ci_high, "score"),
             plots.MeanCI("final", sb.mean, sb.ci_low, sb.ci_high, "score"),
         ]
-        a, b, diffs = screen.query_one("#plot-diffs", plots.DifferencesPlot).data
+        diffs_data = screen.query_one("#plot-diffs", plots.DifferencesPlot).data
+        assert diffs_data is not None
+        a, b, diffs = diffs_data
         assert (a, b) == ("none", "final")
         assert [t for t, _ in diffs] == [
             "t04",
@@ -312,6 +315,7 @@ async def test_plots_draw_the_series_computed_from_the_records():
         ]
         assert [round(d, 6) for _, d in diffs] == [-0.5, -0.5, 0, 0, 0, round(1 / 6, 6)] + [1.0] * 6
         running = screen.query_one("#plot-running", plots.RunningPlot).data
+        assert running is not None
         ns = sorted({-(-36 * i // 20) for i in range(1, 21)})  # ceil(36 i / 20)
         for label in ("none", "final"):
             recs = records(store, label)
@@ -322,7 +326,9 @@ async def test_plots_draw_the_series_computed_from_the_records():
             assert running[label] == want
         # by hand: the first 2 attempts of none (t01, t02, repeat 1) both score 0: no spread, so the interval is
         # [0, 1 - 0.025^(1/2)], not zero-width; the last point is the full mean
-        assert running["none"][0] == plots.RunningPoint(2, 0.0, 0.0, pytest.approx(1 - 0.025**0.5), "no-spread")
+        first = running["none"][0]
+        assert (first.n, first.mean, first.low, first.method) == (2, 0.0, 0.0, "no-spread")
+        assert first.high == pytest.approx(1 - 0.025**0.5)
         assert running["final"][-1] == plots.RunningPoint(36, sb.mean, sb.ci_low, sb.ci_high, "score")
         # each plot paints, with its legend / labels
         for tab, plot_id, words in (
@@ -333,7 +339,9 @@ async def test_plots_draw_the_series_computed_from_the_records():
         ):
             screen.query_one(TabbedContent).active = tab
             await pilot.pause()
-            painted = screen.query_one(plot_id).render().plain
+            rendered = screen.query_one(plot_id).render()
+            assert isinstance(rendered, Text)
+            painted = rendered.plain
             assert all(w in painted for w in words), (tab, painted)
 
 
@@ -365,7 +373,8 @@ async def test_figures_follow_attempts_streaming_in(monkeypatch):
         screen.post_message(HermitApp.StoreUpdated())
         screen = await settle(pilot)
         assert_numbers(screen, store, "none", "final")
-        assert screen.query_one("#plot-running", plots.RunningPlot).data["final"][-1].n == 36
+        running = screen.query_one("#plot-running", plots.RunningPlot).data
+        assert running is not None and running["final"][-1].n == 36
 
 
 async def test_one_evaluation_is_not_enough():
@@ -378,6 +387,7 @@ async def test_one_evaluation_is_not_enough():
         app.push_screen(CompareScreen())
         await pilot.pause()
         screen = app.screen
+        assert isinstance(screen, CompareScreen)
         assert (screen.a, screen.b) == ("none", None)
         assert text(screen, "#compare-status") == "Two evaluations are needed to compare."
         assert screen.result is None

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from textual.widgets import Input, SelectionList
+from demo_copies import copy_workspace
+from textual.screen import Screen
+from textual.widgets import Input, SelectionList, Static
+from waiting import settled, wait_for
 
 from hermit_tui.core.records.results import AttemptRecord, Judged
 from hermit_tui.core.run import events as ev
@@ -19,12 +21,9 @@ from hermit_tui.dashboard.widgets.selector_progress import progress_text
 FAST = ["agent.params.latency_scale=0.01"]
 
 
-async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
+def text_of(screen: Screen, selector: str) -> str:
+    """The text a Static shows (its content, plain)."""
+    return str(screen.query_one(selector, Static).content)
 
 
 def versions_loaded(app) -> bool:
@@ -64,24 +63,23 @@ def test_the_run_screen_projects_the_cost_at_the_end():
     store = live_store({"none": [0.1, 0.1, 0.1, 0.1], "root": [0.44, None, None, None]}, 10, max_cost=5.0)
     line = cost_line(store, running=True).plain
     # 8 of 20 attempts done for $0.84 known: ~$0.84 * 20 / 8 = $2.10 at the end
-    assert line == "cost $0.8400 so far · ~$2.10 at the end · 3 unknown  ·  stops at $5.00 (max cost)"
+    assert line == "cost $0.8400 + 3 unknown so far · ~$2.10 at the end  ·  stops at $5.00 (max cost)"
     # per selector: root's $0.44 over 4 of 10 projects $1.10, and its unknown ones are said
     assert "$0.4400 → ~$1.10 + 3 unknown" in progress_text(store.columns["root"]).plain
     assert "$0.4000 → ~$1.00" in progress_text(store.columns["none"]).plain
     store.apply(ev.RunFinished(summaries={}, cancelled=False, wall_s=1.0, stop_reason="max cost $5.00 reached: x"))
     assert cost_line(store, running=False).plain == (
-        "cost $0.8400 · 3 unknown  ·  stopped at the max cost of $5.00: Resume continues"
+        "cost $0.8400 + 3 unknown  ·  stopped at the max cost of $5.00: Resume continues"
     )
     everything_unknown = live_store({"none": [None, None]}, 10, max_cost=None)
-    assert cost_line(everything_unknown, running=True).plain == "cost unknown so far · 2 unknown"
+    assert cost_line(everything_unknown, running=True).plain == "cost unknown (2 attempts) so far"
 
 
 @pytest.fixture
-def demo(tmp_path, monkeypatch):
-    from hermit_tui.demo import build_demo
-
+def demo(demo_template, tmp_path, monkeypatch):
+    """A private copy of the demo built once per session (building one is git work: a second or more)."""
     monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
-    return build_demo(tmp_path / "demo")
+    return copy_workspace(demo_template, tmp_path / "demo")
 
 
 async def test_max_cost_setting_stops_the_launch_and_resume_finishes_it(demo):
@@ -94,10 +92,11 @@ async def test_max_cost_setting_stops_the_launch_and_resume_finishes_it(demo):
         await wait_for(
             pilot, lambda: not app.running and app.store.columns and all(c.summary for c in app.store.columns.values())
         )
-        await pilot.pause(0.2)
+        await settled(pilot, "eval")
+        await wait_for(pilot, lambda: "stopped at the max cost" in text_of(app.screen, "#run-status"))
         assert app.store.stop_reason and app.store.stop_reason.startswith("max cost $0.0100 reached")
-        assert "stopped at the max cost" in str(app.screen.query_one("#run-status").content)
-        assert "stopped at the max cost of $0.0100" in app.screen.query_one("#run-cost").content.plain
+        assert "stopped at the max cost" in text_of(app.screen, "#run-status")
+        assert "stopped at the max cost of $0.0100" in text_of(app.screen, "#run-cost")
         assert any("Stopped, max cost" in n.message for n in app._notifications)
         run_dir = demo.parent / "runs" / "demo" / "eval"
         done = {}
@@ -119,7 +118,7 @@ async def test_max_cost_setting_stops_the_launch_and_resume_finishes_it(demo):
             return not app.running and all(s.get("complete") for s in summaries)
 
         await wait_for(pilot, finished)
-        await pilot.pause(0.2)
+        await settled(pilot, "eval")
         assert isinstance(app.screen, RunScreen)
         for label in ("none", "root", "final"):
             lines = (run_dir / label / "results.jsonl").read_text().splitlines()
@@ -135,10 +134,12 @@ async def test_a_bad_max_cost_is_an_error_notification_and_launches_nothing(demo
         await wait_for(pilot, lambda: versions_loaded(app))
         app.screen.query_one("#max-cost", Input).value = "-3"
         await pilot.press("l")
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, SetupScreen) and not app.running
-        assert any(
-            n.message == "max cost must be a positive number of dollars, got '-3'" and n.severity == "error"
-            for n in app._notifications
+        await wait_for(
+            pilot,
+            lambda: any(
+                n.message == "max cost must be a positive number of dollars, got '-3'" and n.severity == "error"
+                for n in app._notifications
+            ),
         )
+        assert isinstance(app.screen, SetupScreen) and not app.running
         assert not (demo.parent / "runs" / "demo" / "eval").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from fixture_data import FIXED_TASKS, fixed_store
@@ -11,11 +12,17 @@ from textual.widgets import Tree
 from hermit_tui.core.records.results import AttemptRecord, Judged
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.run.launch import LaunchOptions
+from hermit_tui.core.workspace.config import Config
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.errors import AttemptRef, ConfirmRetry, ErrorsScreen, kind_of
 from hermit_tui.dashboard.state.store import EvalStore
 
 T05 = [("t05", 1), ("t05", 2), ("t05", 3)]
+
+
+def stand_in_config(**fields: object) -> Config:
+    """The part of a Config the errors screen reads (its run folder), where the app holds a Config."""
+    return cast(Config, SimpleNamespace(**fields))
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +101,7 @@ async def test_enter_on_an_attempt_jumps_to_it(monkeypatch):
 
 async def test_rerun_asks_first_then_launches_exactly_the_failed_attempts(monkeypatch):
     app = HermitApp(store=fixed_store(), live_updates=False)
-    launches = []
+    launches: list[LaunchOptions] = []
     monkeypatch.setattr(app, "launch", launches.append)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_errors(pilot)
@@ -121,8 +128,8 @@ async def test_rerun_leaves_out_columns_not_stored_under_this_run(monkeypatch, t
     store.columns["final"].source = "disk"  # read from disk somewhere else (an archive): not retried
     (tmp_path / "run" / "eval" / "root").mkdir(parents=True)
     app = HermitApp(store=store, live_updates=False)
-    app.config = SimpleNamespace(run_dir=tmp_path / "run")
-    launches = []
+    app.config = stand_in_config(run_dir=tmp_path / "run")
+    launches: list[LaunchOptions] = []
     monkeypatch.setattr(app, "launch", launches.append)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_errors(pilot)
@@ -210,8 +217,8 @@ async def test_rerun_never_touches_an_archived_evaluation(monkeypatch, tmp_path)
     store.columns["final"].folder = tmp_path / "run" / "eval" / "final"  # the current final
     (tmp_path / "run" / "eval" / "final").mkdir(parents=True)
     app = HermitApp(store=store, live_updates=False)
-    app.config = SimpleNamespace(run_dir=tmp_path / "run")
-    launches = []
+    app.config = stand_in_config(run_dir=tmp_path / "run")
+    launches: list[LaunchOptions] = []
     monkeypatch.setattr(app, "launch", launches.append)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_errors(pilot)
@@ -231,7 +238,7 @@ async def test_rerun_never_retries_a_smoke_check_into_the_evaluation(tmp_path):
     store.columns["root"].source = "disk"
     store.columns["root"].folder = run / "eval" / "root" / "smoke"  # opened from History
     app = HermitApp(store=store, live_updates=False)
-    app.config = SimpleNamespace(run_dir=run)
+    app.config = stand_in_config(run_dir=run)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_errors(pilot)
         plan, skipped = screen.retry_plan()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Input, Static
@@ -237,15 +238,15 @@ async def test_lists_current_archived_and_damaged_evaluations(config):
         assert "no summary.json (interrupted, or still running)" in lines[4]
         assert str(config.run_dir) not in "".join(lines)  # the problem names the file, not the whole path
         # the highlighted row's folder, what it measured, and its notes are spelled out below the table
-        detail = str(screen.query_one("#history-detail", Static).content)
-        assert detail.splitlines()[0] == "demo/runs/demo/eval/none  none · no commit · current · by hermit"
+        detail = str(screen.query_one("#history-detail", Static).content).splitlines()
+        assert detail[0] == "demo/runs/demo/eval/none  none · no commit · current · by hermit"
         assert [e.folder for e in screen.evaluations] == [
             folders[k] for k in ("none", "archived", "root", "broken", "partial")
         ]
         await pilot.press("end")
-        detail = str(screen.query_one("#history-detail", Static).content)
-        assert detail.splitlines()[0] == "demo/runs/demo/eval/partial"
-        assert detail.splitlines()[1].startswith("no summary.json")
+        detail = str(screen.query_one("#history-detail", Static).content).splitlines()
+        assert detail[0] == "demo/runs/demo/eval/partial"
+        assert detail[1].startswith("no summary.json")
         await pilot.press("up", "up")
         detail = str(screen.query_one("#history-detail", Static).content).splitlines()
         assert detail[0] == "demo/runs/demo/eval/root  root · abcdef0 · current · by hermit-tui"
@@ -256,12 +257,13 @@ async def test_lists_current_archived_and_damaged_evaluations(config):
         ]
 
 
-async def test_space_selects_and_enter_opens_exactly_those(config):
+async def test_space_selects_and_enter_opens_exactly_those(monkeypatch, config):
     folders = populate(config.run_dir)
     app = make_app(config)
-    added, shown = [], []
-    app.add_stored = added.append
-    app.goto = shown.append
+    added: list[list[Any]] = []
+    shown: list[object] = []
+    monkeypatch.setattr(app, "add_stored", added.append)
+    monkeypatch.setattr(app, "goto", shown.append)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await show_history(pilot)
         # rows: none, none (archived), root, broken, partial
@@ -276,12 +278,12 @@ async def test_space_selects_and_enter_opens_exactly_those(config):
         assert shown == ["tasks"]
 
 
-async def test_enter_without_a_selection_opens_the_highlighted_archived_one(config):
+async def test_enter_without_a_selection_opens_the_highlighted_archived_one(monkeypatch, config):
     folders = populate(config.run_dir)
     app = make_app(config)
-    added = []
-    app.add_stored = added.append
-    app.goto = lambda name: None
+    added: list[list[Any]] = []
+    monkeypatch.setattr(app, "add_stored", added.append)
+    monkeypatch.setattr(app, "goto", lambda name: None)
     async with app.run_test(size=(120, 40)) as pilot:
         await show_history(pilot)
         await pilot.press("down", "enter")
@@ -304,14 +306,15 @@ async def test_clicking_the_box_toggles_a_row(config):
         assert table.cursor_row == 2
 
 
-async def test_open_folder_by_path(config, tmp_path):
+async def test_open_folder_by_path(monkeypatch, config, tmp_path):
     folders = populate(config.run_dir)
     outside = tmp_path / "kept" / "final"
     shutil.copytree(folders["none"], outside, ignore=shutil.ignore_patterns("archive"))
     app = make_app(config)
-    added, shown = [], []
-    app.add_stored = added.append
-    app.goto = shown.append
+    added: list[list[Any]] = []
+    shown: list[object] = []
+    monkeypatch.setattr(app, "add_stored", added.append)
+    monkeypatch.setattr(app, "goto", shown.append)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await show_history(pilot)
         field = screen.query_one("#open-folder", Input)
@@ -343,11 +346,11 @@ async def test_empty_state_names_the_eval_folder(config):
         )
 
 
-async def test_opened_evaluations_reach_the_store(config):
+async def test_opened_evaluations_reach_the_store(monkeypatch, config):
     """Without stand-ins: Enter puts the chosen evaluation beside what the store already holds."""
     folders = populate(config.run_dir)
     app = make_app(config)
-    app.goto = lambda name: None
+    monkeypatch.setattr(app, "goto", lambda name: None)
     async with app.run_test(size=(120, 40)) as pilot:
         await show_history(pilot)
         await pilot.press("enter")

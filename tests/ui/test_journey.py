@@ -10,11 +10,14 @@ import json
 import shutil
 
 from journey_kit import FAST, git, settle, setup_ready, type_text, wait_for
-from textual.widgets import Input, SelectionList, Static
+from textual.screen import Screen
+from textual.widgets import Button, Input, Select, SelectionList, Static
+from waiting import settled
 
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.compare import CompareScreen
 from hermit_tui.dashboard.screens.dialogs.quit import QuitScreen, StoppingScreen
 from hermit_tui.dashboard.screens.review import ConfirmScreen, ReviewScreen
 from hermit_tui.dashboard.screens.run import RunScreen
@@ -36,7 +39,8 @@ async def test_a_launch_with_final_publishes_nothing_then_review_publishes_and_u
             pilot,
             lambda: not app.running and "final" in app.store.columns and app.store.columns["final"].summary is not None,
         )
-        await pilot.pause(0.2)
+        await settled(pilot, "eval")
+        await wait_for(pilot, lambda: "Review & publish: p" in str(app.screen.query_one("#run-offer", Static).content))
         # final finished complete: nothing was published, byte for byte
         assert demo.summary("final")["complete"] is True
         assert demo.card() == card and demo.refs() == refs
@@ -48,7 +52,8 @@ async def test_a_launch_with_final_publishes_nothing_then_review_publishes_and_u
         await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen))
         await settle(pilot)
         review = app.screen
-        assert review.plan.can_publish and not review.mismatches
+        assert isinstance(review, ReviewScreen)
+        assert review.plan is not None and review.plan.can_publish and not review.mismatches
         before = demo.tag()
         await pilot.press("p")
         await pilot.pause()
@@ -83,6 +88,7 @@ async def test_launch_settings_survive_screen_changes_and_are_remembered_per_con
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: setup_ready(app))
         setup = app.screen
+        assert isinstance(setup, SetupScreen)
         versions = setup.query_one("#versions", SelectionList)
         versions.deselect("root")
         versions.select("demo/ckpt-step-2")
@@ -103,9 +109,11 @@ async def test_launch_settings_survive_screen_changes_and_are_remembered_per_con
             modal = app.screen
             await type_text(pilot, bad)
             await pilot.press("enter")
-            await wait_for(
-                pilot, lambda why=why, modal=modal: why in str(modal.query_one("#adddir-error", Static).content)
-            )
+
+            def refused(why: str = why, modal: Screen = modal) -> bool:
+                return why in str(modal.query_one("#adddir-error", Static).content)
+
+            await wait_for(pilot, refused)
             assert app.screen is modal
             await pilot.press("escape")
             await pilot.pause()
@@ -130,6 +138,7 @@ async def test_launch_settings_survive_screen_changes_and_are_remembered_per_con
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
         setup = app.screen
+        assert isinstance(setup, SetupScreen)
         assert setup.ticked() == picks
         assert [setup.query_one(f"#{f}", Input).value for f in ("repeats", "concurrency", "limit", "timeout")] == [
             "2",
@@ -145,9 +154,10 @@ async def test_launch_settings_survive_screen_changes_and_are_remembered_per_con
     async with again.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: setup_ready(again))
         setup = again.screen
+        assert isinstance(setup, SetupScreen)
         assert setup.ticked() == picks
         assert setup.query_one("#limit", Input).value == "2"
-        assert "Launch 5 side by side" in str(setup.query_one("#launch").label)
+        assert "Launch 5 side by side" in str(setup.query_one("#launch", Button).label)
 
 
 async def test_escape_leaves_a_text_field_and_the_keys_work_again(demo):
@@ -182,7 +192,7 @@ async def test_quitting_during_a_launch_asks_and_cancels(demo):
         assert isinstance(app.screen, QuitScreen)
         await pilot.press("c")  # cancel the launch, stay
         await wait_for(pilot, lambda: not app.running)
-        await pilot.pause(0.2)
+        await settled(pilot, "eval")
         assert isinstance(app.screen, RunScreen) and app.is_running
         for label in ("none", "root", "final"):
             s = demo.summary(label)
@@ -224,6 +234,7 @@ async def test_review_refuses_rows_that_do_not_compare_unless_told_publish_anywa
         await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen))
         await settle(pilot)
         review = app.screen
+        assert isinstance(review, ReviewScreen)
         title = str(review.query_one("#review-title", Static).content)
         assert "1 row not comparable with final" in title and "ready to publish" not in title
         box = review.query_one("#review-mismatch", Static)
@@ -261,7 +272,7 @@ async def test_evaluations_on_disk_are_shown_at_once_in_launch_order_with_baseli
         await pilot.press("escape")
         await pilot.press("v")
         await wait_for(pilot, lambda: getattr(app.screen, "paired", None) is not None, timeout=30)
-        assert (app.screen.a, app.screen.b) == ("none", "final")
+        assert isinstance(app.screen, CompareScreen) and (app.screen.a, app.screen.b) == ("none", "final")
         assert str(app.screen.query_one("#verdict", Static).content).startswith("final scores")
 
 
@@ -272,7 +283,8 @@ async def test_a_launch_in_worker_processes_runs_from_the_dashboard(demo):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: setup_ready(app))
         setup = app.screen
-        setup.query_one("#executor").value = "processes"
+        assert isinstance(setup, SetupScreen)
+        setup.query_one("#executor", Select).value = "processes"
         setup.query_one("#limit", Input).value = "2"
         setup.query_one("#repeats", Input).value = "1"
         await pilot.press("l")

@@ -94,10 +94,10 @@ async def test_tree_shows_only_folders_and_yaml(workspace):
         assert [str(n.label) for n in experiments.children] == ["bigger.yaml"]
 
 
-async def test_enter_on_a_yaml_file_opens_it(workspace):
+async def test_enter_on_a_yaml_file_opens_it(monkeypatch, workspace):
     app = make_app()
-    opened = []
-    app.open_config = opened.append
+    opened: list[object] = []
+    monkeypatch.setattr(app, "open_config", opened.append)
     async with app.run_test(size=(120, 40)) as pilot:
         tree = await loaded(pilot)
         assert app.focused is tree  # no recent configs: the files have the focus
@@ -110,14 +110,14 @@ async def test_enter_on_a_yaml_file_opens_it(workspace):
         assert opened == [workspace / "run.yaml"]
 
 
-async def test_enter_on_a_recent_entry_opens_it(workspace, tmp_path):
+async def test_enter_on_a_recent_entry_opens_it(monkeypatch, workspace, tmp_path):
     config = tmp_path / "elsewhere" / "run.yaml"
     config.parent.mkdir()
     config.write_text("x: 1\n")
     write_recent(tmp_path, [config])
     app = make_app()
-    opened = []
-    app.open_config = opened.append
+    opened: list[object] = []
+    monkeypatch.setattr(app, "open_config", opened.append)
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         await pilot.press("enter")
@@ -125,10 +125,10 @@ async def test_enter_on_a_recent_entry_opens_it(workspace, tmp_path):
         assert opened == [config]
 
 
-async def test_typed_path_opens_a_file_or_a_folder_run_yaml(workspace):
+async def test_typed_path_opens_a_file_or_a_folder_run_yaml(monkeypatch, workspace):
     app = make_app()
-    opened = []
-    app.open_config = opened.append
+    opened: list[object] = []
+    monkeypatch.setattr(app, "open_config", opened.append)
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         field = app.screen.query_one("#path", Input)
@@ -147,10 +147,10 @@ async def test_typed_path_opens_a_file_or_a_folder_run_yaml(workspace):
         assert [str(n.label) for n in tree.root.children] == ["bigger.yaml"]
 
 
-async def test_demo_button_and_key(workspace):
+async def test_demo_button_and_key(monkeypatch, workspace):
     app = make_app()
     demos = []
-    app.action_open_demo = lambda: demos.append("demo")
+    monkeypatch.setattr(app, "action_open_demo", lambda: demos.append("demo"))
     async with app.run_test(size=(120, 40)) as pilot:
         await loaded(pilot)
         button = app.screen.query_one("#demo", Button)

@@ -9,7 +9,7 @@ import git
 import pytest
 from demo_copies import copy_workspace
 from fixture_data import fixture_app
-from textual.widgets import Button, DataTable, Markdown, SelectionList, Static
+from textual.widgets import Button, DataTable, Markdown, SelectionList, Static, TabbedContent
 from textual.worker import WorkerCancelled
 
 from hermit_tui.core.publish.apply import publish
@@ -70,7 +70,7 @@ async def test_shows_warnings_table_card_and_diff(config_path):
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
         warnings = text_of(screen.query_one("#review-warnings", Static))
-        assert "⚠ errors: none 6/48, root 6/48, final 6/48 attempts failed (pipeline or judge)" in warnings
+        assert "⚠ errors: none 6/48, root 6/48, final 6/48 attempts ended in an error (pipeline or judge)" in warnings
         assert "⚠ unknown cost: none 9, root 9, final 9 attempts report no cost" in warnings
         assert screen.query_one("#review-warnings").border_title == "⚠ 2 warnings: read before publishing"
         assert not screen.query_one("#review-refusals").display
@@ -83,7 +83,7 @@ async def test_shows_warnings_table_card_and_diff(config_path):
         assert "-Not evaluated yet (`hermit eval`)." in diff and "+| final | 40c22b7 | 16 | 3 | 0.731 [" in diff
         assert "ready to publish" in text_of(screen.query_one("#review-title", Static))
         await pilot.press("d")
-        assert screen.query_one("#review-tabs").active == "tab-diff"
+        assert screen.query_one("#review-tabs", TabbedContent).active == "tab-diff"
 
 
 async def test_refusal_disables_publish(config_path):

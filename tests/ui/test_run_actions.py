@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from fixture_data import fixed_store
 from textual.app import App, ComposeResult
 
 from hermit_tui.core.run import events as ev
+from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.state.store import EvalStore
 from hermit_tui.dashboard.widgets.attempt_grid import ID_WIDTH, AttemptGrid
@@ -31,7 +34,7 @@ async def test_cancel_then_cancel_again_abandons_the_attempts_in_flight():
         await pilot.pause()
         assert [n.message for n in app._notifications][-1] == "Nothing is running"
         run = FakeRun()
-        app.current_run = run
+        app.current_run = cast(EvalRun, run)  # what the app calls on a run, and no more
         app.cancel_or_abandon()
         assert run.calls == [False] and not app.abandoned
         app.cancel_or_abandon()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
+import threading
 
 import pytest
-from textual.widgets import SelectionList
+from demo_copies import copy_workspace
+from textual.widgets import Input, SelectionList, Static
+from waiting import settled, wait_for
 
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.run import RunScreen
@@ -16,20 +18,11 @@ from hermit_tui.dashboard.widgets.attempt_grid import AttemptGrid
 FAST = ["agent.params.latency_scale=0.01"]
 
 
-async def wait_for(pilot, predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
-
-
 @pytest.fixture
-def demo(tmp_path, monkeypatch):
-    from hermit_tui.demo import build_demo
-
+def demo(demo_template, tmp_path, monkeypatch):
+    """A private copy of the demo built once per session (building one is git work: a second or more)."""
     monkeypatch.setenv("HERMIT_TUI_CONFIG_DIR", str(tmp_path / "settings"))
-    return build_demo(tmp_path / "demo")
+    return copy_workspace(demo_template, tmp_path / "demo")
 
 
 def versions_loaded(app) -> bool:
@@ -52,13 +45,13 @@ async def test_setup_lists_versions_and_protocol(demo):
         from rich.console import Console
 
         console = Console(width=100, record=True, file=open("/dev/null", "w"))
-        console.print(app.screen.query_one("#protocol").content)
+        console.print(app.screen.query_one("#protocol", Static).content)
         protocol = console.export_text()
         assert "16 tasks  (train 16, val 8)" in protocol
         assert "pipeline.py:run" in protocol and "judge.py:score" in protocol
         assert app.sub_title.endswith("teaching demonstration")
         # built with the config in its worker, off the event loop, and the checks in it are the banners' warnings
-        assert app.screen.query_one("#protocol").content is app.protocol_view
+        assert app.screen.query_one("#protocol", Static).content is app.protocol_view
         assert all(message.split(":")[0] in " ".join(protocol.split()) for message in app.store.warnings)
         assert len(app.store.warnings) == 2
 
@@ -67,13 +60,13 @@ async def test_launch_watch_to_completion_and_files_agree(demo):
     app = HermitApp(demo, overrides=FAST)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: versions_loaded(app))
-        app.screen.query_one("#repeats").value = "2"
+        app.screen.query_one("#repeats", Input).value = "2"
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         await wait_for(
             pilot, lambda: not app.running and app.store.columns and all(c.summary for c in app.store.columns.values())
         )
-        await pilot.pause(0.2)
+        await settled(pilot, "eval")  # the launch's worker is done and what it posted is on screen
         run_dir = demo.parent / "runs" / "demo" / "eval"
         for label in ("none", "root", "final"):
             col = app.store.columns[label]
@@ -83,7 +76,7 @@ async def test_launch_watch_to_completion_and_files_agree(demo):
             assert col.mean == pytest.approx(on_disk["mean_score"])
         grid = app.screen.query_one(AttemptGrid)
         assert grid.virtual_size.height == 16 + 1
-        status = str(app.screen.query_one("#run-status").content)
+        status = str(app.screen.query_one("#run-status", Static).content)
         assert "finished" in status and "96/96" in status
 
 
@@ -100,8 +93,8 @@ async def test_cancel_keeps_finished_attempts(demo):
         assert "Cancel" in [item.description for item in app.screen.query_one(Footer).items]  # while it runs
         await pilot.press("c")
         await wait_for(pilot, lambda: not app.running, timeout=30)
-        await pilot.pause(0.3)
         # nothing left to cancel: the key leaves the footer (and does nothing)
+        await wait_for(pilot, lambda: "Cancel" not in [item.description for item in app.screen.query_one(Footer).items])
         assert "Cancel" not in [item.description for item in app.screen.query_one(Footer).items]
         assert app.screen.check_action("cancel", ()) is False
         run_dir = demo.parent / "runs" / "demo" / "eval"
@@ -147,11 +140,12 @@ async def test_resume_action_continues_an_interrupted_evaluation(demo):
     from hermit_tui.core.workspace.config import load_config
 
     config = load_config(demo, FAST)
-    holder = {}
+    holder: dict[str, EvalRun] = {}
+    stopped = threading.Event()
 
     def stop_early(event):
-        if isinstance(event, ev.AttemptFinished) and event.record.repeat == 1 and not holder.get("stopped"):
-            holder["stopped"] = True
+        if isinstance(event, ev.AttemptFinished) and event.record.repeat == 1 and not stopped.is_set():
+            stopped.set()
             holder["run"].cancel()
 
     run = holder["run"] = EvalRun(config, ["none"], concurrency=1, on_event=stop_early)

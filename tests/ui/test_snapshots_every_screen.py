@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from fixture_data import fixture_app
-from textual.widgets import SelectionList
+from textual.widgets import DirectoryTree, SelectionList
+from waiting import wait_for
 
 from hermit_tui.dashboard.screens.dialogs.quit import QuitScreen, StoppingScreen
 from hermit_tui.dashboard.screens.setup import AddSelectorScreen
@@ -51,29 +52,23 @@ async def wait_workers(pilot, *groups: str) -> None:
 
 
 async def versions_shown(pilot) -> None:
-    for _ in range(200):
+    def listed() -> bool:
         lists = pilot.app.screen.query(SelectionList)
-        if lists and lists.first().option_count > 1:
-            break
-        await pilot.pause(0.02)
+        return bool(lists) and lists.first().option_count > 1
+
+    await wait_for(pilot, listed, what="the setup screen's versions")
     await pilot.pause()
 
 
 async def compare_ready(pilot) -> None:
-    for _ in range(400):
-        if getattr(pilot.app.screen, "paired", None) is not None:
-            break
-        await pilot.pause(0.05)
-    await pilot.pause(0.2)
+    await wait_for(pilot, lambda: getattr(pilot.app.screen, "paired", None) is not None)
+    await wait_for(pilot, lambda: pilot.app.screen.up_to_date, what="the figures of the store as it is now")
+    await wait_workers(pilot)
 
 
 async def review_ready(pilot) -> None:
-    for _ in range(400):
-        if getattr(pilot.app.screen, "ready", False):
-            break
-        await pilot.pause(0.05)
+    await wait_for(pilot, lambda: getattr(pilot.app.screen, "ready", False))
     await wait_workers(pilot, "review-card")
-    await pilot.pause(0.3)
 
 
 def pushing(screen_factory):
@@ -100,7 +95,10 @@ async def history_listed(pilot) -> None:
 
 
 async def picker_listed(pilot) -> None:
-    await pilot.pause(0.5)  # the file tree loads its folder in a thread
+    # the file tree loads its folder in a worker, and adds the entries at once: wait for them
+    tree = pilot.app.screen.query_one(DirectoryTree)
+    await wait_for(pilot, lambda: len(tree.root.children) > 0, what="the picker's folder")
+    await pilot.pause()
 
 
 # (id, screen shown first, its arguments, what to do before the shot)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from fixture_data import fixture_app
+from waiting import wait_for
 
 SIZES = [(80, 24), (120, 40)]
 
@@ -25,11 +26,11 @@ async def versions_shown(pilot) -> None:
     """The setup screen lists the tree's versions from a worker: wait for them."""
     from textual.widgets import SelectionList
 
-    for _ in range(200):
+    def listed() -> bool:
         selections = pilot.app.screen.query(SelectionList)
-        if selections and selections.first().option_count > 1:
-            break
-        await pilot.pause(0.02)
+        return bool(selections) and selections.first().option_count > 1
+
+    await wait_for(pilot, listed, what="the setup screen's versions")
     await pilot.pause()
 
 

@@ -5,9 +5,12 @@ view (c) and the focus drawn without colour."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from fixture_data import SEVEN_LABELS, fixed_store, fixture_app
-from test_snapshots_every_screen import versions_shown
+from test_snapshots_every_screen import versions_shown, wait_workers
+from waiting import wait_for
 
 from hermit_tui.dashboard.screens.run import RunScreen
 from hermit_tui.dashboard.screens.tasks import TasksScreen
@@ -20,7 +23,12 @@ def workspace(tmp_path_factory):
     """The demo workspace (fixed names: the snapshots show paths relative to it)."""
     from hermit_tui.demo import build_demo
 
-    return build_demo(tmp_path_factory.mktemp("snapshots-seven", numbered=False) / "demo")
+    config = build_demo(tmp_path_factory.mktemp("snapshots-seven", numbered=False) / "demo")
+    shutil.copytree(config.parent / "template", config.parent / "adapters" / "shouty")  # a seventh: a directory
+    return config
+
+
+SEVEN_PICKS = ["none", "root", "demo/ckpt-step-1", "demo/ckpt-step-2", "demo/ckpt-step-3", "final", "adapters/shouty"]
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +45,8 @@ def showing(factory, *keys: str):
         await pilot.pause()
         if keys:
             await pilot.press(*keys)
-        await pilot.pause(0.2)
+        await wait_workers(pilot)  # the table's rows are filled in a worker
+        await pilot.wait_for_scheduled_animations()
 
     return run
 
@@ -57,10 +66,18 @@ def test_seven_selectors(snap_compare, name, before, size):
     assert snap_compare(app, terminal_size=size, run_before=before)
 
 
+async def scrolled_to_the_checks(pilot) -> None:
+    """c focuses the protocol panel and scrolls it to its end, the checks (on a tall terminal nothing scrolls):
+    wait until it is there."""
+    panel = pilot.app.screen.query_one("#setup-protocol")
+    await wait_for(pilot, lambda: pilot.app.focused is panel and panel.scroll_y == panel.max_scroll_y)
+    await pilot.pause()
+
+
 async def checks_shown(pilot) -> None:
     await versions_shown(pilot)
     await pilot.press("c")
-    await pilot.pause(0.2)
+    await scrolled_to_the_checks(pilot)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
@@ -78,10 +95,26 @@ async def test_setup_s_reaches_the_launch_settings_and_c_scrolls_the_protocol_ch
         await pilot.pause()
         assert app.focused is not None and app.focused.id == "repeats"
         await pilot.press("escape", "c")
-        await pilot.pause(0.2)
+        await scrolled_to_the_checks(pilot)
         panel = app.screen.query_one("#setup-protocol")
         assert app.focused is panel
         assert panel.max_scroll_y > 0 and panel.scroll_y == panel.max_scroll_y  # it scrolls, and shows the checks
         await pilot.press("up")
         await pilot.pause()
         assert panel.scroll_y == panel.max_scroll_y - 1
+
+
+async def seven_ticked(pilot) -> None:
+    await versions_shown(pilot)
+    for _ in range(200):
+        if "Launch 7" in str(pilot.app.screen.query_one("#launch").label):
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_setup_with_seven_ticked(snap_compare, workspace, size):
+    app = fixture_app(workspace, "setup")
+    app.launch_settings = {"picks": SEVEN_PICKS, "added": ["adapters/shouty"]}
+    assert snap_compare(app, terminal_size=size, run_before=seven_ticked)

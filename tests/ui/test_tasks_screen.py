@@ -17,7 +17,9 @@ import asyncio
 import threading
 
 from fixture_data import fixed_store, fixture_app
+from textual.content import Content
 from textual.widgets import Input, Static
+from waiting import wait_for
 
 from hermit_tui.core.records.results import AttemptRecord, Judged, Summary
 from hermit_tui.core.run import events as ev
@@ -109,6 +111,7 @@ async def test_f_cycles_the_filters_and_the_chip_of_the_active_one_is_marked():
         await pilot.press("f", "f")
         assert screen.filter == "regressions" and shown(screen) == ["t04", "t10"]
         chips = screen.query_one("#tasks-filters", Static).content
+        assert isinstance(chips, Content)
         marked = [chips.plain[s.start : s.end] for s in chips.spans if "reverse" in str(s.style)]
         assert marked == [" regressions "]
         await pilot.press("f", "f", "f", "f")
@@ -122,8 +125,7 @@ async def test_search_narrows_by_id_or_task_text_as_you_type():
         await pilot.press("slash")
         assert isinstance(screen.focused, Input)
         await pilot.press(*"strings")  # the category of t02, t06, t10
-        await pilot.pause(0.3)  # past the debounce
-        assert shown(screen) == ["t02", "t06", "t10"]
+        await wait_for(pilot, lambda: shown(screen) == ["t02", "t06", "t10"], what="the search, past its debounce")
         assert count_text(screen) == "3 of 12 tasks · all tasks"
         search = screen.query_one("#tasks-search", Input)
         search.value = "number 1"  # "question number 1", 10, 11, 12
@@ -195,7 +197,9 @@ async def test_enter_opens_the_drill_down_for_the_task_under_the_cursor(monkeypa
         await pilot.press("down", "down", "down", "enter")
         await pilot.pause()
         assert calls == [("attempt", {"task_id": "t04"})]
-        await set_filter(pilot, app.screen, "regressions")  # t04, t10; the cursor stayed on t04
+        tasks = app.screen
+        assert isinstance(tasks, TasksScreen)
+        await set_filter(pilot, tasks, "regressions")  # t04, t10; the cursor stayed on t04
         await pilot.press("down", "enter")
         await pilot.pause()
         assert calls[-1] == ("attempt", {"task_id": "t10"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fixture_data import FIXED_LABELS, fixed_records, fixed_store, fixture_app
+from waiting import wait_for
 
 from hermit_tui.core.stats.figures import selector_stats
 
@@ -37,18 +38,14 @@ async def test_palette_threshold_recounts_the_views():
         field = app.screen.query_one("#threshold-input")
         field.value = "0.5"
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "Success threshold 0.5" in str(app.screen.query_one("Banners").content))
         assert app.store.threshold == 0.5
         assert app.store.columns["root"].cells["t12"].solved_once  # 0.5 under root: solved at 0.5, not at 1.0
         banner = str(app.screen.query_one("Banners").content)
         assert "Success threshold 0.5" in banner
         # the compare screen's statistics use it too
         app.push_screen(CompareScreen())
-        for _ in range(200):
-            result = getattr(app.screen, "result", None)
-            if result is not None:
-                break
-            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: getattr(app.screen, "result", None) is not None)
         expected = selector_stats(
             "none", fixed_records("none"), [t["id"] for t in __import__("fixture_data").FIXED_TASKS], threshold=0.5
         )

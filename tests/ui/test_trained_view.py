@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from trained_project import RUN, RUN_DIR, build_trained_project, copy_trained_project
+from textual.widgets import Button, OptionList
+from trained_project import RUN, RUN_DIR, copy_trained_project
+from waiting import wait_for
 
 from hermit_tui.dashboard.app import HermitApp
-from hermit_tui.dashboard.screens.history import HistoryScreen
+from hermit_tui.dashboard.screens.history import HistoryScreen, HistoryTable
 from hermit_tui.dashboard.screens.run import RunScreen
 from hermit_tui.dashboard.screens.setup import SetupScreen
 from hermit_tui.dashboard.screens.tasks import TasksScreen
@@ -24,19 +25,10 @@ PICKS = ["none", "root", f"{RUN}/ckpt-step-1", "final", "adapters/shouty"]
 LAUNCHED = {"none", "root", f"{RUN}_ckpt-step-1", "final", "shouty"}  # the labels hermit-tui gives them
 
 
-async def wait_for(pilot, predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await pilot.pause(0.05)
-
-
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("trained") / "project"
-    build_trained_project(dest)
-    return dest
+def trained(trained_template) -> Path:
+    """The session's trained project: each test copies it (project)."""
+    return trained_template
 
 
 @pytest.fixture
@@ -96,7 +88,8 @@ async def test_the_run_screen_shows_exactly_the_launch_from_its_first_frame(proj
         await pilot.press("s", "h")
         await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen.evaluations)
         history = app.screen
-        table = history.query_one("#history-table")
+        assert isinstance(history, HistoryScreen)
+        table = history.query_one("#history-table", HistoryTable)
         row = next(i for i, e in enumerate(history.evaluations) if e.label == commit and not e.archived)
         table.cursor_row = row
         await pilot.press("enter")
@@ -119,7 +112,7 @@ async def test_the_run_screen_shows_exactly_the_launch_from_its_first_frame(proj
         await wait_for(pilot, lambda: isinstance(app.screen, TasksScreen))
         await pilot.press("x")
         await wait_for(pilot, lambda: app.screen.query("#pick-list"))
-        options = app.screen.query_one("#pick-list")
+        options = app.screen.query_one("#pick-list", OptionList)
         options.highlighted = list(app.store.columns).index("shouty")
         await pilot.press("enter")
         await wait_for(pilot, lambda: "shouty" not in app.store.columns)
@@ -151,7 +144,7 @@ async def test_an_early_l_waits_for_the_versions_and_the_remembered_picks(projec
         await pilot.press("l")
         await pilot.pause()
         assert launched == [] and not app.running
-        label = str(app.screen.query_one("#launch").label)
+        label = str(app.screen.query_one("#launch", Button).label)
         assert "once the versions are read" in label
         assert any("launch starts once they are in place" in n.message for n in app._notifications)
         gate.set()
@@ -190,8 +183,8 @@ async def test_rerun_failed_continues_each_evaluation_with_its_own_repeats(proje
         app.goto("errors")
         await wait_for(pilot, lambda: isinstance(app.screen, ErrorsScreen))
         await pilot.press("R")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmRetry))
-        scopes = [text for text, _ in app.screen.scopes()]
+        confirm = await wait_for(pilot, lambda: app.screen if isinstance(app.screen, ConfirmRetry) else None)
+        scopes = [text for text, _ in confirm.scopes()]
         assert scopes[0].startswith(f"every shown selector: {sum(failed[k] for k in shown)} attempts of 5, 2 launches")
         assert f"only {commit}: {failed[commit]} attempts (1 repeat)" in scopes
         await pilot.press("enter")  # the default is what shift+r asked for: re-run them, every shown selector
@@ -227,9 +220,9 @@ async def test_rerun_of_one_selector(project):
         app.goto("errors")
         await wait_for(pilot, lambda: isinstance(app.screen, ErrorsScreen))
         await pilot.press("R")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmRetry))
-        index = next(i for i, (text, _) in enumerate(app.screen.scopes()) if text.startswith("only root:"))
-        app.screen.query_one("#retry-scope").highlighted = index
+        confirm = await wait_for(pilot, lambda: app.screen if isinstance(app.screen, ConfirmRetry) else None)
+        index = next(i for i, (text, _) in enumerate(confirm.scopes()) if text.startswith("only root:"))
+        confirm.query_one("#retry-scope", OptionList).highlighted = index
         await pilot.press("enter")
         await wait_for(
             pilot,

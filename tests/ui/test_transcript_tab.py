@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from fixture_data import fixed_store
-from textual.widgets import Input, Label, TabbedContent
+from textual.widgets import Input, Label, Static, TabbedContent
 
 from hermit_tui.core.records.folders import open_evaluation
 from hermit_tui.core.run.runner import EvalRun
@@ -75,7 +75,7 @@ async def test_a_hermit_tui_attempt_turn_by_turn_with_folds_search_and_side_by_s
         screen = await open_transcript(pilot, app, "arith-04", "root", 1)
         left = view(screen, "left")
         assert not view(screen, "right").display  # one selector until a second is chosen
-        title = left.query_one(".transcript-title").content
+        title = left.query_one(".transcript-title", Static).content
         assert str(title) == f"root · repeat 1 · ok · score {record.judge.score:.3f}"
         blocks = left.blocks
         messages = sidecar[("arith-04", 1)]
@@ -130,7 +130,7 @@ async def test_a_hermit_tui_attempt_turn_by_turn_with_folds_search_and_side_by_s
         await settle(pilot)
         right = view(screen, "right")
         assert right.display
-        assert str(right.query_one(".transcript-title").content).startswith("none · repeat 2 · ")
+        assert str(right.query_one(".transcript-title", Static).content).startswith("none · repeat 2 · ")
         none_messages = [
             r
             for r in map(json.loads, (config.run_dir / "eval" / "none" / "transcripts.jsonl").read_text().splitlines())
@@ -138,14 +138,14 @@ async def test_a_hermit_tui_attempt_turn_by_turn_with_folds_search_and_side_by_s
         ]
         assert [b.turn.role for b in right.blocks] == [m["role"] for m in none_messages[0]["messages"]]
         assert plain(right.blocks[-1]).splitlines()[1] == store.columns["none"].records[("arith-04", 2)].output
-        assert str(left.query_one(".transcript-title").content).startswith("root · repeat 2 · ")
+        assert str(left.query_one(".transcript-title", Static).content).startswith("root · repeat 2 · ")
         search.value = "calculator"
         await pilot.pause()
         # both sides: the call (name) and the result (its title) on each
         assert str(screen.query_one("#transcript-matches", Label).content) == "4 matches in 4 messages"
 
 
-HERMIT_MESSAGES = [
+HERMIT_MESSAGES: list[dict[str, object]] = [
     {"role": "system", "content": "You answer arithmetic questions."},
     {"role": "user", "content": "What is 250 + 117?"},
     {
@@ -218,7 +218,7 @@ async def test_a_hermit_written_attempt_reads_its_react_log(tmp_path):
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await open_transcript(pilot, app, "s2", "root", 1)
         left = view(screen, "left")
-        assert str(left.query_one(".transcript-note").content) == "5 messages · from hermit's log s2-a1.json"
+        assert str(left.query_one(".transcript-note", Static).content) == "5 messages · from hermit's log s2-a1.json"
         roles = [b.turn.title for b in left.blocks]
         assert roles == ["system", "user", "assistant", "tool result · add (call_250_117)", "assistant"]
         assert "→ add  (call_250_117)" in plain(left.blocks[2]) and '"a": 250' in plain(left.blocks[2])
@@ -226,13 +226,13 @@ async def test_a_hermit_written_attempt_reads_its_react_log(tmp_path):
         panel = screen.query_one(TranscriptPanel)
         panel.choose(left="root", right="root", repeat=2)
         await settle(pilot)
-        gone = str(left.query_one(".transcript-note").content)
+        gone = str(left.query_one(".transcript-note", Static).content)
         assert gone == f"no transcript: the log {tmp_path / '.logs' / 'gone.json'} is not found"
         assert not left.blocks
         panel.choose(repeat=3)
         await settle(pilot)
         assert (
-            str(left.query_one(".transcript-note").content)
+            str(left.query_one(".transcript-note", Static).content)
             == "no transcript: the log s2-a3.log is not hermit's react JSON (open it as text)"
         )
         assert screen.app.screen is screen and not [n for n in app._notifications if n.severity == "error"]
@@ -244,10 +244,10 @@ async def test_an_attempt_without_messages_or_log_is_a_note():
         screen = await open_transcript(pilot, app, "t05", "root", 2)
         left = view(screen, "left")
         assert (
-            str(left.query_one(".transcript-note").content)
+            str(left.query_one(".transcript-note", Static).content)
             == "no transcript: the attempt recorded no messages and no log"
         )
-        assert "\n" not in str(left.query_one(".transcript-note").content)
+        assert "\n" not in str(left.query_one(".transcript-note", Static).content)
 
 
 def _snap_store(tmp_path: Path):
@@ -308,14 +308,16 @@ async def test_an_evaluation_the_real_hermit_eval_wrote_with_its_react_agent(dem
     assert column.summary is not None
     assert column.folder is not None
     assert column.summary.written_by_hermit and not (column.folder / "transcripts.jsonl").exists()
-    logged = json.loads(Path(column.records[("s2", 2)].log).read_text())
+    log = column.records[("s2", 2)].log
+    assert log is not None
+    logged = json.loads(Path(log).read_text())
     app = HermitApp(store=store, live_updates=False)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_transcript(pilot, app, "s2", "root", 2)
         left = view(screen, "left")
         assert (
-            str(left.query_one(".transcript-note").content)
-            == f"5 messages · from hermit's log {Path(column.records[('s2', 2)].log).name}"
+            str(left.query_one(".transcript-note", Static).content)
+            == f"5 messages · from hermit's log {Path(log).name}"
         )
         assert [b.turn.role for b in left.blocks] == [m["role"] for m in logged["messages"]]
         assert plain(left.blocks[2]).splitlines()[1] == "→ add  (call_250_117)"

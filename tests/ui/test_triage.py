@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import io
 import json
+from typing import TypeVar
 
 import pytest
 from fixture_data import annotate_fixed, fixed_store, fixture_app
 from journey_kit import setup_ready, type_text, wait_for
+from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static, Tree
 
 from hermit_tui.core.records.annotations import ANNOTATIONS, JUDGE_DISAGREES, read_annotations
@@ -24,17 +26,21 @@ from hermit_tui.dashboard.widgets.virtual_table import VirtualTable
 
 SIZES = [(80, 24), (200, 50)]
 
+S = TypeVar("S", bound=Screen)
+
 
 def make_app(store=None) -> HermitApp:
     return fixture_app(None, screen=None, store=store)
 
 
-async def push(pilot, screen):
+async def push(pilot, screen: S) -> S:
     await pilot.pause()
     pilot.app.push_screen(screen)
     await pilot.pause()
     await pilot.pause()
-    return pilot.app.screen
+    shown = pilot.app.screen
+    assert isinstance(shown, type(screen))
+    return shown
 
 
 def labels(app, key: str, task: str, repeat: int) -> list[str]:
@@ -106,7 +112,9 @@ async def test_keys_label_the_focused_attempt_and_the_counts_move_on_errors_and_
         assert labels(app, "root", "t05", 2) == ["flaky infrastructure"]
         rows = taxonomy_rows(errors)
         assert rows["flaky infrastructure"] == ["0", "1", "0"] and rows["unlabelled failures"] == ["27", "16", "9"]
-        assert "[flaky infrastructure]" in str(tree.cursor_node.label)  # the leaf shows its labels
+        assert tree.cursor_node is not None and "[flaky infrastructure]" in str(
+            tree.cursor_node.label
+        )  # the leaf shows its labels
 
         compare = await push(pilot, CompareScreen("none", "final"))
         compare.action_show_labels()
@@ -157,7 +165,8 @@ async def test_u_walks_the_unlabelled_failures_regressions_first_on_the_table():
         screen = await push(pilot, TasksScreen())
         assert screen.chosen_attempt() == ("none", "t01", 1)  # the first row's first failure in walk order
         await pilot.press("u")
-        assert screen.chosen_attempt() == ("final", "t04", 1) and screen.table.cursor_value.task_id == "t04"
+        cursor = screen.table.cursor_value
+        assert screen.chosen_attempt() == ("final", "t04", 1) and cursor is not None and cursor.task_id == "t04"
         strip = text_of(screen.query_one("#tasks-triage", Static))
         assert "final · t04 · repeat 1" in strip and "0 of 54 failures labelled" in strip
         await pilot.press("4")  # wrong reasoning, on the target
@@ -165,7 +174,8 @@ async def test_u_walks_the_unlabelled_failures_regressions_first_on_the_table():
         await pilot.press("u")
         assert screen.chosen_attempt() == ("final", "t04", 2)
         await pilot.press("u", "u")  # skipped, unlabelled: t04 r3, then t10 r1
-        assert screen.chosen_attempt() == ("final", "t10", 1) and screen.table.cursor_value.task_id == "t10"
+        cursor = screen.table.cursor_value
+        assert screen.chosen_attempt() == ("final", "t10", 1) and cursor is not None and cursor.task_id == "t10"
         await pilot.press("a")  # the row's next attempt: t10's failures in walk order, then the passes
         assert screen.chosen_attempt() == ("final", "t10", 2)
         assert "1 of 54 failures labelled" in text_of(screen.query_one("#tasks-triage", Static))
@@ -183,9 +193,14 @@ async def test_u_on_the_drill_down_goes_to_the_next_card_then_the_next_task():
         await pilot.pause()
         assert screen.chosen_attempt() == ("final", "t04", 3)
         await pilot.press("u")  # the next regression is t10's: the drill-down shows that task instead
-        await wait_for(pilot, lambda: isinstance(app.screen, AttemptScreen) and app.screen.task_id == "t10")
-        await pilot.pause(0.2)
-        assert app.screen.chosen_attempt() == ("final", "t10", 1)
+        await wait_for(
+            pilot,
+            lambda: (
+                isinstance(app.screen, AttemptScreen)
+                and app.screen.task_id == "t10"
+                and app.screen.chosen_attempt() == ("final", "t10", 1)
+            ),
+        )
         assert len(app.screen_stack) == 2  # replaced, not stacked
 
 
@@ -216,7 +231,7 @@ async def test_note_and_corrected_score_keep_the_judge_score_apart():
         app.screen.query_one("#note-score", Input).value = "high"
         await pilot.press("enter")
         assert isinstance(app.screen, NoteScreen)  # a bad score: said in the dialog, nothing saved
-        assert "not a number" in text_of(app.screen.query_one("#note-error"))
+        assert "not a number" in text_of(app.screen.query_one("#note-error", Static))
         app.screen.query_one("#note-score", Input).value = "1"
         await pilot.press("enter")
         await pilot.pause()
@@ -228,7 +243,8 @@ async def test_note_and_corrected_score_keep_the_judge_score_apart():
         assert "corrected score 1.000 (the judge's 0.500 stays recorded)" in card.annotation.plain
         assert "note half right" in card.annotation.plain
         await pilot.press("1")  # judge disagrees off: the corrected score goes with it
-        assert app.store.annotation("final", "t10", 1).corrected_score is None
+        note = app.store.annotation("final", "t10", 1)
+        assert note is not None and note.corrected_score is None
 
 
 async def test_the_label_set_dialog_changes_keys_1_to_9():
@@ -241,9 +257,10 @@ async def test_the_label_set_dialog_changes_keys_1_to_9():
         app.screen.query_one("#labelset-9", Input).value = "format error"  # already number 2
         await pilot.click("#labelset-ok")
         assert isinstance(app.screen, LabelSetScreen)
-        assert "'format error' is in the set twice" in text_of(app.screen.query_one("#labelset-error"))
+        assert "'format error' is in the set twice" in text_of(app.screen.query_one("#labelset-error", Static))
         app.screen.query_one("#labelset-9", Input).value = ""
-        await pilot.pause(0.4)  # a button ignores presses during its "active" effect after a click
+        # a button ignores presses during its "active" effect after a click: wait for the effect to end
+        await wait_for(pilot, lambda: not app.screen.query_one("#labelset-ok").has_class("-active"))
         await pilot.press("enter")  # on the Save button, focused by the click
         await pilot.pause()
         assert app.store.label_set[7] == "off by one" and len(app.store.label_set) == 8
@@ -288,7 +305,10 @@ async def test_labels_reach_the_evaluation_folder_and_the_label_set_the_settings
         app.goto("tasks")
         await pilot.pause()
         await pilot.press("u")
-        key, task, repeat = app.screen.chosen_attempt()
+        assert isinstance(app.screen, TasksScreen)  # u in the table moves the table's cursor
+        chosen = app.screen.chosen_attempt()
+        assert chosen is not None
+        key, task, repeat = chosen
         await pilot.press("2", "4")
         await wait_for(
             pilot,
@@ -341,12 +361,10 @@ def _push(factory, *keys):
 async def _compare_labels(pilot) -> None:
     await pilot.pause()
     pilot.app.push_screen(CompareScreen("none", "final"))
-    for _ in range(400):
-        if getattr(pilot.app.screen, "paired", None) is not None:
-            break
-        await pilot.pause(0.05)
+    await wait_for(pilot, lambda: getattr(pilot.app.screen, "paired", None) is not None)
     pilot.app.screen.action_show_labels()
-    await pilot.pause(0.2)
+    await wait_for(pilot, lambda: pilot.app.screen.query_one("#tab-labels").display)
+    await pilot.pause()
 
 
 VIEWS = [

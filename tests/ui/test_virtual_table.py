@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.geometry import Size
 
@@ -174,7 +175,9 @@ async def test_zebra_stripes_and_cursor_use_the_component_classes():
         table.zebra_stripes = True
         table.cursor_row = 2
         await pilot.pause()
-        bg = [list(table.render_line(y))[0].style.bgcolor for y in range(5)]
+        styles = [list(table.render_line(y))[0].style for y in range(5)]
+        assert all(style is not None for style in styles)
+        bg = [style.bgcolor for style in styles if style is not None]
         header, row0, row1, row2, row3 = bg
         cursor = table.get_component_rich_style("virtual-table--cursor").bgcolor
         even = table.get_component_rich_style("virtual-table--even-row").bgcolor
@@ -182,13 +185,14 @@ async def test_zebra_stripes_and_cursor_use_the_component_classes():
         assert row0 == even and row2 == cursor and row1 == row3 != even
 
 
-def cell_styles(table: VirtualTable, y: int) -> list[tuple[str, object]]:
-    """(character, style) for every cell of line ``y`` as drawn."""
-    return [(ch, seg.style) for seg in table.render_line(y) for ch in seg.text]
+def cell_styles(table: VirtualTable, y: int) -> list[tuple[str, Style]]:
+    """(character, style) for every cell of line ``y`` as drawn (every segment of the table is styled)."""
+    cells = [(ch, seg.style) for seg in table.render_line(y) for ch in seg.text]
+    assert all(style is not None for _, style in cells)
+    return [(ch, style) for ch, style in cells if style is not None]
 
 
 async def test_cells_keep_their_colours_spans_and_truncation_and_the_cursor_wins_over_them():
-    from rich.style import Style
     from rich.text import Text
 
     values = {

@@ -64,6 +64,7 @@ async def test_changes_lists_the_flips_beside_the_adapters_diff(run_yaml):
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, AlignedScreen) and app.screen.ready)
         aligned = app.screen
+        assert isinstance(aligned, AlignedScreen)
         assert (aligned.task_id, aligned.keys) == ("t3", ["v1", "v2"])
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen)
@@ -76,6 +77,7 @@ async def test_aligned_trajectories_keys(run_yaml):
         app.push_screen(AlignedScreen("t3", ["v1", "v2"]))
         await wait_for(pilot, lambda: isinstance(app.screen, AlignedScreen) and app.screen.ready)
         screen = app.screen
+        assert isinstance(screen, AlignedScreen)
         table = screen.query_one("#aligned-rows", VirtualTable)
         # t3 repeat 1: system, user, search call, its result, then v2's new_tool call and result (inserted), answer
         await wait_for(pilot, lambda: table.cursor_row == 4)
@@ -102,7 +104,7 @@ async def test_aligned_trajectories_keys(run_yaml):
         assert table.has_focus
         # the other repeat: the agents did the same
         await pilot.press("right_square_bracket")
-        assert screen.aligned.repeats[screen.shown] == 2
+        assert screen.aligned is not None and screen.aligned.repeats[screen.shown] == 2
         assert "the agents' steps are the same" in text_of(screen, "#aligned-title")
 
 
@@ -116,6 +118,7 @@ async def test_the_drill_down_opens_the_aligned_trajectories(run_yaml):
         await pilot.press("w")
         await wait_for(pilot, lambda: isinstance(app.screen, AlignedScreen) and app.screen.ready)
         screen = app.screen
+        assert isinstance(screen, AlignedScreen)
         assert set(screen.keys) == {"v1", "v2"} and screen.problem is None
         assert screen.alignment.divergence_step == 1
 
@@ -130,6 +133,7 @@ async def test_the_drill_down_opens_the_pairs_changes(run_yaml):
         await pilot.press("W")
         await wait_for(pilot, lambda: isinstance(app.screen, ChangesScreen) and app.screen.ready)
         screen = app.screen
+        assert isinstance(screen, ChangesScreen)
         assert {screen.a, screen.b} == {"v1", "v2"} and screen.problem is None
         assert ("fixed", "t1") in screen.rows  # as in the test above: t1 is the task v2 fixed
 
@@ -143,8 +147,10 @@ async def test_changes_with_one_evaluation_says_why_not(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.config is not None and "v2" in app.store.keys)
         app.push_screen(ChangesScreen())
-        await wait_for(pilot, lambda: isinstance(app.screen, ChangesScreen) and app.screen.ready)
-        assert "two evaluations" in app.screen.problem
+        changes = await wait_for(
+            pilot, lambda: app.screen if isinstance(app.screen, ChangesScreen) and app.screen.ready else None
+        )
+        assert changes.problem is not None and "two evaluations" in changes.problem
 
 
 # -- snapshots ----------------------------------------------------------------------------------------------------

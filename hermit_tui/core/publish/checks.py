@@ -218,7 +218,7 @@ def collect_warnings(
         w.append(
             "errors: "
             + ", ".join(f"{r.label} {r.errors}/{r.attempts}" for r in failing)
-            + " attempts failed (pipeline or judge) and count as 0: inspect them before trusting the means"
+            + " attempts ended in an error (pipeline or judge) and count as 0: inspect them before trusting the means"
         )
     unknown = [r for r in rows if r.cost_usd is None]
     if unknown:

@@ -139,8 +139,8 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
     )
     if sequential:
         note += (
-            "\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets O'Brien-"
-            "Fleming-type alpha spending over the planned rounds; Jennison & Turnbull 2000): "
+            "\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets error spending "
+            "over the planned rounds, alpha split over the candidates; Jennison & Turnbull 2000): "
             + "; ".join(sequential)
             + ". The decisions and their intervals stay valid although the launch "
             "stopped on what it saw; the per-adapter intervals in the table are the fixed design's."

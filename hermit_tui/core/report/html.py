@@ -32,6 +32,7 @@ from hermit_tui.core.report.html_assets import CSP, CSS, SCRIPT
 from hermit_tui.core.report.html_where import where_sections
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot, esc, means_plot
+from hermit_tui.core.stats.clusters import CLUSTER_METHOD
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
@@ -152,6 +153,10 @@ def _protocol(r: Report) -> str:
     ]
     if sequential_protocol(r):
         rows.append(("stop when decided", esc(sequential_protocol(r))))
+    if r.cluster_by is not None:
+        rows.append(
+            ("clustered by", esc(f"{r.cluster_by}: {r.n_clusters} clusters of the test tasks ({CLUSTER_METHOD})"))
+        )
     checks = "".join(
         f'<li><span class="check-{esc(c.level)}">{esc(c.level)}</span> (<code>{esc(c.code)}</code>): '
         f"{esc(c.message)}</li>"
@@ -379,7 +384,9 @@ def _task_rows(r: Report, errors: Mapping[str, Mapping[str, int]]) -> list[str]:
             extra = f" (n={ts.n})" if ts.n != most[s.label] else ""
             n_err = errors.get(s.label, {}).get(tid, 0)
             extra += _errors_mark(n_err) if n_err else ""
-            cells.append(f"<td class={'s' if ts.solved else 'u'} data-v={exact(ts.mean)}>{ts.mean:.3f}{extra}</td>")
+            # every attempt an error: no score to speak of (the dashboard's ✗), not a 0.000 that reads as measured
+            shown = "✗" if n_err and n_err >= ts.n else f"{ts.mean:.3f}"
+            cells.append(f"<td class={'s' if ts.solved else 'u'} data-v={exact(ts.mean)}>{shown}{extra}</td>")
         for p in r.pairs:
             a, b = per.get(p.a, {}).get(tid), per.get(p.b, {}).get(tid)
             if a is None or b is None:
@@ -415,7 +422,8 @@ def _tasks(r: Report, errors: Mapping[str, Mapping[str, int]]) -> str:
     legend = (
         f"One row per test task (test split order): each selector's mean score over its repeats (✓: solved "
         f"at least once, score ≥ {compact(r.threshold)}; n: repeats when fewer or more than the selector's most; "
-        "⚠ N: N attempts ended in a pipeline or judge error, counted as failures; "
+        "⚠ N: N attempts ended in a pipeline or judge error, counted as failures (✗: every one did, so there is no "
+        "score; it counts as 0 in the means); "
         "—: no attempt), then each pair's difference of task means. The same table with standard deviations: "
         "<code>hermit-tui report --format csv</code>."
     )

@@ -197,12 +197,13 @@ def _answer_fields(taskset: TaskSet) -> list[Check]:
                 fields[key] = fields.get(key, 0) + 1
         if rows:
             named = ", ".join(f"{k} ({n})" for k, n in sorted(fields.items()))
+            rows_carry = f"{rows} {split} task row{'s' * (rows != 1)} {'carries' if rows == 1 else 'carry'}"
             out.append(
                 Check(
                     level="warning",
                     code="answer_fields",
                     message=(
-                        f"{rows} {split} task row{'s' * (rows != 1)} carry answer-like fields: {named}. Every task "
+                        f"{rows_carry} answer-like fields: {named}. Every task "
                         "field is visible in learning material when the task is used for training; keep private "
                         "labels in judge-owned storage"
                     ),

@@ -148,6 +148,11 @@ class LaunchOptions(BaseModel):
                 "--stop-when-decided with --limit: a smoke subset is a wiring check, there is nothing "
                 "to decide (drop one of the two)"
             )
+        elif self.cluster_by is not None:
+            raise ValueError(
+                "--stop-when-decided with --cluster-by: the rounds' sequential test is not clustered yet; run the "
+                "fixed design with --cluster-by, or stop when decided without it"
+            )
         if not self.selectors and not self.retry:
             raise ValueError("no adapter selector given (e.g. --adapter none --adapter root --adapter final)")
         return self

@@ -1,4 +1,5 @@
 """The statistics, pure functions of the records: per-selector intervals, paired comparisons and the test that
 inverts the pair interval (``figures``, ``intervals``), the secondary randomisation test of the sharp null
-(``paired``), the group-sequential design (``sequential``) and its looks recomputed from the files (``looks``).
+(``paired``), clusters above the task and the cluster-robust variance (``clusters``), the group-sequential design
+(``sequential``) and its looks recomputed from the files (``looks``).
 Imports records, the workspace and the base modules only."""

@@ -650,6 +650,7 @@ def pair_stats(
         method=_method_text(interval, "differences of task means, b - a", clusters, units),
         cluster_by=clusters.by if clusters is not None else None,
         n_clusters=units if clusters is not None else None,
+        mde_method=MDE_METHOD if clusters is None else f"{MDE_METHOD}; clustered: n is the clusters, se clustered",
         scale=(-width, width),
         p_value=p_value,
         test=INTERVAL_TEST if p_value is not None else "",

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from hermit_tui.core.present import short_num
 from hermit_tui.core.records.results import SequentialEntry, Summary
 from hermit_tui.core.stats.figures import PairStats, VerdictKind
-from hermit_tui.core.stats.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor, candidate_spend
+from hermit_tui.core.stats.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor, Spending, candidate_spend
 
 
 class SequentialPlan(BaseModel):
@@ -39,6 +39,7 @@ class SequentialPlan(BaseModel):
     method: str = METHOD
     spend: float | None = None  # each candidate's boundaries' total (None: candidate_spend over the candidates)
     split_over: int | None = None  # the candidates alpha is split over (None: len(candidates))
+    spending: Spending = "hsd"  # the spending function ("obf": a launch recorded before issue 25, item 4)
 
     @property
     def family(self) -> int:
@@ -62,6 +63,8 @@ class SequentialPlan(BaseModel):
             changed.append(f"alpha {entry.alpha} -> {self.alpha}")
         if entry.spend is not None and abs(entry.spend - self.each_spend) > 1e-12:
             changed.append(f"alpha spent per candidate {entry.spend:.4g} -> {self.each_spend:.4g}")
+        if entry.method != self.method:  # e.g. a launch begun before the design changed (issue 25, item 4)
+            changed.append("the sequential design (spending function, alpha split) of an earlier hermit-tui version")
         return changed
 
 
@@ -91,6 +94,7 @@ class _Pair:
             alpha=plan.alpha,
             spend=plan.each_spend,
             candidates=plan.family,
+            spending=plan.spending,
             margin=plan.margin,
         )
         self.looks: list[SequentialLook] = []
@@ -193,9 +197,10 @@ def replay(
         margin=entry.margin,
         alpha=entry.alpha,
         method=entry.method,
-        # a summary written before issue 25, item 4, spent the whole alpha for each candidate
+        # a summary written before issue 25, item 4, spent the whole alpha for each candidate, by O'Brien-Fleming
         spend=entry.spend if entry.spend is not None else entry.alpha,
         split_over=entry.split_over or 1,
+        spending="hsd" if "Hwang-Shih-DeCani" in entry.method else "obf",
     )
     tracker = RoundTracker(plan, task_ids)
     if not 1 <= entry.rounds <= entry.max_rounds:
@@ -321,6 +326,8 @@ FIXED_P_NOTE = (
 )
 
 
+AT_STOPPING = "as observed at stopping, which stopping early tends to overstate"
+
 _num = short_num
 
 
@@ -342,7 +349,8 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     if look.decision in ("improvement", "regression"):
         higher = "higher" if d > 0 else "lower"
         word = "an improvement" if look.decision == "improvement" else "a regression"
-        return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({ci}; {when}): {word}."
+        early = f"{AT_STOPPING}; " if look.rounds < look.max_rounds else ""
+        return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({early}{ci}; {when}): {word}."
     if look.decision == "equivalent":
         return f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; {when}): equivalent within ±{look.margin:g}."
     reach = "includes 0" + (f" and reaches beyond ±{look.margin:g}" if look.margin is not None else "")
@@ -403,6 +411,7 @@ def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
 
 
 __all__ = [
+    "AT_STOPPING",
     "FIXED_P_NOTE",
     "SEQUENTIAL_RULE",
     "Records",

@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from hermit_tui.core.present import cost_text
 from hermit_tui.core.stats.figures import ALPHA, POWER, PairStats
 
 DEFAULT_DELTA = 0.05  # the difference a budget is computed for when the user names none
@@ -211,7 +212,7 @@ def advice_text(b: NoiseBudget) -> str:
     notes = []
     if b.cost_per_attempt_usd is not None:
         notes.append(
-            f"at ${b.cost_per_attempt_usd:.4f} per attempt (the known mean"
+            f"at {cost_text(b.cost_per_attempt_usd)} per attempt (the known mean"
             + (f"; {b.cost_unknown_attempts} attempts reported no cost" if b.cost_unknown_attempts else "")
             + ")"
         )

@@ -179,6 +179,16 @@ def _as_directory(text: str, config: Config) -> Path | None:
     return None if path is None else Path(os.path.abspath(path))
 
 
+def _looks_like_a_missing_directory(text: str, folder: Path | None) -> bool:
+    """``text`` names a path whose folder exists but not the path itself (``adapters/nope``), or is written as a
+    path (``./x``, ``../x``, ``/x``, ``x/``): a missing directory rather than an unknown version of the tree."""
+    if folder is None or folder.exists():
+        return False
+    if text.startswith(("./", "../", "/", "~")) or text.endswith("/"):
+        return True
+    return "/" in text and folder.parent.is_dir()
+
+
 def resolve_selector(text: str, config: Config) -> Selector:
     """Resolve one ``--adapter`` text; InputError (one line) when it names nothing usable."""
     if text == "none":
@@ -216,6 +226,10 @@ def resolve_selector(text: str, config: Config) -> Selector:
             except InputError:
                 if is_dir:
                     raise InputError(f"adapter directory {folder} has no {MANIFEST}") from None
+                if _looks_like_a_missing_directory(text, folder):
+                    raise InputError(
+                        f"no such directory: {folder} (and no tag or commit '{text}' in the adapter tree)"
+                    ) from None
                 raise
             kind = "tag" if refname and refname.startswith("refs/tags/") else "commit"
             ref, label = (text if refname else commit), label_for(text)
@@ -299,7 +313,9 @@ def describe_selector(text: str, config: Config) -> str:
     InputError (one line) when it names nothing usable. Text that looks like an option never reaches git."""
     sel = resolve_selector(text, config)
     if sel.kind == "directory":
-        return f"adapter directory {sel.path}"
+        files = f" · files {sel.content_hash[:7]}" if sel.content_hash else ""
+        inside = sel.path is not None and Path(sel.path).is_relative_to(Path(config.base).resolve())
+        return f"adapter directory{'' if inside else f' {sel.path}'}{files}"  # inside the project: its text says where
     if sel.kind in ("root", "final", "tag"):
         return f"tag · {str(sel.commit)[:7]}"
     return f"commit {str(sel.commit)[:7]}"

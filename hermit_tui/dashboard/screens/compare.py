@@ -31,6 +31,7 @@ from hermit_tui.dashboard.screens.compare_figures import (
     pair_text,
     power_text,
     protocol_check,
+    recorded_clusters,
     split_text,
     verdict_kind,
     with_pair,
@@ -243,6 +244,7 @@ class CompareScreen(HermitScreen[None]):
         task_ids = list(store.task_ids)
         threshold = store.threshold
         summaries = (store.columns[a].summary, store.columns[b].summary)
+        clusters = recorded_clusters(store.tasks, task_ids, summaries)
         live = live_rounds(store, a, b)
         key = self._computed = (store.data_version, a, b)
         self._busy = True
@@ -252,11 +254,11 @@ class CompareScreen(HermitScreen[None]):
         def work() -> None:
             worker = get_current_worker()
             try:
-                first = compare_selectors(a, records_a, b, records_b, task_ids, threshold)
+                first = compare_selectors(a, records_a, b, records_b, task_ids, threshold, clusters)
                 if worker.is_cancelled:
                     return
                 self.app.call_from_thread(self._show, first, key)
-                full = with_pair(first, records_a, records_b, task_ids, threshold)
+                full = with_pair(first, records_a, records_b, task_ids, threshold, clusters)
                 full = with_sequential(full, summaries, records_a, records_b, task_ids, live)
             except Exception as exc:  # a bug in a figure must not leave the screen waiting forever
                 self.app.call_from_thread(self._failed, key, f"{type(exc).__name__}: {exc}")

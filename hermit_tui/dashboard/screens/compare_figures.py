@@ -6,7 +6,7 @@ shows for them (the numbers table, the variance split, the paired difference, po
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,6 +14,7 @@ from rich.text import Text
 
 from hermit_tui.core.present import NO_SPREAD_POWER, SHARP_TEST_ROW, p_text, p_value, partial_cost
 from hermit_tui.core.records.index import Snapshot
+from hermit_tui.core.stats.clusters import Clustering
 from hermit_tui.core.stats.figures import PairStats, SelectorStats, VerdictKind
 from hermit_tui.core.workspace.fingerprint import differences
 from hermit_tui.dashboard.widgets import plots
@@ -103,22 +104,51 @@ def compare(
 
 
 def with_pair(
-    c: Comparison, records_a: Attempts, records_b: Attempts, task_ids: Sequence[str] | None, threshold: float = 1.0
+    c: Comparison,
+    records_a: Attempts,
+    records_b: Attempts,
+    task_ids: Sequence[str] | None,
+    threshold: float = 1.0,
+    clusters: Clustering | None = None,
 ) -> Comparison:
-    """``c`` with its paired statistics (a permutation test: seconds on thousands of tasks)."""
+    """``c`` with its paired statistics (a permutation test: seconds on thousands of tasks); ``clusters``: as
+    :func:`compare_selectors`."""
     from hermit_tui.core.stats.figures import pair_stats
 
-    return replace(c, pair=pair_stats(c.a, records_a, c.b, records_b, task_ids, threshold=threshold))
+    pair = pair_stats(c.a, records_a, c.b, records_b, task_ids, threshold=threshold, clusters=clusters)
+    return replace(c, pair=pair)
+
+
+def recorded_clusters(
+    tasks: Mapping[str, Mapping[str, object]], task_ids: Sequence[str], summaries: Sequence[Any]
+) -> Clustering | None:
+    """The clusters both evaluations were launched with (``eval --cluster-by``, their fingerprints), as the report
+    uses them by default; None when they were not, or when the task rows no longer give at least 2 clusters."""
+    from hermit_tui.core.errors import InputError
+    from hermit_tui.core.stats.clusters import resolve_clustering
+
+    recorded = [s.fingerprint.cluster_by if s is not None and s.fingerprint else None for s in summaries]
+    try:
+        return resolve_clustering(tasks, task_ids, None, recorded)
+    except InputError:
+        return None
 
 
 def compare_selectors(
-    a: str, records_a: Attempts, b: str, records_b: Attempts, task_ids: Sequence[str] | None, threshold: float = 1.0
+    a: str,
+    records_a: Attempts,
+    b: str,
+    records_b: Attempts,
+    task_ids: Sequence[str] | None,
+    threshold: float = 1.0,
+    clusters: Clustering | None = None,
 ) -> Comparison:
-    """Each selector's statistics and the plot series, without the paired statistics."""
+    """Each selector's statistics and the plot series, without the paired statistics. ``clusters``: the figures
+    clustered by them (``core.stats.clusters``), as ``report`` clusters them."""
     from hermit_tui.core.stats.figures import selector_stats
 
-    sa = selector_stats(a, records_a, task_ids, threshold=threshold)
-    sb = selector_stats(b, records_b, task_ids, threshold=threshold)
+    sa = selector_stats(a, records_a, task_ids, threshold=threshold, clusters=clusters)
+    sb = selector_stats(b, records_b, task_ids, threshold=threshold, clusters=clusters)
     means = {a: plots.task_means(sa)} | ({b: plots.task_means(sb)} if b != a else {})
     return Comparison(
         a=a,
@@ -216,8 +246,9 @@ def pair_text(p: PairStats) -> Text:
     ci = interval(p.ci_low, p.ci_high, "repeated 95% CI" if p.sequential else "95% CI")
     kind = f" (sequential, after round {p.sequential.rounds})" if p.sequential else interval_kind(p.ci_method)
     text.append(f"  {ci}{kind}" if ci else "")
+    clustered = f", clustered by {p.cluster_by}: {p.n_clusters} clusters" if p.cluster_by is not None else ""
     text.append(
-        f"  (se {num(p.se)}; {p.n_paired} paired tasks"
+        f"  (se {num(p.se)}; {p.n_paired} paired tasks{clustered}"
         + (f", {p.n_unpaired} unpaired left out)" if p.n_unpaired else ")")
     )
     text.append(f"\n{p_text(p.p_value)}", style="bold")
@@ -265,6 +296,11 @@ def needed_text(c: Comparison, delta: float) -> str:
     p = c.pair
     if p is None:
         return ""
+    if p.n_clusters is not None:
+        return (
+            f"To detect a difference of {delta:g}: not projected: the figures are clustered by {p.cluster_by} "
+            f"({p.n_clusters} clusters), and what more tasks or repeats would do depends on the clusters they fall in"
+        )
 
     def rate(f: Facts) -> CostRate:
         return CostRate(known_usd=f.known_cost, known_attempts=f.known, unknown_attempts=f.unknown)
@@ -324,6 +360,7 @@ __all__ = [
     "pair_text",
     "power_text",
     "protocol_check",
+    "recorded_clusters",
     "split_text",
     "verdict_kind",
     "wilson",

@@ -163,6 +163,7 @@ class HistoryScreen(HermitScreen[None]):
         super().__init__(**kwargs)
         self.evaluations: list[StoredEvaluation] = []
         self.selected: set[Path] = set()  # folders
+        self._typing_folder = False  # the user went to the folder field (/): a late listing leaves the focus there
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -180,8 +181,7 @@ class HistoryScreen(HermitScreen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(HistoryTable)
-        table.set_columns(COLUMNS)
-        table.display = False
+        table.set_columns(COLUMNS)  # shown (empty) until the listing arrives, so that it has the focus from the start
         self.query_one("#history-empty").display = False
         title = "Evaluations"
         if self.run_dir is not None:
@@ -232,8 +232,10 @@ class HistoryScreen(HermitScreen[None]):
             "path of an evaluation folder below (/)."
         )
         self._show_rows()
-        if found and not isinstance(self.focused, Input):
-            table.focus()  # shown only now: the focus asked for on mount may not have reached a hidden table
+        if found and not self._typing_folder:
+            # shown only now: on mount the hidden table could not take the focus, and the screen gave it to the
+            # folder field; the table takes it unless the user went to that field (/) on purpose
+            table.focus()
 
     def _show_rows(self) -> None:
         table = self.query_one(HistoryTable)
@@ -364,6 +366,7 @@ class HistoryScreen(HermitScreen[None]):
         self.run_worker(read, thread=True, exclusive=True, group="history-open", name="open-folder")
 
     def focus_main(self) -> None:
+        self._typing_folder = False
         table = self.query_one(HistoryTable)
         if table.display:
             table.focus()
@@ -371,6 +374,7 @@ class HistoryScreen(HermitScreen[None]):
             self.set_focus(None)
 
     def action_open_folder(self) -> None:
+        self._typing_folder = True
         self.query_one("#open-folder", Input).focus()
 
     def action_back(self) -> None:

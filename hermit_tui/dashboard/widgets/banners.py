@@ -95,6 +95,7 @@ class Banners(Static):
     DEFAULT_CSS = """
     Banners { height: auto; max-height: 6; overflow-y: auto; text-wrap: nowrap; text-overflow: ellipsis; }
     Banners.-empty { display: none; }
+    Banners.-read { max-height: 12; text-wrap: wrap; }
     """
 
     def __init__(self, *args, **kwargs):
@@ -114,6 +115,8 @@ class Banners(Static):
     def redraw(self) -> None:
         lines = self._lines
         full = self.expanded() or len(lines) <= 1
+        # expanded on purpose (!): every warning in full, wrapped, rather than each cut to a line
+        self.set_class(getattr(self.app, "banners_expanded", None) is True, "-read")
         if self._shown == (lines, full):
             return
         self._shown = (list(lines), full)

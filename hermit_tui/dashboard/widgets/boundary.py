@@ -74,7 +74,7 @@ def view_text(v: SequentialView) -> Text:
 def series(v: SequentialView) -> BoundarySeries:
     return BoundarySeries(
         label=f"{v.b} − {v.a}",
-        boundaries=list(round_boundaries(v.max_rounds, v.alpha)),
+        boundaries=list(round_boundaries(v.max_rounds, v.alpha, v.looks[0].spending if v.looks else "hsd")),
         observed=[look.z for look in v.looks],
     )
 

@@ -50,14 +50,17 @@ def progress_text(col: Column) -> Text:
     return text
 
 
+LABEL = 17  # characters of a selector's name beside its bar
+
+
 class SelectorProgress(Horizontal):
     """A row: label, bar, figures."""
 
     DEFAULT_CSS = """
     SelectorProgress { height: 1; }
-    SelectorProgress .sp-label { width: 12; text-style: bold; }
-    SelectorProgress ProgressBar { width: 14; }
-    SelectorProgress ProgressBar Bar { width: 12; }
+    SelectorProgress .sp-label { width: 18; text-style: bold; }
+    SelectorProgress ProgressBar { width: 10; }
+    SelectorProgress ProgressBar Bar { width: 8; }
     SelectorProgress .sp-figures { width: 1fr; height: 1; overflow: hidden; }
     """
 
@@ -67,7 +70,8 @@ class SelectorProgress(Horizontal):
         self._column: Column | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(one_line(self.key)[:11]), classes="sp-label")
+        name = one_line(self.key)  # "demo_ckpt-step-1" whole; a longer name ends in an ellipsis, never cut silently
+        yield Static(Text(name if len(name) <= LABEL else name[: LABEL - 1] + "…"), classes="sp-label")
         yield ProgressBar(total=None, show_eta=False, show_percentage=False)
         yield Static("", classes="sp-figures")
 
