@@ -220,7 +220,7 @@ def advice_text(b: NoiseBudget) -> str:
         notes.append("no attempt reported a cost, so the cost stays unknown")
     if b.tasks.needed is not None and not b.tasks.enough_already:
         notes.append(FIXED_SPLIT_NOTE)
-    return head + levers + (". " + "; ".join(notes) if notes else "") + "."
+    return head + levers + (", " + "; ".join(notes) if notes else "") + "."
 
 
 # ------------------------------------------------------------------------------------------ a sequential launch
