@@ -204,3 +204,24 @@ def test_the_audits_worst_cells_now_cover():
     m = rng.binomial(10, p) / 10  # the former interval: 0.87
     low, high, _ = unit_bounds(m.mean(1), m.var(1, ddof=1), g, attempts_cap(np.full(g, 10)))
     assert np.mean((low <= mu) & (mu <= high)) >= 0.93
+
+
+@pytest.mark.parametrize(
+    ("ma", "mb"),
+    [([2 / 3, 1 / 3], [0.5, 1 / 3]), ([0.2, 0.5, 0.9], [0.4, 0.6, 0.8]), ([0.0, 1.0, 0.5], [0.3, 1.0, 0.9])],
+)
+def test_below_four_paired_tasks_the_pair_interval_is_at_least_the_t_interval_on_the_differences(ma, mb):
+    """With 2 tasks the correlation of the two selectors' task means is always +-1, which collapsed the recombined
+    interval (a 2-task slice showed p < 0.001); below 4 tasks the interval holds the t interval on the differences."""
+    import numpy as np
+    from scipy import stats
+
+    from hermit_tui.core.stats.intervals import pair_interval
+
+    a, b = np.array(ma), np.array(mb)
+    k = np.full(len(a), 3)
+    iv = pair_interval(a, b, k, k, False, False, 0.0, 1.0)
+    assert iv is not None
+    d = b - a
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    assert iv.low <= max(d.mean() - half, -1.0) + 1e-12 and iv.high >= min(d.mean() + half, 1.0) - 1e-12

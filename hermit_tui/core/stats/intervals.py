@@ -219,6 +219,9 @@ def task_mean_interval(
     )
 
 
+SMALL_PAIR = 4  # below this many paired units the pair interval is at least the t interval on the differences
+
+
 def _corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pearson's correlation along the last axis; 0 where either side has no spread."""
     ac, bc = a - a.mean(-1, keepdims=True), b - b.mean(-1, keepdims=True)
@@ -261,6 +264,13 @@ def pair_bounds(
     low = d - np.sqrt(np.maximum((b - lb) ** 2 - 2 * r * (b - lb) * (ua - a) + (ua - a) ** 2, 0.0))
     high = d + np.sqrt(np.maximum((ub - b) ** 2 - 2 * r * (ub - b) * (a - la) + (a - la) ** 2, 0.0))
     diffs = mb - ma
+    if units < SMALL_PAIR:
+        # the correlation of two task means is not estimable from so few units (with 2 it is always +-1, which
+        # collapses the recombined interval): never narrower than the t interval on the differences
+        crit = t_quantile(max(int(units) - 1, 1), level)
+        se2 = diffs.var(-1, ddof=1) / g if se2_a is None or se2_b is None else np.maximum(se2_a + se2_b - 2 * cov, 0.0)
+        half = crit * np.sqrt(se2)
+        low, high = np.minimum(low, d - half), np.maximum(high, d + half)
     flat = np.ptp(diffs, axis=-1) <= 1e-12
     q = no_spread_share(g, level)
     low = np.where(flat, d - q * (d + 1), low)
