@@ -155,8 +155,10 @@ def run(args) -> int:
         raise InputError(f"--details-max-mb goes with --format html, not --format {args.format}")
     if args.details_max_mb is not None and not (math.isfinite(args.details_max_mb) and args.details_max_mb >= 0):
         raise InputError(f"--details-max-mb must be a number of megabytes, 0 or more, got {args.details_max_mb}")
-    if args.noise_at is not None and not (math.isfinite(args.noise_at) and args.noise_at > 0):
-        raise InputError(f"--noise-at must be a difference above 0, got {args.noise_at}")
+    if args.noise_at is not None:  # refused before anything is read
+        from hermit_tui.core.stats.noise import check_delta
+
+        check_delta(args.noise_at)
     output = Path(args.output).expanduser() if args.output else None
     if output is not None:
         _check_output(output, args.force)

@@ -379,12 +379,9 @@ def build_report(
 
 def _noise(report: Report, delta: float | None) -> list[NoiseBudget]:
     """Per fixed-design pair, its noise budget at ``delta``, priced at the two selectors' known cost per attempt."""
-    from hermit_tui.core.stats.noise import DEFAULT_DELTA, CostRate, noise_budget
+    from hermit_tui.core.stats.noise import DEFAULT_DELTA, CostRate, check_delta, noise_budget
 
-    if delta is None:
-        delta = DEFAULT_DELTA
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or delta <= 0:
-        raise InputError(f"--noise-at must be a difference above 0, got {delta!r}")
+    delta = DEFAULT_DELTA if delta is None else check_delta(delta)
     by = {s.label: s for s in report.selectors}
 
     def rate(s: SelectorReport) -> CostRate:

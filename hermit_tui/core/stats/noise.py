@@ -22,12 +22,21 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_text
 from hermit_tui.core.stats.figures import ALPHA, POWER, PairStats
 
 DEFAULT_DELTA = 0.05  # the difference a budget is computed for when the user names none
 JUDGE_NOTE = "the judge's own noise is not separable (it ran once per attempt): it is inside the run-to-run part"
 FIXED_SPLIT_NOTE = "more tasks means a larger test split: a new protocol, with every selector evaluated again on it"
+
+
+def check_delta(delta: object, option: str = "--noise-at") -> float:
+    """``delta`` as the difference a budget is computed for (a finite number above 0), or an InputError naming
+    ``option``."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta) or delta <= 0:
+        raise InputError(f"{option} must be a difference above 0, got {delta!r}")
+    return float(delta)
 
 
 class CostRate(BaseModel):
@@ -308,6 +317,7 @@ __all__ = [
     "NoiseBudget",
     "RoundProjection",
     "advice_text",
+    "check_delta",
     "noise_budget",
     "round_projection",
     "variance_text",
