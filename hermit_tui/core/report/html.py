@@ -29,6 +29,8 @@ from hermit_tui.core.report.formatting import (
     sequential_protocol,
 )
 from hermit_tui.core.report.html_assets import CSP, CSS, SCRIPT
+from hermit_tui.core.report.html_tables import grid as _grid
+from hermit_tui.core.report.html_tables import kv as _kv
 from hermit_tui.core.report.html_where import where_sections
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot, esc, means_plot
@@ -79,29 +81,6 @@ def _data(**values: Any) -> str:
         f' data-{k.replace("_", "-")}="{esc(exact(v) if isinstance(v, float) else v)}"'
         for k, v in values.items()
         if v is not None
-    )
-
-
-def _kv(rows: list[tuple[str, str]]) -> str:
-    """A two-column table of (name, html) rows; the names are escaped here, the values are html already."""
-    return (
-        '<div class="scroll"><table class="kv"><tbody>'
-        + "".join(f'<tr><th scope="row">{esc(k)}</th><td>{v}</td></tr>' for k, v in rows)
-        + "</tbody></table></div>"
-    )
-
-
-def _grid(header: list[str], rows: list[list[str]], numeric: frozenset[int] = frozenset(), cls: str = "") -> str:
-    """A table: header text (escaped here), rows of html cells; the ``numeric`` columns right-aligned."""
-
-    def num(i: int) -> str:
-        return ' class="num"' if i in numeric else ""
-
-    head = "".join(f'<th scope="col"{num(i)}>{esc(h)}</th>' for i, h in enumerate(header))
-    body = "".join("<tr>" + "".join(f"<td{num(i)}>{c}</td>" for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return (
-        f'<div class="scroll"><table{f" class={cls}" if cls else ""}><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>"
     )
 
 

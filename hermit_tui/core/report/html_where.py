@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hermit_tui.core.present import p_value
 from hermit_tui.core.report.formatting import figure
+from hermit_tui.core.report.html_tables import grid
 from hermit_tui.core.report.model import Report
 from hermit_tui.core.report.svg import esc
 from hermit_tui.core.stats.passk import PassFigure
@@ -29,8 +30,6 @@ def _ci(low: float | None, high: float | None) -> str:
 
 
 def slices_html(r: Report) -> str:
-    from hermit_tui.core.report.html import _grid
-
     sr = r.slices
     if sr is None:
         return ""
@@ -72,7 +71,7 @@ def slices_html(r: Report) -> str:
             )
         blocks.append(
             f"<h3>{esc(b)} − {esc(a)}</h3>"
-            + _grid(
+            + grid(
                 ["slice", "tasks", a, b, f"{b} − {a}", "95% CI", "p", "p (BH)", "hurt p (Holm)", "reading"],
                 rows,
                 numeric=frozenset({1, 2, 3, 4, 6, 7, 8}),
@@ -85,15 +84,13 @@ def slices_html(r: Report) -> str:
 
 
 def harmed_html(r: Report) -> str:
-    from hermit_tui.core.report.html import _grid
-
     if not r.harm:
         return ""
     blocks = []
     for h in r.harm:
         note = f"{h.test}; {h.adjustment} over the {h.tested} tasks, q = {h.q:g}. {h.note[:1].upper()}{h.note[1:]}."
         table = (
-            _grid(
+            grid(
                 ["task", h.baseline, h.candidate, "difference", "p", "q"],
                 [
                     [
@@ -120,8 +117,6 @@ def harmed_html(r: Report) -> str:
 
 
 def bounds_html(r: Report) -> str:
-    from hermit_tui.core.report.html import _grid
-
     if not r.error_bounds:
         return ""
     blocks = []
@@ -133,7 +128,7 @@ def bounds_html(r: Report) -> str:
         blocks.append(
             f'<article class="bounds" data-holds="{str(eb.holds).lower()}"><h3>{esc(eb.b)} − {esc(eb.a)}</h3>'
             f"<p>{esc(eb.sentence[:1].upper() + eb.sentence[1:])}.</p>"
-            + _grid(["errors counted", "paired tasks", "difference", "95% CI", "reading"], rows, frozenset({1, 2}))
+            + grid(["errors counted", "paired tasks", "difference", "95% CI", "reading"], rows, frozenset({1, 2}))
             + "</article>"
         )
     intro = (
@@ -144,8 +139,6 @@ def bounds_html(r: Report) -> str:
 
 
 def pass_k_html(r: Report) -> str:
-    from hermit_tui.core.report.html import _grid
-
     pk = r.pass_k
     if pk is None or not pk.selectors:
         return ""
@@ -166,7 +159,7 @@ def pass_k_html(r: Report) -> str:
     )
     return (
         f'<section id="pass-k"><h2>pass@k and pass^k</h2><p class="note">{intro}</p>'
-        f"{_grid(['figure', 'value (95% CI)'], rows)}</section>"
+        f"{grid(['figure', 'value (95% CI)'], rows)}</section>"
     )
 
 
