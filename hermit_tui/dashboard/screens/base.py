@@ -82,3 +82,17 @@ def opened(app: HermitApp) -> tuple[Config, TaskSet]:
     if app.config is None or app.taskset is None:
         raise RuntimeError("no config is open (the picker comes first)")
     return app.config, app.taskset
+
+
+def shown_pair(app: HermitApp, a: str | None, b: str | None, needs: str) -> tuple[str, str]:
+    """The pair (a, b) of evaluations in the view a pair screen shows: the ones asked for when they are there, else
+    the first and the last other one. An InputError (``needs``: the screen's name and verb, e.g. "Slices need")
+    with fewer than two evaluations."""
+    from hermit_tui.core.errors import InputError
+
+    keys = app.store.keys
+    if len(keys) < 2:
+        raise InputError(f"{needs} two evaluations: evaluate at least two selectors first")
+    first = a if a in keys else keys[0]
+    second = b if b in keys and b != first else next(k for k in reversed(keys) if k != first)
+    return first, second

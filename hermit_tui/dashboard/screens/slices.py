@@ -19,7 +19,7 @@ from hermit_tui.core.present import p_value
 from hermit_tui.core.stats.slices import MIN_TASKS, Slice, SlicePair, SliceReport, groups_by_field, slice_report
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
-from hermit_tui.dashboard.screens.base import HermitScreen, opened
+from hermit_tui.dashboard.screens.base import HermitScreen, opened, shown_pair
 from hermit_tui.dashboard.widgets.footer import Footer
 from hermit_tui.dashboard.widgets.virtual_table import VColumn, VirtualTable
 
@@ -83,7 +83,18 @@ class SlicesScreen(HermitScreen[None]):
     def on_mount(self) -> None:
         self.title = "Slices"
         _, taskset = opened(self.app)
-        self.fields = sliceable_fields(taskset.tasks, taskset.test_ids)
+        tasks, test_ids = taskset.tasks, list(taskset.test_ids)
+        # every test task's row is looked at: off the event loop (111,112 tasks take a while)
+        self.query_one("#slices-title", Static).update(Text("reading the task rows' fields…", style="italic"))
+
+        def work() -> None:
+            fields = sliceable_fields(tasks, test_ids)
+            self.app.call_from_thread(self._fields_ready, fields)
+
+        self.run_worker(work, thread=True, exclusive=True, group="slices-fields", name="slice-fields")
+
+    def _fields_ready(self, fields: list[str]) -> None:
+        self.fields = fields
         select = self.query_one("#slices-field", Select)
         select.set_options([(f, f) for f in self.fields])
         if self.field not in self.fields:
@@ -102,16 +113,6 @@ class SlicesScreen(HermitScreen[None]):
     def ready(self) -> bool:
         return self.report is not None or self.problem is not None
 
-    def _pair(self) -> tuple[str, str]:
-        store = self.app.store
-        keys = store.keys
-        if len(keys) < 2:
-            raise InputError("Slices need two evaluations: evaluate at least two selectors first")
-        a = self.a if self.a in keys else keys[0]
-        b = self.b if self.b in keys and self.b != a else next(k for k in reversed(keys) if k != a)
-        self.a, self.b = a, b
-        return a, b
-
     def start(self) -> None:
         from hermit_tui.core.records.scores import tabulate
 
@@ -119,7 +120,7 @@ class SlicesScreen(HermitScreen[None]):
         field = self.field
         try:
             _, taskset = opened(self.app)
-            a, b = self._pair()
+            a, b = self.a, self.b = shown_pair(self.app, self.a, self.b, "Slices need")
             if field is None:
                 raise InputError("choose a field to slice by")
             groups = groups_by_field(taskset.tasks, taskset.test_ids, field)

@@ -17,7 +17,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.why.pair import FLIPS, PairWhy, pair_why
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
-from hermit_tui.dashboard.screens.base import HermitScreen, opened
+from hermit_tui.dashboard.screens.base import HermitScreen, opened, shown_pair
 from hermit_tui.dashboard.widgets.footer import Footer
 from hermit_tui.dashboard.widgets.virtual_table import VColumn, VirtualTable
 from hermit_tui.dashboard.widgets.why_text import pair_text
@@ -72,14 +72,9 @@ class ChangesScreen(HermitScreen[None]):
         return self.pair is not None or self.problem is not None
 
     def _pair(self) -> tuple[str, str]:
+        self.a, self.b = shown_pair(self.app, self.a, self.b, "Changes needs")
         store = self.app.store
-        keys = store.keys
-        if len(keys) < 2:
-            raise InputError("Changes needs two evaluations: evaluate at least two selectors first")
-        a = self.a if self.a in keys else keys[0]
-        b = self.b if self.b in keys and self.b != a else next(k for k in reversed(keys) if k != a)
-        self.a, self.b = a, b
-        return store.columns[a].selector, store.columns[b].selector
+        return store.columns[self.a].selector, store.columns[self.b].selector
 
     def start(self) -> None:
         self.pair, self.problem = None, None
