@@ -25,9 +25,17 @@ import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.records.scores import TaskTable, score_range
-from hermit_tui.core.stats.figures import TIE_TOL, TRANSITIONS, _t_power, _transitions, selector_stats
-from hermit_tui.core.stats.intervals import pair_interval, pair_p_value
+from hermit_tui.core.records.scores import TaskTable
+from hermit_tui.core.stats.figures import TIE_TOL, TRANSITIONS, _t_power, _transitions
+from hermit_tui.core.stats.intervals import (
+    PairSummary,
+    attempts_cap,
+    pair_interval,
+    pair_summary,
+    stack_summaries,
+    summary_p_values,
+    task_mean_interval,
+)
 from hermit_tui.core.stats.multiplicity import BH, HOLM, benjamini_hochberg, holm
 
 HURT_ALPHA = 0.025  # one-sided, the lower half of a two-sided 95% interval
@@ -171,41 +179,144 @@ def _p_hurt(p_two_sided: float | None, mean: float | None, margin: float) -> flo
     return p_two_sided / 2 if mean < -margin else 1 - p_two_sided / 2
 
 
-def _slice_pair(a: str, ta: TaskTable, b: str, tb: TaskTable, margin: float) -> SlicePair:
+class _Columns:
+    """One selector's TaskTable read once for every slice: each test position's row (−1: no attempt), and per row
+    the lowest and highest score and whether every score is 0 or 1 (what a slice's range and pass/fail test need,
+    without cutting a table per slice)."""
+
+    def __init__(self, table: TaskTable, n_ids: int) -> None:
+        self.table = table
+        rows = len(table.index)
+        self.row_of = np.full(n_ids, -1, dtype=np.int64)
+        self.row_of[table.index] = np.arange(rows)
+        starts, ends = table.offsets[:-1], table.offsets[1:]
+        self.low, self.high = np.full(rows, np.inf), np.full(rows, -np.inf)
+        filled = ends > starts
+        if filled.any():
+            self.low[filled] = np.minimum.reduceat(table.scores, starts[filled])
+            self.high[filled] = np.maximum.reduceat(table.scores, starts[filled])
+        other = np.concatenate([[0], np.cumsum(~((table.scores == 0.0) | (table.scores == 1.0)))])
+        self.unit_binary = other[ends] == other[starts]
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        """The rows of the attempted tasks among ``positions`` (ascending), in their order."""
+        rows = self.row_of[positions]
+        out: np.ndarray = rows[rows >= 0]
+        return out
+
+    def extent(self, rows: np.ndarray) -> tuple[float, float]:
+        """(lowest, highest) score of these rows (``inf, -inf`` without one)."""
+        if not len(rows):
+            return math.inf, -math.inf
+        return float(self.low[rows].min()), float(self.high[rows].max())
+
+    def binary(self, rows: np.ndarray, lo: float, hi: float) -> bool:
+        """Every score of these rows at ``lo`` or ``hi`` (as ``np.all((scores == lo) | (scores == hi))``)."""
+        if lo == 0.0 and hi == 1.0:
+            return bool(self.unit_binary[rows].all())
+        t = self.table
+        lengths = t.offsets[rows + 1] - t.offsets[rows]
+        at = np.repeat(t.offsets[rows] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+        scores = t.scores[at + np.arange(int(lengths.sum()))]
+        return bool(np.all((scores == lo) | (scores == hi)))
+
+
+def _scale(*extents: tuple[float, float]) -> tuple[float, float]:
+    """``score_range`` of the slice tables with these extents."""
+    lo, hi = 0.0, 1.0
+    for low, high in extents:
+        if low <= high:
+            lo, hi = min(lo, low), max(hi, high)
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (0.0, 1.0)
+
+
+def _slice_selector(label: str, cols: _Columns, rows: np.ndarray) -> SliceSelector:
+    """A selector's figures on one slice, as ``selector_stats`` on the slice's table gives them."""
+    if not len(rows):
+        return SliceSelector(label=label, n_tasks=0, mean=None, ci_low=None, ci_high=None)
+    t = cols.table
+    means = t.mean[rows]
+    lo, hi = _scale(cols.extent(rows))
+    iv = task_mean_interval(means, t.n[rows], cols.binary(rows, lo, hi), lo, hi)
+    return SliceSelector(
+        label=label,
+        n_tasks=len(rows),
+        mean=float(means.mean()),
+        ci_low=iv.low if iv is not None else None,
+        ci_high=iv.high if iv is not None else None,
+    )
+
+
+class _PValues:
+    """The p-values every slice and pair asks for, computed in one vectorised bisection at the end
+    (``core.stats.intervals.summary_p_values``: the values of one ``pair_p_value`` call each)."""
+
+    def __init__(self) -> None:
+        self.summaries: list[PairSummary] = []
+        self.caps: list[tuple[float, float]] = []
+        self.nulls: list[float] = []
+        self.values: np.ndarray = np.zeros(0)
+
+    def ask(self, summary: PairSummary, cap_a: float, cap_b: float, null: float) -> int:
+        self.summaries.append(summary)
+        self.caps.append((cap_a, cap_b))
+        self.nulls.append(null)
+        return len(self.nulls) - 1
+
+    def compute(self) -> None:
+        if self.nulls:
+            caps = np.array(self.caps)
+            s = stack_summaries(self.summaries)
+            self.values = summary_p_values(s, caps[:, 0], caps[:, 1], np.array(self.nulls))
+
+    def get(self, ticket: int | None) -> float | None:
+        return None if ticket is None else float(self.values[ticket])
+
+
+def _slice_pair(
+    a: str, ca: _Columns, b: str, cb: _Columns, positions: np.ndarray, margin: float, pvals: _PValues
+) -> tuple[SlicePair, int | None, int | None]:
     """A pair's figures on one slice, as the whole split's (the pair interval and the p-value that belongs to it,
     the counts and the minimum detectable difference); the exact randomisation test, a secondary figure of the whole
-    split, is not run per slice."""
-    lo, hi = score_range(ta, tb)
-    _, ia, ib = np.intersect1d(ta.index, tb.index, assume_unique=True, return_indices=True)
+    split, is not run per slice. The p-values are asked of ``pvals``: (the pair, its tickets for p and hurt p)."""
+    ta, tb = ca.table, cb.table
+    ra, rb = ca.row_of[positions], cb.row_of[positions]
+    both = (ra >= 0) & (rb >= 0)
+    ia, ib = ra[both], rb[both]
+    own_a, own_b = ra[ra >= 0], rb[rb >= 0]
+    lo, hi = _scale(ca.extent(own_a), cb.extent(own_b))
     n = len(ia)
     ma, mb, ka, kb = ta.mean[ia], tb.mean[ib], ta.n[ia], tb.n[ib]
     diffs = mb - ma
     mean = float(diffs.mean()) if n else None
     se = float(diffs.std(ddof=1)) / math.sqrt(n) if n > 1 else None
-    bin_a = bool(np.all((ta.scores == lo) | (ta.scores == hi)))
-    bin_b = bool(np.all((tb.scores == lo) | (tb.scores == hi)))
+    bin_a, bin_b = ca.binary(own_a, lo, hi), cb.binary(own_b, lo, hi)
     iv = pair_interval(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
-    p_two = pair_p_value(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
     mde = None
     if se is not None and se > 0 and iv is not None and mean is not None:
         below, above = mean - iv.low, iv.high - mean
         half = below if mean > 0 else above if mean < 0 else max(below, above)
         mde = half + _t_power(n - 1) * se
     too_small = n < MIN_TASKS or mde is None
-    p_hurt = None
-    if not too_small:
-        p_hurt = _p_hurt(pair_p_value(ma, mb, ka, kb, bin_a, bin_b, lo, hi, null=-margin), mean, margin)
+    p_ticket = hurt_ticket = None
+    if n >= 2 and hi > lo:  # where pair_p_value gives a value
+        width = hi - lo
+        summary = pair_summary((ma - lo) / width, (mb - lo) / width)
+        cap_a = float(attempts_cap(ka)) if bin_a else math.inf
+        cap_b = float(attempts_cap(kb)) if bin_b else math.inf
+        p_ticket = pvals.ask(summary, cap_a, cap_b, 0.0)
+        if not too_small:
+            hurt_ticket = pvals.ask(summary, cap_a, cap_b, -margin / width)
     codes = _transitions(ta.solved[ia], ka, tb.solved[ib], kb)
     wins, losses = int((diffs > TIE_TOL).sum()), int((diffs < -TIE_TOL).sum())
-    return SlicePair(
+    pair = SlicePair(
         a=a,
         b=b,
         n_paired=n,
         mean_diff=mean,
         ci_low=iv.low if iv is not None else None,
         ci_high=iv.high if iv is not None else None,
-        p_value=p_two,
-        p_hurt=p_hurt,
+        p_value=None,
         wins=wins,
         losses=losses,
         ties=n - wins - losses,
@@ -214,6 +325,7 @@ def _slice_pair(a: str, ta: TaskTable, b: str, tb: TaskTable, margin: float) -> 
         too_small=too_small,
         reading="",
     )
+    return pair, p_ticket, hurt_ticket
 
 
 def _reading(p: SlicePair, margin: float) -> str:
@@ -250,20 +362,23 @@ def slice_report(
     if not (math.isfinite(margin) and margin >= 0):
         raise InputError(f"--margin must be a number, 0 or more, got {margin}")
     order = {t: i for i, t in enumerate(test_ids)}
+    cols = {label: _Columns(t, len(test_ids)) for label, t in tables.items()}
+    pvals = _PValues()
     slices: list[Slice] = []
+    tickets: list[tuple[SlicePair, int | None, int | None]] = []
     for name, ids in groups.items():
-        ids = sorted(dict.fromkeys(t for t in ids if t in order), key=order.__getitem__)
-        if not ids:
+        positions = np.array(sorted({order[t] for t in ids if t in order}), dtype=np.int64)
+        if not len(positions):
             continue
-        sub = {label: restrict(t, ids, order) for label, t in tables.items()}
-        sels = []
-        for label, t in sub.items():
-            st = selector_stats(label, t, ids, t.threshold)
-            sels.append(
-                SliceSelector(label=label, n_tasks=st.n_tasks, mean=st.mean, ci_low=st.ci_low, ci_high=st.ci_high)
-            )
-        slice_pairs = [_slice_pair(a, sub[a], b, sub[b], margin) for a, b in pairs]
-        slices.append(Slice(name=name, task_ids=ids, selectors=sels, pairs=slice_pairs))
+        sels = [_slice_selector(label, c, c.rows(positions)) for label, c in cols.items()]
+        asked = [_slice_pair(a, cols[a], b, cols[b], positions, margin, pvals) for a, b in pairs]
+        tickets += asked
+        task_ids = [test_ids[i] for i in positions.tolist()]
+        slices.append(Slice(name=name, task_ids=task_ids, selectors=sels, pairs=[p for p, _, _ in asked]))
+    pvals.compute()
+    for p, p_ticket, hurt_ticket in tickets:
+        p.p_value = pvals.get(p_ticket)
+        p.p_hurt = _p_hurt(pvals.get(hurt_ticket), p.mean_diff, margin)
     for k in range(len(pairs)):
         row = [s.pairs[k] for s in slices]
         for p, bh in zip(row, benjamini_hochberg([p.p_value for p in row])):
