@@ -114,8 +114,7 @@ def _hypergeom_lower(b_s: np.ndarray, m: np.ndarray, n: np.ndarray, total: np.nd
     hypergeometric distribution only for shapes too large to tabulate."""
     b_s, m, n, total = (np.asarray(x, dtype=np.int64) for x in (b_s, m, n, total))
     out = np.ones(len(b_s))
-    shapes = np.unique(np.stack([m, n], axis=1), axis=0) if len(b_s) else np.zeros((0, 2), dtype=np.int64)
-    for mm, nn in shapes.tolist():
+    for mm, nn in _shapes(m, n):
         rows = np.flatnonzero((m == mm) & (n == nn))
         if (mm + nn + 1) * (nn + 1) <= FISHER_TABLE:
             out[rows] = _fisher_table(mm, nn)[total[rows], b_s[rows]]
@@ -124,6 +123,14 @@ def _hypergeom_lower(b_s: np.ndarray, m: np.ndarray, n: np.ndarray, total: np.nd
 
             out[rows] = hypergeom.cdf(b_s[rows], mm + nn, total[rows], nn)
     return out
+
+
+def _shapes(m: np.ndarray, n: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (m, n) pairs of repeats, ascending."""
+    if not len(m):
+        return []
+    width = int(n.max()) + 1
+    return [(int(c // width), int(c % width)) for c in np.unique(m.astype(np.int64) * width + n).tolist()]
 
 
 def _per_task(values: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -161,8 +168,7 @@ def columns_p(
     tested = (m > 0) & (n > 0)
     exact = tested & (other == 0)  # pass/fail: Fisher's test
     graded = tested & (other > 0)
-    shapes = np.unique(np.stack([m[graded], n[graded]], axis=1), axis=0).tolist() if graded.any() else []
-    for mm, nn in shapes:
+    for mm, nn in _shapes(m[graded], n[graded]):
         rows = np.flatnonzero(graded & (m == mm) & (n == nn))
         if math.comb(mm + nn, nn) > MAX_ENUMERATION:  # many repeats of graded scores: pass/fail at the threshold
             exact[rows] = True
@@ -221,8 +227,7 @@ def harmed_tasks(baseline: str, table_a: TaskTable, candidate: str, table_b: Tas
     tested = len(ia)
     pvals = columns_p(table_a.scores, a_start, m, table_b.scores, b_start, n, table_a.threshold)
     qvals = np.asarray(benjamini_hochberg(pvals.tolist()), dtype=float) if tested else np.zeros(0)
-    shapes = np.unique(np.stack([m, n], axis=1), axis=0).tolist() if tested else []
-    smallest = min((smallest_p(x, y) for x, y in shapes), default=None)
+    smallest = min((smallest_p(x, y) for x, y in _shapes(m, n)), default=None)
     reachable = smallest is not None and smallest <= q / max(tested, 1)
     harmed = []
     for j in np.flatnonzero(qvals <= q).tolist():

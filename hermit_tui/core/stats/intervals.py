@@ -412,6 +412,32 @@ def stack_summaries(parts: Sequence[PairSummary]) -> PairSummary:
     return PairSummary(*(np.array([np.asarray(x).reshape(()) for x in field]) for field in zip(*parts)))
 
 
+def mean_bounds(
+    mean: Any, sd: Any, n_tasks: Any, lo: Any, hi: Any, cap: Any, level: Any = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mean_interval` over arrays of data sets (``cap``: the largest effective sample size, ``inf`` without
+    one): (low, high), NaN where it gives no interval (fewer than 2 tasks, or a mean or sd that is not finite)."""
+    mean, sd, n, lo, hi, cap = np.broadcast_arrays(
+        *(np.asarray(x, dtype=float) for x in (mean, sd, n_tasks, lo, hi, cap))
+    )
+    low, high = np.full(mean.shape, np.nan), np.full(mean.shape, np.nan)
+    ok = (n >= 2) & np.isfinite(mean) & np.isfinite(sd)
+    width = hi - lo
+    flat_range = ok & (width <= 0)
+    low[flat_range], high[flat_range] = lo[flat_range], hi[flat_range]
+    ok &= width > 0
+    if ok.any():
+        w = width[ok]
+        p = np.minimum(np.maximum((mean[ok] - lo[ok]) / w, 0.0), 1.0)
+        spread = sd[ok] > 1e-12 * w
+        var = np.where(spread, (sd[ok] / w) ** 2, 0.0)
+        level_ok = np.broadcast_to(np.asarray(level, dtype=float), mean.shape)[ok]
+        crit = t_quantiles(np.maximum(n[ok] - 1, 1), level_ok)
+        unit_low, unit_high, _ = unit_bounds(p, var, n[ok], cap[ok], level_ok, crit=crit)
+        low[ok], high[ok] = lo[ok] + w * unit_low, lo[ok] + w * unit_high
+    return low, high
+
+
 def summary_bounds(
     s: PairSummary, cap_a: Any, cap_b: Any, level: Any = CONFIDENCE
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -477,6 +503,7 @@ __all__ = [
     "Interval",
     "METHOD_TEXT",
     "attempts_cap",
+    "mean_bounds",
     "mean_interval",
     "method_note",
     "no_spread_share",
