@@ -85,9 +85,10 @@ def test_the_vectorised_selector_interval_is_mean_interval():
 # ---------------------------------------------------------------------------------------------------- slices
 
 
-def _tables(seed: int, n_tasks: int = 400):
-    """Three selectors over ``n_tasks`` tasks: graded scores with 3 repeats (none), pass/fail with 2-4 repeats
-    (root), graded with 1-3 repeats and a tenth of the tasks never attempted (final)."""
+def _tables(seed: int, n_tasks: int = 400, top: float = 1.0):
+    """Three selectors over ``n_tasks`` tasks: graded scores in [0, 1] with 3 repeats (none), pass/fail (0 or
+    ``top``) with 2-4 repeats (root), graded in [0, ``top``] with 1-3 repeats and a tenth of the tasks never attempted
+    (final)."""
     rng = np.random.default_rng(seed)
     ids = [f"t{i:03d}" for i in range(n_tasks)]
     quality = rng.beta(4, 3, n_tasks)
@@ -96,11 +97,11 @@ def _tables(seed: int, n_tasks: int = 400):
         for r in (1, 2, 3):
             attempts["none"].append((t, r, float(rng.beta(quality[i] * 8 + 0.1, (1 - quality[i]) * 8 + 0.1))))
         for r in range(1, int(rng.integers(2, 5)) + 1):
-            attempts["root"].append((t, r, float(rng.random() < quality[i])))
+            attempts["root"].append((t, r, top * float(rng.random() < quality[i])))
         if rng.random() > 0.1:
             drop = 0.35 if i % 10 == 0 else 0.0  # slice "s0" (below) is hurt
             for r in range(1, int(rng.integers(1, 4)) + 1):
-                attempts["final"].append((t, r, float(np.clip(rng.normal(quality[i] - drop, 0.15), 0, 1))))
+                attempts["final"].append((t, r, top * float(np.clip(rng.normal(quality[i] - drop, 0.15), 0, 1))))
     return ids, {label: tabulate(att, ids, 0.5) for label, att in attempts.items()}
 
 
@@ -114,9 +115,16 @@ def _groups(ids: list[str], count: int) -> dict[str, list[str]]:
 PAIRS = [("none", "root"), ("none", "final"), ("root", "final")]
 
 
-@pytest.mark.parametrize("count", [4, 30])  # 4: the p-values on core.stats.special's quantiles; 30: on scipy's
-def test_slices_give_what_the_scalar_functions_give_slice_by_slice(count):
-    ids, tables = _tables(seed=count)
+@pytest.mark.parametrize(
+    ("count", "top"),
+    [
+        (4, 1.0),
+        (30, 1.0),
+        (6, 1.5),
+    ],  # 4 slices: core.stats.special's quantiles; 30: scipy's; 1.5: pass/fail is 0 or 1.5
+)
+def test_slices_give_what_the_scalar_functions_give_slice_by_slice(count, top):
+    ids, tables = _tables(seed=count, top=top)
     groups = _groups(ids, count)
     margin = 0.05
     report = slice_report(groups, tables, PAIRS, ids, by="mod", margin=margin)
@@ -140,6 +148,8 @@ def test_slices_give_what_the_scalar_functions_give_slice_by_slice(count):
                 bool(np.all((tb.scores == lo) | (tb.scores == hi))),
             )
             one = iv.pair_interval(*args, *bins, lo, hi)
+            if len(s.task_ids) >= 10:  # root's scores are pass/fail (0 or top) on every scale, the others graded
+                assert bins == (p.a == "root", p.b == "root")
             assert p.n_paired == len(ia)
             if one is None:
                 assert p.ci_low is None and p.p_value is None
