@@ -4,7 +4,9 @@ possible range, and the test that belongs to the pair's interval.
 The unit of sampling is the task: a selector's interval is for the mean of its per-task mean scores, a pair's for the
 mean of the per-task differences ``b - a``. Values lie in a known range ``[lo, hi]`` (scores in [0, 1]; other scales:
 the lowest and highest score observed). Everything here works on numpy arrays of data sets as well as on one data set
-(the benchmark computes thousands at once with the same code).
+(the benchmark computes thousands at once with the same code); data sets of different sizes (the slices of a report)
+go through their :class:`PairSummary` instead (:func:`summary_bounds`, :func:`summary_p_values`, :func:`mean_bounds`:
+the same values as one call per data set).
 
 **A selector** (:func:`task_mean_interval`, :func:`mean_interval`): with ``p`` the mean rescaled to [0, 1], ``se`` its
 standard error over tasks and ``G`` the tasks,
