@@ -143,7 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     tasks = args.tasks or (100 if args.quick else 1112)
     print(f"# 10. start-up: load average {loadavg()}", flush=True)
 
-    probe = subprocess.run([sys.executable, "-c", HEAVY_PROBE], capture_output=True, text=True, check=True, env=ENV)
+    # the probes run in BIN: `python -c` puts its working directory first on sys.path, and a checkout there would be
+    # imported in place of the package measured
+    probe = subprocess.run(
+        [sys.executable, "-c", HEAVY_PROBE], capture_output=True, text=True, check=True, env=ENV, cwd=BIN
+    )
     heavy = [m for m in probe.stderr.strip().split(",") if m]
     synth.figure(
         "startup.help_heavy_modules",
@@ -197,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             capture_output=True,
             text=True,
             env=ENV,
+            cwd=BIN,
         )
         if probe.returncode:
             raise SystemExit(f"the show probe failed:\n{probe.stderr[-3000:]}")
