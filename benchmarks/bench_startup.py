@@ -11,7 +11,8 @@ walls, so a drift of the machine's speed touches them all alike. Measured:
   (the floor of any Python command): target <= 0.10 s and <= 2x ``hermit --help``. A correctness figure checks
   that ``--help`` imports none of the heavy libraries (``HEAVY``);
 - ``report``, ``gate`` and ``show`` on the demo workspace (``hermit-tui demo --no-ui``, evaluated once by
-  ``hermit-tui eval --adapter none --adapter root --adapter final``): target <= 0.30 s each;
+  ``hermit-tui eval --adapter none --adapter root --adapter final``): target <= 0.30 s each; a correctness figure
+  checks that ``show`` imports neither numpy nor the columns (``SHOW_HEAVY``);
 - ``report --format json`` on 10,008 attempts (synth.py's project, none/root/final x 3 repeats x 1,112 tasks written
   in hermit's format) against the stdlib pass over the same results.jsonl files (``json.loads`` per line and the
   per-task means, in a process of its own: ``STDLIB_PASS``): target <= 2x.
@@ -63,6 +64,18 @@ HEAVY_PROBE = (
     "except SystemExit:\n"
     "    pass\n"
     f"heavy = {HEAVY!r}\n"
+    "sys.stderr.write(','.join(m for m in heavy if m in sys.modules))\n"
+)
+# what `show` must not import on an evaluation whose every line is clean (records/lines.py reads one task's records
+# without numpy or the columns); the probe runs the command in-process on the demo and lists what it imported
+SHOW_HEAVY = ["numpy", "scipy", "textual", "rich", "hermit_tui.core.records.columns", "hermit_tui.dashboard"]
+SHOW_PROBE = (
+    "import sys, io, contextlib\n"
+    "from hermit_tui.cli import main\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "    code = main(sys.argv[1:])\n"
+    "assert code == 0, code\n"
+    f"heavy = {SHOW_HEAVY!r}\n"
     "sys.stderr.write(','.join(m for m in heavy if m in sys.modules))\n"
 )
 # the floor of a stdlib tool reading the same files: json.loads per line, each selector's mean of per-task means
@@ -130,7 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     tasks = args.tasks or (100 if args.quick else 1112)
     print(f"# 10. start-up: load average {loadavg()}", flush=True)
 
-    probe = subprocess.run([sys.executable, "-c", HEAVY_PROBE], capture_output=True, text=True, check=True, env=ENV)
+    # the probes run in BIN: `python -c` puts its working directory first on sys.path, and a checkout there would be
+    # imported in place of the package measured
+    probe = subprocess.run(
+        [sys.executable, "-c", HEAVY_PROBE], capture_output=True, text=True, check=True, env=ENV, cwd=BIN
+    )
     heavy = [m for m in probe.stderr.strip().split(",") if m]
     synth.figure(
         "startup.help_heavy_modules",
@@ -178,6 +195,24 @@ def main(argv: list[str] | None = None) -> int:
                 "python": [sys.executable, "-c", "pass"],
             },
             rounds,
+        )
+        probe = subprocess.run(
+            [sys.executable, "-c", SHOW_PROBE, "show", *cfg, "--adapter", "final", "--task", task],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            cwd=BIN,
+        )
+        if probe.returncode:
+            raise SystemExit(f"the show probe failed:\n{probe.stderr[-3000:]}")
+        heavy = [m for m in probe.stderr.strip().split(",") if m]
+        synth.figure(
+            "startup.show_heavy_modules",
+            float(len(heavy)),
+            target="<= 0",
+            check=True,
+            detail=f"heavy modules imported by show on the demo: {', '.join(heavy) or 'none'} "
+            f"(of {', '.join(SHOW_HEAVY)})",
         )
         for name in ("report", "gate", "show"):
             synth.figure(

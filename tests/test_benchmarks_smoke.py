@@ -69,6 +69,7 @@ EXPECTED = {
         "startup.help_s",
         "startup.help_over_hermit",
         "startup.help_over_python",
+        "startup.show_heavy_modules",
         "startup.demo_report_s",
         "startup.demo_gate_s",
         "startup.demo_show_s",
@@ -105,6 +106,7 @@ CHECKS = {
     "stats.grid.outside_or_zero",
     "scale.900.same_means",
     "startup.help_heavy_modules",
+    "startup.show_heavy_modules",
 }
 
 

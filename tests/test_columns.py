@@ -340,3 +340,85 @@ def test_the_taxonomy_from_columns_is_the_taxonomy_from_records(tmp_path):
             threshold=threshold,
         )
         assert got_pair == want_pair and got_pair.labels
+
+
+def assert_same_task_records(path) -> None:
+    """lines.task_records gives each task's records as read_results reads them (file order), with its warnings,
+    or fails with read_results' message."""
+    from hermit_tui.core.records.lines import task_records
+
+    want, want_error = outcome(read_results, path)
+    ids = {rec.id for rec in want.records} | {"absent"} if want is not None else {"a", "absent"}
+    for task in sorted(ids):
+        skipped: list[str] = []
+        got, got_error = outcome(lambda p, task=task, skipped=skipped: task_records(p, task, skipped), path)
+        assert got_error == want_error
+        if want is None:
+            continue
+        assert skipped == want.skipped
+        assert [r.model_dump_json() for r in got] == [r.model_dump_json() for r in want.records if r.id == task]
+
+
+@pytest.mark.parametrize("name", list(HAND))
+@pytest.mark.parametrize("final_newline", [True, False])
+def test_one_tasks_records_read_as_read_results_reads_them(tmp_path, name, final_newline):
+    assert_same_task_records(write(tmp_path, HAND[name], final_newline))
+    lines = [json.dumps({**RECORD, "id": f"t{i % 4}", "repeat": 1 + i // 4}) for i in range(12)]
+    assert_same_task_records(write(tmp_path, lines + HAND[name], final_newline))
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(FIELDS, JSON_VALUE).map(lambda kv: json.dumps({**RECORD, kv[0]: kv[1]})),
+            st.tuples(JUDGE_FIELDS, JSON_VALUE).map(
+                lambda kv: json.dumps({**RECORD, "judge": {"score": 0.5, kv[0]: kv[1]}})
+            ),
+            st.integers(1, 400).map(
+                lambda d: json.dumps({**RECORD, "output": None}).replace(
+                    '"output": null', '"output": ' + "[" * d + "]" * d
+                )
+            ),
+            st.text(max_size=40),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_generated_lines_give_one_tasks_records_as_read_results_does(tmp_path, lines, final_newline):
+    assert_same_task_records(write(tmp_path, lines, final_newline))
+
+
+def test_one_tasks_records_of_a_clean_file_are_read_without_numpy(tmp_path):
+    """show and annotate read one task without numpy's import (issue 30: 0.1 s of a command) when every line is
+    clean; the columns, numpy with them, only for a file with a line msgspec refuses."""
+    import subprocess
+    import sys
+
+    clean = write(tmp_path, [json.dumps({**RECORD, "id": f"t{i}"}) for i in range(5)])
+    (tmp_path / "odd").mkdir()
+    odd = write(tmp_path / "odd", [json.dumps(RECORD), json.dumps({**RECORD, "repeat": "2"})])
+    code = (
+        "import sys\n"
+        "from hermit_tui.core.records.lines import task_records\n"
+        "n = len(task_records(sys.argv[1], sys.argv[2]))\n"
+        "print(n, 'numpy' in sys.modules, 'hermit_tui.core.records.columns' in sys.modules)\n"
+    )
+    run = [sys.executable, "-c", code]
+    assert subprocess.run([*run, str(clean), "t3"], capture_output=True, text=True, check=True).stdout.split() == [
+        "1",
+        "False",
+        "False",
+    ]
+    assert subprocess.run([*run, str(odd), "a"], capture_output=True, text=True, check=True).stdout.split() == [
+        "2",
+        "True",
+        "True",
+    ]

@@ -16,7 +16,7 @@ from stats_by_hand import mover_by_hand, selector_interval_by_hand
 
 from hermit_tui.core.records.results import AttemptRecord, Judged
 from hermit_tui.core.records.scores import AttemptColumns, tabulate
-from hermit_tui.core.stats.figures import default_pairs, p_text, pair_stats, selector_stats, wilson
+from hermit_tui.core.stats.figures import default_pairs, p_text, pair_stats, pair_transitions, selector_stats, wilson
 
 T3, T5, T11 = 3.182446305, 2.570581836, 2.200985160
 T5_80 = 0.919543800
@@ -316,6 +316,16 @@ def test_transition_table_and_threshold():
     half = pair_stats("root", attempts(a), "final", attempts(b), list(a), threshold=0.5)
     assert half.transitions["broken"] == [] and half.transitions["stable_fail"] == []
     assert half.transitions["flaky"] == ["t2", "t4", "t5", "t6"]
+    # the transitions alone (the why summary's): the same hand-worked table, tasks attempted by one side left out
+    only_b: dict[str, list[float]] = {**b, "t7": [1, 1]}
+    assert pair_transitions(attempts(a), attempts(only_b), [*a, "t7"]) == {
+        "fixed": ["t1"],
+        "broken": ["t2"],
+        "stable_pass": ["t3"],
+        "stable_fail": ["t4"],
+        "flaky": ["t5", "t6"],
+    }
+    assert pair_transitions(attempts(a), attempts(b), list(a), threshold=0.5)["flaky"] == ["t2", "t4", "t5", "t6"]
 
 
 def test_twenty_tasks_are_enumerated_exactly():

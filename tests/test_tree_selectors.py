@@ -408,3 +408,34 @@ def test_a_missing_directory_is_named_as_one_not_as_an_unknown_version(built):
             resolve_selector(text, built.cfg)
     with pytest.raises(InputError, match="unknown adapter version 'demo/ckpt-step-9'"):
         resolve_selector("demo/ckpt-step-9", built.cfg)
+
+
+def test_one_tree_per_path_opens_the_tree_once_and_closes_it_at_the_end(built, monkeypatch):
+    """Inside one_tree_per_path every selector resolved opens no tree of its own (issue 30: the report opened the
+    adapter tree five times, 26 git processes on the demo); the refs a shared tree listed follow a tag it moves;
+    outside it, each open is its own tree."""
+    from hermit_tui.core.workspace import tree as tree_module
+    from hermit_tui.core.workspace.gitrepo import open_repo
+    from hermit_tui.core.workspace.tree import one_tree_per_path, open_tree
+
+    opened: list[str] = []
+
+    def counted(path):
+        opened.append(str(path))
+        return open_repo(path)
+
+    monkeypatch.setattr(tree_module, "open_repo", counted)
+    with one_tree_per_path():
+        selectors = [resolve_selector(text, built.cfg) for text in ("root", "final", "demo/ckpt-step-1", built.step2)]
+        assert [s.commit for s in selectors] == [built.root, built.final, built.step1, built.step2]
+        shared = open_tree(built.cfg.tree_dir)
+        assert open_tree(str(built.cfg.tree_dir) + "/") is shared
+        shared.close()  # a shared tree is closed by the scope, not by its reader
+        assert shared.resolve("v1") == built.root
+        with one_tree_per_path():  # nested: the outer scope's trees
+            assert open_tree(built.cfg.tree_dir) is shared
+        shared.move_tag("v1", built.step1, expected=shared.ref_value("refs/tags/v1"))
+        assert shared.resolve("v1") == built.step1 == resolve_selector("v1", built.cfg).commit
+    assert len(opened) == 1
+    assert open_tree(built.cfg.tree_dir) is not shared
+    assert len(opened) == 2 and resolve_selector("root", built.cfg).commit == built.root and len(opened) == 3

@@ -61,8 +61,8 @@ def add_parser(subparsers):
 def find_attempt(config, selector: str, task_id: str, repeat: int):
     """(folder, record) of the attempt, from the selector's current evaluation. InputError for an unknown selector,
     task or repeat."""
-    from hermit_tui.core.records.columns import task_records
     from hermit_tui.core.records.folders import RESULTS, eval_root
+    from hermit_tui.core.records.lines import task_records
     from hermit_tui.core.workspace.selectors import label_of
 
     if repeat < 1:

@@ -142,7 +142,6 @@ def run(args) -> int:
     """Build and write the report; 0 when done."""
     from hermit_tui.core.records.results import write_atomic
     from hermit_tui.core.report.build import build_report, to_csv, to_json, to_markdown
-    from hermit_tui.core.report.html_attempts import DEFAULT_MAX_MB, report_html
     from hermit_tui.core.workspace.config import load_config
     from hermit_tui.core.workspace.tasks import load_tasks
     from hermit_tui.demo import is_demo_config
@@ -189,6 +188,8 @@ def run(args) -> int:
 
         text = (to_junit if args.format == "junit" else to_attempts_csv)(report, read_attempts(report))
     elif args.format == "html":
+        from hermit_tui.core.report.html_attempts import DEFAULT_MAX_MB, report_html  # the page's modules: html only
+
         mb = DEFAULT_MAX_MB if args.details_max_mb is None else args.details_max_mb
         text = report_html(report, mb)
     else:

@@ -93,7 +93,7 @@ def gather(config, selector: str, task_id: str, repeat: int | None) -> dict:
         listed = ", ".join(present) if present else "none yet"
         raise InputError(f"--adapter {selector}: no evaluation in {folder} (evaluated here: {listed})")
     skipped: list[str] = []
-    from hermit_tui.core.records.columns import task_records  # numpy and the columns: only when a task is shown
+    from hermit_tui.core.records.lines import task_records  # numpy and the columns: only for an unclean file
 
     attempts = sorted(task_records(folder / RESULTS, task_id, skipped), key=lambda r: r.repeat)
     row, task_note = _task_row(config, task_id)

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Literal
 
 import msgspec
 import numpy as np
 
 from hermit_tui.core.errors import InputError
+from hermit_tui.core.records.lines import DECODER, MAX_BRACKETS, NESTING_CHECK_BYTES, _Judge, _Line
 from hermit_tui.core.records.results import AttemptRecord
 from hermit_tui.core.records.rows import AttemptRow, KeyedRecords
 from hermit_tui.core.records.table import (
@@ -46,11 +46,6 @@ from hermit_tui.core.records.table import (
 )
 from hermit_tui.core.workspace.files import open_regular
 
-#: A line this long or longer is checked for brackets: pydantic's JSON parser refuses nesting deeper than about 200
-#: levels, msgspec's only past 1,000, so a line that could nest that deep is left to pydantic (it needs at least one
-#: opening and one closing bracket per level).
-NESTING_CHECK_BYTES = 380
-MAX_BRACKETS = 190
 #: Read and decoded at a time (bounds what a read holds beyond the arrays). A block is decoded in one C call that
 #: holds the interpreter lock: a 1 MiB block held it 20-40 ms on a shared 2-CPU machine, and an interface thread
 #: waiting for it stalled that long; a quarter of that reads as fast and holds it ~5-15 ms.
@@ -59,32 +54,7 @@ BLOCK_BYTES = 1 << 18
 DECODE_SLICE = 256
 
 
-class _AnyObject(msgspec.Struct, gc=False):
-    """Any JSON object, its keys skipped (judge.extra must be an object or null; its content is not kept, and no
-    dict is built: a dict per line would wake the cyclic garbage collector)."""
-
-
-class _Judge(msgspec.Struct, gc=False):
-    score: float
-    feedback: str = ""
-    extra: _AnyObject | None = None
-
-
-class _Line(msgspec.Struct, gc=False):
-    """The keys of a results.jsonl line that AttemptRecord validates (the others are skipped)."""
-
-    repeat: int
-    id: str
-    status: Literal["ok", "error", "judge_error"]
-    judge: _Judge
-    error: str | None = None
-    cost_usd: float | None = None
-    wall_s: float = 0.0
-    tokens: Any = None
-    log: str | None = None
-
-
-_DECODER = msgspec.json.Decoder(_Line)
+_DECODER = DECODER  # the name the decoding benchmark imports
 
 
 def not_a_record(path: Path | str, number: int, exc: Exception) -> InputError:

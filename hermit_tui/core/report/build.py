@@ -49,7 +49,7 @@ from hermit_tui.core.why.versions import CheckpointCurve, CurvePoint, curve_of, 
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import differences
 from hermit_tui.core.workspace.tasks import TaskSet
-from hermit_tui.core.workspace.tree import AdapterTree
+from hermit_tui.core.workspace.tree import AdapterTree, one_tree_per_path, open_tree
 
 _CHECKPOINT = re.compile(r"_(?:ckpt-(step|epoch)-(\d+)|bootstrap)$")
 
@@ -253,7 +253,7 @@ def _training(run_dir: Path) -> TrainingEvidence | None:
 
 def _open_tree(config: Config) -> AdapterTree | None:
     try:
-        return AdapterTree(config.tree_dir)
+        return open_tree(config.tree_dir)
     except InputError:
         return None
 
@@ -313,6 +313,7 @@ def _taxonomy(
     )
 
 
+@one_tree_per_path()  # the adapter tree opened once for every selector, version and reuse count read
 def build_report(
     config: Config,
     taskset: TaskSet,

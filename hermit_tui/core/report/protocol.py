@@ -445,11 +445,16 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 CARD_FILE = "CARD.md"
 
 
-def _measured(tree: AdapterTree | None, sha: str) -> str:
+def _measured(tree: AdapterTree | None, sha: str, memo: dict[str, str] | None = None) -> str:
     """The commit whose adapter ``sha`` holds: card commits (whose only change is CARD.md) are followed back to
-    their parent, so a final re-measured after its card update is still one adapter."""
+    their parent, so a final re-measured after its card update is still one adapter. ``memo``: the answers already
+    found (a commit never changes, so each sha is followed once per count, however many evaluations name it)."""
     if tree is None or not _SHA.fullmatch(sha or ""):
         return sha
+    if memo is not None:
+        if sha not in memo:
+            memo[sha] = _measured(tree, sha)
+        return memo[sha]
     for _ in range(100):
         try:
             commit = tree.repo.commit(sha)
@@ -478,7 +483,8 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
     wanted = _digest([str(t) for t in test_ids]) if test_ids is not None else None
     run_name = Path(run_dir).name
     final_tag = tree.tag_target(f"{run_name}/final") if tree is not None else None
-    final_ids = {f"commit:{_measured(tree, final_tag)}"} if final_tag else set()
+    memo: dict[str, str] = {}
+    final_ids = {f"commit:{_measured(tree, final_tag, memo)}"} if final_tag else set()
     from hermit_tui.core.why.versions import kind_of
 
     seen: dict[str, AdapterSeen] = {}
@@ -499,7 +505,7 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
                 continue
         evaluations += 1
         if summary.commit:
-            identity = f"commit:{_measured(tree, summary.commit)}"
+            identity = f"commit:{_measured(tree, summary.commit, memo)}"
         elif summary.content_hash:
             identity = f"dir:{summary.content_hash}"
         else:
@@ -530,9 +536,9 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
             "score of final is not an untouched estimate"
         )
     published = next((checkpoint_of[i] for i in final_ids if i in checkpoint_of), None)
-    if published is not None and _training_final(run_dir, tree) in final_ids:
+    if published is not None and _training_final(run_dir, tree, memo) in final_ids:
         published = None  # final is the checkpoint the training itself ended on (hermit's own choice)
-    elif published is not None and _training_final(run_dir, tree) is None:
+    elif published is not None and _training_final(run_dir, tree, memo) is None:
         last = max(checkpoint_of.values(), key=lambda sel: kind_of(sel)[1] or 0)
         published = None if published == last else published  # without the run's summary: the last is no choice
     if published is not None and len(checkpoint_of) > 1:
@@ -552,13 +558,13 @@ def test_reuse(run_dir: Path, tree: AdapterTree | None, test_ids: list[str] | No
     )
 
 
-def _training_final(run_dir: Path, tree: AdapterTree | None) -> str | None:
+def _training_final(run_dir: Path, tree: AdapterTree | None, memo: dict[str, str] | None = None) -> str | None:
     """The identity of the adapter hermit's training chose as final (the run's summary.json ``final_commit``)."""
     try:
         sha = json.loads((Path(run_dir) / "summary.json").read_text()).get("final_commit")
     except (OSError, ValueError, AttributeError):
         return None
-    return f"commit:{_measured(tree, sha)}" if isinstance(sha, str) and sha else None
+    return f"commit:{_measured(tree, sha, memo)}" if isinstance(sha, str) and sha else None
 
 
 test_reuse.__test__ = False  # type: ignore[attr-defined]  # its name must not make pytest collect it where a test module imports it

@@ -537,6 +537,20 @@ def _transitions(sa: np.ndarray, na: np.ndarray, sb: np.ndarray, nb: np.ndarray)
     return out
 
 
+def pair_transitions(
+    a_records: Attempts, b_records: Attempts, task_ids: Sequence[str], threshold: float = SOLVED_THRESHOLD
+) -> dict[str, list[str]]:
+    """``pair_stats(...).transitions`` alone (the paired tasks by TRANSITIONS, in task order), without the
+    intervals, tests and power figures: what the report's "why it changed" needs of a pair."""
+    ta, tb = tabulate(a_records, task_ids, threshold), tabulate(b_records, task_ids, threshold)
+    common_ids, ia, ib = np.intersect1d(ta.index, tb.index, assume_unique=True, return_indices=True)
+    codes = _transitions(ta.solved[ia], ta.n[ia], tb.solved[ib], tb.n[ib])
+    transitions: dict[str, list[str]] = {k: [] for k in TRANSITIONS}
+    for i, code in zip(common_ids.tolist(), codes.tolist()):
+        transitions[TRANSITIONS[code]].append(ta.ids[i])
+    return transitions
+
+
 def pair_stats(
     a_label: str,
     a_records: Attempts,

@@ -34,7 +34,7 @@ from hermit_tui.core.workspace.selectors import (
     label_of,
     resolve_selector,
 )
-from hermit_tui.core.workspace.tree import AdapterTree
+from hermit_tui.core.workspace.tree import AdapterTree, open_tree
 
 CONTEXT = "ADAPTER.md"
 SKILL_FILE = "SKILL.md"
@@ -233,7 +233,7 @@ def read_version(text: str, config: Config) -> AdapterVersion:
             )
         version.exports = read_exports(files)
         return version
-    tree = AdapterTree(Path(config.tree_dir))
+    tree = open_tree(Path(config.tree_dir))
     try:
         commit = str(sel.commit)
         notes = []

@@ -3,9 +3,9 @@ made flaky, where the trajectories first part ways, how tool use differs, and wh
 
 Attempts are paired by task and repeat (repeat r of ``a`` with repeat r of ``b``), on the test tasks both
 evaluations attempted. Trajectories come from each evaluation's transcripts.jsonl, else from hermit's react logs.
-The task transitions are ``core.stats.figures.pair_stats``'s (fixed: no repeat of ``a`` solved it, every repeat of
-``b`` did; broken the reverse; flaky: anything between, other than stable). Everything here describes; nothing
-here is a causal claim.
+The task transitions are ``core.stats.figures.pair_stats``'s, computed alone (``pair_transitions``; fixed: no repeat
+of ``a`` solved it, every repeat of ``b`` did; broken the reverse; flaky: anything between, other than stable).
+Everything here describes; nothing here is a causal claim.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.folders import RESULTS, TRANSCRIPTS, eval_root
 from hermit_tui.core.records.results import AttemptRecord, read_results
 from hermit_tui.core.records.transcripts import read_hermit_log
-from hermit_tui.core.stats.figures import pair_stats
+from hermit_tui.core.stats.figures import pair_transitions
 from hermit_tui.core.why.adapter_diff import AdapterDiff, diff_versions
 from hermit_tui.core.why.adapter_files import AdapterVersion, read_version
 from hermit_tui.core.why.align import Alignment, Step, align, divergence_two, steps_of
@@ -307,8 +307,8 @@ def pair_why(
     tests = set(test_ids)
     keys_a = [k for k in ea.by_key if k[0] in tests]
     keys_b = [k for k in eb.by_key if k[0] in tests]
-    stats = pair_stats(va.label, list(ea.by_key.values()), vb.label, list(eb.by_key.values()), list(test_ids))
-    out.flips = {k: sorted(stats.transitions.get(k, [])) for k in FLIPS}
+    transitions = pair_transitions(list(ea.by_key.values()), list(eb.by_key.values()), list(test_ids))
+    out.flips = {k: sorted(transitions.get(k, [])) for k in FLIPS}
     use_a, use_b = _UseCounter(ea, va, hook), _UseCounter(eb, vb, hook)
     in_a, in_b = set(keys_a), set(keys_b)
     by_task: dict[str, list[int | None]] = defaultdict(list)

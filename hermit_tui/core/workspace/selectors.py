@@ -28,7 +28,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.files import kind_of, read_bytes
 from hermit_tui.core.workspace.processes import alive, process_start
-from hermit_tui.core.workspace.tree import ROOT_TAG, AdapterTree, Version
+from hermit_tui.core.workspace.tree import ROOT_TAG, AdapterTree, Version, open_tree
 
 MANIFEST = "adapter.yaml"
 NAME_MAX = 255  # the longest file name (bytes) most file systems take: a label is a folder's name
@@ -166,7 +166,7 @@ def directory_hash(path: Path) -> str:
 
 def _open_tree(config: Config, text: str) -> AdapterTree:
     try:
-        return AdapterTree(Path(config.tree_dir))
+        return open_tree(Path(config.tree_dir))
     except InputError as exc:
         raise InputError(f"selector {text!r} needs the adapter tree: {exc}") from None
 

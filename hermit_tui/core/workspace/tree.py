@@ -11,8 +11,12 @@ are checked to be hexadecimal before git sees them, and tag names are checked ag
 from __future__ import annotations
 
 import io
+import os
 import re
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -59,6 +63,43 @@ def valid_ref_name(name: str) -> bool:
     return all(part and not part.startswith(".") and not part.endswith(".lock") for part in name.split("/"))
 
 
+_SHARED: ContextVar[dict[str, AdapterTree] | None] = ContextVar("hermit_tui_shared_trees", default=None)
+
+
+@contextmanager
+def one_tree_per_path() -> Iterator[None]:
+    """Within it, :func:`open_tree` hands out one AdapterTree per path, opened at its first use and closed at the
+    end: a command that reads the tree for several selectors (the report: each selector resolved, each version's
+    files, the test-split reuse) opens GitPython's Repo, lists the config and starts the cat-file helpers once, not
+    once per read. For reading only (nothing in it moves a ref); per thread (a context variable: another thread
+    opens its own trees). Nested, the outer one holds the trees."""
+    if _SHARED.get() is not None:
+        yield
+        return
+    trees: dict[str, AdapterTree] = {}
+    token = _SHARED.set(trees)
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+        for tree in trees.values():
+            tree.repo.close()
+
+
+def open_tree(path: Path | str) -> AdapterTree:
+    """``AdapterTree(path)``, or inside :func:`one_tree_per_path` the tree already open on that path (its
+    ``close`` then waits for the end of the scope). InputError as AdapterTree raises it (never kept)."""
+    trees = _SHARED.get()
+    if trees is None:
+        return AdapterTree(Path(path))
+    key = os.path.abspath(path)
+    tree = trees.get(key)
+    if tree is None:
+        tree = trees[key] = AdapterTree(Path(path))
+        tree._shared = True
+    return tree
+
+
 def run_of(tag: str) -> str | None:
     """The run a ``<run>/...`` tag belongs to, or None."""
     head, sep, _ = tag.rpartition("/")
@@ -70,6 +111,8 @@ class AdapterTree:
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._shared = False  # handed out by open_tree inside one_tree_per_path: closed at the end of it
+        self._shared_refs: dict[str, str] | None = None
         if not self.path.exists():
             raise InputError(f"adapter tree {self.path} does not exist")
         try:
@@ -79,7 +122,15 @@ class AdapterTree:
 
     # ---------- refs ----------
     def _refs(self) -> dict[str, str]:
-        """Every tag and branch (full ref name) with the commit it points at; refs to other objects are left out."""
+        """Every tag and branch (full ref name) with the commit it points at; refs to other objects are left out.
+        A shared tree (``one_tree_per_path``: reading only) lists them once."""
+        if self._shared:
+            if self._shared_refs is None:
+                self._shared_refs = self._list_refs()
+            return dict(self._shared_refs)
+        return self._list_refs()
+
+    def _list_refs(self) -> dict[str, str]:
         fmt = "%(refname)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)"
         out = self.repo.git.for_each_ref(f"--format={fmt}", "refs/tags", "refs/heads")
         refs: dict[str, str] = {}
@@ -163,8 +214,10 @@ class AdapterTree:
         return message if isinstance(message, str) else message.decode("utf-8", "replace")
 
     def close(self) -> None:
-        """Stop the git helper processes GitPython keeps open."""
-        self.repo.close()
+        """Stop the git helper processes GitPython keeps open (a shared tree: when its ``one_tree_per_path``
+        ends)."""
+        if not self._shared:
+            self.repo.close()
 
     def is_valid(self, commit: str) -> bool:
         """False for a commit hermit marked as failing its spec check."""
@@ -191,6 +244,12 @@ class AdapterTree:
     def swap_ref(self, ref: str, new: str | None, expected: str | None, message: str | None = None) -> None:
         """Compare-and-swap one ref: set it to ``new`` (None: delete it) only if it holds ``expected`` (None: only
         if it does not exist). Refused with an InputError naming what it holds now when it changed since read."""
+        try:
+            self._swap_ref(ref, new, expected, message)
+        finally:
+            self._shared_refs = None  # a ref moved (or may have): a shared tree lists them again
+
+    def _swap_ref(self, ref: str, new: str | None, expected: str | None, message: str | None) -> None:
         old = expected if expected is not None else "0" * 40
         args = ["-m", message] if message else []
         try:
