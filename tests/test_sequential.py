@@ -76,6 +76,9 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
         "margin": None,
         "decided_at": 1,
         "interval": [look.ci_low, look.ci_high],
+        "batches": 1,
+        "tasks_looked": 60,
+        "total_tasks": 60,
     }
     worse = sequential_look("none", "root", b, a, 8)
     assert worse.ci_high is not None

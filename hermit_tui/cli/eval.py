@@ -87,7 +87,15 @@ def add_parser(sub) -> None:
         action="store_true",
         help="run whole rounds (every task once per selector; eval.repeats rounds at most) and stop "
         "after the first round at which every selector is decided against the baseline by a "
-        "group-sequential test (improvement or regression at 95%%, or equivalent within --margin)",
+        "group-sequential test (improvement or regression at 95%%, or equivalent within --margin); with 50 "
+        "tasks or more it also looks within the first round, after batches of its tasks",
+    )
+    p_eval.add_argument(
+        "--first-round-looks",
+        type=int,
+        metavar="N",
+        help="with --stop-when-decided: the looks within the first round, after each Nth of its tasks in a fixed "
+        "order (default: one per 25 tasks, at most 8; 1: look only after whole rounds)",
     )
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
@@ -190,6 +198,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         # --baseline and --margin serve both the sequential test and the gate
         baseline=args.baseline if args.stop_when_decided else None,
         margin=args.margin if args.stop_when_decided else None,
+        first_round_looks=args.first_round_looks,
         cluster_by=args.cluster_by,
     )
     run = EvalRun(config, options)
