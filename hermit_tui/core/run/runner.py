@@ -32,9 +32,8 @@ from hermit_tui.core.run.launch import LaunchOptions
 from hermit_tui.core.run.plan import LaunchPlan
 from hermit_tui.core.run.printed import STRAY_NAME, routed, stray_output
 from hermit_tui.core.run.rounds import RoundGate, decided_line, round_line
-from hermit_tui.core.stats.sequential import look_order
 from hermit_tui.core.run.summaries import SummaryWriter
-from hermit_tui.core.stats.sequential import SequentialLook
+from hermit_tui.core.stats.sequential import SequentialLook, look_order
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.selectors import materialize
 from hermit_tui.core.workspace.tasks import TaskSet

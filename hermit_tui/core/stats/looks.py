@@ -406,14 +406,24 @@ AT_STOPPING = "as observed at stopping, which stopping early tends to overstate"
 _num = short_num
 
 
+def look_text(look: SequentialLook) -> str:
+    """Where ``look`` was taken: 'round r of R', or within round 1 'n of the G tasks of round 1 (of R)'."""
+    if look.within_first_round:
+        return f"{look.tasks} of the {look.total_tasks} tasks of round 1 (of {look.max_rounds})"
+    return f"round {look.rounds} of {look.max_rounds}"
+
+
+def decided_where(look: SequentialLook) -> str:
+    """Where ``look``'s decision was taken: 'at round r', or 'after n of the G tasks of round 1'."""
+    if look.decided_tasks is not None and look.total_tasks is not None and look.decided_tasks < look.total_tasks:
+        return f"after {look.decided_tasks} of the {look.total_tasks} tasks of round 1"
+    return f"at round {look.decided_at}"
+
+
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     """The verdict of a monitored pair, b - a, in one or two sentences."""
     d = look.mean_diff
-    when = (
-        f"decided at round {look.decided_at} of {look.max_rounds}"
-        if look.decided_at is not None
-        else f"round {look.rounds} of {look.max_rounds}"
-    )
+    when = f"decided {decided_where(look)} of {look.max_rounds}" if look.decided_at is not None else look_text(look)
     ci = (
         "no interval yet"
         if look.ci_low is None or look.ci_high is None
@@ -424,7 +434,7 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     if look.decision in ("improvement", "regression"):
         higher = "higher" if d > 0 else "lower"
         word = "an improvement" if look.decision == "improvement" else "a regression"
-        early = f"{AT_STOPPING}; " if look.rounds < look.max_rounds else ""
+        early = f"{AT_STOPPING}; " if look.stopped_early else ""
         return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({early}{ci}; {when}): {word}."
     if look.decision == "equivalent":
         return f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; {when}): equivalent within ±{look.margin:g}."
@@ -455,7 +465,7 @@ def boundary_text(look: SequentialLook) -> str:
             return "—"
         return ("∞" if x > 0 else "−∞") if math.isinf(x) else f"{x:.2f}"
 
-    parts = [f"round {look.rounds} of {look.max_rounds}: boundary |z| ≥ {z(look.boundary_z)}, observed z {z(look.z)}"]
+    parts = [f"{look_text(look)}: boundary |z| ≥ {z(look.boundary_z)}, observed z {z(look.z)}"]
     if look.ci_low is not None:
         target = "0" + (f" and ±{look.margin:g}" if look.margin is not None else "")
         parts.append(f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against {target}")
@@ -487,7 +497,9 @@ def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
 
 __all__ = [
     "AT_STOPPING",
+    "decided_where",
     "design_method",
+    "look_text",
     "FIXED_P_NOTE",
     "SEQUENTIAL_RULE",
     "Records",

@@ -428,6 +428,14 @@ def sequential_look(
     )
 
 
+def boundaries_of(look: SequentialLook) -> tuple[float, ...]:
+    """The critical values of every look of ``look``'s design (what a boundary plot draws)."""
+    total = look.total_tasks or 1
+    if look.batches <= 1 or look.total_tasks is None:
+        return round_boundaries(look.max_rounds, look.boundary_alpha, look.spending)
+    return look_boundaries(total, look.max_rounds, look.batches, look.boundary_alpha, look.spending)
+
+
 def _decide(low: float, high: float, margin: float | None) -> Decision:
     if low > 0:
         return "improvement"
@@ -640,8 +648,11 @@ __all__ = [
     "METHOD",
     "OLD_METHOD",
     "SPEND_SHARE",
+    "boundaries_of",
     "candidate_spend",
+    "design_spending",
     "first_round_batches",
+    "power_spending",
     "look_boundaries",
     "look_order",
     "look_schedule",
