@@ -354,7 +354,11 @@ def pair_looks(
         return [], []
     by_label = {a: _by_key(records_a), b: _by_key(records_b)}
     first = {tid for (tid, rep) in by_label[base] if rep == 1}
-    ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
+    if (entry.batches or 1) > 1:  # looks within round 1: the look order and sizes need every test task's id
+        every = list(task_ids) if task_ids is not None else sorted(first)
+        ids = every if len(every) == summary.tasks and first <= set(every) else []
+    else:
+        ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
     looks = replay(entry, by_label[base], by_label[cand], cand, ids) if len(ids) == summary.tasks else None
     if not looks:
         return [], [

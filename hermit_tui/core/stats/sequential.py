@@ -379,6 +379,7 @@ def sequential_look(
     task_diffs = diffs.mean(axis=1)
     mean_diff = float(task_diffs.mean()) if g else None
     base = dict(
+        method={"power": BATCH_METHOD, "obf": OLD_METHOD}.get(spending, METHOD),
         batches=batches,
         tasks=g,
         total_tasks=total,
