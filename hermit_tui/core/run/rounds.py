@@ -213,7 +213,9 @@ def projections(run_dir: Any, plan: SequentialPlan, test_ids: Sequence[str], thr
         if pair.mean_diff is not None and abs(pair.mean_diff) > DEFAULT_DELTA:
             deltas.append(round(abs(pair.mean_diff), 3))
         made = [
-            round_projection(pair, len(test_ids), plan.max_rounds, plan.each_spend, costs[a] + costs[b], d)
+            round_projection(
+                pair, len(test_ids), plan.max_rounds, plan.each_spend, costs[a] + costs[b], d, batches=plan.batches
+            )
             for d in deltas
         ]
         if made[0] is None:
