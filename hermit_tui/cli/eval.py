@@ -180,6 +180,7 @@ def run(args) -> int:
 def _cmd_eval(args, out: _StdoutKept) -> int:
     from hermit_tui.core.run.launch import LaunchOptions
     from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.stats.clusters import cluster_option
     from hermit_tui.core.workspace.config import load_config
 
     config = load_config(args.config, args.overrides)
@@ -199,7 +200,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         baseline=args.baseline if args.stop_when_decided else None,
         margin=args.margin if args.stop_when_decided else None,
         first_round_looks=args.first_round_looks,
-        cluster_by=args.cluster_by,
+        cluster_by=cluster_option(args.cluster_by, args.cluster_file),
     )
     run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs
