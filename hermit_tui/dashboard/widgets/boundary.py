@@ -75,6 +75,7 @@ def series(v: SequentialView) -> BoundarySeries:
         label=f"{v.b} − {v.a}",
         boundaries=list(boundaries_of(v.looks[0]) if v.looks else round_boundaries(v.max_rounds, v.alpha)),
         observed=[look.z for look in v.looks],
+        unit="look" if v.looks and v.looks[0].batches > 1 else "round",
     )
 
 
