@@ -468,3 +468,37 @@ def test_first_round_looks_is_checked_before_anything_runs(project, capsys):
     assert run.plan.sequential.spending == "power"
     assert main(["eval", "--config", str(project), "--adapter", "none", "--first-round-looks", "2"]) == 2
     assert "--first-round-looks is for --stop-when-decided" in capsys.readouterr().err
+
+
+def test_a_launch_cancelled_within_round_1_resumes_look_by_look_to_the_same_decision(tmp_path):
+    """100 tasks, looks after 25, 50, 75, 100 of round 1: cancelled after 60 attempts (in the second batch), the
+    resume checks the recorded first look, runs on in the look order and ends as an uninterrupted launch does;
+    resuming with another number of looks is refused."""
+    project = build(tmp_path / "p", tasks=100, repeats=3, seed=3, adapters={"good": 0.15})
+    config = load_config(project)
+    holder: dict[str, EvalRun] = {}
+    finished = [0]
+
+    def sink(event):
+        if isinstance(event, ev.AttemptFinished):
+            finished[0] += 1
+            if finished[0] == 60:
+                holder["run"].cancel()
+
+    run = holder["run"] = EvalRun(
+        config, ["none", "adapters/good"], stop_when_decided=True, concurrency=2, on_event=sink
+    )
+    cut = run.run_sync()
+    assert run.cancelled and cut["good"].sequential is not None and cut["good"].sequential.tasks_looked == 25
+    with pytest.raises(InputError, match="looks within the first round 4 -> 2"):
+        EvalRun(config, ["none", "adapters/good"], stop_when_decided=True, resume=True, first_round_looks=2)
+    seen: list = []
+    resumed = EvalRun(
+        config, ["none", "adapters/good"], stop_when_decided=True, resume=True, on_event=seen.append
+    ).run_sync()
+    checks = [e for e in seen if isinstance(e, ev.RoundChecked)]
+    assert checks and checks[0].tasks == 25  # the recorded look is checked first, as in the launch
+    other = build(tmp_path / "q", tasks=100, repeats=3, seed=3, adapters={"good": 0.15})
+    whole, _ = launch(other, ["none", "adapters/good"])
+    assert resumed["good"].sequential == whole["good"].sequential
+    assert resumed["good"].attempts == whole["good"].attempts and resumed["good"].repeats == whole["good"].repeats
