@@ -366,7 +366,7 @@ def test_the_report_uses_the_sequential_interval_and_says_so(project, capsys):
     md = capsys.readouterr().out
     assert "| stop when decided | clone, good against baseline none: 6 of at most 6 rounds (ran every round)" in md
     assert "| sequential boundary | round 6 of 6: boundary |z| ≥" in md.replace("\\|", "|")
-    assert "Verdict rule for a candidate and its baseline: after each whole round of a stop-when-decided" in md
+    assert "Verdict rule for a candidate and its baseline: after each look of a stop-when-decided launch" in md
     assert main(["report", "--config", str(project), "--format", "html"]) == 0
     html = capsys.readouterr().out
     assert "repeated 95% CI" in html and "sequential boundary" in html and "stop when decided" in html
@@ -456,6 +456,17 @@ def test_a_launch_on_many_tasks_stops_within_the_first_round(tmp_path, capsys):
     assert pair["decision"] == "improvement" and pair["sequential"]["decided_tasks"] == n
     assert f"decided after {n} of the 100 tasks of round 1 of 4" in pair["verdict"]
     assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(tuple(good["interval"]))
+    assert main(["report", "--config", str(project)]) == 0
+    md = capsys.readouterr().out
+    assert f"good against baseline none: {n} of the 100 tasks of round 1, 1 of at most 4 rounds (stopped" in md
+    # the gate counts the attempts the stop left out as not expected, and names the look its interval is from
+    code = main(["gate", "--config", str(project), "--baseline", "none", "--candidate", "good"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert (
+        f"PASS complete good: {n} of {n} expected attempts ({n} tasks x 1 repeat) (stopped when decided after " in out
+    )
+    assert f"after {n} of the 100 tasks of round 1) excludes any drop" in out
 
 
 def test_first_round_looks_is_checked_before_anything_runs(project, capsys):

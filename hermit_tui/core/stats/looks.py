@@ -395,7 +395,8 @@ def unmonitored_note(a: str, summary_a: Summary | None, b: str, summary_b: Summa
 
 
 SEQUENTIAL_RULE = (
-    "after each whole round of a stop-when-decided launch, 'an improvement' ('a regression') when the "
+    "after each look of a stop-when-decided launch (a whole round, or a batch of the first round's tasks), "
+    "'an improvement' ('a regression') when the "
     "repeated 95% confidence interval for the mean difference lies above (below) 0, 'equivalent' (with "
     "a margin M) when it lies within -M..M; the first decision is kept; otherwise 'undecided'"
 )
