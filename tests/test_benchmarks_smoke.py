@@ -61,6 +61,7 @@ EXPECTED = {
         "where.slices.power_at_0.3",
         "where.harm.fdr",
         "where.scale.seconds",
+        "where.scale.cpu_seconds",
         "where.scale.peak_rss_mb",
     ],
     "bench_startup.py": [

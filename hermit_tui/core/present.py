@@ -126,7 +126,7 @@ INTERVAL_TEST = (
     "exactly when the 95% interval excludes 0"
 )
 #: The secondary test of a pair: another hypothesis than the interval's, labelled as such wherever it is shown
-SHARP_TEST = "secondary, sharp null (on every task the two selectors' attempts are interchangeable)"
+SHARP_TEST = "the sharp null that on every task the two selectors' attempts are interchangeable"
 #: The row or line that shows the secondary test's p-value
 SHARP_TEST_ROW = "sharp-null test p (secondary)"
 INTERVAL_INCLUDES_0 = "the 95% interval includes 0 (so its test's p is not below 0.05)"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from pydantic import BaseModel
@@ -93,50 +94,111 @@ def task_p(a: np.ndarray, b: np.ndarray, threshold: float) -> float:
     return permutation_lower_p(a, b)
 
 
+FISHER_TABLE = 5_000  # a (repeats, repeats) shape with more (successes, candidate successes) cells: scipy instead
+
+
+@lru_cache(maxsize=256)
+def _fisher_table(m: int, n: int) -> np.ndarray:
+    """:func:`fisher_lower_p` for every margin of m baseline and n candidate attempts: cell [total, b_success]
+    (cells no table can reach stay 1)."""
+    out = np.ones((m + n + 1, n + 1))
+    for total in range(m + n + 1):
+        for b_s in range(max(0, total - m), min(n, total) + 1):
+            out[total, b_s] = fisher_lower_p(total - b_s, m, b_s, n)
+    return out
+
+
 def _hypergeom_lower(b_s: np.ndarray, m: np.ndarray, n: np.ndarray, total: np.ndarray) -> np.ndarray:
     """Fisher's one-sided p for many tasks at once: P(X ≤ b_s), X hypergeometric (m + n attempts, ``total``
-    successes, n drawn)."""
-    from scipy.stats import hypergeom
-
-    return np.asarray(hypergeom.cdf(b_s, m + n, total, n), dtype=float)
-
-
-def batch_p(pairs: Sequence[tuple[np.ndarray, np.ndarray]], threshold: float) -> list[float]:
-    """:func:`task_p` for many tasks at once (the same values): pass/fail tasks by the hypergeometric distribution,
-    graded ones by enumerating the splits for all tasks of one shape together."""
-    out = np.ones(len(pairs))
-    binary_rows: list[int] = []
-    graded: dict[tuple[int, int], list[int]] = {}
-    for i, (a, b) in enumerate(pairs):
-        if not len(a) or not len(b):
-            continue
-        pooled = np.concatenate([a, b])
-        if bool(np.all((pooled == 0.0) | (pooled == 1.0))):
-            binary_rows.append(i)
+    successes, n drawn). Exact (:func:`fisher_lower_p`, tabulated once per shape of repeats); scipy's
+    hypergeometric distribution only for shapes too large to tabulate."""
+    b_s, m, n, total = (np.asarray(x, dtype=np.int64) for x in (b_s, m, n, total))
+    out = np.ones(len(b_s))
+    for mm, nn in _shapes(m, n):
+        rows = np.flatnonzero((m == mm) & (n == nn))
+        if (mm + nn + 1) * (nn + 1) <= FISHER_TABLE:
+            out[rows] = _fisher_table(mm, nn)[total[rows], b_s[rows]]
         else:
-            graded.setdefault((len(a), len(b)), []).append(i)
-    fallback = []
-    for (m, n), rows in graded.items():
-        if math.comb(m + n, n) > MAX_ENUMERATION:
-            fallback += rows
+            from scipy.stats import hypergeom
+
+            out[rows] = hypergeom.cdf(b_s[rows], mm + nn, total[rows], nn)
+    return out
+
+
+def _shapes(m: np.ndarray, n: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (m, n) pairs of repeats, ascending."""
+    if not len(m):
+        return []
+    width = int(n.max()) + 1
+    return [(int(c // width), int(c % width)) for c in np.unique(m.astype(np.int64) * width + n).tolist()]
+
+
+def _per_task(values: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Per task, the sum of ``values`` (bool or int) over its attempts ``[start, start + length)``."""
+    cum = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
+    out: np.ndarray = cum[start + length] - cum[start]
+    return out
+
+
+def _gather(scores: np.ndarray, start: np.ndarray, k: int) -> np.ndarray:
+    """Tasks x ``k`` scores of tasks that each have ``k`` attempts from ``start``."""
+    out: np.ndarray = scores[start[:, None] + np.arange(k)]
+    return out
+
+
+def columns_p(
+    a_scores: np.ndarray,
+    a_start: np.ndarray,
+    m: np.ndarray,
+    b_scores: np.ndarray,
+    b_start: np.ndarray,
+    n: np.ndarray,
+    threshold: float,
+) -> np.ndarray:
+    """:func:`task_p` for many tasks from columns (the same values): task i's baseline scores are
+    ``a_scores[a_start[i]:a_start[i] + m[i]]``, its candidate's ``b_scores[b_start[i]:b_start[i] + n[i]]``.
+    Pass/fail tasks by Fisher's exact test, graded ones by enumerating the splits for all tasks of one shape of
+    repeats together (no loop over the tasks)."""
+    a_scores, b_scores = np.asarray(a_scores, dtype=float), np.asarray(b_scores, dtype=float)
+    a_start, b_start = np.asarray(a_start, dtype=np.int64), np.asarray(b_start, dtype=np.int64)
+    m, n = np.asarray(m, dtype=np.int64), np.asarray(n, dtype=np.int64)
+    out = np.ones(len(m))
+    other = _per_task(~((a_scores == 0.0) | (a_scores == 1.0)), a_start, m)
+    other += _per_task(~((b_scores == 0.0) | (b_scores == 1.0)), b_start, n)
+    tested = (m > 0) & (n > 0)
+    exact = tested & (other == 0)  # pass/fail: Fisher's test
+    graded = tested & (other > 0)
+    for mm, nn in _shapes(m[graded], n[graded]):
+        rows = np.flatnonzero(graded & (m == mm) & (n == nn))
+        if math.comb(mm + nn, nn) > MAX_ENUMERATION:  # many repeats of graded scores: pass/fail at the threshold
+            exact[rows] = True
             continue
-        combos = np.array(list(itertools.combinations(range(m + n), n)), dtype=np.int64)
+        combos = np.array(list(itertools.combinations(range(mm + nn), nn)), dtype=np.int64)
         chunk = max(1, 2_000_000 // len(combos))
-        for start in range(0, len(rows), chunk):
-            part = rows[start : start + chunk]
-            pooled = np.array([np.concatenate(pairs[i]) for i in part])
-            observed = pooled[:, m:].sum(axis=1)
+        for first in range(0, len(rows), chunk):
+            part = rows[first : first + chunk]
+            pooled = np.concatenate([_gather(a_scores, a_start[part], mm), _gather(b_scores, b_start[part], nn)], 1)
+            observed = pooled[:, mm:].sum(axis=1)
             eps = 1e-9 * np.maximum(1.0, np.abs(pooled).max(axis=1))
             sums = pooled[:, combos].sum(axis=2)
             out[part] = (sums <= (observed + eps)[:, None]).mean(axis=1)
-    rows = binary_rows + fallback
-    if rows:
-        a_s = np.array([(pairs[i][0] >= threshold).sum() for i in rows], dtype=float)
-        b_s = np.array([(pairs[i][1] >= threshold).sum() for i in rows], dtype=float)
-        ms = np.array([len(pairs[i][0]) for i in rows], dtype=float)
-        ns = np.array([len(pairs[i][1]) for i in rows], dtype=float)
-        out[rows] = _hypergeom_lower(b_s, ms, ns, a_s + b_s)
-    return [float(min(1.0, p)) for p in out]
+    if exact.any():
+        a_s = _per_task(a_scores >= threshold, a_start, m)[exact]
+        b_s = _per_task(b_scores >= threshold, b_start, n)[exact]
+        out[exact] = _hypergeom_lower(b_s, m[exact], n[exact], a_s + b_s)
+    res: np.ndarray = np.minimum(out, 1.0)
+    return res
+
+
+def batch_p(pairs: Sequence[tuple[np.ndarray, np.ndarray]], threshold: float) -> list[float]:
+    """:func:`task_p` for many tasks at once (the same values), by :func:`columns_p`."""
+    m = np.array([len(a) for a, _ in pairs], dtype=np.int64)
+    n = np.array([len(b) for _, b in pairs], dtype=np.int64)
+    starts = (np.concatenate([[0], np.cumsum(m)[:-1]]), np.concatenate([[0], np.cumsum(n)[:-1]]))
+    a_scores = np.concatenate([np.zeros(0)] + [np.asarray(a, dtype=float) for a, _ in pairs])
+    b_scores = np.concatenate([np.zeros(0)] + [np.asarray(b, dtype=float) for _, b in pairs])
+    out: list[float] = columns_p(a_scores, starts[0], m, b_scores, starts[1], n, threshold).tolist()
+    return out
 
 
 def smallest_p(m: int, n: int) -> float:
@@ -152,60 +214,56 @@ def repeats_needed(tasks: int, q: float = FDR_Q, limit: int = 50) -> int | None:
     return None
 
 
-def _scores(table: TaskTable, pos: int) -> np.ndarray:
-    where = np.searchsorted(table.index, pos)
-    if where >= len(table.index) or table.index[where] != pos:
-        return np.zeros(0)
-    return np.asarray(table.scores[table.offsets[where] : table.offsets[where + 1]], dtype=float)
-
-
 def harmed_tasks(baseline: str, table_a: TaskTable, candidate: str, table_b: TaskTable, q: float = FDR_Q) -> HarmReport:
     """The screen over the test tasks both selectors attempted (``table_a`` and ``table_b`` made for the same test
-    ids and threshold)."""
+    ids and threshold), computed from the tables' columns."""
     if table_a.ids != table_b.ids:
         raise ValueError("the two tables are for different task ids")
-    rows: list[tuple[str, np.ndarray, np.ndarray]] = []
-    for pos, tid in enumerate(table_a.ids):
-        a, b = _scores(table_a, pos), _scores(table_b, pos)
-        if len(a) and len(b):
-            rows.append((tid, a, b))
-    pvals = batch_p([(a, b) for _, a, b in rows], table_a.threshold)
-    qvals = benjamini_hochberg(pvals)
-    smallest = min((smallest_p(len(a), len(b)) for _, a, b in rows), default=None)
-    reachable = smallest is not None and smallest <= q / max(len(rows), 1)
-    harmed = [
-        HarmedTask(
-            task=tid,
-            baseline_mean=float(a.mean()),
-            candidate_mean=float(b.mean()),
-            difference=float(b.mean() - a.mean()),
-            baseline_repeats=len(a),
-            candidate_repeats=len(b),
-            p_value=p,
-            q_value=float(qv),
+    _, ia, ib = np.intersect1d(table_a.index, table_b.index, assume_unique=True, return_indices=True)
+    m, n = np.diff(table_a.offsets)[ia], np.diff(table_b.offsets)[ib]
+    keep = (m > 0) & (n > 0)
+    ia, ib, m, n = ia[keep], ib[keep], m[keep], n[keep]
+    a_start, b_start = table_a.offsets[ia], table_b.offsets[ib]
+    tested = len(ia)
+    pvals = columns_p(table_a.scores, a_start, m, table_b.scores, b_start, n, table_a.threshold)
+    qvals = np.asarray(benjamini_hochberg(pvals.tolist()), dtype=float) if tested else np.zeros(0)
+    smallest = min((smallest_p(x, y) for x, y in _shapes(m, n)), default=None)
+    reachable = smallest is not None and smallest <= q / max(tested, 1)
+    harmed = []
+    for j in np.flatnonzero(qvals <= q).tolist():
+        a = np.asarray(table_a.scores[a_start[j] : a_start[j] + m[j]], dtype=float)
+        b = np.asarray(table_b.scores[b_start[j] : b_start[j] + n[j]], dtype=float)
+        harmed.append(
+            HarmedTask(
+                task=table_a.ids[int(table_a.index[ia[j]])],
+                baseline_mean=float(a.mean()),
+                candidate_mean=float(b.mean()),
+                difference=float(b.mean() - a.mean()),
+                baseline_repeats=len(a),
+                candidate_repeats=len(b),
+                p_value=float(pvals[j]),
+                q_value=float(qvals[j]),
+            )
         )
-        for (tid, a, b), p, qv in zip(rows, pvals, qvals)
-        if qv is not None and qv <= q
-    ]
     harmed.sort(key=lambda h: (h.q_value, h.p_value, h.difference))
-    need = None if reachable else repeats_needed(len(rows), q)
-    if not rows:
+    need = None if reachable else repeats_needed(tested, q)
+    if not tested:
         note = "no task was attempted by both selectors"
     elif harmed:
-        note = f"{len(harmed)} of {len(rows)} tasks worse with evidence (q ≤ {q:g})"
+        note = f"{len(harmed)} of {tested} tasks worse with evidence (q ≤ {q:g})"
     elif not reachable:
         note = (
             f"no single task can show harm on its own at these repeats: the smallest p-value a task can reach is "
-            f"{smallest:.3g}, and {len(rows)} tasks at q = {q:g} need {q / len(rows):.3g}"
+            f"{smallest:.3g}, and {tested} tasks at q = {q:g} need {q / tested:.3g}"
             + (f"; {need} repeats per selector would make it reachable" if need else "")
         )
     else:
-        note = f"no task worse with evidence (q ≤ {q:g}) among {len(rows)}"
+        note = f"no task worse with evidence (q ≤ {q:g}) among {tested}"
     return HarmReport(
         baseline=baseline,
         candidate=candidate,
         q=q,
-        tested=len(rows),
+        tested=tested,
         harmed=harmed,
         smallest_reachable_p=smallest,
         reachable=reachable,
@@ -226,4 +284,5 @@ __all__ = [
     "smallest_p",
     "task_p",
     "batch_p",
+    "columns_p",
 ]

@@ -4,7 +4,9 @@ possible range, and the test that belongs to the pair's interval.
 The unit of sampling is the task: a selector's interval is for the mean of its per-task mean scores, a pair's for the
 mean of the per-task differences ``b - a``. Values lie in a known range ``[lo, hi]`` (scores in [0, 1]; other scales:
 the lowest and highest score observed). Everything here works on numpy arrays of data sets as well as on one data set
-(the benchmark computes thousands at once with the same code).
+(the benchmark computes thousands at once with the same code); data sets of different sizes (the slices of a report)
+go through their :class:`PairSummary` instead (:func:`summary_bounds`, :func:`summary_p_values`, :func:`mean_bounds`:
+the same values as one call per data set).
 
 **A selector** (:func:`task_mean_interval`, :func:`mean_interval`): with ``p`` the mean rescaled to [0, 1], ``se`` its
 standard error over tasks and ``G`` the tasks,
@@ -47,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel
@@ -106,7 +108,7 @@ def wilson_bounds(p: Any, n: Any, crit: Any) -> Any:
 
 
 def unit_bounds(
-    p: Any, var: Any, g: Any, cap: Any, level: Any = CONFIDENCE, *, se2: Any = None, units: Any = None
+    p: Any, var: Any, g: Any, cap: Any, level: Any = CONFIDENCE, *, se2: Any = None, units: Any = None, crit: Any = None
 ) -> tuple[Any, Any, Any]:
     """The selector interval on [0, 1] (arrays broadcast): mean ``p``, sample variance ``var`` of the task values
     (ddof 1), ``g`` tasks, ``cap`` the largest effective sample size (``inf`` without one). (low, high, n_eff).
@@ -115,11 +117,13 @@ def unit_bounds(
     then take the tasks' place in the degrees of freedom (``units - 1``) and the least effective sample size; the
     no-spread floor stays the tasks' (``g``: with the clusters' it would swamp the interval in the middle of the
     range, where the clustered interval is to be the cluster-robust t interval). By default ``se2 = var / g`` and
-    ``units = g``."""
+    ``units = g``. ``crit``: the critical value, when the caller has it (default Student's ``t`` at ``level`` with
+    ``units - 1`` df, :func:`t_quantile`)."""
     p = np.clip(np.asarray(p, dtype=float), 0.0, 1.0)
     var, g = np.asarray(var, dtype=float), np.asarray(g, dtype=float)
     units = g if units is None else np.asarray(units, dtype=float)
-    crit = t_quantile(np.maximum(units - 1, 1), level)
+    if crit is None:
+        crit = t_quantile(np.maximum(units - 1, 1), level)
     with np.errstate(divide="ignore", invalid="ignore"):
         if se2 is None:
             n_raw = np.where(var > 0, p * (1 - p) / (var / g), np.inf)
@@ -357,6 +361,135 @@ def pair_p_value(
     return float(pair_p_values(_unit(ma, lo, hi), _unit(mb, lo, hi), cap_a, cap_b, null / (hi - lo), clusters=clusters))
 
 
+# ---------------------------------------------------------------------------------- many pairs of unequal sizes
+
+SCIPY_BATCH = 64  # from this many data sets on, the t quantiles of a batch are scipy's (its import pays for itself)
+
+
+def t_quantiles(df: Any, level: Any = CONFIDENCE) -> np.ndarray:
+    """:func:`t_quantile` over arrays: scipy's vectorised ``stdtrit`` for a batch of :data:`SCIPY_BATCH` or more
+    (imported here, never at start-up), ``core.stats.special``'s below (a small report does not pay scipy's import)."""
+    df, level = np.broadcast_arrays(np.asarray(df, dtype=float), np.asarray(level, dtype=float))
+    if df.size < SCIPY_BATCH:
+        return np.asarray(t_quantile(df, level), dtype=float)
+    from scipy.special import stdtrit
+
+    return np.asarray(stdtrit(df, 1 - (1 - level) / 2), dtype=float)
+
+
+class PairSummary(NamedTuple):
+    """What :func:`pair_bounds` uses of the paired task means (unit scale), per data set: the two means, their
+    sample variances (ddof 1), Pearson's correlation (0 without spread), the variance of the differences, whether
+    every difference is the same, and the paired tasks. Data sets of different sizes then go in one array."""
+
+    a: np.ndarray
+    b: np.ndarray
+    var_a: np.ndarray
+    var_b: np.ndarray
+    r: np.ndarray
+    var_d: np.ndarray
+    flat: np.ndarray
+    g: np.ndarray
+
+
+def pair_summary(ma: Any, mb: Any) -> PairSummary:
+    """The :class:`PairSummary` of task means ``ma``, ``mb`` in [0, 1] (last axis: the paired tasks, at least 2),
+    computed as :func:`pair_bounds` computes them."""
+    ma, mb = np.asarray(ma, dtype=float), np.asarray(mb, dtype=float)
+    diffs = mb - ma
+    return PairSummary(
+        a=np.asarray(ma.mean(-1)),
+        b=np.asarray(mb.mean(-1)),
+        var_a=np.asarray(ma.var(-1, ddof=1)),
+        var_b=np.asarray(mb.var(-1, ddof=1)),
+        r=np.asarray(_corr(ma, mb)),
+        var_d=np.asarray(diffs.var(-1, ddof=1)),
+        flat=np.asarray(np.ptp(diffs, axis=-1) <= 1e-12),
+        g=np.full(ma.shape[:-1], float(ma.shape[-1])),
+    )
+
+
+def stack_summaries(parts: Sequence[PairSummary]) -> PairSummary:
+    """Summaries of single data sets (of any sizes) as one summary over them, in order."""
+    return PairSummary(*(np.array([np.asarray(x).reshape(()) for x in field]) for field in zip(*parts)))
+
+
+def mean_bounds(
+    mean: Any, sd: Any, n_tasks: Any, lo: Any, hi: Any, cap: Any, level: Any = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mean_interval` over arrays of data sets (``cap``: the largest effective sample size, ``inf`` without
+    one): (low, high), NaN where it gives no interval (fewer than 2 tasks, or a mean or sd that is not finite)."""
+    mean, sd, n, lo, hi, cap = np.broadcast_arrays(
+        *(np.asarray(x, dtype=float) for x in (mean, sd, n_tasks, lo, hi, cap))
+    )
+    low, high = np.full(mean.shape, np.nan), np.full(mean.shape, np.nan)
+    ok = (n >= 2) & np.isfinite(mean) & np.isfinite(sd)
+    width = hi - lo
+    flat_range = ok & (width <= 0)
+    low[flat_range], high[flat_range] = lo[flat_range], hi[flat_range]
+    ok &= width > 0
+    if ok.any():
+        w = width[ok]
+        p = np.minimum(np.maximum((mean[ok] - lo[ok]) / w, 0.0), 1.0)
+        spread = sd[ok] > 1e-12 * w
+        var = np.where(spread, (sd[ok] / w) ** 2, 0.0)
+        level_ok = np.broadcast_to(np.asarray(level, dtype=float), mean.shape)[ok]
+        crit = t_quantiles(np.maximum(n[ok] - 1, 1), level_ok)
+        unit_low, unit_high, _ = unit_bounds(p, var, n[ok], cap[ok], level_ok, crit=crit)
+        low[ok], high[ok] = lo[ok] + w * unit_low, lo[ok] + w * unit_high
+    return low, high
+
+
+def summary_bounds(
+    s: PairSummary, cap_a: Any, cap_b: Any, level: Any = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pair_bounds` (without clusters) from summaries: every field, cap and level broadcast over the data
+    sets, which may have different numbers of tasks. (low, high, no_spread), the same values."""
+    g = np.asarray(s.g, dtype=float)
+    crit = t_quantiles(np.maximum(g - 1, 1), np.broadcast_to(np.asarray(level, dtype=float), np.shape(g)))
+    a, b = np.asarray(s.a, dtype=float), np.asarray(s.b, dtype=float)
+    la, ua, _ = unit_bounds(a, s.var_a, g, cap_a, level, crit=crit)
+    lb, ub, _ = unit_bounds(b, s.var_b, g, cap_b, level, crit=crit)
+    d = b - a
+    r = s.r
+    low = d - np.sqrt(np.maximum((b - lb) ** 2 - 2 * r * (b - lb) * (ua - a) + (ua - a) ** 2, 0.0))
+    high = d + np.sqrt(np.maximum((ub - b) ** 2 - 2 * r * (ub - b) * (a - la) + (a - la) ** 2, 0.0))
+    small = g < SMALL_PAIR  # as pair_bounds: never narrower than the t interval on the differences
+    with np.errstate(invalid="ignore"):
+        half = crit * np.sqrt(np.asarray(s.var_d, dtype=float) / g)
+    low = np.where(small, np.minimum(low, d - half), low)
+    high = np.where(small, np.maximum(high, d + half), high)
+    flat = np.asarray(s.flat, dtype=bool)
+    q = no_spread_share(g, level)
+    low = np.where(flat, d - q * (d + 1), low)
+    high = np.where(flat, d + q * (1 - d), high)
+    return np.clip(low, -1.0, 1.0), np.clip(high, -1.0, 1.0), flat
+
+
+def summary_p_values(s: PairSummary, cap_a: Any, cap_b: Any, null: Any = 0.0, steps: int = 32) -> np.ndarray:
+    """:func:`pair_p_values` (without clusters) from summaries, every data set bisected at once: the same
+    bisection (``steps`` halvings of ``log(alpha)`` over [1e-15, 1]: the p-value to a relative 1e-8 at 32), so the
+    same values as one :func:`pair_p_value` call per data set."""
+    shape = np.shape(s.g)
+    null = np.broadcast_to(np.asarray(null, dtype=float), shape)
+
+    def excludes(alpha: np.ndarray) -> np.ndarray:
+        low, high, _ = summary_bounds(s, cap_a, cap_b, 1 - alpha)
+        res: np.ndarray = (low > null) | (high < null)
+        return res
+
+    lo_a, hi_a = np.full(shape, math.log(1e-15)), np.zeros(shape)  # log alpha: excluded at hi, held at lo
+    ends = excludes(np.exp(hi_a)), excludes(np.exp(lo_a))
+    for _ in range(steps):
+        mid = (lo_a + hi_a) / 2
+        gone = excludes(np.exp(mid))
+        hi_a, lo_a = np.where(gone, mid, hi_a), np.where(gone, lo_a, mid)
+    p = np.exp(hi_a)
+    p = np.where(ends[1], 1e-15, p)
+    out: np.ndarray = np.where(~ends[0], 1.0, p)
+    return out
+
+
 def _enough_clusters(clusters: np.ndarray | None) -> bool:
     return clusters is None or len(set(np.asarray(clusters).tolist())) >= 2
 
@@ -372,6 +505,7 @@ __all__ = [
     "Interval",
     "METHOD_TEXT",
     "attempts_cap",
+    "mean_bounds",
     "mean_interval",
     "method_note",
     "no_spread_share",
@@ -379,7 +513,13 @@ __all__ = [
     "pair_interval",
     "pair_p_value",
     "pair_p_values",
+    "pair_summary",
+    "PairSummary",
+    "stack_summaries",
+    "summary_bounds",
+    "summary_p_values",
     "t_quantile",
+    "t_quantiles",
     "task_mean_interval",
     "unit_bounds",
     "wilson_bounds",

@@ -25,9 +25,17 @@ import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.records.scores import TaskTable, score_range
-from hermit_tui.core.stats.figures import TIE_TOL, TRANSITIONS, _t_power, _transitions, selector_stats
-from hermit_tui.core.stats.intervals import pair_interval, pair_p_value
+from hermit_tui.core.records.scores import TaskTable
+from hermit_tui.core.stats.figures import TIE_TOL, TRANSITIONS, _t_power, _transitions
+from hermit_tui.core.stats.intervals import (
+    PairSummary,
+    attempts_cap,
+    mean_bounds,
+    pair_summary,
+    stack_summaries,
+    summary_bounds,
+    summary_p_values,
+)
 from hermit_tui.core.stats.multiplicity import BH, HOLM, benjamini_hochberg, holm
 
 HURT_ALPHA = 0.025  # one-sided, the lower half of a two-sided 95% interval
@@ -171,49 +179,180 @@ def _p_hurt(p_two_sided: float | None, mean: float | None, margin: float) -> flo
     return p_two_sided / 2 if mean < -margin else 1 - p_two_sided / 2
 
 
-def _slice_pair(a: str, ta: TaskTable, b: str, tb: TaskTable, margin: float) -> SlicePair:
-    """A pair's figures on one slice, as the whole split's (the pair interval and the p-value that belongs to it,
-    the counts and the minimum detectable difference); the exact randomisation test, a secondary figure of the whole
+class _Columns:
+    """One selector's TaskTable read once for every slice: each test position's row (−1: no attempt), and per row
+    the lowest and highest score and whether every score is 0 or 1 (what a slice's range and pass/fail test need,
+    without cutting a table per slice)."""
+
+    def __init__(self, table: TaskTable, n_ids: int) -> None:
+        self.table = table
+        rows = len(table.index)
+        self.row_of = np.full(n_ids, -1, dtype=np.int64)
+        self.row_of[table.index] = np.arange(rows)
+        starts, ends = table.offsets[:-1], table.offsets[1:]
+        self.low, self.high = np.full(rows, np.inf), np.full(rows, -np.inf)
+        filled = ends > starts
+        if filled.any():
+            self.low[filled] = np.minimum.reduceat(table.scores, starts[filled])
+            self.high[filled] = np.maximum.reduceat(table.scores, starts[filled])
+        other = np.concatenate([[0], np.cumsum(~((table.scores == 0.0) | (table.scores == 1.0)))])
+        self.unit_binary = other[ends] == other[starts]
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        """The rows of the attempted tasks among ``positions`` (ascending), in their order."""
+        rows = self.row_of[positions]
+        out: np.ndarray = rows[rows >= 0]
+        return out
+
+    def extent(self, rows: np.ndarray) -> tuple[float, float]:
+        """(lowest, highest) score of these rows (``inf, -inf`` without one)."""
+        if not len(rows):
+            return math.inf, -math.inf
+        return float(self.low[rows].min()), float(self.high[rows].max())
+
+    def binary(self, rows: np.ndarray, lo: float, hi: float) -> bool:
+        """Every score of these rows at ``lo`` or ``hi`` (as ``np.all((scores == lo) | (scores == hi))``)."""
+        if lo == 0.0 and hi == 1.0:
+            return bool(self.unit_binary[rows].all())
+        t = self.table
+        lengths = t.offsets[rows + 1] - t.offsets[rows]
+        at = np.repeat(t.offsets[rows] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+        scores = t.scores[at + np.arange(int(lengths.sum()))]
+        return bool(np.all((scores == lo) | (scores == hi)))
+
+
+def _scale(*extents: tuple[float, float]) -> tuple[float, float]:
+    """``score_range`` of the slice tables with these extents."""
+    lo, hi = 0.0, 1.0
+    for low, high in extents:
+        if low <= high:
+            lo, hi = min(lo, low), max(hi, high)
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else (0.0, 1.0)
+
+
+class _Pair:
+    """A pair on one slice before the intervals: the paired figures, and the summary its interval and tests are
+    made from (None where ``pair_interval`` gives none: fewer than 2 paired tasks)."""
+
+    def __init__(self, a: str, ca: _Columns, b: str, cb: _Columns, positions: np.ndarray) -> None:
+        ta, tb = ca.table, cb.table
+        ra, rb = ca.row_of[positions], cb.row_of[positions]
+        both = (ra >= 0) & (rb >= 0)
+        ia, ib = ra[both], rb[both]
+        own_a, own_b = ra[ra >= 0], rb[rb >= 0]
+        lo, hi = _scale(ca.extent(own_a), cb.extent(own_b))
+        self.a, self.b, self.width = a, b, hi - lo
+        self.n = n = len(ia)
+        ma, mb, ka, kb = ta.mean[ia], tb.mean[ib], ta.n[ia], tb.n[ib]
+        diffs = mb - ma
+        self.mean = float(diffs.mean()) if n else None
+        self.se = float(diffs.std(ddof=1)) / math.sqrt(n) if n > 1 else None
+        self.summary: PairSummary | None = None
+        self.caps = (math.inf, math.inf)
+        if n >= 2 and hi > lo:  # where pair_interval and pair_p_value give a value
+            self.summary = pair_summary((ma - lo) / self.width, (mb - lo) / self.width)
+            bin_a, bin_b = ca.binary(own_a, lo, hi), cb.binary(own_b, lo, hi)
+            self.caps = (float(attempts_cap(ka)) if bin_a else math.inf, float(attempts_cap(kb)) if bin_b else math.inf)
+        codes = _transitions(ta.solved[ia], ka, tb.solved[ib], kb)
+        self.wins, self.losses = int((diffs > TIE_TOL).sum()), int((diffs < -TIE_TOL).sum())
+        self.transitions = {t: int((codes == k).sum()) for k, t in enumerate(TRANSITIONS)}
+
+
+def _selectors(cols: Mapping[str, _Columns], slices: Sequence[np.ndarray]) -> list[list[SliceSelector]]:
+    """Each selector's figures on each slice (its test positions), as ``selector_stats`` on the slice's table gives
+    them, the intervals in one vectorised call (``core.stats.intervals.mean_bounds``)."""
+    keys, args = [], []
+    for k, positions in enumerate(slices):
+        for label, c in cols.items():
+            rows = c.rows(positions)
+            keys.append((k, label, len(rows)))
+            if not len(rows):
+                args.append((0.0, math.nan, math.nan, 0.0, 1.0, math.inf))
+                continue
+            t = c.table
+            means = t.mean[rows]
+            lo, hi = _scale(c.extent(rows))
+            cap = float(attempts_cap(t.n[rows])) if c.binary(rows, lo, hi) else math.inf
+            sd = float(means.std(ddof=1)) if len(rows) > 1 else math.nan
+            args.append((float(len(rows)), float(means.mean()), sd, lo, hi, cap))
+    out: list[list[SliceSelector]] = [[] for _ in slices]
+    if not args:
+        return out
+    table = np.array(args, dtype=float)  # per slice and selector: tasks, mean, sd, lo, hi, cap
+    mean = table[:, 1]
+    low, high = mean_bounds(mean, table[:, 2], table[:, 0], table[:, 3], table[:, 4], table[:, 5])
+    for j, (k, label, n_tasks) in enumerate(keys):
+        out[k].append(
+            SliceSelector(
+                label=label,
+                n_tasks=n_tasks,
+                mean=float(mean[j]) if n_tasks else None,
+                ci_low=None if math.isnan(low[j]) else float(low[j]),
+                ci_high=None if math.isnan(high[j]) else float(high[j]),
+            )
+        )
+    return out
+
+
+def _slice_pairs(work: Sequence[_Pair], margin: float) -> list[SlicePair]:
+    """Each pair's figures on each slice, as the whole split's (the pair interval and the p-value that belongs to
+    it, the counts and the minimum detectable difference), every interval and p-value of every slice computed in
+    vectorised calls (``core.stats.intervals.summary_bounds``, ``summary_p_values``: the values of one
+    ``pair_interval`` and ``pair_p_value`` call each). The exact randomisation test, a secondary figure of the whole
     split, is not run per slice."""
-    lo, hi = score_range(ta, tb)
-    _, ia, ib = np.intersect1d(ta.index, tb.index, assume_unique=True, return_indices=True)
-    n = len(ia)
-    ma, mb, ka, kb = ta.mean[ia], tb.mean[ib], ta.n[ia], tb.n[ib]
-    diffs = mb - ma
-    mean = float(diffs.mean()) if n else None
-    se = float(diffs.std(ddof=1)) / math.sqrt(n) if n > 1 else None
-    bin_a = bool(np.all((ta.scores == lo) | (ta.scores == hi)))
-    bin_b = bool(np.all((tb.scores == lo) | (tb.scores == hi)))
-    iv = pair_interval(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
-    p_two = pair_p_value(ma, mb, ka, kb, bin_a, bin_b, lo, hi)
-    mde = None
-    if se is not None and se > 0 and iv is not None and mean is not None:
-        below, above = mean - iv.low, iv.high - mean
-        half = below if mean > 0 else above if mean < 0 else max(below, above)
-        mde = half + _t_power(n - 1) * se
-    too_small = n < MIN_TASKS or mde is None
-    p_hurt = None
-    if not too_small:
-        p_hurt = _p_hurt(pair_p_value(ma, mb, ka, kb, bin_a, bin_b, lo, hi, null=-margin), mean, margin)
-    codes = _transitions(ta.solved[ia], ka, tb.solved[ib], kb)
-    wins, losses = int((diffs > TIE_TOL).sum()), int((diffs < -TIE_TOL).sum())
-    return SlicePair(
-        a=a,
-        b=b,
-        n_paired=n,
-        mean_diff=mean,
-        ci_low=iv.low if iv is not None else None,
-        ci_high=iv.high if iv is not None else None,
-        p_value=p_two,
-        p_hurt=p_hurt,
-        wins=wins,
-        losses=losses,
-        ties=n - wins - losses,
-        transition_counts={t: int((codes == k).sum()) for k, t in enumerate(TRANSITIONS)},
-        mde=mde,
-        too_small=too_small,
-        reading="",
-    )
+    asked = [(j, w.summary) for j, w in enumerate(work) if w.summary is not None]
+    at = {j: i for i, (j, _) in enumerate(asked)}
+    ci_low: list[float] = []
+    ci_high: list[float] = []
+    if asked:
+        s = stack_summaries([summary for _, summary in asked])
+        caps = np.array([work[j].caps for j, _ in asked])
+        widths = np.array([work[j].width for j, _ in asked])
+        unit_low, unit_high, _ = summary_bounds(s, caps[:, 0], caps[:, 1])
+        ci_low, ci_high = (widths * unit_low).tolist(), (widths * unit_high).tolist()
+    out, tickets = [], []
+    for j, w in enumerate(work):
+        i = at.get(j)
+        low, high = (ci_low[i], ci_high[i]) if i is not None else (None, None)
+        mde = None
+        if w.se is not None and w.se > 0 and low is not None and high is not None and w.mean is not None:
+            below, above = w.mean - low, high - w.mean
+            half = below if w.mean > 0 else above if w.mean < 0 else max(below, above)
+            mde = half + _t_power(w.n - 1) * w.se
+        too_small = w.n < MIN_TASKS or mde is None
+        if i is not None:
+            tickets.append((j, i, 0.0, False))  # "no difference"
+            if not too_small:
+                tickets.append((j, i, -margin / w.width, True))  # "this slice is hurt"
+        out.append(
+            SlicePair(
+                a=w.a,
+                b=w.b,
+                n_paired=w.n,
+                mean_diff=w.mean,
+                ci_low=low,
+                ci_high=high,
+                p_value=None,
+                wins=w.wins,
+                losses=w.losses,
+                ties=w.n - w.wins - w.losses,
+                transition_counts=w.transitions,
+                mde=mde,
+                too_small=too_small,
+                reading="",
+            )
+        )
+    if tickets:
+        which = np.array([i for _, i, _, _ in tickets])
+        sub = PairSummary(*(np.asarray(field)[which] for field in s))
+        nulls = np.array([null for _, _, null, _ in tickets])
+        pvals = summary_p_values(sub, caps[which, 0], caps[which, 1], nulls).tolist()
+        for (j, _, _, hurt), p in zip(tickets, pvals):
+            if hurt:
+                out[j].p_hurt = _p_hurt(p, out[j].mean_diff, margin)
+            else:
+                out[j].p_value = p
+    return out
 
 
 def _reading(p: SlicePair, margin: float) -> str:
@@ -250,20 +389,27 @@ def slice_report(
     if not (math.isfinite(margin) and margin >= 0):
         raise InputError(f"--margin must be a number, 0 or more, got {margin}")
     order = {t: i for i, t in enumerate(test_ids)}
-    slices: list[Slice] = []
+    cols = {label: _Columns(t, len(test_ids)) for label, t in tables.items()}
+    named: list[tuple[str, np.ndarray]] = []
+    sliced = np.zeros(len(test_ids), dtype=bool)
     for name, ids in groups.items():
-        ids = sorted(dict.fromkeys(t for t in ids if t in order), key=order.__getitem__)
-        if not ids:
-            continue
-        sub = {label: restrict(t, ids, order) for label, t in tables.items()}
-        sels = []
-        for label, t in sub.items():
-            st = selector_stats(label, t, ids, t.threshold)
-            sels.append(
-                SliceSelector(label=label, n_tasks=st.n_tasks, mean=st.mean, ci_low=st.ci_low, ci_high=st.ci_high)
-            )
-        slice_pairs = [_slice_pair(a, sub[a], b, sub[b], margin) for a, b in pairs]
-        slices.append(Slice(name=name, task_ids=ids, selectors=sels, pairs=slice_pairs))
+        found = np.fromiter((order.get(t, -1) for t in ids), dtype=np.int64, count=len(ids))
+        positions = np.unique(found[found >= 0])  # the slice's test tasks, once each, in test order
+        if len(positions):
+            named.append((name, positions))
+            sliced[positions] = True
+    selectors = _selectors(cols, [positions for _, positions in named])
+    work = [_Pair(a, cols[a], b, cols[b], positions) for _, positions in named for a, b in pairs]
+    figures = _slice_pairs(work, margin)
+    slices = [
+        Slice(
+            name=name,
+            task_ids=list(map(test_ids.__getitem__, positions.tolist())),
+            selectors=selectors[k],
+            pairs=figures[k * len(pairs) : (k + 1) * len(pairs)],
+        )
+        for k, (name, positions) in enumerate(named)
+    ]
     for k in range(len(pairs)):
         row = [s.pairs[k] for s in slices]
         for p, bh in zip(row, benjamini_hochberg([p.p_value for p in row])):
@@ -272,8 +418,7 @@ def slice_report(
             p.p_hurt_holm = hp
             p.hurt = hp is not None and hp <= HURT_ALPHA and p.mean_diff is not None and p.mean_diff < -margin
             p.reading = _reading(p, margin)
-    sliced = {t for s in slices for t in s.task_ids}
-    return SliceReport(by=by, margin=margin, slices=slices, unsliced=sum(t not in sliced for t in test_ids))
+    return SliceReport(by=by, margin=margin, slices=slices, unsliced=int((~sliced).sum()))
 
 
 __all__ = [
