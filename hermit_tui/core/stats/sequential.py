@@ -1,17 +1,25 @@
-"""Stop when decided: a group-sequential comparison of a candidate with a baseline, round by round.
+"""Stop when decided: a group-sequential comparison of a candidate with a baseline, look by look.
 
-A launch runs whole rounds (every test task once per selector). After each round, each candidate's difference from
-the baseline, ``d = mean over tasks of (candidate's task mean - baseline's task mean)`` (the estimand of
-``core.stats.figures``), gets a **repeated confidence interval** (Jennison & Turnbull 1989, "Interim analyses: the
-repeated confidence interval approach", JRSS B 51:305; Jennison & Turnbull 2000, *Group Sequential Methods with
-Applications to Clinical Trials*, ch. 9) whose critical values come from an **error-spending** boundary (Lan & DeMets
-1983, "Discrete sequential boundaries for clinical trials", Biometrika 70:659; J&T 2000 ch. 7), symmetric, spending
-by the Hwang-Shih-DeCani function with ``gamma = -2`` (Hwang, Shih & DeCani 1990, Statistics in Medicine 9:1439),
-``alpha(t) = a (1 - exp(2 t)) / (1 - exp(2))`` of the candidate's share ``a``: between Pocock's and O'Brien-Fleming's
-(with 8 rounds and ``a = 0.045``, 3.09, 2.97, 2.84, 2.71, 2.58, 2.45, 2.32, 2.19). It spends enough at the first
-rounds to stop there when one round of the tasks already decides, which the O'Brien-Fleming-type function (6.35 at
-the first of 8 rounds) never allowed: measured against the fixed design of equal power, that one used 70% of its
-attempts at 50 tasks and an effect of 0.2 (200% at 200 tasks, where one round decides), this design 49-61% (106%).
+A launch runs rounds (every test task once per selector). It looks after each whole round and, with 50 tasks or
+more, also within the first round, after batches of its tasks taken in a fixed order (:func:`look_schedule`,
+:func:`look_order`): rounds are repeats and shrink only the run-to-run noise, while the variance that matters
+shrinks with tasks, so where one round of many tasks already decides, only looks within it can stop earlier. Such
+a design counts information in attempts (:func:`look_boundaries`) and spends by Kim & DeMets' power family
+(``a t^0.6``; Kim & DeMets 1987, Biometrika 74:149), which spends enough at the first looks to stop there; the
+paragraphs below describe the design that looks after whole rounds only.
+
+After each round, each candidate's difference from the baseline, ``d = mean over tasks of (candidate's task mean -
+baseline's task mean)`` (the estimand of ``core.stats.figures``), gets a **repeated confidence interval** (Jennison &
+Turnbull 1989, "Interim analyses: the repeated confidence interval approach", JRSS B 51:305; Jennison & Turnbull 2000,
+*Group Sequential Methods with Applications to Clinical Trials*, ch. 9) whose critical values come from an
+**error-spending** boundary (Lan & DeMets 1983, "Discrete sequential boundaries for clinical trials", Biometrika 70:659;
+J&T 2000 ch. 7), symmetric, spending by the Hwang-Shih-DeCani function with ``gamma = -2`` (Hwang, Shih & DeCani 1990,
+Statistics in Medicine 9:1439), ``alpha(t) = a (1 - exp(2 t)) / (1 - exp(2))`` of the candidate's share ``a``: between
+Pocock's and O'Brien-Fleming's (with 8 rounds and ``a = 0.045``, 3.09, 2.97, 2.84, 2.71, 2.58, 2.45, 2.32, 2.19). It
+spends enough at the first rounds to stop there when one round of the tasks already decides, which the
+O'Brien-Fleming-type function (6.35 at the first of 8 rounds) never allowed: measured against the fixed design of equal
+power, that one used 70% of its attempts at 50 tasks and an effect of 0.2 (200% at 200 tasks, where one round decides),
+this design 49-61% (106%).
 
 **Family-wise, with a margin** (:func:`candidate_spend`): the launch's ``alpha`` is split over its candidates
 (Bonferroni: the chance of any false claim over them stays at most ``alpha``), and each candidate's boundaries spend
