@@ -159,8 +159,8 @@ class LaunchOptions(BaseModel):
             )
         elif self.cluster_by is not None:
             raise ValueError(
-                "--stop-when-decided with --cluster-by: the rounds' sequential test is not clustered yet; run the "
-                "fixed design with --cluster-by, or stop when decided without it"
+                "--stop-when-decided with --cluster-by or --cluster-file: the sequential test is not clustered "
+                "yet; run the fixed design with the clusters, or stop when decided without them"
             )
         if not self.selectors and not self.retry:
             raise ValueError("no adapter selector given (e.g. --adapter none --adapter root --adapter final)")
