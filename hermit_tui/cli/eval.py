@@ -85,8 +85,8 @@ def add_parser(sub) -> None:
     p_eval.add_argument(
         "--stop-when-decided",
         action="store_true",
-        help="run whole rounds (every task once per selector; eval.repeats rounds at most) and stop "
-        "after the first round at which every selector is decided against the baseline by a "
+        help="run rounds (every task once per selector; eval.repeats rounds at most) and stop "
+        "after the first look at which every selector is decided against the baseline by a "
         "group-sequential test (improvement or regression at 95%%, or equivalent within --margin); with 50 "
         "tasks or more it also looks within the first round, after batches of its tasks",
     )
