@@ -252,3 +252,83 @@ def test_the_compare_screen_clusters_by_the_recorded_field_as_the_report_does(cl
     code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json")
     report_pair = next(p for p in json.loads(js)["pairs"] if (p["a"], p["b"]) == ("none", "final"))
     assert (pair.ci_low, pair.ci_high) == pytest.approx((report_pair["ci_low"], report_pair["ci_high"]))
+
+
+# ---------------------------------------------------------------------------------------------------- --cluster-file
+
+
+def test_clusters_from_a_file_and_its_bad_input(tmp_path):
+    from hermit_tui.core.stats.clusters import FILE_PREFIX, cluster_option, clusters_from_file, file_spec
+
+    ids = ["a", "b", "c", "d"]
+    csv_file = tmp_path / "clusters.csv"
+    csv_file.write_text("id,cluster\na,x\nb,x\nc,y\ntrain-1,z\n")  # d unnamed: its own cluster; train-1 ignored
+    cl = clusters_from_file(file_spec(csv_file), ids)
+    assert cl.codes(ids).tolist() == [0, 0, 1, 2] and cl.count(ids) == 3
+    assert cl.by == FILE_PREFIX + str(csv_file.resolve())
+    tsv = tmp_path / "c.tsv"
+    tsv.write_text("a\t1\nb\t1\nc\t2\nd\t2\n")  # no header, tab-separated
+    assert clusters_from_file(str(tsv), ids).codes(ids).tolist() == [0, 0, 1, 1]
+    js = tmp_path / "c.json"
+    js.write_text(json.dumps({"a": "x", "b": "y", "c": "y", "d": None}))
+    assert clusters_from_file(str(js), ids).codes(ids).tolist() == [0, 1, 1, 2]
+    # the same mapping from a field or a file clusters alike (the codes) but records where it came from
+    field = clusters_by_field({t: {"id": t, "tpl": v} for t, v in zip(ids, "xxyz")}, ids, "tpl")
+    assert field.codes(ids).tolist() == cl.codes(ids).tolist() and field.digest() != cl.digest()
+    # through the spec, clusters_by_field reads the file (what report and gate do with a recorded spec)
+    assert clusters_by_field({}, ids, file_spec(csv_file)).of == cl.of
+
+    def bad(text: str, name: str = "bad.csv") -> str:
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(InputError) as exc:
+            clusters_from_file(str(path), ids)
+        return str(exc.value)
+
+    assert "line 2: 3 columns" in bad("a,x\nb,x,extra\n")
+    assert "line 3: task 'a' appears twice (first: line 1)" in bad("a,x\nb,y\na,z\n")
+    assert "names none of the 4 test tasks" in bad("q,x\nr,y\n")
+    assert "every test task is in one cluster" in bad("a,x\nb,x\nc,x\nd,x\n")
+    assert "not JSON" in bad("{", "bad.json") and "one object" in bad("[1]", "list.json")
+    assert "a cluster is one value" in bad(json.dumps({"a": ["x"], "b": "y"}), "nested.json")
+    with pytest.raises(InputError, match="cannot read it"):
+        clusters_from_file(str(tmp_path / "missing.csv"), ids)
+    with pytest.raises(InputError, match="--cluster-by and --cluster-file both name the clusters"):
+        cluster_option("tpl", str(csv_file))
+    assert cluster_option(None, str(csv_file)) == file_spec(csv_file) and cluster_option("tpl", None) == "tpl"
+
+
+def test_eval_records_a_cluster_file_and_report_and_gate_read_it_again(clustered_demo, tmp_path, capsys):
+    """The demo's categories written to a file: eval --cluster-file records the file in the fingerprint, and the
+    report's pair standard error is statsmodels' cluster-robust one by those clusters; --cluster-by with it is
+    refused."""
+    ws = tmp_path / "demo"
+    shutil.copytree(clustered_demo, ws, symlinks=True)
+    repair_worktree(clustered_demo, ws)
+    shutil.rmtree(ws / "runs/demo/eval")
+    test_ids = (ws / "test.txt").read_text().split()
+    groups = {t: f"g{i % 5}" for i, t in enumerate(test_ids)}  # 5 clusters unrelated to the categories
+    cfile = tmp_path / "groups.csv"
+    cfile.write_text("id,cluster\n" + "".join(f"{t},{g}\n" for t, g in groups.items()))
+    code, _, err = _cli(capsys, "eval", "--config", str(ws / "run.yaml"), "--adapter", "none", "--adapter", "final",
+                        "--cluster-file", str(cfile), *FAST)  # fmt: skip
+    assert code == 0, err
+    summary = json.loads((ws / "runs/demo/eval/final/summary.json").read_text())
+    assert summary["fingerprint"]["cluster_by"] == f"file:{cfile.resolve()}"
+    code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json")
+    data = json.loads(js)
+    assert code == 0 and data["n_clusters"] == 5
+    pair = next(p for p in data["pairs"] if (p["a"], p["b"]) == ("none", "final"))
+    ma, mb = _task_means(ws, "none"), _task_means(ws, "final")
+    fit = cluster_fit([mb[t] - ma[t] for t in test_ids], [groups[t] for t in test_ids])
+    assert pair["se"] == pytest.approx(fit.bse[0], rel=1e-9)
+    code, out, _ = _cli(capsys, "gate", "--config", str(ws / "run.yaml"), "--require", "no-regression", "--only")
+    assert "(5 clusters)" in out
+    # the report's own --cluster-file, and both options together
+    code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json",
+                       "--cluster-file", str(cfile))  # fmt: skip
+    assert code == 0 and json.loads(js)["n_clusters"] == 5
+    for command in ("report", "gate"):
+        code, _, err = _cli(capsys, command, "--config", str(ws / "run.yaml"), "--cluster-by", "category",
+                            "--cluster-file", str(cfile))  # fmt: skip
+        assert code == 2 and "give one of the two" in err and len(err.strip().splitlines()) == 1

@@ -219,6 +219,42 @@ def test_the_round_projection_is_the_first_round_whose_boundary_the_difference_c
     assert round_projection(one, tasks, rounds, spend, CostRate()) is None  # one repeat: no split to project from
 
 
+def test_the_projection_of_a_design_looking_within_round_1_names_the_batch():
+    """200 tasks, 4 looks in round 1 (50, 100, 150, 200 tasks): the first look whose boundary (c + z_0.8) x
+    sqrt((between + within / r) / n) clears the difference, by hand over the look schedule."""
+    from scipy.stats import norm
+
+    from hermit_tui.core.stats.noise import round_projection
+    from hermit_tui.core.stats.sequential import look_boundaries
+
+    p = pair_of(A2, B2)
+    assert p.between_var is not None and p.within_var is not None
+    spend, rounds, tasks = 0.045, 4, 200
+    c = look_boundaries(tasks, rounds, 4, spend, "power")
+    schedule = [(1, 50), (1, 100), (1, 150), (1, 200), (2, 200), (3, 200), (4, 200)]
+    seen = set()
+    for delta in (0.1, 0.2, 0.3, 0.6):
+        proj = round_projection(p, tasks, rounds, spend, CostRate(), delta, batches=4)
+        assert proj is not None
+        hit = next(
+            (
+                (r, n)
+                for (r, n), cj in zip(schedule, c)
+                if (cj + norm.ppf(0.8)) * math.sqrt((p.between_var + p.within_var / r) / n) <= delta
+            ),
+            None,
+        )
+        if hit is None:
+            assert proj.round is None and "not be decided within the 4 rounds" in proj.text
+            continue
+        r, n = hit
+        seen.add(n < tasks)
+        assert proj.round == r and proj.attempts == 2 * (tasks * (r - 1) + n)
+        if r == 1 and n < tasks:
+            assert f"be decided after about {n} of the 200 tasks of round 1 (of 4)" in proj.text
+    assert True in seen  # some difference is projected to stop within round 1
+
+
 def test_a_sequential_launch_prints_its_projection_first(tmp_path, demo_template, capsys):
     from hermit_tui.cli import main
 

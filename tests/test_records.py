@@ -171,6 +171,9 @@ def every_key_summary() -> dict:
         "interval": [0.1, 0.3],
         "mean_diff": 0.2,
         "candidates": None,
+        "batches": 4,
+        "tasks_looked": 120,
+        "total_tasks": 120,
     }
     values = dict(
         adapter="root",

@@ -76,6 +76,9 @@ def test_a_clear_improvement_stops_at_once_and_identical_selectors_never_claim()
         "margin": None,
         "decided_at": 1,
         "interval": [look.ci_low, look.ci_high],
+        "batches": 1,
+        "tasks_looked": 60,
+        "total_tasks": 60,
     }
     worse = sequential_look("none", "root", b, a, 8)
     assert worse.ci_high is not None
@@ -227,3 +230,78 @@ def test_a_summary_of_the_former_design_is_replayed_with_its_own_boundaries():
     replayed = replay(new, base, cand, "c", ids)
     assert replayed is not None
     assert [lk.boundary_z for lk in replayed] == pytest.approx(list(round_boundaries(5, 0.045)[:2]))
+
+
+# -- looks within the first round (issue 25, item 4: information that shrinks with tasks) ----------------------
+
+
+def test_look_schedule_order_and_power_spending_by_hand():
+    import hashlib
+
+    from hermit_tui.core.stats.sequential import (
+        design_spending,
+        first_round_batches,
+        look_order,
+        look_schedule,
+        power_spending,
+    )
+
+    assert look_schedule(100, 3, 4) == ((1, 25), (1, 50), (1, 75), (1, 100), (2, 100), (3, 100))
+    assert look_schedule(10, 2, 3) == ((1, 3), (1, 7), (1, 10), (2, 10))  # round(10 k / 3)
+    assert look_schedule(30, 4, 1) == ((1, 30), (2, 30), (3, 30), (4, 30))
+    assert [first_round_batches(n) for n in (16, 49, 50, 99, 200, 1000)] == [1, 1, 2, 3, 8, 8]
+    assert (design_spending(1), design_spending(2)) == ("hsd", "power")
+    ids = ["t3", "t1", "t2", "t10"]
+    by_hand = sorted(ids, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
+    assert look_order(ids) == by_hand and look_order(list(reversed(ids))) == by_hand
+    assert power_spending(0.25, 0.045) == pytest.approx(0.045 * 0.25**0.6)
+    assert power_spending(1.5, 0.045) == pytest.approx(0.045) and power_spending(0.0, 0.045) == 0.0
+
+
+def test_look_boundaries_spend_the_power_function_over_looks_in_attempts():
+    """Looks after 25, 50, 75, 100 of 100 tasks of round 1 and after rounds 2 and 3: information in attempts
+    (0.25, 0.5, 0.75, 1, 2, 3), correlation sqrt(u_i / u_j). Each look's first-exit probability, computed
+    independently from the multivariate normal, is the power function's increment at time u / 3."""
+    from hermit_tui.core.stats.sequential import look_boundaries, power_spending
+
+    cs = look_boundaries(100, 3, 4, 0.045, "power")
+    units = np.array([0.25, 0.5, 0.75, 1.0, 2.0, 3.0])
+    corr = np.sqrt(np.minimum.outer(units, units) / np.maximum.outer(units, units))
+    stay_before = 1.0
+    for j in range(len(units)):
+        lim = np.array(cs[: j + 1])
+        stay = multivariate_normal(mean=np.zeros(j + 1), cov=corr[: j + 1, : j + 1]).cdf(lim, lower_limit=-lim, rng=3)
+        want = power_spending(units[j] / 3, 0.045) - (power_spending(units[j - 1] / 3, 0.045) if j else 0.0)
+        assert stay_before - stay == pytest.approx(want, abs=3e-5)
+        stay_before = stay
+    # the first look alone: by hand
+    assert cs[0] == pytest.approx(norm.ppf(1 - 0.045 * (0.25 / 3) ** 0.6 / 2))
+    # with one look per round the design is the rounds' one
+    assert look_boundaries(100, 3, 1, 0.045, "hsd") == round_boundaries(3, 0.045, "hsd")
+
+
+def test_a_monitor_looking_within_round_1_decides_on_the_first_tasks_and_keeps_the_rest():
+    rng = np.random.default_rng(4)
+    g = 100
+    p = rng.uniform(0.1, 0.4, size=g)
+    a = (rng.random(g) < p).astype(float)
+    b = (rng.random(g) < p + 0.55).astype(float)
+    m = SequentialMonitor("none", "good", 4, batches=4, total_tasks=g, spending="power")
+    first = m.add_look(a[:25], b[:25])
+    # the look is the fixed-level interval on the first 25 tasks at the look's nominal level, computed directly
+    direct = sequential_look("none", "good", a[:25, None], b[:25, None], 4, batches=4, total_tasks=g, spending="power")
+    assert (first.ci_low, first.ci_high, first.boundary_z) == (direct.ci_low, direct.ci_high, direct.boundary_z)
+    assert first.tasks == 25 and first.total_tasks == g and first.within_first_round and first.stopped_early
+    assert first.mean_diff == pytest.approx(float((b[:25] - a[:25]).mean()))
+    assert first.spending_time == pytest.approx(0.25 / 4)
+    look = first
+    while not m.decided:
+        n = look.tasks or 0
+        look = m.add_look(a[n : n + 25], b[n : n + 25]) if look.rounds == 1 and n < g else m.add_round(a, b)
+    assert look.decision == "improvement" and look.decided_tasks is not None and look.decided_tasks < g
+    assert look.decided_at == 1 and look.ci_low is not None and look.ci_low > 0
+    # a round-2 look needs all of round 1 first; a batch that is not of the schedule is refused
+    with pytest.raises(ValueError):
+        sequential_look("none", "good", a[:30, None], b[:30, None], 4, batches=4, total_tasks=g)
+    with pytest.raises(ValueError):
+        SequentialMonitor("none", "good", 4, batches=4)  # looks within round 1 need the number of tasks

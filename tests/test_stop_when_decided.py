@@ -366,7 +366,7 @@ def test_the_report_uses_the_sequential_interval_and_says_so(project, capsys):
     md = capsys.readouterr().out
     assert "| stop when decided | clone, good against baseline none: 6 of at most 6 rounds (ran every round)" in md
     assert "| sequential boundary | round 6 of 6: boundary |z| ≥" in md.replace("\\|", "|")
-    assert "Verdict rule for a candidate and its baseline: after each whole round of a stop-when-decided" in md
+    assert "Verdict rule for a candidate and its baseline: after each look of a stop-when-decided launch" in md
     assert main(["report", "--config", str(project), "--format", "html"]) == 0
     html = capsys.readouterr().out
     assert "repeated 95% CI" in html and "sequential boundary" in html and "stop when decided" in html
@@ -405,3 +405,111 @@ def test_the_card_carries_the_decisions_with_their_intervals(demo_config, capsys
         f"final − none {diff:+.3f} [{low:.3f}, {high:.3f}]: an improvement (after {rounds} of at most 8 rounds)"
     ) in plan.table
     assert "Stopped when decided (group-sequential repeated confidence intervals" in plan.table
+
+
+def test_a_launch_on_many_tasks_stops_within_the_first_round(tmp_path, capsys):
+    """100 tasks: eval looks after 25, 50, 75 and 100 of round 1's tasks, in the order of their ids' sha256. A
+    clear improvement (boost 0.45) stops after a batch: only those tasks ran, each once per selector, no attempt
+    of a later batch started before the earlier batch was checked, and the decision is the one computed directly
+    from the files' first tasks in that order; the report recomputes it."""
+    import hashlib
+
+    from hermit_tui.core.stats.sequential import BATCH_METHOD, look_boundaries
+
+    project = build(tmp_path / "p", tasks=100, repeats=4, seed=7, adapters={"good": 0.45})
+    summaries, seen = launch(project, ["none", "adapters/good"], concurrency=3)
+    ids = [f"t{i:03d}" for i in range(100)]
+    order = sorted(ids, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
+    checks = [e for e in seen if isinstance(e, ev.RoundChecked)]
+    assert checks and checks[-1].stopped and all(e.round == 1 for e in checks)
+    n = checks[-1].tasks
+    assert n is not None and n < 100 and [e.tasks for e in checks] == [25 * (k + 1) for k in range(len(checks))]
+    rows = {}
+    for label in ("none", "good"):
+        folder = project.parent / "runs" / "seq" / "eval" / label
+        rows[label] = lines(folder / "results.jsonl")
+        assert sorted((r["id"], r["repeat"]) for r in rows[label]) == sorted((t, 1) for t in order[:n])
+        summary = json.loads((folder / "summary.json").read_text())
+        assert (summary["repeats"], summary["attempts"], summary["expected_attempts"]) == (1, n, n)
+    # the barrier: an attempt of batch k + 1 starts only after batch k is checked
+    position = {t: i for i, t in enumerate(order)}
+    checked = 0
+    for e in seen:
+        if isinstance(e, ev.RoundChecked):
+            checked = e.tasks or 0
+        elif isinstance(e, ev.AttemptStarted):
+            assert position[e.task_id] < checked + 25, e
+    good = json.loads((project.parent / "runs/seq/eval/good/summary.json").read_text())["sequential"]
+    assert (good["decision"], good["batches"], good["tasks_looked"], good["total_tasks"]) == ("improvement", 4, n, 100)
+    assert good["method"] == BATCH_METHOD and good["rounds"] == 1 and good["decided_at"] == 1
+    # the decision from the files: the first n tasks in the look order, at the last look's boundary
+    at = {lab: {r["id"]: r["judge"]["score"] for r in rows[lab]} for lab in rows}
+    a = np.array([[at["none"][t]] for t in order[:n]])
+    b = np.array([[at["good"][t]] for t in order[:n]])
+    direct = sequential_look("none", "good", a, b, 4, batches=4, total_tasks=100, spending="power")
+    assert direct.decision == "improvement" and good["mean_diff"] == pytest.approx(float((b - a).mean()))
+    assert direct.boundary_z == pytest.approx(look_boundaries(100, 4, 4, 0.045, "power")[n // 25 - 1])
+    assert good["interval"][0] > 0
+    assert main(["report", "--config", str(project), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    pair = next(p for p in report["pairs"] if (p["a"], p["b"]) == ("none", "good"))
+    assert pair["decision"] == "improvement" and pair["sequential"]["decided_tasks"] == n
+    assert f"decided after {n} of the 100 tasks of round 1 of 4" in pair["verdict"]
+    assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(tuple(good["interval"]))
+    assert main(["report", "--config", str(project)]) == 0
+    md = capsys.readouterr().out
+    assert f"good against baseline none: {n} of the 100 tasks of round 1, 1 of at most 4 rounds (stopped" in md
+    # the gate counts the attempts the stop left out as not expected, and names the look its interval is from
+    code = main(["gate", "--config", str(project), "--baseline", "none", "--candidate", "good"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert (
+        f"PASS complete good: {n} of {n} expected attempts ({n} tasks x 1 repeat) (stopped when decided after " in out
+    )
+    assert f"after {n} of the 100 tasks of round 1) excludes any drop" in out
+
+
+def test_first_round_looks_is_checked_before_anything_runs(project, capsys):
+    with pytest.raises(InputError, match="first-round-looks is for --stop-when-decided"):
+        EvalRun(load_config(project), ["none", "adapters/good"], first_round_looks=2)
+    with pytest.raises(InputError, match="30 test tasks give fewer than 5 tasks per look"):
+        EvalRun(load_config(project), ["none", "adapters/good"], stop_when_decided=True, first_round_looks=8)
+    run = EvalRun(load_config(project), ["none", "adapters/good"], stop_when_decided=True, first_round_looks=3)
+    assert run.plan.sequential is not None and run.plan.sequential.batches == 3
+    assert run.plan.sequential.spending == "power"
+    assert main(["eval", "--config", str(project), "--adapter", "none", "--first-round-looks", "2"]) == 2
+    assert "--first-round-looks is for --stop-when-decided" in capsys.readouterr().err
+
+
+def test_a_launch_cancelled_within_round_1_resumes_look_by_look_to_the_same_decision(tmp_path):
+    """100 tasks, looks after 25, 50, 75, 100 of round 1: cancelled after 60 attempts (in the second batch), the
+    resume checks the recorded first look, runs on in the look order and ends as an uninterrupted launch does;
+    resuming with another number of looks is refused."""
+    project = build(tmp_path / "p", tasks=100, repeats=3, seed=3, adapters={"good": 0.15})
+    config = load_config(project)
+    holder: dict[str, EvalRun] = {}
+    finished = [0]
+
+    def sink(event):
+        if isinstance(event, ev.AttemptFinished):
+            finished[0] += 1
+            if finished[0] == 60:
+                holder["run"].cancel()
+
+    run = holder["run"] = EvalRun(
+        config, ["none", "adapters/good"], stop_when_decided=True, concurrency=2, on_event=sink
+    )
+    cut = run.run_sync()
+    assert run.cancelled and cut["good"].sequential is not None and cut["good"].sequential.tasks_looked == 25
+    with pytest.raises(InputError, match="looks within the first round 4 -> 2"):
+        EvalRun(config, ["none", "adapters/good"], stop_when_decided=True, resume=True, first_round_looks=2)
+    seen: list = []
+    resumed = EvalRun(
+        config, ["none", "adapters/good"], stop_when_decided=True, resume=True, on_event=seen.append
+    ).run_sync()
+    checks = [e for e in seen if isinstance(e, ev.RoundChecked)]
+    assert checks and checks[0].tasks == 25  # the recorded look is checked first, as in the launch
+    other = build(tmp_path / "q", tasks=100, repeats=3, seed=3, adapters={"good": 0.15})
+    whole, _ = launch(other, ["none", "adapters/good"])
+    assert resumed["good"].sequential == whole["good"].sequential
+    assert resumed["good"].attempts == whole["good"].attempts and resumed["good"].repeats == whole["good"].repeats

@@ -85,9 +85,17 @@ def add_parser(sub) -> None:
     p_eval.add_argument(
         "--stop-when-decided",
         action="store_true",
-        help="run whole rounds (every task once per selector; eval.repeats rounds at most) and stop "
-        "after the first round at which every selector is decided against the baseline by a "
-        "group-sequential test (improvement or regression at 95%%, or equivalent within --margin)",
+        help="run rounds (every task once per selector; eval.repeats rounds at most) and stop "
+        "after the first look at which every selector is decided against the baseline by a "
+        "group-sequential test (improvement or regression at 95%%, or equivalent within --margin); with 50 "
+        "tasks or more it also looks within the first round, after batches of its tasks",
+    )
+    p_eval.add_argument(
+        "--first-round-looks",
+        type=int,
+        metavar="N",
+        help="with --stop-when-decided: the looks within the first round, after each Nth of its tasks in a fixed "
+        "order (default: one per 25 tasks, at most 8; 1: look only after whole rounds)",
     )
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
@@ -172,6 +180,7 @@ def run(args) -> int:
 def _cmd_eval(args, out: _StdoutKept) -> int:
     from hermit_tui.core.run.launch import LaunchOptions
     from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.stats.clusters import cluster_option
     from hermit_tui.core.workspace.config import load_config
 
     config = load_config(args.config, args.overrides)
@@ -190,7 +199,8 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         # --baseline and --margin serve both the sequential test and the gate
         baseline=args.baseline if args.stop_when_decided else None,
         margin=args.margin if args.stop_when_decided else None,
-        cluster_by=args.cluster_by,
+        first_round_looks=args.first_round_looks,
+        cluster_by=cluster_option(args.cluster_by, args.cluster_file),
     )
     run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs

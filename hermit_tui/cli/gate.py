@@ -102,6 +102,13 @@ def add_gate_options(p: argparse.ArgumentParser, *, for_eval: bool = False) -> N
         ),
     )
     p.add_argument(
+        "--cluster-file",
+        metavar="FILE",
+        help="like --cluster-by, from a file: task id -> cluster (a JSON object, or two CSV/TSV columns id,cluster); "
+        "a test task it does not name is its own cluster"
+        + ("; recorded in the protocol fingerprint like --cluster-by" if for_eval else ""),
+    )
+    p.add_argument(
         "--allow-unchecked",
         action="store_true",
         help="comparable: accept evaluations without a protocol fingerprint (written by hermit eval) when "
@@ -256,6 +263,7 @@ def gate_after_eval(plan: GatePlan, config, taskset, stream) -> int:
 def run(args) -> int:
     """Gate the evaluations on disk; 0 when every check passes, 3 when one fails."""
     from hermit_tui.core.report.gate import load_gate, requirements_for, to_json, to_markdown, to_text
+    from hermit_tui.core.stats.clusters import cluster_option
     from hermit_tui.core.workspace.config import load_config
     from hermit_tui.core.workspace.selectors import label_of
     from hermit_tui.core.workspace.tasks import load_tasks
@@ -279,7 +287,7 @@ def run(args) -> int:
         lenient=args.lenient,
         baseline_optional=args.baseline is None,
         slice_by=args.slice_by,
-        cluster_by=args.cluster_by,
+        cluster_by=cluster_option(args.cluster_by, args.cluster_file),
     )
     code = 0 if result.passed else EXIT_GATE_FAILED
     sys.stdout.write(to_json(result) if args.format == "json" else to_text(result))

@@ -69,6 +69,12 @@ def add_parser(subparsers):
         "the field the evaluations were launched with, eval --cluster-by)",
     )
     p.add_argument(
+        "--cluster-file",
+        metavar="FILE",
+        help="like --cluster-by, from a file: task id -> cluster (a JSON object, or two CSV/TSV columns id,cluster); "
+        "a test task it does not name is its own cluster",
+    )
+    p.add_argument(
         "--harmed",
         action="store_true",
         help="per pair, the tasks where the candidate is worse with evidence: an exact per-task test on the "
@@ -142,6 +148,7 @@ def run(args) -> int:
     """Build and write the report; 0 when done."""
     from hermit_tui.core.records.results import write_atomic
     from hermit_tui.core.report.build import build_report, to_csv, to_json, to_markdown
+    from hermit_tui.core.stats.clusters import cluster_option
     from hermit_tui.core.workspace.config import load_config
     from hermit_tui.core.workspace.tasks import load_tasks
     from hermit_tui.demo import is_demo_config
@@ -181,7 +188,7 @@ def run(args) -> int:
         passk=args.pass_k,
         error_bounds=args.error_bounds,
         noise_at=args.noise_at,
-        cluster_by=args.cluster_by,
+        cluster_by=cluster_option(args.cluster_by, args.cluster_file),
     )
     if args.format == "junit" or args.per == "attempt":
         from hermit_tui.core.report.exports import read_attempts, to_attempts_csv, to_junit

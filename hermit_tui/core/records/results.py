@@ -238,10 +238,18 @@ class SequentialEntry(BaseModel):
     interval: tuple[float, float] | None = None
     mean_diff: float | None = None
     candidates: dict[str, str] | None = None
+    batches: int | None = None  # looks within the first round (absent before issue 25, item 4: 1)
+    tasks_looked: int | None = None  # the paired tasks of the last look (fewer than the test tasks: within round 1)
+    total_tasks: int | None = None  # the test tasks of a round
+
+    @property
+    def within_first_round(self) -> bool:
+        """The last look was after a batch of the first round's tasks, before the round was complete."""
+        return self.tasks_looked is not None and self.total_tasks is not None and self.tasks_looked < self.total_tasks
 
     @property
     def stopped_early(self) -> bool:
-        return self.rounds < self.max_rounds
+        return self.rounds < self.max_rounds or self.within_first_round
 
 
 class InProgress(BaseModel):

@@ -61,15 +61,16 @@ def sequential_protocol(r: Report) -> str:
     entries = [(s.label, s.sequential) for s in r.selectors if s.sequential is not None]
     if not entries:
         return ""
-    launches: dict[tuple[str, int, int, float | None], list[str]] = {}
+    launches: dict[tuple[str, int, int, float | None, str], list[str]] = {}
     for label, e in entries:
-        launches.setdefault((e.baseline, e.rounds, e.max_rounds, e.margin), []).append(label)
+        within = f"{e.tasks_looked} of the {e.total_tasks} tasks of round 1, " if e.within_first_round else ""
+        launches.setdefault((e.baseline, e.rounds, e.max_rounds, e.margin, within), []).append(label)
     parts = []
-    for (baseline, rounds, most, margin), labels in launches.items():
-        run = "stopped when decided" if rounds < most else "ran every round"
+    for (baseline, rounds, most, margin, within), labels in launches.items():
+        run = "stopped when decided" if rounds < most or within else "ran every round"
         parts.append(
             f"{', '.join(x for x in labels if x != baseline) or 'no candidate'} against baseline "
-            f"{baseline}: {rounds} of at most {most} rounds ({run})"
+            f"{baseline}: {within}{rounds} of at most {most} rounds ({run})"
             + (f", equivalence margin ±{margin:g}" if margin is not None else "")
         )
     return "; ".join(parts) + f". Method: {entries[0][1].method}, alpha {entries[0][1].alpha:g}."

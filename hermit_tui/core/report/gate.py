@@ -289,7 +289,11 @@ def gate_interval(
         low, high = seq.interval
         if math.isfinite(low) and math.isfinite(high) and low <= high:
             method = seq.method or "group-sequential repeated confidence interval"
-            method += f", after {seq.rounds} round{'s' * (seq.rounds != 1)}"
+            method += (
+                f", after {seq.tasks_looked} of the {seq.total_tasks} tasks of round 1"
+                if seq.within_first_round
+                else f", after {seq.rounds} round{'s' * (seq.rounds != 1)}"
+            )
             return GateInterval(low=low, high=high, method=method, source="sequential")
     if pair is None or pair.ci_low is None or pair.ci_high is None:
         return None
@@ -446,14 +450,14 @@ def check_comparable(b: SelectorFacts, c: SelectorFacts, allow_unchecked: bool =
     )
 
 
-def _decided_rounds(f: SelectorFacts, others: Sequence[SelectorFacts]) -> int | None:
-    """The rounds after which a sequential design stopped this evaluation when decided (its own ``sequential``
-    entry, or the one of a candidate that names it as baseline), or None."""
+def _decided_stop(f: SelectorFacts, others: Sequence[SelectorFacts]) -> SequentialEntry | None:
+    """The ``sequential`` entry by which a sequential design stopped this evaluation when decided (its own, or the
+    one of a candidate that names it as baseline), or None."""
     for seq in [f.sequential] + [o.sequential for o in others if o.sequential and o.sequential.baseline == f.label]:
         if seq is None:
             continue
         if seq.decision in DECIDED and seq.rounds >= 1:
-            return seq.rounds
+            return seq
     return None
 
 
@@ -472,12 +476,15 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
         return fail(f"measured on {f.tasks} test tasks; the config's test split has {f.n_test}")
     expected, note = f.expected, ""
     if f.present < expected and f.summary_complete is True:
-        rounds = _decided_rounds(f, others)
-        if rounds is not None and rounds < f.repeats:
-            expected = f.n_test * rounds
-            note = f" (stopped when decided after {rounds} of {f.repeats} rounds)"
-    k = expected // f.n_test if f.n_test else 0
-    size = f"{f.n_test} tasks x {k} repeat{'s' * (k != 1)}"
+        stop = _decided_stop(f, others)
+        if stop is not None and stop.within_first_round and stop.tasks_looked is not None:
+            expected = stop.tasks_looked
+            note = f" (stopped when decided after {stop.tasks_looked} of the {f.n_test} tasks of round 1)"
+        elif stop is not None and stop.rounds < f.repeats:
+            expected = f.n_test * stop.rounds
+            note = f" (stopped when decided after {stop.rounds} of {f.repeats} rounds)"
+    k = max(1, expected // f.n_test) if f.n_test and expected else 0
+    size = f"{min(f.n_test, expected)} tasks x {k} repeat{'s' * (k != 1)}"
     share = f.present / expected if expected else 1.0
     if f.cancelled and f.present < expected:
         return fail(f"cancelled: {f.present} of {expected} expected attempts ({size})", share)

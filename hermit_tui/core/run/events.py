@@ -79,7 +79,8 @@ class RunCancelled(Event):
 
 
 class RoundChecked(Event):
-    """--stop-when-decided: round ``round`` is complete and every candidate was compared with the baseline."""
+    """--stop-when-decided: a look of round ``round`` is complete (the whole round, or within round 1 its first
+    ``tasks`` tasks in the look order) and every candidate was compared with the baseline."""
 
     kind: Literal["round_checked"] = "round_checked"
     round: int
@@ -87,6 +88,8 @@ class RoundChecked(Event):
     baseline: str
     looks: list[SequentialLook]
     stopped: bool = False  # every candidate is decided: no further round starts
+    tasks: int | None = None  # the paired tasks of this look (fewer than total_tasks: a look within round 1)
+    total_tasks: int | None = None
 
 
 class RunFinished(Event):

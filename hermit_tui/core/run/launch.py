@@ -21,6 +21,7 @@ from hermit_tui.core.workspace.config import MAX_CONCURRENCY, MAX_REPEATS, MAX_T
 ExecutorName = Literal["threads", "processes", "ray"]
 EXECUTOR_NAMES: tuple[ExecutorName, ...] = ("threads", "processes", "ray")
 MAX_LIMIT = 10**9
+MAX_FIRST_ROUND_LOOKS = 64  # --first-round-looks
 #: {selector label: [(task id, repeat), ...]}: the attempts a retry re-runs.
 RetryKeys = dict[str, list[tuple[str, int]]]
 
@@ -67,6 +68,7 @@ class LaunchOptions(BaseModel):
     baseline: str | None = None  # --stop-when-decided: the selector the others are compared with
     margin: float | None = None  # --stop-when-decided: also "equivalent within ±margin"
     cluster_by: str | None = None  # --cluster-by: a field of the task rows whose values cluster the tasks
+    first_round_looks: int | None = None  # --stop-when-decided: looks within the first round (None: by the tasks)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -122,6 +124,11 @@ class LaunchOptions(BaseModel):
     def _margin(cls, value: Any) -> Any:
         return _checked(check_margin, value)
 
+    @field_validator("first_round_looks", mode="before")
+    @classmethod
+    def _first_round_looks(cls, value: Any) -> Any:
+        return None if value is None else _checked(positive_int, value, "--first-round-looks", MAX_FIRST_ROUND_LOOKS)
+
     @field_validator("retry", mode="before")
     @classmethod
     def _retry(cls, value: Any) -> Any:
@@ -136,6 +143,8 @@ class LaunchOptions(BaseModel):
     @model_validator(mode="after")
     def _together(self) -> LaunchOptions:
         if not self.stop_when_decided:
+            if self.first_round_looks is not None:
+                raise ValueError("--first-round-looks is for --stop-when-decided (add it, or drop the option)")
             if self.baseline is not None or self.margin is not None:
                 raise ValueError(
                     f"{'--baseline' if self.baseline is not None else '--margin'} is for "
@@ -150,8 +159,8 @@ class LaunchOptions(BaseModel):
             )
         elif self.cluster_by is not None:
             raise ValueError(
-                "--stop-when-decided with --cluster-by: the rounds' sequential test is not clustered yet; run the "
-                "fixed design with --cluster-by, or stop when decided without it"
+                "--stop-when-decided with --cluster-by or --cluster-file: the sequential test is not clustered "
+                "yet; run the fixed design with the clusters, or stop when decided without them"
             )
         if not self.selectors and not self.retry:
             raise ValueError("no adapter selector given (e.g. --adapter none --adapter root --adapter final)")

@@ -62,7 +62,16 @@ class LaunchPlan:
         self.task_ids = [str(r["id"]) for r in self.test_rows]
         self.selectors = resolve_selectors(list(selectors), config)
         self.sequential = (
-            plan_for(self.selectors, options.baseline, options.margin, repeats) if options.stop_when_decided else None
+            plan_for(
+                self.selectors,
+                options.baseline,
+                options.margin,
+                repeats,
+                tasks=len(self.task_ids),
+                first_round_looks=options.first_round_looks,
+            )
+            if options.stop_when_decided
+            else None
         )
         if len(self.selectors) * len(self.task_ids) * repeats > MAX_ATTEMPTS:
             raise InputError(

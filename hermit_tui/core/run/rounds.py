@@ -8,14 +8,34 @@ from typing import Any
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run.launch import check_margin
-from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan
+from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan, design_method
 from hermit_tui.core.stats.sequential import SequentialLook
 
 
-def plan_for(selectors: Sequence[Any], baseline: str | None, margin: Any, max_rounds: int) -> SequentialPlan:
+def plan_for(
+    selectors: Sequence[Any],
+    baseline: str | None,
+    margin: Any,
+    max_rounds: int,
+    tasks: int | None = None,
+    first_round_looks: int | None = None,
+) -> SequentialPlan:
     """The plan for ``selectors`` (resolved ``Selector`` objects, in launch order): the baseline is the selector
-    typed as (or labelled) ``baseline``, by default ``none`` when it is there, else the first one."""
+    typed as (or labelled) ``baseline``, by default ``none`` when it is there, else the first one. ``tasks``: the
+    test tasks; ``first_round_looks``: the looks within the first round (``--first-round-looks``; None: one per
+    ``MIN_BATCH`` tasks, at most ``MAX_BATCHES``, ``core.stats.sequential.first_round_batches``)."""
+    from hermit_tui.core.stats.sequential import design_spending, first_round_batches
+
     margin = check_margin(margin)
+    if first_round_looks is None:
+        batches = first_round_batches(tasks) if tasks else 1
+    else:
+        batches = int(first_round_looks)
+        if tasks is not None and batches > 1 and tasks < MIN_TASKS_PER_LOOK * batches:
+            raise InputError(
+                f"--first-round-looks {batches}: {tasks} test tasks give fewer than {MIN_TASKS_PER_LOOK} tasks per "
+                f"look (at most {max(1, tasks // MIN_TASKS_PER_LOOK)} looks)"
+            )
     if len(selectors) < 2:
         raise InputError("--stop-when-decided compares selectors with a baseline: give at least two --adapter")
     labels = [s.label for s in selectors]
@@ -28,20 +48,41 @@ def plan_for(selectors: Sequence[Any], baseline: str | None, margin: Any, max_ro
             raise InputError(f"--baseline {text[:60]!r} is not among the selectors ({', '.join(labels)})")
         base = found[0]
     return SequentialPlan(
-        baseline=base, candidates=[lab for lab in labels if lab != base], max_rounds=max_rounds, margin=margin
+        baseline=base,
+        candidates=[lab for lab in labels if lab != base],
+        max_rounds=max_rounds,
+        margin=margin,
+        batches=batches,
+        spending=design_spending(batches),
+        method=design_method(batches),
     )
 
 
+MIN_TASKS_PER_LOOK = 5  # --first-round-looks: the fewest tasks a look within the first round may add
+
+
 def round_line(r: int, plan: SequentialPlan, looks: Sequence[SequentialLook]) -> str:
-    """What a launch logs when round ``r`` is checked: each candidate's decision against the baseline."""
+    """What a launch logs when a look of round ``r`` is checked: each candidate's decision against the baseline."""
     parts = []
     for look in looks:
         ci = "" if look.ci_low is None else f" (repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f})"
         parts.append(f"{look.candidate} vs {plan.baseline}: {look.decision}{ci}")
-    return f"round {r} of {plan.max_rounds}: " + "; ".join(parts)
+    return f"{look_where(r, looks[0] if looks else None, plan.max_rounds)}: " + "; ".join(parts)
 
 
-def decided_line(r: int, plan: SequentialPlan) -> str:
+def look_where(r: int, look: SequentialLook | None, max_rounds: int) -> str:
+    """'round r of R', or within the first round 'round 1 of R, n of G tasks'."""
+    if look is not None and look.within_first_round:
+        return f"round {r} of {max_rounds}, {look.tasks} of {look.total_tasks} tasks"
+    return f"round {r} of {max_rounds}"
+
+
+def decided_line(r: int, plan: SequentialPlan, tasks: int | None = None, total: int | None = None) -> str:
+    if tasks is not None and total is not None and tasks < total:
+        return (
+            f"every candidate is decided after {tasks} of the {total} tasks of round 1 (of {plan.max_rounds}): no "
+            f"further attempt starts (the summaries say repeats 1; the other {total - tasks} tasks were not run)"
+        )
     return (
         f"every candidate is decided after round {r} of {plan.max_rounds}: no further round starts (the "
         f"summaries say repeats {r})"
@@ -49,11 +90,12 @@ def decided_line(r: int, plan: SequentialPlan) -> str:
 
 
 class RoundGate:
-    """The runner's round barrier: an attempt of round ``r`` starts only once round ``r - 1`` is checked, and none
-    starts once every candidate is decided. Attempts within a round run concurrently; at a round's end the slots
-    wait for its last attempts (the price of never paying for a round that turns out not to be needed).
+    """The runner's barrier between looks: an attempt of look ``j`` (a batch of the first round's tasks in the look
+    order, or a whole later round) starts only once look ``j - 1`` is checked, and none starts once every candidate
+    is decided. Attempts within a look run concurrently; at a look's end the slots wait for its last attempts (the
+    price of never paying for attempts that turn out not to be needed).
 
-    ``remaining[r]``: the attempts of round ``r`` scheduled and not yet recorded (a resume's recorded rounds have 0).
+    ``remaining[j]``: the attempts of look ``j`` scheduled and not yet recorded (a resume's recorded looks have 0).
     Event-loop only, except :meth:`halt`, which the runner calls through ``call_soon_threadsafe``."""
 
     def __init__(
@@ -64,9 +106,9 @@ class RoundGate:
         self.tracker = tracker
         self.records = records
         self.remaining = dict(remaining)
-        self.stopped = False  # every candidate decided: the launch ends with the rounds checked
+        self.stopped = False  # every candidate decided: the launch ends with the looks checked
         self.halted = False  # cancelled, or the cost cap: waiting attempts give up
-        self._events = {r: asyncio.Event() for r in range(0, tracker.plan.max_rounds + 1)}
+        self._events = {j: asyncio.Event() for j in range(0, len(tracker.schedule) + 1)}
         self._events[0].set()
 
     @classmethod
@@ -75,41 +117,47 @@ class RoundGate:
         plan: SequentialPlan,
         task_ids: Sequence[str],
         records: Mapping[str, Mapping[tuple[str, int], Any]],
-        repeats: Sequence[int],
+        attempts: Sequence[tuple[str, int]],
     ) -> RoundGate:
-        """The gate of a launch whose scheduled attempts are of rounds ``repeats`` (one entry per attempt)."""
+        """The gate of a launch whose scheduled attempts are ``attempts`` ((task id, round) per attempt)."""
+        tracker = RoundTracker(plan, task_ids)
         remaining: dict[int, int] = {}
-        for r in repeats:
-            remaining[r] = remaining.get(r, 0) + 1
-        return cls(RoundTracker(plan, task_ids), records, remaining)
+        for tid, r in attempts:
+            j = tracker.look_of(tid, r)
+            remaining[j] = remaining.get(j, 0) + 1
+        return cls(tracker, records, remaining)
 
     @property
     def rounds_run(self) -> int:
-        """What a sequential summary says for ``repeats``: the rounds run once the launch stopped when decided,
+        """What a sequential summary says for ``repeats``: the rounds begun once the launch stopped when decided,
         else the maximum (a running or unfinished launch)."""
         return self.tracker.rounds if self.stopped else self.tracker.plan.max_rounds
 
-    async def admit(self, r: int) -> bool:
-        """Wait until round ``r - 1`` is checked; False when the attempt must not start."""
-        while not (self.stopped or self.halted) and self.tracker.rounds < r - 1:
-            await self._events[r - 1].wait()
+    def look_of(self, task_id: str, r: int) -> int:
+        return self.tracker.look_of(task_id, r)
+
+    async def admit(self, look: int) -> bool:
+        """Wait until look ``look - 1`` is checked; False when the attempt must not start."""
+        while not (self.stopped or self.halted) and self.tracker.looks < look - 1:
+            await self._events[look - 1].wait()
         return not (self.stopped or self.halted)
 
-    def finished(self, r: int) -> list[list[SequentialLook]]:
-        """An attempt of round ``r`` was recorded: check the rounds that are now complete (their looks)."""
-        self.remaining[r] = self.remaining.get(r, 0) - 1
+    def finished(self, look: int) -> list[tuple[int, list[SequentialLook]]]:
+        """An attempt of look ``look`` was recorded: check the looks that are now complete ((round, looks) each)."""
+        self.remaining[look] = self.remaining.get(look, 0) - 1
         return self.advance()
 
-    def advance(self) -> list[list[SequentialLook]]:
-        """Check every complete round in turn (on their first look at a launch: a resume's recorded rounds)."""
+    def advance(self) -> list[tuple[int, list[SequentialLook]]]:
+        """Check every complete look in turn (on their first look at a launch: a resume's recorded ones)."""
         out = []
         tracker = self.tracker
         while not tracker.finished and not self.halted:
-            r = tracker.rounds + 1
-            if self.remaining.get(r, 0) > 0 or not tracker.complete(self.records, r):
+            j = tracker.looks + 1
+            if self.remaining.get(j, 0) > 0 or not tracker.complete(self.records, j):
                 break
-            out.append(tracker.check(self.records))
-            self._events[r].set()
+            looks = tracker.check(self.records)
+            out.append((tracker.rounds, looks))
+            self._events[j].set()
         if tracker.decided:
             self.stopped = True
             self._wake()
@@ -124,7 +172,7 @@ class RoundGate:
             event.set()
 
 
-__all__ = ["RoundGate", "decided_line", "plan_for", "round_line"]
+__all__ = ["RoundGate", "decided_line", "look_where", "plan_for", "round_line"]
 
 
 def projections(run_dir: Any, plan: SequentialPlan, test_ids: Sequence[str], threshold: float = 1.0) -> list[str]:
@@ -165,7 +213,9 @@ def projections(run_dir: Any, plan: SequentialPlan, test_ids: Sequence[str], thr
         if pair.mean_diff is not None and abs(pair.mean_diff) > DEFAULT_DELTA:
             deltas.append(round(abs(pair.mean_diff), 3))
         made = [
-            round_projection(pair, len(test_ids), plan.max_rounds, plan.each_spend, costs[a] + costs[b], d)
+            round_projection(
+                pair, len(test_ids), plan.max_rounds, plan.each_spend, costs[a] + costs[b], d, batches=plan.batches
+            )
             for d in deltas
         ]
         if made[0] is None:

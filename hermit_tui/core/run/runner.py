@@ -33,7 +33,7 @@ from hermit_tui.core.run.plan import LaunchPlan
 from hermit_tui.core.run.printed import STRAY_NAME, routed, stray_output
 from hermit_tui.core.run.rounds import RoundGate, decided_line, round_line
 from hermit_tui.core.run.summaries import SummaryWriter
-from hermit_tui.core.stats.sequential import SequentialLook
+from hermit_tui.core.stats.sequential import SequentialLook, look_order
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.selectors import materialize
 from hermit_tui.core.workspace.tasks import TaskSet
@@ -196,7 +196,7 @@ class EvalRun:
                 plan.sequential,
                 plan.task_ids,
                 {label: j.records for label, j in journals.items()},
-                [a.repeat for a in order],
+                [(a.task_id, a.repeat) for a in order],
             )
             self._report_rounds(self._rounds.advance())
         for journal in journals.values():
@@ -213,7 +213,7 @@ class EvalRun:
             )
         if self._rounds is not None and self._rounds.stopped:
             for journal in journals.values():  # decided after round r: the later rounds are not part of it
-                journal.pending, journal.total = 0, len(plan.task_ids) * self._rounds.tracker.rounds
+                journal.pending, journal.total = 0, self._rounds.tracker.attempts_each
         self.cancelled = self._cancel.is_set() and any(j.pending for j in journals.values())
         if not any(j.pending for j in journals.values()):
             self.stop_reason = None  # the cap was reached by the last attempts: nothing was left out
@@ -227,8 +227,13 @@ class EvalRun:
         wanted = {label: set(keys) for label, keys in self.options.retry.items()}
         log_dirs = {label: journal.log_dir for label, journal in journals.items()}  # one folder per evaluation
         order = []
+        rows = self.plan.test_rows
+        seq = self.plan.sequential
+        if seq is not None and seq.batches > 1:  # looks within round 1 take the tasks in the protocol's look order
+            by_id = {str(t["id"]): t for t in rows}
+            rows = [by_id[tid] for tid in look_order(list(by_id))]
         for r in range(1, self.plan.repeats + 1):
-            for task in self.plan.test_rows:
+            for task in rows:
                 tid = str(task["id"])
                 for sel in self.plan.selectors:
                     journal = journals[sel.label]
@@ -260,7 +265,8 @@ class EvalRun:
 
         async def worker() -> None:
             for attempt in queue:  # one shared iterator: each attempt is taken once, in order
-                if self._rounds is not None and not await self._rounds.admit(attempt.repeat):
+                look = self._rounds.look_of(attempt.task_id, attempt.repeat) if self._rounds is not None else 0
+                if self._rounds is not None and not await self._rounds.admit(look):
                     return  # every candidate is decided (or the launch is ending)
                 if self._cancel.is_set() or self._cost_reached():
                     if self._rounds is not None:
@@ -286,7 +292,7 @@ class EvalRun:
                 self._count_cost(record)
                 self._emit(ev.AttemptFinished(label=attempt.label, record=record, traceback=tb))
                 if self._rounds is not None:
-                    self._report_rounds(self._rounds.finished(attempt.repeat))
+                    self._report_rounds(self._rounds.finished(look))
                 if not 0 <= record.judge.score <= 1:
                     self._log(
                         "warning",
@@ -340,23 +346,26 @@ class EvalRun:
         return self.stop_reason is not None
 
     # -- rounds (--stop-when-decided) -----------------------------------------------------------------------------
-    def _report_rounds(self, checked: list[list[SequentialLook]]) -> None:
+    def _report_rounds(self, checked: list[tuple[int, list[SequentialLook]]]) -> None:
         gate, plan = self._rounds, self.plan.sequential
         assert gate is not None and plan is not None
-        first = gate.tracker.rounds - len(checked) + 1
-        for r, looks in enumerate(checked, start=first):
+        for i, (r, looks) in enumerate(checked):
+            last = i == len(checked) - 1
             self._emit(
                 ev.RoundChecked(
                     round=r,
                     max_rounds=plan.max_rounds,
                     baseline=plan.baseline,
                     looks=looks,
-                    stopped=r == gate.tracker.rounds and gate.stopped,
+                    stopped=last and gate.stopped,
+                    tasks=looks[0].tasks if looks else None,
+                    total_tasks=looks[0].total_tasks if looks else None,
                 )
             )
             self._log("info", round_line(r, plan, looks))
         if checked and gate.stopped:
-            self._log("info", decided_line(gate.tracker.rounds, plan))
+            t = gate.tracker
+            self._log("info", decided_line(t.rounds, plan, t.tasks_looked, len(t.task_ids)))
 
     # -- summaries -----------------------------------------------------------------------------------------------
     def _write_summary(self, journal: SelectorJournal, *, final: bool) -> Summary:

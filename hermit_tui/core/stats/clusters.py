@@ -14,6 +14,11 @@ which is statsmodels' ``OLS(x, 1).fit(cov_type="cluster")``, and, with every tas
 independent units). A pair's covariance (:func:`clustered_cov`) is the same sandwich on the two selectors' cluster
 sums, so that ``V(b - a) = V(b) + V(a) - 2 cov(a, b)`` is the clustered variance of the task differences.
 
+Or from a file (``--cluster-file FILE``): task id -> cluster, as a JSON object or two columns of CSV/TSV (an ``id``
+header is skipped). The file travels as the spec ``file:<absolute path>`` wherever a field name would (the
+protocol fingerprint's ``cluster_by`` included, beside the mapping's sha256), so that ``report`` and ``gate`` read
+the same file again by default.
+
 What goes in a cluster: each value of the field is a cluster; a task without the field (or with an empty value) is a
 cluster of its own. A field that holds a list or a mapping cannot cluster (a task belongs to one cluster). Fewer than
 2 clusters over the test tasks is bad input: with one cluster nothing varies between clusters.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +37,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 
+FILE_PREFIX = "file:"  # a cluster spec naming a task id -> cluster file rather than a field of the task rows
 OWN = "(own cluster) "  # the prefix of the cluster of a task without the field: one per such task
 CLUSTER_METHOD = "cluster-robust (CR1) standard error, Student t with clusters - 1 df"
 
@@ -70,10 +77,79 @@ def _value(value: object, field: str, tid: str) -> str | None:
     return str(value)
 
 
+def file_spec(path: str | Path) -> str:
+    """The cluster spec of a task id -> cluster file (``--cluster-file``): ``file:`` and its absolute path."""
+    return FILE_PREFIX + str(Path(path).expanduser().resolve())
+
+
+def _file_rows(path: Path, shown: str) -> list[tuple[int, str, object]]:
+    """(line, task id, cluster) of a cluster file: a JSON object, or two columns of CSV / TSV."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise InputError(f"--cluster-file {shown}: cannot read it ({reason})") from None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--cluster-file {shown}: line {exc.lineno}: not JSON ({exc.msg})") from None
+        if not isinstance(data, dict):
+            raise InputError(f"--cluster-file {shown}: a JSON file must hold one object, task id -> cluster")
+        return [(0, str(k), v) for k, v in data.items()]
+    import csv
+
+    lines = text.splitlines()
+    delimiter = "\t" if lines and "\t" in lines[0] else ","
+    out: list[tuple[int, str, object]] = []
+    for n, row in enumerate(csv.reader(lines, delimiter=delimiter), start=1):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) != 2:
+            raise InputError(f"--cluster-file {shown}: line {n}: {len(row)} columns; give task id{delimiter}cluster")
+        if n == 1 and row[0].strip().lower() in ("id", "task_id", "task"):
+            continue
+        out.append((n, row[0].strip(), row[1].strip()))
+    return out
+
+
+def clusters_from_file(spec_or_path: str, test_ids: Sequence[str]) -> Clustering:
+    """The clusters of the test tasks from a task id -> cluster file (``--cluster-file``; ``spec_or_path``: a
+    :func:`file_spec` or a path). Ids the file names that are not test tasks are ignored (a file may cover every
+    split); a test task it does not name is a cluster of its own. InputError (one line naming the file and line)
+    when it cannot be read, a row is malformed, an id appears twice, it names no test task, a cluster is a list or
+    mapping, or the test tasks fall in fewer than 2 clusters."""
+    raw = spec_or_path[len(FILE_PREFIX) :] if spec_or_path.startswith(FILE_PREFIX) else spec_or_path
+    path = Path(raw)
+    shown = str(path)[-80:]
+    wanted = set(test_ids)
+    of: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for line, tid, value in _file_rows(path, shown):
+        where = f"line {line}: " if line else ""
+        if tid in seen:
+            raise InputError(
+                f"--cluster-file {shown}: {where}task {tid[:60]!r} appears twice (first: line {seen[tid]})"
+            )
+        seen[tid] = line
+        if isinstance(value, (list, tuple, set, dict)):
+            raise InputError(f"--cluster-file {shown}: {where}task {tid[:60]}: a cluster is one value, not a list")
+        if tid in wanted and value is not None and value != "":
+            of[tid] = str(value)
+    if not any(t in wanted for t in seen):
+        raise InputError(f"--cluster-file {shown}: it names none of the {len(wanted)} test tasks")
+    clustering = Clustering(by=FILE_PREFIX + str(path), of=of)
+    if clustering.count(test_ids) < 2:
+        raise InputError(f"--cluster-file {shown}: every test task is in one cluster; clustering needs at least 2")
+    return clustering
+
+
 def clusters_by_field(tasks: Mapping[str, Mapping[str, object]], test_ids: Sequence[str], field: str) -> Clustering:
-    """The clusters of the test tasks by ``field`` of their rows. InputError (one line) when no test task has the
-    field (naming the fields they have), when a task holds a list or mapping there, or when the test tasks fall in
-    fewer than 2 clusters."""
+    """The clusters of the test tasks by ``field`` of their rows (or, for a :func:`file_spec`, from that file:
+    :func:`clusters_from_file`). InputError (one line) when no test task has the field (naming the fields they
+    have), when a task holds a list or mapping there, or when the test tasks fall in fewer than 2 clusters."""
+    if field.startswith(FILE_PREFIX):
+        return clusters_from_file(field, test_ids)
     if not any(field in tasks.get(t, {}) for t in test_ids):
         known = sorted({k for t in test_ids for k in tasks.get(t, {}) if k != "id"})
         raise InputError(f"--cluster-by {field[:60]!r}: no test task has that field (they have: {', '.join(known)})")
@@ -146,4 +222,22 @@ def clustered_var(x: Any, codes: np.ndarray) -> np.ndarray:
     return clustered_cov(x, x, codes)
 
 
-__all__ = ["CLUSTER_METHOD", "Clustering", "cluster_sums", "clustered_cov", "clustered_var", "clusters_by_field"]
+__all__ = [
+    "CLUSTER_METHOD",
+    "FILE_PREFIX",
+    "Clustering",
+    "cluster_option",
+    "cluster_sums",
+    "clustered_cov",
+    "clustered_var",
+    "clusters_by_field",
+    "clusters_from_file",
+    "file_spec",
+]
+
+
+def cluster_option(cluster_by: str | None, cluster_file: str | None) -> str | None:
+    """The cluster spec of the command line's ``--cluster-by FIELD`` or ``--cluster-file FILE`` (not both)."""
+    if cluster_by is not None and cluster_file is not None:
+        raise InputError("--cluster-by and --cluster-file both name the clusters: give one of the two")
+    return file_spec(cluster_file) if cluster_file is not None else cluster_by

@@ -25,7 +25,16 @@ from pydantic import BaseModel
 from hermit_tui.core.present import short_num
 from hermit_tui.core.records.results import SequentialEntry, Summary
 from hermit_tui.core.stats.figures import PairStats, VerdictKind
-from hermit_tui.core.stats.sequential import ALPHA, METHOD, SequentialLook, SequentialMonitor, Spending, candidate_spend
+from hermit_tui.core.stats.sequential import (
+    ALPHA,
+    METHOD,
+    SequentialLook,
+    SequentialMonitor,
+    Spending,
+    candidate_spend,
+    look_order,
+    look_schedule,
+)
 
 
 class SequentialPlan(BaseModel):
@@ -40,6 +49,7 @@ class SequentialPlan(BaseModel):
     spend: float | None = None  # each candidate's boundaries' total (None: candidate_spend over the candidates)
     split_over: int | None = None  # the candidates alpha is split over (None: len(candidates))
     spending: Spending = "hsd"  # the spending function ("obf": a launch recorded before issue 25, item 4)
+    batches: int = 1  # looks within the first round (core.stats.sequential.look_schedule; 1: after whole rounds only)
 
     @property
     def family(self) -> int:
@@ -63,9 +73,18 @@ class SequentialPlan(BaseModel):
             changed.append(f"alpha {entry.alpha} -> {self.alpha}")
         if entry.spend is not None and abs(entry.spend - self.each_spend) > 1e-12:
             changed.append(f"alpha spent per candidate {entry.spend:.4g} -> {self.each_spend:.4g}")
+        if (entry.batches or 1) != self.batches:
+            changed.append(f"looks within the first round {entry.batches or 1} -> {self.batches}")
         if entry.method != self.method:  # e.g. a launch begun before the design changed (issue 25, item 4)
             changed.append("the sequential design (spending function, alpha split) of an earlier hermit-tui version")
         return changed
+
+
+def design_method(batches: int) -> str:
+    """The method text a plan with ``batches`` looks in the first round records (``METHOD`` with whole rounds)."""
+    from hermit_tui.core.stats.sequential import BATCH_METHOD
+
+    return METHOD if batches <= 1 else BATCH_METHOD
 
 
 def _score(value: float) -> float:
@@ -84,9 +103,9 @@ def round_scores(records: Mapping[tuple[str, int], Any], task_ids: Sequence[str]
 
 
 class _Pair:
-    """One candidate's monitor, fed round by round on the score scale seen so far ([0, 1] widened)."""
+    """One candidate's monitor, fed look by look on the score scale seen so far ([0, 1] widened)."""
 
-    def __init__(self, plan: SequentialPlan, candidate: str):
+    def __init__(self, plan: SequentialPlan, candidate: str, tasks: int):
         self.monitor = SequentialMonitor(
             plan.baseline,
             candidate,
@@ -96,6 +115,8 @@ class _Pair:
             candidates=plan.family,
             spending=plan.spending,
             margin=plan.margin,
+            batches=plan.batches,
+            total_tasks=tasks,
         )
         self.looks: list[SequentialLook] = []
 
@@ -103,47 +124,87 @@ class _Pair:
         m = self.monitor
         m.lo = min(m.lo, float(a.min(initial=0.0)), float(b.min(initial=0.0)))
         m.hi = max(m.hi, float(a.max(initial=1.0)), float(b.max(initial=1.0)))
-        look = m.add_round(a, b)
+        look = m.add_look(a, b)
         self.looks.append(look)
         return look
 
 
 class RoundTracker:
-    """The launch's sequential state: after each whole round, one look per candidate."""
+    """The launch's sequential state: after each look of the schedule (a batch of the first round's tasks in the
+    look order, or a whole round), one look per candidate.
+
+    ``task_ids``: the test tasks; with looks within the first round they are taken in
+    ``core.stats.sequential.look_order`` (the runner schedules them so)."""
 
     def __init__(self, plan: SequentialPlan, task_ids: Sequence[str]):
         self.plan = plan
-        self.task_ids = list(task_ids)
-        self.pairs = {c: _Pair(plan, c) for c in plan.candidates}
-        self.rounds = 0  # rounds checked
+        self.task_ids = look_order(task_ids) if plan.batches > 1 else list(task_ids)
+        self.schedule = look_schedule(max(1, len(self.task_ids)), plan.max_rounds, plan.batches)
+        self.pairs = {c: _Pair(plan, c, len(self.task_ids)) for c in plan.candidates}
+        self.looks = 0  # looks checked
+
+    @property
+    def rounds(self) -> int:
+        """The round of the last look checked (0 before any): the rounds begun, for the summaries' ``repeats``."""
+        return self.schedule[self.looks - 1][0] if self.looks else 0
+
+    @property
+    def tasks_looked(self) -> int:
+        """The paired tasks of the last look checked (fewer than the test tasks: it stopped within round 1)."""
+        return self.schedule[self.looks - 1][1] if self.looks else 0
+
+    @property
+    def attempts_each(self) -> int:
+        """Each selector's attempts in the looks checked."""
+        return (self.rounds - 1) * len(self.task_ids) + self.tasks_looked if self.looks else 0
 
     @property
     def decided(self) -> bool:
-        """Every candidate is decided: no further round is needed."""
-        return self.rounds > 0 and all(p.monitor.decided for p in self.pairs.values())
+        """Every candidate is decided: no further look is needed."""
+        return self.looks > 0 and all(p.monitor.decided for p in self.pairs.values())
 
     @property
     def finished(self) -> bool:
-        return self.decided or self.rounds >= self.plan.max_rounds
+        return self.decided or self.looks >= len(self.schedule)
 
-    def complete(self, records: Mapping[str, Mapping[tuple[str, int], Any]], r: int) -> bool:
-        """Whether round ``r`` has an attempt for every task under every selector."""
+    def look_of(self, task_id: str, repeat: int) -> int:
+        """The look (from 1) whose data an attempt of ``task_id`` at ``repeat`` is part of."""
+        batches = self.plan.batches
+        if repeat > 1 or batches <= 1:
+            return batches + repeat - 1
+        if not hasattr(self, "_position"):
+            self._position = {t: i for i, t in enumerate(self.task_ids)}
+        pos = self._position.get(str(task_id), len(self.task_ids) - 1)
+        return next(k for k, (_, n) in enumerate(self.schedule[:batches], start=1) if pos < n)
+
+    def _span(self, look: int) -> tuple[int, list[str]]:
+        """(round, the tasks it adds) of look ``look`` (from 1)."""
+        r, n = self.schedule[look - 1]
+        if r == 1 and self.plan.batches > 1:
+            start = self.schedule[look - 2][1] if look > 1 else 0
+            return 1, self.task_ids[start:n]
+        return r, self.task_ids
+
+    def complete(self, records: Mapping[str, Mapping[tuple[str, int], Any]], look: int) -> bool:
+        """Whether look ``look`` (from 1) has an attempt for each of its tasks under every selector."""
+        r, ids = self._span(look)
         labels = [self.plan.baseline, *self.plan.candidates]
-        return all(round_scores(records[label], self.task_ids, r) is not None for label in labels)
+        return all(round_scores(records[label], ids, r) is not None for label in labels)
 
     def check(self, records: Mapping[str, Mapping[tuple[str, int], Any]]) -> list[SequentialLook]:
-        """Look at the next round (it must be complete): one look per candidate."""
-        r = self.rounds + 1
-        if r > self.plan.max_rounds:
-            raise ValueError(f"all {self.plan.max_rounds} rounds were already checked")
-        a = round_scores(records[self.plan.baseline], self.task_ids, r)
+        """Look at the next look of the schedule (it must be complete): one look per candidate."""
+        j = self.looks + 1
+        if j > len(self.schedule):
+            raise ValueError(f"all {len(self.schedule)} looks were already checked")
+        r, ids = self._span(j)
+        a = round_scores(records[self.plan.baseline], ids, r)
         looks = []
         for label, pair in self.pairs.items():
-            b = round_scores(records[label], self.task_ids, r)
+            b = round_scores(records[label], ids, r)
             if a is None or b is None:
-                raise ValueError(f"round {r} is not complete")
+                raise ValueError(f"look {j} (round {r}) is not complete")
             looks.append(pair.add(a, b))
-        self.rounds = r
+        self.looks = j
         return looks
 
     def last(self, label: str) -> SequentialLook | None:
@@ -162,6 +223,9 @@ class RoundTracker:
             spend=plan.each_spend,
             split_over=plan.family,
             margin=plan.margin,
+            batches=plan.batches,
+            tasks_looked=self.tasks_looked,
+            total_tasks=len(self.task_ids),
         )
         if label == plan.baseline:
             return SequentialEntry(**common, candidates={c: _decision(self.last(c)) for c in plan.candidates})
@@ -200,16 +264,27 @@ def replay(
         # a summary written before issue 25, item 4, spent the whole alpha for each candidate, by O'Brien-Fleming
         spend=entry.spend if entry.spend is not None else entry.alpha,
         split_over=entry.split_over or 1,
-        spending="hsd" if "Hwang-Shih-DeCani" in entry.method else "obf",
+        spending=_recorded_spending(entry),
+        batches=entry.batches or 1,
     )
     tracker = RoundTracker(plan, task_ids)
     if not 1 <= entry.rounds <= entry.max_rounds:
         return None
-    for _ in range(entry.rounds):
-        if not tracker.complete({entry.baseline: base, candidate: cand}, tracker.rounds + 1):
+    records = {entry.baseline: base, candidate: cand}
+    wanted = (entry.rounds, entry.tasks_looked or len(tracker.task_ids))
+    if wanted not in tracker.schedule:
+        return None
+    while (tracker.rounds, tracker.tasks_looked) != wanted:
+        if not tracker.complete(records, tracker.looks + 1):
             return None
-        tracker.check({entry.baseline: base, candidate: cand})
+        tracker.check(records)
     return tracker.pairs[candidate].looks
+
+
+def _recorded_spending(entry: SequentialEntry) -> Spending:
+    if "Kim-DeMets" in entry.method:
+        return "power"
+    return "hsd" if "Hwang-Shih-DeCani" in entry.method else "obf"
 
 
 def monitored_pair(a: str, summary_a: Summary | None, b: str, summary_b: Summary | None) -> tuple[str, str] | None:
@@ -279,7 +354,11 @@ def pair_looks(
         return [], []
     by_label = {a: _by_key(records_a), b: _by_key(records_b)}
     first = {tid for (tid, rep) in by_label[base] if rep == 1}
-    ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
+    if (entry.batches or 1) > 1:  # looks within round 1: the look order and sizes need every test task's id
+        every = list(task_ids) if task_ids is not None else sorted(first)
+        ids = every if len(every) == summary.tasks and first <= set(every) else []
+    else:
+        ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
     looks = replay(entry, by_label[base], by_label[cand], cand, ids) if len(ids) == summary.tasks else None
     if not looks:
         return [], [
@@ -316,7 +395,8 @@ def unmonitored_note(a: str, summary_a: Summary | None, b: str, summary_b: Summa
 
 
 SEQUENTIAL_RULE = (
-    "after each whole round of a stop-when-decided launch, 'an improvement' ('a regression') when the "
+    "after each look of a stop-when-decided launch (a whole round, or a batch of the first round's tasks), "
+    "'an improvement' ('a regression') when the "
     "repeated 95% confidence interval for the mean difference lies above (below) 0, 'equivalent' (with "
     "a margin M) when it lies within -M..M; the first decision is kept; otherwise 'undecided'"
 )
@@ -331,14 +411,24 @@ AT_STOPPING = "as observed at stopping, which stopping early tends to overstate"
 _num = short_num
 
 
+def look_text(look: SequentialLook) -> str:
+    """Where ``look`` was taken: 'round r of R', or within round 1 'n of the G tasks of round 1 (of R)'."""
+    if look.within_first_round:
+        return f"{look.tasks} of the {look.total_tasks} tasks of round 1 (of {look.max_rounds})"
+    return f"round {look.rounds} of {look.max_rounds}"
+
+
+def decided_where(look: SequentialLook) -> str:
+    """Where ``look``'s decision was taken: 'at round r', or 'after n of the G tasks of round 1'."""
+    if look.decided_tasks is not None and look.total_tasks is not None and look.decided_tasks < look.total_tasks:
+        return f"after {look.decided_tasks} of the {look.total_tasks} tasks of round 1"
+    return f"at round {look.decided_at}"
+
+
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     """The verdict of a monitored pair, b - a, in one or two sentences."""
     d = look.mean_diff
-    when = (
-        f"decided at round {look.decided_at} of {look.max_rounds}"
-        if look.decided_at is not None
-        else f"round {look.rounds} of {look.max_rounds}"
-    )
+    when = f"decided {decided_where(look)} of {look.max_rounds}" if look.decided_at is not None else look_text(look)
     ci = (
         "no interval yet"
         if look.ci_low is None or look.ci_high is None
@@ -349,7 +439,7 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     if look.decision in ("improvement", "regression"):
         higher = "higher" if d > 0 else "lower"
         word = "an improvement" if look.decision == "improvement" else "a regression"
-        early = f"{AT_STOPPING}; " if look.rounds < look.max_rounds else ""
+        early = f"{AT_STOPPING}; " if look.stopped_early else ""
         return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({early}{ci}; {when}): {word}."
     if look.decision == "equivalent":
         return f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; {when}): equivalent within ±{look.margin:g}."
@@ -380,7 +470,7 @@ def boundary_text(look: SequentialLook) -> str:
             return "—"
         return ("∞" if x > 0 else "−∞") if math.isinf(x) else f"{x:.2f}"
 
-    parts = [f"round {look.rounds} of {look.max_rounds}: boundary |z| ≥ {z(look.boundary_z)}, observed z {z(look.z)}"]
+    parts = [f"{look_text(look)}: boundary |z| ≥ {z(look.boundary_z)}, observed z {z(look.z)}"]
     if look.ci_low is not None:
         target = "0" + (f" and ±{look.margin:g}" if look.margin is not None else "")
         parts.append(f"repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f} against {target}")
@@ -412,6 +502,9 @@ def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
 
 __all__ = [
     "AT_STOPPING",
+    "decided_where",
+    "design_method",
+    "look_text",
     "FIXED_P_NOTE",
     "SEQUENTIAL_RULE",
     "Records",

@@ -253,34 +253,47 @@ class RoundProjection(BaseModel):
 
 
 def round_projection(
-    pair: PairStats, n_tasks: int, max_rounds: int, spend: float, cost: CostRate, delta: float = DEFAULT_DELTA
+    pair: PairStats,
+    n_tasks: int,
+    max_rounds: int,
+    spend: float,
+    cost: CostRate,
+    delta: float = DEFAULT_DELTA,
+    batches: int = 1,
 ) -> RoundProjection | None:
     """The first round ``r`` whose boundary a true difference of ``delta`` clears with 80% power, using the earlier
     evaluation's variance split: ``(c_r + z_0.8) x sqrt((between + within / r) / T) <= delta``, ``c_r`` the
-    design's critical value at round r (``core.stats.sequential.round_boundaries`` spending ``spend``). None when
+    design's critical value at round r (``core.stats.sequential.look_boundaries`` spending ``spend``; with
+    ``batches`` looks within round 1, a look after ``n`` of its tasks clears when ``(c + z_0.8) x sqrt((between +
+    within) / n) <= delta``, and the projection names that look). None when
     the earlier evaluation gives no split (one repeat, no spread, or clustered). A projection, not a promise: it
     takes the earlier figures as the truth."""
     from scipy.stats import norm
 
-    from hermit_tui.core.stats.sequential import round_boundaries
+    from hermit_tui.core.stats.sequential import design_spending, look_boundaries, look_schedule
 
     if pair.between_var is None or pair.within_var is None or pair.n_clusters is not None or n_tasks < 2:
         return None
-    bounds = round_boundaries(max_rounds, spend)
+    batches = max(1, min(batches, n_tasks))
+    bounds = look_boundaries(n_tasks, max_rounds, batches, spend, design_spending(batches))
     z = float(norm.ppf(POWER))
-    found = None
-    for r in range(1, max_rounds + 1):
-        se = math.sqrt(max(pair.between_var + pair.within_var / r, 0.0) / n_tasks)
-        c = bounds[r - 1]
+    found = at_tasks = None
+    for (r, n), c in zip(look_schedule(n_tasks, max_rounds, batches), bounds):
+        se = math.sqrt(max(pair.between_var + pair.within_var / r, 0.0) / n)
         if math.isfinite(c) and (c + z) * se <= delta:
-            found = r
+            found, at_tasks = r, n
             break
     rate = cost.per_attempt
     most = 2 * n_tasks * max_rounds
-    attempts = 2 * n_tasks * found if found is not None else None
+    attempts = 2 * (n_tasks * (found - 1) + (at_tasks or 0)) if found is not None else None
     cost_at = attempts * rate if attempts is not None and rate is not None else None
+    when = (
+        f"after about {at_tasks} of the {n_tasks} tasks of round 1 (of {max_rounds})"
+        if at_tasks is not None and at_tasks < n_tasks
+        else f"by about round {found} of {max_rounds}"
+    )
     where = (
-        f"be decided by about round {found} of {max_rounds} ({attempts:,} attempts of the pair"
+        f"be decided {when} ({attempts:,} attempts of the pair"
         + (f", ≈ ${cost_at:.2f}" if cost_at is not None else ", cost unknown")
         + ")"
         if found is not None

@@ -1,17 +1,25 @@
-"""Stop when decided: a group-sequential comparison of a candidate with a baseline, round by round.
+"""Stop when decided: a group-sequential comparison of a candidate with a baseline, look by look.
 
-A launch runs whole rounds (every test task once per selector). After each round, each candidate's difference from
-the baseline, ``d = mean over tasks of (candidate's task mean - baseline's task mean)`` (the estimand of
-``core.stats.figures``), gets a **repeated confidence interval** (Jennison & Turnbull 1989, "Interim analyses: the
-repeated confidence interval approach", JRSS B 51:305; Jennison & Turnbull 2000, *Group Sequential Methods with
-Applications to Clinical Trials*, ch. 9) whose critical values come from an **error-spending** boundary (Lan & DeMets
-1983, "Discrete sequential boundaries for clinical trials", Biometrika 70:659; J&T 2000 ch. 7), symmetric, spending
-by the Hwang-Shih-DeCani function with ``gamma = -2`` (Hwang, Shih & DeCani 1990, Statistics in Medicine 9:1439),
-``alpha(t) = a (1 - exp(2 t)) / (1 - exp(2))`` of the candidate's share ``a``: between Pocock's and O'Brien-Fleming's
-(with 8 rounds and ``a = 0.045``, 3.09, 2.97, 2.84, 2.71, 2.58, 2.45, 2.32, 2.19). It spends enough at the first
-rounds to stop there when one round of the tasks already decides, which the O'Brien-Fleming-type function (6.35 at
-the first of 8 rounds) never allowed: measured against the fixed design of equal power, that one used 70% of its
-attempts at 50 tasks and an effect of 0.2 (200% at 200 tasks, where one round decides), this design 49-61% (106%).
+A launch runs rounds (every test task once per selector). It looks after each whole round and, with 50 tasks or
+more, also within the first round, after batches of its tasks taken in a fixed order (:func:`look_schedule`,
+:func:`look_order`): rounds are repeats and shrink only the run-to-run noise, while the variance that matters
+shrinks with tasks, so where one round of many tasks already decides, only looks within it can stop earlier. Such
+a design counts information in attempts (:func:`look_boundaries`) and spends by Kim & DeMets' power family
+(``a t^0.6``; Kim & DeMets 1987, Biometrika 74:149), which spends enough at the first looks to stop there; the
+paragraphs below describe the design that looks after whole rounds only.
+
+After each round, each candidate's difference from the baseline, ``d = mean over tasks of (candidate's task mean -
+baseline's task mean)`` (the estimand of ``core.stats.figures``), gets a **repeated confidence interval** (Jennison &
+Turnbull 1989, "Interim analyses: the repeated confidence interval approach", JRSS B 51:305; Jennison & Turnbull 2000,
+*Group Sequential Methods with Applications to Clinical Trials*, ch. 9) whose critical values come from an
+**error-spending** boundary (Lan & DeMets 1983, "Discrete sequential boundaries for clinical trials", Biometrika 70:659;
+J&T 2000 ch. 7), symmetric, spending by the Hwang-Shih-DeCani function with ``gamma = -2`` (Hwang, Shih & DeCani 1990,
+Statistics in Medicine 9:1439), ``alpha(t) = a (1 - exp(2 t)) / (1 - exp(2))`` of the candidate's share ``a``: between
+Pocock's and O'Brien-Fleming's (with 8 rounds and ``a = 0.045``, 3.09, 2.97, 2.84, 2.71, 2.58, 2.45, 2.32, 2.19). It
+spends enough at the first rounds to stop there when one round of the tasks already decides, which the
+O'Brien-Fleming-type function (6.35 at the first of 8 rounds) never allowed: measured against the fixed design of equal
+power, that one used 70% of its attempts at 50 tasks and an effect of 0.2 (200% at 200 tasks, where one round decides),
+this design 49-61% (106%).
 
 **Family-wise, with a margin** (:func:`candidate_spend`): the launch's ``alpha`` is split over its candidates
 (Bonferroni: the chance of any false claim over them stays at most ``alpha``), and each candidate's boundaries spend
@@ -67,7 +75,17 @@ METHOD = (
     "(gamma -2) over the planned rounds (Jennison & Turnbull 2000, ch. 7 and 9), alpha split over the candidates "
     "(Bonferroni) and 0.9 of each share spent"
 )
-Spending = Literal["hsd", "obf"]
+BATCH_METHOD = (
+    "group-sequential repeated confidence intervals, looked at after batches of the first round's tasks (in the "
+    "order of their ids' sha256) and after each later round, information counted in attempts, Lan-DeMets error "
+    "spending by the Kim-DeMets power function (rho 0.6) (Jennison & Turnbull 2000, ch. 7 and 9), alpha split over "
+    "the candidates (Bonferroni) and 0.9 of each share spent"
+)
+Spending = Literal["hsd", "obf", "power"]
+POWER_RHO = 0.6  # Kim & DeMets' power family, for designs that look within the first round
+MIN_BATCH = 25  # tasks at the first look within the first round (and the step between its looks)
+MAX_BATCHES = 8  # looks within the first round at most
+ORDER = "sha256 of the task id"  # the protocol-determined order in which the first round's looks take the tasks
 OLD_METHOD = (  # summaries written before issue 25, item 4: the whole alpha spent by every candidate
     "group-sequential repeated confidence intervals, Lan-DeMets O'Brien-Fleming-type alpha spending over the "
     "planned rounds (Jennison & Turnbull 2000, ch. 7 and 9)"
@@ -103,6 +121,7 @@ class SequentialLook(BaseModel):
     spending: Spending = "hsd"  # the spending function ("obf": summaries written before issue 25, item 4)
     margin: float | None = None
     decided_at: int | None = None  # the round of the decision (None while undecided)
+    decided_tasks: int | None = None  # the paired tasks the deciding look saw (fewer than the test tasks: in round 1)
     mean_diff: float | None
     ci_low: float | None  # the repeated confidence interval (intersected over the rounds so far)
     ci_high: float | None
@@ -114,6 +133,19 @@ class SequentialLook(BaseModel):
     between_var: float | None = None
     within_var: float | None = None
     z: float | None = None  # the observed mean difference over its standard error (sd of task differences / sqrt G)
+    batches: int = 1  # looks within the first round (1: a look after each whole round only, as before issue 25 item 1)
+    tasks: int | None = None  # the paired tasks this look saw (fewer than the test tasks at a look within round 1)
+    total_tasks: int | None = None  # the test tasks a round has
+    look: int | None = None  # this look's number, from 1, of the schedule (:func:`look_schedule`)
+
+    @property
+    def within_first_round(self) -> bool:
+        """A look after part of the first round's tasks (the launch stopped there when it is the last)."""
+        return self.tasks is not None and self.total_tasks is not None and self.tasks < self.total_tasks
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.rounds < self.max_rounds or self.within_first_round
 
     @property
     def boundary_alpha(self) -> float:
@@ -134,6 +166,9 @@ class SequentialLook(BaseModel):
             "margin": self.margin,
             "decided_at": self.decided_at,
             "interval": None if self.ci_low is None else [self.ci_low, self.ci_high],
+            "batches": self.batches,
+            "tasks_looked": self.tasks,
+            "total_tasks": self.total_tasks,
         }
 
 
@@ -158,9 +193,27 @@ def hsd_spending(t: float, alpha: float = ALPHA, gamma: float = HSD_GAMMA) -> fl
     return float(alpha * math.expm1(-gamma * t) / math.expm1(-gamma)) if gamma else float(alpha * t)
 
 
+def power_spending(t: float, alpha: float = ALPHA, rho: float = POWER_RHO) -> float:
+    """The two-sided type I error spent by time ``t`` by Kim & DeMets' (1987) power family ``alpha t^rho``
+    (``rho = 1``: linear, ``3``: close to O'Brien-Fleming's; below 1 it spends more early, as Pocock's does)."""
+    return float(alpha * min(max(t, 0.0), 1.0) ** rho)
+
+
 def spending_at(t: float, alpha: float, spending: Spending = "hsd") -> float:
-    """The error spent by time ``t`` by the named function (``obf``: :func:`obf_spending`)."""
+    """The error spent by time ``t`` by the named function (``obf``: :func:`obf_spending`, ``power``:
+    :func:`power_spending`)."""
+    if spending == "power":
+        return power_spending(t, alpha)
     return hsd_spending(t, alpha) if spending == "hsd" else obf_spending(t, alpha)
+
+
+def design_spending(batches: int) -> Spending:
+    """The spending function of a design with ``batches`` looks in the first round: Hwang-Shih-DeCani's (gamma -2)
+    for looks after whole rounds only, Kim-DeMets' power family (:data:`POWER_RHO`) when the first round is looked
+    at batch by batch. The number of batches is fixed by the number of tasks before any attempt, so the choice is
+    the protocol's. Where a fraction of one round can decide (many tasks), the power family spends enough there to
+    stop; with few tasks, rounds are what decides and the HSD function keeps more for the later rounds."""
+    return "power" if batches > 1 else "hsd"
 
 
 def _simpson(lo: float, hi: float, m: int = GRID) -> tuple[np.ndarray, np.ndarray]:
@@ -242,6 +295,47 @@ def round_boundaries(max_rounds: int, alpha: float = ALPHA, spending: Spending =
     return tuple(spending_boundaries(info, times, alpha, spend=lambda t: spending_at(t, alpha, spending)))
 
 
+def first_round_batches(tasks: int) -> int:
+    """The looks within the first round a launch on ``tasks`` test tasks plans: one per :data:`MIN_BATCH` tasks, at
+    most :data:`MAX_BATCHES` (1: a look after the whole round only)."""
+    return max(1, min(MAX_BATCHES, tasks // MIN_BATCH))
+
+
+def look_schedule(tasks: int, max_rounds: int, batches: int = 1) -> tuple[tuple[int, int], ...]:
+    """(round, paired tasks) of each look: after the first ``round(k tasks / batches)`` tasks of round 1 in the
+    look order (:func:`look_order`), k = 1..batches, then after each whole round 2..``max_rounds``."""
+    if tasks < 1 or max_rounds < 1 or not 1 <= batches <= max(1, tasks):
+        raise ValueError(f"no look schedule for {tasks} tasks, {max_rounds} rounds, {batches} looks in round 1")
+    first = [(1, max(1, round(tasks * k / batches))) for k in range(1, batches + 1)]
+    return tuple(first + [(r, tasks) for r in range(2, max_rounds + 1)])
+
+
+def look_order(task_ids: Sequence[str]) -> list[str]:
+    """The order in which the first round's looks take the tasks: by the sha256 of each task id (:data:`ORDER`),
+    fixed by the protocol before any attempt and unrelated to the tasks' content or to which attempt finishes
+    first (a prefix of a file's order could be its easiest tasks: the ordered-stream caveat)."""
+    import hashlib
+
+    return sorted(task_ids, key=lambda t: (hashlib.sha256(str(t).encode()).hexdigest(), str(t)))
+
+
+@lru_cache(maxsize=256)
+def look_boundaries(
+    tasks: int, max_rounds: int, batches: int = 1, alpha: float = ALPHA, spending: Spending = "hsd"
+) -> tuple[float, ...]:
+    """The critical values of the looks of :func:`look_schedule`. The information of a look is counted in
+    attempts, ``u = n / G`` at a look after ``n`` of the ``G`` tasks of round 1 and ``u = r`` after round ``r``:
+    the spending time is ``u / R`` and two looks are correlated as ``sqrt(u / v)``. That is exact within round 1
+    (``sqrt(n / n')`` whatever the tasks' spread) and, across rounds, the least correlation any split of the
+    variance gives (``between = 0``; see the module's docstring). With ``batches = 1`` these are
+    :func:`round_boundaries`."""
+    if batches <= 1:
+        return round_boundaries(max_rounds, alpha, spending)
+    units = tuple(n / tasks if r == 1 else float(r) for r, n in look_schedule(tasks, max_rounds, batches))
+    times = tuple(u / max_rounds for u in units)
+    return tuple(spending_boundaries(units, times, alpha, spend=lambda t: spending_at(t, alpha, spending)))
+
+
 def variance_components(diffs: np.ndarray) -> tuple[float, float | None]:
     """(between, within) of the per-task, per-round paired differences ``diffs`` (G x r): ``within`` = mean over tasks
     of the variance across rounds (None with one round), ``between = max(0, Var(task means) - within / r)``."""
@@ -268,11 +362,14 @@ def sequential_look(
     margin: float | None = None,
     lo: float = 0.0,
     hi: float = 1.0,
+    batches: int = 1,
+    total_tasks: int | None = None,
 ) -> SequentialLook:
-    """The decision after the rounds so far, from this round's interval alone (no memory of earlier rounds: see
-    :class:`SequentialMonitor`). ``a`` and ``b``: scores, G tasks x r rounds, in ``[lo, hi]``. ``alpha``: the
-    launch's family-wise level; ``spend``: what this candidate's boundaries spend (default
-    :func:`candidate_spend` of ``alpha`` over ``candidates``)."""
+    """The decision after the looks so far, from this look's interval alone (no memory of earlier looks: see
+    :class:`SequentialMonitor`). ``a`` and ``b``: scores, n tasks x r rounds, in ``[lo, hi]``: the whole rounds so
+    far, or (``batches`` > 1, one round) the first n of the ``total_tasks`` tasks in the look order, n being one of
+    :func:`look_schedule`'s. ``alpha``: the launch's family-wise level; ``spend``: what this candidate's boundaries
+    spend (default :func:`candidate_spend` of ``alpha`` over ``candidates``)."""
     spend = candidate_spend(alpha, candidates) if spend is None else spend
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 2:
@@ -280,10 +377,21 @@ def sequential_look(
     g, r = a.shape
     if not 1 <= r <= max_rounds:
         raise ValueError(f"{r} rounds for a maximum of {max_rounds}")
+    total = g if total_tasks is None else total_tasks
+    batches = max(1, batches)
+    schedule = look_schedule(max(total, 1), max_rounds, batches) if total >= batches else ((1, total),)
+    index = batches + r - 2 if r > 1 else next((j for j, (_, n) in enumerate(schedule[:batches]) if n == g), None)
+    if index is None or (r > 1 and g != total):
+        raise ValueError(f"{g} tasks x {r} rounds is not a look of the schedule ({total} tasks, {batches} in round 1)")
     diffs = b - a
     task_diffs = diffs.mean(axis=1)
     mean_diff = float(task_diffs.mean()) if g else None
     base = dict(
+        method={"power": BATCH_METHOD, "obf": OLD_METHOD}.get(spending, METHOD),
+        batches=batches,
+        tasks=g,
+        total_tasks=total,
+        look=index + 1,
         baseline=baseline,
         candidate=candidate,
         rounds=r,
@@ -298,8 +406,8 @@ def sequential_look(
     if g < 2 or mean_diff is None:
         return SequentialLook(**base, decision="undecided", ci_low=None, ci_high=None)
     between, within = variance_components(diffs)
-    c = round_boundaries(max_rounds, spend, spending)[r - 1]
-    t_r = r / max_rounds
+    c = look_boundaries(total, max_rounds, batches, spend, spending)[index]
+    t_r = (g / total if r == 1 else r) / max_rounds
     from scipy.special import ndtr
 
     nominal = 1.0 - 2 * (1 - float(ndtr(c))) if math.isfinite(c) else 1.0
@@ -315,6 +423,7 @@ def sequential_look(
         **base,
         decision=decision,
         decided_at=r if decision != "undecided" else None,
+        decided_tasks=g if decision != "undecided" else None,
         ci_low=low,
         ci_high=high,
         ci_method=interval.method if interval else None,
@@ -328,6 +437,14 @@ def sequential_look(
     )
 
 
+def boundaries_of(look: SequentialLook) -> tuple[float, ...]:
+    """The critical values of every look of ``look``'s design (what a boundary plot draws)."""
+    total = look.total_tasks or 1
+    if look.batches <= 1 or look.total_tasks is None:
+        return round_boundaries(look.max_rounds, look.boundary_alpha, look.spending)
+    return look_boundaries(total, look.max_rounds, look.batches, look.boundary_alpha, look.spending)
+
+
 def _decide(low: float, high: float, margin: float | None) -> Decision:
     if low > 0:
         return "improvement"
@@ -339,8 +456,12 @@ def _decide(low: float, high: float, margin: float | None) -> Decision:
 
 
 class SequentialMonitor:
-    """One candidate against the baseline over a launch: feed each whole round's scores (one per task, in task
-    order); the first decision is kept and the interval is the intersection of every round's interval."""
+    """One candidate against the baseline over a launch: feed each look's scores in the look order; the first
+    decision is kept and the interval is the intersection of every look's interval.
+
+    ``batches`` > 1 (with ``total_tasks``): the first round is looked at after each of its batches of tasks
+    (:func:`look_schedule`); :meth:`add_look` takes a batch's scores, then each later whole round's. With
+    ``batches = 1`` a look is a whole round (:meth:`add_round`)."""
 
     def __init__(
         self,
@@ -355,35 +476,75 @@ class SequentialMonitor:
         margin: float | None = None,
         lo: float = 0.0,
         hi: float = 1.0,
+        batches: int = 1,
+        total_tasks: int | None = None,
     ):
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
         if margin is not None and not margin > 0:
             raise ValueError("the equivalence margin must be positive")
+        if batches > 1 and total_tasks is None:
+            raise ValueError("looks within the first round need the number of test tasks")
         self.baseline, self.candidate, self.max_rounds = baseline, candidate, max_rounds
         self.alpha, self.margin, self.lo, self.hi = alpha, margin, lo, hi
         self.candidates, self.spending = candidates, spending
+        self.batches, self.total_tasks = max(1, batches), total_tasks
         self.spend = candidate_spend(alpha, candidates) if spend is None else spend
-        self._a: list[np.ndarray] = []
+        self._first_a: list[np.ndarray] = []  # round 1, batch by batch
+        self._first_b: list[np.ndarray] = []
+        self._a: list[np.ndarray] = []  # whole rounds
         self._b: list[np.ndarray] = []
+        self.looks = 0
         self.last: SequentialLook | None = None
 
     @property
     def decided(self) -> bool:
         return self.last is not None and self.last.decision != "undecided"
 
+    @property
+    def schedule(self) -> tuple[tuple[int, int], ...] | None:
+        """(round, tasks) of each look, when the number of tasks is known."""
+        if self.total_tasks is None:
+            return None
+        return look_schedule(self.total_tasks, self.max_rounds, self.batches)
+
     def add_round(
         self, a_scores: Sequence[float] | np.ndarray, b_scores: Sequence[float] | np.ndarray
     ) -> SequentialLook:
-        if len(self._a) >= self.max_rounds:
-            raise ValueError(f"all {self.max_rounds} rounds were already added")
-        self._a.append(np.asarray(a_scores, dtype=float))
-        self._b.append(np.asarray(b_scores, dtype=float))
+        """A whole round's scores (every task, in order): the next look (``batches = 1``), or round 1's last batch
+        and every later round."""
+        if self.batches > 1 and self.looks < self.batches:
+            done = sum(len(x) for x in self._first_a)
+            return self.add_look(np.asarray(a_scores)[done:], np.asarray(b_scores)[done:])
+        return self.add_look(a_scores, b_scores)
+
+    def add_look(
+        self, a_scores: Sequence[float] | np.ndarray, b_scores: Sequence[float] | np.ndarray
+    ) -> SequentialLook:
+        """The next look: within round 1 (``batches`` > 1), the scores of the tasks it adds in the look order; after
+        that, a whole round's."""
+        total_looks = self.batches + self.max_rounds - 1
+        if self.looks >= total_looks:
+            raise ValueError(f"all {total_looks} looks were already added")
+        a_new, b_new = np.asarray(a_scores, dtype=float), np.asarray(b_scores, dtype=float)
+        if self.looks < self.batches and self.batches > 1:
+            self._first_a.append(a_new)
+            self._first_b.append(b_new)
+            if self.looks == self.batches - 1:
+                self._a.append(np.concatenate(self._first_a))
+                self._b.append(np.concatenate(self._first_b))
+            a_all = np.concatenate(self._first_a)[:, None]
+            b_all = np.concatenate(self._first_b)[:, None]
+        else:
+            self._a.append(a_new)
+            self._b.append(b_new)
+            a_all, b_all = np.column_stack(self._a), np.column_stack(self._b)
+        self.looks += 1
         look = sequential_look(
             self.baseline,
             self.candidate,
-            np.column_stack(self._a),
-            np.column_stack(self._b),
+            a_all,
+            b_all,
             self.max_rounds,
             alpha=self.alpha,
             spend=self.spend,
@@ -392,6 +553,8 @@ class SequentialMonitor:
             margin=self.margin,
             lo=self.lo,
             hi=self.hi,
+            batches=self.batches,
+            total_tasks=self.total_tasks,
         )
         prev = self.last
         if (
@@ -406,11 +569,18 @@ class SequentialMonitor:
                 low, high = look.ci_low, look.ci_high
             look = look.model_copy(update=dict(ci_low=low, ci_high=high))
         if prev is not None and prev.decision != "undecided":
-            look = look.model_copy(update=dict(decision=prev.decision, decided_at=prev.decided_at))
+            look = look.model_copy(
+                update=dict(decision=prev.decision, decided_at=prev.decided_at, decided_tasks=prev.decided_tasks)
+            )
         elif look.ci_low is not None and look.ci_high is not None:
             decision = _decide(look.ci_low, look.ci_high, self.margin)
+            done = decision != "undecided"
             look = look.model_copy(
-                update=dict(decision=decision, decided_at=look.rounds if decision != "undecided" else None)
+                update=dict(
+                    decision=decision,
+                    decided_at=look.rounds if done else None,
+                    decided_tasks=look.tasks if done else None,
+                )
             )
         self.last = look
         return look
@@ -483,10 +653,21 @@ def _near_the_ends(p: float, n_eff: float, crit: float, low: float, high: float,
 
 __all__ = [
     "ALPHA",
+    "BATCH_METHOD",
     "METHOD",
     "OLD_METHOD",
     "SPEND_SHARE",
+    "boundaries_of",
     "candidate_spend",
+    "design_spending",
+    "first_round_batches",
+    "power_spending",
+    "look_boundaries",
+    "look_order",
+    "look_schedule",
+    "MAX_BATCHES",
+    "MIN_BATCH",
+    "ORDER",
     "SequentialLook",
     "SequentialMonitor",
     "hsd_spending",

@@ -14,8 +14,8 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hermit_tui.core.records.index import Snapshot
-from hermit_tui.core.stats.looks import boundary_text
-from hermit_tui.core.stats.sequential import SequentialLook, round_boundaries
+from hermit_tui.core.stats.looks import boundary_text, decided_where, look_text
+from hermit_tui.core.stats.sequential import SequentialLook, boundaries_of, round_boundaries
 from hermit_tui.dashboard.widgets.plots import BoundaryPlot, BoundarySeries
 
 #: a selector's attempts: records, or the store's columns (a snapshot)
@@ -58,24 +58,24 @@ def view_text(v: SequentialView) -> Text:
             "equivalent": f"equivalent within ±{look.margin:g}" if look.margin else "equivalent",
         }
         if look.decision in state:
-            text.append(f"— {state[look.decision]}, decided at round {look.decided_at}", style="bold")
+            text.append(f"— {state[look.decision]}, decided {decided_where(look)}", style="bold")
         else:
             text.append("— undecided", style="bold")
         text.append(f"\n{boundary_text(look)}")
-    if v.live and not v.stopped and v.last is not None and v.last.rounds < v.max_rounds:
-        text.append(
-            f"\nround {v.last.rounds + 1} under way: {v.next_done} of {v.next_total} attempts of {v.a} and {v.b}"
-        )
-    elif v.stopped and look is not None and look.rounds < v.max_rounds:
-        text.append(f"\nstopped after round {look.rounds} of {v.max_rounds}: every candidate was decided")
+    if v.live and not v.stopped and v.last is not None and v.last.stopped_early:
+        now = v.last.rounds + (0 if v.last.within_first_round else 1)
+        text.append(f"\nround {now} under way: {v.next_done} of {v.next_total} attempts of {v.a} and {v.b}")
+    elif v.stopped and look is not None and look.stopped_early:
+        text.append(f"\nstopped after {look_text(look)}: every candidate was decided")
     return text
 
 
 def series(v: SequentialView) -> BoundarySeries:
     return BoundarySeries(
         label=f"{v.b} − {v.a}",
-        boundaries=list(round_boundaries(v.max_rounds, v.alpha, v.looks[0].spending if v.looks else "hsd")),
+        boundaries=list(boundaries_of(v.looks[0]) if v.looks else round_boundaries(v.max_rounds, v.alpha)),
         observed=[look.z for look in v.looks],
+        unit="look" if v.looks and v.looks[0].batches > 1 else "round",
     )
 
 
@@ -148,11 +148,10 @@ def with_sequential(
     view = None
     if looks:
         last = looks[-1]
-        view = SequentialView(
-            c.a, c.b, tuple(looks), last.max_rounds, last.boundary_alpha, stopped=last.rounds < last.max_rounds
-        )
+        view = SequentialView(c.a, c.b, tuple(looks), last.max_rounds, last.boundary_alpha, stopped=last.stopped_early)
     elif live is not None:
-        after = len(live.looks) + 1
+        seen = live.looks[-1] if live.looks else None
+        after = 1 if seen is None else seen.rounds + (0 if seen.within_first_round else 1)
         view = SequentialView(
             c.a,
             c.b,

@@ -283,6 +283,7 @@ class BoundarySeries:
     label: str  # "final − none"
     boundaries: list[float]  # rounds 1..R (inf: nothing spent at that round)
     observed: list[float | None]  # rounds run so far
+    unit: str = "round"  # what the x axis counts: "look" when the first round is looked at batch by batch
 
 
 class BoundaryPlot(StatPlot):
@@ -320,7 +321,7 @@ class BoundaryPlot(StatPlot):
         plt.yticks(nice_ticks(-top, top))
         none = len(d.boundaries) - len(finite)
         plt.title(
-            f"{d.label}: observed z (●) against the boundary ±z (▬) at each round"
-            + (f"; rounds 1-{none} spend nothing (no boundary)" if none else "")
+            f"{d.label}: observed z (●) against the boundary ±z (▬) at each {d.unit}"
+            + (f"; {d.unit}s 1-{none} spend nothing (no boundary)" if none else "")
         )
-        plt.xlabel("round (|z| drawn up to the edge)")
+        plt.xlabel(f"{d.unit} (|z| drawn up to the edge)")
