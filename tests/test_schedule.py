@@ -71,23 +71,35 @@ def attempts(labels: list[str], tasks: list[str], repeats: int) -> list[Attempt]
 def test_longest_first_sorts_tasks_by_their_total_and_keeps_selectors_together():
     d = Durations()
     d.add("none", "a", 1.0)
-    d.add("root", "a", 3.0)  # a: 1 + 3 = 4
+    d.add("root", "a", 4.0)  # a: 1 + 4 = 5
     d.add("none", "b", 5.0)  # b: none 5, root unknown on b -> none's mean there (5): 10
     d.add("none", "c", 0.5)
     d.add("root", "c", 0.5)  # c: 1
-    # d: nothing known -> each attempt counts as the mean of the known expectations
-    # (1, 3, 5, 5, 0.5, 0.5 -> 15 / 6 = 2.5): 5
+    # d: nothing known -> each attempt counts as the mean of every known time (11 / 5 = 2.2): 4.4
     got = longest_first(attempts(["none", "root"], ["a", "b", "c", "d"], 1), d)
     assert [(a.task_id, a.label) for a in got] == [
         ("b", "none"),
         ("b", "root"),
-        ("d", "none"),
-        ("d", "root"),
         ("a", "none"),
         ("a", "root"),
+        ("d", "none"),
+        ("d", "root"),
         ("c", "none"),
         ("c", "root"),
     ]
+
+
+def test_a_waiting_task_whose_time_becomes_known_moves_to_its_place():
+    schedule = Schedule(attempts(["none"], ["a", "b", "c", "d"], 2))
+    queue = iter(schedule)
+    first = [next(queue) for _ in range(4)]  # repeat 1 in task order: all four in flight, nothing known
+    assert [(a.task_id, a.repeat) for a in first] == [("a", 1), ("b", 1), ("c", 1), ("d", 1)]
+    assert next(queue).task_id == "a"  # repeat 2 begins: still nothing known, task order
+    schedule.learn("none", "c", 9.0)  # c's first attempt finishes: 9 s
+    assert next(queue).task_id == "c"
+    schedule.learn("none", "b", 1.0)
+    schedule.learn("none", "d", 5.0)
+    assert [(a.task_id, a.repeat) for a in queue] == [("d", 2), ("b", 2)]
 
 
 def test_nothing_known_keeps_the_task_order_and_ties_keep_it_too():
