@@ -5,7 +5,10 @@ attempts errors that say so (core/run/executors.py)."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+
+from waiting import wait_until
 
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
@@ -29,7 +32,7 @@ def run(task, adapter):
 """
 
 
-def workspace(tmp_path: Path, *, import_s: float, attempt_s: float, timeout_min: float = 0.05) -> Path:
+def workspace(tmp_path: Path, *, import_s: float, attempt_s: float, timeout_min: float | str = 0.05) -> Path:
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": i}) + "\n" for i in IDS))
     (tmp_path / "test.txt").write_text("\n".join(IDS) + "\n")
     (tmp_path / "train.txt").write_text("")
@@ -65,3 +68,26 @@ def test_a_worker_whose_import_outlasts_the_timeout_makes_its_attempts_errors_th
     got = rows(tmp_path)
     assert summary.errors == len(IDS) == len(got)
     assert all("did not load the pipeline within agent.timeout_min" in r["error"] for r in got), got[0]["error"]
+
+
+def test_a_forced_cancel_ends_a_launch_whose_workers_never_finish_importing(tmp_path):
+    """No timeout bounds the workers' import here (it never ends): a forced cancel still ends the launch, the
+    loading workers killed rather than waited for."""
+    config = load_config(workspace(tmp_path, import_s=3600.0, attempt_s=0.0, timeout_min="null"))
+    run = EvalRun(config, ["none"], executor="processes")
+    done = threading.Event()
+    result: dict = {}
+
+    def launch() -> None:
+        try:
+            result["summary"] = run.run_sync()["none"]
+        finally:
+            done.set()
+
+    threading.Thread(target=launch, daemon=True).start()
+    log = tmp_path / "imports.log"
+    wait_until(lambda: log.exists() and len(log.read_text().split()) == 2, what="both workers importing")
+    run.cancel(force=True)
+    wait_until(done.is_set, what="the launch to end after the forced cancel")
+    summary = result["summary"]
+    assert summary.attempts == 0 and summary.complete is False

@@ -426,7 +426,13 @@ class ProcessExecutor(Executor):
 
     def _new_worker(self) -> _Worker:
         worker = _Worker(self._ctx, self.config_path, self.overrides)
-        worker.wait_ready(self.timeout_s)
+        with self._starting_lock:
+            self._starting.add(worker)
+        try:
+            worker.wait_ready(self.timeout_s)
+        finally:
+            with self._starting_lock:
+                self._starting.discard(worker)
         return worker
 
     def _boot(self) -> None:
@@ -453,6 +459,8 @@ class ProcessExecutor(Executor):
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._busy: set[_Worker] = set()
         self._booting: set[asyncio.Future[_Worker]] = set()
+        self._starting: set[_Worker] = set()  # started, loading the pipeline (guarded by the lock: io threads)
+        self._starting_lock = threading.Lock()
         self._closing = False
         self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
         for _ in range(self.concurrency):
@@ -529,6 +537,11 @@ class ProcessExecutor(Executor):
 
     async def close(self) -> None:
         self._closing = True  # a worker still booting stops as it arrives
+        with self._starting_lock:
+            loading = list(self._starting)
+        for w in loading:  # still loading the pipeline (an import that may never end): not waited for
+            if w.process.is_alive():
+                w.process.kill()
         booting = list(self._booting)
         workers = []
         while not self._idle.empty():
