@@ -1,7 +1,7 @@
 """1. Runner efficiency: none/root/final x 3 repeats x 200 tasks at concurrency 16 on the synthetic project's
 heavy-tailed latencies (5-500 ms), with hermit_tui.core.run.runner.EvalRun. Prints wall / ideal, where ideal = max(sum
-of latencies / concurrency, longest attempt), and efficiency = ideal / wall (target >= 0.95 for the threads executor;
-the processes executor is reported beside it: its wall includes starting the worker processes).
+of latencies / concurrency, longest attempt), and efficiency = ideal / wall (targets, issue 30: >= 0.98 for the
+threads executor, >= 0.95 for the processes executor, whose wall includes starting the worker processes).
 
     python benchmarks/bench_runner.py [--quick] [--executor threads|processes|both]
 """
@@ -21,7 +21,8 @@ import synth
 # imports this main module again; keeping that import light makes the workers start as they would under the CLI.
 
 LABELS = ["none", "root", "final"]
-TARGET = ">= 0.95"
+TARGET = ">= 0.98"  # issue 30: threads; the processes executor's is PROCESS_TARGET
+PROCESS_TARGET = ">= 0.95"
 
 
 def measure(project: Path, executor: str, concurrency: int, repeats: int) -> dict:
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             if executor == "threads":
                 synth.figure("runner.threads.efficiency", ideal / got["wall"], target=TARGET, detail=detail)
             else:
-                synth.figure("runner.processes.efficiency", ideal / got["wall"], detail=detail)
+                synth.figure("runner.processes.efficiency", ideal / got["wall"], target=PROCESS_TARGET, detail=detail)
     return 0
 
 
