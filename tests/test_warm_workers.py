@@ -91,3 +91,17 @@ def test_a_forced_cancel_ends_a_launch_whose_workers_never_finish_importing(tmp_
     wait_until(done.is_set, what="the launch to end after the forced cancel")
     summary = result["summary"]
     assert summary.attempts == 0 and summary.complete is False
+
+
+def test_workers_that_cannot_be_started_make_their_attempts_errors(tmp_path, monkeypatch):
+    from hermit_tui.core.run import executors
+
+    def refuse(self, *args):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(executors._Worker, "__init__", refuse)
+    config = load_config(workspace(tmp_path, import_s=0.0, attempt_s=0.0))
+    summary = EvalRun(config, ["none"], executor="processes").run_sync()["none"]
+    got = rows(tmp_path)
+    assert summary.errors == summary.attempts == len(IDS) == len(got)
+    assert all("could not be started" in r["error"] and "Resource temporarily" in r["error"] for r in got)

@@ -358,6 +358,19 @@ class _Worker:
             self.process.join(2)
 
 
+class _Unstarted(_Worker):
+    """A worker whose process could not be started: every attempt it is given is an error saying why."""
+
+    def __init__(self, why: str):  # no process, no pipe
+        self.unusable = why
+
+    def kill(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
 def _death_message(code: int | None) -> str:
     if code is not None and code < 0:
         try:
@@ -425,7 +438,10 @@ class ProcessExecutor(Executor):
         )
 
     def _new_worker(self) -> _Worker:
-        worker = _Worker(self._ctx, self.config_path, self.overrides)
+        try:
+            worker = _Worker(self._ctx, self.config_path, self.overrides)
+        except Exception as exc:  # no process could be started (out of processes or memory): its attempts say so
+            return _Unstarted(f"WorkerDied: the pipeline's process could not be started ({describe(exc)})")
         with self._starting_lock:
             self._starting.add(worker)
         try:
