@@ -364,7 +364,8 @@ def build_report(
     if not labels:
         raise InputError("no selector to report")
     test_ids = taskset.test_ids
-    fingerprints = [stored[label].summary.fingerprint if stored[label].summary else None for label in labels]
+    summaries = [stored[label].summary for label in labels]
+    fingerprints = [s.fingerprint if s is not None else None for s in summaries]
     recorded = [fp.cluster_by if fp is not None else None for fp in fingerprints]
     digests = [fp.clusters_sha256 if fp is not None else None for fp in fingerprints]
     clusters = resolve_clustering(taskset.tasks, test_ids, cluster_by, recorded, digests)
