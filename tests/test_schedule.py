@@ -205,3 +205,72 @@ def test_a_resume_orders_the_missing_attempts_by_the_recorded_times(tmp_path):
     path.write_text("".join(line + "\n" for line in kept))
     resumed = launch(run_yaml, repeats=2, resume=True)
     assert [(t, r) for _, t, r in resumed] == [(t, 2) for t in by_time_descending()]
+
+
+# -- with looks within round 1 ---------------------------------------------------------------------------------------
+
+
+def test_reordering_stays_within_a_block_it_is_given():
+    """block_of cuts a repeat further (the sequential runner's looks): longest first inside each block, the blocks
+    in their order, so a later block's long task never jumps ahead of an earlier block's short one."""
+    durations = Durations()
+    for t, secs in TIMES.items():
+        durations.add("none", t, secs)
+    order = attempts(["none"], list(TIMES), 1)
+    first = {"a", "b", "c"}  # block 1: a 0.2, b 3.0, c 0.5; block 2: d 7.0, e 1.0, f 0.1
+    schedule = Schedule(order, durations, block_of=lambda a: (a.repeat, 1 if a.task_id in first else 2))
+    assert [a.task_id for a in schedule] == ["b", "c", "a", "d", "e", "f"]
+    plain = Schedule(attempts(["none"], list(TIMES), 1), durations)
+    assert [a.task_id for a in plain] == ["d", "b", "e", "c", "a", "f"]
+
+
+def test_a_sequential_launch_with_looks_in_round_1_never_starts_a_later_look_first(tmp_path):
+    """Stop when decided with 2 looks within round 1 over 20 tasks, after an evaluation whose times make the second
+    look's tasks the longest: the launch finishes (a later look's attempt taken first would hold its slot at the
+    look's barrier; at concurrency 2 both slots so held stall the launch for ever), every round-1 attempt of look
+    1 starts before any of look 2, and inside look 1 the longest known task starts first."""
+    import threading
+
+    from hermit_tui.core.stats.sequential import look_order
+
+    ids = [f"t{i:02d}" for i in range(20)]
+    late = look_order(ids)[10:]  # the second look's tasks
+    secs = {t: (50.0 + i if t in late else 1.0 + i) for i, t in enumerate(ids)}
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": t, "secs": secs[t]}) + "\n" for t in ids))
+    (tmp_path / "test.txt").write_text("".join(f"{t}\n" for t in ids))
+    (tmp_path / "train.txt").write_text("")
+    (tmp_path / "adapters" / "x").mkdir(parents=True)
+    (tmp_path / "adapters" / "x" / "adapter.yaml").write_text("name: x\n")
+    (tmp_path / "pipe.py").write_text(
+        "import hashlib\n"
+        "from hermit_tui import RunOutput\n"
+        "from hermit_tui.core.context import current_repeat\n"
+        "def run(task, adapter):\n"
+        "    key = f\"{task['id']}|{current_repeat()}|{adapter is None}\"\n"
+        "    u = hashlib.sha256(key.encode()).digest()[0] / 255\n"
+        "    return RunOutput(output=f'{u:.3f}', cost_usd=0.001, wall_s=task['secs'])\n"
+    )
+    (tmp_path / "judge.py").write_text("def score(task, output):\n    return float(output.output)\n")
+    (tmp_path / "run.yaml").write_text(
+        "data: {tasks: tasks.jsonl, train: train.txt, test: test.txt}\n"
+        "agent: {name: pipe.py:run, concurrency: 2}\njudge: {path: judge.py}\n"
+        "trainer: {run_name: t, tree_dir: tree}\neval: {repeats: 2}\n"
+    )
+    config = load_config(tmp_path / "run.yaml")
+    EvalRun(config, ["none", "adapters/x"], update_card=False, repeats=1).run_sync()  # the times to learn from
+    started: list[tuple[str, int]] = []
+    note = lambda e: started.append((e.task_id, e.repeat)) if isinstance(e, ev.AttemptStarted) else None  # noqa: E731
+    run = EvalRun(
+        config, ["none", "adapters/x"], update_card=False, stop_when_decided=True, first_round_looks=2, on_event=note
+    )
+    worker = threading.Thread(target=run.run_sync, daemon=True)
+    worker.start()
+    worker.join(timeout=120)  # the launch itself takes well under a second; a stalled one never ends
+    if worker.is_alive():
+        run.cancel()
+    assert not worker.is_alive(), "the launch stalled at the barrier of its first look"
+    round1 = [t for t, r in started if r == 1]
+    looks = [1 if t in late else 0 for t in round1]
+    assert looks == sorted(looks) and set(round1) == set(ids)
+    early = [t for t in round1 if t not in late]
+    assert early[0] == max((t for t in ids if t not in late), key=secs.__getitem__)

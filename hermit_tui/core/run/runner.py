@@ -193,11 +193,6 @@ class EvalRun:
             for rec in journal.records.values():  # a retry or a resume shows the earlier records first
                 self._emit(ev.AttemptFinished(label=sel.label, record=rec))
         order = self._order(adapters, journals)
-        self.schedule = Schedule(
-            order,
-            self._known_durations(journals),
-            reorder=not keeps_order(shuffle=self.config.shuffle, concurrency=plan.concurrency),
-        )
         if plan.sequential is not None:  # rounds a resume finds complete are checked at once (it may be decided)
             self._rounds = RoundGate.for_schedule(
                 plan.sequential,
@@ -205,7 +200,15 @@ class EvalRun:
                 {label: j.records for label, j in journals.items()},
                 [(a.task_id, a.repeat) for a in order],
             )
-            self._report_rounds(self._rounds.advance())
+        rounds = self._rounds
+        self.schedule = Schedule(  # with looks, reordered within a look: a later look's attempt waits at its barrier
+            order,
+            self._known_durations(journals),
+            reorder=not keeps_order(shuffle=self.config.shuffle, concurrency=plan.concurrency),
+            block_of=None if rounds is None else (lambda a: (a.repeat, rounds.look_of(a.task_id, a.repeat))),
+        )
+        if rounds is not None:
+            self._report_rounds(rounds.advance())
         for journal in journals.values():
             self._write_summary(journal, final=False)
         stray = journals[plan.labels[0]].log_dir / STRAY_NAME

@@ -26,7 +26,7 @@ from __future__ import annotations
 import collections
 import heapq
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
 
 import msgspec
@@ -195,15 +195,29 @@ class Schedule:
     loop only; ``learn`` what each finished attempt took: a task of the current repeat still waiting moves to its
     place at once, so the tasks still running when a repeat begins (the long ones) are not taken for average ones."""
 
-    def __init__(self, order: Sequence[Attempt], durations: Durations | None = None, *, reorder: bool = True):
+    def __init__(
+        self,
+        order: Sequence[Attempt],
+        durations: Durations | None = None,
+        *,
+        reorder: bool = True,
+        block_of: Callable[[Attempt], Hashable] | None = None,
+    ):
+        """``block_of``: what an attempt is reordered within (default its repeat); the sequential runner passes its
+        look, so a task of a later look within round 1 never starts before the tasks of the look being run (it
+        would wait at the look's barrier holding a slot, and with every slot so held the launch would stall)."""
         self.durations = durations if durations is not None else Durations()
         self.reorder = reorder
+        key = block_of if block_of is not None else (lambda a: a.repeat)
         self._blocks: list[list[Attempt]] = []
-        for attempt in order:  # the launch's order is repeat by repeat: consecutive runs of one repeat
-            if self._blocks and self._blocks[-1][0].repeat == attempt.repeat:
+        keys: list[Hashable] = []
+        for attempt in order:  # the launch's order is repeat by repeat: consecutive runs of one block
+            k = key(attempt)
+            if self._blocks and keys[-1] == k:
                 self._blocks[-1].append(attempt)
             else:
                 self._blocks.append([attempt])
+                keys.append(k)
         self._current: _Block | None = None
         self.started: list[Attempt] = []  # in the order they were taken
 
