@@ -1,7 +1,7 @@
 """1. Runner efficiency: none/root/final x 3 repeats x 200 tasks at concurrency 16 on the synthetic project's
 heavy-tailed latencies (5-500 ms), with hermit_tui.core.run.runner.EvalRun. Prints wall / ideal, where ideal = max(sum
-of latencies / concurrency, longest attempt), and efficiency = ideal / wall (target >= 0.95 for the threads executor;
-the processes executor is reported beside it: its wall includes starting the worker processes).
+of latencies / concurrency, longest attempt), and efficiency = ideal / wall (targets, issue 30: >= 0.98 for the
+threads executor, >= 0.95 for the processes executor, whose wall includes starting the worker processes).
 
     python benchmarks/bench_runner.py [--quick] [--executor threads|processes|both]
 """
@@ -21,12 +21,14 @@ import synth
 # imports this main module again; keeping that import light makes the workers start as they would under the CLI.
 
 LABELS = ["none", "root", "final"]
-TARGET = ">= 0.95"
+TARGET = ">= 0.98"  # issue 30: threads; the processes executor's is PROCESS_TARGET
+PROCESS_TARGET = ">= 0.95"
 
 
 def measure(project: Path, executor: str, concurrency: int, repeats: int) -> dict:
-    """Run the three selectors side by side once; wall is the whole run_sync() (locks, adapter exports, the
-    attempts, durable writes, the summaries)."""
+    """Run the three selectors side by side once; wall is building the EvalRun (the plan, loading the pipeline,
+    starting the executor's workers where it does) and the whole run_sync() (locks, adapter exports, the attempts,
+    durable writes, the summaries)."""
     from hermit_tui.core.run import events as ev
     from hermit_tui.core.run.runner import EvalRun
     from hermit_tui.core.workspace.config import load_config
@@ -38,6 +40,7 @@ def measure(project: Path, executor: str, concurrency: int, repeats: int) -> dic
         if isinstance(event, ev.AttemptFinished):
             marks.setdefault("first_finish", time.perf_counter())
 
+    built = time.perf_counter()
     run = EvalRun(
         config,
         LABELS,
@@ -48,7 +51,13 @@ def measure(project: Path, executor: str, concurrency: int, repeats: int) -> dic
         executor=executor,
     )
     _, wall, attempts, t0 = synth.timed_run(run, executor)
-    return {"wall": wall, "first": marks["first_finish"] - t0, "attempts": attempts}
+    return {
+        "wall": t0 + wall - built,  # building the launch included: the processes executor starts work there
+        "run": wall,
+        "build": t0 - built,
+        "first": marks["first_finish"] - built,
+        "attempts": attempts,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,12 +86,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"wall {got['wall']:.2f} s, ideal {ideal:.2f} s (sum {sum(lat):.1f} s / {concurrency}, "
                 f"longest {max(lat) * 1000:.0f} ms), wall/ideal {got['wall'] / ideal:.3f}; the runner's "
                 f"fixed order at zero overhead would take {bound:.2f} s ({ideal / bound:.3f}); "
-                f"{got['attempts']} attempts, the first finished after {got['first']:.2f} s"
+                f"{got['attempts']} attempts, the first finished after {got['first']:.2f} s; building the launch "
+                f"{got['build']:.2f} s of the wall, run_sync {got['run']:.2f} s"
             )
             if executor == "threads":
                 synth.figure("runner.threads.efficiency", ideal / got["wall"], target=TARGET, detail=detail)
             else:
-                synth.figure("runner.processes.efficiency", ideal / got["wall"], detail=detail)
+                synth.figure("runner.processes.efficiency", ideal / got["wall"], target=PROCESS_TARGET, detail=detail)
     return 0
 
 

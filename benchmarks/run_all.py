@@ -1,6 +1,6 @@
 """Run every benchmark, each in its own process, and print each figure next to its target.
 
-    python benchmarks/run_all.py [--quick] [--only runner,hermit,...,where,why,startup] [--write [PATH]]
+    python benchmarks/run_all.py [--quick] [--only runner,hermit,...,where,why,startup,concurrency] [--write [PATH]]
 
 --write regenerates benchmarks/RESULTS.md (or PATH) from this run: the machine, the date, the command and every
 figure; the notes below the NOTES_MARKER line of the existing file are kept.
@@ -32,6 +32,7 @@ SCRIPTS = {  # name: (script, what it measures)
     "where": ("bench_where.py", "8. Where it helps and hurts: slices under Holm, the harmed-task list's FDR, scale"),
     "why": ("bench_why.py", "9. Why it changed: aligning 200-step trajectories, a pair's summary at 10,000 attempts"),
     "startup": ("bench_startup.py", "10. Start-up: --help, report/gate/show on the demo, report at 10k vs stdlib"),
+    "concurrency": ("bench_concurrency.py", "11. Concurrency 64-1,024: simulated I/O attempts, async/sync/processes"),
 }
 NOTES_MARKER = "<!-- notes: everything below this line is kept when run_all.py --write regenerates the file -->"
 

@@ -75,6 +75,11 @@ EXPECTED = {
         "startup.demo_show_s",
         "startup.report_10k_over_stdlib",
     ],
+    "bench_concurrency.py": [
+        f"concurrency.{mode}.8.{figure}"
+        for mode in ("async", "sync", "processes")
+        for figure in ("efficiency", "peak_rss_mb")
+    ],
     "bench_stats.py": [
         "stats.coverage.min",
         "stats.coverage.max",

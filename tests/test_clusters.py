@@ -332,3 +332,15 @@ def test_eval_records_a_cluster_file_and_report_and_gate_read_it_again(clustered
         code, _, err = _cli(capsys, command, "--config", str(ws / "run.yaml"), "--cluster-by", "category",
                             "--cluster-file", str(cfile))  # fmt: skip
         assert code == 2 and "give one of the two" in err and len(err.strip().splitlines()) == 1
+    # the file edited after the launch: report and gate refuse the recorded clusters (one line, exit 2) rather than
+    # cluster otherwise than the launch did; naming the file again clusters by it as it is now (3 clusters)
+    before = cfile.read_text()
+    cfile.write_text("id,cluster\n" + "".join(f"{t},h{i % 3}\n" for i, t in enumerate(test_ids)))
+    for command in ("report", "gate"):
+        code, _, err = _cli(capsys, command, "--config", str(ws / "run.yaml"))
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "--cluster-file" in err and str(cfile)[-20:] in err and "not the ones the evaluations" in err
+    code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json",
+                       "--cluster-file", str(cfile))  # fmt: skip
+    assert code == 0 and json.loads(js)["n_clusters"] == 3
+    assert cfile.read_text() != before  # nothing rewrote the user's file

@@ -364,8 +364,11 @@ def build_report(
     if not labels:
         raise InputError("no selector to report")
     test_ids = taskset.test_ids
-    recorded = [_recorded_cluster_by(stored[label]) for label in labels]
-    clusters = resolve_clustering(taskset.tasks, test_ids, cluster_by, recorded)
+    summaries = [stored[label].summary for label in labels]
+    fingerprints = [s.fingerprint if s is not None else None for s in summaries]
+    recorded = [fp.cluster_by if fp is not None else None for fp in fingerprints]
+    digests = [fp.clusters_sha256 if fp is not None else None for fp in fingerprints]
+    clusters = resolve_clustering(taskset.tasks, test_ids, cluster_by, recorded, digests)
     read: dict[str, AttemptTable] = {}
     try:
         report, tables = _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo, clusters)
@@ -396,12 +399,6 @@ def _noise(report: Report, delta: float | None) -> list[NoiseBudget]:
         for p in report.pairs
         if p.sequential is None and p.a in by and p.b in by
     ]
-
-
-def _recorded_cluster_by(stored: StoredEvaluation) -> str | None:
-    """The field an evaluation was launched with under ``eval --cluster-by`` (its fingerprint), or None."""
-    fp = stored.summary.fingerprint if stored.summary is not None else None
-    return fp.cluster_by if fp is not None else None
 
 
 def _error_bounds(report: Report, read: dict[str, AttemptTable], threshold: float) -> list[ErrorBounds]:

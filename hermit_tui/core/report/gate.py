@@ -641,8 +641,10 @@ def load_gate(
             raise missing(baseline, "baseline")
     test_ids = list(taskset.test_ids)
     summaries = [stored[label].summary for label in (baseline, candidate) if label is not None]
-    recorded = [s.fingerprint.cluster_by if s is not None and s.fingerprint else None for s in summaries]
-    clusters = resolve_clustering(taskset.tasks, test_ids, cluster_by, recorded)
+    fingerprints = [s.fingerprint if s is not None else None for s in summaries]
+    recorded = [fp.cluster_by if fp is not None else None for fp in fingerprints]
+    digests = [fp.clusters_sha256 if fp is not None else None for fp in fingerprints]
+    clusters = resolve_clustering(taskset.tasks, test_ids, cluster_by, recorded, digests)
     facts: dict[str, SelectorFacts] = {}
     tables = {}
     roles: tuple[tuple[Role, str | None], ...] = (("baseline", baseline), ("candidate", candidate))

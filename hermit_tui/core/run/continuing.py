@@ -35,6 +35,7 @@ class ContinuePlan:
         self.resume = resume
         self.earlier: dict[str, Summary] = {}
         self.recorded: dict[str, ResultsFile] = {}  # read before any write
+        self.archived: dict[str, Path] = {}  # label -> where open_journal archived its earlier evaluation
 
     # -- building it -----------------------------------------------------------------------------------------
     @classmethod
@@ -163,6 +164,7 @@ class ContinuePlan:
             journal.foreign = foreign
             journal.started_at = old.started_at or journal.started_at
         if kept is not None:
+            self.archived[sel.label] = kept
             log("info", f"{sel.label}: the earlier evaluation was archived in {kept}")
         journal.open()
         return journal

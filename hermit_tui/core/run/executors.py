@@ -24,6 +24,7 @@ import asyncio
 import contextvars
 import inspect
 import multiprocessing
+import multiprocessing.forkserver
 import signal
 import threading
 import time
@@ -262,8 +263,12 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
     printed = WorkerCapture()
     try:
         pipeline = load_pipeline(load_config(config_path, overrides))
-    except BaseException as exc:  # reported on the first job
+    except BaseException as exc:  # reported on every job
         pipeline, load_error = None, f"{type(exc).__name__}: {exc}"
+    # warm: the driver hands this worker its first attempt only now, so that the pipeline's import is never counted
+    # against an attempt's timeout (what the import printed is not an attempt's: dropped)
+    printed.take()
+    conn.send(("ready", None) if pipeline is not None else ("load_error", load_error))
     while True:
         try:
             job = conn.recv()
@@ -308,6 +313,26 @@ class _Worker:
         )
         self.process.start()
         child.close()
+        self.unusable: str | None = None  # why this worker cannot run attempts (its pipeline did not load)
+
+    def wait_ready(self, timeout: float | None) -> None:
+        """Wait until the worker has loaded the pipeline (its own bound: ``timeout``, the attempt timeout); a
+        worker that did not is kept, unusable, and its attempts are errors saying why."""
+        try:
+            if not self.conn.poll(timeout):
+                self.unusable = (
+                    f"TimeoutError: the pipeline's process did not load the pipeline within agent.timeout_min "
+                    f"({_minutes(timeout)})"
+                )
+                self.kill()
+                return
+            kind, message = self.conn.recv()
+        except (EOFError, OSError):
+            self.process.join(2)
+            self.unusable = _death_message(self.process.exitcode) + " while loading the pipeline"
+            return
+        if kind != "ready":
+            self.unusable = message
 
     def exchange(self, job: tuple[Any, ...], timeout: float | None) -> Any:
         """Send a job and wait for its answer; TimeoutError when late, EOFError when the process died."""
@@ -331,6 +356,19 @@ class _Worker:
         if self.process.is_alive():
             self.process.kill()
             self.process.join(2)
+
+
+class _Unstarted(_Worker):
+    """A worker whose process could not be started: every attempt it is given is an error saying why."""
+
+    def __init__(self, why: str):  # no process, no pipe
+        self.unusable = why
+
+    def kill(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
 
 
 def _death_message(code: int | None) -> str:
@@ -379,6 +417,10 @@ class ProcessExecutor(Executor):
         super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
         self.config_path, self.overrides = str(config_path), list(overrides)
         self._ctx = _worker_context()
+        if isinstance(self._ctx, ForkServerContext):
+            # the forkserver imports the engine (~0.5 s of CPU) while the launch is built and its folders and
+            # adapters are prepared, instead of when the first worker is asked for
+            multiprocessing.forkserver.ensure_running()
 
     @classmethod
     def for_launch(
@@ -396,26 +438,59 @@ class ProcessExecutor(Executor):
         )
 
     def _new_worker(self) -> _Worker:
-        return _Worker(self._ctx, self.config_path, self.overrides)
+        try:
+            worker = _Worker(self._ctx, self.config_path, self.overrides)
+        except Exception as exc:  # no process could be started (out of processes or memory): its attempts say so
+            return _Unstarted(f"WorkerDied: the pipeline's process could not be started ({describe(exc)})")
+        with self._starting_lock:
+            self._starting.add(worker)
+        try:
+            worker.wait_ready(self.timeout_s)
+        finally:
+            with self._starting_lock:
+                self._starting.discard(worker)
+        return worker
+
+    def _boot(self) -> None:
+        """Start a worker in the background; it joins the idle ones once its pipeline is loaded (warm)."""
+        loop = asyncio.get_running_loop()
+        booting = loop.run_in_executor(self._threads, self._new_worker)
+        self._booting.add(booting)
+
+        def arrived(done: asyncio.Future[_Worker]) -> None:
+            self._booting.discard(done)
+            if done.cancelled() or done.exception() is not None:
+                return
+            worker = done.result()
+            if self._closing:  # arrived after the launch ended: never used
+                worker.kill()
+            else:
+                self._idle.put_nowait(worker)
+
+        booting.add_done_callback(arrived)
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
+        """Start the workers; the first attempts start as soon as the first workers are warm (not after all)."""
         self._threads = ThreadPoolExecutor(max_workers=self.concurrency + 2, thread_name_prefix="hermit-tui-io")
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._busy: set[_Worker] = set()
+        self._booting: set[asyncio.Future[_Worker]] = set()
+        self._starting: set[_Worker] = set()  # started, loading the pipeline (guarded by the lock: io threads)
+        self._starting_lock = threading.Lock()
+        self._closing = False
         self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
-        workers = await asyncio.gather(
-            *(loop.run_in_executor(self._threads, self._new_worker) for _ in range(self.concurrency))
-        )
-        for w in workers:
-            self._idle.put_nowait(w)
+        for _ in range(self.concurrency):
+            self._boot()
 
     async def run(self, attempt: Attempt) -> Outcome:
         self._check_capacity()  # hung judges
         loop = asyncio.get_running_loop()
         worker = await self._idle.get()
-        self._busy.add(worker)
         started = time.perf_counter()
+        if worker.unusable is not None:  # its pipeline did not load: every attempt it is given says why
+            self._idle.put_nowait(worker)
+            return failed_record(attempt, worker.unusable, 0.0), None
+        self._busy.add(worker)
         job = (
             attempt.label,
             attempt.task,
@@ -447,8 +522,9 @@ class ProcessExecutor(Executor):
             self._busy.discard(worker)
             if replace:
                 worker.kill()
-                worker = await loop.run_in_executor(self._threads, self._new_worker)
-            self._idle.put_nowait(worker)
+                self._boot()  # its replacement joins the idle ones once warm; this attempt does not wait for it
+            else:
+                self._idle.put_nowait(worker)
         if kind == "error":
             return keep_printed(
                 failed_record(attempt, payload, time.perf_counter() - started, tb), attempt, printed
@@ -476,11 +552,20 @@ class ProcessExecutor(Executor):
             worker.kill()
 
     async def close(self) -> None:
+        self._closing = True  # a worker still booting stops as it arrives
+        with self._starting_lock:
+            loading = list(self._starting)
+        for w in loading:  # still loading the pipeline (an import that may never end): not waited for
+            if w.process.is_alive():
+                w.process.kill()
+        booting = list(self._booting)
         workers = []
         while not self._idle.empty():
             workers.append(self._idle.get_nowait())
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(self._threads, w.stop) for w in workers))
+        if booting:
+            await asyncio.wait(booting)
         for w in list(self._busy):
             w.kill()
         self._threads.shutdown(wait=False, cancel_futures=True)

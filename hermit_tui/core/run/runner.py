@@ -32,6 +32,7 @@ from hermit_tui.core.run.launch import LaunchOptions
 from hermit_tui.core.run.plan import LaunchPlan
 from hermit_tui.core.run.printed import STRAY_NAME, routed, stray_output
 from hermit_tui.core.run.rounds import RoundGate, decided_line, round_line
+from hermit_tui.core.run.schedule import Durations, Schedule, earlier_results, keeps_order
 from hermit_tui.core.run.summaries import SummaryWriter
 from hermit_tui.core.stats.sequential import SequentialLook, look_order
 from hermit_tui.core.workspace.config import Config
@@ -82,6 +83,7 @@ class EvalRun:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight: set[asyncio.Future[tuple[AttemptRecord, str | None]]] = set()  # attempts being run
         self._rounds: RoundGate | None = None  # --stop-when-decided: the round barrier of a running launch
+        self.schedule: Schedule | None = None  # the order attempts start in (core.run.schedule), once launched
         self.summaries: dict[str, Summary] = {}
         self.cancelled = False
         self.failure: str | None = None  # why the run failed (a write that failed, threads that hung)
@@ -198,12 +200,20 @@ class EvalRun:
                 {label: j.records for label, j in journals.items()},
                 [(a.task_id, a.repeat) for a in order],
             )
-            self._report_rounds(self._rounds.advance())
+        rounds = self._rounds
+        self.schedule = Schedule(  # with looks, reordered within a look: a later look's attempt waits at its barrier
+            order,
+            self._known_durations(journals),
+            reorder=not keeps_order(shuffle=self.config.shuffle, concurrency=plan.concurrency),
+            block_of=None if rounds is None else (lambda a: (a.repeat, rounds.look_of(a.task_id, a.repeat))),
+        )
+        if rounds is not None:
+            self._report_rounds(rounds.advance())
         for journal in journals.values():
             self._write_summary(journal, final=False)
         stray = journals[plan.labels[0]].log_dir / STRAY_NAME
         with stray_output(stray) as printed:  # fd-level output of this process: not the attempts' own
-            await self._execute(order, journals)
+            await self._execute(self.schedule, journals)
         if printed[0]:
             self._log(
                 "warning",
@@ -244,10 +254,23 @@ class EvalRun:
                     journal.pending += 1
         return order
 
-    async def _execute(self, order: list[Attempt], journals: dict[str, SelectorJournal]) -> None:
+    def _known_durations(self, journals: dict[str, SelectorJournal]) -> Durations:
+        """How long the launch's tasks took before: the records it continues, and the evaluation of each label a
+        fresh launch has just archived (core.run.schedule)."""
+        durations = Durations()
+        task_ids = set(self.plan.task_ids)
+        for label, journal in journals.items():
+            for record in journal.records.values():
+                durations.add(label, record.id, record.wall_s)
+            earlier = earlier_results(self.plan.continuing.archived.get(label))
+            if earlier is not None and not journal.records:
+                durations.read(label, earlier, task_ids)
+        return durations
+
+    async def _execute(self, schedule: Schedule, journals: dict[str, SelectorJournal]) -> None:
         self._loop = asyncio.get_running_loop()
         executor = self.executor
-        queue = iter(order)
+        queue = iter(schedule)
         in_flight = self._in_flight
 
         async def one(attempt: Attempt) -> tuple[AttemptRecord, str | None] | None:
@@ -289,6 +312,7 @@ class EvalRun:
                     self._fail(str(exc))
                     return
                 journal.pending -= 1
+                schedule.learn(attempt.label, attempt.task_id, record.wall_s)
                 self._count_cost(record)
                 self._emit(ev.AttemptFinished(label=attempt.label, record=record, traceback=tb))
                 if self._rounds is not None:

@@ -173,16 +173,32 @@ def resolve_clustering(
     test_ids: Sequence[str],
     cluster_by: str | None,
     recorded: Sequence[str | None] = (),
+    recorded_sha256: Sequence[str | None] = (),
 ) -> Clustering | None:
     """The clusters the figures use: ``cluster_by`` when given (``--cluster-by``), else the field every one of the
     ``recorded`` evaluations was launched with (``eval --cluster-by``, in their protocol fingerprints), else None.
-    Bad input as :func:`clusters_by_field`."""
+    Bad input as :func:`clusters_by_field`; and when the recorded clusters are taken and the mapping they give now
+    is not the one the evaluations recorded (``recorded_sha256``, their fingerprints' ``clusters_sha256``: a cluster
+    file edited since the launch, say), InputError naming it, rather than figures clustered otherwise than the
+    launch's without a word."""
     field = cluster_by
     if field is None:
         fields = set(recorded)
         if len(fields) == 1 and None not in fields and recorded:
             field = next(iter(fields))
-    return clusters_by_field(tasks, test_ids, field) if field is not None else None
+    if field is None:
+        return None
+    clustering = clusters_by_field(tasks, test_ids, field)
+    digests = {d for d in recorded_sha256 if d}
+    if cluster_by is None and len(digests) == 1 and clustering.digest() not in digests:
+        shown = field[len(FILE_PREFIX) :] if field.startswith(FILE_PREFIX) else field
+        option = "--cluster-file" if field.startswith(FILE_PREFIX) else "--cluster-by"
+        raise InputError(
+            f"{option} {shown[-80:]}: the test tasks' clusters are not the ones the evaluations were launched with "
+            f"(sha256 {next(iter(digests))[:12]} recorded, {clustering.digest()[:12]} now); pass {option} to "
+            "cluster by them as they are now"
+        )
+    return clustering
 
 
 def _onehot(codes: np.ndarray) -> np.ndarray:
