@@ -84,3 +84,37 @@ def test_demo_refuses_a_foreign_folder(tmp_path):
     out = cli("demo", str(tmp_path / "mine"), "--no-ui")
     assert out.returncode == 2
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_a_config_as_the_first_word_opens_the_dashboard_as_config_does(tmp_path, monkeypatch):
+    import hermit_tui.cli as cli_main
+
+    opened: list[tuple[Path | None, list[str] | None]] = []
+
+    def fake_open(path: Path | None, sets: list[str] | None) -> int:
+        opened.append((path, sets))
+        return 0
+
+    monkeypatch.setattr(cli_main, "open_dashboard", fake_open)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "run.yaml").write_text("run_name: x\n")
+    assert cli_main.main([str(project / "run.yaml")]) == 0
+    assert cli_main.main([str(project)]) == 0  # a project's folder: its run.yaml
+    assert cli_main.main(["--set", "eval.repeats=1", str(project / "run.yaml")]) == 0  # the --set value is skipped
+    assert cli_main.main(["--config", str(project / "run.yaml")]) == 0
+    paths = [str(path) for path, _ in opened]
+    assert paths == [str(project / "run.yaml")] * 4
+    assert opened[2][1] == ["eval.repeats=1"]
+
+
+@pytest.mark.parametrize(
+    "word, needle", [("nonsense", "neither a command"), ("missing.yaml", "missing.yaml"), ("runs", "is a directory")]
+)
+def test_a_first_word_that_is_no_command_nor_config_is_one_line_exit_2(tmp_path, word, needle):
+    (tmp_path / "runs").mkdir()  # a folder without a run.yaml
+    out = cli(word, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in out.stderr
+    assert out.stdout == "" and sorted(p.name for p in tmp_path.iterdir() if p.name != ".settings") == ["runs"]

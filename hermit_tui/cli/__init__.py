@@ -45,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="hermit-tui",
         description="Compare Hermit harness adapters under a fixed evaluation "
         "protocol: a terminal dashboard, and a headless CLI.",
+        epilog="hermit-tui run.yaml (or a project folder holding one) opens the dashboard on it, as --config does.",
     )
     parser.add_argument("--version", action="version", version=f"hermit-tui {__version__}")
     parser.add_argument("--config", help="open the dashboard on this run.yaml")
@@ -61,9 +62,41 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _config_as_positional(argv: list[str]) -> list[str]:
+    """``hermit-tui run.yaml`` (or a project's folder holding one) opens the dashboard on it, as ``--config`` does.
+
+    Only a first bare word that is no command and names a YAML file or an existing path is taken so; a word that
+    is neither is one line naming the commands.
+    """
+    skip = False
+    for i, word in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if word == "--config" or word.startswith("--config="):
+            return argv  # the config given as an option already
+        if word == "--set":
+            skip = True  # its value is next
+            continue
+        if word.startswith("-"):
+            continue
+        if word in COMMANDS:
+            return argv
+        if Path(word).is_dir() and (Path(word) / "run.yaml").is_file():
+            word = str(Path(word) / "run.yaml")  # a project's folder: its run.yaml
+        if word.endswith((".yaml", ".yml")) or Path(word).exists():
+            return [*argv[:i], "--config", word, *argv[i + 1 :]]
+        raise InputError(
+            f"{word!r} is neither a command ({', '.join(COMMANDS)}) nor a config file; "
+            "hermit-tui run.yaml opens the dashboard on one"
+        )
+    return argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = _parser().parse_args(argv)
+        words = list(sys.argv[1:] if argv is None else argv)
+        args = _parser().parse_args(_config_as_positional(words))
         if args.command in COMMANDS:
             return COMMANDS[args.command].run(args)
         return open_dashboard(Path(args.config) if args.config else None, args.set)
