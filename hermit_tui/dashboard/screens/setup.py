@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -27,6 +26,7 @@ from hermit_tui.dashboard.screens.base import HermitModal, HermitScreen, opened
 from hermit_tui.dashboard.widgets.banners import Banners
 from hermit_tui.dashboard.widgets.checklist import CheckList
 from hermit_tui.dashboard.widgets.footer import Footer
+from hermit_tui.dashboard.widgets.key_value import KeyValueRows
 from hermit_tui.dashboard.widgets.textfield import TextField
 
 DEFAULT_PICKS = ("none", "root", "final")
@@ -45,41 +45,37 @@ def _rel(path: Path | None, base: Path) -> str:
         return str(path)
 
 
-def protocol_table(config, taskset, checks=None) -> Table:
+def protocol_table(config, taskset, checks=None) -> KeyValueRows:
     """What must stay fixed between the selectors being compared."""
-    table = Table.grid(padding=(0, 2, 0, 0))
-    table.add_column(style="bold", no_wrap=True, min_width=12)
-    table.add_column(overflow="fold")
     base = config.base
     splits = taskset.splits
     params = config.agent_params or {}
     model = params.get("model") or config.model or "—"
-    table.add_row("run", config.run_name)
-    table.add_row(
-        "config", _rel(config.path, Path.cwd()) if config.path.is_relative_to(Path.cwd()) else config.path.name
-    )
-    table.add_row(
-        "test split",
-        f"{len(splits.get('test', []))} tasks  (train {len(splits.get('train', []))}, "
-        f"val {len(splits.get('val', []))})",
-    )
-    table.add_row("agent", str(config.agent_name))
     shown = {k: v for k, v in params.items() if k != "model"}
-    if shown:
-        table.add_row("agent params", ", ".join(f"{k}={v}" for k, v in list(shown.items())[:6]))
-    table.add_row("model", str(model))
-    table.add_row("judge", f"{_rel(config.judge_path, base)}:{config.judge_name}")
-    table.add_row("repeats", str(config.repeats))
-    table.add_row("concurrency", str(config.concurrency))
-    table.add_row("timeout", f"{config.timeout_min:g} min" if config.timeout_min else "none")
-    table.add_row(
-        "order", "shuffled" if config.shuffle else Text("ordered stream (data.shuffle: false)", style="bold yellow")
-    )
-    table.add_row("adapter tree", _rel(config.tree_dir, base))
+    here = config.path.is_relative_to(Path.cwd())
+    order = "shuffled" if config.shuffle else Text("ordered stream (data.shuffle: false)", style="bold yellow")
+    rows: list[tuple[str, str | Text]] = [
+        ("run", config.run_name),
+        ("config", _rel(config.path, Path.cwd()) if here else config.path.name),
+        (
+            "test split",
+            f"{len(splits.get('test', []))} tasks  (train {len(splits.get('train', []))}, "
+            f"val {len(splits.get('val', []))})",
+        ),
+        ("agent", str(config.agent_name)),
+        *([("agent params", ", ".join(f"{k}={v}" for k, v in list(shown.items())[:6]))] if shown else []),
+        ("model", str(model)),
+        ("judge", f"{_rel(config.judge_path, base)}:{config.judge_name}"),
+        ("repeats", str(config.repeats)),
+        ("concurrency", str(config.concurrency)),
+        ("timeout", f"{config.timeout_min:g} min" if config.timeout_min else "none"),
+        ("order", order),
+        ("adapter tree", _rel(config.tree_dir, base)),
+    ]
     for i, check in enumerate(checks or []):
         colour = {"error": "bold red", "warning": "yellow"}.get(check.level, "dim")
-        table.add_row("checks" if i == 0 else "", Text(f"{check.level}: {check.message}", style=colour))
-    return table
+        rows.append(("checks" if i == 0 else "", Text(f"{check.level}: {check.message}", style=colour)))
+    return KeyValueRows(rows)
 
 
 def version_prompt(value: str, version=None, note: str | None = None) -> Text:
