@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input, Static
 from textual.worker import WorkerCancelled
+from waiting import wait_for
 
 from hermit_tui.core.workspace.config import load_config
 from hermit_tui.dashboard.app import HermitApp
@@ -239,7 +240,9 @@ async def test_lists_current_archived_and_damaged_evaluations(config):
         assert str(config.run_dir) not in "".join(lines)  # the problem names the file, not the whole path
         # the highlighted row's folder, what it measured, and its notes are spelled out below the table
         detail = str(screen.query_one("#history-detail", Static).content).splitlines()
-        assert detail[0] == "demo/runs/demo/eval/none  none · no commit · current · by hermit"
+        assert (
+            detail[0] == "demo/runs/demo/eval/none  none · no commit · current · by hermit · cost unknown (2 attempts)"
+        )
         assert [e.folder for e in screen.evaluations] == [
             folders[k] for k in ("none", "archived", "root", "broken", "partial")
         ]
@@ -421,3 +424,46 @@ async def test_smoke_checks_are_listed_as_such_beside_their_label(config):
             "smoke check of 1 task: a wiring check kept apart from the evaluation; report, "
             "gate and publish use it only with --smoke"
         )
+
+
+async def test_a_cost_partly_unknown_shows_its_known_sum_and_what_it_leaves_out(config):
+    """The cost column says "unknown" when any attempt lacks a cost; the highlighted evaluation's detail line says
+    what is known, as every other sum of costs does: "$0.0030 + 1 unknown" from hermit-tui's ``known_cost_usd``,
+    "unknown (2 attempts)" for hermit's summary, which keeps no known part."""
+    populate(config.run_dir)
+    records = [hermit_record(1, "t1", 1.0, cost=0.001), hermit_record(2, "t1", 0.0, cost=0.002)]
+    records.append(hermit_record(1, "t2", 1.0, cost=None))
+    write_eval(
+        config.run_dir / "eval" / "alpha",
+        records,
+        {
+            "adapter": "adapters/alpha",
+            "commit": None,
+            "tasks": 2,
+            "repeats": 2,
+            "mean_score": 0.5,
+            "solved_once": 1.0,
+            "cost_usd": None,
+            "unknown_cost_tasks": 1,
+            "errors": 0,
+            "wall_s": 0.4,
+            "label": "alpha",
+            "known_cost_usd": 0.001 + 0.002,
+            "hermit_tui_version": "0.1.0",
+        },
+    )
+    app = make_app(config)
+    async with app.run_test(size=(220, 40)) as pilot:
+        screen = await show_history(pilot)
+        rows: dict[str, list[str]] = {}
+        for line in table_lines(screen):  # the current evaluation of each label comes first
+            rows.setdefault(line.split()[2], line.split())
+        assert rows["alpha"][7] == "unknown" and rows["none"][7] == "unknown"
+        detail = screen.query_one("#history-detail", Static)
+        assert str(detail.content).splitlines()[0].endswith("current · by hermit · cost unknown (2 attempts)")
+        alpha = [i for i, e in enumerate(screen.evaluations) if e.folder.name == "alpha"][0]
+        await pilot.press(*["down"] * alpha)
+        first: str = await wait_for(
+            pilot, lambda: str(detail.content).splitlines()[0] if "alpha" in str(detail.content) else None
+        )
+        assert first.endswith("current · by hermit-tui · cost $0.0030 + 1 unknown")

@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
 
-from hermit_tui.core.present import cost_text, incomplete_caveat, retry_caveat, smoke_caveat
+from hermit_tui.core.present import cost_text, incomplete_caveat, partial_cost, retry_caveat, smoke_caveat
 from hermit_tui.core.records import folders as evalstore
 from hermit_tui.core.records.folders import StoredEvaluation
 from hermit_tui.core.safe import line as one_line
@@ -116,7 +116,7 @@ def cell(stored: StoredEvaluation, key: str) -> Text | str:
         return f"{s.solved_once:.3f}"
     if key == "errors":
         return Text(str(s.errors), style="red" if s.errors else "")
-    if key == "cost":
+    if key == "cost":  # a cost partly unknown: its known part and how many are not, in the detail line below
         return Text(cost_text(None), style="yellow") if s.cost_usd is None else cost_text(s.cost_usd)
     if key == "source":
         return "hermit" if s.written_by_hermit else "hermit-tui"
@@ -271,6 +271,9 @@ class HistoryScreen(HermitScreen[None]):
                 f"by {'hermit' if s.written_by_hermit else 'hermit-tui'}",
                 style="dim",
             )
+            if s.cost_usd is None:  # the column says only "unknown": the known part, and how many lack a cost
+                known = partial_cost(s.known_cost_usd, s.unknown_cost_tasks, attempts=s.tasks * s.repeats)
+                text.append(f" · cost {known}", style="yellow")
         if s is None:
             text.append(f"\n{one_line(problem_text(stored))}", style="red")
         else:
