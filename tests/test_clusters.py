@@ -231,9 +231,9 @@ def test_the_compare_screen_clusters_by_the_recorded_field_as_the_report_does(cl
     test_ids = (ws / "test.txt").read_text().split()
     rows = {json.loads(x)["id"]: json.loads(x) for x in (ws / "tasks.jsonl").read_text().splitlines()}
     summaries = [read_summary(ws / "runs/demo/eval" / label / "summary.json") for label in ("none", "final")]
-    clusters = recorded_clusters(rows, test_ids, summaries)
-    assert clusters is not None and clusters.by == "category"
-    assert recorded_clusters(rows, test_ids, [summaries[0], None]) is None  # one evaluation without the record
+    clusters, note = recorded_clusters(rows, test_ids, summaries)
+    assert clusters is not None and clusters.by == "category" and note is None
+    assert recorded_clusters(rows, test_ids, [summaries[0], None]) == (None, None)  # one without the record
 
     def records(label: str):
         return read_results(ws / "runs/demo/eval" / label / "results.jsonl").records
@@ -343,4 +343,16 @@ def test_eval_records_a_cluster_file_and_report_and_gate_read_it_again(clustered
     code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json",
                        "--cluster-file", str(cfile))  # fmt: skip
     assert code == 0 and json.loads(js)["n_clusters"] == 3
+    # the compare screen cannot refuse: it shows the figures unclustered and says why, in the report's words
+    from hermit_tui.core.records.results import read_summary
+    from hermit_tui.dashboard.screens.compare_figures import recorded_clusters
+
+    rows = {json.loads(x)["id"]: json.loads(x) for x in (ws / "tasks.jsonl").read_text().splitlines()}
+    summaries = [read_summary(ws / "runs/demo/eval" / label / "summary.json") for label in ("none", "final")]
+    clusters, note = recorded_clusters(rows, test_ids, summaries)
+    assert clusters is None and note is not None
+    assert note.startswith("not clustered: --cluster-file") and "not the ones the evaluations" in note
     assert cfile.read_text() != before  # nothing rewrote the user's file
+    cfile.write_text(before)  # as it was at the launch: clustered again
+    clusters, note = recorded_clusters(rows, test_ids, summaries)
+    assert clusters is not None and clusters.by == f"file:{cfile.resolve()}" and note is None

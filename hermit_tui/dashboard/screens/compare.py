@@ -72,6 +72,7 @@ class CompareScreen(HermitScreen[None]):
         self._computed: tuple | None = None  # (store version, a, b) of the figures being computed
         self._shown: tuple | None = None  # ... and of the figures on screen
         self._busy = False
+        self._cluster_note: str | None = None  # why the figures are not clustered as the evaluations recorded
         self._last_start = 0.0
         self._timer: Timer | None = None
         self._keys: list[str] = []
@@ -244,7 +245,10 @@ class CompareScreen(HermitScreen[None]):
         task_ids = list(store.task_ids)
         threshold = store.threshold
         summaries = (store.columns[a].summary, store.columns[b].summary)
-        clusters = recorded_clusters(store.tasks, task_ids, summaries)
+        clusters, note = recorded_clusters(store.tasks, task_ids, summaries)
+        if note != self._cluster_note:
+            self._cluster_note = note
+            self._show_protocol()
         live = live_rounds(store, a, b)
         key = self._computed = (store.data_version, a, b)
         self._busy = True
@@ -277,10 +281,14 @@ class CompareScreen(HermitScreen[None]):
     def _show_protocol(self) -> None:
         kind, text = ("", "") if self.a is None or self.b is None else protocol_check(self.app.store, self.a, self.b)
         banner = self.query_one("#compare-protocol", Static)
-        banner.display = bool(text)
+        shown = ("! " if kind in ("mismatch", "unchecked") else "") + text
+        if self._cluster_note:  # the recorded clusters could not be taken: the figures are not clustered as launched
+            shown = (shown + "\n" if shown else "") + f"! {self._cluster_note}"
+            kind = kind if kind in ("mismatch", "unchecked") else "unchecked"
+        banner.display = bool(shown)
         for k in ("mismatch", "unchecked", "pending"):
             banner.set_class(kind == k, f"-{k}")
-        banner.update(Text(("! " if kind in ("mismatch", "unchecked") else "") + text))
+        banner.update(Text(shown))
 
     @property
     def up_to_date(self) -> bool:

@@ -121,17 +121,22 @@ def with_pair(
 
 def recorded_clusters(
     tasks: Mapping[str, Mapping[str, object]], task_ids: Sequence[str], summaries: Sequence[Any]
-) -> Clustering | None:
-    """The clusters both evaluations were launched with (``eval --cluster-by``, their fingerprints), as the report
-    uses them by default; None when they were not, or when the task rows no longer give at least 2 clusters."""
+) -> tuple[Clustering | None, str | None]:
+    """(the clusters both evaluations were launched with, why not): as the report takes them by default (``eval
+    --cluster-by`` or ``--cluster-file``, in their fingerprints, checked against the mapping's recorded sha256).
+    (None, None) when they were not launched so; (None, the report's one line) when the clusters cannot be taken
+    as recorded (a cluster file edited since the launch, fewer than 2 clusters now): the screen then shows the
+    figures unclustered and says why, where ``report`` refuses."""
     from hermit_tui.core.errors import InputError
     from hermit_tui.core.stats.clusters import resolve_clustering
 
-    recorded = [s.fingerprint.cluster_by if s is not None and s.fingerprint else None for s in summaries]
+    prints = [s.fingerprint if s is not None else None for s in summaries]
+    recorded = [fp.cluster_by if fp is not None else None for fp in prints]
+    digests = [fp.clusters_sha256 if fp is not None else None for fp in prints]
     try:
-        return resolve_clustering(tasks, task_ids, None, recorded)
-    except InputError:
-        return None
+        return resolve_clustering(tasks, task_ids, None, recorded, digests), None
+    except InputError as exc:
+        return None, f"not clustered: {exc}"
 
 
 def compare_selectors(
