@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile_util import snapshot, time_limit
+from hostile_util import interruptible_popen, snapshot, time_limit
 from test_hostile import lines_of, workspace
 from waiting import wait_until
 
@@ -123,7 +123,7 @@ def test_a_module_that_misbehaves_at_import_is_one_line_and_exit_2(name, code, w
 def test_a_real_ctrl_c_still_stops_a_hanging_import(tmp_path):
     """Without a timeout nothing bounds the import, but the user's Ctrl-C still ends the command (exit 1)."""
     path = workspace(tmp_path, ["a"], "import pathlib, time\npathlib.Path('importing').touch()\n" + HANG + OK_PIPELINE)
-    proc = subprocess.Popen(
+    proc = interruptible_popen(
         [sys.executable, "-m", "hermit_tui", "eval", "--config", str(path), "--adapter", "none"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -452,7 +452,7 @@ def test_a_real_ctrl_c_still_stops_the_run_and_resume_completes_it(executor, tmp
     ids = [f"t{i}" for i in range(8)]
     path = workspace(tmp_path, ids, SLOW.format(marks=str(marks)), concurrency=1)
     command = [sys.executable, "-m", "hermit_tui", "eval", "--config", str(path), "--adapter", "none"]
-    proc = subprocess.Popen(
+    proc = interruptible_popen(
         [*command, "--executor", executor], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
