@@ -4,14 +4,21 @@ stats_by_hand.py), never in conftest.
 
 The suite runs in parallel (pytest-xdist, ``-n auto`` in pyproject.toml): each worker has its own temporary
 directory, every test its own settings and cache folders, each tmux test its own server socket, each browser test
-its own profile; nothing is shared between tests but the read-only sources."""
+its own profile; nothing is shared between tests but the read-only sources and the trained project (read-only
+too: trained_template)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from demo_copies import copy_workspace
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
@@ -49,15 +56,29 @@ def demo_template(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def trained_template(tmp_path_factory) -> Path:
-    """The project the real hermit trains and evaluates (tests/trained_project.py), built once per test session:
-    hermit's train and evaluations take 10-15 s, and four modules read it. Never written: modules copy it
-    (trained_project.copy_trained_project)."""
+def trained_template(tmp_path_factory, worker_id) -> Path:
+    """The project the real hermit trains and evaluates (tests/trained_project.py), built once per test session,
+    for every worker: hermit's train and evaluations take 10-15 s of CPU, and five modules, on either worker, read it.
+    Never written: modules copy it (trained_project.copy_trained_project).
+
+    Under xdist the first worker to need it builds it in the session's folder shared by the workers, under a file
+    lock; the others wait for it and read the same project (built at one path, its commit ids are the same)."""
     from trained_project import build_trained_project
 
-    dest = tmp_path_factory.mktemp("trained-template") / "project"
-    build_trained_project(dest)
-    return dest
+    if worker_id == "master" or fcntl is None:  # one process, or no flock: a build of its own
+        dest = tmp_path_factory.mktemp("trained-template") / "project"
+        build_trained_project(dest)
+        return dest
+    shared = tmp_path_factory.getbasetemp().parent / "trained-template"  # this session's, beside each worker's
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "built").exists():
+            if (shared / "project").exists():  # a build that failed half-way in another worker
+                shutil.rmtree(shared / "project")
+            build_trained_project(shared / "project")
+            (shared / "built").touch()
+    return shared / "project"
 
 
 @pytest.fixture

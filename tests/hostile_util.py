@@ -8,8 +8,30 @@ import os
 import re
 import signal
 import stat
+import subprocess
 import threading
 from pathlib import Path
+from typing import Any
+
+
+def interruptible_popen(command: list[str], **kwargs: Any) -> subprocess.Popen:
+    """``subprocess.Popen(command, **kwargs)`` with SIGINT at its default disposition in the child, as a command typed
+    at a terminal has it, so that the test's SIGINT is the user's Ctrl-C wherever the suite was started.
+
+    A signal this process ignores stays ignored across fork and exec: pytest started in the background of a
+    non-interactive shell (``pytest &`` in a script, nohup) ignores SIGINT, and so would the command, until it installs
+    a handler of its own; a pipeline hanging at import (before eval's handler) then never sees the interrupt and the
+    case waits out its limit. A handler installed here is reset to the default by exec, so one is installed for the
+    moment of the start."""
+    assert threading.current_thread() is threading.main_thread(), "signal handlers are set in the main thread"
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(command, **kwargs)
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class TimeLimitExceeded(Exception):

@@ -356,26 +356,29 @@ def test_a_killed_resume_after_a_cut_line_stays_recoverable(demo):
         "none",
         "--limit",
         "6",
-        "--concurrency",
-        "1",
         "eval.repeats=2",
         "agent.params.latency_scale=2",
     ]
-    subprocess.run(base, capture_output=True, timeout=120, check=True)
+    # four at a time where nothing is interrupted (concurrency is not part of the protocol), one at a time in the
+    # resume that is killed, so that it is killed mid-way
+    subprocess.run([*base, "--concurrency", "4"], capture_output=True, timeout=120, check=True)
     results_file = eval_dir / "none/smoke/results.jsonl"  # --limit: a smoke subset, in its own folder
     data = results_file.read_bytes()
     cut = data[: len(data) // 2 - 7]  # several whole lines, then half of one
     results_file.write_bytes(cut)
     # a resume, killed (kill -9) once it has opened the file and recorded something
-    proc = subprocess.Popen(base + ["--resume"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*base, "--concurrency", "1", "--resume"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     with time_limit(LIMIT_S, "killed resume"):
         while proc.poll() is None and len(results_file.read_bytes().splitlines()) <= cut.count(b"\n") + 1:
             __import__("time").sleep(0.01)
+    assert proc.poll() is None, f"the resume ended (exit {proc.returncode}) before it was killed"
     proc.kill()
     proc.wait(10)
     rows = lines_of(results_file)  # readable after the kill, whatever moment it hit
     assert len(rows) >= cut.count(b"\n")
-    out = subprocess.run(base + ["--resume"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([*base, "--concurrency", "4", "--resume"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     rows = lines_of(results_file)
     keys = Counter((r["id"], r["repeat"]) for r in rows)

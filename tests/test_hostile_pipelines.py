@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile_util import snapshot, time_limit
+from hostile_util import interruptible_popen, snapshot, time_limit
 from test_hostile import lines_of, workspace
 from waiting import wait_until
 
@@ -123,7 +123,7 @@ def test_a_module_that_misbehaves_at_import_is_one_line_and_exit_2(name, code, w
 def test_a_real_ctrl_c_still_stops_a_hanging_import(tmp_path):
     """Without a timeout nothing bounds the import, but the user's Ctrl-C still ends the command (exit 1)."""
     path = workspace(tmp_path, ["a"], "import pathlib, time\npathlib.Path('importing').touch()\n" + HANG + OK_PIPELINE)
-    proc = subprocess.Popen(
+    proc = interruptible_popen(
         [sys.executable, "-m", "hermit_tui", "eval", "--config", str(path), "--adapter", "none"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -176,19 +176,47 @@ def flight_workspace(tmp_path: Path, pipeline_bad: str | None, judge_bad: str | 
     return workspace(tmp_path, ["good1", "bad", "good2"], pipeline, judge)
 
 
+def every_flight_case_workspace(tmp_path: Path, *, asynchronous=False) -> Path:
+    """Every case of FLIGHT_CASES in one workspace: task ``bad<i>`` misbehaves as case i says, between good tasks."""
+    prefix = "async def" if asynchronous else "def"
+    pipeline = (
+        f"import sys\n{prefix} run(task, adapter):\n"
+        + "".join(
+            f"    if task['id'] == 'bad{i}':\n        {bad}\n"
+            for i, (_, bad, _, _, _) in enumerate(FLIGHT_CASES)
+            if bad
+        )
+        + "    return {'output': task['id'], 'cost_usd': 0.01}\n"
+    )
+    judge = (
+        "import sys\ndef score(task, output):\n"
+        + "".join(
+            f"    if task['id'] == 'bad{i}':\n        {bad}\n"
+            for i, (_, _, bad, _, _) in enumerate(FLIGHT_CASES)
+            if bad
+        )
+        + "    return 1.0\n"
+    )
+    ids = ["good1", *(f"bad{i}" for i in range(len(FLIGHT_CASES))), "good2"]
+    return workspace(tmp_path, ids, pipeline, judge)
+
+
 @pytest.mark.parametrize("executor", ["threads", "processes", "async"])
-@pytest.mark.parametrize("name, pipeline_bad, judge_bad, status, error", FLIGHT_CASES, ids=[c[0] for c in FLIGHT_CASES])
-def test_sys_exit_and_keyboard_interrupt_in_flight_are_that_attempts_error(
-    name, pipeline_bad, judge_bad, status, error, executor, tmp_path
-):
-    path = flight_workspace(tmp_path, pipeline_bad, judge_bad, asynchronous=executor == "async")
+def test_sys_exit_and_keyboard_interrupt_in_flight_are_that_attempts_error(executor, tmp_path):
+    """Every case of FLIGHT_CASES in one launch per executor (a command per case was a process start each): each
+    decides its own attempt only, whichever attempts share its worker or come after it."""
+    path = every_flight_case_workspace(tmp_path, asynchronous=executor == "async")
     before = snapshot(path.parent)
     out = evaluate(path, executor="threads" if executor == "async" else executor)
     payload = ran_cleanly(out)  # exit 0: neither the gate's 3 nor a green run that evaluated nothing
-    assert payload["attempts"] == 3 and payload["errors"] == 1 and payload["complete"] is True
+    bad = len(FLIGHT_CASES)
+    assert payload["attempts"] == bad + 2 and payload["errors"] == bad and payload["complete"] is True
     rows = rows_of(path.parent)
     assert rows["good1"]["status"] == rows["good2"]["status"] == "ok"
-    assert rows["bad"]["status"] == status and rows["bad"]["error"] == error, rows["bad"]
+    recorded = {
+        name: (rows[f"bad{i}"]["status"], rows[f"bad{i}"]["error"]) for i, (name, *_) in enumerate(FLIGHT_CASES)
+    }
+    assert recorded == {name: (status, error) for name, _, _, status, error in FLIGHT_CASES}
     assert snapshot(path.parent, exclude=(EVAL,)) == before
 
 
@@ -281,41 +309,47 @@ SURROGATES = [
 
 
 # under processes the output crosses a process boundary and an error record is built in the driver: those two
-SURROGATE_CASES = [(*case, "threads") for case in SURROGATES] + [
-    (*case, "processes")
-    for case in SURROGATES
-    if case[0] in ("an output with a lone surrogate", "an error with a lone surrogate")
-]
+PROCESS_SURROGATES = ("an output with a lone surrogate", "an error with a lone surrogate")
 
 
-@pytest.mark.parametrize(
-    "name, returned, verdict, status, fields, executor",
-    SURROGATE_CASES,
-    ids=[f"{c[0]}-{c[-1]}" for c in SURROGATE_CASES],
-)
-def test_text_with_lone_surrogates_is_written_as_unicode_and_read_back(
-    name, returned, verdict, status, fields, executor, tmp_path
-):
-    pipeline = f"def run(task, adapter):\n    if task['id'] == 'bad':\n        {returned}\n    return {{'output': 1}}\n"
-    judge = f"def score(task, output):\n    if task['id'] == 'bad':\n        return {verdict}\n    return 1.0\n"
-    path = workspace(tmp_path, ["good", "bad"], pipeline, judge)
+@pytest.mark.parametrize("executor", ["threads", "processes"])
+def test_text_with_lone_surrogates_is_written_as_unicode_and_read_back(executor, tmp_path):
+    """Every case of SURROGATES (under processes, the two of PROCESS_SURROGATES) in one launch, task ``bad<i>`` for
+    case i beside a good one: one eval, report and resume per executor and a show per case, not all four per case."""
+    cases = [case for case in SURROGATES if executor == "threads" or case[0] in PROCESS_SURROGATES]
+    pipeline = (
+        "def run(task, adapter):\n"
+        + "".join(f"    if task['id'] == 'bad{i}':\n        {returned}\n" for i, (_, returned, *_) in enumerate(cases))
+        + "    return {'output': 1}\n"
+    )
+    judge = (
+        "def score(task, output):\n"
+        + "".join(
+            f"    if task['id'] == 'bad{i}':\n        return {verdict}\n" for i, (_, _, verdict, *_) in enumerate(cases)
+        )
+        + "    return 1.0\n"
+    )
+    ids = ["good", *(f"bad{i}" for i in range(len(cases)))]
+    path = workspace(tmp_path, ids, pipeline, judge)
     before = snapshot(path.parent)
     ran_cleanly(evaluate(path, executor=executor))
     results_file = path.parent / EVAL / "results.jsonl"
     results_file.read_bytes().decode("utf-8")  # strict UTF-8, as any reader decodes it
-    bad = rows_of(path.parent)["bad"]
-    assert bad["status"] == status, bad
-    assert set(fields) <= set(bad["replaced_surrogates"]), bad
-    assert "\ufffd" in json.dumps(bad, ensure_ascii=False)
-    assert "replaced_surrogates" not in rows_of(path.parent)["good"]
-    for command in (
-        ["report", "--config", str(path), "--format", "json"],
-        ["show", "--config", str(path), "--adapter", "none", "--task", "bad"],
-    ):
+    rows = rows_of(path.parent)
+    for i, (name, _, _, status, fields) in enumerate(cases):
+        bad = rows[f"bad{i}"]
+        assert bad["status"] == status, (name, bad)
+        assert set(fields) <= set(bad.get("replaced_surrogates", [])), (name, bad)
+        assert "\ufffd" in json.dumps(bad, ensure_ascii=False), (name, bad)
+    assert "replaced_surrogates" not in rows["good"]
+    commands = [["report", "--config", str(path), "--format", "json"]] + [
+        ["show", "--config", str(path), "--adapter", "none", "--task", f"bad{i}"] for i in range(len(cases))
+    ]
+    for command in commands:
         read = hermit_tui(*command)
         assert read.returncode == 0 and "Traceback" not in read.stderr, (command, read.stderr[-2000:])
     resumed = evaluate(path, "--resume", executor=executor)  # reads the run's own file back
-    assert ran_cleanly(resumed)["attempts"] == 2
+    assert ran_cleanly(resumed)["attempts"] == len(ids)
     assert snapshot(path.parent, exclude=(EVAL,)) == before
 
 
@@ -353,38 +387,46 @@ NUMBERS = [
 
 
 # the overflowing ones under both executors; NaN and infinity (checked before, by tests/test_hostile.py for costs)
-NUMBER_CASES = [(*case, "threads") for case in NUMBERS] + [
-    (*case, "processes") for case in NUMBERS if "e308" in case[0]
-]
+# under threads only (below)
 
 
-@pytest.mark.parametrize(
-    "name, returned, verdict, status, needle, executor", NUMBER_CASES, ids=[f"{c[0]}-{c[-1]}" for c in NUMBER_CASES]
-)
-def test_numbers_whose_sums_overflow_are_each_attempts_error(
-    name, returned, verdict, status, needle, executor, tmp_path
-):
+@pytest.mark.parametrize("executor", ["threads", "processes"])
+def test_numbers_whose_sums_overflow_are_each_attempts_error(executor, tmp_path):
     """Two attempts each reporting 1e308 would sum to infinity: each is refused as that attempt's error; the run
-    goes on and its summary counts every attempt."""
-    pipeline = f"def run(task, adapter):\n    if task['id'].startswith('big'):\n        return {returned}\n" + (
-        "    return {'output': 'fine', 'cost_usd': 0.25}\n"
+    goes on and its summary counts every attempt. Every case of NUMBERS (under processes, the overflowing ones) in one
+    launch: tasks ``c<i>-big1`` and ``c<i>-big2`` report case i's numbers, task ``ok`` fine ones."""
+    cases = [case for case in NUMBERS if executor == "threads" or "e308" in case[0]]
+    pipeline = (
+        "def run(task, adapter):\n"
+        + "".join(
+            f"    if task['id'].startswith('c{i}-'):\n        return {returned}\n"
+            for i, (_, returned, *_) in enumerate(cases)
+        )
+        + "    return {'output': 'fine', 'cost_usd': 0.25}\n"
     )
-    judge = f"def score(task, output):\n    if task['id'].startswith('big'):\n        return {verdict}\n" + (
-        "    return 1.0\n"
+    judge = (
+        "def score(task, output):\n"
+        + "".join(
+            f"    if task['id'].startswith('c{i}-'):\n        return {verdict}\n"
+            for i, (_, _, verdict, *_) in enumerate(cases)
+        )
+        + "    return 1.0\n"
     )
-    path = workspace(tmp_path, ["big1", "ok", "big2"], pipeline, judge)
+    ids = [f"c{i}-big1" for i in range(len(cases))] + ["ok"] + [f"c{i}-big2" for i in range(len(cases))]
+    path = workspace(tmp_path, ids, pipeline, judge)
     before = snapshot(path.parent)
     payload = ran_cleanly(evaluate(path, executor=executor))
-    assert payload["attempts"] == 3 and payload["errors"] == 2 and payload["complete"] is True
-    assert math.isclose(payload["mean_score"], 1 / 3)
+    assert payload["attempts"] == len(ids) and payload["errors"] == 2 * len(cases) and payload["complete"] is True
+    assert math.isclose(payload["mean_score"], 1 / len(ids))
     summary = json.loads((path.parent / EVAL / "summary.json").read_text(), parse_constant=_refuse)
-    assert summary["attempts"] == 3
+    assert summary["attempts"] == len(ids)
     rows = rows_of(path.parent)
-    for big in ("big1", "big2"):
-        assert rows[big]["status"] == status and needle in rows[big]["error"], rows[big]
-        assert "\n" not in rows[big]["error"]
-        if status == "judge_error":
-            assert rows[big]["output"] == "x"  # the pipeline's work is kept
+    for i, (name, _, _, status, needle) in enumerate(cases):
+        for big in (f"c{i}-big1", f"c{i}-big2"):
+            assert rows[big]["status"] == status and needle in rows[big]["error"], (name, rows[big])
+            assert "\n" not in rows[big]["error"]
+            if status == "judge_error":
+                assert rows[big]["output"] == "x"  # the pipeline's work is kept
     assert rows["ok"]["status"] == "ok" and rows["ok"]["cost_usd"] == 0.25
     assert snapshot(path.parent, exclude=(EVAL,)) == before
 
@@ -452,7 +494,7 @@ def test_a_real_ctrl_c_still_stops_the_run_and_resume_completes_it(executor, tmp
     ids = [f"t{i}" for i in range(8)]
     path = workspace(tmp_path, ids, SLOW.format(marks=str(marks)), concurrency=1)
     command = [sys.executable, "-m", "hermit_tui", "eval", "--config", str(path), "--adapter", "none"]
-    proc = subprocess.Popen(
+    proc = interruptible_popen(
         [*command, "--executor", executor], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:

@@ -12,7 +12,7 @@ import pytest
 from fixture_data import FIXED_LABELS, annotate_fixed, fixed_records, fixed_store, fixture_app
 from journey_kit import wait_for
 from textual.widgets import Tree
-from trained_project import RUN_DIR, build_trained_project, copy_trained_project
+from trained_project import RUN_DIR, copy_trained_project
 
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.annotate import BulkLabelScreen
@@ -124,10 +124,9 @@ async def test_nothing_to_undo_says_so():
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("trained-bulk") / "project"
-    build_trained_project(dest)
-    return dest
+def trained(trained_template) -> Path:
+    """The session's trained project: each test copies it."""
+    return trained_template
 
 
 def latest_lines(folder: Path) -> dict[tuple[str, int], list[str]]:

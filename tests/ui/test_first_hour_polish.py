@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from fixture_data import SEVEN_LABELS, fixed_store, fixture_app
 from textual.widgets import Static
+from waiting import wait_for
 
 from hermit_tui.dashboard.screens.run import RunScreen
 from hermit_tui.dashboard.widgets.selector_progress import SelectorProgress
@@ -95,17 +96,16 @@ async def test_the_same_key_shows_the_same_screen_everywhere(
         await pilot.pause()
         shown = type(app.screen).__name__
         await pilot.press(key)
-        for _ in range(50):
-            if type(app.screen).__name__ == expected:
-                break
-            await pilot.pause(0.02)
+        await wait_for(
+            pilot, lambda: type(app.screen).__name__ == expected, what=f"{key} on {shown} to show {expected}"
+        )
         assert (shown, type(app.screen).__name__) == (shown, expected)
 
 
 async def test_the_finished_toast_does_not_cover_the_run_screen_s_log(demo_config, tmp_path, monkeypatch):
     """Issue 27 (finding 12): at 80 columns the 'Evaluation finished' toast covered the log; the run screen says
     'finished' on its status line, so it gets no toast."""
-    from journey_kit import setup_ready, wait_for
+    from journey_kit import setup_ready
 
     from hermit_tui.core.run.launch import LaunchOptions
     from hermit_tui.dashboard.app import HermitApp

@@ -106,10 +106,7 @@ async def test_setup_s_reaches_the_launch_settings_and_c_scrolls_the_protocol_ch
 
 async def seven_ticked(pilot) -> None:
     await versions_shown(pilot)
-    for _ in range(200):
-        if "Launch 7" in str(pilot.app.screen.query_one("#launch").label):
-            break
-        await pilot.pause(0.02)
+    await wait_for(pilot, lambda: "Launch 7" in str(pilot.app.screen.query_one("#launch").label), what="Launch 7")
     await pilot.pause()
 
 
