@@ -233,6 +233,26 @@ def test_open_repo_is_the_only_way_hermit_tui_opens_a_repository():
         repo.close()
 
 
+def test_the_plain_git_reader_runs_with_the_same_settings_and_opens_only_a_repository_itself(tmp_path):
+    """Reading a tree (report, gate, show) runs plain git processes without GitPython (issue 30), under open_repo's
+    settings, and, as git.Repo(path), takes a folder only when it is itself a repository: a folder inside another
+    repository is not a tree (git would otherwise search the folders above it)."""
+    from hermit_tui.core.workspace.gitrepo import GitReader, NotARepository
+    from hermit_tui.core.workspace.tree import AdapterTree
+
+    reader = GitReader(Path(__file__).parent.parent)
+    assert reader.text("config", "--get", "core.hooksPath") == os.devnull
+    assert reader.text("config", "--get", "core.fsmonitor") == "false"
+    outer = tmp_path / "outer"
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    (outer / "inner").mkdir()
+    with pytest.raises(NotARepository):
+        GitReader(outer / "inner")
+    with pytest.raises(InputError, match=r"adapter tree .*inner is not a git repository"):
+        AdapterTree(outer / "inner")
+    assert AdapterTree(outer).reader.path == outer
+
+
 # ---------------------------------------------------------------------------------------------------- selectors
 
 

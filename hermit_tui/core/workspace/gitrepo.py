@@ -10,13 +10,18 @@ config file): hooks are looked up in ``/dev/null`` (so none is found), fsmonitor
 external diff and merge driver configured at any level is emptied (an empty command is no command), signing, auto gc
 and every transport are off, and git never prompts. What publishing relied on git's hooks for, hermit-tui checks
 itself (``core.publish.card``: ref names, compare-and-swap moves, a card commit that changes CARD.md alone).
+
+Reading needs no GitPython: :class:`GitReader` runs plain ``git`` processes under the same environment (what the
+report, gate and show read of a tree: refs, commit types and messages, a commit's files, its parents and what it
+changed), so a command that only reads does not pay GitPython's import and its ``git version`` call (issue 30).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+import subprocess
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,4 +122,116 @@ def open_repo(path: str | Path) -> git.Repo:
     return repo
 
 
-__all__ = ["SAFE_CONFIG", "SAFE_ENV", "driver_overrides", "open_repo", "safe_env"]
+class GitError(Exception):
+    """A git command of :class:`GitReader` that failed (its exit status; what it printed on stderr)."""
+
+
+class NotARepository(GitError):
+    """The folder is not a git repository (nor a bare one) itself: git's search is not allowed above it."""
+
+
+def git_executable() -> str:
+    """The git program GitPython would run (its ``GIT_PYTHON_GIT_EXECUTABLE``, else ``git``)."""
+    return os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
+
+
+class GitReader:
+    """Plain git processes reading the repository at ``path``, each with hooks, fsmonitor, filters, drivers,
+    pagers, editors, helpers and signing off (as :func:`open_repo`'s). Raises :class:`NotARepository` when ``path``
+    is not itself a repository, as ``git.Repo(path)`` does (git is not let search the folders above it)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        base = dict(os.environ)
+        self._env = {**base, **safe_env(base=base)}
+        ceiling = {"GIT_CEILING_DIRECTORIES": str(self.path.resolve().parent)}
+        try:
+            self.run("rev-parse", "--git-dir", env=ceiling)
+        except GitError:
+            raise NotARepository(f"{self.path} is not a git repository") from None
+        try:
+            names = self.text("config", "--list", "--name-only", "-z").split("\0")
+        except GitError:
+            names = []  # no config at all to list: the base settings stand
+        self._env = {**base, **safe_env(names, base=base)}
+
+    def run(self, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
+        """What ``git ARGS`` prints on stdout; GitError when it exits with another status than 0."""
+        try:
+            done = subprocess.run(
+                [git_executable(), *args],
+                cwd=self.path,
+                env={**self._env, **(env or {})},
+                input=stdin if stdin is not None else b"",
+                capture_output=True,
+                check=False,
+            )
+        except OSError as exc:
+            raise GitError(f"git {args[0] if args else ''}: {exc}") from None
+        if done.returncode:
+            raise GitError(f"git {args[0] if args else ''} exited with {done.returncode}: {done.stderr[-500:]!r}")
+        return done.stdout
+
+    def text(self, *args: str) -> str:
+        """:meth:`run`'s output as text without its last newline, as GitPython's ``repo.git.<command>`` gives it
+        (bytes that are not UTF-8 kept as surrogate escapes)."""
+        out = self.run(*args).decode("utf-8", "surrogateescape")
+        return out[:-1] if out.endswith("\n") else out
+
+    def object_type(self, sha: str) -> str | None:
+        """``commit``, ``tree``, ``blob`` or ``tag`` for an object id, None when there is no such object."""
+        try:
+            return self.text("cat-file", "-t", "--end-of-options", sha) or None
+        except GitError:
+            return None
+
+    def commit(self, sha: str) -> tuple[list[str], bytes]:
+        """A commit's parents and raw message (GitError when ``sha`` is not a commit)."""
+        raw = self.run("cat-file", "commit", sha)
+        head, _, message = raw.partition(b"\n\n")
+        parents = [line[7:].decode() for line in head.split(b"\n") if line.startswith(b"parent ")]
+        return parents, message
+
+    def commit_message(self, sha: str) -> str:
+        """A commit's message as text, in the encoding its header names (UTF-8 by default; what does not decode
+        is replaced)."""
+        raw = self.run("cat-file", "commit", sha)
+        head, _, message = raw.partition(b"\n\n")
+        encoding = "utf-8"
+        for line in head.split(b"\n"):
+            if line.startswith(b"encoding "):
+                encoding = line[9:].decode("ascii", "replace").strip() or encoding
+        try:
+            return message.decode(encoding, "replace")
+        except LookupError:
+            return message.decode("utf-8", "replace")
+
+    def blobs(self, shas: Sequence[str]) -> list[bytes]:
+        """The contents of blobs, in order, through one ``cat-file --batch`` (GitError when one is missing)."""
+        if not shas:
+            return []
+        out = self.run("cat-file", "--batch", stdin="".join(f"{sha}\n" for sha in shas).encode())
+        contents: list[bytes] = []
+        at = 0
+        for sha in shas:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            if len(header) != 3 or header[1] != b"blob":
+                raise GitError(f"git cat-file: {sha} is not a blob")
+            size = int(header[2])
+            contents.append(out[end + 1 : end + 1 + size])
+            at = end + 1 + size + 1
+        return contents
+
+
+__all__ = [
+    "SAFE_CONFIG",
+    "SAFE_ENV",
+    "GitError",
+    "GitReader",
+    "NotARepository",
+    "driver_overrides",
+    "git_executable",
+    "open_repo",
+    "safe_env",
+]
