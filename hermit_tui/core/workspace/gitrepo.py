@@ -122,6 +122,9 @@ def open_repo(path: str | Path) -> git.Repo:
     return repo
 
 
+_FULL_ID = re.compile(r"[0-9a-f]{40}")
+
+
 class GitError(Exception):
     """A git command of :class:`GitReader` that failed (its exit status; what it printed on stderr)."""
 
@@ -142,6 +145,7 @@ class GitReader:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._commits: dict[str, bytes] = {}  # a commit's raw object by its full id (an object never changes)
         base = dict(os.environ)
         self._env = {**base, **safe_env(base=base)}
         ceiling = {"GIT_CEILING_DIRECTORIES": str(self.path.resolve().parent)}
@@ -185,18 +189,24 @@ class GitReader:
         except GitError:
             return None
 
+    def _commit_object(self, sha: str) -> bytes:
+        raw = self._commits.get(sha)
+        if raw is None:
+            raw = self.run("cat-file", "commit", sha)
+            if _FULL_ID.fullmatch(sha):
+                self._commits[sha] = raw
+        return raw
+
     def commit(self, sha: str) -> tuple[list[str], bytes]:
         """A commit's parents and raw message (GitError when ``sha`` is not a commit)."""
-        raw = self.run("cat-file", "commit", sha)
-        head, _, message = raw.partition(b"\n\n")
+        head, _, message = self._commit_object(sha).partition(b"\n\n")
         parents = [line[7:].decode() for line in head.split(b"\n") if line.startswith(b"parent ")]
         return parents, message
 
     def commit_message(self, sha: str) -> str:
         """A commit's message as text, in the encoding its header names (UTF-8 by default; what does not decode
         is replaced)."""
-        raw = self.run("cat-file", "commit", sha)
-        head, _, message = raw.partition(b"\n\n")
+        head, _, message = self._commit_object(sha).partition(b"\n\n")
         encoding = "utf-8"
         for line in head.split(b"\n"):
             if line.startswith(b"encoding "):
