@@ -253,6 +253,35 @@ def test_the_plain_git_reader_runs_with_the_same_settings_and_opens_only_a_repos
     assert AdapterTree(outer).reader.path == outer
 
 
+def test_the_readers_one_cat_file_process_reads_objects_in_turn_and_stops_when_closed(tmp_path):
+    """Objects are read through one ``cat-file --batch`` kept open (as GitPython's): a missing object is None, an
+    annotated tag is followed to its commit, closing stops the process and reading again starts another."""
+    from hermit_tui.core.workspace.gitrepo import GitError, GitReader
+
+    repo = tmp_path / "r"
+    env = {**os.environ, **IDENTITY}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "f.txt").write_bytes(b"one\n")
+    for args in (["add", "f.txt"], ["commit", "-q", "-m", "first line\n\nbody \u00e9"], ["tag", "-a", "t", "-m", "t"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=env)
+    reader = GitReader(repo)
+    head = reader.text("rev-parse", "HEAD")
+    tag = reader.text("rev-parse", "refs/tags/t")
+    blob = reader.text("rev-parse", "HEAD:f.txt")
+    assert tag != head and reader.object_type(tag) == "tag" and reader.object_type(head) == "commit"
+    assert reader.object_type("0" * 40) is None
+    assert reader.commit_message(head) == "first line\n\nbody \u00e9\n" == reader.commit_message(tag)
+    assert reader.commit(head)[0] == [] and reader.blobs([blob, blob]) == [b"one\n", b"one\n"]
+    with pytest.raises(GitError):
+        reader.blobs([head])  # a commit is not a blob
+    batch = reader._batch
+    assert batch is not None and batch.poll() is None
+    reader.close()
+    assert batch.poll() is not None and reader._batch is None
+    assert reader.blobs([blob]) == [b"one\n"] and reader._batch is not None
+    reader.close()
+
+
 # ---------------------------------------------------------------------------------------------------- selectors
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -146,6 +147,8 @@ class GitReader:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._commits: dict[str, bytes] = {}  # a commit's raw object by its full id (an object never changes)
+        self._batch: subprocess.Popen[bytes] | None = None  # one `cat-file --batch` for every object read
+        self._lock = threading.Lock()
         base = dict(os.environ)
         self._env = {**base, **safe_env(base=base)}
         ceiling = {"GIT_CEILING_DIRECTORIES": str(self.path.resolve().parent)}
@@ -182,8 +185,67 @@ class GitReader:
         out = self.run(*args).decode("utf-8", "surrogateescape")
         return out[:-1] if out.endswith("\n") else out
 
+    def _object(self, sha: str) -> tuple[str, bytes] | None:
+        """(type, content) of the object with the full id ``sha``, None when there is none: one ``cat-file
+        --batch`` process kept for the reader's life (as GitPython keeps its own), each object asked for in turn."""
+        if not _FULL_ID.fullmatch(sha):
+            raise GitError(f"not a full object id: {sha!r}")  # (never a revision git would interpret)
+        with self._lock:
+            if self._batch is None or self._batch.poll() is not None:
+                try:
+                    self._batch = subprocess.Popen(
+                        [git_executable(), "cat-file", "--batch"],
+                        cwd=self.path,
+                        env=self._env,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                    )
+                except OSError as exc:
+                    raise GitError(f"git cat-file: {exc}") from None
+            batch = self._batch
+            assert batch.stdin is not None and batch.stdout is not None
+            try:
+                batch.stdin.write(f"{sha}\n".encode())
+                batch.stdin.flush()
+                header = batch.stdout.readline().split()
+                if len(header) == 2 and header[1] == b"missing":
+                    return None
+                if len(header) != 3:
+                    raise GitError(f"git cat-file --batch: unexpected answer for {sha}: {header!r}")
+                size = int(header[2])
+                data = batch.stdout.read(size + 1)
+            except (OSError, ValueError) as exc:
+                self._stop()
+                raise GitError(f"git cat-file --batch: {exc}") from None
+            if len(data) != size + 1:
+                self._stop()
+                raise GitError(f"git cat-file --batch ended while reading {sha}")
+            return header[1].decode(), data[:-1]
+
+    def _stop(self) -> None:
+        batch, self._batch = self._batch, None
+        if batch is None:
+            return
+        for stream in (batch.stdin, batch.stdout):
+            if stream is not None:
+                stream.close()
+        try:
+            batch.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            batch.kill()
+            batch.wait()
+
+    def close(self) -> None:
+        """Stop the ``cat-file --batch`` process, if one was started (reading again starts another)."""
+        with self._lock:
+            self._stop()
+
     def object_type(self, sha: str) -> str | None:
         """``commit``, ``tree``, ``blob`` or ``tag`` for an object id, None when there is no such object."""
+        if _FULL_ID.fullmatch(sha):
+            found = self._object(sha)
+            return found[0] if found is not None else None
         try:
             return self.text("cat-file", "-t", "--end-of-options", sha) or None
         except GitError:
@@ -191,11 +253,23 @@ class GitReader:
 
     def _commit_object(self, sha: str) -> bytes:
         raw = self._commits.get(sha)
-        if raw is None:
-            raw = self.run("cat-file", "commit", sha)
-            if _FULL_ID.fullmatch(sha):
-                self._commits[sha] = raw
-        return raw
+        if raw is not None:
+            return raw
+        if not _FULL_ID.fullmatch(sha):
+            return self.run("cat-file", "commit", sha)
+        for _ in range(100):  # an annotated tag (of a tag ...) is followed to its commit, as `cat-file commit` does
+            found = self._object(sha)
+            if found is None:
+                raise GitError(f"git cat-file: no object {sha}")
+            kind, data = found
+            if kind == "commit":
+                self._commits[sha] = data
+                return data
+            target = data.split(b"\n", 1)[0]
+            if kind != "tag" or not target.startswith(b"object "):
+                raise GitError(f"git cat-file: {sha} is a {kind}, not a commit")
+            sha = target[7:].decode("ascii", "replace")
+        raise GitError(f"git cat-file: tags nested too deeply at {sha}")
 
     def commit(self, sha: str) -> tuple[list[str], bytes]:
         """A commit's parents and raw message (GitError when ``sha`` is not a commit)."""
@@ -217,20 +291,13 @@ class GitReader:
             return message.decode("utf-8", "replace")
 
     def blobs(self, shas: Sequence[str]) -> list[bytes]:
-        """The contents of blobs, in order, through one ``cat-file --batch`` (GitError when one is missing)."""
-        if not shas:
-            return []
-        out = self.run("cat-file", "--batch", stdin="".join(f"{sha}\n" for sha in shas).encode())
+        """The contents of blobs, in order (GitError when one is missing or not a blob)."""
         contents: list[bytes] = []
-        at = 0
         for sha in shas:
-            end = out.index(b"\n", at)
-            header = out[at:end].split()
-            if len(header) != 3 or header[1] != b"blob":
+            found = self._object(sha)
+            if found is None or found[0] != "blob":
                 raise GitError(f"git cat-file: {sha} is not a blob")
-            size = int(header[2])
-            contents.append(out[end + 1 : end + 1 + size])
-            at = end + 1 + size + 1
+            contents.append(found[1])
         return contents
 
 

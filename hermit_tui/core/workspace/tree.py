@@ -133,6 +133,7 @@ class AdapterTree:
         return self._repo
 
     def _close_repo(self) -> None:
+        self.reader.close()
         if self._repo is not None:
             self._repo.close()
 
