@@ -280,6 +280,17 @@ def test_the_readers_one_cat_file_process_reads_objects_in_turn_and_stops_when_c
     assert batch.poll() is not None and reader._batch is None
     assert reader.blobs([blob]) == [b"one\n"] and reader._batch is not None
     reader.close()
+    # a reader dropped without close() lets its cat-file end (as GitPython's Repo does when collected)
+    import gc
+
+    from waiting import wait_until
+
+    reader.object_type(head)
+    dropped = reader._batch
+    assert dropped is not None and dropped.poll() is None
+    del reader
+    gc.collect()
+    wait_until(lambda: dropped.poll() is not None, timeout=10)
 
 
 # ---------------------------------------------------------------------------------------------------- selectors

@@ -241,6 +241,16 @@ class GitReader:
         with self._lock:
             self._stop()
 
+    def __del__(self) -> None:
+        # a reader dropped without close(): its cat-file ends at the end of its input (as GitPython's Repo does on
+        # collection), reaped by subprocess later; nothing waits here
+        batch = getattr(self, "_batch", None)
+        if batch is not None and batch.stdin is not None:
+            try:
+                batch.stdin.close()
+            except OSError:
+                pass
+
     def object_type(self, sha: str) -> str | None:
         """``commit``, ``tree``, ``blob`` or ``tag`` for an object id, None when there is no such object."""
         if _FULL_ID.fullmatch(sha):
