@@ -12,7 +12,8 @@ walls, so a drift of the machine's speed touches them all alike. Measured:
   that ``--help`` imports none of the heavy libraries (``HEAVY``);
 - ``report``, ``gate`` and ``show`` on the demo workspace (``hermit-tui demo --no-ui``, evaluated once by
   ``hermit-tui eval --adapter none --adapter root --adapter final``): target <= 0.30 s each; a correctness figure
-  checks that ``show`` imports neither numpy nor the columns (``SHOW_HEAVY``);
+  checks that ``show`` imports neither numpy nor the columns (``SHOW_HEAVY``), another that ``report`` imports
+  neither GitPython nor scipy (``REPORT_HEAVY``: it reads the adapter tree with plain git);
 - ``report --format json`` on 10,008 attempts (synth.py's project, none/root/final x 3 repeats x 1,112 tasks written
   in hermit's format) against the stdlib pass over the same results.jsonl files (``json.loads`` per line and the
   per-task means, in a process of its own: ``STDLIB_PASS``): target <= 2x.
@@ -68,15 +69,18 @@ HEAVY_PROBE = (
 )
 # what `show` must not import on an evaluation whose every line is clean (records/lines.py reads one task's records
 # without numpy or the columns); the probe runs the command in-process on the demo and lists what it imported
-SHOW_HEAVY = ["numpy", "scipy", "textual", "rich", "hermit_tui.core.records.columns", "hermit_tui.dashboard"]
-SHOW_PROBE = (
+SHOW_HEAVY = ["numpy", "scipy", "textual", "rich", "git", "hermit_tui.core.records.columns", "hermit_tui.dashboard"]
+# what `report` must not import on the demo (GitPython: the tree is read with plain git; scipy: core/stats/special)
+REPORT_HEAVY = ["git", "scipy", "textual", "rich", "hermit_tui.dashboard"]
+# runs the command given after the module list in-process; a lazy module never used (core/lazy.py) does not count
+PROBE = (
     "import sys, io, contextlib\n"
     "from hermit_tui.cli import main\n"
     "with contextlib.redirect_stdout(io.StringIO()):\n"
-    "    code = main(sys.argv[1:])\n"
+    "    code = main(sys.argv[2:])\n"
     "assert code == 0, code\n"
-    f"heavy = {SHOW_HEAVY!r}\n"
-    "sys.stderr.write(','.join(m for m in heavy if m in sys.modules))\n"
+    "loaded = {m for m, mod in sys.modules.items() if type(mod).__name__ != '_LazyModule'}\n"
+    "sys.stderr.write(','.join(m for m in sys.argv[1].split(',') if m in loaded))\n"
 )
 # the floor of a stdlib tool reading the same files: json.loads per line, each selector's mean of per-task means
 STDLIB_PASS = (
@@ -201,24 +205,29 @@ def main(argv: list[str] | None = None) -> int:
             },
             rounds,
         )
-        probe = subprocess.run(
-            [sys.executable, "-c", SHOW_PROBE, "show", *cfg, "--adapter", "final", "--task", task],
-            capture_output=True,
-            text=True,
-            env=ENV,
-            cwd=BIN,
-        )
-        if probe.returncode:
-            raise SystemExit(f"the show probe failed:\n{probe.stderr[-3000:]}")
-        heavy = [m for m in probe.stderr.strip().split(",") if m]
-        synth.figure(
-            "startup.show_heavy_modules",
-            float(len(heavy)),
-            target="<= 0",
-            check=True,
-            detail=f"heavy modules imported by show on the demo: {', '.join(heavy) or 'none'} "
-            f"(of {', '.join(SHOW_HEAVY)})",
-        )
+        probes = {
+            "show": (SHOW_HEAVY, ["show", *cfg, "--adapter", "final", "--task", task]),
+            "report": (REPORT_HEAVY, ["report", *cfg]),
+        }
+        for name, (modules, command) in probes.items():
+            probe = subprocess.run(
+                [sys.executable, "-c", PROBE, ",".join(modules), *command],
+                capture_output=True,
+                text=True,
+                env=ENV,
+                cwd=BIN,
+            )
+            if probe.returncode:
+                raise SystemExit(f"the {name} probe failed:\n{probe.stderr[-3000:]}")
+            heavy = [m for m in probe.stderr.strip().split(",") if m]
+            synth.figure(
+                f"startup.{name}_heavy_modules",
+                float(len(heavy)),
+                target="<= 0",
+                check=True,
+                detail=f"heavy modules imported by {name} on the demo: {', '.join(heavy) or 'none'} "
+                f"(of {', '.join(modules)})",
+            )
         for name in ("report", "gate", "show"):
             synth.figure(
                 f"startup.demo_{name}_s",

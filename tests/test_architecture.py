@@ -182,3 +182,58 @@ def test_the_command_line_starts_without_the_heavy_libraries():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# what each reading command must not import on a small evaluation (issue 30: their start-up is their cost); each
+# probe runs the command in a fresh interpreter and lists the modules actually loaded (a lazy module not yet used,
+# core/lazy.py's placeholder, does not count)
+READING_NEVER = ["scipy", "textual", "rich", "hermit_tui.dashboard", "hermit_tui.core.run", "hermit_tui.core.publish"]
+READING_PROBE = (
+    "import contextlib, io, sys\n"
+    "from hermit_tui.cli import main\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "    code = main(sys.argv[2:])\n"
+    "assert code in (0, 3), code\n"
+    "loaded = {m for m, mod in sys.modules.items() if type(mod).__name__ != '_LazyModule'}\n"
+    "print(','.join(m for m in sys.argv[1].split(',') if m in loaded))\n"
+)
+
+
+def test_report_gate_and_show_on_a_small_evaluation_import_only_what_they_use(demo_config):
+    """``report`` reads the adapter tree with plain git (no GitPython) and the HTML page's modules only for
+    --format html; ``gate`` touches neither git nor the why summary; ``show`` reads one task without numpy, the
+    columns or git; none of them loads scipy, the UI, the runner or publishing."""
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
+
+    fast = ["agent.params.latency_scale=0.01"]
+    config = load_config(demo_config, fast)
+    EvalRun(config, ["none", "root", "final"], repeats=1, update_card=False).run_sync()
+    task = (demo_config.parent / "test.txt").read_text().split()[0]
+    cfg = ["--config", str(demo_config), *fast]
+    never = {
+        "report": [*READING_NEVER, "git", "hermit_tui.core.report.html", "hermit_tui.core.report.svg"],
+        "gate": [*READING_NEVER, "git", "hermit_tui.core.why"],
+        "show": [*READING_NEVER, "git", "numpy", "hermit_tui.core.records.columns"],
+    }
+    argv = {"report": ["report", *cfg], "gate": ["gate", *cfg], "show": ["show", *cfg, "--adapter", "final"]}
+    argv["show"] += ["--task", task]
+    found = {}
+    for name, modules in never.items():
+        out = subprocess.run(
+            [sys.executable, "-c", READING_PROBE, ",".join(modules), *argv[name]],
+            capture_output=True,
+            text=True,
+            cwd=demo_config.parent,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        found[name] = out.stdout.strip()
+    assert found == {"report": "", "gate": "", "show": ""}
+    # the probe sees what it is meant to: the same report loads each of these when its format asks for them
+    html = subprocess.run(
+        [sys.executable, "-c", READING_PROBE, "hermit_tui.core.report.html,numpy", *argv["report"], "--format", "html"],
+        capture_output=True,
+        text=True,
+        cwd=demo_config.parent,
+    )
+    assert html.stdout.strip() == "hermit_tui.core.report.html,numpy", html.stderr[-2000:]

@@ -72,6 +72,7 @@ EXPECTED = {
         "startup.help_over_hermit",
         "startup.help_over_python",
         "startup.show_heavy_modules",
+        "startup.report_heavy_modules",
         "startup.demo_report_s",
         "startup.demo_gate_s",
         "startup.demo_show_s",
@@ -117,6 +118,7 @@ CHECKS = {
     "scale.900.same_means",
     "startup.help_heavy_modules",
     "startup.show_heavy_modules",
+    "startup.report_heavy_modules",
 }
 
 

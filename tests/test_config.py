@@ -535,3 +535,29 @@ def test_require_for_eval_lists_what_is_missing(tmp_path):
         load_config(path).require_for_eval()
     assert str(info.value) == f"{path}: evaluation needs data.test, agent.name, judge.path (not set)"
     load_config(path, ["data.test=test.txt", "agent.name=p.py:run", "judge.path=j.py"]).require_for_eval()
+
+
+def test_template_id_reads_the_manifest_once_while_it_stays_as_it_was(tmp_path, monkeypatch):
+    import hermit_tui.core.workspace.config as config_module
+
+    manifest = write(tmp_path / "seed" / "adapter.yaml", "template: {id: first-id, version: '1'}\n")
+    config = load_config(write(tmp_path / "run.yaml", "template: ./seed\nevolver: {name: gepa}\n"))
+    reads: list[Path] = []
+    real = config_module._read_yaml
+
+    def counted(path: Path, shown: str) -> object:
+        reads.append(path)
+        return real(path, shown)
+
+    monkeypatch.setattr(config_module, "_read_yaml", counted)
+    assert [config.template_id, config.tree_dir.name, config.template_id] == ["first-id"] * 3
+    assert reads == [manifest]  # the report asks for the tree folder 5 times: one parse
+    # an edit (another size) is read again, as is a manifest turned bad: never an id from before
+    write(manifest, "template: {id: second-id, version: '10'}\n")
+    assert config.template_id == "second-id" and len(reads) == 2
+    write(manifest, "template: {version: '1'}\n")
+    with pytest.raises(InputError, match=r"template\.id must be a lowercase slug, got None"):
+        _ = config.template_id
+    manifest.unlink()
+    with pytest.raises(InputError, match="is a folder without adapter.yaml"):
+        _ = config.template_id

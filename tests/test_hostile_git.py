@@ -233,6 +233,66 @@ def test_open_repo_is_the_only_way_hermit_tui_opens_a_repository():
         repo.close()
 
 
+def test_the_plain_git_reader_runs_with_the_same_settings_and_opens_only_a_repository_itself(tmp_path):
+    """Reading a tree (report, gate, show) runs plain git processes without GitPython (issue 30), under open_repo's
+    settings, and, as git.Repo(path), takes a folder only when it is itself a repository: a folder inside another
+    repository is not a tree (git would otherwise search the folders above it)."""
+    from hermit_tui.core.workspace.gitrepo import GitReader, NotARepository
+    from hermit_tui.core.workspace.tree import AdapterTree
+
+    reader = GitReader(Path(__file__).parent.parent)
+    assert reader.text("config", "--get", "core.hooksPath") == os.devnull
+    assert reader.text("config", "--get", "core.fsmonitor") == "false"
+    outer = tmp_path / "outer"
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    (outer / "inner").mkdir()
+    with pytest.raises(NotARepository):
+        GitReader(outer / "inner")
+    with pytest.raises(InputError, match=r"adapter tree .*inner is not a git repository"):
+        AdapterTree(outer / "inner")
+    assert AdapterTree(outer).reader.path == outer
+
+
+def test_the_readers_one_cat_file_process_reads_objects_in_turn_and_stops_when_closed(tmp_path):
+    """Objects are read through one ``cat-file --batch`` kept open (as GitPython's): a missing object is None, an
+    annotated tag is followed to its commit, closing stops the process and reading again starts another."""
+    from hermit_tui.core.workspace.gitrepo import GitError, GitReader
+
+    repo = tmp_path / "r"
+    env = {**os.environ, **IDENTITY}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "f.txt").write_bytes(b"one\n")
+    for args in (["add", "f.txt"], ["commit", "-q", "-m", "first line\n\nbody \u00e9"], ["tag", "-a", "t", "-m", "t"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=env)
+    reader = GitReader(repo)
+    head = reader.text("rev-parse", "HEAD")
+    tag = reader.text("rev-parse", "refs/tags/t")
+    blob = reader.text("rev-parse", "HEAD:f.txt")
+    assert tag != head and reader.object_type(tag) == "tag" and reader.object_type(head) == "commit"
+    assert reader.object_type("0" * 40) is None
+    assert reader.commit_message(head) == "first line\n\nbody \u00e9\n" == reader.commit_message(tag)
+    assert reader.commit(head)[0] == [] and reader.blobs([blob, blob]) == [b"one\n", b"one\n"]
+    with pytest.raises(GitError):
+        reader.blobs([head])  # a commit is not a blob
+    batch = reader._batch
+    assert batch is not None and batch.poll() is None
+    reader.close()
+    assert batch.poll() is not None and reader._batch is None
+    assert reader.blobs([blob]) == [b"one\n"] and reader._batch is not None
+    reader.close()
+    # a reader dropped without close() lets its cat-file end (as GitPython's Repo does when collected)
+    import gc
+
+    from waiting import wait_until
+
+    reader.object_type(head)
+    dropped = reader._batch
+    assert dropped is not None and dropped.poll() is None
+    del reader
+    gc.collect()
+    wait_until(lambda: dropped.poll() is not None, timeout=10)
+
+
 # ---------------------------------------------------------------------------------------------------- selectors
 
 

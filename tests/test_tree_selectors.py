@@ -415,16 +415,16 @@ def test_one_tree_per_path_opens_the_tree_once_and_closes_it_at_the_end(built, m
     adapter tree five times, 26 git processes on the demo); the refs a shared tree listed follow a tag it moves;
     outside it, each open is its own tree."""
     from hermit_tui.core.workspace import tree as tree_module
-    from hermit_tui.core.workspace.gitrepo import open_repo
+    from hermit_tui.core.workspace.gitrepo import GitReader
     from hermit_tui.core.workspace.tree import one_tree_per_path, open_tree
 
     opened: list[str] = []
 
     def counted(path):
         opened.append(str(path))
-        return open_repo(path)
+        return GitReader(path)
 
-    monkeypatch.setattr(tree_module, "open_repo", counted)
+    monkeypatch.setattr(tree_module, "GitReader", counted)
     with one_tree_per_path():
         selectors = [resolve_selector(text, built.cfg) for text in ("root", "final", "demo/ckpt-step-1", built.step2)]
         assert [s.commit for s in selectors] == [built.root, built.final, built.step1, built.step2]

@@ -75,3 +75,33 @@ def test_the_variant_exports_a_tool_final_does_not_and_the_agent_uses_it(evaluat
     split = {g.group: g for g in pair.usage_split.groups}
     assert split["used"].attempts == len(looked)
     assert "not a causal effect" in pair.usage_split.note
+
+
+def test_a_small_evaluations_steps_are_read_once_for_every_pair_it_is_in(evaluated, monkeypatch):
+    """The report's pairs share their selectors: a small evaluation's compact steps are read once and handed to
+    each pair (issue 30), with the same summaries as when every pair reads them again (STEPS_KEPT 0)."""
+    from hermit_tui.core.why import pair as pair_module
+    from hermit_tui.core.workspace.selectors import label_of
+    from hermit_tui.core.workspace.tasks import load_tasks
+
+    config = evaluated
+    variant = label_of(VARIANT, config)
+    labels = {"final": "final", variant: VARIANT}
+    pairs = [("final", variant), (variant, "final")]
+    test_ids = load_tasks(config).test_ids
+    calls: list[int] = []
+    from hermit_tui.core.why.align import steps_of as real
+
+    def counted(messages, *, pretty=True):
+        calls.append(1)
+        return real(messages, pretty=pretty)
+
+    monkeypatch.setattr(pair_module, "steps_of", counted)
+    kept = pair_module.pairs_why(config, labels, pairs, test_ids)
+    once = len(calls)  # each attempt's steps (test split, with a transcript) once, not once per pair
+    calls.clear()
+    monkeypatch.setattr(pair_module, "STEPS_KEPT", 0)
+    again = pair_module.pairs_why(config, labels, pairs, test_ids)
+    assert once > 0 and len(calls) == 2 * once
+    assert [p.model_dump() for p in kept] == [p.model_dump() for p in again]
+    assert kept[0].paired_attempts > 0

@@ -153,3 +153,57 @@ def test_pair_without_evaluations_still_diffs(project):
     assert pair.diff is not None
     assert pair.diff.files and pair.paired_attempts == 0
     assert any("not evaluated" in n for n in pair.notes)
+
+
+def test_a_commits_files_read_by_plain_git_are_gitpythons_in_its_order(tmp_path):
+    """The files and sizes of a commit, read with ls-tree and one cat-file batch (no GitPython on the reading path,
+    issue 30), are what GitPython's tree traversal reads, in the same order (breadth first, each folder in tree
+    order): symlinks as their target, a file over MAX_FILE_BYTES sized but not read, skipped names left out."""
+    import os
+
+    from hermit_tui.core.why.adapter_files import MAX_FILE_BYTES, SYMLINK_MODE, _tree_files
+    from hermit_tui.core.workspace.selectors import SKIPPED_NAMES
+    from hermit_tui.core.workspace.tree import AdapterTree
+
+    repo_dir = tmp_path / "tree"
+    files = {
+        "z.txt": b"last at the top\n",
+        "a/b/c/deep.md": b"three folders down\n",
+        "a/x.txt": b"x\n",
+        "a/b/y.txt": b"y\n",
+        "b.txt": b"",
+        "m/n/o.txt": b"o\n",
+        "big.bin": b"\0" * (MAX_FILE_BYTES + 1),
+        "a/b/c/__pycache__/left.txt": b"left out\n",
+        "caf\udce9.txt": b"a name that is not UTF-8\n",
+    }
+    for rel, data in files.items():
+        path = repo_dir / os.fsdecode(os.fsencode(rel))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    (repo_dir / "a" / "link").symlink_to("b/y.txt")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    for args in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-q", "-m", "files"]):
+        subprocess.run(["git", *args], cwd=repo_dir, check=True, env=env)
+    tree = AdapterTree(repo_dir)
+    sha = tree.reader.text("rev-parse", "HEAD")
+
+    expected_files: dict[str, bytes] = {}
+    expected_sizes: dict[str, int] = {}
+    with git.Repo(repo_dir) as repo:
+        for item in repo.commit(sha).tree.traverse():
+            if not isinstance(item, git.Blob) or any(p in SKIPPED_NAMES for p in str(item.path).split("/")):
+                continue
+            expected_sizes[str(item.path)] = int(item.size)
+            if item.mode == SYMLINK_MODE:
+                expected_files[str(item.path)] = b"symlink:" + item.data_stream.read()
+            elif item.size <= MAX_FILE_BYTES:
+                expected_files[str(item.path)] = item.data_stream.read()
+    got_files, got_sizes = _tree_files(tree, sha)
+    assert list(got_sizes.items()) == list(expected_sizes.items())
+    assert list(got_files.items()) == list(expected_files.items())
+    assert got_files["a/link"] == b"symlink:b/y.txt" and "big.bin" in got_sizes and "big.bin" not in got_files
+    assert "a/b/c/__pycache__/left.txt" not in got_sizes and "a/b/c/deep.md" in got_files
+    assert list(got_sizes)[:3] == ["b.txt", "big.bin", "caf\udce9.txt"]  # the top folder first, then a/, ...
+    tree.close()

@@ -457,16 +457,18 @@ def _measured(tree: AdapterTree | None, sha: str, memo: dict[str, str] | None = 
         return memo[sha]
     for _ in range(100):
         try:
-            commit = tree.repo.commit(sha)
-            if len(commit.parents) != 1:
+            parents, _ = tree.reader.commit(sha)
+            if len(parents) != 1:
                 return sha
-            parent = commit.parents[0]
-            changed = {p for d in parent.diff(commit) for p in (d.a_path, d.b_path) if p}
+            parent = parents[0]
+            # every path the commit changed (a rename: both of its names), as GitPython's parent.diff(commit) had it
+            out = tree.reader.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", parent, sha)
+            changed = {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
         except Exception:  # a commit missing from the tree: keep the sha as recorded
             return sha
         if not changed or not changed <= {CARD_FILE}:
             return sha
-        sha = parent.hexsha
+        sha = parent
     return sha
 
 

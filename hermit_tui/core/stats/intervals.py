@@ -262,8 +262,10 @@ def pair_bounds(
         )
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.clip(np.where(se2_a * se2_b > 0, cov / np.sqrt(se2_a * se2_b), 0.0), -1.0, 1.0)
-    la, ua, _ = unit_bounds(a, ma.var(-1, ddof=1), g, cap_a, level, se2=se2_a, units=units)
-    lb, ub, _ = unit_bounds(b, mb.var(-1, ddof=1), g, cap_b, level, se2=se2_b, units=units)
+    # both sides' critical value, as unit_bounds computes it (one t quantile per level, not two)
+    crit = t_quantile(np.maximum(np.asarray(units, dtype=float) - 1, 1), level)
+    la, ua, _ = unit_bounds(a, ma.var(-1, ddof=1), g, cap_a, level, se2=se2_a, units=units, crit=crit)
+    lb, ub, _ = unit_bounds(b, mb.var(-1, ddof=1), g, cap_b, level, se2=se2_b, units=units, crit=crit)
     d = b - a
     low = d - np.sqrt(np.maximum((b - lb) ** 2 - 2 * r * (b - lb) * (ua - a) + (ua - a) ** 2, 0.0))
     high = d + np.sqrt(np.maximum((ub - b) ** 2 - 2 * r * (ub - b) * (a - la) + (a - la) ** 2, 0.0))

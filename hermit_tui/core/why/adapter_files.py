@@ -1,9 +1,10 @@
 """One adapter version's files and exports, read without touching the tree's work tree.
 
-A tag or commit is read from git objects (the commit's tree, blob by blob); an adapter directory from disk, its
-content checked against the hash its evaluation recorded (``summary.json``'s ``content_hash``); ``none`` is no
-adapter. When the selector's evaluation is on disk, the version read is the one evaluated (its recorded commit),
-not what the tag points at now, so that the diff explains the scores shown beside it.
+A tag or commit is read from git objects (the commit's tree listed, its blobs read in one batch); an adapter
+directory from disk, its content checked against the hash its evaluation recorded (``summary.json``'s
+``content_hash``); ``none`` is no adapter. When the selector's evaluation is on disk, the version read is the one
+evaluated (its recorded commit), not what the tag points at now, so that the diff explains the scores shown beside
+it.
 
 The exports follow ``adapter.yaml`` as hermit-harness 0.1.0 defines it: ``exports.context`` (always
 ``ADAPTER.md``), ``exports.skills`` (a folder of skill folders, each holding ``SKILL.md``), ``exports.tools`` (a list
@@ -15,14 +16,14 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.lazy import lazy_module
 from hermit_tui.core.records.folders import SUMMARY, eval_root
 from hermit_tui.core.records.results import read_summary
 from hermit_tui.core.workspace.config import Config
@@ -42,11 +43,6 @@ MAX_FILE_BYTES = 2_000_000  # a file larger than this is summarised, not read fo
 SYMLINK_MODE = 0o120000
 
 ExportKind = Literal["tool", "skill", "subagent"]
-
-if TYPE_CHECKING:
-    import git
-else:
-    git = lazy_module("git")  # GitPython (and its `git version` call) when first used
 
 
 class Exports(BaseModel):
@@ -97,19 +93,34 @@ def _recorded(config: Config, label: str) -> tuple[str | None, str | None]:
 
 
 def _tree_files(tree: AdapterTree, commit: str) -> tuple[dict[str, bytes], dict[str, int]]:
-    files: dict[str, bytes] = {}
+    """A commit's files (``path -> bytes``, a symlink as ``symlink:<target>``, the large ones not read) and every
+    file's size, in the order GitPython's ``tree.traverse()`` gives them (breadth first, each folder in tree order):
+    one ``ls-tree`` and one ``cat-file --batch``, no GitPython."""
+    listing = tree.reader.run("ls-tree", "-r", "-t", "-z", "-l", "--full-tree", commit)
+    children: dict[str, list[tuple[str, int, str, str, str]]] = {}
+    for entry in listing.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, raw_path = entry.partition(b"\t")
+        octal, kind, sha, size = meta.decode().split()
+        rel = raw_path.decode("utf-8", "surrogateescape")
+        children.setdefault(rel.rpartition("/")[0], []).append((rel, int(octal, 8), kind, sha, size))
     sizes: dict[str, int] = {}
-    for item in tree.repo.commit(commit).tree.traverse():
-        if not isinstance(item, git.Blob):
-            continue
-        rel = str(item.path)
-        if any(part in SKIPPED_NAMES for part in rel.split("/")):
-            continue
-        sizes[rel] = int(item.size)
-        if item.mode == SYMLINK_MODE:
-            files[rel] = b"symlink:" + item.data_stream.read()
-        elif item.size <= MAX_FILE_BYTES:
-            files[rel] = item.data_stream.read()
+    wanted: list[tuple[str, int, str]] = []
+    folders = deque([""])
+    while folders:
+        for rel, mode, kind, sha, size in children.get(folders.popleft(), []):
+            if kind == "tree":
+                folders.append(rel)
+            if kind != "blob" or any(part in SKIPPED_NAMES for part in rel.split("/")):
+                continue
+            sizes[rel] = int(size)
+            if mode == SYMLINK_MODE or sizes[rel] <= MAX_FILE_BYTES:
+                wanted.append((rel, mode, sha))
+    contents = tree.reader.blobs([sha for _, _, sha in wanted])
+    files: dict[str, bytes] = {}
+    for (rel, mode, _), data in zip(wanted, contents):
+        files[rel] = b"symlink:" + data if mode == SYMLINK_MODE else data
     return files, sizes
 
 

@@ -125,6 +125,12 @@ def _messages(line: bytes) -> list[Any] | None:
     return messages if isinstance(messages, list) or messages is None else [messages]
 
 
+#: an evaluation of at most this many attempts keeps the compact steps it read: a report's pairs share their
+#: selectors (none-root, none-final, root-final: each evaluation in two), and a larger one reads them again rather
+#: than hold every trajectory (the memory stays that of one attempt's steps)
+STEPS_KEPT = 1_000
+
+
 class Evaluation:
     """One label's current evaluation: its records and, on demand, each attempt's messages and steps."""
 
@@ -138,6 +144,7 @@ class Evaluation:
             last[rec.key] = rec
         self.by_key = last
         self._sidecar: dict[Key, bytes] | None = None
+        self._compact: dict[Key, list[Step] | None] | None = {} if len(last) <= STEPS_KEPT else None
 
     def messages(self, key: Key) -> list[Any] | None:
         if self._sidecar is None:
@@ -150,8 +157,15 @@ class Evaluation:
         return None if rec is None else read_hermit_log(rec.log).messages
 
     def steps(self, key: Key, *, pretty: bool = True) -> list[Step] | None:
+        """The attempt's steps (read only: the compact ones of a small evaluation are kept and handed out again)."""
+        kept = self._compact if not pretty else None
+        if kept is not None and key in kept:
+            return kept[key]
         messages = self.messages(key)
-        return None if messages is None else steps_of(messages, pretty=pretty)
+        steps = None if messages is None else steps_of(messages, pretty=pretty)
+        if kept is not None:
+            kept[key] = steps
+        return steps
 
 
 def _record_usage(rec: AttemptRecord) -> Any:

@@ -224,6 +224,9 @@ class Config(BaseModel):
     data: dict[str, Any]
     overrides: list[str]
     _shown: str = PrivateAttr(default="")
+    # template_id's reading of the template's adapter.yaml, by the file's path and stat: a command asks for the
+    # tree folder several times (the report: 5), and the file is parsed once while it stays as it was
+    _template_ids: dict[tuple[Path, int, int, int], str] = PrivateAttr(default_factory=dict)
 
     @property
     def shown(self) -> str:
@@ -292,6 +295,13 @@ class Config(BaseModel):
         if folder is None:
             return str(self.get("template")).split("@")[0]
         manifest = folder / "adapter.yaml"
+        try:
+            st = manifest.stat()
+            key: tuple[Path, int, int, int] | None = (manifest, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None  # _read_yaml words what is wrong with it
+        if key is not None and key in self._template_ids:
+            return self._template_ids[key]
         data = _read_yaml(manifest, str(manifest))
         ident = (
             data.get("template", {}).get("id")
@@ -300,6 +310,8 @@ class Config(BaseModel):
         )
         if not isinstance(ident, str) or not TEMPLATE_ID.fullmatch(ident):
             raise InputError(f"{manifest}: template.id must be a lowercase slug, got {ident!r}")
+        if key is not None:
+            self._template_ids[key] = ident
         return ident
 
     @property

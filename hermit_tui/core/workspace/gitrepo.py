@@ -10,13 +10,19 @@ config file): hooks are looked up in ``/dev/null`` (so none is found), fsmonitor
 external diff and merge driver configured at any level is emptied (an empty command is no command), signing, auto gc
 and every transport are off, and git never prompts. What publishing relied on git's hooks for, hermit-tui checks
 itself (``core.publish.card``: ref names, compare-and-swap moves, a card commit that changes CARD.md alone).
+
+Reading needs no GitPython: :class:`GitReader` runs plain ``git`` processes under the same environment (what the
+report, gate and show read of a tree: refs, commit types and messages, a commit's files, its parents and what it
+changed), so a command that only reads does not pay GitPython's import and its ``git version`` call (issue 30).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+import subprocess
+import threading
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,4 +123,202 @@ def open_repo(path: str | Path) -> git.Repo:
     return repo
 
 
-__all__ = ["SAFE_CONFIG", "SAFE_ENV", "driver_overrides", "open_repo", "safe_env"]
+_FULL_ID = re.compile(r"[0-9a-f]{40}")
+
+
+class GitError(Exception):
+    """A git command of :class:`GitReader` that failed (its exit status; what it printed on stderr)."""
+
+
+class NotARepository(GitError):
+    """The folder is not a git repository (nor a bare one) itself: git's search is not allowed above it."""
+
+
+def git_executable() -> str:
+    """The git program GitPython would run (its ``GIT_PYTHON_GIT_EXECUTABLE``, else ``git``)."""
+    return os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
+
+
+class GitReader:
+    """Plain git processes reading the repository at ``path``, each with hooks, fsmonitor, filters, drivers,
+    pagers, editors, helpers and signing off (as :func:`open_repo`'s). Raises :class:`NotARepository` when ``path``
+    is not itself a repository, as ``git.Repo(path)`` does (git is not let search the folders above it)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._commits: dict[str, bytes] = {}  # a commit's raw object by its full id (an object never changes)
+        self._batch: subprocess.Popen[bytes] | None = None  # one `cat-file --batch` for every object read
+        self._lock = threading.Lock()
+        base = dict(os.environ)
+        self._env = {**base, **safe_env(base=base)}
+        ceiling = {"GIT_CEILING_DIRECTORIES": str(self.path.resolve().parent)}
+        try:
+            self.run("rev-parse", "--git-dir", env=ceiling)
+        except GitError:
+            raise NotARepository(f"{self.path} is not a git repository") from None
+        try:
+            names = self.text("config", "--list", "--name-only", "-z").split("\0")
+        except GitError:
+            names = []  # no config at all to list: the base settings stand
+        self._env = {**base, **safe_env(names, base=base)}
+
+    def run(self, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
+        """What ``git ARGS`` prints on stdout; GitError when it exits with another status than 0."""
+        try:
+            done = subprocess.run(
+                [git_executable(), *args],
+                cwd=self.path,
+                env={**self._env, **(env or {})},
+                input=stdin if stdin is not None else b"",
+                capture_output=True,
+                check=False,
+            )
+        except OSError as exc:
+            raise GitError(f"git {args[0] if args else ''}: {exc}") from None
+        if done.returncode:
+            raise GitError(f"git {args[0] if args else ''} exited with {done.returncode}: {done.stderr[-500:]!r}")
+        return done.stdout
+
+    def text(self, *args: str) -> str:
+        """:meth:`run`'s output as text without its last newline, as GitPython's ``repo.git.<command>`` gives it
+        (bytes that are not UTF-8 kept as surrogate escapes)."""
+        out = self.run(*args).decode("utf-8", "surrogateescape")
+        return out[:-1] if out.endswith("\n") else out
+
+    def _object(self, sha: str) -> tuple[str, bytes] | None:
+        """(type, content) of the object with the full id ``sha``, None when there is none: one ``cat-file
+        --batch`` process kept for the reader's life (as GitPython keeps its own), each object asked for in turn."""
+        if not _FULL_ID.fullmatch(sha):
+            raise GitError(f"not a full object id: {sha!r}")  # (never a revision git would interpret)
+        with self._lock:
+            if self._batch is None or self._batch.poll() is not None:
+                try:
+                    self._batch = subprocess.Popen(
+                        [git_executable(), "cat-file", "--batch"],
+                        cwd=self.path,
+                        env=self._env,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                    )
+                except OSError as exc:
+                    raise GitError(f"git cat-file: {exc}") from None
+            batch = self._batch
+            assert batch.stdin is not None and batch.stdout is not None
+            try:
+                batch.stdin.write(f"{sha}\n".encode())
+                batch.stdin.flush()
+                header = batch.stdout.readline().split()
+                if len(header) == 2 and header[1] == b"missing":
+                    return None
+                if len(header) != 3:
+                    raise GitError(f"git cat-file --batch: unexpected answer for {sha}: {header!r}")
+                size = int(header[2])
+                data = batch.stdout.read(size + 1)
+            except (OSError, ValueError) as exc:
+                self._stop()
+                raise GitError(f"git cat-file --batch: {exc}") from None
+            if len(data) != size + 1:
+                self._stop()
+                raise GitError(f"git cat-file --batch ended while reading {sha}")
+            return header[1].decode(), data[:-1]
+
+    def _stop(self) -> None:
+        batch, self._batch = self._batch, None
+        if batch is None:
+            return
+        for stream in (batch.stdin, batch.stdout):
+            if stream is not None:
+                stream.close()
+        try:
+            batch.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            batch.kill()
+            batch.wait()
+
+    def close(self) -> None:
+        """Stop the ``cat-file --batch`` process, if one was started (reading again starts another)."""
+        with self._lock:
+            self._stop()
+
+    def __del__(self) -> None:
+        # a reader dropped without close(): its cat-file ends at the end of its input (as GitPython's Repo does on
+        # collection), reaped by subprocess later; nothing waits here
+        batch = getattr(self, "_batch", None)
+        if batch is not None and batch.stdin is not None:
+            try:
+                batch.stdin.close()
+            except OSError:
+                pass
+
+    def object_type(self, sha: str) -> str | None:
+        """``commit``, ``tree``, ``blob`` or ``tag`` for an object id, None when there is no such object."""
+        if _FULL_ID.fullmatch(sha):
+            found = self._object(sha)
+            return found[0] if found is not None else None
+        try:
+            return self.text("cat-file", "-t", "--end-of-options", sha) or None
+        except GitError:
+            return None
+
+    def _commit_object(self, sha: str) -> bytes:
+        raw = self._commits.get(sha)
+        if raw is not None:
+            return raw
+        if not _FULL_ID.fullmatch(sha):
+            return self.run("cat-file", "commit", sha)
+        for _ in range(100):  # an annotated tag (of a tag ...) is followed to its commit, as `cat-file commit` does
+            found = self._object(sha)
+            if found is None:
+                raise GitError(f"git cat-file: no object {sha}")
+            kind, data = found
+            if kind == "commit":
+                self._commits[sha] = data
+                return data
+            target = data.split(b"\n", 1)[0]
+            if kind != "tag" or not target.startswith(b"object "):
+                raise GitError(f"git cat-file: {sha} is a {kind}, not a commit")
+            sha = target[7:].decode("ascii", "replace")
+        raise GitError(f"git cat-file: tags nested too deeply at {sha}")
+
+    def commit(self, sha: str) -> tuple[list[str], bytes]:
+        """A commit's parents and raw message (GitError when ``sha`` is not a commit)."""
+        head, _, message = self._commit_object(sha).partition(b"\n\n")
+        parents = [line[7:].decode() for line in head.split(b"\n") if line.startswith(b"parent ")]
+        return parents, message
+
+    def commit_message(self, sha: str) -> str:
+        """A commit's message as text, in the encoding its header names (UTF-8 by default; what does not decode
+        is replaced)."""
+        head, _, message = self._commit_object(sha).partition(b"\n\n")
+        encoding = "utf-8"
+        for line in head.split(b"\n"):
+            if line.startswith(b"encoding "):
+                encoding = line[9:].decode("ascii", "replace").strip() or encoding
+        try:
+            return message.decode(encoding, "replace")
+        except LookupError:
+            return message.decode("utf-8", "replace")
+
+    def blobs(self, shas: Sequence[str]) -> list[bytes]:
+        """The contents of blobs, in order (GitError when one is missing or not a blob)."""
+        contents: list[bytes] = []
+        for sha in shas:
+            found = self._object(sha)
+            if found is None or found[0] != "blob":
+                raise GitError(f"git cat-file: {sha} is not a blob")
+            contents.append(found[1])
+        return contents
+
+
+__all__ = [
+    "SAFE_CONFIG",
+    "SAFE_ENV",
+    "GitError",
+    "GitReader",
+    "NotARepository",
+    "driver_overrides",
+    "git_executable",
+    "open_repo",
+    "safe_env",
+]

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.lazy import lazy_module
-from hermit_tui.core.workspace.gitrepo import open_repo
+from hermit_tui.core.workspace.gitrepo import GitError, GitReader, NotARepository, open_repo
 
 if TYPE_CHECKING:
     import git
@@ -83,7 +83,7 @@ def one_tree_per_path() -> Iterator[None]:
     finally:
         _SHARED.reset(token)
         for tree in trees.values():
-            tree.repo.close()
+            tree._close_repo()
 
 
 def open_tree(path: Path | str) -> AdapterTree:
@@ -107,18 +107,35 @@ def run_of(tag: str) -> str | None:
 
 
 class AdapterTree:
-    """Read and update an adapter tree through GitPython."""
+    """Read and update an adapter tree: reads through plain git processes (``reader``), updates, exports and the
+    version listing through GitPython (``repo``, opened at its first use)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self._shared = False  # handed out by open_tree inside one_tree_per_path: closed at the end of it
         self._shared_refs: dict[str, str] | None = None
+        self._repo: git.Repo | None = None
         if not self.path.exists():
             raise InputError(f"adapter tree {self.path} does not exist")
         try:
-            self.repo = open_repo(self.path)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            self.reader = GitReader(self.path)
+        except NotARepository:
             raise InputError(f"adapter tree {self.path} is not a git repository") from None
+
+    @property
+    def repo(self) -> git.Repo:
+        """GitPython's Repo on the tree (see ``gitrepo.open_repo``), opened when first asked for."""
+        if self._repo is None:
+            try:
+                self._repo = open_repo(self.path)
+            except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+                raise InputError(f"adapter tree {self.path} is not a git repository") from None
+        return self._repo
+
+    def _close_repo(self) -> None:
+        self.reader.close()
+        if self._repo is not None:
+            self._repo.close()
 
     # ---------- refs ----------
     def _refs(self) -> dict[str, str]:
@@ -132,7 +149,7 @@ class AdapterTree:
 
     def _list_refs(self) -> dict[str, str]:
         fmt = "%(refname)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)"
-        out = self.repo.git.for_each_ref(f"--format={fmt}", "refs/tags", "refs/heads")
+        out = self.reader.text("for-each-ref", f"--format={fmt}", "refs/tags", "refs/heads")
         refs: dict[str, str] = {}
         for line in out.splitlines():
             name, kind, sha, peeled_kind, peeled = line.split("\x00")
@@ -143,10 +160,9 @@ class AdapterTree:
         return refs
 
     def _commit_type(self, sha: str) -> bool:
-        try:
-            return bool(self.repo.odb.info(bytes.fromhex(sha)).type == b"commit")
-        except (ValueError, git.BadObject, git.BadName):
-            return False
+        if len(sha) % 2 or not _HEX.fullmatch(sha):
+            return False  # (an id git is never asked about)
+        return self.reader.object_type(sha) == "commit"
 
     def has_commit(self, sha: str) -> bool:
         """Whether ``sha`` (40 hex digits) is a commit of the tree."""
@@ -157,8 +173,8 @@ class AdapterTree:
         if len(prefix) == 40:
             return [prefix] if self._commit_type(prefix) else []
         try:
-            out = self.repo.git.rev_parse(f"--disambiguate={prefix}")
-        except git.GitCommandError:
+            out = self.reader.text("rev-parse", f"--disambiguate={prefix}")
+        except GitError:
             return []
         return [sha for sha in out.split() if self._commit_type(sha)]
 
@@ -210,14 +226,13 @@ class AdapterTree:
 
     def message(self, commit: str) -> str:
         """The full message of a commit (given as any ref :meth:`resolve` accepts)."""
-        message = self.repo.commit(self.resolve(commit)).message
-        return message if isinstance(message, str) else message.decode("utf-8", "replace")
+        return self.reader.commit_message(self.resolve(commit))
 
     def close(self) -> None:
         """Stop the git helper processes GitPython keeps open (a shared tree: when its ``one_tree_per_path``
         ends)."""
         if not self._shared:
-            self.repo.close()
+            self._close_repo()
 
     def is_valid(self, commit: str) -> bool:
         """False for a commit hermit marked as failing its spec check."""
