@@ -462,7 +462,9 @@ def _measured(tree: AdapterTree | None, sha: str, memo: dict[str, str] | None = 
                 return sha
             parent = parents[0]
             # every path the commit changed (a rename: both of its names), as GitPython's parent.diff(commit) had it
-            out = tree.reader.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", parent, sha)
+            out = tree.reader.run(
+                "diff-tree", "-r", "-z", "--name-only", "--no-renames", "--end-of-options", parent, sha
+            )
             changed = {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
         except Exception:  # a commit missing from the tree: keep the sha as recorded
             return sha

@@ -96,7 +96,7 @@ def _tree_files(tree: AdapterTree, commit: str) -> tuple[dict[str, bytes], dict[
     """A commit's files (``path -> bytes``, a symlink as ``symlink:<target>``, the large ones not read) and every
     file's size, in the order GitPython's ``tree.traverse()`` gives them (breadth first, each folder in tree order):
     one ``ls-tree`` and one ``cat-file --batch``, no GitPython."""
-    listing = tree.reader.run("ls-tree", "-r", "-t", "-z", "-l", "--full-tree", commit)
+    listing = tree.reader.run("ls-tree", "-r", "-t", "-z", "-l", "--full-tree", "--end-of-options", commit)
     children: dict[str, list[tuple[str, int, str, str, str]]] = {}
     for entry in listing.split(b"\0"):
         if not entry:

@@ -266,7 +266,7 @@ class GitReader:
         if raw is not None:
             return raw
         if not _FULL_ID.fullmatch(sha):
-            return self.run("cat-file", "commit", sha)
+            return self.run("cat-file", "commit", "--end-of-options", sha)  # never an option, whatever sha holds
         for _ in range(100):  # an annotated tag (of a tag ...) is followed to its commit, as `cat-file commit` does
             found = self._object(sha)
             if found is None:
