@@ -97,6 +97,12 @@ def add_parser(sub) -> None:
         help="with --stop-when-decided: the looks within the first round, after each Nth of its tasks in a fixed "
         "order (default: one per 25 tasks, at most 8; 1: look only after whole rounds)",
     )
+    p_eval.add_argument(
+        "--no-futility",
+        action="store_true",
+        help="with --stop-when-decided: no stop for futility (by default, without --margin, a candidate stops once "
+        "a decision is out of reach: conditional power under the current estimate below 2%%)",
+    )
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
 
@@ -200,6 +206,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         baseline=args.baseline if args.stop_when_decided else None,
         margin=args.margin if args.stop_when_decided else None,
         first_round_looks=args.first_round_looks,
+        futility=not args.no_futility,
         cluster_by=cluster_option(args.cluster_by, args.cluster_file),
     )
     run = EvalRun(config, options)

@@ -174,12 +174,24 @@ def sequential_lines(
         )
         if look is None or look.mean_diff is None or look.ci_low is None:
             continue
-        decision = {"improvement": "an improvement", "regression": "a regression"}.get(look.decision, "undecided")
+        decision = {
+            "improvement": "an improvement",
+            "regression": "a regression",
+            "futile": "stopped for futility",
+        }.get(look.decision, "undecided")
         if look.decision == "equivalent":
             decision = f"equivalent within ±{look.margin:g}"
+        if look.adjusted and look.adjusted_estimate is not None:  # the estimate adjusted for the stopping rule
+            figures = (
+                f"{look.adjusted_estimate:+.3f} [{look.adjusted_low:.3f}, {look.adjusted_high:.3f}] (median-unbiased "
+                f"for the stopping rule; observed {look.mean_diff:+.3f}; repeated CI [{look.ci_low:.3f}, "
+                f"{look.ci_high:.3f}])"
+            )
+        else:
+            figures = f"{look.mean_diff:+.3f} [{look.ci_low:.3f}, {look.ci_high:.3f}]"
         out.append(
-            f"{names[row.label]} − {names[entry.baseline]} {look.mean_diff:+.3f} [{look.ci_low:.3f}, "
-            f"{look.ci_high:.3f}]: {decision} (after {look.rounds} of at most {look.max_rounds} rounds)"
+            f"{names[row.label]} − {names[entry.baseline]} {figures}: {decision} (after {look.rounds} of at most "
+            f"{look.max_rounds} rounds)"
         )
     return out
 

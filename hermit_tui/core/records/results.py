@@ -226,7 +226,7 @@ class SequentialEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     baseline: str
-    decision: Literal["improvement", "regression", "equivalent", "undecided"] | None = None
+    decision: Literal["improvement", "regression", "equivalent", "undecided", "futile"] | None = None
     rounds: int
     max_rounds: int
     method: str
@@ -241,6 +241,13 @@ class SequentialEntry(BaseModel):
     batches: int | None = None  # looks within the first round (absent before issue 25, item 4: 1)
     tasks_looked: int | None = None  # the paired tasks of the last look (fewer than the test tasks: within round 1)
     total_tasks: int | None = None  # the test tasks of a round
+    # issue 25, item 4 (absent before): the futility rule's conditional-power threshold (None: no futility rule),
+    # the conditional power at the last look, and the inference at stopping adjusted for the stopping rule
+    futility: float | None = None
+    conditional_power: float | None = None
+    estimate: float | None = None  # median-unbiased (stagewise ordering)
+    estimate_interval: tuple[float, float] | None = None
+    p_value: float | None = None
 
     @property
     def within_first_round(self) -> bool:

@@ -69,6 +69,7 @@ class LaunchOptions(BaseModel):
     margin: float | None = None  # --stop-when-decided: also "equivalent within ±margin"
     cluster_by: str | None = None  # --cluster-by: a field of the task rows whose values cluster the tasks
     first_round_looks: int | None = None  # --stop-when-decided: looks within the first round (None: by the tasks)
+    futility: bool = True  # --stop-when-decided: the non-binding futility rule (--no-futility: off; off with a margin)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -145,6 +146,8 @@ class LaunchOptions(BaseModel):
         if not self.stop_when_decided:
             if self.first_round_looks is not None:
                 raise ValueError("--first-round-looks is for --stop-when-decided (add it, or drop the option)")
+            if not self.futility:
+                raise ValueError("--no-futility is for --stop-when-decided (add it, or drop the option)")
             if self.baseline is not None or self.margin is not None:
                 raise ValueError(
                     f"{'--baseline' if self.baseline is not None else '--margin'} is for "

@@ -389,7 +389,8 @@ class EvalRun:
             self._log("info", round_line(r, plan, looks))
         if checked and gate.stopped:
             t = gate.tracker
-            self._log("info", decided_line(t.rounds, plan, t.tasks_looked, len(t.task_ids)))
+            futile = sum(1 for c in plan.candidates if (lk := t.last(c)) is not None and lk.decision == "futile")
+            self._log("info", decided_line(t.rounds, plan, t.tasks_looked, len(t.task_ids), futile))
 
     # -- summaries -----------------------------------------------------------------------------------------------
     def _write_summary(self, journal: SelectorJournal, *, final: bool) -> Summary:
