@@ -264,7 +264,9 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
     old["sequential"] = {k: v for k, v in old["sequential"].items() if k not in ("spend", "split_over")}
     path.write_text(json.dumps(old | {"sequential": old["sequential"] | {"method": OLD_METHOD}}))
     with pytest.raises(InputError, match="the sequential design .* of an earlier hermit-tui version"):
-        EvalRun(config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True, futility=False)
+        EvalRun(
+            config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True, futility=False
+        )
     path.write_text(kept)
     # nor under another futility rule
     with pytest.raises(InputError, match="futility rule none -> 0.02"):
