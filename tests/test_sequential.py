@@ -355,7 +355,7 @@ def test_the_adjusted_estimate_is_median_unbiased_and_its_interval_covers_in_a_m
         s = np.cumsum(rng.normal(theta * steps, np.sqrt(steps)))
         z = s / np.sqrt(info)
         k = next((j for j in range(4) if abs(z[j]) >= cs[j]), 3)
-        est, low, high, _ = stagewise_inference(info[: k + 1], cs[:k], z[k], lo=-5, hi=5)
+        est, low, high, _ = stagewise_inference(list(info[: k + 1]), cs[:k], float(z[k]), lo=-5, hi=5)
         above += est > theta
         covered += low <= theta <= high
         early += k < 3

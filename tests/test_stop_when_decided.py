@@ -175,6 +175,7 @@ def test_aa_stops_for_futility_and_the_report_and_gate_say_so(project, capsys):
     a, b = matrix(rows["none"], r), matrix(rows["clone"], r)
     for k in range(1, r + 1):
         look = sequential_look("none", "clone", a[:, :k], b[:, :k], ROUNDS)
+        assert look.ci_low is not None and look.ci_high is not None
         assert look.decision == "undecided" and look.ci_low < 0 < look.ci_high
     diff = float((b.mean(axis=1) - a.mean(axis=1)).mean())
     assert entry["mean_diff"] == pytest.approx(diff)
