@@ -142,8 +142,9 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
             "\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets error spending "
             "over the planned rounds, alpha split over the candidates; Jennison & Turnbull 2000): "
             + "; ".join(sequential)
-            + ". The decisions and their intervals stay valid although the launch "
-            "stopped on what it saw; the per-adapter intervals in the table are the fixed design's."
+            + ". The decisions and their repeated intervals stay valid although the launch stopped on what it saw, "
+            "and the estimates are adjusted for it (the stagewise ordering, Jennison & Turnbull 2000, ch. 8); "
+            "the per-adapter intervals in the table are the fixed design's."
         )
     return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
 

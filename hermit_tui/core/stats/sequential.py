@@ -53,6 +53,13 @@ t with G - 1 df, or the bounded score interval / no-spread bound: the fixed desi
 here because the selector interval's no-spread floor would make the extreme early levels uninformative), which keeps
 it within the range of a difference (the "significance level approach" to group-sequential t-tests, J&T 2000 sec.
 3.8). Its error rates are measured by simulation in ``benchmarks/bench_stats.py``.
+
+At stopping (issue 25, item 4): **a non-binding futility rule** (:data:`FUTILITY_CP`, :func:`conditional_power`;
+the boundaries ignore it, so it can only remove claims) stops an undecided candidate whose conditional power under
+the current estimate is below 0.02, at looks of :data:`FUTILITY_MIN_ATTEMPTS` attempts per selector or more; and
+the estimate, interval and p-value at the candidate's stop are **adjusted for the stopping rule** by the stagewise
+ordering (:func:`stagewise_inference`; Jennison & Turnbull 2000, ch. 8), computed by the same recursive
+integration with a drift.
 """
 
 from __future__ import annotations
