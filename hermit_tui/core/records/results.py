@@ -214,6 +214,9 @@ class AttemptRecord(BaseModel):
         return line
 
 
+NEW_SEQUENTIAL_KEYS = frozenset({"futility", "conditional_power", "estimate", "estimate_interval", "p_value"})
+
+
 class SequentialEntry(BaseModel):
     """summary.json's ``sequential`` object, written by a launch with ``--stop-when-decided``
     (``core.stats.sequential``).
@@ -248,6 +251,11 @@ class SequentialEntry(BaseModel):
     estimate: float | None = None  # median-unbiased (stagewise ordering)
     estimate_interval: tuple[float, float] | None = None
     p_value: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _new_keys_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The keys of issue 25, item 4 are written only with a value: an entry without them is written as before."""
+        return {k: v for k, v in handler(self).items() if v is not None or k not in NEW_SEQUENTIAL_KEYS}
 
     @property
     def within_first_round(self) -> bool:
