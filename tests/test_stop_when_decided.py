@@ -379,6 +379,10 @@ def test_cli_flags_and_bad_input(project, capsys):
             ["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--limit", "2"],
             "--stop-when-decided with --limit",
         ),
+        (
+            ["--adapter", "none", "--adapter", "adapters/good", "--no-futility"],
+            "--no-futility is for --stop-when-decided",
+        ),
     ]:
         code = main(["eval", "--config", str(project), *argv])
         out, err = capsys.readouterr()
