@@ -77,7 +77,8 @@ class SequentialPlan(BaseModel):
         if (entry.batches or 1) != self.batches:
             changed.append(f"looks within the first round {entry.batches or 1} -> {self.batches}")
         if entry.futility != self.futility:
-            changed.append(f"futility rule {entry.futility or 'none'} -> {self.futility or 'none'}")
+            hint = " (--no-futility resumes it without one)" if entry.futility is None else ""
+            changed.append(f"futility rule {entry.futility or 'none'} -> {self.futility or 'none'}{hint}")
         if entry.method != self.method:  # e.g. a launch begun before the design changed (issue 25, item 4)
             changed.append("the sequential design (spending function, alpha split) of an earlier hermit-tui version")
         return changed
