@@ -26,7 +26,9 @@ from hermit_tui.core.present import p_value, short_num
 from hermit_tui.core.records.results import SequentialEntry, Summary
 from hermit_tui.core.stats.figures import PairStats, VerdictKind
 from hermit_tui.core.stats.sequential import (
+    ADJUSTED_METHOD,
     ALPHA,
+    FUTILITY_METHOD,
     METHOD,
     SequentialLook,
     SequentialMonitor,
@@ -499,6 +501,10 @@ def sequential_method(look: SequentialLook) -> str:
             f"; round {look.rounds}'s interval: {METHOD_TEXT[look.ci_method]} at the nominal confidence "
             f"1 − {1 - look.nominal_level:.2g}"
         )
+    if look.futility is not None:
+        text += f"; {FUTILITY_METHOD.format(cp=look.futility)}"
+    if look.adjusted:
+        text += f"; the estimate, interval and p at stopping: {ADJUSTED_METHOD}"
     return text
 
 

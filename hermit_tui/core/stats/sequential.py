@@ -902,7 +902,14 @@ def _near_the_ends(p: float, n_eff: float, crit: float, low: float, high: float,
 
 
 __all__ = [
+    "ADJUSTED_METHOD",
     "ALPHA",
+    "FUTILITY_CP",
+    "FUTILITY_METHOD",
+    "FUTILITY_MIN_ATTEMPTS",
+    "conditional_power",
+    "design_units",
+    "stagewise_inference",
     "BATCH_METHOD",
     "METHOD",
     "OLD_METHOD",
