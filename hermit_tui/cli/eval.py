@@ -220,7 +220,11 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
             sys.stderr.write("cancelling: finishing the attempts in flight (Ctrl-C again to abandon them)\n")
             run.cancel()
 
-    previous = signal.signal(signal.SIGINT, interrupted)
+    # An ignored SIGINT (nohup, a job started in the background of a script) stays ignored: the user asked for the
+    # launch not to be interrupted by it, and a handler installed here would undo that
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, interrupted)
     try:
         if progress is not None:
             with progress:
@@ -228,7 +232,8 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         else:
             summaries = run.run_sync()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if previous is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous)
     if len(summaries) == 1:
         payload = json.loads(next(iter(summaries.values())).to_json())
     else:
