@@ -26,7 +26,7 @@ from hermit_tui.dashboard.screens.base import HermitModal, HermitScreen, opened
 from hermit_tui.dashboard.widgets.banners import Banners
 from hermit_tui.dashboard.widgets.checklist import CheckList
 from hermit_tui.dashboard.widgets.footer import Footer
-from hermit_tui.dashboard.widgets.key_value import KeyValueRows
+from hermit_tui.dashboard.widgets.key_value import KeyValueRows, Tail
 from hermit_tui.dashboard.widgets.textfield import TextField
 
 DEFAULT_PICKS = ("none", "root", "final")
@@ -56,7 +56,7 @@ def protocol_table(config, taskset, checks=None) -> KeyValueRows:
     order = "shuffled" if config.shuffle else Text("ordered stream (data.shuffle: false)", style="bold yellow")
     rows: list[tuple[str, str | Text]] = [
         ("run", config.run_name),
-        ("config", _rel(config.path, Path.cwd()) if here else config.path.name),
+        ("config", Tail(_rel(config.path, Path.cwd()) if here else config.path.name)),
         (
             "test split",
             f"{len(splits.get('test', []))} tasks  (train {len(splits.get('train', []))}, "
@@ -65,12 +65,12 @@ def protocol_table(config, taskset, checks=None) -> KeyValueRows:
         ("agent", str(config.agent_name)),
         *([("agent params", ", ".join(f"{k}={v}" for k, v in list(shown.items())[:6]))] if shown else []),
         ("model", str(model)),
-        ("judge", f"{_rel(config.judge_path, base)}:{config.judge_name}"),
+        ("judge", Tail(f"{_rel(config.judge_path, base)}:{config.judge_name}")),
         ("repeats", str(config.repeats)),
         ("concurrency", str(config.concurrency)),
         ("timeout", f"{config.timeout_min:g} min" if config.timeout_min else "none"),
         ("order", order),
-        ("adapter tree", _rel(config.tree_dir, base)),
+        ("adapter tree", Tail(_rel(config.tree_dir, base))),
     ]
     for i, check in enumerate(checks or []):
         colour = {"error": "bold red", "warning": "yellow"}.get(check.level, "dim")
