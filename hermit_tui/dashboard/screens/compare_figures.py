@@ -128,13 +128,15 @@ def recorded_clusters(
     as recorded (a cluster file edited since the launch, fewer than 2 clusters now): the screen then shows the
     figures unclustered and says why, where ``report`` refuses."""
     from hermit_tui.core.errors import InputError
-    from hermit_tui.core.stats.clusters import resolve_clustering
+    from hermit_tui.core.stats.clusters import ClustersChanged, resolve_clustering
 
     prints = [s.fingerprint if s is not None else None for s in summaries]
     recorded = [fp.cluster_by if fp is not None else None for fp in prints]
     digests = [fp.clusters_sha256 if fp is not None else None for fp in prints]
     try:
         return resolve_clustering(tasks, task_ids, None, recorded, digests), None
+    except ClustersChanged as exc:  # the command's remedy is an option: here, the figures are shown unclustered
+        return None, f"not clustered: {exc.reason}; `hermit-tui report {exc.option} …` clusters them as they are now"
     except InputError as exc:
         return None, f"not clustered: {exc}"
 
