@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hermit_tui.core.records.index import Snapshot
+from hermit_tui.core.stats.anytime_looks import is_anytime
 from hermit_tui.core.stats.looks import boundary_text, decided_where, look_text
 from hermit_tui.core.stats.sequential import SequentialLook, boundaries_of, round_boundaries
 from hermit_tui.dashboard.widgets.plots import BoundaryPlot, BoundarySeries
@@ -92,7 +93,8 @@ class SequentialPanel(Vertical):
             return
         self.query_one("#sequential-text", Static).update(view_text(view))
         plot = self.query_one("#plot-boundary", BoundaryPlot)
-        plot.show(series(view) if view.looks else None)
+        anytime = bool(view.looks) and is_anytime(view.looks[0])  # a confidence sequence has no z boundary to plot
+        plot.show(series(view) if view.looks and not anytime else None)
 
 
 @dataclass(frozen=True)
