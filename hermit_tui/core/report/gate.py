@@ -478,6 +478,7 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
     if f.tasks is not None and f.tasks != f.n_test:
         return fail(f"measured on {f.tasks} test tasks; the config's test split has {f.n_test}")
     expected, note = f.expected, ""
+    stop: SequentialEntry | None = None
     if f.present < expected and f.summary_complete is True:
         stop = _decided_stop(f, others)
         if stop is not None and anytime_looks.is_anytime(stop) and stop.tasks_looked is not None:
@@ -491,6 +492,8 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
             note = f" (stopped when decided after {stop.rounds} of {f.repeats} rounds)"
     k = max(1, expected // f.n_test) if f.n_test and expected else 0
     size = f"{min(f.n_test, expected)} tasks x {k} repeat{'s' * (k != 1)}"
+    if stop is not None and anytime_looks.is_anytime(stop) and stop.tasks_looked is not None:
+        size = f"{stop.tasks_looked} tasks x {stop.rounds} repeat{'s' * (stop.rounds != 1)}"
     share = f.present / expected if expected else 1.0
     if f.cancelled and f.present < expected:
         return fail(f"cancelled: {f.present} of {expected} expected attempts ({size})", share)

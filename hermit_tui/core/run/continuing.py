@@ -225,6 +225,10 @@ def _sequential_changes(old: Summary, sequential: SequentialPlan | None) -> list
             "it was launched with --stop-when-decided: resume it with --stop-when-decided (the dashboard's "
             "stop early: when decided) and the same baseline and margin"
         ]
+    from hermit_tui.core.stats.anytime_looks import AnytimePlan, is_anytime
+
+    if is_anytime(old.sequential) and not isinstance(sequential, AnytimePlan):
+        return ["it was launched with the anytime-valid design: resume it with --stop-when-decided --anytime"]
     return sequential.same_design(old.sequential)
 
 

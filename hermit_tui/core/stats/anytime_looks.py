@@ -346,6 +346,8 @@ def replay(
         order=order[:n],
     )
     tracker = AnytimeTracker(plan, order[:n])
+    for stream in tracker.pairs.values():  # the test tasks the launch had (it may have stopped before the last)
+        stream.total = max(n, entry.total_tasks or n)
     records = {entry.baseline: _by_key(baseline_records), candidate: _by_key(candidate_records)}
     while not tracker.looks >= len(tracker.schedule):
         if not tracker.complete(records, tracker.looks + 1):
