@@ -146,6 +146,8 @@ def test_an_ab_launch_stops_early_and_records_the_stream(tmp_path, capsys):
     md = capsys.readouterr().out.replace("\\|", "|")
     assert f"against baseline none: {n} of the 60 tasks (anytime-valid)" in md
     assert f"| sequential boundary | {n} of the 60 tasks (2 repeats each); anytime-valid 95% CS" in md
+    assert "Verdict rule for a candidate and its baseline: after each look of an anytime-valid" in md
+    assert "repeated 95% CI" not in md  # the group-sequential design's words are not used for it
     code = main(["gate", "--config", str(project), "--baseline", "none", "--candidate", "good", "--format", "json"])
     gate = json.loads(capsys.readouterr().out)
     assert code == 0, gate
@@ -238,3 +240,29 @@ def test_what_would_break_the_guarantee_is_refused(tmp_path, capsys):
         err = capsys.readouterr().err
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert (folder(project, "clone") / "results.jsonl").is_file()  # nothing on disk lost
+
+
+def test_the_compare_panel_reads_an_anytime_look_in_tasks():
+    from hermit_tui.dashboard.widgets.boundary import SequentialView, view_text
+
+    plan = AnytimePlan(baseline="a", candidates=["b"], max_rounds=2)
+    ids = [f"t{i}" for i in range(30)]
+    records = {
+        "a": {(t, r): Rec(1.0) for t in ids for r in (1, 2)},
+        "b": {(t, r): Rec(0.0) for t in ids for r in (1, 2)},
+    }
+    tracker = AnytimeTracker(plan, ids)
+    while not tracker.finished:
+        tracker.check(records)
+    look = tracker.last("b")
+    assert look is not None and look.decision == "regression"
+    n = tracker.tasks_looked
+    # every difference is -1: the sequence's upper end, computed independently, first falls below 0 at n
+    low, high = eb_confidence_sequence([-1.0] * 30, 0.05, lo=-1, hi=1)
+    assert high[n - 1] < 0 <= high[n - 2]
+    stopped = view_text(SequentialView("a", "b", (look,), 2, 0.05, stopped=True)).plain
+    assert f"a regression, decided after {n} of the 30 tasks" in stopped
+    assert f"stopped after {n} of the 30 tasks (2 repeats each): every candidate was decided" in stopped
+    assert "round" not in stopped
+    live = view_text(SequentialView("a", "b", (look,), 2, 0.05, live=True)).plain
+    assert f"{n} of the 30 tasks (2 repeats each) looked at; the next tasks are under way" in live

@@ -37,7 +37,7 @@ from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot
 from hermit_tui.core.stats.clusters import CLUSTER_METHOD
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
-from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, boundary_text
+from hermit_tui.core.stats.looks import boundary_text
 from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.why.text import curve_lines, pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
@@ -335,10 +335,9 @@ def _pairs(r: Report) -> str:
     return (
         f'<section id="pairs"><h2>Paired comparisons (test split)</h2><p class="note">Verdict rule: '
         f"{esc(VERDICT_RULE)}. Differences are b − a of task means, on the tasks both attempted.</p>"
-        + (
-            f'<p class="note">Verdict rule for a candidate and its baseline: {esc(SEQUENTIAL_RULE)}.</p>'
-            if any(p.sequential for p in r.pairs)
-            else ""
+        + "".join(
+            f'<p class="note">Verdict rule for a candidate and its baseline: {esc(rule)}.</p>'
+            for rule in dict.fromkeys(p.rule for p in r.pairs if p.sequential)
         )
         + "".join(_pair(p, r) for p in r.pairs)
         + "</section>"

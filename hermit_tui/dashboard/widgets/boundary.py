@@ -63,6 +63,12 @@ def view_text(v: SequentialView) -> Text:
         else:
             text.append("— undecided", style="bold")
         text.append(f"\n{boundary_text(look)}")
+    if look is not None and is_anytime(look):  # task by task: no rounds to count
+        if v.live and not v.stopped and look.stopped_early:
+            text.append(f"\n{look_text(look)} looked at; the next tasks are under way")
+        elif v.stopped and look.stopped_early:
+            text.append(f"\nstopped after {look_text(look)}: every candidate was decided")
+        return text
     if v.live and not v.stopped and v.last is not None and v.last.stopped_early:
         now = v.last.rounds + (0 if v.last.within_first_round else 1)
         text.append(f"\nround {now} under way: {v.next_done} of {v.next_total} attempts of {v.a} and {v.b}")
