@@ -266,3 +266,35 @@ def test_the_compare_panel_reads_an_anytime_look_in_tasks():
     assert "round" not in stopped
     live = view_text(SequentialView("a", "b", (look,), 2, 0.05, live=True)).plain
     assert f"{n} of the 30 tasks (2 repeats each) looked at; the next tasks are under way" in live
+
+
+def test_on_the_demo_the_card_carries_the_sequence(demo_config, capsys):
+    # 16 tasks are too few for the sequence to exclude 0 even at the demo's clear difference: it runs every task
+    # and ends undecided, and the card says so with the sequence and its design
+    from hermit_tui.core.publish.plan import plan_publish
+
+    args = ["--adapter", "none", "--adapter", "final", "--stop-when-decided", "--anytime", "--no-card"]
+    code = main(["eval", "--config", str(demo_config), *args, "agent.params.latency_scale=0.01", "eval.repeats=2"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0
+    seq = payload["final"]["sequential"]
+    assert seq["method"] == METHOD and seq["decision"] == "undecided" and seq["tasks_looked"] == 16
+    ids = (demo_config.parent / "test.txt").read_text().split()
+    assert seq["order"] == sha_order(ids)
+    rows = {
+        label: {
+            (r["id"], r["repeat"]): r["judge"]["score"]
+            for r in lines(next((demo_config.parent / "runs").glob(f"*/eval/{label}")) / "results.jsonl")
+        }
+        for label in ("none", "final")
+    }
+    d = np.array([np.mean([rows["final"][(t, k)] - rows["none"][(t, k)] for k in (1, 2)]) for t in seq["order"]])
+    low, high = eb_confidence_sequence(np.clip(d, -1, 1), 0.05, lo=-1, hi=1)
+    assert seq["interval"] == pytest.approx([low[-1], high[-1]], abs=1e-12) and low[-1] < 0 < seq["mean_diff"]
+    plan = plan_publish(load_config(demo_config, ["eval.repeats=2"]))
+    assert not plan.refusals
+    assert (
+        f"final − none {seq['mean_diff']:+.3f} [{low[-1]:.3f}, {high[-1]:.3f}]: undecided (anytime-valid, after 16 "
+        "of the 16 tasks (2 repeats each))"
+    ) in plan.table
+    assert "Stopped when decided (anytime-valid confidence sequences" in plan.table
