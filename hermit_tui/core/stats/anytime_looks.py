@@ -418,6 +418,50 @@ def boundary_text(look: SequentialLook) -> str:
     return "; ".join(parts)
 
 
+FIXED_P_NOTE = (
+    "the p-value is the fixed design's, not adjusted for the looks after each batch of tasks: for reference only "
+    "(the decision is the confidence sequence's)"
+)
+
+
+def sequential_pair(pair: Any, look: SequentialLook) -> Any:
+    """``pair`` (a ``core.stats.figures.PairStats``, b - a) with the anytime look in place of the fixed design's
+    interval, decision, verdict and rule (``core.stats.looks.sequential_pair`` for this design)."""
+    from hermit_tui.core.stats.figures import VerdictKind
+
+    decision = VerdictKind.UNCLEAR if look.decision == "undecided" else VerdictKind(look.decision)
+    return pair.model_copy(
+        update=dict(
+            sequential=look,
+            ci_low=look.ci_low,
+            ci_high=look.ci_high,
+            ci_method=None,
+            n_eff=None,
+            method=sequential_method(look),
+            decision=decision,
+            verdict=sequential_text(look, pair.a, pair.b),
+            rule=ANYTIME_RULE,
+            test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE,
+        )
+    )
+
+
+def interval_words(look: SequentialLook) -> tuple[str, str]:
+    """(what the interval is called, where it was taken) for a one-line figure: '95% CS', ' (anytime-valid, ...)'."""
+    return "anytime-valid 95% CS", f" (after {look_text(look)})"
+
+
+def finished_notice(plan: SequentialPlan, looks: Sequence[SequentialLook], stopped: bool) -> str:
+    """The dashboard's notice when an anytime launch ends: where it stopped and each candidate's decision."""
+    decided = ", ".join(f"{look.candidate} {look.decision}" for look in looks)
+    last = max(looks, key=lambda look: look.tasks or 0) if looks else None
+    if last is None:
+        return f"Evaluation finished: no task looked at, against {plan.baseline}"
+    if stopped:
+        return f"Stopped when decided after {last.tasks} of the {last.total_tasks} tasks (anytime-valid): {decided}"
+    return f"Evaluation finished: {last.tasks} of the {last.total_tasks} tasks, {decided} against {plan.baseline}"
+
+
 def look_line(plan: SequentialPlan, looks: Sequence[SequentialLook]) -> str:
     """What a launch logs when an anytime look is checked."""
     parts = []
@@ -447,6 +491,9 @@ __all__ = [
     "decided_line",
     "decided_where",
     "entry_where",
+    "finished_notice",
+    "interval_words",
+    "sequential_pair",
     "is_anytime",
     "look_line",
     "look_text",

@@ -509,15 +509,13 @@ def boundary_text(look: SequentialLook) -> str:
     return "; ".join(parts)
 
 
-def _rule(look: SequentialLook) -> str:
-    from hermit_tui.core.stats import anytime_looks
-
-    return anytime_looks.ANYTIME_RULE if anytime_looks.is_anytime(look) else SEQUENTIAL_RULE
-
-
 def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
     """``pair`` (a ``core.stats.figures.PairStats``, b - a) with the sequential look in place of the fixed design's
     interval, decision, verdict and rule; ``look`` must read b - a (see :func:`negated`)."""
+    from hermit_tui.core.stats import anytime_looks
+
+    if anytime_looks.is_anytime(look):
+        return anytime_looks.sequential_pair(pair, look)  # type: ignore[no-any-return]
     decision = VerdictKind.UNCLEAR if look.decision == "undecided" else VerdictKind(look.decision)
     return pair.model_copy(
         update=dict(
@@ -529,7 +527,7 @@ def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
             method=sequential_method(look),
             decision=decision,
             verdict=sequential_text(look, pair.a, pair.b),
-            rule=_rule(look),
+            rule=SEQUENTIAL_RULE,
             test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE,
         )
     )

@@ -100,6 +100,7 @@ class SequentialPanel(Vertical):
         self.query_one("#sequential-text", Static).update(view_text(view))
         plot = self.query_one("#plot-boundary", BoundaryPlot)
         anytime = bool(view.looks) and is_anytime(view.looks[0])  # a confidence sequence has no z boundary to plot
+        plot.display = not anytime
         plot.show(series(view) if view.looks and not anytime else None)
 
 
