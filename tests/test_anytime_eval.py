@@ -298,3 +298,30 @@ def test_on_the_demo_the_card_carries_the_sequence(demo_config, capsys):
         "of the 16 tasks (2 repeats each))"
     ) in plan.table
     assert "Stopped when decided (anytime-valid confidence sequences" in plan.table
+
+
+def test_batches_of_tasks_and_a_resume_of_a_decided_launch(tmp_path, capsys):
+    # 12 slots, 2 selectors x 2 repeats: a look adds 3 tasks; the launch stops at the end of the first batch whose
+    # sequence decides, and a resume with another batch size finds the same state and runs nothing
+    project = build(tmp_path / "p", tasks=60, repeats=REPEATS, seed=5, adapters={"good": 0.4})
+    summaries, seen = anytime(project, ["none", "adapters/good"], concurrency=12)
+    entry = summaries["good"].sequential
+    assert entry is not None and entry.decision == "improvement"
+    n = int(entry.tasks_looked or 0)
+    assert n % 3 == 0 and n < 60
+    order = sha_order([f"t{i:03d}" for i in range(60)])[:n]
+    low, high = eb_confidence_sequence(diffs_from_files(project, "none", "good", order, REPEATS), 0.05, lo=-1, hi=1)
+    assert low[n - 1] > 0 and low[n - 4] <= 0  # the previous look (3 tasks before) did not decide
+    assert entry.interval == pytest.approx((low[-1], high[-1]), abs=1e-12)
+    checked = [e.tasks for e in seen if isinstance(e, ev.RoundChecked)]
+    assert checked == list(range(3, n + 1, 3))
+    again: list = []
+    resumed = EvalRun(
+        load_config(project), ["none", "adapters/good"], stop_when_decided=True, anytime=True, resume=True,
+        concurrency=1, on_event=again.append,
+    ).run_sync()  # fmt: skip
+    assert not any(isinstance(e, ev.AttemptStarted) for e in again)
+    assert resumed["good"].sequential == entry
+    assert main(["report", "--config", str(project), "--format", "json"]) == 0
+    pair = {(p["a"], p["b"]): p for p in json.loads(capsys.readouterr().out)["pairs"]}[("none", "good")]
+    assert f"decided after {n} of the 60 tasks" in pair["verdict"] and not pair["warnings"]

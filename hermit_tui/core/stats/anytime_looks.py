@@ -219,8 +219,12 @@ class AnytimeTracker:
         self.task_ids = plan.stream(task_ids)
         total = len(self.task_ids)
         step = max(1, plan.tasks_per_look)
-        ends = list(range(step, total, step)) + [total] if total else [0]
-        self.schedule: tuple[tuple[int, int], ...] = tuple((plan.max_rounds, n) for n in ends)
+        # the recorded tasks are one look (so a resume finds the recorded state again whatever its batch size), then
+        # batches of ``step``
+        done = len(plan.order)
+        ends = ([done] if done else []) + list(range(done + step, total, step)) + ([total] if total > done else [])
+        self._ends = ends or [0]
+        self.schedule: tuple[tuple[int, int], ...] = tuple((plan.max_rounds, n) for n in self._ends)
         self.pairs = {c: _Stream(plan, c, total) for c in plan.candidates}
         self.looks = 0
         self._position = {t: i for i, t in enumerate(self.task_ids)}
@@ -248,8 +252,10 @@ class AnytimeTracker:
 
     def look_of(self, task_id: str, repeat: int) -> int:
         """The look (from 1) whose data an attempt of ``task_id`` (any repeat) is part of."""
+        import bisect
+
         pos = self._position.get(str(task_id), len(self.task_ids) - 1)
-        return pos // max(1, self.plan.tasks_per_look) + 1
+        return min(len(self._ends), bisect.bisect_right(self._ends, pos) + 1)
 
     def _span(self, look: int) -> list[str]:
         start = self.schedule[look - 2][1] if look > 1 else 0
@@ -327,8 +333,9 @@ def tracker_for(plan: SequentialPlan, task_ids: Sequence[str]) -> Any:
 def replay(
     entry: SequentialEntry, baseline_records: Records, candidate_records: Records, candidate: str
 ) -> list[SequentialLook] | None:
-    """The looks of a candidate's recorded anytime launch, recomputed from the records: the tasks of
-    ``entry.order`` in that order, one look per task (None when a task looked at lacks a repeat in the records)."""
+    """The last look of a candidate's recorded anytime launch, recomputed from the records: the sequence over the
+    tasks of ``entry.order`` in that order, decided (or not) after all of them, as the launch decided after its last
+    look (None when a task looked at lacks a repeat in the records)."""
     from hermit_tui.core.stats.looks import _by_key
 
     order = recorded_order(entry)
@@ -343,7 +350,7 @@ def replay(
         alpha=entry.alpha,
         spend=entry.spend,
         split_over=entry.split_over or 1,
-        order=order[:n],
+        order=order[:n],  # one look over them all
     )
     tracker = AnytimeTracker(plan, order[:n])
     for stream in tracker.pairs.values():  # the test tasks the launch had (it may have stopped before the last)
