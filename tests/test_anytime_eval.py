@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -210,12 +211,16 @@ def test_what_would_break_the_guarantee_is_refused(tmp_path, capsys):
     config = load_config(project)
     anytime(project, ["none", "adapters/clone"], concurrency=2)
     both = ["none", "adapters/clone"]
-    for kwargs, message in ((dict(repeats=3), "repeats per task"), (dict(margin=0.1), "margin"), (dict(), None)):
-        with pytest.raises(InputError, match=message or "launched with the anytime-valid design"):
-            if kwargs or message is not None:
-                EvalRun(config, both, stop_when_decided=True, anytime=True, resume=True, **kwargs)
-            else:
-                EvalRun(config, both, stop_when_decided=True, resume=True)
+    refusals: list[tuple[dict[str, Any], str]] = [
+        (dict(stop_when_decided=True, anytime=True, repeats=3), "repeats per task"),
+        (dict(stop_when_decided=True, anytime=True, margin=0.1), "margin"),
+        (dict(stop_when_decided=True, anytime=True, baseline="adapters/clone"), "baseline"),
+        (dict(stop_when_decided=True), "launched with the anytime-valid design"),
+        (dict(), "launched with --stop-when-decided --anytime: resume it with both"),
+    ]
+    for kwargs, message in refusals:
+        with pytest.raises(InputError, match=message):
+            EvalRun(config, both, resume=True, **kwargs)
     # a task already looked at left the split, or its row changed
     test = (project.parent / "test.txt").read_text().split()
     looked = json.loads((folder(project, "clone") / "summary.json").read_text())["sequential"]["order"]
@@ -240,6 +245,11 @@ def test_what_would_break_the_guarantee_is_refused(tmp_path, capsys):
         err = capsys.readouterr().err
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert (folder(project, "clone") / "results.jsonl").is_file()  # nothing on disk lost
+    # a group-sequential launch does not continue as an anytime one
+    other = build(tmp_path / "q", tasks=20, repeats=REPEATS, seed=5, adapters={"clone": 0.0})
+    EvalRun(load_config(other), both, stop_when_decided=True).run_sync()
+    with pytest.raises(InputError, match="group-sequential design: resume it without --anytime"):
+        EvalRun(load_config(other), both, stop_when_decided=True, anytime=True, resume=True)
 
 
 def test_the_compare_panel_reads_an_anytime_look_in_tasks():

@@ -220,12 +220,18 @@ def _sequential_changes(old: Summary, sequential: SequentialPlan | None) -> list
     """A stop-when-decided launch resumes only as one, with the same design."""
     if old.sequential is None:
         return ["it was not launched with --stop-when-decided"] if sequential else []
+    from hermit_tui.core.stats.anytime_looks import AnytimePlan, is_anytime
+
+    if not sequential and is_anytime(old.sequential):
+        return [
+            "it was launched with --stop-when-decided --anytime: resume it with both (the dashboard's stop early: "
+            "anytime-valid) and the same baseline and margin"
+        ]
     if not sequential:
         return [
             "it was launched with --stop-when-decided: resume it with --stop-when-decided (the dashboard's "
             "stop early: when decided) and the same baseline and margin"
         ]
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan, is_anytime
 
     if is_anytime(old.sequential) and not isinstance(sequential, AnytimePlan):
         return ["it was launched with the anytime-valid design: resume it with --stop-when-decided --anytime"]

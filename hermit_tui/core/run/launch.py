@@ -69,9 +69,7 @@ class LaunchOptions(BaseModel):
     margin: float | None = None  # --stop-when-decided: also "equivalent within ±margin"
     cluster_by: str | None = None  # --cluster-by: a field of the task rows whose values cluster the tasks
     first_round_looks: int | None = None  # --stop-when-decided: looks within the first round (None: by the tasks)
-    anytime: bool = (
-        False  # --stop-when-decided --anytime: task by task, by confidence sequences (core.stats.anytime_looks)
-    )
+    anytime: bool = False  # --stop-when-decided --anytime: by confidence sequences (core.stats.anytime_looks)
 
     def __init__(self, **data: Any) -> None:
         try:
