@@ -335,3 +335,24 @@ def test_batches_of_tasks_and_a_resume_of_a_decided_launch(tmp_path, capsys):
     assert main(["report", "--config", str(project), "--format", "json"]) == 0
     pair = {(p["a"], p["b"]): p for p in json.loads(capsys.readouterr().out)["pairs"]}[("none", "good")]
     assert f"decided after {n} of the 60 tasks" in pair["verdict"] and not pair["warnings"]
+
+
+def test_equivalence_within_the_margin_and_the_first_decision_kept():
+    # the candidate scores what the baseline scores on every task: the differences are 0 and the sequence narrows
+    # around 0; with margin 0.3 it is 'equivalent' at the first look whose sequence lies within -0.3..0.3
+    ids = [f"q{i}" for i in range(80)]
+    rng = np.random.default_rng(8)
+    same = {(t, 1): Rec(float(x)) for t, x in zip(ids, rng.random(80).round(2))}
+    records = {"a": same, "b": dict(same)}
+    plan = AnytimePlan(baseline="a", candidates=["b"], max_rounds=1, margin=0.3, tasks_per_look=5)
+    tracker = AnytimeTracker(plan, ids)
+    while not tracker.finished:
+        tracker.check(records)
+    low, high = eb_confidence_sequence(np.zeros(80), 0.05, lo=-1, hi=1)
+    first = next(n for n in range(5, 81, 5) if -0.3 < low[n - 1] and high[n - 1] < 0.3)
+    assert tracker.decided and tracker.tasks_looked == first < 80
+    look = tracker.last("b")
+    assert look is not None and (look.decision, look.decided_tasks) == ("equivalent", first)
+    entry = tracker.entry("b")
+    assert entry.decision == "equivalent" and entry.interval == pytest.approx((low[first - 1], high[first - 1]))
+    assert tracker.entry("a").candidates == {"b": "equivalent"} and tracker.attempts_each == first
