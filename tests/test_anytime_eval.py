@@ -149,6 +149,10 @@ def test_an_ab_launch_stops_early_and_records_the_stream(tmp_path, capsys):
     assert f"| sequential boundary | {n} of the 60 tasks (2 repeats each); anytime-valid 95% CS" in md
     assert "Verdict rule for a candidate and its baseline: after each look of an anytime-valid" in md
     assert "repeated 95% CI" not in md  # the group-sequential design's words are not used for it
+    assert main(["report", "--config", str(project), "--format", "html"]) == 0
+    html = capsys.readouterr().out
+    assert "anytime-valid 95% CS" in html and "anytime-valid 95% confidence sequence" in html
+    assert "repeated 95%" not in html
     code = main(["gate", "--config", str(project), "--baseline", "none", "--candidate", "good", "--format", "json"])
     gate = json.loads(capsys.readouterr().out)
     assert code == 0, gate
