@@ -183,6 +183,10 @@ def test_a_continued_stream_is_one_long_launch(tmp_path):
     )
     cut = run.run_sync()
     assert run.cancelled and cut["good"].sequential is not None and cut["good"].sequential.decision == "undecided"
+    (project.parent / "test.txt").write_text("\n".join(first + added) + "\n")  # interrupted: not on a new split
+    with pytest.raises(InputError, match="interrupted within a look"):
+        EvalRun(load_config(project), ["none", "adapters/good"], stop_when_decided=True, anytime=True, resume=True)
+    (project.parent / "test.txt").write_text("\n".join(first) + "\n")
     resumed = EvalRun(config, ["none", "adapters/good"], stop_when_decided=True, anytime=True, resume=True).run_sync()
     entry = resumed["good"].sequential
     assert entry is not None and entry.decision == "undecided" and entry.tasks_looked == 24
@@ -192,7 +196,7 @@ def test_a_continued_stream_is_one_long_launch(tmp_path):
     whole, _ = anytime(other, ["none", "adapters/good"], concurrency=3)
     assert whole["good"].sequential == entry
 
-    # tasks added: the stream continues
+    # tasks added: the stream continues (an interrupted launch must first finish on its own split)
     (project.parent / "test.txt").write_text("\n".join(first + added) + "\n")
     more = EvalRun(
         load_config(project), ["none", "adapters/good"], stop_when_decided=True, anytime=True, resume=True

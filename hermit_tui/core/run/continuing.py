@@ -99,6 +99,13 @@ class ContinuePlan:
                 changed.append(f"repeats {old.repeats} -> {repeats}")
             if old.smoke_limit != limit:
                 changed.append(f"limit {old.smoke_limit} -> {limit}")
+            split = ("the test task ids", "the test task rows")
+            if grown and old.complete is not True and set(split) & set(differences(old.fingerprint, fingerprint)):
+                raise InputError(
+                    f"{sel.label}: cannot resume the anytime-valid comparison on a changed test split: it was "
+                    "interrupted within a look (its attempts of the tasks not yet looked at were run on the old "
+                    "rows); resume it on the test split it had first, then add the tasks"
+                )
             if old.fingerprint is not None:
                 changed += [
                     name
