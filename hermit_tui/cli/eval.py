@@ -97,6 +97,13 @@ def add_parser(sub) -> None:
         help="with --stop-when-decided: the looks within the first round, after each Nth of its tasks in a fixed "
         "order (default: one per 25 tasks, at most 8; 1: look only after whole rounds)",
     )
+    p_eval.add_argument(
+        "--anytime",
+        action="store_true",
+        help="with --stop-when-decided: look task by task (every repeat of a task together, in a fixed order) by "
+        "anytime-valid confidence sequences, so an undecided comparison continues with --resume, also after "
+        "tasks were added, without restarting the error budget",
+    )
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
 
@@ -200,6 +207,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         baseline=args.baseline if args.stop_when_decided else None,
         margin=args.margin if args.stop_when_decided else None,
         first_round_looks=args.first_round_looks,
+        anytime=args.anytime,
         cluster_by=cluster_option(args.cluster_by, args.cluster_file),
     )
     run = EvalRun(config, options)
@@ -207,7 +215,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     _check_publish(args, run)
     sink, progress = _progress(run, out.guard.terminal_err)
     run.on_event = sink
-    if run.plan.sequential is not None and not args.resume:
+    if run.plan.sequential is not None and not args.resume and not args.anytime:  # projections of rounds
         from hermit_tui.core.run.rounds import projections
 
         for text in projections(config.run_dir, run.plan.sequential, run.plan.task_ids):

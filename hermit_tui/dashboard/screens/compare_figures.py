@@ -14,6 +14,7 @@ from rich.text import Text
 
 from hermit_tui.core.present import NO_SPREAD_POWER, SHARP_TEST_ROW, p_text, p_value, partial_cost
 from hermit_tui.core.records.index import Snapshot
+from hermit_tui.core.stats.anytime_looks import interval_words, is_anytime
 from hermit_tui.core.stats.clusters import Clustering
 from hermit_tui.core.stats.figures import PairStats, SelectorStats, VerdictKind
 from hermit_tui.core.workspace.fingerprint import differences
@@ -252,6 +253,9 @@ def pair_text(p: PairStats) -> Text:
     text.append(f"{p.mean_diff:+.3f}", style="bold")
     ci = interval(p.ci_low, p.ci_high, "repeated 95% CI" if p.sequential else "95% CI")
     kind = f" (sequential, after round {p.sequential.rounds})" if p.sequential else interval_kind(p.ci_method)
+    if p.sequential is not None and is_anytime(p.sequential):
+        name, kind = interval_words(p.sequential)
+        ci = interval(p.ci_low, p.ci_high, name)
     text.append(f"  {ci}{kind}" if ci else "")
     clustered = f", clustered by {p.cluster_by}: {p.n_clusters} clusters" if p.cluster_by is not None else ""
     text.append(
