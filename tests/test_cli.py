@@ -78,6 +78,15 @@ def test_missing_config_and_yaml_error(tmp_path):
     assert out.returncode == 2 and "run.yaml" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_demo_again_prints_only_its_path(demo):
+    """The README's commands take `--config "$(hermit-tui demo --no-ui)"`: the tip was printed when the demo was
+    made, and the path alone after that (the workspace untouched: its evaluations stay)."""
+    (demo.parent / "mine.txt").write_text("kept")
+    out = cli("demo", str(demo.parent), "--no-ui")
+    assert out.returncode == 0 and out.stdout.strip() == str(demo) and out.stderr == ""
+    assert (demo.parent / "mine.txt").read_text() == "kept"
+
+
 def test_demo_refuses_a_foreign_folder(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")

@@ -352,6 +352,7 @@ def test_eval_records_a_cluster_file_and_report_and_gate_read_it_again(clustered
     clusters, note = recorded_clusters(rows, test_ids, summaries)
     assert clusters is None and note is not None
     assert note.startswith("not clustered: --cluster-file") and "not the ones the evaluations" in note
+    assert "pass --cluster-file" not in note  # an option is no remedy on a screen
     assert cfile.read_text() != before  # nothing rewrote the user's file
     cfile.write_text(before)  # as it was at the launch: clustered again
     clusters, note = recorded_clusters(rows, test_ids, summaries)

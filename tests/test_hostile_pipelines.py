@@ -511,3 +511,30 @@ def test_a_real_ctrl_c_still_stops_the_run_and_resume_completes_it(executor, tmp
     payload = ran_cleanly(evaluate(path, "--resume", executor=executor))
     assert payload["attempts"] == len(ids) and payload["errors"] == 0 and payload["complete"] is True
     assert sorted(rows_of(path.parent)) == ids  # every attempt once
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_a_launch_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
+    """nohup, or a job started in the background of a script, starts eval with SIGINT ignored: a SIGINT mid-run
+    then changes nothing (eval installs no handler of its own over the ignore), and the launch completes."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ids = [f"t{i}" for i in range(6)]
+    path = workspace(tmp_path, ids, SLOW.format(marks=str(marks)), concurrency=1)
+    command = [sys.executable, "-m", "hermit_tui", "eval", "--config", str(path), "--adapter", "none"]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ignore_sigint
+    )
+    try:
+        wait_until(lambda: alive(proc) and len(list(marks.iterdir())) >= 2, what="two attempts to start")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=LIMIT_S)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "cancel" not in stderr and "Traceback" not in stderr, stderr[-2000:]
+    payload = json.loads(stdout)
+    assert payload["attempts"] == len(ids) and payload["complete"] is True and payload["errors"] == 0
+    assert sorted(rows_of(path.parent)) == ids

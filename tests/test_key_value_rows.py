@@ -66,3 +66,18 @@ def test_it_measures_as_wide_as_its_widest_row():
     console = Console(width=200)
     got = console.measure(KeyValueRows(ROWS[:3]))
     assert got.maximum == 14 + len("16 tasks  (train 8, val 4)")
+
+
+def test_a_tail_value_stays_on_one_line_and_keeps_its_end():
+    """A path (Tail) that does not fit shows its end after an ellipsis, exactly filling the value's column; one that
+    fits shows whole, as a plain value would."""
+    from hermit_tui.dashboard.widgets.key_value import Tail
+
+    path = "cache2/hermit-tui/demo/run.yaml"  # 31 characters
+    rows: list[tuple[str, str | Text]] = [("run", "demo"), ("config", Tail(path)), ("judge", "judge.py:score")]
+    width = 14 + 20  # the key column (12 + a gap of 2) and 20 cells for the value
+    lines = ["".join(ch for ch, _ in line) for line in cells(KeyValueRows(rows), width)]
+    assert lines[1] == "config" + " " * 8 + "…" + path[-19:] and len(lines) == 3
+    assert lines[1].endswith("demo/run.yaml")
+    wide = ["".join(ch for ch, _ in line) for line in cells(KeyValueRows(rows), 80)]
+    assert wide == ["".join(ch for ch, _ in line) for line in cells(grid(rows), 80)]

@@ -509,3 +509,23 @@ def test_sign_test_matches_scipy_binomtest():
 
     for wins, losses in [(4, 1), (0, 7), (10, 10), (3, 12), (50, 31), (1, 0)]:
         assert sign_test_p(wins, losses) == pytest.approx(binomtest(wins, wins + losses).pvalue, rel=1e-12)
+
+
+def test_a_selectors_mean_does_not_depend_on_the_order_of_its_tasks():
+    """27/80 = 0.3375 exactly: summed in one order the floats gave 0.33749999..., in another 0.33750000...1, and the
+    compare screen showed 0.337 where the card showed 0.338. The mean is now that of the correctly rounded sum."""
+    import random
+
+    from hermit_tui.core.stats.figures import exact_mean
+
+    means = [1 / 3, 2 / 3, 1.0, 0.0, 1 / 3, 0.5, 1 / 3, 2 / 3, 0.0, 1.0, 1 / 6, 1 / 3, 0.0, 2 / 3, 1 / 3, 1 / 3]
+    rng = random.Random(7)
+    seen, numpy_seen = set(), set()
+    for _ in range(200):
+        rng.shuffle(means)
+        seen.add(exact_mean(np.array(means)))
+        numpy_seen.add(float(np.array(means).mean()))
+    assert len(numpy_seen) > 1  # the data do show the problem
+    assert len(seen) == 1
+    (value,) = seen
+    assert abs(value - float(sum(Fraction(m) for m in means) / len(means))) <= math.ulp(value)

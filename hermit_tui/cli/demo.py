@@ -25,9 +25,13 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from hermit_tui.demo import build_demo, default_demo_dir
 
-    config_path = build_demo(Path(args.dir) if args.dir else default_demo_dir())
+    dest = Path(args.dir) if args.dir else default_demo_dir()
+    there = (dest.expanduser() / "run.yaml").is_file()  # a demo already built is returned untouched
+    config_path = build_demo(dest)
     if args.no_ui:
         print(config_path)
+        if there:  # `--config "$(hermit-tui demo --no-ui)"` in every command: the tip once, when the demo is made
+            return EXIT_OK
         sys.stderr.write(
             "The demo is a teaching demonstration, not evidence of real-model performance. Try:\n"
             f"  hermit-tui eval --config {config_path} --adapter none --adapter root --adapter final\n"

@@ -103,6 +103,13 @@ def add_parser(sub) -> None:
         help="with --stop-when-decided: no stop for futility (by default, without --margin, a candidate stops once "
         "a decision is out of reach: conditional power under the current estimate below 2%%)",
     )
+    p_eval.add_argument(
+        "--anytime",
+        action="store_true",
+        help="with --stop-when-decided: look task by task (every repeat of a task together, in a fixed order) by "
+        "anytime-valid confidence sequences, so an undecided comparison continues with --resume, also after "
+        "tasks were added, without restarting the error budget",
+    )
     p_eval.add_argument("overrides", nargs="*", metavar="key.sub=value", help="config overrides, as hermit takes them")
 
 
@@ -207,6 +214,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         margin=args.margin if args.stop_when_decided else None,
         first_round_looks=args.first_round_looks,
         futility=not args.no_futility,
+        anytime=args.anytime,
         cluster_by=cluster_option(args.cluster_by, args.cluster_file),
     )
     run = EvalRun(config, options)
@@ -214,7 +222,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     _check_publish(args, run)
     sink, progress = _progress(run, out.guard.terminal_err)
     run.on_event = sink
-    if run.plan.sequential is not None and not args.resume:
+    if run.plan.sequential is not None and not args.resume and not args.anytime:  # projections of rounds
         from hermit_tui.core.run.rounds import projections
 
         for text in projections(config.run_dir, run.plan.sequential, run.plan.task_ids):
@@ -227,7 +235,11 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
             sys.stderr.write("cancelling: finishing the attempts in flight (Ctrl-C again to abandon them)\n")
             run.cancel()
 
-    previous = signal.signal(signal.SIGINT, interrupted)
+    # An ignored SIGINT (nohup, a job started in the background of a script) stays ignored: the user asked for the
+    # launch not to be interrupted by it, and a handler installed here would undo that
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, interrupted)
     try:
         if progress is not None:
             with progress:
@@ -235,7 +247,8 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         else:
             summaries = run.run_sync()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if previous is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous)
     if len(summaries) == 1:
         payload = json.loads(next(iter(summaries.values())).to_json())
     else:

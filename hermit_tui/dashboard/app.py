@@ -18,6 +18,7 @@ from textual.worker import get_current_worker
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.run.launch import LaunchOptions
 from hermit_tui.core.safe import line, terminal
+from hermit_tui.core.stats.anytime_looks import finished_notice, is_anytime
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.palette import HermitCommands
 from hermit_tui.dashboard.paths import style
@@ -361,6 +362,9 @@ class HermitApp(App):
                 severity="warning",
                 timeout=10,
             )
+        elif self.store.sequential is not None and is_anytime(self.store.sequential):
+            looks = [v[-1] for v in self.store.sequential_looks.values() if v]
+            self.notify(finished_notice(self.store.sequential, looks, self.store.sequential_stopped), timeout=8)
         elif self.store.sequential is not None:
             looks = [v[-1] for v in self.store.sequential_looks.values() if v]
             rounds = max((look.rounds for look in looks), default=0)

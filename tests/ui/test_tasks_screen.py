@@ -333,3 +333,18 @@ async def test_with_seven_selectors_on_a_short_terminal_the_header_takes_one_lin
         await pilot.pause()
         assert values[0] == "id" and len(values) == 1 + 3 * len(SEVEN_LABELS) - 1  # no delta for the baseline
         assert screen.sort == "mean:shouty"
+
+
+async def test_header_lines_line_up_when_a_label_differs_from_its_selector():
+    """A checkpoint's label is its tag with '/' replaced (demo_ckpt-step-1) and the header names the selector
+    beside it: the commit, mean and errors columns still start at the same place on every line."""
+    store = fixed_store()
+    store.columns["root"].selector = "demo/ckpt-step-1-with-a-long-tag"
+    app = make_app(store)
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await open_tasks(pilot)
+        lines = str(screen.query_one("#tasks-columns", Static).content).splitlines()[:3]
+        assert "root (demo/ckpt-step-1-with-a-long-tag)" in lines[1]
+        starts = [line.index(word) for line, word in zip(lines, ["no commit", "1111111", "fffffff"])]
+        means = [line.index("mean") for line in lines]
+        assert len(set(starts)) == 1 and len(set(means)) == 1, lines

@@ -137,7 +137,15 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
         f"tasks with an attempt scoring at least {SOLVED_THRESHOLD}. Commit: the adapter version measured. "
         f"{protocol}"
     )
-    if sequential:
+    if sequential and all(ANYTIME in text for text in sequential):
+        note += (
+            "\n\nStopped when decided (anytime-valid confidence sequences, predictable plug-in empirical Bernstein, "
+            "task by task in a fixed order, alpha split over the candidates; Waudby-Smith & Ramdas 2023): "
+            + "; ".join(sequential)
+            + ". The decisions and their intervals stay valid although the launch "
+            "stopped on what it saw; the per-adapter intervals in the table are the fixed design's."
+        )
+    elif sequential:
         note += (
             "\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets error spending "
             "over the planned rounds, alpha split over the candidates; Jennison & Turnbull 2000): "
@@ -149,11 +157,15 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
     return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
 
 
+ANYTIME = "anytime-valid"  # marks a card phrase of the anytime-valid design
+
+
 def sequential_lines(
     chosen: dict[str, StoredEvaluation], rows: Sequence[EvalRow], task_ids: Sequence[str]
 ) -> list[str]:
     """One phrase per candidate on the card whose baseline is on the card too, from one --stop-when-decided
     launch: the difference with its repeated 95% interval and the decision, recomputed from the records."""
+    from hermit_tui.core.stats import anytime_looks
     from hermit_tui.core.stats.looks import pair_look
 
     names = {r.label: r.adapter for r in rows}
@@ -182,6 +194,9 @@ def sequential_lines(
         }.get(look.decision, "undecided")
         if look.decision == "equivalent":
             decision = f"equivalent within ±{look.margin:g}"
+        where = f"after {look.rounds} of at most {look.max_rounds} rounds"
+        if anytime_looks.is_anytime(look):
+            where = f"{ANYTIME}, after {anytime_looks.look_text(look)}"
         if look.adjusted and look.adjusted_estimate is not None:  # the estimate adjusted for the stopping rule
             figures = (
                 f"{look.adjusted_estimate:+.3f} [{look.adjusted_low:.3f}, {look.adjusted_high:.3f}] (median-unbiased "
@@ -190,10 +205,7 @@ def sequential_lines(
             )
         else:
             figures = f"{look.mean_diff:+.3f} [{look.ci_low:.3f}, {look.ci_high:.3f}]"
-        out.append(
-            f"{names[row.label]} − {names[entry.baseline]} {figures}: {decision} (after {look.rounds} of at most "
-            f"{look.max_rounds} rounds)"
-        )
+        out.append(f"{names[row.label]} − {names[entry.baseline]} {figures}: {decision} ({where})")
     return out
 
 

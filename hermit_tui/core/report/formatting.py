@@ -11,6 +11,7 @@ from typing import Any
 from hermit_tui.core.present import fixed, interval_text
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.safe import csv_cell
+from hermit_tui.core.stats import anytime_looks
 
 
 def figure(x: float | None, digits: int = 4) -> str:
@@ -64,6 +65,8 @@ def sequential_protocol(r: Report) -> str:
     launches: dict[tuple[str, int, int, float | None, str], list[str]] = {}
     for label, e in entries:
         within = f"{e.tasks_looked} of the {e.total_tasks} tasks of round 1, " if e.within_first_round else ""
+        if anytime_looks.is_anytime(e):  # every repeat of each task looked at
+            within = f"{e.tasks_looked} of the {e.total_tasks} tasks (anytime-valid), "
         launches.setdefault((e.baseline, e.rounds, e.max_rounds, e.margin, within), []).append(label)
     parts = []
     for (baseline, rounds, most, margin, within), labels in launches.items():

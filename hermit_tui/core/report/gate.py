@@ -40,6 +40,7 @@ from hermit_tui.core.records.results import SOLVED_THRESHOLD, AttemptRecord, Seq
 from hermit_tui.core.report.requirements import DEFAULT_REQUIRE, NEEDS_BASELINE, REQUIREMENTS
 from hermit_tui.core.safe import line as one_line
 from hermit_tui.core.safe import markdown
+from hermit_tui.core.stats import anytime_looks
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES, Fingerprint, differences
 from hermit_tui.core.workspace.tasks import TaskSet
@@ -290,7 +291,9 @@ def gate_interval(
         if math.isfinite(low) and math.isfinite(high) and low <= high:
             method = seq.method or "group-sequential repeated confidence interval"
             method += (
-                f", after {seq.tasks_looked} of the {seq.total_tasks} tasks of round 1"
+                f", {anytime_looks.entry_where(seq)}"
+                if anytime_looks.is_anytime(seq)
+                else f", after {seq.tasks_looked} of the {seq.total_tasks} tasks of round 1"
                 if seq.within_first_round
                 else f", after {seq.rounds} round{'s' * (seq.rounds != 1)}"
             )
@@ -484,9 +487,13 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
     if f.tasks is not None and f.tasks != f.n_test:
         return fail(f"measured on {f.tasks} test tasks; the config's test split has {f.n_test}")
     expected, note = f.expected, ""
+    stop: SequentialEntry | None = None
     if f.present < expected and f.summary_complete is True:
         stop = _decided_stop(f, others)
-        if stop is not None and stop.within_first_round and stop.tasks_looked is not None:
+        if stop is not None and anytime_looks.is_anytime(stop) and stop.tasks_looked is not None:
+            expected = stop.tasks_looked * stop.rounds  # every repeat of each task looked at
+            note = f" (stopped when decided {anytime_looks.entry_where(stop)}, anytime-valid)"
+        elif stop is not None and stop.within_first_round and stop.tasks_looked is not None:
             expected = stop.tasks_looked
             how = "for futility" if stop.decision == "futile" else "when decided"
             note = f" (stopped {how} after {stop.tasks_looked} of the {f.n_test} tasks of round 1)"
@@ -496,6 +503,8 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
             note = f" (stopped {how} after {stop.rounds} of {f.repeats} rounds)"
     k = max(1, expected // f.n_test) if f.n_test and expected else 0
     size = f"{min(f.n_test, expected)} tasks x {k} repeat{'s' * (k != 1)}"
+    if stop is not None and anytime_looks.is_anytime(stop) and stop.tasks_looked is not None:
+        size = f"{stop.tasks_looked} tasks x {stop.rounds} repeat{'s' * (stop.rounds != 1)}"
     share = f.present / expected if expected else 1.0
     if f.cancelled and f.present < expected:
         return fail(f"cancelled: {f.present} of {expected} expected attempts ({size})", share)

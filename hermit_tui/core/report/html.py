@@ -34,10 +34,11 @@ from hermit_tui.core.report.html_tables import kv as _kv
 from hermit_tui.core.report.html_where import where_sections
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot, esc, means_plot
+from hermit_tui.core.stats import anytime_looks
 from hermit_tui.core.stats.clusters import CLUSTER_METHOD
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
-from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, adjusted_text, boundary_text
+from hermit_tui.core.stats.looks import adjusted_text, boundary_text
 from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.why.text import curve_lines, pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
@@ -279,7 +280,9 @@ def _pair(p: PairStats, r: Report) -> str:
         ("minimum detectable difference", esc(f"{figure(p.mde)} ({p.mde_method})" if p.mde is not None else "—")),
     ]
     if p.sequential is not None:
-        rows[2] = ("repeated 95% CI", esc(interval(p.ci_low, p.ci_high)))
+        anytime = anytime_looks.is_anytime(p.sequential)
+        name = anytime_looks.interval_words(p.sequential)[0] if anytime else "repeated 95% CI"
+        rows[2] = (name, esc(interval(p.ci_low, p.ci_high)))
         adjusted = adjusted_text(p.sequential)
         if adjusted is not None and p.sequential.adjusted_estimate is not None:
             rows[1] = ("mean difference (b − a), observed", figure(p.mean_diff))
@@ -322,6 +325,8 @@ def _pair(p: PairStats, r: Report) -> str:
     plot = ""
     if p.a in stats and p.b in stats and p.n_paired:
         band = "repeated 95% interval (sequential)" if p.sequential is not None else "95% interval"
+        if p.sequential is not None and anytime_looks.is_anytime(p.sequential):
+            band = "anytime-valid 95% confidence sequence"
         plot = (
             f"<figure>{differences_plot(p, stats[p.a], stats[p.b])}<figcaption>Per-task differences "
             f"{esc(p.b)} − {esc(p.a)} (green higher, red lower); the dashed line is the mean difference, the "
@@ -342,10 +347,9 @@ def _pairs(r: Report) -> str:
     return (
         f'<section id="pairs"><h2>Paired comparisons (test split)</h2><p class="note">Verdict rule: '
         f"{esc(VERDICT_RULE)}. Differences are b − a of task means, on the tasks both attempted.</p>"
-        + (
-            f'<p class="note">Verdict rule for a candidate and its baseline: {esc(SEQUENTIAL_RULE)}.</p>'
-            if any(p.sequential for p in r.pairs)
-            else ""
+        + "".join(
+            f'<p class="note">Verdict rule for a candidate and its baseline: {esc(rule)}.</p>'
+            for rule in dict.fromkeys(p.rule for p in r.pairs if p.sequential)
         )
         + "".join(_pair(p, r) for p in r.pairs)
         + "</section>"

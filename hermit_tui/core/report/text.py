@@ -26,7 +26,7 @@ from hermit_tui.core.safe import markdown as md
 from hermit_tui.core.stats.clusters import CLUSTER_METHOD
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
-from hermit_tui.core.stats.looks import SEQUENTIAL_RULE, adjusted_text, boundary_text
+from hermit_tui.core.stats.looks import adjusted_text, boundary_text
 from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.stats.passk import PassFigure
 from hermit_tui.core.why.pair import PairWhy
@@ -175,8 +175,8 @@ def to_markdown(report: Report) -> str:
         out += ["One selector: nothing to compare.", ""]
     if r.pairs:
         out += [f"Verdict rule: {VERDICT_RULE}. Differences are b - a of task means, on the tasks both attempted.", ""]
-        if any(p.sequential for p in r.pairs):
-            out += [f"Verdict rule for a candidate and its baseline: {SEQUENTIAL_RULE}.", ""]
+        for rule in dict.fromkeys(p.rule for p in r.pairs if p.sequential):  # the design's (group-sequential, anytime)
+            out += [f"Verdict rule for a candidate and its baseline: {rule}.", ""]
     for p in r.pairs:
         counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.transition_counts.items())
         out += [f"### {md(p.b)} vs {md(p.a)}", "", f"**Verdict:** {md(p.verdict)}", ""]

@@ -70,9 +70,13 @@ class ContinuePlan:
         limit: int | None,
         fingerprint: Fingerprint,
         sequential: SequentialPlan | None,
+        task_ids: Sequence[str] = (),
     ) -> ContinuePlan:
-        """The plan of a resume: refused, saying what changed, when the protocol differs from the one recorded."""
+        """The plan of a resume: refused, saying what changed, when the protocol differs from the one recorded. An
+        anytime-valid launch (``core.stats.anytime_looks``) continues its recorded stream of tasks, also when tasks
+        were added to the test split (``task_ids``); ``sequential`` learns that stream."""
         plan = cls(resume=True)
+        grown = _anytime_stream(selectors, folder_of, sequential, task_ids)
         for sel in selectors:
             path = folder_of(sel.label) / SUMMARY
             if not (path.parent / RESULTS).is_file():
@@ -95,11 +99,19 @@ class ContinuePlan:
                 changed.append(f"repeats {old.repeats} -> {repeats}")
             if old.smoke_limit != limit:
                 changed.append(f"limit {old.smoke_limit} -> {limit}")
+            split = ("the test task ids", "the test task rows")
+            if grown and old.complete is not True and set(split) & set(differences(old.fingerprint, fingerprint)):
+                raise InputError(
+                    f"{sel.label}: cannot resume the anytime-valid comparison on a changed test split: it was "
+                    "interrupted within a look (its attempts of the tasks not yet looked at were run on the old "
+                    "rows); resume it on the test split it had first, then add the tasks"
+                )
             if old.fingerprint is not None:
                 changed += [
                     name
                     for name in differences(old.fingerprint, fingerprint)
                     if name not in ("repeats", "the smoke limit")
+                    and not (grown and name in ("the test task ids", "the test task rows"))
                 ]
             if changed:
                 raise InputError(
@@ -170,15 +182,66 @@ class ContinuePlan:
         return journal
 
 
+def _anytime_stream(
+    selectors: Sequence[Selector], folder_of: FolderOf, sequential: SequentialPlan | None, task_ids: Sequence[str]
+) -> bool:
+    """An anytime-valid resume: give ``sequential`` the stream its evaluations recorded (InputError when they
+    disagree, or when a task looked at left the test split); True when the test split grew since (the recorded
+    fingerprint's task ids and rows then differ; the tasks looked at are still there)."""
+    from hermit_tui.core.stats.anytime_looks import AnytimePlan, is_anytime, recorded_order
+
+    if not isinstance(sequential, AnytimePlan):
+        return False
+    orders, digests = {}, {}
+    for sel in selectors:
+        path = folder_of(sel.label) / SUMMARY
+        if (path.parent / RESULTS).is_file() and path.is_file():
+            entry = read_summary(path).sequential
+            if is_anytime(entry):
+                orders[sel.label] = recorded_order(entry)
+                digests[sel.label] = getattr(entry, "order_rows_sha256", None)
+    if not orders:
+        return False
+    label = max(orders, key=lambda k: len(orders[k]))
+    longest = orders[label]
+    for other, order in orders.items():
+        if order != longest[: len(order)]:
+            raise InputError(
+                f"{other}: cannot resume, its recorded stream of tasks is not the other selectors' (summary.json "
+                "sequential.order): re-run the whole evaluation instead"
+            )
+    sequential.order = longest
+    try:
+        sequential.stream(task_ids)
+    except ValueError as exc:
+        raise InputError(f"cannot resume the anytime-valid comparison: {exc}") from None
+    if digests[label] is None or sequential.order_digest(longest) != digests[label]:
+        raise InputError(
+            f"{label}: cannot resume the anytime-valid comparison: the rows of the {len(longest)} tasks already "
+            "looked at changed since (or were not recorded): re-run the whole evaluation instead"
+        )
+    return True
+
+
 def _sequential_changes(old: Summary, sequential: SequentialPlan | None) -> list[str]:
     """A stop-when-decided launch resumes only as one, with the same design."""
     if old.sequential is None:
         return ["it was not launched with --stop-when-decided"] if sequential else []
+    from hermit_tui.core.stats.anytime_looks import AnytimePlan, is_anytime
+
+    if not sequential and is_anytime(old.sequential):
+        return [
+            "it was launched with --stop-when-decided --anytime: resume it with both (the dashboard's stop early: "
+            "anytime-valid) and the same baseline and margin"
+        ]
     if not sequential:
         return [
             "it was launched with --stop-when-decided: resume it with --stop-when-decided (the dashboard's "
             "stop early: when decided) and the same baseline and margin"
         ]
+
+    if is_anytime(old.sequential) and not isinstance(sequential, AnytimePlan):
+        return ["it was launched with the anytime-valid design: resume it with --stop-when-decided --anytime"]
     return sequential.same_design(old.sequential)
 
 

@@ -70,6 +70,7 @@ class LaunchOptions(BaseModel):
     cluster_by: str | None = None  # --cluster-by: a field of the task rows whose values cluster the tasks
     first_round_looks: int | None = None  # --stop-when-decided: looks within the first round (None: by the tasks)
     futility: bool = True  # --stop-when-decided: the non-binding futility rule (--no-futility: off; off with a margin)
+    anytime: bool = False  # --stop-when-decided --anytime: by confidence sequences (core.stats.anytime_looks)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -143,6 +144,14 @@ class LaunchOptions(BaseModel):
     # -- the values together ---------------------------------------------------------------------------------
     @model_validator(mode="after")
     def _together(self) -> LaunchOptions:
+        if self.anytime and not self.stop_when_decided:
+            raise ValueError("--anytime is a design of --stop-when-decided (add it, or drop --anytime)")
+        if self.anytime and not self.futility:
+            raise ValueError("--no-futility is for the group-sequential design: --anytime has no futility rule")
+        if self.anytime and self.first_round_looks is not None:
+            raise ValueError(
+                "--first-round-looks is for the group-sequential design: --anytime looks after every batch of tasks"
+            )
         if not self.stop_when_decided:
             if self.first_round_looks is not None:
                 raise ValueError("--first-round-looks is for --stop-when-decided (add it, or drop the option)")

@@ -21,6 +21,7 @@ from hermit_tui.core.run.events import Level
 from hermit_tui.core.run.executors import Executor, ProcessExecutor, ThreadExecutor
 from hermit_tui.core.run.launch import MAX_LIMIT, ExecutorName, LaunchOptions, positive_int
 from hermit_tui.core.run.rounds import plan_for
+from hermit_tui.core.stats.anytime_looks import anytime_plan
 from hermit_tui.core.stats.clusters import clusters_by_field
 from hermit_tui.core.workspace.config import MAX_REPEATS, Config
 from hermit_tui.core.workspace.fingerprint import compute_fingerprint
@@ -74,6 +75,8 @@ class LaunchPlan:
             if options.stop_when_decided
             else None
         )
+        if self.sequential is not None and options.anytime:  # task by task, by confidence sequences
+            self.sequential = anytime_plan(self.sequential, self.concurrency, len(self.selectors), self.test_rows)
         if len(self.selectors) * len(self.task_ids) * repeats > MAX_ATTEMPTS:
             raise InputError(
                 f"{len(self.selectors)} selectors x {len(self.task_ids)} tasks x eval.repeats "
@@ -99,6 +102,7 @@ class LaunchPlan:
                 limit=limit,
                 fingerprint=self.fingerprint,
                 sequential=self.sequential,
+                task_ids=self.task_ids,
             )
         self.continuing.check_commits(self.selectors)
         self.executor = executor_class(options.executor).for_launch(

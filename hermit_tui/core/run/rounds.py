@@ -137,7 +137,9 @@ class RoundGate:
         attempts: Sequence[tuple[str, int]],
     ) -> RoundGate:
         """The gate of a launch whose scheduled attempts are ``attempts`` ((task id, round) per attempt)."""
-        tracker = RoundTracker(plan, task_ids)
+        from hermit_tui.core.stats.anytime_looks import tracker_for
+
+        tracker = tracker_for(plan, task_ids)  # RoundTracker, or the anytime-valid design's AnytimeTracker
         remaining: dict[int, int] = {}
         for tid, r in attempts:
             j = tracker.look_of(tid, r)

@@ -34,6 +34,8 @@ from hermit_tui.core.run.printed import STRAY_NAME, routed, stray_output
 from hermit_tui.core.run.rounds import RoundGate, decided_line, round_line
 from hermit_tui.core.run.schedule import Durations, Schedule, earlier_results, keeps_order
 from hermit_tui.core.run.summaries import SummaryWriter
+from hermit_tui.core.stats import anytime_looks
+from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
 from hermit_tui.core.stats.sequential import SequentialLook, look_order
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.selectors import materialize
@@ -201,11 +203,16 @@ class EvalRun:
                 [(a.task_id, a.repeat) for a in order],
             )
         rounds = self._rounds
+        anytime = isinstance(plan.sequential, AnytimePlan)  # a look holds every repeat of its tasks
+
+        def block_round(a: Attempt) -> int:
+            return 0 if anytime else a.repeat
+
         self.schedule = Schedule(  # with looks, reordered within a look: a later look's attempt waits at its barrier
             order,
             self._known_durations(journals),
             reorder=not keeps_order(shuffle=self.config.shuffle, concurrency=plan.concurrency),
-            block_of=None if rounds is None else (lambda a: (a.repeat, rounds.look_of(a.task_id, a.repeat))),
+            block_of=None if rounds is None else (lambda a: (block_round(a), rounds.look_of(a.task_id, a.repeat))),
         )
         if rounds is not None:
             self._report_rounds(rounds.advance())
@@ -242,16 +249,21 @@ class EvalRun:
         if seq is not None and seq.batches > 1:  # looks within round 1 take the tasks in the protocol's look order
             by_id = {str(t["id"]): t for t in rows}
             rows = [by_id[tid] for tid in look_order(list(by_id))]
-        for r in range(1, self.plan.repeats + 1):
-            for task in rows:
-                tid = str(task["id"])
-                for sel in self.plan.selectors:
-                    journal = journals[sel.label]
-                    skip = ((tid, r) not in wanted.get(sel.label, ())) if wanted else (tid, r) in journal.records
-                    if skip:  # a retry runs only the chosen attempts; a resume skips the recorded ones
-                        continue
-                    order.append(Attempt(sel.label, task, r, adapters[sel.label], log_dirs[sel.label]))
-                    journal.pending += 1
+        repeats = range(1, self.plan.repeats + 1)
+        if isinstance(seq, AnytimePlan):  # anytime-valid: task by task in the stream's order, every repeat of each
+            by_id = {str(t["id"]): t for t in rows}
+            slots = [(r, by_id[tid]) for tid in seq.stream(list(by_id)) for r in repeats]
+        else:
+            slots = [(r, task) for r in repeats for task in rows]
+        for r, task in slots:
+            tid = str(task["id"])
+            for sel in self.plan.selectors:
+                journal = journals[sel.label]
+                skip = ((tid, r) not in wanted.get(sel.label, ())) if wanted else (tid, r) in journal.records
+                if skip:  # a retry runs only the chosen attempts; a resume skips the recorded ones
+                    continue
+                order.append(Attempt(sel.label, task, r, adapters[sel.label], log_dirs[sel.label]))
+                journal.pending += 1
         return order
 
     def _known_durations(self, journals: dict[str, SelectorJournal]) -> Durations:
@@ -386,11 +398,15 @@ class EvalRun:
                     total_tasks=looks[0].total_tasks if looks else None,
                 )
             )
-            self._log("info", round_line(r, plan, looks))
+            anytime = isinstance(plan, AnytimePlan)
+            self._log("info", anytime_looks.look_line(plan, looks) if anytime else round_line(r, plan, looks))
         if checked and gate.stopped:
             t = gate.tracker
-            futile = sum(1 for c in plan.candidates if (lk := t.last(c)) is not None and lk.decision == "futile")
-            self._log("info", decided_line(t.rounds, plan, t.tasks_looked, len(t.task_ids), futile))
+            if isinstance(t, AnytimeTracker):
+                self._log("info", anytime_looks.decided_line(t))
+            else:
+                futile = sum(1 for c in plan.candidates if (lk := t.last(c)) is not None and lk.decision == "futile")
+                self._log("info", decided_line(t.rounds, plan, t.tasks_looked, len(t.task_ids), futile))
 
     # -- summaries -----------------------------------------------------------------------------------------------
     def _write_summary(self, journal: SelectorJournal, *, final: bool) -> Summary:

@@ -22,7 +22,8 @@ have the population mean as its conditional mean (the task's own first result pr
 observation of the stream.
 
 The price of looking at any time: at 200 tasks the CS is about 1.7 times as wide as the fixed-sample 95% interval
-(1.7 in ``benchmarks/bench_stats.py``, ``--only anytime``). Not wired into ``eval`` yet (docs/statistics.md).
+(1.7 in ``benchmarks/bench_stats.py``, ``--only anytime``). In ``eval`` it is ``--stop-when-decided --anytime``
+(``core.stats.anytime_looks``; docs/statistics.md).
 """
 
 from __future__ import annotations

@@ -193,12 +193,21 @@ def resolve_clustering(
     if cluster_by is None and len(digests) == 1 and clustering.digest() not in digests:
         shown = field[len(FILE_PREFIX) :] if field.startswith(FILE_PREFIX) else field
         option = "--cluster-file" if field.startswith(FILE_PREFIX) else "--cluster-by"
-        raise InputError(
+        raise ClustersChanged(
             f"{option} {shown[-80:]}: the test tasks' clusters are not the ones the evaluations were launched with "
-            f"(sha256 {next(iter(digests))[:12]} recorded, {clustering.digest()[:12]} now); pass {option} to "
-            "cluster by them as they are now"
+            f"(sha256 {next(iter(digests))[:12]} recorded, {clustering.digest()[:12]} now)",
+            option,
         )
     return clustering
+
+
+class ClustersChanged(InputError):
+    """The recorded clusters cannot be taken as they were launched: ``reason`` says why, and the message adds what a
+    command's user can do (pass the option: the figures clustered as the mapping is now); a screen says its own."""
+
+    def __init__(self, reason: str, option: str):
+        super().__init__(f"{reason}; pass {option} to cluster by them as they are now")
+        self.reason, self.option = reason, option
 
 
 def _onehot(codes: np.ndarray) -> np.ndarray:

@@ -334,6 +334,13 @@ def _repeats_text(lo: int, hi: int) -> str:
 # ---------------------------------------------------------------------------------------------------- one selector
 
 
+def exact_mean(values: np.ndarray) -> float:
+    """The mean of ``values`` from their correctly rounded sum (``math.fsum``), so it does not depend on their order:
+    numpy's pairwise sum over the tasks in one order gave the demo's none 0.33749999999999991 where the card, reading
+    the tasks in another, had 0.33750000000000002, shown as 0.337 on one screen and 0.338 on the next."""
+    return math.fsum(values.tolist()) / len(values)
+
+
 def selector_stats(
     label: str,
     records: Attempts,
@@ -399,7 +406,7 @@ def selector_stats(
         )
 
     means = table.mean
-    mean = float(means.mean())
+    mean = exact_mean(means)
     attempt_mean = float(table.scores.mean())
     sd = float(means.std(ddof=1)) if g > 1 else None
     se = _clustered_se(means, codes, sd)
@@ -596,7 +603,7 @@ def pair_stats(
 
     cl_codes = clusters.codes(paired_ids) if clusters is not None else None
     units = len(set(cl_codes.tolist())) if cl_codes is not None else n
-    mean_diff = float(diffs.mean()) if n else None
+    mean_diff = exact_mean(diffs) if n else None
     sd = float(diffs.std(ddof=1)) if n > 1 else None
     se = _clustered_se(diffs, cl_codes, sd)
     width = hi - lo

@@ -261,6 +261,10 @@ def replay(
 ) -> list[SequentialLook] | None:
     """The looks of a candidate's recorded launch, recomputed from the records round by round (None when a round
     it ran is not complete in the records)."""
+    from hermit_tui.core.stats import anytime_looks
+
+    if anytime_looks.is_anytime(entry):  # the anytime-valid design: its recorded stream of tasks
+        return anytime_looks.replay(entry, baseline_records, candidate_records, candidate)
     base, cand = _by_key(baseline_records), _by_key(candidate_records)
     plan = SequentialPlan(
         baseline=entry.baseline,
@@ -363,12 +367,17 @@ def pair_looks(
         return [], []
     by_label = {a: _by_key(records_a), b: _by_key(records_b)}
     first = {tid for (tid, rep) in by_label[base] if rep == 1}
-    if (entry.batches or 1) > 1:  # looks within round 1: the look order and sizes need every test task's id
+    from hermit_tui.core.stats import anytime_looks
+
+    if anytime_looks.is_anytime(entry):  # replayed from the recorded stream (it may stop before every test task)
+        ids = anytime_looks.recorded_order(entry)
+    elif (entry.batches or 1) > 1:  # looks within round 1: the look order and sizes need every test task's id
         every = list(task_ids) if task_ids is not None else sorted(first)
         ids = every if len(every) == summary.tasks and first <= set(every) else []
     else:
         ids = [t for t in (task_ids if task_ids is not None else sorted(first)) if t in first]
-    looks = replay(entry, by_label[base], by_label[cand], cand, ids) if len(ids) == summary.tasks else None
+    whole = len(ids) == summary.tasks or anytime_looks.is_anytime(entry)
+    looks = replay(entry, by_label[base], by_label[cand], cand, ids) if whole else None
     if not looks:
         return [], [
             f"{cand} vs {base}: the stop-when-decided launch's {entry.rounds} rounds are not all in the "
@@ -428,6 +437,10 @@ _num = short_num
 
 def look_text(look: SequentialLook) -> str:
     """Where ``look`` was taken: 'round r of R', or within round 1 'n of the G tasks of round 1 (of R)'."""
+    from hermit_tui.core.stats import anytime_looks
+
+    if anytime_looks.is_anytime(look):
+        return anytime_looks.look_text(look)
     if look.within_first_round:
         return f"{look.tasks} of the {look.total_tasks} tasks of round 1 (of {look.max_rounds})"
     return f"round {look.rounds} of {look.max_rounds}"
@@ -435,6 +448,10 @@ def look_text(look: SequentialLook) -> str:
 
 def decided_where(look: SequentialLook) -> str:
     """Where ``look``'s decision was taken: 'at round r', or 'after n of the G tasks of round 1'."""
+    from hermit_tui.core.stats import anytime_looks
+
+    if anytime_looks.is_anytime(look):
+        return anytime_looks.decided_where(look)
     if look.decided_tasks is not None and look.total_tasks is not None and look.decided_tasks < look.total_tasks:
         return f"after {look.decided_tasks} of the {look.total_tasks} tasks of round 1"
     return f"at round {look.decided_at}"
@@ -460,6 +477,10 @@ def adjusted_text(look: SequentialLook) -> str | None:
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     """The verdict of a monitored pair, b - a, in one or two sentences: the estimate adjusted for the stopping rule
     once the candidate stopped (the observed one, flagged, before)."""
+    from hermit_tui.core.stats import anytime_looks
+
+    if anytime_looks.is_anytime(look):
+        return anytime_looks.sequential_text(look, a, b)
     d = look.mean_diff
     when = f"decided {decided_where(look)} of {look.max_rounds}" if look.decided_at is not None else look_text(look)
     ci = (
@@ -493,6 +514,10 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
 
 def sequential_method(look: SequentialLook) -> str:
     """The interval's method, in words."""
+    from hermit_tui.core.stats import anytime_looks
+
+    if anytime_looks.is_anytime(look):
+        return anytime_looks.sequential_method(look)
     from hermit_tui.core.stats.intervals import METHOD_TEXT
 
     text = f"repeated 95% confidence interval (the intersection over the rounds run): {look.method}"
@@ -510,6 +535,10 @@ def sequential_method(look: SequentialLook) -> str:
 
 def boundary_text(look: SequentialLook) -> str:
     """This look's boundary against what was observed: critical z, observed z, the interval against 0 and ±M."""
+    from hermit_tui.core.stats import anytime_looks
+
+    if anytime_looks.is_anytime(look):
+        return anytime_looks.boundary_text(look)
 
     def z(x: float | None) -> str:
         if x is None:
@@ -529,6 +558,10 @@ def boundary_text(look: SequentialLook) -> str:
 def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
     """``pair`` (a ``core.stats.figures.PairStats``, b - a) with the sequential look in place of the fixed design's
     interval, decision, verdict and rule; ``look`` must read b - a (see :func:`negated`)."""
+    from hermit_tui.core.stats import anytime_looks
+
+    if anytime_looks.is_anytime(look):
+        return anytime_looks.sequential_pair(pair, look)  # type: ignore[no-any-return]
     decision = VerdictKind.UNCLEAR if look.decision in ("undecided", "futile") else VerdictKind(look.decision)
     adjusted = look.adjusted_p is not None
     return pair.model_copy(

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from hermit_tui.core.present import NO_SPREAD_POWER, SHARP_TEST_ROW, p_text, p_value, partial_cost
 from hermit_tui.core.records.index import Snapshot
+from hermit_tui.core.stats.anytime_looks import interval_words, is_anytime
 from hermit_tui.core.stats.clusters import Clustering
 from hermit_tui.core.stats.figures import PairStats, SelectorStats, VerdictKind
 from hermit_tui.core.stats.looks import adjusted_text
@@ -129,13 +130,15 @@ def recorded_clusters(
     as recorded (a cluster file edited since the launch, fewer than 2 clusters now): the screen then shows the
     figures unclustered and says why, where ``report`` refuses."""
     from hermit_tui.core.errors import InputError
-    from hermit_tui.core.stats.clusters import resolve_clustering
+    from hermit_tui.core.stats.clusters import ClustersChanged, resolve_clustering
 
     prints = [s.fingerprint if s is not None else None for s in summaries]
     recorded = [fp.cluster_by if fp is not None else None for fp in prints]
     digests = [fp.clusters_sha256 if fp is not None else None for fp in prints]
     try:
         return resolve_clustering(tasks, task_ids, None, recorded, digests), None
+    except ClustersChanged as exc:  # the command's remedy is an option: here, the figures are shown unclustered
+        return None, f"not clustered: {exc.reason}; `hermit-tui report {exc.option} …` clusters them as they are now"
     except InputError as exc:
         return None, f"not clustered: {exc}"
 
@@ -251,6 +254,9 @@ def pair_text(p: PairStats) -> Text:
     text.append(f"{p.mean_diff:+.3f}", style="bold")
     ci = interval(p.ci_low, p.ci_high, "repeated 95% CI" if p.sequential else "95% CI")
     kind = f" (sequential, after round {p.sequential.rounds})" if p.sequential else interval_kind(p.ci_method)
+    if p.sequential is not None and is_anytime(p.sequential):
+        name, kind = interval_words(p.sequential)
+        ci = interval(p.ci_low, p.ci_high, name)
     text.append(f"  {ci}{kind}" if ci else "")
     look = p.sequential
     if look is not None and look.adjusted and look.adjusted_estimate is not None:

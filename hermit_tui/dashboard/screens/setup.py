@@ -26,13 +26,13 @@ from hermit_tui.dashboard.screens.base import HermitModal, HermitScreen, opened
 from hermit_tui.dashboard.widgets.banners import Banners
 from hermit_tui.dashboard.widgets.checklist import CheckList
 from hermit_tui.dashboard.widgets.footer import Footer
-from hermit_tui.dashboard.widgets.key_value import KeyValueRows
+from hermit_tui.dashboard.widgets.key_value import KeyValueRows, Tail
 from hermit_tui.dashboard.widgets.textfield import TextField
 
 DEFAULT_PICKS = ("none", "root", "final")
 EXECUTORS = [("threads", "threads"), ("processes (killable)", "processes"), ("Ray cluster ($RAY_ADDRESS)", "ray")]
 FIELDS = ("repeats", "concurrency", "limit", "timeout", "baseline", "margin")  # launch fields as typed (per config)
-DECIDE = [("no", "off"), ("when decided", "on")]  # --stop-when-decided
+DECIDE = [("no", "off"), ("when decided", "on"), ("anytime-valid", "anytime")]  # --stop-when-decided [--anytime]
 SAVE_DELAY_S = 0.5
 
 
@@ -56,7 +56,7 @@ def protocol_table(config, taskset, checks=None) -> KeyValueRows:
     order = "shuffled" if config.shuffle else Text("ordered stream (data.shuffle: false)", style="bold yellow")
     rows: list[tuple[str, str | Text]] = [
         ("run", config.run_name),
-        ("config", _rel(config.path, Path.cwd()) if here else config.path.name),
+        ("config", Tail(_rel(config.path, Path.cwd()) if here else config.path.name)),
         (
             "test split",
             f"{len(splits.get('test', []))} tasks  (train {len(splits.get('train', []))}, "
@@ -65,12 +65,12 @@ def protocol_table(config, taskset, checks=None) -> KeyValueRows:
         ("agent", str(config.agent_name)),
         *([("agent params", ", ".join(f"{k}={v}" for k, v in list(shown.items())[:6]))] if shown else []),
         ("model", str(model)),
-        ("judge", f"{_rel(config.judge_path, base)}:{config.judge_name}"),
+        ("judge", Tail(f"{_rel(config.judge_path, base)}:{config.judge_name}")),
         ("repeats", str(config.repeats)),
         ("concurrency", str(config.concurrency)),
         ("timeout", f"{config.timeout_min:g} min" if config.timeout_min else "none"),
         ("order", order),
-        ("adapter tree", _rel(config.tree_dir, base)),
+        ("adapter tree", Tail(_rel(config.tree_dir, base))),
     ]
     for i, check in enumerate(checks or []):
         colour = {"error": "bold red", "warning": "yellow"}.get(check.level, "dim")
@@ -167,7 +167,7 @@ class SetupScreen(HermitScreen[None]):
         }
         value = {k: saved.get(k, defaults[k]) for k in FIELDS}
         executor = saved.get("executor") if saved.get("executor") in {v for _, v in EXECUTORS} else "threads"
-        decide = "on" if saved.get("decide") == "on" else "off"
+        decide = saved.get("decide") if saved.get("decide") in ("on", "anytime") else "off"
         yield Header()
         yield Banners(id="setup-banners")
         with Horizontal(id="setup-top"):
@@ -379,7 +379,8 @@ class SetupScreen(HermitScreen[None]):
     def launch_options(self, resume: bool = False) -> LaunchOptions:
         """The launch the fields describe; ValueError (a field that is not a number) or InputError (a value the
         launch refuses), each with a message for the user."""
-        decide = self.query_one("#decide", Select).value == "on"
+        choice = self.query_one("#decide", Select).value
+        decide = choice in ("on", "anytime")
         return LaunchOptions(
             selectors=self.ticked(),
             resume=resume,
@@ -390,6 +391,7 @@ class SetupScreen(HermitScreen[None]):
             max_cost=self._number("max-cost", "max cost must be a positive number of dollars"),
             executor=str(self.query_one("#executor", Select).value),
             stop_when_decided=decide,
+            anytime=choice == "anytime",
             baseline=(self.query_one("#baseline", Input).value.strip() or None) if decide else None,
             margin=self._number("margin", "the margin must be a positive difference of mean scores (e.g. 0.05)")
             if decide

@@ -355,9 +355,16 @@ class TasksScreen(Triage, HermitScreen[None]):
             return not self.details
         return len(store.columns) > 3 and self.app.size.height < COMPACT_BELOW
 
+    @staticmethod
+    def _header_name(key: str, col: Any) -> str:
+        """A selector's name in the header lines: its label, and the selector it was given as when that differs
+        (``demo_ckpt-step-1 (demo/ckpt-step-1)``), so that the columns after it line up under the longest."""
+        return one_line(key) + (f" ({one_line(col.selector)})" if col.selector != key else "")
+
     def _show_columns(self, store: EvalStore) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
-        width = max((len(one_line(k)) for k in store.keys), default=0)
+        names = {key: self._header_name(key, col) for key, col in store.columns.items()}
+        width = max((len(name) for name in names.values()), default=0)
         if store.columns and self.compact(store):
             text.append(f"{len(store.columns)} selectors (i) ", style="dim")
             for i, (key, col) in enumerate(store.columns.items()):
@@ -372,9 +379,10 @@ class TasksScreen(Triage, HermitScreen[None]):
             text.append("\n" if i else "")
             base = key == store.baseline
             text.append("● " if base else "  ", style=self._styles["accent"])
-            text.append(one_line(key).ljust(width), style="bold")
-            if col.selector != key:
-                text.append(f" ({one_line(col.selector)})")
+            label, given_as = one_line(key), names[key][len(one_line(key)) :]  # given_as: " (the selector)" or ""
+            text.append(label if given_as else label.ljust(width), style="bold")
+            if given_as:
+                text.append(given_as.ljust(width - len(label)))
             text.append(f"  {col.commit[:7]:<9}" if col.commit else "  no commit", style="" if col.commit else "dim")
             text.append(f"  mean {col.mean:.3f}" if col.mean is not None else f"  mean {NO_DATA:<5}")
             errors = col.errors + col.judge_errors

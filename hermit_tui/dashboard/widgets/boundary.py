@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hermit_tui.core.records.index import Snapshot
+from hermit_tui.core.stats.anytime_looks import is_anytime
 from hermit_tui.core.stats.looks import adjusted_text, boundary_text, decided_where, look_text
 from hermit_tui.core.stats.sequential import SequentialLook, boundaries_of, round_boundaries
 from hermit_tui.dashboard.widgets.plots import BoundaryPlot, BoundarySeries
@@ -67,6 +68,12 @@ def view_text(v: SequentialView) -> Text:
         if adjusted is not None and look.adjusted_estimate is not None:
             text.append(f"\nestimate {look.adjusted_estimate:+.3f}, {adjusted}")
         text.append(f"\n{boundary_text(look)}")
+    if look is not None and is_anytime(look):  # task by task: no rounds to count
+        if v.live and not v.stopped and look.stopped_early:
+            text.append(f"\n{look_text(look)} looked at; the next tasks are under way")
+        elif v.stopped and look.stopped_early:
+            text.append(f"\nstopped after {look_text(look)}: every candidate was decided")
+        return text
     if v.live and not v.stopped and v.last is not None and v.last.stopped_early:
         now = v.last.rounds + (0 if v.last.within_first_round else 1)
         text.append(f"\nround {now} under way: {v.next_done} of {v.next_total} attempts of {v.a} and {v.b}")
@@ -98,7 +105,9 @@ class SequentialPanel(Vertical):
             return
         self.query_one("#sequential-text", Static).update(view_text(view))
         plot = self.query_one("#plot-boundary", BoundaryPlot)
-        plot.show(series(view) if view.looks else None)
+        anytime = bool(view.looks) and is_anytime(view.looks[0])  # a confidence sequence has no z boundary to plot
+        plot.display = not anytime
+        plot.show(series(view) if view.looks and not anytime else None)
 
 
 @dataclass(frozen=True)

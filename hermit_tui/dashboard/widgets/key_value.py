@@ -19,15 +19,33 @@ from rich.style import Style
 from rich.text import Text
 
 KEY_STYLE = Style(bold=True)
+ELLIPSIS = "…"
+
+
+class Tail(str):
+    """A value shown whole when it fits, else its end after an ellipsis on one line (a path: the file and the
+    folders nearest it say the most; folded, ``run.yaml`` broke into ``run.yam`` and ``l``)."""
+
+
+def _tail(value: str, width: int) -> Text:
+    if cell_len(value) <= width:
+        return Text(value)
+    kept = value
+    while kept and cell_len(kept) > width - 1:
+        kept = kept[1:]
+    return Text(ELLIPSIS + kept)
 
 
 class KeyValueRows:
     """``rows`` of (key, value): each key in bold in a column at least ``min_key_width`` wide (never wrapped), then
     ``gap`` spaces, then the value wrapped to the width left (a word longer than that is folded); a value's own
-    line breaks are kept. An empty key continues the row above (the setup screen's list of checks)."""
+    line breaks are kept. An empty key continues the row above (the setup screen's list of checks). A :class:`Tail`
+    value stays on one line: its end after an ellipsis when it does not fit."""
 
     def __init__(self, rows: Iterable[tuple[str, str | Text]], *, min_key_width: int = 12, gap: int = 2):
-        self.rows: list[tuple[str, Text]] = [(key, v if isinstance(v, Text) else Text(v)) for key, v in rows]
+        given = list(rows)
+        self.rows: list[tuple[str, Text]] = [(key, v if isinstance(v, Text) else Text(v)) for key, v in given]
+        self.tails = {i for i, (_, v) in enumerate(given) if isinstance(v, Tail)}
         self.key_width = max([min_key_width, *(cell_len(key) for key, _ in self.rows)])
         self.gap = gap
 
@@ -53,8 +71,11 @@ class KeyValueRows:
             return
         width = options.max_width - left
         blank = Segment(" " * left)
-        for key, value in self.rows:
-            lines: list[Text] = list(value.wrap(console, width, overflow="fold", no_wrap=False)) or [Text("")]
+        for n, (key, value) in enumerate(self.rows):
+            if n in self.tails:
+                lines = [_tail(value.plain, width)]
+            else:
+                lines = list(value.wrap(console, width, overflow="fold", no_wrap=False)) or [Text("")]
             for i, line in enumerate(lines):
                 if i == 0:
                     yield Segment(key + " " * (left - cell_len(key)), KEY_STYLE)
@@ -65,4 +86,4 @@ class KeyValueRows:
                 yield new_line
 
 
-__all__ = ["KeyValueRows"]
+__all__ = ["KeyValueRows", "Tail"]

@@ -1,0 +1,512 @@
+"""Stop when decided, anytime-valid: the design of a ``--stop-when-decided --anytime`` launch, its looks, and how
+they are read back from the files.
+
+The launch runs task by task in a fixed order (:func:`core.stats.sequential.look_order`, the sha256 of the task id),
+every repeat of a task under every selector together: one task is one observation, the paired difference of its
+task means ``d = mean_r(candidate) - mean_r(baseline)`` (scores counted in [0, 1]: NaN as 0, outside the range as
+its nearest end). After each look (a batch of consecutive tasks in that order, as many as the launch's slots run at
+once) every candidate's confidence sequence (``core.stats.anytime``, Waudby-Smith & Ramdas 2023) is updated on its
+differences so far; the launch stops once every candidate is decided (the sequence lies above 0: improvement, below
+0: regression, within ±M: equivalent), else it runs every task and ends undecided.
+
+A confidence sequence holds the true mean difference at every number of tasks at once, so the decision may be taken
+at any look, and an undecided comparison may be continued later (``--resume``, also after tasks were added to the
+test split) without restarting the error budget: the continued stream is the recorded tasks in their recorded order
+(summary.json's ``sequential.order``), then the tasks not yet looked at in the look order. What a continuation may
+not change is the observation itself (the repeats per task, the protocol) or the error split (alpha, the
+candidates): :meth:`AnytimePlan.same_design` says what changed.
+
+``alpha`` is split over the candidates (Bonferroni: the chance of any false claim over them is at most ``alpha``);
+each candidate's sequence spends its whole share, since the sequence's guarantee is exact for bounded scores (no
+normal approximation to allow for).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from hermit_tui.core.records.results import SequentialEntry
+from hermit_tui.core.stats.anytime import METHOD, paired_confidence_sequence
+from hermit_tui.core.stats.looks import Records, SequentialPlan
+from hermit_tui.core.stats.sequential import Decision, SequentialLook, look_order
+
+ANYTIME_RULE = (
+    "after each look of an anytime-valid stop-when-decided launch (a batch of tasks in the order of their ids' "
+    "sha256, every repeat of each), 'an improvement' ('a regression') when the anytime-valid 95% confidence "
+    "sequence for the mean difference lies above (below) 0, 'equivalent' (with a margin M) when it lies within "
+    "-M..M; otherwise 'undecided'"
+)
+
+
+def is_anytime(thing: Any) -> bool:
+    """Whether a plan, a ``sequential`` entry or a look is of the anytime-valid design (by its method)."""
+    return getattr(thing, "method", None) == METHOD
+
+
+def recorded_order(entry: SequentialEntry | None) -> list[str]:
+    """The tasks an anytime launch looked at, in order (summary.json's ``sequential.order``; [] when absent)."""
+    order = getattr(entry, "order", None) if entry is not None else None
+    return [str(t) for t in order] if isinstance(order, list) else []
+
+
+class AnytimePlan(SequentialPlan):
+    """The plan of a ``--stop-when-decided --anytime`` launch. ``max_rounds`` is the repeats of each task (all
+    run before the task is looked at); ``order``: the tasks an earlier launch of this evaluation looked at, in order
+    (a continuation's stream begins with them); ``tasks_per_look``: the consecutive tasks one look adds (the slots
+    the launch runs at once, so the barrier after each look leaves few of them idle)."""
+
+    method: str = METHOD
+    order: list[str] = []
+    tasks_per_look: int = 1
+    row_digests: dict[str, str] = {}  # task id -> sha256 of its row (what a continuation checks of the recorded tasks)
+
+    def order_digest(self, order: Sequence[str]) -> str | None:
+        """The sha256 of the rows of ``order``'s tasks, in order (None when a row's digest is not known)."""
+        import hashlib
+
+        if any(t not in self.row_digests for t in order):
+            return None
+        return hashlib.sha256("\n".join(self.row_digests[t] for t in order).encode()).hexdigest()
+
+    @property
+    def each_spend(self) -> float:
+        """Each candidate's share of alpha (Bonferroni), all of it spent."""
+        return self.spend if self.spend is not None else self.alpha / max(1, self.family)
+
+    def same_design(self, entry: SequentialEntry) -> list[str]:
+        """How a recorded entry differs from this plan (what a continuation must keep)."""
+        if not is_anytime(entry):
+            return ["it was launched with the group-sequential design: resume it without --anytime"]
+        changed = []
+        if entry.baseline != self.baseline:
+            changed.append(f"baseline {entry.baseline} -> {self.baseline}")
+        if entry.max_rounds != self.max_rounds:
+            changed.append(
+                f"repeats per task (eval.repeats) {entry.max_rounds} -> {self.max_rounds} (a task's observation is "
+                "the mean of its repeats)"
+            )
+        if entry.margin != self.margin:
+            changed.append(f"margin {entry.margin or 'none'} -> {self.margin or 'none'}")
+        if entry.alpha != self.alpha:
+            changed.append(f"alpha {entry.alpha} -> {self.alpha}")
+        if entry.split_over is not None and entry.split_over != self.family:
+            changed.append(f"the candidates alpha is split over {entry.split_over} -> {self.family}")
+        return changed
+
+    def stream(self, task_ids: Sequence[str]) -> list[str]:
+        """The order the tasks are looked at: the recorded ones in their order, then the others in the look order.
+        ValueError when a recorded task is no longer among ``task_ids``."""
+        ids = [str(t) for t in task_ids]
+        known = set(ids)
+        gone = [t for t in self.order if t not in known]
+        if gone:
+            raise ValueError(
+                f"{len(gone)} task(s) already looked at are no longer in the test split (e.g. {gone[0]!r}): the "
+                "stream cannot continue without them"
+            )
+        seen = set(self.order)
+        return list(self.order) + look_order([t for t in ids if t not in seen])
+
+
+def anytime_plan(
+    plan: SequentialPlan, concurrency: int, selectors: int, rows: Sequence[Mapping[str, Any]] = ()
+) -> AnytimePlan:
+    """``plan`` (made by ``core.run.rounds.plan_for``) as the anytime-valid design; a look adds as many tasks as
+    ``concurrency`` slots run at once with ``selectors`` selectors and ``plan.max_rounds`` repeats of a task.
+    ``rows``: the test task rows (their digests let a continuation check the tasks already looked at)."""
+    import hashlib
+    import json
+
+    per_task = max(1, plan.max_rounds * selectors)
+    digests = {
+        str(r["id"]): hashlib.sha256(json.dumps(dict(r), sort_keys=True, default=str).encode()).hexdigest()
+        for r in rows
+    }
+    return AnytimePlan(
+        baseline=plan.baseline,
+        candidates=list(plan.candidates),
+        max_rounds=plan.max_rounds,
+        margin=plan.margin,
+        alpha=plan.alpha,
+        tasks_per_look=max(1, math.ceil(concurrency / per_task)),
+        row_digests=digests,
+    )
+
+
+def _score(value: float) -> float:
+    return min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
+
+
+def task_mean(records: Mapping[tuple[str, int], Any], task_id: str, repeats: int) -> float | None:
+    """The mean score of ``task_id``'s ``repeats`` repeats (each in [0, 1]), or None when one is missing."""
+    total = 0.0
+    for r in range(1, repeats + 1):
+        rec = records.get((task_id, r))
+        if rec is None:
+            return None
+        total += _score(rec.judge.score)
+    return total / repeats
+
+
+def _decide(low: float, high: float, margin: float | None) -> Decision:
+    if low > 0:
+        return "improvement"
+    if high < 0:
+        return "regression"
+    if margin is not None and -margin < low and high < margin:
+        return "equivalent"
+    return "undecided"
+
+
+class _Stream:
+    """One candidate's paired task differences, in the stream's order, and its confidence sequence."""
+
+    def __init__(self, plan: AnytimePlan, candidate: str, total: int):
+        self.plan, self.candidate, self.total = plan, candidate, total
+        self.diffs: list[float] = []
+        self.looks: list[SequentialLook] = []
+
+    def add(self, diffs: Sequence[float], look: int) -> SequentialLook:
+        self.diffs += list(diffs)
+        plan = self.plan
+        low_s, high_s = paired_confidence_sequence(np.asarray(self.diffs), plan.each_spend)
+        low, high = float(low_s[-1]), float(high_s[-1])
+        prev = self.looks[-1] if self.looks else None
+        decision: Decision = _decide(low, high, plan.margin)
+        if prev is not None and prev.decision != "undecided":
+            decision = prev.decision  # the first decision is kept
+        n = len(self.diffs)
+        decided_tasks = (
+            prev.decided_tasks
+            if prev is not None and prev.decided_tasks is not None
+            else (n if decision != "undecided" else None)
+        )
+        out = SequentialLook(
+            baseline=plan.baseline,
+            candidate=self.candidate,
+            decision=decision,
+            rounds=plan.max_rounds,
+            max_rounds=plan.max_rounds,
+            method=METHOD,
+            alpha=plan.alpha,
+            spend=plan.each_spend,
+            candidates=plan.family,
+            margin=plan.margin,
+            decided_at=plan.max_rounds if decided_tasks is not None else None,
+            decided_tasks=decided_tasks,
+            mean_diff=float(np.mean(self.diffs)),
+            ci_low=low,
+            ci_high=high,
+            tasks=n,
+            total_tasks=self.total,
+            look=look,
+        )
+        self.looks.append(out)
+        return out
+
+
+class AnytimeTracker:
+    """The launch's anytime-valid state, with :class:`core.stats.looks.RoundTracker`'s interface (the runner's
+    ``core.run.rounds.RoundGate`` drives either): look ``j`` is the ``j``-th batch of ``plan.tasks_per_look`` tasks
+    of the stream, every repeat of each under every selector."""
+
+    def __init__(self, plan: AnytimePlan, task_ids: Sequence[str]):
+        self.plan = plan
+        self.task_ids = plan.stream(task_ids)
+        total = len(self.task_ids)
+        step = max(1, plan.tasks_per_look)
+        # the recorded tasks are one look (so a resume finds the recorded state again whatever its batch size), then
+        # batches of ``step``
+        done = len(plan.order)
+        ends = ([done] if done else []) + list(range(done + step, total, step)) + ([total] if total > done else [])
+        self._ends = ends or [0]
+        self.schedule: tuple[tuple[int, int], ...] = tuple((plan.max_rounds, n) for n in self._ends)
+        self.pairs = {c: _Stream(plan, c, total) for c in plan.candidates}
+        self.looks = 0
+        self._position = {t: i for i, t in enumerate(self.task_ids)}
+
+    @property
+    def rounds(self) -> int:
+        """The repeats of each task looked at (0 before any look): the summaries' ``repeats``."""
+        return self.plan.max_rounds if self.looks else 0
+
+    @property
+    def tasks_looked(self) -> int:
+        return self.schedule[self.looks - 1][1] if self.looks else 0
+
+    @property
+    def attempts_each(self) -> int:
+        return self.tasks_looked * self.plan.max_rounds
+
+    @property
+    def decided(self) -> bool:
+        return self.looks > 0 and all(p.looks and p.looks[-1].decision != "undecided" for p in self.pairs.values())
+
+    @property
+    def finished(self) -> bool:
+        return self.decided or self.looks >= len(self.schedule)
+
+    def look_of(self, task_id: str, repeat: int) -> int:
+        """The look (from 1) whose data an attempt of ``task_id`` (any repeat) is part of."""
+        import bisect
+
+        pos = self._position.get(str(task_id), len(self.task_ids) - 1)
+        return min(len(self._ends), bisect.bisect_right(self._ends, pos) + 1)
+
+    def _span(self, look: int) -> list[str]:
+        start = self.schedule[look - 2][1] if look > 1 else 0
+        return self.task_ids[start : self.schedule[look - 1][1]]
+
+    def complete(self, records: Mapping[str, Mapping[tuple[str, int], Any]], look: int) -> bool:
+        labels = [self.plan.baseline, *self.plan.candidates]
+        r = self.plan.max_rounds
+        return all(task_mean(records[label], t, r) is not None for label in labels for t in self._span(look))
+
+    def check(self, records: Mapping[str, Mapping[tuple[str, int], Any]]) -> list[SequentialLook]:
+        """Look at the next batch of the stream (it must be complete): one look per candidate."""
+        j = self.looks + 1
+        if j > len(self.schedule):
+            raise ValueError(f"all {len(self.schedule)} looks were already checked")
+        r, ids = self.plan.max_rounds, self._span(j)
+        base = [task_mean(records[self.plan.baseline], t, r) for t in ids]
+        looks = []
+        for label, pair in self.pairs.items():
+            cand = [task_mean(records[label], t, r) for t in ids]
+            if any(x is None for x in base) or any(x is None for x in cand):
+                raise ValueError(f"look {j} is not complete")
+            looks.append(pair.add([float(b) - float(a) for a, b in zip(base, cand)], j))  # type: ignore[arg-type]
+        self.looks = j
+        return looks
+
+    def last(self, label: str) -> SequentialLook | None:
+        looks = self.pairs[label].looks if label in self.pairs else []
+        return looks[-1] if looks else None
+
+    def entry(self, label: str) -> SequentialEntry:
+        """summary.json's ``sequential`` object for ``label``: the design, the tasks looked at in order, and (for a
+        candidate) its decision and confidence sequence."""
+        plan = self.plan
+        n = self.tasks_looked
+        common: dict[str, Any] = dict(
+            baseline=plan.baseline,
+            rounds=plan.max_rounds,
+            max_rounds=plan.max_rounds,
+            method=METHOD,
+            alpha=plan.alpha,
+            spend=plan.each_spend,
+            split_over=plan.family,
+            margin=plan.margin,
+            tasks_looked=n,
+            total_tasks=len(self.task_ids),
+            order=self.task_ids[:n],
+            order_rows_sha256=plan.order_digest(self.task_ids[:n]),
+        )
+        if label == plan.baseline:
+            decisions = {c: (look.decision if (look := self.last(c)) else "undecided") for c in plan.candidates}
+            return SequentialEntry(**common, candidates=decisions)
+        look = self.last(label)
+        if look is None:
+            return SequentialEntry(**common, decision="undecided")
+        return SequentialEntry(
+            **common,
+            decision=look.decision,
+            decided_at=look.decided_at,
+            decided_tasks=look.decided_tasks,
+            interval=(look.ci_low, look.ci_high),
+            mean_diff=look.mean_diff,
+        )
+
+
+def tracker_for(plan: SequentialPlan, task_ids: Sequence[str]) -> Any:
+    """The tracker of ``plan``'s design: :class:`AnytimeTracker` or ``core.stats.looks.RoundTracker``."""
+    from hermit_tui.core.stats.looks import RoundTracker
+
+    if isinstance(plan, AnytimePlan):
+        return AnytimeTracker(plan, task_ids)
+    return RoundTracker(plan, task_ids)
+
+
+def replay(
+    entry: SequentialEntry, baseline_records: Records, candidate_records: Records, candidate: str
+) -> list[SequentialLook] | None:
+    """The last look of a candidate's recorded anytime launch, recomputed from the records: the sequence over the
+    tasks of ``entry.order`` in that order, decided (or not) after all of them, as the launch decided after its last
+    look (None when a task looked at lacks a repeat in the records)."""
+    from hermit_tui.core.stats.looks import _by_key
+
+    order = recorded_order(entry)
+    n = entry.tasks_looked if entry.tasks_looked is not None else len(order)
+    if n < 1 or len(order) < n or entry.max_rounds < 1:
+        return None
+    plan = AnytimePlan(
+        baseline=entry.baseline,
+        candidates=[candidate],
+        max_rounds=entry.max_rounds,
+        margin=entry.margin,
+        alpha=entry.alpha,
+        spend=entry.spend,
+        split_over=entry.split_over or 1,
+        order=order[:n],  # one look over them all
+    )
+    tracker = AnytimeTracker(plan, order[:n])
+    for stream in tracker.pairs.values():  # the test tasks the launch had (it may have stopped before the last)
+        stream.total = max(n, entry.total_tasks or n)
+    records = {entry.baseline: _by_key(baseline_records), candidate: _by_key(candidate_records)}
+    while not tracker.looks >= len(tracker.schedule):
+        if not tracker.complete(records, tracker.looks + 1):
+            return None
+        tracker.check(records)
+    return tracker.pairs[candidate].looks
+
+
+# ---------------------------------------------------------------------------------------------- how they read
+
+
+def look_text(look: SequentialLook) -> str:
+    """Where ``look`` was taken: 'n of the G tasks (R repeats each)'."""
+    return f"{look.tasks} of the {look.total_tasks} tasks ({look.max_rounds} repeat{'s' * (look.max_rounds != 1)} each)"
+
+
+def decided_where(look: SequentialLook) -> str:
+    return f"after {look.decided_tasks} of the {look.total_tasks} tasks"
+
+
+def entry_where(entry: SequentialEntry) -> str:
+    """Where a recorded anytime entry stands: 'after n of the G tasks (R repeats each)'."""
+    r = entry.max_rounds
+    return f"after {entry.tasks_looked} of the {entry.total_tasks} tasks ({r} repeat{'s' * (r != 1)} each)"
+
+
+def sequential_text(look: SequentialLook, a: str, b: str) -> str:
+    """The verdict of a monitored pair, b - a, in one or two sentences."""
+    from hermit_tui.core.stats.looks import AT_STOPPING, _num
+
+    d = look.mean_diff
+    if d is None or look.ci_low is None or look.ci_high is None:
+        return f"Undecided: no task of {a} and {b} looked at yet."
+    ci = f"anytime-valid 95% CS {_num(look.ci_low)} to {_num(look.ci_high)}"
+    if look.decision in ("improvement", "regression"):
+        higher = "higher" if d > 0 else "lower"
+        word = "an improvement" if look.decision == "improvement" else "a regression"
+        early = f"{AT_STOPPING}; " if look.stopped_early else ""
+        return (
+            f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({early}{ci}; decided "
+            f"{decided_where(look)}): {word}."
+        )
+    if look.decision == "equivalent":
+        return (
+            f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; decided {decided_where(look)}): equivalent within "
+            f"±{look.margin:g}."
+        )
+    reach = "includes 0" + (f" and reaches beyond ±{look.margin:g}" if look.margin is not None else "")
+    done = look.tasks is not None and look.total_tasks is not None and look.tasks >= look.total_tasks
+    head = f"Undecided after all {look.total_tasks} tasks" if done else f"Undecided so far ({look_text(look)})"
+    more = "; add tasks and resume to continue it without restarting the error budget" if done else ""
+    return f"{head}: {b} − {a} = {d:+.3f} ({ci}); the sequence {reach}{more}."
+
+
+def sequential_method(look: SequentialLook) -> str:
+    split = f", α {look.alpha:g} split over {look.candidates} candidates" if look.candidates > 1 else ""
+    return f"anytime-valid 95% confidence sequence after {look_text(look)}: {look.method}{split}"
+
+
+def boundary_text(look: SequentialLook) -> str:
+    """This look's sequence against 0 and ±M, and the error it may spend."""
+    target = "0" + (f" and ±{look.margin:g}" if look.margin is not None else "")
+    parts = [look_text(look)]
+    if look.ci_low is not None and look.ci_high is not None:
+        parts.append(f"anytime-valid 95% CS {look.ci_low:+.3f} to {look.ci_high:+.3f} against {target}")
+    split = f", α {look.alpha:g} split over {look.candidates} candidates" if look.candidates > 1 else ""
+    parts.append(f"α {look.boundary_alpha:.3g} at any number of tasks{split}")
+    return "; ".join(parts)
+
+
+FIXED_P_NOTE = (
+    "the p-value is the fixed design's, not adjusted for the looks after each batch of tasks: for reference only "
+    "(the decision is the confidence sequence's)"
+)
+
+
+def sequential_pair(pair: Any, look: SequentialLook) -> Any:
+    """``pair`` (a ``core.stats.figures.PairStats``, b - a) with the anytime look in place of the fixed design's
+    interval, decision, verdict and rule (``core.stats.looks.sequential_pair`` for this design)."""
+    from hermit_tui.core.stats.figures import VerdictKind
+
+    decision = VerdictKind.UNCLEAR if look.decision == "undecided" else VerdictKind(look.decision)
+    return pair.model_copy(
+        update=dict(
+            sequential=look,
+            ci_low=look.ci_low,
+            ci_high=look.ci_high,
+            ci_method=None,
+            n_eff=None,
+            method=sequential_method(look),
+            decision=decision,
+            verdict=sequential_text(look, pair.a, pair.b),
+            rule=ANYTIME_RULE,
+            test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE,
+        )
+    )
+
+
+def interval_words(look: SequentialLook) -> tuple[str, str]:
+    """(what the interval is called, where it was taken) for a one-line figure: '95% CS', ' (anytime-valid, ...)'."""
+    return "anytime-valid 95% CS", f" (after {look_text(look)})"
+
+
+def finished_notice(plan: SequentialPlan, looks: Sequence[SequentialLook], stopped: bool) -> str:
+    """The dashboard's notice when an anytime launch ends: where it stopped and each candidate's decision."""
+    decided = ", ".join(f"{look.candidate} {look.decision}" for look in looks)
+    last = max(looks, key=lambda look: look.tasks or 0) if looks else None
+    if last is None:
+        return f"Evaluation finished: no task looked at, against {plan.baseline}"
+    if stopped:
+        return f"Stopped when decided after {last.tasks} of the {last.total_tasks} tasks (anytime-valid): {decided}"
+    return f"Evaluation finished: {last.tasks} of the {last.total_tasks} tasks, {decided} against {plan.baseline}"
+
+
+def look_line(plan: SequentialPlan, looks: Sequence[SequentialLook]) -> str:
+    """What a launch logs when an anytime look is checked."""
+    parts = []
+    for look in looks:
+        ci = "" if look.ci_low is None else f" (anytime-valid 95% CS {look.ci_low:+.3f} to {look.ci_high:+.3f})"
+        parts.append(f"{look.candidate} vs {plan.baseline}: {look.decision}{ci}")
+    where = look_text(looks[0]) if looks else "no task"
+    return f"{where}: " + "; ".join(parts)
+
+
+def decided_line(tracker: AnytimeTracker) -> str:
+    n, total = tracker.tasks_looked, len(tracker.task_ids)
+    if n < total:
+        return (
+            f"every candidate is decided after {n} of the {total} tasks (anytime-valid): no further attempt starts "
+            f"(the other {total - n} tasks were not run)"
+        )
+    return f"every candidate is decided after all {total} tasks (anytime-valid)"
+
+
+__all__ = [
+    "ANYTIME_RULE",
+    "AnytimePlan",
+    "AnytimeTracker",
+    "anytime_plan",
+    "boundary_text",
+    "decided_line",
+    "decided_where",
+    "entry_where",
+    "finished_notice",
+    "interval_words",
+    "sequential_pair",
+    "is_anytime",
+    "look_line",
+    "look_text",
+    "recorded_order",
+    "replay",
+    "sequential_method",
+    "sequential_text",
+    "tracker_for",
+]
