@@ -608,17 +608,18 @@ ADJUSTED_KEYS = ("adjusted_estimate", "adjusted_low", "adjusted_high", "adjusted
 
 
 def _applied_bounds(
-    cs: Sequence[float], schedule: Sequence[tuple[int, int]], info: Sequence[float], width: float
+    cs: Sequence[float], schedule: Sequence[tuple[int, int]], info: Sequence[float], width: float, start: int = 0
 ) -> list[float]:
     """The critical values on the observed z (mean over its standard error) that the looks' repeated intervals
     (:func:`_repeated_interval` at each look's nominal level) applied: the smallest z whose interval excludes 0, with
-    a look's sd of task differences ``sqrt(n / I)`` from its information. On few tasks they lie above the normal
+    a look's sd of task differences ``sqrt(n / I)`` from its information (looks before ``start``: inf, not computed).
+    On few tasks they lie above the normal
     boundary (Student's t, the score interval's pull towards the middle: 3.06 against 2.63 at 25 tasks)."""
     from scipy.special import ndtr
 
     out = []
-    for c, (_, n), i in zip(cs, schedule, info):
-        if not math.isfinite(c) or n < 2 or i <= 0:
+    for j, (c, (_, n), i) in enumerate(zip(cs, schedule, info)):
+        if j < start or not math.isfinite(c) or n < 2 or i <= 0:  # (before ``start``: not needed, left out)
             out.append(math.inf)
             continue
         level, se = 2 * float(ndtr(c)) - 1, 1 / math.sqrt(i)
@@ -632,7 +633,7 @@ def _applied_bounds(
         if not excludes(hi):
             out.append(math.inf)
             continue
-        for _ in range(30):  # to 12 se / 2^30
+        for _ in range(24):  # to 12 se / 2^24
             mid = (lo + hi) / 2
             lo, hi = (lo, mid) if excludes(mid) else (mid, hi)
         out.append(hi / se)
@@ -822,7 +823,7 @@ class SequentialMonitor:
             and seen >= FUTILITY_MIN_ATTEMPTS
         ):
             design = [u / units[k] * g / sd**2 for u in units]  # the most information the later looks can have
-            cs = _applied_bounds(boundaries_of(look), schedule, design, width)
+            cs = _applied_bounds(boundaries_of(look), schedule, design, width, start=k + 1)
             cp = conditional_power(design, cs, k, z)
             look = look.model_copy(update=dict(conditional_power=cp))
             if cp < self.futility:
