@@ -541,13 +541,26 @@ def sequential_run(rng, g: int, max_rounds: int, effect: float, margin=None):
     return looks[0]
 
 
-def sequential_launch(rng, g: int, max_rounds: int, effects, margin=None, spread: float = 0.0, batches=None):
+def sequential_launch(
+    rng, g: int, max_rounds: int, effects, margin=None, spread: float = 0.0, batches=None, futility="default"
+):
     """One launch of ``len(effects)`` candidates against one baseline (alpha split over them, as ``eval`` does),
     look by look (``batches`` looks within round 1, default ``eval``'s: one per 25 tasks, at most 8; then whole
     rounds) until every candidate is decided: (each candidate's last look, the attempts run in rounds, i.e. per
     selector and task). ``spread``: each task's effect also moves by +/- spread x min(p, 1 - p), the sign drawn per
-    task (mean 0: p is symmetric). The tasks are drawn in random order, so the look order is their index."""
-    from hermit_tui.core.stats.sequential import SequentialMonitor, design_spending, first_round_batches, look_schedule
+    task (mean 0: p is symmetric). The tasks are drawn in random order, so the look order is their index.
+    ``futility``: the futility rule's threshold (``eval``'s default: ``FUTILITY_CP`` without a margin, none with one;
+    None: off)."""
+    from hermit_tui.core.stats.sequential import (
+        FUTILITY_CP,
+        SequentialMonitor,
+        design_spending,
+        first_round_batches,
+        look_schedule,
+    )
+
+    if futility == "default":
+        futility = FUTILITY_CP if margin is None else None
 
     k = len(effects)
     batches = first_round_batches(g) if batches is None else batches
@@ -558,7 +571,7 @@ def sequential_launch(rng, g: int, max_rounds: int, effects, margin=None, spread
     monitors = [
         SequentialMonitor(
             "a", f"b{i}", max_rounds, candidates=k, margin=margin, batches=batches, total_tasks=g,
-            spending=design_spending(batches),
+            spending=design_spending(batches), futility=futility,
         )
         for i in range(k)
     ]  # fmt: skip
@@ -595,7 +608,13 @@ def equal_power_rounds(rng, g: int, max_rounds: int, effect: float, power: float
 
 
 def sequential_section(args, md: list[str]) -> None:
-    from hermit_tui.core.stats.sequential import POWER_RHO, SPEND_SHARE, first_round_batches
+    from hermit_tui.core.stats.sequential import (
+        FUTILITY_CP,
+        FUTILITY_MIN_ATTEMPTS,
+        POWER_RHO,
+        SPEND_SHARE,
+        first_round_batches,
+    )
 
     rng = np.random.default_rng(SEED + 2)
     runs = args.runs
@@ -616,21 +635,32 @@ def sequential_section(args, md: list[str]) -> None:
         "simulated power reaches the sequential launches' share of improvements (less its Monte-Carlo error, at least "
         "0.005); *mean rounds* is the attempts run per selector and task (0.40: the launch stopped after 40% of "
         "round 1's tasks); *attempts vs fixed* is that over the fixed design's repeats (below 100%: the sequential "
-        "design saves attempts). *Estimate*: the mean of "
-        "the difference reported at stopping, against the true effect.",
+        "design saves attempts). *Futile*: the share stopped for futility (the non-binding rule, conditional power "
+        f"under the current estimate below {FUTILITY_CP:g} at looks of {FUTILITY_MIN_ATTEMPTS} attempts per selector "
+        "or more; on by default without a margin; *no futility*: off, the design before it). *Observed*: the mean "
+        "of the mean difference at stopping; *adjusted*: the mean and the median of the stagewise median-unbiased "
+        "estimate, against the true effect; *adj. CI covers*: the share of launches whose adjusted 95% interval "
+        "holds the true effect.",
         "",
-        "| tasks | R | B | effect | candidates | runs | improvement | regression | undecided | false claim "
-        "| mean rounds | fixed, equal power | attempts vs fixed | attempts vs R | estimate |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| tasks | R | B | effect | candidates | runs | improvement | regression | futile | undecided | false claim "
+        "| mean rounds | fixed, equal power | attempts vs fixed | attempts vs R | observed | adjusted (mean / median) "
+        "| adj. CI covers |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
-    def row(g, rounds_max, effect, k, runs_here, margin=None, note="", spread=0.0, batches=None):
-        out = [sequential_launch(rng, g, rounds_max, [effect] * k, margin, spread, batches) for _ in range(runs_here)]
+    def row(g, rounds_max, effect, k, runs_here, margin=None, note="", spread=0.0, batches=None, futility="default"):
+        out = [
+            sequential_launch(rng, g, rounds_max, [effect] * k, margin, spread, batches, futility)
+            for _ in range(runs_here)
+        ]
         looks = [lk for lks, _ in out for lk in lks]
         rounds = np.array([r for _, r in out], dtype=float)
-        share = {d: np.mean([lk.decision == d for lk in looks]) for d in ("improvement", "regression", "undecided")}
+        kinds = ("improvement", "regression", "futile", "undecided")
+        share = {d: np.mean([lk.decision == d for lk in looks]) for d in kinds}
         claims = np.mean([any(lk.decision in ("improvement", "regression") for lk in lks) for lks, _ in out])
         est = np.mean([lk.mean_diff for lk in looks])
+        adj = np.array([lk.adjusted_estimate for lk in looks if lk.adjusted])
+        covers = np.mean([lk.adjusted_low <= effect <= lk.adjusted_high for lk in looks if lk.adjusted])
         fixed = ratio = None
         powers: list[float] = []
         if effect > 0:
@@ -642,13 +672,14 @@ def sequential_section(args, md: list[str]) -> None:
         b_used = first_round_batches(g) if batches is None else batches
         md.append(
             f"| {g} | {rounds_max} | {b_used} | {eff} | {k} | {runs_here} | {share['improvement']:.3f} | "
-            f"{share['regression']:.3f} | {share['undecided']:.3f} | "
+            f"{share['regression']:.3f} | {share['futile']:.3f} | {share['undecided']:.3f} | "
             f"{f'{claims:.4f}' if effect == 0 and margin is None else '—'} | {rounds.mean():.2f} | "
             f"{fixed if fixed else ('> R' if effect > 0 else '—')} | "
-            f"{f'{ratio:.0%}' if ratio is not None else '—'} | {rounds.mean() / rounds_max:.0%} | {est:+.3f} |"
+            f"{f'{ratio:.0%}' if ratio is not None else '—'} | {rounds.mean() / rounds_max:.0%} | {est:+.3f} | "
+            f"{adj.mean():+.3f} / {np.median(adj):+.3f} | {covers:.3f} |"
         )
         out_row = dict(claims=claims, ratio=ratio, fixed=fixed, rounds=rounds.mean(), est=est, looks=looks)
-        return out_row | dict(powers=powers, power=share["improvement"])
+        return out_row | dict(powers=powers, power=share["improvement"], adj=float(np.mean(adj)), covers=covers)
 
     sizes = [30] if args.quick else [16, 50, 200]
     aa = [row(g, max_rounds, 0.0, 1, runs)["claims"] for g in sizes]
@@ -663,6 +694,11 @@ def sequential_section(args, md: list[str]) -> None:
     for g, effect in ([(30, 0.35)] if args.quick else [(16, 0.2), (50, 0.05), (50, 0.1), (50, 0.2), (50, 0.35),
                                                         (200, 0.2), (200, 0.1)]):  # fmt: skip
         ab[(g, effect)] = row(g, max_rounds, effect, 1, max(50, runs // 2))
+    before = {}
+    if not args.quick:  # the design without the futility rule (before it), on the same scenarios
+        aa_before = row(50, max_rounds, 0.0, 1, max(50, runs // 2), note="no futility", futility=None)["claims"]
+        for g, effect in [(16, 0.2), (50, 0.05), (50, 0.2), (200, 0.2)]:
+            before[(g, effect)] = row(g, max_rounds, effect, 1, max(50, runs // 2), note="no futility", futility=None)
     if not args.quick:
         row(200, max_rounds, 0.0, 1, max(50, runs // 4), margin=0.1, note="margin 0.1")
         for g in (50, 200):  # before: looks after whole rounds only (--first-round-looks 1)
@@ -728,9 +764,28 @@ def sequential_section(args, md: list[str]) -> None:
     synth.figure(
         "stats.sequential.estimate_at_stopping_bias",
         ab[(16, 0.2)]["est"] - 0.2 if (16, 0.2) in ab else some["est"] - 0.35,
-        detail="mean difference reported at stopping minus the true effect (16 tasks, 0.2): biased away from 0, "
-        "which the verdict says",
+        detail="observed mean difference at stopping minus the true effect (16 tasks, 0.2): biased away from 0; "
+        "the verdict shows the adjusted estimate instead",
     )
+    if (50, 0.2) in ab:
+        got = ab[(50, 0.2)]
+        synth.figure(
+            "stats.sequential.adjusted_estimate_bias_50",
+            got["adj"] - 0.2,
+            detail=f"mean stagewise median-unbiased estimate minus the true effect, 50 tasks, 0.2 (observed: "
+            f"{got['est'] - 0.2:+.4f}); its 95% interval covers {got['covers']:.3f}",
+        )
+    if (50, 0.05) in ab and (50, 0.05) in before:
+        got, old = ab[(50, 0.05)], before[(50, 0.05)]
+        synth.figure(
+            "stats.sequential.attempts_vs_equal_power_fixed_50_small_effect",
+            got["ratio"],
+            target="<= 1",
+            detail=f"50 tasks, effect 0.05, with the futility rule: mean rounds {got['rounds']:.2f}, power "
+            f"{got['power']:.3f}, fixed {got['fixed']}; without it {old['rounds']:.2f} rounds, power "
+            f"{old['power']:.3f}, {old['ratio']:.0%} of the fixed design's {old['fixed']}; A/A false claims at 50 "
+            f"tasks without futility {aa_before:.4f}",
+        )
 
 
 # -- 3b. anytime-valid confidence sequences -------------------------------------------------------------------

@@ -305,3 +305,138 @@ def test_a_monitor_looking_within_round_1_decides_on_the_first_tasks_and_keeps_t
         sequential_look("none", "good", a[:30, None], b[:30, None], 4, batches=4, total_tasks=g)
     with pytest.raises(ValueError):
         SequentialMonitor("none", "good", 4, batches=4)  # looks within round 1 need the number of tasks
+
+
+# -- the inference at stopping and the futility rule (issue 25, item 4) ------------------------------------------
+
+
+def test_stagewise_inference_by_hand_one_look_and_two_looks_by_bivariate_normal():
+    from hermit_tui.core.stats.sequential import stagewise_inference
+
+    # one look: nothing was looked at before, so the estimate, interval and p are the fixed design's normal ones
+    est, low, high, p = stagewise_inference([100.0], [], 2.5, lo=-5, hi=5)
+    assert est == pytest.approx(0.25, abs=1e-6)
+    assert (low, high) == pytest.approx((0.25 - 1.959964 / 10, 0.25 + 1.959964 / 10), abs=1e-5)
+    assert p == pytest.approx(2 * norm.sf(2.5), rel=1e-4)
+    # two looks (information 50 and 100, boundary 2.8 at the first), stopped at the second with z = 2.3: the
+    # stagewise P(theta) = P(Z1 >= 2.8) + P(|Z1| < 2.8, Z2 >= 2.3), Z1, Z2 correlated sqrt(1/2), by scipy's
+    # bivariate normal
+    info, c1, z2 = (50.0, 100.0), 2.8, 2.3
+    est, low, high, p = stagewise_inference(info, [c1], z2, lo=-5, hi=5)
+    r = math.sqrt(info[0] / info[1])
+
+    def upper(theta: float) -> float:
+        m1, m2 = theta * math.sqrt(info[0]), theta * math.sqrt(info[1])
+        bvn = multivariate_normal(mean=[m1, m2], cov=[[1, r], [r, 1]])
+        both_below = bvn.cdf([c1, z2], lower_limit=[-c1, -np.inf], rng=1)  # |Z1| < c1 and Z2 < z2
+        stay = norm.cdf(c1 - m1) - norm.cdf(-c1 - m1)
+        return norm.sf(c1 - m1) + (stay - both_below)
+
+    assert upper(est) == pytest.approx(0.5, abs=1e-4)
+    assert upper(low) == pytest.approx(0.025, abs=1e-4) and upper(high) == pytest.approx(0.975, abs=1e-4)
+    assert p == pytest.approx(2 * min(upper(0.0), 1 - upper(0.0)), abs=1e-4)
+    # the stop that reached the second look with a moderate z: the estimate is pulled below the observed 0.23
+    assert est < z2 / math.sqrt(info[1])
+
+
+def test_the_adjusted_estimate_is_median_unbiased_and_its_interval_covers_in_a_monte_carlo_of_the_design():
+    # an independent simulation of the design: Brownian motion on the information scale, stopping at the first
+    # look with |Z| >= c (four looks, Hwang-Shih-DeCani boundaries), true difference 0.25 on the score scale
+    from hermit_tui.core.stats.sequential import stagewise_inference
+
+    info = np.array([40.0, 80.0, 120.0, 160.0])
+    cs = round_boundaries(4, 0.045)
+    theta, n = 0.25, 800
+    rng = np.random.default_rng(2026)
+    above = covered = early = 0
+    naive = []
+    for _ in range(n):
+        steps = np.diff(np.r_[0.0, info])
+        s = np.cumsum(rng.normal(theta * steps, np.sqrt(steps)))
+        z = s / np.sqrt(info)
+        k = next((j for j in range(4) if abs(z[j]) >= cs[j]), 3)
+        est, low, high, _ = stagewise_inference(list(info[: k + 1]), cs[:k], float(z[k]), lo=-5, hi=5)
+        above += est > theta
+        covered += low <= theta <= high
+        early += k < 3
+        naive.append(s[k] / info[k])
+    se_half = 1.96 * math.sqrt(0.25 / n)
+    assert early > n / 2  # most launches stopped early: the case that biases the observed estimate
+    assert abs(above / n - 0.5) < se_half + 0.005  # median-unbiased
+    assert abs(covered / n - 0.95) < 1.96 * math.sqrt(0.95 * 0.05 / n) + 0.005
+    assert np.mean(naive) - theta > 0.02  # while the observed one overstates
+
+
+def test_conditional_power_against_simulated_paths():
+    from hermit_tui.core.stats.sequential import conditional_power
+
+    info = [30.0, 60.0, 90.0, 120.0]
+    cs = [3.0, 2.7, 2.5, 2.3]
+    z_now, now = 0.9, 1
+    got = conditional_power(info, cs, now, z_now)
+    rng = np.random.default_rng(7)
+    theta = z_now / math.sqrt(info[now])  # the current estimate
+    s = np.full(200_000, z_now * math.sqrt(info[now]))
+    crossed = np.zeros(s.size, dtype=bool)
+    for j in range(now + 1, len(info)):
+        step = info[j] - info[j - 1]
+        s = s + rng.normal(theta * step, math.sqrt(step), size=s.size)
+        crossed |= np.abs(s / math.sqrt(info[j])) >= cs[j]
+    assert 0.01 < got < 0.5
+    assert got == pytest.approx(crossed.mean(), abs=4 * math.sqrt(got * (1 - got) / s.size) + 1e-3)
+
+
+def test_futility_never_adds_a_false_claim_and_never_adds_attempts():
+    # the same A/A data fed to the design with and without the futility rule: the efficacy boundaries are the same
+    # (non-binding), so a launch that claims with futility claims without it too, and stops no later
+    from hermit_tui.core.stats.sequential import FUTILITY_CP
+
+    rng = np.random.default_rng(11)
+    stopped_for_futility = 0
+    for _ in range(150):
+        p = rng.beta(1, 1, size=50)
+        a = (rng.random((50, 5)) < p[:, None]).astype(float)
+        b = (rng.random((50, 5)) < p[:, None]).astype(float)
+        runs = {}
+        for futility in (None, FUTILITY_CP):
+            m = SequentialMonitor("a", "b", 5, batches=2, total_tasks=50, spending="power", futility=futility)
+            m.add_look(a[:25, 0], b[:25, 0])
+            looks = 1
+            if not m.decided:
+                m.add_look(a[25:, 0], b[25:, 0])
+                looks = 2
+            for r in range(1, 5):
+                if m.decided:
+                    break
+                m.add_look(a[:, r], b[:, r])
+                looks += 1
+            assert m.last is not None
+            runs[futility] = (m.last.decision, looks, m.last.boundary_z)
+        (plain, n_plain, _), (with_rule, n_rule, _) = runs[None], runs[FUTILITY_CP]
+        if with_rule in ("improvement", "regression"):
+            assert plain == with_rule
+        assert n_rule <= n_plain
+        stopped_for_futility += with_rule == "futile"
+    assert stopped_for_futility > 75  # most A/A launches stop for futility instead of running every round
+
+
+def test_a_summary_entry_without_the_new_keys_reads_as_before_and_a_new_one_round_trips():
+    from hermit_tui.core.records.results import SequentialEntry
+
+    old = {"baseline": "none", "decision": "improvement", "rounds": 2, "max_rounds": 5, "method": METHOD,
+           "alpha": 0.05, "decided_at": 2, "interval": [0.1, 0.4], "mean_diff": 0.25}  # fmt: skip
+    entry = SequentialEntry.model_validate(old)
+    assert entry.futility is None and entry.estimate is None and entry.p_value is None
+    assert entry.model_dump(exclude_none=True) == old | {"interval": (0.1, 0.4)}
+    new = SequentialEntry.model_validate(
+        old
+        | {
+            "decision": "futile",
+            "futility": 0.02,
+            "conditional_power": 0.004,
+            "estimate": 0.01,
+            "estimate_interval": [-0.1, 0.12],
+            "p_value": 0.8,
+        }  # fmt: skip
+    )
+    assert new.decision == "futile" and new.estimate_interval == (-0.1, 0.12)

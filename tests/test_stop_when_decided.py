@@ -147,13 +147,58 @@ def test_ab_stops_early_with_an_improvement(project):
 
 
 def test_aa_runs_every_round_and_stays_undecided(project):
-    summaries, seen = launch(project, ["none", "adapters/clone"], concurrency=3)
+    summaries, seen = launch(project, ["none", "adapters/clone"], concurrency=3, futility=False)
     check_files(project, ["none", "clone"], rounds=ROUNDS)
     assert sum(isinstance(e, ev.AttemptStarted) for e in seen) == 2 * TASKS * ROUNDS
     barrier_held(seen)
     entry = summaries["clone"].sequential
     assert (entry.decision, entry.rounds, entry.decided_at) == ("undecided", ROUNDS, None)
     assert entry.interval[0] < 0 < entry.interval[1]
+
+
+def test_aa_stops_for_futility_and_the_report_and_gate_say_so(project, capsys):
+    # the default design (no margin) has the non-binding futility rule: an A/A launch stops once a decision is out of
+    # reach (conditional power under the current estimate below 0.02, at looks of 50+ attempts: round 2 on 30 tasks)
+    code = main(["eval", "--config", str(project), "--adapter", "none", "--adapter", "adapters/clone",
+                 "--stop-when-decided", "--no-card"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    entry = json.loads(out)["clone"]["sequential"]
+    r = entry["rounds"]
+    assert 2 <= r < ROUNDS and entry["decision"] == "futile" and entry["decided_at"] == r
+    assert entry["futility"] == 0.02 and 0 <= entry["conditional_power"] < 0.02
+    assert f"the candidate is stopped for futility after round {r} of {ROUNDS}" in err
+    rows = check_files(project, ["none", "clone"], rounds=r)
+    # from the files, independently of the runner: no round's repeated interval decided (each holds 0), so the stop
+    # was the futility rule's; the launch's adjusted estimate lies in its interval, and at the first look
+    # the adjusted estimate is the observed one (nothing was looked at before)
+    a, b = matrix(rows["none"], r), matrix(rows["clone"], r)
+    for k in range(1, r + 1):
+        look = sequential_look("none", "clone", a[:, :k], b[:, :k], ROUNDS)
+        assert look.ci_low is not None and look.ci_high is not None
+        assert look.decision == "undecided" and look.ci_low < 0 < look.ci_high
+    diff = float((b.mean(axis=1) - a.mean(axis=1)).mean())
+    assert entry["mean_diff"] == pytest.approx(diff)
+    low, high = entry["estimate_interval"]
+    assert low < entry["estimate"] < high and low < 0 < high and entry["p_value"] > 0.05
+    assert abs(entry["estimate"]) <= abs(diff) + 1e-9  # the stopping rule pulls the estimate towards 0, never away
+    # the report and the gate
+    assert main(["report", "--config", str(project)]) == 0
+    md = capsys.readouterr().out
+    assert f"Stopped for futility at round {r} of {ROUNDS}: clone − none = {entry['estimate']:+.3f}" in md
+    assert "| adjusted for stopping |" in md and "median-unbiased for the stopping rule" in md
+    assert main(["report", "--config", str(project), "--format", "html"]) == 0
+    assert "stopped for futility" in capsys.readouterr().out
+    code = main(["gate", "--config", str(project), "--baseline", "none", "--candidate", "clone", "--require",
+                 "complete", "--require", "improvement"])  # fmt: skip
+    out, err = capsys.readouterr()
+    text = out + err
+    assert code == 3 and f"PASS complete clone: {TASKS * r} of {TASKS * r} expected attempts" in text
+    assert "FAIL improvement: clone - none 95% CI" in text
+    assert (
+        f"after {r} rounds, stopped for futility; adjusted for the stopping rule: median-unbiased estimate "
+        f"{entry['estimate']:+.3f}, 95% CI {low:+.3f} to {high:+.3f}, p {entry['p_value']:.3f}"
+    ) in text
 
 
 def test_aa_with_a_margin_stops_as_equivalent(project):
@@ -167,7 +212,7 @@ def test_aa_with_a_margin_stops_as_equivalent(project):
 def test_whole_rounds_go_on_until_every_candidate_is_decided(project):
     # good is decided after round 2, worse by round 3 (three candidates: each spends a third of 0.9 x 0.05), clone
     # never: every round runs for every selector, and the earlier decisions are kept
-    summaries, seen = launch(project, ["adapters/good", "none", "adapters/clone", "adapters/worse"])
+    summaries, seen = launch(project, ["adapters/good", "none", "adapters/clone", "adapters/worse"], futility=False)
     check_files(project, ["good", "none", "clone", "worse"], rounds=ROUNDS)
     assert summaries["none"].sequential.candidates == {
         "good": "improvement",
@@ -193,7 +238,12 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
                 holder["run"].cancel()
 
     run = holder["run"] = EvalRun(
-        config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, concurrency=2, on_event=sink
+        config,
+        ["none", "adapters/good", "adapters/clone"],
+        stop_when_decided=True,
+        concurrency=2,
+        on_event=sink,
+        futility=False,
     )
     cut = run.run_sync()
     assert run.cancelled and all(s.complete is False and s.repeats == ROUNDS for s in cut.values())
@@ -215,18 +265,28 @@ def test_a_cancelled_launch_resumes_round_by_round_and_reaches_the_same_decision
     old["sequential"] = {k: v for k, v in old["sequential"].items() if k not in ("spend", "split_over")}
     path.write_text(json.dumps(old | {"sequential": old["sequential"] | {"method": OLD_METHOD}}))
     with pytest.raises(InputError, match="the sequential design .* of an earlier hermit-tui version"):
-        EvalRun(config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True)
+        EvalRun(
+            config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True, futility=False
+        )
     path.write_text(kept)
+    # nor under another futility rule
+    with pytest.raises(InputError, match="futility rule none -> 0.02"):
+        EvalRun(config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True)
 
     seen: list = []
     resumed = EvalRun(
-        config, ["none", "adapters/good", "adapters/clone"], stop_when_decided=True, resume=True, on_event=seen.append
+        config,
+        ["none", "adapters/good", "adapters/clone"],
+        stop_when_decided=True,
+        resume=True,
+        on_event=seen.append,
+        futility=False,
     ).run_sync()
     assert sum(isinstance(e, ev.AttemptStarted) for e in seen) == 3 * TASKS * ROUNDS - recorded
     check_files(project, ["none", "good", "clone"], rounds=ROUNDS)
     # the same as an uninterrupted launch of the same project
     other = build(tmp_path / "q", tasks=TASKS, repeats=ROUNDS, seed=5, adapters={"good": 0.3, "clone": 0.0})
-    whole, _ = launch(other, ["none", "adapters/good", "adapters/clone"])
+    whole, _ = launch(other, ["none", "adapters/good", "adapters/clone"], futility=False)
     for label in ("good", "clone"):
         assert resumed[label].sequential == whole[label].sequential
 
@@ -319,6 +379,10 @@ def test_cli_flags_and_bad_input(project, capsys):
             ["--adapter", "none", "--adapter", "adapters/good", "--stop-when-decided", "--limit", "2"],
             "--stop-when-decided with --limit",
         ),
+        (
+            ["--adapter", "none", "--adapter", "adapters/good", "--no-futility"],
+            "--no-futility is for --stop-when-decided",
+        ),
     ]:
         code = main(["eval", "--config", str(project), *argv])
         out, err = capsys.readouterr()
@@ -345,7 +409,7 @@ def test_cli_flags_and_bad_input(project, capsys):
 
 
 def test_the_report_uses_the_sequential_interval_and_says_so(project, capsys):
-    summaries, _ = launch(project, ["none", "adapters/good", "adapters/clone"])
+    summaries, _ = launch(project, ["none", "adapters/good", "adapters/clone"], futility=False)
     entry = summaries["good"].sequential
     assert main(["report", "--config", str(project), "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -354,7 +418,14 @@ def test_the_report_uses_the_sequential_interval_and_says_so(project, capsys):
     assert (good["ci_low"], good["ci_high"]) == pytest.approx(tuple(entry.interval))
     assert good["decision"] == "improvement" and good["sequential"]["decided_at"] == 2
     assert good["verdict"].startswith("Stopped when decided: good scores") and "repeated 95% CI" in good["verdict"]
-    assert METHOD in good["method"] and "not adjusted for the looks" in good["test"]
+    assert METHOD in good["method"] and "adjusted for the stopping rule" in good["test"]
+    assert good["p_value"] == pytest.approx(entry.p_value) and good["p_value"] < 0.05
+    assert "than none (median-unbiased for the stopping rule, 95% CI" in good["verdict"]
+    # decided at round 2 while clone went on to round 6: the adjusted figures are those of its stop at round 2,
+    # and the observed difference beside them is round 6's
+    assert f"observed {entry.mean_diff:+.3f} at round 6, not adjusted; repeated 95% CI" in good["verdict"]
+    low_a, high_a = entry.estimate_interval
+    assert 0 < low_a < entry.estimate < high_a
     clone = pairs[("none", "clone")]
     assert clone["decision"] == "unclear" and clone["verdict"].startswith(f"Undecided after all {ROUNDS} rounds")
     assert clone["sequential"]["ci_low"] == pytest.approx(summaries["clone"].sequential.interval[0])
@@ -399,10 +470,13 @@ def test_the_card_carries_the_decisions_with_their_intervals(demo_config, capsys
     assert payload["final"]["sequential"]["decision"] == "improvement"
     plan = plan_publish(load_config(demo_config, ["eval.repeats=8"]))
     assert not plan.refusals and f"| final | {payload['final']['commit'][:7]} | 16 | {rounds} |" in plan.table
-    low, high = payload["final"]["sequential"]["interval"]
-    diff = payload["final"]["sequential"]["mean_diff"]
+    entry = payload["final"]["sequential"]
+    low, high = entry["interval"]
+    est, (est_low, est_high) = entry["estimate"], entry["estimate_interval"]
     assert (
-        f"final − none {diff:+.3f} [{low:.3f}, {high:.3f}]: an improvement (after {rounds} of at most 8 rounds)"
+        f"final − none {est:+.3f} [{est_low:.3f}, {est_high:.3f}] (median-unbiased for the stopping rule; observed "
+        f"{entry['mean_diff']:+.3f}; repeated CI [{low:.3f}, {high:.3f}]): an improvement (after {rounds} of at "
+        "most 8 rounds)"
     ) in plan.table
     assert "Stopped when decided (group-sequential repeated confidence intervals" in plan.table
 
@@ -466,7 +540,8 @@ def test_a_launch_on_many_tasks_stops_within_the_first_round(tmp_path, capsys):
     assert (
         f"PASS complete good: {n} of {n} expected attempts ({n} tasks x 1 repeat) (stopped when decided after " in out
     )
-    assert f"after {n} of the 100 tasks of round 1) excludes any drop" in out
+    assert f"after {n} of the 100 tasks of round 1; adjusted for the stopping rule: median-unbiased estimate" in out
+    assert ") excludes any drop" in out
 
 
 def test_first_round_looks_is_checked_before_anything_runs(project, capsys):

@@ -98,6 +98,12 @@ def add_parser(sub) -> None:
         "order (default: one per 25 tasks, at most 8; 1: look only after whole rounds)",
     )
     p_eval.add_argument(
+        "--no-futility",
+        action="store_true",
+        help="with --stop-when-decided: no stop for futility (by default, without --margin, a candidate stops once "
+        "a decision is out of reach: conditional power under the current estimate below 2%%)",
+    )
+    p_eval.add_argument(
         "--anytime",
         action="store_true",
         help="with --stop-when-decided: look task by task (every repeat of a task together, in a fixed order) by "
@@ -207,6 +213,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         baseline=args.baseline if args.stop_when_decided else None,
         margin=args.margin if args.stop_when_decided else None,
         first_round_looks=args.first_round_looks,
+        futility=not args.no_futility,
         anytime=args.anytime,
         cluster_by=cluster_option(args.cluster_by, args.cluster_file),
     )

@@ -370,7 +370,8 @@ class HermitApp(App):
             rounds = max((look.rounds for look in looks), default=0)
             decided = ", ".join(f"{look.candidate} {look.decision}" for look in looks)
             self.notify(
-                f"Stopped when decided after round {rounds} of {self.store.sequential.max_rounds}: {decided}"
+                f"Stopped {'for futility' if all(lk.decision == 'futile' for lk in looks) else 'when decided'} after "
+                f"round {rounds} of {self.store.sequential.max_rounds}: {decided}"
                 if self.store.sequential_stopped
                 else f"Evaluation finished: all {rounds} rounds, {decided} against {self.store.sequential.baseline}",
                 timeout=8,

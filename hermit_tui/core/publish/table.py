@@ -150,8 +150,9 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
             "\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets error spending "
             "over the planned rounds, alpha split over the candidates; Jennison & Turnbull 2000): "
             + "; ".join(sequential)
-            + ". The decisions and their intervals stay valid although the launch "
-            "stopped on what it saw; the per-adapter intervals in the table are the fixed design's."
+            + ". The decisions and their repeated intervals stay valid although the launch stopped on what it saw, "
+            "and the estimates are adjusted for it (the stagewise ordering, Jennison & Turnbull 2000, ch. 8); "
+            "the per-adapter intervals in the table are the fixed design's."
         )
     return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
 
@@ -186,16 +187,25 @@ def sequential_lines(
         )
         if look is None or look.mean_diff is None or look.ci_low is None:
             continue
-        decision = {"improvement": "an improvement", "regression": "a regression"}.get(look.decision, "undecided")
+        decision = {
+            "improvement": "an improvement",
+            "regression": "a regression",
+            "futile": "stopped for futility",
+        }.get(look.decision, "undecided")
         if look.decision == "equivalent":
             decision = f"equivalent within ±{look.margin:g}"
         where = f"after {look.rounds} of at most {look.max_rounds} rounds"
         if anytime_looks.is_anytime(look):
             where = f"{ANYTIME}, after {anytime_looks.look_text(look)}"
-        out.append(
-            f"{names[row.label]} − {names[entry.baseline]} {look.mean_diff:+.3f} [{look.ci_low:.3f}, "
-            f"{look.ci_high:.3f}]: {decision} ({where})"
-        )
+        if look.adjusted and look.adjusted_estimate is not None:  # the estimate adjusted for the stopping rule
+            figures = (
+                f"{look.adjusted_estimate:+.3f} [{look.adjusted_low:.3f}, {look.adjusted_high:.3f}] (median-unbiased "
+                f"for the stopping rule; observed {look.mean_diff:+.3f}; repeated CI [{look.ci_low:.3f}, "
+                f"{look.ci_high:.3f}])"
+            )
+        else:
+            figures = f"{look.mean_diff:+.3f} [{look.ci_low:.3f}, {look.ci_high:.3f}]"
+        out.append(f"{names[row.label]} − {names[entry.baseline]} {figures}: {decision} ({where})")
     return out
 
 

@@ -214,6 +214,9 @@ class AttemptRecord(BaseModel):
         return line
 
 
+NEW_SEQUENTIAL_KEYS = frozenset({"futility", "conditional_power", "estimate", "estimate_interval", "p_value"})
+
+
 class SequentialEntry(BaseModel):
     """summary.json's ``sequential`` object, written by a launch with ``--stop-when-decided``
     (``core.stats.sequential``).
@@ -226,7 +229,7 @@ class SequentialEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     baseline: str
-    decision: Literal["improvement", "regression", "equivalent", "undecided"] | None = None
+    decision: Literal["improvement", "regression", "equivalent", "undecided", "futile"] | None = None
     rounds: int
     max_rounds: int
     method: str
@@ -241,6 +244,18 @@ class SequentialEntry(BaseModel):
     batches: int | None = None  # looks within the first round (absent before issue 25, item 4: 1)
     tasks_looked: int | None = None  # the paired tasks of the last look (fewer than the test tasks: within round 1)
     total_tasks: int | None = None  # the test tasks of a round
+    # issue 25, item 4 (absent before): the futility rule's conditional-power threshold (None: no futility rule),
+    # the conditional power at the last look, and the inference at stopping adjusted for the stopping rule
+    futility: float | None = None
+    conditional_power: float | None = None
+    estimate: float | None = None  # median-unbiased (stagewise ordering)
+    estimate_interval: tuple[float, float] | None = None
+    p_value: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _new_keys_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The keys of issue 25, item 4 are written only with a value: an entry without them is written as before."""
+        return {k: v for k, v in handler(self).items() if v is not None or k not in NEW_SEQUENTIAL_KEYS}
 
     @property
     def within_first_round(self) -> bool:

@@ -33,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.present import partial_cost, smoke_caveat
+from hermit_tui.core.present import p_value, partial_cost, smoke_caveat
 from hermit_tui.core.records.columns import ERROR, JUDGE_ERROR, OK, AttemptTable
 from hermit_tui.core.records.folders import RESULTS, StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.records.results import SOLVED_THRESHOLD, AttemptRecord, SequentialEntry
@@ -297,6 +297,15 @@ def gate_interval(
                 if seq.within_first_round
                 else f", after {seq.rounds} round{'s' * (seq.rounds != 1)}"
             )
+            if seq.decision == "futile":
+                method += ", stopped for futility"
+            if seq.estimate is not None and seq.estimate_interval is not None:
+                lo, hi = seq.estimate_interval
+                p = "" if seq.p_value is None else f", p {p_value(seq.p_value)}"
+                method += (
+                    f"; adjusted for the stopping rule: median-unbiased estimate {seq.estimate:+.3f}, 95% CI "
+                    f"{lo:+.3f} to {hi:+.3f}{p}"
+                )
             return GateInterval(low=low, high=high, method=method, source="sequential")
     if pair is None or pair.ci_low is None or pair.ci_high is None:
         return None
@@ -459,7 +468,7 @@ def _decided_stop(f: SelectorFacts, others: Sequence[SelectorFacts]) -> Sequenti
     for seq in [f.sequential] + [o.sequential for o in others if o.sequential and o.sequential.baseline == f.label]:
         if seq is None:
             continue
-        if seq.decision in DECIDED and seq.rounds >= 1:
+        if (seq.decision in DECIDED or seq.decision == "futile") and seq.rounds >= 1:
             return seq
     return None
 
@@ -486,10 +495,12 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
             note = f" (stopped when decided {anytime_looks.entry_where(stop)}, anytime-valid)"
         elif stop is not None and stop.within_first_round and stop.tasks_looked is not None:
             expected = stop.tasks_looked
-            note = f" (stopped when decided after {stop.tasks_looked} of the {f.n_test} tasks of round 1)"
+            how = "for futility" if stop.decision == "futile" else "when decided"
+            note = f" (stopped {how} after {stop.tasks_looked} of the {f.n_test} tasks of round 1)"
         elif stop is not None and stop.rounds < f.repeats:
             expected = f.n_test * stop.rounds
-            note = f" (stopped when decided after {stop.rounds} of {f.repeats} rounds)"
+            how = "for futility" if stop.decision == "futile" else "when decided"
+            note = f" (stopped {how} after {stop.rounds} of {f.repeats} rounds)"
     k = max(1, expected // f.n_test) if f.n_test and expected else 0
     size = f"{min(f.n_test, expected)} tasks x {k} repeat{'s' * (k != 1)}"
     if stop is not None and anytime_looks.is_anytime(stop) and stop.tasks_looked is not None:

@@ -38,7 +38,7 @@ from hermit_tui.core.stats import anytime_looks
 from hermit_tui.core.stats.clusters import CLUSTER_METHOD
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
-from hermit_tui.core.stats.looks import boundary_text
+from hermit_tui.core.stats.looks import adjusted_text, boundary_text
 from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.why.text import curve_lines, pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
@@ -283,6 +283,11 @@ def _pair(p: PairStats, r: Report) -> str:
         anytime = anytime_looks.is_anytime(p.sequential)
         name = anytime_looks.interval_words(p.sequential)[0] if anytime else "repeated 95% CI"
         rows[2] = (name, esc(interval(p.ci_low, p.ci_high)))
+        adjusted = adjusted_text(p.sequential)
+        if adjusted is not None and p.sequential.adjusted_estimate is not None:
+            rows[1] = ("mean difference (b − a), observed", figure(p.mean_diff))
+            rows.insert(2, ("adjusted for stopping", f"{figure(p.sequential.adjusted_estimate)} "
+                            f'<span class="note">{esc(adjusted)}</span>'))  # fmt: skip
         rows.append(("sequential boundary", esc(boundary_text(p.sequential))))
     if p.n_unpaired:
         rows.append(("left out (attempted by only one)", _ids(p.unpaired)))
@@ -302,6 +307,8 @@ def _pair(p: PairStats, r: Report) -> str:
     word = {"improvement": "improvement", "regression": "regression", "equivalent": "equivalent"}.get(
         p.decision, "undecided" if p.sequential is not None else "no clear difference"
     )
+    if p.sequential is not None and p.sequential.decision == "futile":
+        word = "stopped for futility"
     data = _data(
         a=p.a,
         b=p.b,

@@ -26,7 +26,7 @@ from hermit_tui.core.safe import markdown as md
 from hermit_tui.core.stats.clusters import CLUSTER_METHOD
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
-from hermit_tui.core.stats.looks import boundary_text
+from hermit_tui.core.stats.looks import adjusted_text, boundary_text
 from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.stats.passk import PassFigure
 from hermit_tui.core.why.pair import PairWhy
@@ -189,7 +189,8 @@ def to_markdown(report: Report) -> str:
             ["", ""],
             [
                 ["paired tasks", p.n_paired],
-                ["mean difference", figure(p.mean_diff)],
+                ["mean difference", figure(p.mean_diff) + (" (observed, not adjusted)" if _adj(p) else "")],
+                *([["adjusted for stopping", _adj(p)]] if _adj(p) else []),
                 ["95% CI", interval(p.ci_low, p.ci_high) + (f" ({p.method})" if p.ci_method else "")],
                 ["p-value", f"{p_value(p.p_value)} ({p.test})"],
                 [SHARP_TEST_ROW, f"{p_value(p.sharp_p_value)} ({p.sharp_test})" if p.sharp_test else "—"],
@@ -522,3 +523,11 @@ def to_csv(report: Report) -> str:
 
 
 __all__ = ["to_csv", "to_json", "to_markdown"]
+
+
+def _adj(p: PairStats) -> str | None:
+    """The estimate at stopping adjusted for the stopping rule, for a monitored pair that stopped."""
+    look = p.sequential
+    if look is None or look.adjusted_estimate is None:
+        return None
+    return f"{figure(look.adjusted_estimate)} ({adjusted_text(look)})"

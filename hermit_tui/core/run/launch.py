@@ -69,6 +69,7 @@ class LaunchOptions(BaseModel):
     margin: float | None = None  # --stop-when-decided: also "equivalent within ±margin"
     cluster_by: str | None = None  # --cluster-by: a field of the task rows whose values cluster the tasks
     first_round_looks: int | None = None  # --stop-when-decided: looks within the first round (None: by the tasks)
+    futility: bool = True  # --stop-when-decided: the non-binding futility rule (--no-futility: off; off with a margin)
     anytime: bool = False  # --stop-when-decided --anytime: by confidence sequences (core.stats.anytime_looks)
 
     def __init__(self, **data: Any) -> None:
@@ -145,6 +146,8 @@ class LaunchOptions(BaseModel):
     def _together(self) -> LaunchOptions:
         if self.anytime and not self.stop_when_decided:
             raise ValueError("--anytime is a design of --stop-when-decided (add it, or drop --anytime)")
+        if self.anytime and not self.futility:
+            raise ValueError("--no-futility is for the group-sequential design: --anytime has no futility rule")
         if self.anytime and self.first_round_looks is not None:
             raise ValueError(
                 "--first-round-looks is for the group-sequential design: --anytime looks after every batch of tasks"
@@ -152,6 +155,8 @@ class LaunchOptions(BaseModel):
         if not self.stop_when_decided:
             if self.first_round_looks is not None:
                 raise ValueError("--first-round-looks is for --stop-when-decided (add it, or drop the option)")
+            if not self.futility:
+                raise ValueError("--no-futility is for --stop-when-decided (add it, or drop the option)")
             if self.baseline is not None or self.margin is not None:
                 raise ValueError(
                     f"{'--baseline' if self.baseline is not None else '--margin'} is for "

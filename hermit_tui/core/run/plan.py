@@ -70,6 +70,7 @@ class LaunchPlan:
                 repeats,
                 tasks=len(self.task_ids),
                 first_round_looks=options.first_round_looks,
+                futility=options.futility,
             )
             if options.stop_when_decided
             else None

@@ -19,12 +19,15 @@ def plan_for(
     max_rounds: int,
     tasks: int | None = None,
     first_round_looks: int | None = None,
+    futility: bool = True,
 ) -> SequentialPlan:
     """The plan for ``selectors`` (resolved ``Selector`` objects, in launch order): the baseline is the selector
     typed as (or labelled) ``baseline``, by default ``none`` when it is there, else the first one. ``tasks``: the
     test tasks; ``first_round_looks``: the looks within the first round (``--first-round-looks``; None: one per
-    ``MIN_BATCH`` tasks, at most ``MAX_BATCHES``, ``core.stats.sequential.first_round_batches``)."""
-    from hermit_tui.core.stats.sequential import design_spending, first_round_batches
+    ``MIN_BATCH`` tasks, at most ``MAX_BATCHES``, ``core.stats.sequential.first_round_batches``); ``futility``:
+    the non-binding futility rule (``FUTILITY_CP``), on unless turned off or a margin is given (an equivalence
+    claim is what a small difference leads to, so stopping there for futility would preempt it)."""
+    from hermit_tui.core.stats.sequential import FUTILITY_CP, design_spending, first_round_batches
 
     margin = check_margin(margin)
     if first_round_looks is None:
@@ -55,6 +58,7 @@ def plan_for(
         batches=batches,
         spending=design_spending(batches),
         method=design_method(batches),
+        futility=FUTILITY_CP if futility and margin is None else None,
     )
 
 
@@ -66,7 +70,10 @@ def round_line(r: int, plan: SequentialPlan, looks: Sequence[SequentialLook]) ->
     parts = []
     for look in looks:
         ci = "" if look.ci_low is None else f" (repeated 95% CI {look.ci_low:+.3f} to {look.ci_high:+.3f})"
-        parts.append(f"{look.candidate} vs {plan.baseline}: {look.decision}{ci}")
+        state: str = look.decision
+        if state == "futile" and look.conditional_power is not None:
+            state = f"stopped for futility (conditional power {look.conditional_power:.2g})"
+        parts.append(f"{look.candidate} vs {plan.baseline}: {state}{ci}")
     return f"{look_where(r, looks[0] if looks else None, plan.max_rounds)}: " + "; ".join(parts)
 
 
@@ -77,16 +84,26 @@ def look_where(r: int, look: SequentialLook | None, max_rounds: int) -> str:
     return f"round {r} of {max_rounds}"
 
 
-def decided_line(r: int, plan: SequentialPlan, tasks: int | None = None, total: int | None = None) -> str:
+def decided_line(
+    r: int, plan: SequentialPlan, tasks: int | None = None, total: int | None = None, futile: int = 0
+) -> str:
+    """What a launch logs when it stops: ``futile`` of its candidates stopped for futility (no decision is in
+    reach), the others decided."""
+    if futile:
+        n = len(plan.candidates)
+        state = (
+            f"{'the candidate is' if n == 1 else 'every candidate is'} stopped for futility"
+            if futile >= n
+            else f"every candidate is decided or stopped for futility ({futile} of {n})"
+        )
+    else:
+        state = "every candidate is decided"
     if tasks is not None and total is not None and tasks < total:
         return (
-            f"every candidate is decided after {tasks} of the {total} tasks of round 1 (of {plan.max_rounds}): no "
+            f"{state} after {tasks} of the {total} tasks of round 1 (of {plan.max_rounds}): no "
             f"further attempt starts (the summaries say repeats 1; the other {total - tasks} tasks were not run)"
         )
-    return (
-        f"every candidate is decided after round {r} of {plan.max_rounds}: no further round starts (the "
-        f"summaries say repeats {r})"
-    )
+    return f"{state} after round {r} of {plan.max_rounds}: no further round starts (the summaries say repeats {r})"
 
 
 class RoundGate:

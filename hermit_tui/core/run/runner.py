@@ -405,7 +405,8 @@ class EvalRun:
             if isinstance(t, AnytimeTracker):
                 self._log("info", anytime_looks.decided_line(t))
             else:
-                self._log("info", decided_line(t.rounds, plan, t.tasks_looked, len(t.task_ids)))
+                futile = sum(1 for c in plan.candidates if (lk := t.last(c)) is not None and lk.decision == "futile")
+                self._log("info", decided_line(t.rounds, plan, t.tasks_looked, len(t.task_ids), futile))
 
     # -- summaries -----------------------------------------------------------------------------------------------
     def _write_summary(self, journal: SelectorJournal, *, final: bool) -> Summary:

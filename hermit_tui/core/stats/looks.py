@@ -22,11 +22,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from hermit_tui.core.present import short_num
+from hermit_tui.core.present import p_value, short_num
 from hermit_tui.core.records.results import SequentialEntry, Summary
 from hermit_tui.core.stats.figures import PairStats, VerdictKind
 from hermit_tui.core.stats.sequential import (
+    ADJUSTED_METHOD,
     ALPHA,
+    FUTILITY_METHOD,
     METHOD,
     SequentialLook,
     SequentialMonitor,
@@ -50,6 +52,7 @@ class SequentialPlan(BaseModel):
     split_over: int | None = None  # the candidates alpha is split over (None: len(candidates))
     spending: Spending = "hsd"  # the spending function ("obf": a launch recorded before issue 25, item 4)
     batches: int = 1  # looks within the first round (core.stats.sequential.look_schedule; 1: after whole rounds only)
+    futility: float | None = None  # the non-binding futility rule's conditional power (None: none, as before it)
 
     @property
     def family(self) -> int:
@@ -75,6 +78,9 @@ class SequentialPlan(BaseModel):
             changed.append(f"alpha spent per candidate {entry.spend:.4g} -> {self.each_spend:.4g}")
         if (entry.batches or 1) != self.batches:
             changed.append(f"looks within the first round {entry.batches or 1} -> {self.batches}")
+        if entry.futility != self.futility:
+            hint = " (--no-futility resumes it without one)" if entry.futility is None else ""
+            changed.append(f"futility rule {entry.futility or 'none'} -> {self.futility or 'none'}{hint}")
         if entry.method != self.method:  # e.g. a launch begun before the design changed (issue 25, item 4)
             changed.append("the sequential design (spending function, alpha split) of an earlier hermit-tui version")
         return changed
@@ -117,6 +123,7 @@ class _Pair:
             margin=plan.margin,
             batches=plan.batches,
             total_tasks=tasks,
+            futility=plan.futility,
         )
         self.looks: list[SequentialLook] = []
 
@@ -226,6 +233,7 @@ class RoundTracker:
             batches=plan.batches,
             tasks_looked=self.tasks_looked,
             total_tasks=len(self.task_ids),
+            futility=plan.futility,
         )
         if label == plan.baseline:
             return SequentialEntry(**common, candidates={c: _decision(self.last(c)) for c in plan.candidates})
@@ -270,6 +278,7 @@ def replay(
         split_over=entry.split_over or 1,
         spending=_recorded_spending(entry),
         batches=entry.batches or 1,
+        futility=entry.futility,
     )
     tracker = RoundTracker(plan, task_ids)
     if not 1 <= entry.rounds <= entry.max_rounds:
@@ -407,15 +416,21 @@ SEQUENTIAL_RULE = (
     "after each look of a stop-when-decided launch (a whole round, or a batch of the first round's tasks), "
     "'an improvement' ('a regression') when the "
     "repeated 95% confidence interval for the mean difference lies above (below) 0, 'equivalent' (with "
-    "a margin M) when it lies within -M..M; the first decision is kept; otherwise 'undecided'"
+    "a margin M) when it lies within -M..M; 'stopped for futility' (without a margin) when the conditional power "
+    "of a later decision under the current estimate is below 2%; the first decision is kept; otherwise 'undecided'"
 )
 FIXED_P_NOTE = (
     "the p-value is the fixed design's, not adjusted for the looks after each round: for reference only "
     "(the decision is the sequential test's)"
 )
+ADJUSTED_P_NOTE = (
+    "the p-value is adjusted for the stopping rule (stagewise ordering of the looks, Jennison & Turnbull 2000, "
+    "ch. 8); the decision is the repeated interval's"
+)
 
 
 AT_STOPPING = "as observed at stopping, which stopping early tends to overstate"
+ADJUSTED = "median-unbiased for the stopping rule"
 
 _num = short_num
 
@@ -442,8 +457,26 @@ def decided_where(look: SequentialLook) -> str:
     return f"at round {look.decided_at}"
 
 
+def adjusted_text(look: SequentialLook) -> str | None:
+    """The inference adjusted for the stopping rule, in words ('median-unbiased for the stopping rule, 95% CI ...,
+    p ...; observed ...'), or None before the candidate stopped."""
+    if not look.adjusted or look.adjusted_low is None or look.adjusted_high is None:
+        return None
+    p = "" if look.adjusted_p is None else f", p {p_value(look.adjusted_p)}"
+    later = look.decided_at is not None and (look.rounds, look.tasks) != (look.decided_at, look.decided_tasks)
+    where = (
+        f"after {look.tasks} of the {look.total_tasks} tasks of round 1"
+        if look.within_first_round
+        else f"at round {look.rounds}"
+    )
+    at = f" {where}" if later else ""
+    observed = "" if look.mean_diff is None else f"; observed {look.mean_diff:+.3f}{at}, not adjusted"
+    return f"{ADJUSTED}, 95% CI {_num(look.adjusted_low)} to {_num(look.adjusted_high)}{p}{observed}"
+
+
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
-    """The verdict of a monitored pair, b - a, in one or two sentences."""
+    """The verdict of a monitored pair, b - a, in one or two sentences: the estimate adjusted for the stopping rule
+    once the candidate stopped (the observed one, flagged, before)."""
     from hermit_tui.core.stats import anytime_looks
 
     if anytime_looks.is_anytime(look):
@@ -457,17 +490,26 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     )
     if d is None:
         return f"Undecided: no complete round of {a} and {b} yet."
+    adjusted = adjusted_text(look)
+    est = look.adjusted_estimate if adjusted is not None and look.adjusted_estimate is not None else d
     if look.decision in ("improvement", "regression"):
-        higher = "higher" if d > 0 else "lower"
+        higher = "higher" if est > 0 else "lower"
         word = "an improvement" if look.decision == "improvement" else "a regression"
-        early = f"{AT_STOPPING}; " if look.stopped_early else ""
-        return f"Stopped when decided: {b} scores {_num(abs(d))} {higher} than {a} ({early}{ci}; {when}): {word}."
+        early = f"{adjusted}; " if adjusted else (f"{AT_STOPPING}; " if look.stopped_early else "")
+        return f"Stopped when decided: {b} scores {_num(abs(est))} {higher} than {a} ({early}{ci}; {when}): {word}."
+    lead = f"{b} − {a} = {est:+.3f} ({f'{adjusted}; ' if adjusted else ''}{ci}"
     if look.decision == "equivalent":
-        return f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; {when}): equivalent within ±{look.margin:g}."
+        return f"Stopped when decided: {lead}; {when}): equivalent within ±{look.margin:g}."
+    if look.decision == "futile":
+        cp = "" if look.conditional_power is None else f"{look.conditional_power:.2g}, "
+        return (
+            f"Stopped for futility {decided_where(look)} of {look.max_rounds}: {lead}); no decision was in reach "
+            f"(conditional power {cp}under the current estimate, below {look.futility or 0:g}): no clear difference."
+        )
     reach = "includes 0" + (f" and reaches beyond ±{look.margin:g}" if look.margin is not None else "")
     done = look.rounds >= look.max_rounds
     head = f"Undecided after all {look.max_rounds} rounds" if done else f"Undecided so far ({when})"
-    return f"{head}: {b} − {a} = {d:+.3f} ({ci}); the interval {reach}."
+    return f"{head}: {lead}); the interval {reach}."
 
 
 def sequential_method(look: SequentialLook) -> str:
@@ -484,6 +526,10 @@ def sequential_method(look: SequentialLook) -> str:
             f"; round {look.rounds}'s interval: {METHOD_TEXT[look.ci_method]} at the nominal confidence "
             f"1 − {1 - look.nominal_level:.2g}"
         )
+    if look.futility is not None:
+        text += f"; {FUTILITY_METHOD.format(cp=look.futility)}"
+    if look.adjusted:
+        text += f"; the estimate, interval and p at stopping: {ADJUSTED_METHOD}"
     return text
 
 
@@ -516,7 +562,8 @@ def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
 
     if anytime_looks.is_anytime(look):
         return anytime_looks.sequential_pair(pair, look)  # type: ignore[no-any-return]
-    decision = VerdictKind.UNCLEAR if look.decision == "undecided" else VerdictKind(look.decision)
+    decision = VerdictKind.UNCLEAR if look.decision in ("undecided", "futile") else VerdictKind(look.decision)
+    adjusted = look.adjusted_p is not None
     return pair.model_copy(
         update=dict(
             sequential=look,
@@ -528,13 +575,17 @@ def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
             decision=decision,
             verdict=sequential_text(look, pair.a, pair.b),
             rule=SEQUENTIAL_RULE,
-            test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE,
+            p_value=look.adjusted_p if adjusted else pair.p_value,
+            test=ADJUSTED_P_NOTE if adjusted else (f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE),
         )
     )
 
 
 __all__ = [
+    "ADJUSTED",
+    "ADJUSTED_P_NOTE",
     "AT_STOPPING",
+    "adjusted_text",
     "decided_where",
     "design_method",
     "look_text",

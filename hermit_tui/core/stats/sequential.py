@@ -53,6 +53,13 @@ t with G - 1 df, or the bounded score interval / no-spread bound: the fixed desi
 here because the selector interval's no-spread floor would make the extreme early levels uninformative), which keeps
 it within the range of a difference (the "significance level approach" to group-sequential t-tests, J&T 2000 sec.
 3.8). Its error rates are measured by simulation in ``benchmarks/bench_stats.py``.
+
+At stopping (issue 25, item 4): **a non-binding futility rule** (:data:`FUTILITY_CP`, :func:`conditional_power`;
+the boundaries ignore it, so it can only remove claims) stops an undecided candidate whose conditional power under
+the current estimate is below 0.02, at looks of :data:`FUTILITY_MIN_ATTEMPTS` attempts per selector or more; and
+the estimate, interval and p-value at the candidate's stop are **adjusted for the stopping rule** by the stagewise
+ordering (:func:`stagewise_inference`; Jennison & Turnbull 2000, ch. 8), computed by the same recursive
+integration with a drift.
 """
 
 from __future__ import annotations
@@ -102,7 +109,19 @@ def candidate_spend(alpha: float = ALPHA, candidates: int = 1) -> float:
 
 
 GRID = 161  # points of the numerical integration at each round
-Decision = Literal["improvement", "regression", "equivalent", "undecided"]
+Decision = Literal["improvement", "regression", "equivalent", "undecided", "futile"]
+FUTILITY_CP = 0.02  # stop for futility when the conditional power under the current estimate is below this
+FUTILITY_MIN_ATTEMPTS = 50  # ... at looks that have seen this many attempts per selector (tasks x rounds) or more
+ADJUSTED_METHOD = (
+    "stagewise (Armitage-Tsiatis) ordering of the looks: median-unbiased estimate, exact 95% confidence interval "
+    "and two-sided p-value for the stopping rule followed, by recursive numerical integration over the looks run "
+    "(Jennison & Turnbull 2000, ch. 8)"
+)
+FUTILITY_METHOD = (
+    "non-binding futility: stop when the conditional power under the current estimate of crossing a later efficacy "
+    "boundary is below {cp:g}, at looks of 50 attempts per selector or more (Jennison & Turnbull 2000, sec. 10.2); "
+    "the efficacy boundaries ignore it"
+)
 
 
 class SequentialLook(BaseModel):
@@ -137,6 +156,13 @@ class SequentialLook(BaseModel):
     tasks: int | None = None  # the paired tasks this look saw (fewer than the test tasks at a look within round 1)
     total_tasks: int | None = None  # the test tasks a round has
     look: int | None = None  # this look's number, from 1, of the schedule (:func:`look_schedule`)
+    futility: float | None = None  # the futility rule's conditional-power threshold (None: no futility rule)
+    conditional_power: float | None = None  # of crossing a later boundary, under the current estimate
+    # inference at stopping adjusted for the stopping rule (:func:`stagewise_inference`; None until it stopped)
+    adjusted_estimate: float | None = None
+    adjusted_low: float | None = None
+    adjusted_high: float | None = None
+    adjusted_p: float | None = None
 
     @property
     def within_first_round(self) -> bool:
@@ -146,6 +172,11 @@ class SequentialLook(BaseModel):
     @property
     def stopped_early(self) -> bool:
         return self.rounds < self.max_rounds or self.within_first_round
+
+    @property
+    def adjusted(self) -> bool:
+        """The inference at stopping, adjusted for the stopping rule, is there."""
+        return self.adjusted_estimate is not None and self.adjusted_low is not None and self.adjusted_high is not None
 
     @property
     def boundary_alpha(self) -> float:
@@ -169,6 +200,16 @@ class SequentialLook(BaseModel):
             "batches": self.batches,
             "tasks_looked": self.tasks,
             "total_tasks": self.total_tasks,
+        } | {  # new keys only where they have a value (issue 25, item 4: futility and the adjusted inference)
+            key: value
+            for key, value in (
+                ("futility", self.futility),
+                ("conditional_power", self.conditional_power),
+                ("estimate", self.adjusted_estimate),
+                ("estimate_interval", [self.adjusted_low, self.adjusted_high] if self.adjusted else None),
+                ("p_value", self.adjusted_p),
+            )
+            if value is not None
         }
 
 
@@ -283,6 +324,124 @@ def _exit_prob(bound: float, mass: np.ndarray, grid: np.ndarray, step: float) ->
     from scipy.special import ndtr
 
     return float(np.sum(mass * (ndtr((-bound - grid) / step) + ndtr((grid - bound) / step))))
+
+
+def _walk(
+    info: Sequence[float],
+    bounds: Sequence[float],
+    theta: float,
+    start: tuple[float, float] = (0.0, 0.0),
+    last: float | None = None,
+    m: int = GRID,
+) -> tuple[list[float], list[float]]:
+    """The score process ``S_j = S_{j-1} + N(theta (I_j - I_{j-1}), I_j - I_{j-1})`` started at ``S = start[1]`` at
+    information ``start[0]``, with the looks at ``info`` and their critical values ``bounds`` (on the z scale:
+    ``|S_j| >= bounds[j] sqrt(I_j)`` stops): for each look, the probability of stopping there upwards and downwards
+    (first exits). ``last``: at the last look, instead, the probability of reaching it with ``Z >= last`` (up) and
+    ``Z < last`` (down). Recursive numerical integration on Simpson grids over the continuation regions (Armitage,
+    McPherson & Rowe 1969; Jennison & Turnbull 2000, ch. 19)."""
+    from scipy.special import ndtr
+
+    grid, mass, prev = np.array([float(start[1])]), np.array([1.0]), float(start[0])
+    ups: list[float] = []
+    downs: list[float] = []
+    for j, (ij, c) in enumerate(zip(info, bounds)):
+        d = max(float(ij) - prev, 1e-12)
+        step = math.sqrt(d)
+        centre = grid + theta * d
+        if last is not None and j == len(info) - 1:
+            up = float(np.sum(mass * ndtr((centre - last * math.sqrt(ij)) / step)))
+            ups.append(up)
+            downs.append(max(0.0, float(np.sum(mass)) - up))
+            break
+        b = c * math.sqrt(ij) if math.isfinite(c) else math.inf
+        ups.append(float(np.sum(mass * ndtr((centre - b) / step))) if math.isfinite(b) else 0.0)
+        downs.append(float(np.sum(mass * ndtr((-b - centre) / step))) if math.isfinite(b) else 0.0)
+        lo, hi = max(-b, float(centre.min()) - 8 * step), min(b, float(centre.max()) + 8 * step)
+        if j == len(info) - 1 or lo >= hi:
+            ups += [0.0] * (len(info) - j - 1)
+            downs += [0.0] * (len(info) - j - 1)
+            break
+        new_grid, weights = _simpson(lo, hi, m)
+        kernel = np.exp(-0.5 * ((new_grid[:, None] - centre[None, :]) / step) ** 2) / (step * math.sqrt(2 * math.pi))
+        grid, mass, prev = new_grid, (kernel @ mass) * weights, float(ij)
+    return ups, downs
+
+
+INFERENCE_GRID = 81  # points of the numerical integration of the inference at stopping (errors under 1e-5)
+
+
+def stagewise_inference(
+    info: Sequence[float],
+    bounds: Sequence[float],
+    z: float,
+    *,
+    level: float = CONFIDENCE,
+    lo: float = -1.0,
+    hi: float = 1.0,
+) -> tuple[float, float, float, float]:
+    """(estimate, low, high, p) at a stop at the last of the looks ``info`` with observed ``z`` (the mean
+    difference over its standard error ``1 / sqrt(info[-1])``), ``bounds`` the critical values of the looks before
+    it: the **stagewise ordering** (Armitage 1957, Tsiatis, Rosner & Mehta 1984; Jennison & Turnbull 2000, sec.
+    8.4): an outcome is more extreme upwards than (look k, z) when it stopped upwards at an earlier look, or reached
+    look k with a larger z. With ``P(theta)`` the probability of that under a true difference ``theta`` (increasing
+    in theta), the estimate is the median-unbiased ``P(theta) = 1/2``, the interval ``P = (1 - level) / 2`` and
+    ``(1 + level) / 2``, and p is ``2 min(P(0), 1 - P(0))``; all clipped to ``[lo, hi]``, the difference's range."""
+    from scipy.optimize import brentq
+
+    info = [float(i) for i in info]
+    cs = [float(c) for c in bounds[: len(info) - 1]] + [math.inf]
+
+    def upper(theta: float) -> float:
+        ups, _ = _walk(info, cs, theta, last=z, m=INFERENCE_GRID)
+        return sum(ups)
+
+    naive = z / math.sqrt(info[-1])
+    reach = 12 / math.sqrt(info[0])
+
+    def solve(q: float) -> float:
+        a, b = naive - reach, naive + reach
+        while upper(a) > q and a > lo - 10 * reach:
+            a -= reach
+        while upper(b) < q and b < hi + 10 * reach:
+            b += reach
+        fa, fb = upper(a) - q, upper(b) - q
+        if fa > 0:
+            return a
+        if fb < 0:
+            return b
+        return float(brentq(lambda t: upper(t) - q, a, b, xtol=1e-6))
+
+    tail = (1 - level) / 2
+    est, low, high = solve(0.5), solve(tail), solve(1 - tail)
+    p0 = upper(0.0)
+    p = min(1.0, 2 * min(p0, 1 - p0))
+
+    def clip(x: float) -> float:
+        return min(max(x, lo), hi)
+
+    return clip(est), clip(low), clip(high), p
+
+
+def conditional_power(info: Sequence[float], bounds: Sequence[float], now: int, z: float) -> float:
+    """The probability, under the current estimate ``theta = z / sqrt(info[now])``, that a look after look ``now``
+    (an index of ``info``) crosses its efficacy boundary on either side, given ``z`` at look ``now`` (ignoring any
+    futility rule; the later looks' information as ``info`` says)."""
+    i_now = float(info[now])
+    later = [float(i) for i in info[now + 1 :]]
+    if not later:
+        return 0.0
+    s = z * math.sqrt(i_now)
+    ups, downs = _walk(later, bounds[now + 1 :], s / i_now, start=(i_now, s), m=INFERENCE_GRID)
+    return min(1.0, sum(ups) + sum(downs))
+
+
+def design_units(tasks: int, max_rounds: int, batches: int = 1) -> tuple[float, ...]:
+    """The information of each look of :func:`look_schedule` in attempts (``n / G`` within round 1, ``r`` after
+    round ``r``): what the boundaries assume (``between = 0``)."""
+    if batches <= 1:
+        return tuple(float(r) for r in range(1, max_rounds + 1))
+    return tuple(n / tasks if r == 1 else float(r) for r, n in look_schedule(tasks, max_rounds, batches))
 
 
 @lru_cache(maxsize=256)
@@ -445,6 +604,58 @@ def boundaries_of(look: SequentialLook) -> tuple[float, ...]:
     return look_boundaries(total, look.max_rounds, look.batches, look.boundary_alpha, look.spending)
 
 
+ADJUSTED_KEYS = ("adjusted_estimate", "adjusted_low", "adjusted_high", "adjusted_p")
+
+
+def _applied_bounds(
+    cs: Sequence[float], schedule: Sequence[tuple[int, int]], info: Sequence[float], width: float, start: int = 0
+) -> list[float]:
+    """The critical values on the observed z (mean over its standard error) that the looks' repeated intervals
+    (:func:`_repeated_interval` at each look's nominal level) applied: the smallest z whose interval excludes 0, with
+    a look's sd of task differences ``sqrt(n / I)`` from its information (looks before ``start``: inf, not computed).
+    On few tasks they lie above the normal
+    boundary (Student's t, the score interval's pull towards the middle: 3.06 against 2.63 at 25 tasks)."""
+    from scipy.special import ndtr
+
+    out = []
+    for j, (c, (_, n), i) in enumerate(zip(cs, schedule, info)):
+        if j < start or not math.isfinite(c) or n < 2 or i <= 0:  # (before ``start``: not needed, left out)
+            out.append(math.inf)
+            continue
+        level, se = 2 * float(ndtr(c)) - 1, 1 / math.sqrt(i)
+        sd, crit = se * math.sqrt(n), t_quantile(n - 1, level)
+
+        def excludes(m: float, sd: float = sd, n: int = n, level: float = level, crit: float = crit) -> bool:
+            got = _repeated_interval(m, sd, n, -width, width, level=level, crit=crit)
+            return got is not None and got.low > 0
+
+        lo, hi = 0.0, min(width, 12 * se)
+        if not excludes(hi):
+            out.append(math.inf)
+            continue
+        for _ in range(24):  # to 12 se / 2^24
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if excludes(mid) else (mid, hi)
+        out.append(hi / se)
+    return out
+
+
+def _information(
+    look: SequentialLook, units: Sequence[float], tasks: int, max_rounds: int, batches: int, se: float
+) -> list[float]:
+    """The information (1 / variance of the mean difference) of each look up to ``look``, whose standard error is
+    ``se``: after two rounds or more, by the variance components it estimates (``n / (between + within / r)`` at a
+    look of n tasks, r rounds: repeats shrink only the run-to-run part); before that, proportional to the
+    attempts (exact within round 1)."""
+    schedule = look_schedule(tasks, max_rounds, batches)[: len(units)]
+    b, w = look.between_var, look.within_var
+    if w is not None and b is not None and b + w > 0:
+        shape = [n / (b + w / r) for r, n in schedule]
+    else:
+        shape = list(units)
+    return [x / shape[-1] / se**2 for x in shape]
+
+
 def _decide(low: float, high: float, margin: float | None) -> Decision:
     if low > 0:
         return "improvement"
@@ -478,6 +689,7 @@ class SequentialMonitor:
         hi: float = 1.0,
         batches: int = 1,
         total_tasks: int | None = None,
+        futility: float | None = None,
     ):
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
@@ -490,6 +702,9 @@ class SequentialMonitor:
         self.candidates, self.spending = candidates, spending
         self.batches, self.total_tasks = max(1, batches), total_tasks
         self.spend = candidate_spend(alpha, candidates) if spend is None else spend
+        if futility is not None and not 0 < futility < 1:
+            raise ValueError("the futility rule's conditional power must be between 0 and 1")
+        self.futility = futility  # non-binding: the boundaries ignore it (None: no futility rule)
         self._first_a: list[np.ndarray] = []  # round 1, batch by batch
         self._first_b: list[np.ndarray] = []
         self._a: list[np.ndarray] = []  # whole rounds
@@ -556,6 +771,7 @@ class SequentialMonitor:
             batches=self.batches,
             total_tasks=self.total_tasks,
         )
+        look = look.model_copy(update=dict(futility=self.futility))
         prev = self.last
         if (
             prev is not None
@@ -569,21 +785,55 @@ class SequentialMonitor:
                 low, high = look.ci_low, look.ci_high
             look = look.model_copy(update=dict(ci_low=low, ci_high=high))
         if prev is not None and prev.decision != "undecided":
-            look = look.model_copy(
-                update=dict(decision=prev.decision, decided_at=prev.decided_at, decided_tasks=prev.decided_tasks)
-            )
-        elif look.ci_low is not None and look.ci_high is not None:
-            decision = _decide(look.ci_low, look.ci_high, self.margin)
-            done = decision != "undecided"
-            look = look.model_copy(
-                update=dict(
-                    decision=decision,
-                    decided_at=look.rounds if done else None,
-                    decided_tasks=look.tasks if done else None,
+            kept = ("decision", "decided_at", "decided_tasks", "conditional_power", *ADJUSTED_KEYS)
+            look = look.model_copy(update={key: getattr(prev, key) for key in kept})
+        else:
+            if look.ci_low is not None and look.ci_high is not None:
+                decision = _decide(look.ci_low, look.ci_high, self.margin)
+                done = decision != "undecided"
+                look = look.model_copy(
+                    update=dict(
+                        decision=decision,
+                        decided_at=look.rounds if done else None,
+                        decided_tasks=look.tasks if done else None,
+                    )
                 )
-            )
+            look = self._at_stopping(look, b_all - a_all, total_looks)
         self.last = look
         return look
+
+    def _at_stopping(self, look: SequentialLook, diffs: np.ndarray, total_looks: int) -> SequentialLook:
+        """``look`` with the futility rule applied (still undecided, not the last look) and, where the candidate
+        stops (decided, futile or the last look), the inference adjusted for the stopping rule."""
+        g = diffs.shape[0]
+        sd = float(diffs.mean(axis=1).std(ddof=1)) if g > 1 else 0.0
+        z = look.z
+        if look.mean_diff is None or look.look is None or not sd > 0 or z is None or not math.isfinite(z):
+            return look
+        k = look.look - 1
+        total = self.total_tasks if self.total_tasks is not None else g
+        units = design_units(total, self.max_rounds, self.batches)
+        schedule = look_schedule(total, self.max_rounds, self.batches)
+        width = self.hi - self.lo
+        seen = units[k] * total  # attempts per selector so far
+        if (
+            look.decision == "undecided"
+            and self.futility is not None
+            and k < total_looks - 1
+            and seen >= FUTILITY_MIN_ATTEMPTS
+        ):
+            design = [u / units[k] * g / sd**2 for u in units]  # the most information the later looks can have
+            cs = _applied_bounds(boundaries_of(look), schedule, design, width, start=k + 1)
+            cp = conditional_power(design, cs, k, z)
+            look = look.model_copy(update=dict(conditional_power=cp))
+            if cp < self.futility:
+                look = look.model_copy(update=dict(decision="futile", decided_at=look.rounds, decided_tasks=g))
+        if look.decision == "undecided" and k < total_looks - 1:
+            return look
+        info = _information(look, units[: k + 1], total, self.max_rounds, self.batches, sd / math.sqrt(g))
+        cs = _applied_bounds(boundaries_of(look)[:k], schedule, info, width)
+        est, low, high, p = stagewise_inference(info, cs, z, lo=-width, hi=width)
+        return look.model_copy(update=dict(adjusted_estimate=est, adjusted_low=low, adjusted_high=high, adjusted_p=p))
 
 
 # ---------------------------------------------------------------------------------- the repeated intervals
@@ -604,6 +854,7 @@ def _repeated_interval(
     *,
     max_n_eff: float | None = None,
     level: float = CONFIDENCE,
+    crit: float | None = None,
 ) -> Interval | None:
     """Round r's interval for the mean of ``n_tasks`` task differences in ``[lo, hi]`` with sample sd ``sd``: the
     fixed design's method before issue 25 (Student t from 30 tasks and 10 effective observations on each side, else
@@ -623,7 +874,7 @@ def _repeated_interval(
     if sd <= 1e-12 * width:
         q = no_spread_share(n_tasks, level)
         return Interval(low=max(lo, mean - q * (mean - lo)), high=min(hi, mean + q * (hi - mean)), method="no-spread")
-    crit = t_quantile(n_tasks - 1, level)
+    crit = t_quantile(n_tasks - 1, level) if crit is None else crit  # (given: the caller computed it)
     se = sd / math.sqrt(n_tasks)
     p, se_p = (mean - lo) / width, se / width
     n_raw = p * (1 - p) / (se_p * se_p)
@@ -652,7 +903,14 @@ def _near_the_ends(p: float, n_eff: float, crit: float, low: float, high: float,
 
 
 __all__ = [
+    "ADJUSTED_METHOD",
     "ALPHA",
+    "FUTILITY_CP",
+    "FUTILITY_METHOD",
+    "FUTILITY_MIN_ATTEMPTS",
+    "conditional_power",
+    "design_units",
+    "stagewise_inference",
     "BATCH_METHOD",
     "METHOD",
     "OLD_METHOD",

@@ -17,6 +17,7 @@ from hermit_tui.core.records.index import Snapshot
 from hermit_tui.core.stats.anytime_looks import interval_words, is_anytime
 from hermit_tui.core.stats.clusters import Clustering
 from hermit_tui.core.stats.figures import PairStats, SelectorStats, VerdictKind
+from hermit_tui.core.stats.looks import adjusted_text
 from hermit_tui.core.workspace.fingerprint import differences
 from hermit_tui.dashboard.widgets import plots
 from hermit_tui.dashboard.widgets.boundary import SequentialView
@@ -257,6 +258,10 @@ def pair_text(p: PairStats) -> Text:
         name, kind = interval_words(p.sequential)
         ci = interval(p.ci_low, p.ci_high, name)
     text.append(f"  {ci}{kind}" if ci else "")
+    look = p.sequential
+    if look is not None and look.adjusted and look.adjusted_estimate is not None:
+        text.append(f"\nadjusted for stopping {look.adjusted_estimate:+.3f} ", style="bold")
+        text.append(f"({adjusted_text(look)})")
     clustered = f", clustered by {p.cluster_by}: {p.n_clusters} clusters" if p.cluster_by is not None else ""
     text.append(
         f"  (se {num(p.se)}; {p.n_paired} paired tasks{clustered}"

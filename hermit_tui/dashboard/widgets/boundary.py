@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from hermit_tui.core.records.index import Snapshot
 from hermit_tui.core.stats.anytime_looks import is_anytime
-from hermit_tui.core.stats.looks import boundary_text, decided_where, look_text
+from hermit_tui.core.stats.looks import adjusted_text, boundary_text, decided_where, look_text
 from hermit_tui.core.stats.sequential import SequentialLook, boundaries_of, round_boundaries
 from hermit_tui.dashboard.widgets.plots import BoundaryPlot, BoundarySeries
 
@@ -60,8 +60,13 @@ def view_text(v: SequentialView) -> Text:
         }
         if look.decision in state:
             text.append(f"— {state[look.decision]}, decided {decided_where(look)}", style="bold")
+        elif look.decision == "futile":
+            text.append(f"— stopped for futility {decided_where(look)}", style="bold")
         else:
             text.append("— undecided", style="bold")
+        adjusted = adjusted_text(look)
+        if adjusted is not None and look.adjusted_estimate is not None:
+            text.append(f"\nestimate {look.adjusted_estimate:+.3f}, {adjusted}")
         text.append(f"\n{boundary_text(look)}")
     if look is not None and is_anytime(look):  # task by task: no rounds to count
         if v.live and not v.stopped and look.stopped_early:
@@ -73,7 +78,8 @@ def view_text(v: SequentialView) -> Text:
         now = v.last.rounds + (0 if v.last.within_first_round else 1)
         text.append(f"\nround {now} under way: {v.next_done} of {v.next_total} attempts of {v.a} and {v.b}")
     elif v.stopped and look is not None and look.stopped_early:
-        text.append(f"\nstopped after {look_text(look)}: every candidate was decided")
+        why = "stopped for futility" if look.decision == "futile" else "decided"
+        text.append(f"\nstopped after {look_text(look)}: every candidate was {why}")
     return text
 
 
