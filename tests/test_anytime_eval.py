@@ -145,7 +145,7 @@ def test_an_ab_launch_stops_early_and_records_the_stream(tmp_path, capsys):
     assert "anytime-valid 95% CS" in pair["verdict"] and f"after {n} of the 60 tasks" in pair["verdict"]
     assert main(["report", "--config", str(project)]) == 0
     md = capsys.readouterr().out.replace("\\|", "|")
-    assert f"against baseline none: {n} of the 60 tasks (anytime-valid)" in md
+    assert f"against baseline none: {n} of the 60 tasks (anytime-valid; stopped when decided)" in md
     assert f"| sequential boundary | {n} of the 60 tasks (2 repeats each); anytime-valid 95% CS" in md
     assert "Verdict rule for a candidate and its baseline: after each look of an anytime-valid" in md
     assert "repeated 95% CI" not in md  # the group-sequential design's words are not used for it
@@ -315,7 +315,7 @@ def test_on_the_demo_the_card_carries_the_sequence(demo_config, capsys):
         f"final − none {seq['mean_diff']:+.3f} [{low[-1]:.3f}, {high[-1]:.3f}]: undecided (anytime-valid, after 16 "
         "of the 16 tasks (2 repeats each))"
     ) in plan.table
-    assert "Stopped when decided (anytime-valid confidence sequences" in plan.table
+    assert "Stop when decided (anytime-valid confidence sequences" in plan.table
 
 
 def test_batches_of_tasks_and_a_resume_of_a_decided_launch(tmp_path, capsys):

@@ -478,7 +478,7 @@ def test_the_card_carries_the_decisions_with_their_intervals(demo_config, capsys
         f"{entry['mean_diff']:+.3f}; repeated CI [{low:.3f}, {high:.3f}]): an improvement (after {rounds} of at "
         "most 8 rounds)"
     ) in plan.table
-    assert "Stopped when decided (group-sequential repeated confidence intervals" in plan.table
+    assert "Stop when decided (group-sequential repeated confidence intervals" in plan.table
 
 
 def test_a_launch_on_many_tasks_stops_within_the_first_round(tmp_path, capsys):
@@ -588,3 +588,15 @@ def test_a_launch_cancelled_within_round_1_resumes_look_by_look_to_the_same_deci
     whole, _ = launch(other, ["none", "adapters/good"])
     assert resumed["good"].sequential == whole["good"].sequential
     assert resumed["good"].attempts == whole["good"].attempts and resumed["good"].repeats == whole["good"].repeats
+
+
+def test_a_launch_stopped_with_every_candidate_futile_says_so():
+    """The run screen and the finished notice say how the launch stopped: for futility only when every candidate's
+    last decision was futile (one futile and one decided: the launch stopped because the last one was decided)."""
+    from hermit_tui.core.stats.looks import stopped_how
+
+    assert stopped_how(["futile"]) == "stopped for futility"
+    assert stopped_how(["futile", "futile"]) == "stopped for futility"
+    assert stopped_how(["futile", "improvement"]) == "stopped when decided"
+    assert stopped_how(["regression"]) == "stopped when decided"
+    assert stopped_how([]) == "stopped when decided"

@@ -19,6 +19,7 @@ from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.run.launch import LaunchOptions
 from hermit_tui.core.safe import line, terminal
 from hermit_tui.core.stats.anytime_looks import finished_notice, is_anytime
+from hermit_tui.core.stats.looks import stopped_how
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.palette import HermitCommands
 from hermit_tui.dashboard.paths import style
@@ -370,7 +371,7 @@ class HermitApp(App):
             rounds = max((look.rounds for look in looks), default=0)
             decided = ", ".join(f"{look.candidate} {look.decision}" for look in looks)
             self.notify(
-                f"Stopped {'for futility' if all(lk.decision == 'futile' for lk in looks) else 'when decided'} after "
+                f"{stopped_how(lk.decision for lk in looks).capitalize()} after "
                 f"round {rounds} of {self.store.sequential.max_rounds}: {decided}"
                 if self.store.sequential_stopped
                 else f"Evaluation finished: all {rounds} rounds, {decided} against {self.store.sequential.baseline}",

@@ -139,7 +139,7 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
     )
     if sequential and all(ANYTIME in text for text in sequential):
         note += (
-            "\n\nStopped when decided (anytime-valid confidence sequences, predictable plug-in empirical Bernstein, "
+            "\n\nStop when decided (anytime-valid confidence sequences, predictable plug-in empirical Bernstein, "
             "task by task in a fixed order, alpha split over the candidates; Waudby-Smith & Ramdas 2023): "
             + "; ".join(sequential)
             + ". The decisions and their intervals stay valid although the launch "
@@ -147,7 +147,7 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
         )
     elif sequential:
         note += (
-            "\n\nStopped when decided (group-sequential repeated confidence intervals, Lan-DeMets error spending "
+            "\n\nStop when decided (group-sequential repeated confidence intervals, Lan-DeMets error spending "
             "over the planned rounds, alpha split over the candidates; Jennison & Turnbull 2000): "
             + "; ".join(sequential)
             + ". The decisions and their repeated intervals stay valid although the launch stopped on what it saw, "

@@ -62,18 +62,21 @@ def sequential_protocol(r: Report) -> str:
     entries = [(s.label, s.sequential) for s in r.selectors if s.sequential is not None]
     if not entries:
         return ""
-    launches: dict[tuple[str, int, int, float | None, str], list[str]] = {}
+    launches: dict[tuple[str, str, float | None], list[str]] = {}
     for label, e in entries:
-        within = f"{e.tasks_looked} of the {e.total_tasks} tasks of round 1, " if e.within_first_round else ""
-        if anytime_looks.is_anytime(e):  # every repeat of each task looked at
-            within = f"{e.tasks_looked} of the {e.total_tasks} tasks (anytime-valid), "
-        launches.setdefault((e.baseline, e.rounds, e.max_rounds, e.margin, within), []).append(label)
+        if anytime_looks.is_anytime(e):  # every repeat of each task looked at: tasks, not rounds
+            stopped = e.tasks_looked is not None and e.total_tasks is not None and e.tasks_looked < e.total_tasks
+            where = f"{e.tasks_looked} of the {e.total_tasks} tasks (anytime-valid; "
+            where += "stopped when decided)" if stopped else "ran every task)"
+        else:
+            within = f"{e.tasks_looked} of the {e.total_tasks} tasks of round 1, " if e.within_first_round else ""
+            run = "stopped when decided" if e.rounds < e.max_rounds or within else "ran every round"
+            where = f"{within}{e.rounds} of at most {e.max_rounds} rounds ({run})"
+        launches.setdefault((e.baseline, where, e.margin), []).append(label)
     parts = []
-    for (baseline, rounds, most, margin, within), labels in launches.items():
-        run = "stopped when decided" if rounds < most or within else "ran every round"
+    for (baseline, where, margin), labels in launches.items():
         parts.append(
-            f"{', '.join(x for x in labels if x != baseline) or 'no candidate'} against baseline "
-            f"{baseline}: {within}{rounds} of at most {most} rounds ({run})"
+            f"{', '.join(x for x in labels if x != baseline) or 'no candidate'} against baseline {baseline}: {where}"
             + (f", equivalence margin ±{margin:g}" if margin is not None else "")
         )
     return "; ".join(parts) + f". Method: {entries[0][1].method}, alpha {entries[0][1].alpha:g}."

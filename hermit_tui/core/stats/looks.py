@@ -430,6 +430,15 @@ ADJUSTED_P_NOTE = (
 
 
 AT_STOPPING = "as observed at stopping, which stopping early tends to overstate"
+
+
+def stopped_how(decisions: Iterable[str | None]) -> str:
+    """How a launch that stopped before its end stopped, from its candidates' last decisions: "stopped for
+    futility" when every one of them was futile, else "stopped when decided"."""
+    seen = list(decisions)
+    return "stopped for futility" if seen and all(d == "futile" for d in seen) else "stopped when decided"
+
+
 ADJUSTED = "median-unbiased for the stopping rule"
 
 _num = short_num

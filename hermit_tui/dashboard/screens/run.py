@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.widgets import Header, RichLog, Static
 
 from hermit_tui.core.present import cost_phrase, money
+from hermit_tui.core.stats.looks import stopped_how
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.base import HermitScreen
@@ -106,7 +107,7 @@ class RunScreen(HermitScreen[None]):
                 if store.run_cancelled
                 else "stopped at the max cost"
                 if store.stop_reason
-                else "stopped when decided"
+                else stopped_how(v[-1].decision for v in store.sequential_looks.values() if v)
                 if store.sequential_stopped
                 else "finished"
             )
