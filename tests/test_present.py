@@ -91,3 +91,13 @@ def test_no_view_writes_the_cost_rule_out_again():
         if rule.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+def test_one_mean_prints_alike_however_it_was_summed():
+    """27/80 summed in two orders gives two neighbouring floats: each prints 0.338 (the fixed design of the display
+    rounds to 10 decimals first), where f"{x:.3f}" printed 0.337 for one and 0.338 for the other."""
+    below, above = 0.33749999999999991, 0.33750000000000002
+    assert below != above and f"{below:.3f}" != f"{above:.3f}"  # the problem, as it was
+    assert p.fixed(below) == p.fixed(above) == "0.338"
+    assert p.fixed(None) == p.NO_DATA and p.fixed(0.1234567, 4) == "0.1235" and p.fixed(-0.0004) == "-0.000"
+    assert p.interval_text(below, above) == "0.338 to 0.338"

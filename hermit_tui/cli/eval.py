@@ -116,6 +116,7 @@ def add_parser(sub) -> None:
 def _progress(run, stream):
     """An event sink that shows progress on stderr, and the context it runs in: Rich bars on a terminal; plain
     lines otherwise (each quarter of a selector's attempts and at least every 10 s: ``cli_progress``)."""
+    from hermit_tui.core.present import fixed
     from hermit_tui.core.run import events as ev
 
     if not stream.isatty():
@@ -148,7 +149,8 @@ def _progress(run, stream):
             acc[0] += event.record.judge.score
             acc[1] += 1
             acc[2] += event.record.status != "ok"
-            progress.update(bars[event.label], advance=1, note=f"mean {acc[0] / acc[1]:.3f}  errors {acc[2]}")
+            note = f"mean {fixed(acc[0] / acc[1])}  errors {acc[2]}"
+            progress.update(bars[event.label], advance=1, note=note)
         elif isinstance(event, ev.SelectorFinished) and event.summary.expected_attempts:
             progress.update(bars[event.label], total=event.summary.expected_attempts)  # stopped when decided
         elif isinstance(event, (ev.RunLog, ev.CardUpdated)):

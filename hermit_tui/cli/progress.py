@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from hermit_tui.core.present import known_cost_text
+from hermit_tui.core.present import fixed, known_cost_text
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.safe import line as one_line
 
@@ -126,7 +126,7 @@ class PlainProgress:
             if sel is not None:
                 sel.finished = True
             self._write(
-                f"{event.label}: {s.attempts}/{s.expected_attempts} attempts, mean {s.mean_score:.3f}, "
+                f"{event.label}: {s.attempts}/{s.expected_attempts} attempts, mean {fixed(s.mean_score)}, "
                 f"errors {s.errors}"
             )
         elif isinstance(event, (ev.RunLog, ev.CardUpdated)):
@@ -172,7 +172,7 @@ class PlainProgress:
 
     def _text(self, label: str, sel: _Selector, now: float) -> str:
         pct = f" ({100 * sel.done // sel.total}%)" if sel.total else ""
-        mean = f"{sel.score_sum / sel.done:.3f}" if sel.done else "—"
+        mean = fixed(sel.score_sum / sel.done) if sel.done else "—"
         cost = known_cost_text(sel.known_cost, sel.unknown_cost)
         fresh = sel.done - sel.resumed
         remaining = max(sel.total - sel.done, 0)

@@ -88,8 +88,10 @@ def tokens_text(tokens: Any) -> str:
 
 
 def fixed(x: float | None, digits: int = 3) -> str:
-    """A figure to ``digits`` decimals, or ``—``."""
-    return NO_DATA if x is None else f"{x:.{digits}f}"
+    """A figure to ``digits`` decimals, or ``—``; the same for the same number however it was summed: the value is
+    first rounded to 10 decimals, so that two neighbouring floats of one mean (27/80 summed in two orders:
+    0.33749999999999991 and 0.33750000000000002) print alike, not as 0.337 on one screen and 0.338 on the next."""
+    return NO_DATA if x is None else f"{round(x, 10):.{digits}f}"
 
 
 def short_num(x: float) -> str:
@@ -99,7 +101,7 @@ def short_num(x: float) -> str:
 
 def interval_text(low: float | None, high: float | None, digits: int = 3) -> str:
     """``0.120 to 0.400``, or ``—`` without an interval."""
-    return NO_DATA if low is None or high is None else f"{low:.{digits}f} to {high:.{digits}f}"
+    return NO_DATA if low is None or high is None else f"{fixed(low, digits)} to {fixed(high, digits)}"
 
 
 def p_text(p: float | None) -> str:

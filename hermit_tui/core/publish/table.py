@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.present import partial_cost
+from hermit_tui.core.present import fixed, partial_cost
 from hermit_tui.core.publish.card import CARD_NAME, split_lines
 from hermit_tui.core.records.columns import read_table
 from hermit_tui.core.records.folders import StoredEvaluation
@@ -57,15 +57,19 @@ class EvalRow(BaseModel):
     protocol: list[str] = Field(default_factory=list)  # how it differs from final's protocol; [] = the same
 
     def cells(self) -> list[str]:
-        ci = f" [{self.ci_low:.3f}, {self.ci_high:.3f}]" if self.ci_low is not None else ""
+        ci = (
+            f" [{fixed(self.ci_low)}, {fixed(self.ci_high)}]"
+            if self.ci_low is not None and self.ci_high is not None
+            else ""
+        )
         cost = partial_cost(self.cost_usd, self.unknown_cost_attempts, dollars=False)
         return [
             self.adapter,
             self.commit[:7] if self.commit else "—",
             str(self.tasks),
             str(self.repeats),
-            f"{self.mean:.3f}{ci}",
-            f"{self.solved_once:.3f}",
+            f"{fixed(self.mean)}{ci}",
+            fixed(self.solved_once),
             str(self.errors),
             cost,
         ]

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
-from hermit_tui.core.present import NO_SPREAD_POWER, SHARP_TEST_ROW, p_text, p_value, partial_cost
+from hermit_tui.core.present import NO_SPREAD_POWER, SHARP_TEST_ROW, fixed, p_text, p_value, partial_cost
 from hermit_tui.core.records.index import Snapshot
 from hermit_tui.core.stats.anytime_looks import interval_words, is_anytime
 from hermit_tui.core.stats.clusters import Clustering
@@ -174,11 +174,11 @@ def compare_selectors(
 
 
 def num(x: float | None) -> str:
-    return NO_DATA if x is None else f"{x:.3f}"
+    return NO_DATA if x is None else fixed(x)
 
 
 def interval(low: float | None, high: float | None, name: str = "95% CI") -> str:
-    return "" if low is None or high is None else f"{name} {low:.3f} to {high:.3f}"
+    return "" if low is None or high is None else f"{name} {fixed(low)} to {fixed(high)}"
 
 
 def wilson(ci: tuple[float, float] | None) -> str:

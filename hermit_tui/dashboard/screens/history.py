@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
 
-from hermit_tui.core.present import cost_text, incomplete_caveat, partial_cost, retry_caveat, smoke_caveat
+from hermit_tui.core.present import cost_text, fixed, incomplete_caveat, partial_cost, retry_caveat, smoke_caveat
 from hermit_tui.core.records import folders as evalstore
 from hermit_tui.core.records.folders import StoredEvaluation
 from hermit_tui.core.safe import line as one_line
@@ -111,9 +111,9 @@ def cell(stored: StoredEvaluation, key: str) -> Text | str:
     if key == "size":
         return f"{s.tasks}×{s.repeats}"
     if key == "mean":
-        return f"{s.mean_score:.3f}"
+        return fixed(s.mean_score)
     if key == "solved":
-        return f"{s.solved_once:.3f}"
+        return fixed(s.solved_once)
     if key == "errors":
         return Text(str(s.errors), style="red" if s.errors else "")
     if key == "cost":  # a cost partly unknown: its known part and how many are not, in the detail line below

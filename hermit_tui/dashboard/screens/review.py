@@ -32,7 +32,7 @@ from textual.widgets.selection_list import Selection
 from textual.worker import get_current_worker
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.present import cost_cell
+from hermit_tui.core.present import cost_cell, fixed
 from hermit_tui.core.publish.apply import PublishPlan, Review, carry_out, review
 from hermit_tui.core.report.comparable import rows_mismatches
 from hermit_tui.core.workspace.selectors import label_for
@@ -56,8 +56,8 @@ def table_cells(row) -> list[Text | str]:
         Text(row.adapter, style="bold"),
         row.commit[:7] if row.commit else Text("—", style="dim"),
         f"{row.tasks}×{row.repeats}",
-        f"{row.mean:.3f}{ci}",
-        f"{row.solved_once:.3f}",
+        f"{fixed(row.mean)}{ci}",
+        fixed(row.solved_once),
         Text(str(row.errors), style="red" if row.errors else ""),
         cost,
     ]

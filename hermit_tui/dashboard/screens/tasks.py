@@ -19,6 +19,7 @@ from textual.timer import Timer
 from textual.widgets import Header, Input, Static
 from textual.worker import get_current_worker
 
+from hermit_tui.core.present import fixed
 from hermit_tui.core.records.annotations import is_failure
 from hermit_tui.core.safe import line as one_line
 from hermit_tui.dashboard import bindings
@@ -372,7 +373,7 @@ class TasksScreen(Triage, HermitScreen[None]):
                 if key == store.baseline:
                     text.append("● ", style=self._styles["accent"])
                 text.append(one_line(key), style="bold")
-                text.append(f" {col.mean:.3f}" if col.mean is not None else f" {NO_DATA}")
+                text.append(f" {fixed(col.mean)}" if col.mean is not None else f" {NO_DATA}")
                 if col.running:
                     text.append(f" {col.done}/{col.expected}", style=self._styles["accent"])
         for i, (key, col) in enumerate(store.columns.items() if not self.compact(store) else []):
@@ -384,7 +385,7 @@ class TasksScreen(Triage, HermitScreen[None]):
             if given_as:
                 text.append(given_as.ljust(width - len(label)))
             text.append(f"  {col.commit[:7]:<9}" if col.commit else "  no commit", style="" if col.commit else "dim")
-            text.append(f"  mean {col.mean:.3f}" if col.mean is not None else f"  mean {NO_DATA:<5}")
+            text.append(f"  mean {fixed(col.mean)}" if col.mean is not None else f"  mean {NO_DATA:<5}")
             errors = col.errors + col.judge_errors
             text.append(
                 f"  errors {errors}" + (f" ({col.judge_errors} judge)" if col.judge_errors else ""),

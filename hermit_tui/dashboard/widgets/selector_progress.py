@@ -8,7 +8,7 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.widgets import ProgressBar, Static
 
-from hermit_tui.core.present import money, projected_cost
+from hermit_tui.core.present import fixed, money, projected_cost
 from hermit_tui.core.safe import line as one_line
 from hermit_tui.dashboard.state.store import Column
 from hermit_tui.dashboard.widgets.static_text import show_text
@@ -35,7 +35,7 @@ def progress_text(col: Column) -> Text:
     text = Text()
     text.append(f"{col.done}/{col.expected}", style="bold")
     mean = col.mean
-    text.append(f"  mean {mean:.3f}" if mean is not None else "  mean —")
+    text.append(f"  mean {fixed(mean)}" if mean is not None else "  mean —")
     errors = col.errors + col.judge_errors
     text.append(f"  errors {errors}", style="bold red" if errors else "")
     text.append(f"  {cost_figure(col)}", style="yellow" if col.unknown_cost else "")
