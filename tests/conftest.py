@@ -32,19 +32,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
     if not hasattr(config, "workerinput"):  # once per session, in the process that starts the workers
         compile_the_package()
-    quicker_idle_checks()
-
-
-def quicker_idle_checks() -> None:
-    """Textual's Pilot calls the app idle once its process used under 5% of a CPU for a 20 ms window, twice per key
-    pressed and once per ``pilot.pause()``: each of those waits at least one window even when nothing is pending
-    (the UI tests spent about half their time in these sleeps). The same 5% over a 10 ms window: the UI files most
-    made of keys and pauses (first-hour polish, triage, palette, every screen's snapshot) 57.7 -> 44.8 s in one
-    process. A test still waits for the state it asserts (tests/waiting.py); this only shortens the sleep after it."""
-    import textual._wait
-
-    textual._wait.SLEEP_GRANULARITY = 1 / 100
-    textual._wait.SLEEP_IDLE = textual._wait.SLEEP_GRANULARITY / 20
 
 
 PACKAGE = Path(__file__).resolve().parent.parent / "hermit_tui"
