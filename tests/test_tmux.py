@@ -195,8 +195,10 @@ def test_quitting_mid_launch_leaves_no_process_and_moves_nothing(tmp_path):
     card, before = card_path.read_bytes(), refs(tree)
     # the launch settings remembered for this config: worker processes (the demanding case for leftovers)
     settings = {"launch": {str(config.resolve()): {"executor": "processes", "repeats": "3", "concurrency": "4"}}}
+    # attempts of 0.1-1.5 s: the launch (144 attempts, 4 at a time) lasts about 30 s, and the quit waits for the
+    # attempts in flight to finish (at latency_scale=20, up to 6 s)
     socket, pid_file = start(
-        tmp_path, (80, 24), "--config", str(config), "--set", "agent.params.latency_scale=20", settings=settings
+        tmp_path, (80, 24), "--config", str(config), "--set", "agent.params.latency_scale=5", settings=settings
     )
     try:
         wait_screen(socket, lambda s: "[x] final" in s and "processes" in s)

@@ -37,10 +37,17 @@ def make_app(store: EvalStore | None = None) -> HermitApp:
 
 
 async def open_tasks(pilot, **kwargs) -> TasksScreen:
+    """The per-task table once its first rows are shown (its count line says how many): on its first show they come
+    after the first paint (TasksScreen.on_screen_resume), which a pause does not always include (a loaded run once
+    found the table empty)."""
     await pilot.pause()
     pilot.app.push_screen(TasksScreen(**kwargs))
-    await pilot.pause()
-    return pilot.app.screen
+    app = pilot.app
+    return await wait_for(
+        pilot,
+        lambda: app.screen if isinstance(app.screen, TasksScreen) and count_text(app.screen) else None,
+        what="the tasks table's first rows",
+    )
 
 
 def shown(screen: TasksScreen) -> list[str]:
