@@ -32,7 +32,7 @@ import numpy as np
 from hermit_tui.core.records.results import SequentialEntry
 from hermit_tui.core.stats.anytime import METHOD, paired_confidence_sequence
 from hermit_tui.core.stats.looks import Records, SequentialPlan
-from hermit_tui.core.stats.sequential import Decision, SequentialLook, look_order
+from hermit_tui.core.stats.sequential import Decision, SequentialLook, decide, look_order
 
 ANYTIME_RULE = (
     "after each look of an anytime-valid stop-when-decided launch (a batch of tasks in the order of their ids' "
@@ -152,16 +152,6 @@ def task_mean(records: Mapping[tuple[str, int], Any], task_id: str, repeats: int
     return total / repeats
 
 
-def _decide(low: float, high: float, margin: float | None) -> Decision:
-    if low > 0:
-        return "improvement"
-    if high < 0:
-        return "regression"
-    if margin is not None and -margin < low and high < margin:
-        return "equivalent"
-    return "undecided"
-
-
 class _Stream:
     """One candidate's paired task differences, in the stream's order, and its confidence sequence."""
 
@@ -176,7 +166,7 @@ class _Stream:
         low_s, high_s = paired_confidence_sequence(np.asarray(self.diffs), plan.each_spend)
         low, high = float(low_s[-1]), float(high_s[-1])
         prev = self.looks[-1] if self.looks else None
-        decision: Decision = _decide(low, high, plan.margin)
+        decision: Decision = decide(low, high, plan.margin)
         if prev is not None and prev.decision != "undecided":
             decision = prev.decision  # the first decision is kept
         n = len(self.diffs)

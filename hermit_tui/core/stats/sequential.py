@@ -577,7 +577,7 @@ def sequential_look(
     low, high = (interval.low, interval.high) if interval else (-width, width)
     sd = float(task_diffs.std(ddof=1))
     z = mean_diff / (sd / math.sqrt(g)) if sd > 0 else (0.0 if mean_diff == 0 else math.copysign(math.inf, mean_diff))
-    decision = _decide(low, high, margin)
+    decision = decide(low, high, margin)
     return SequentialLook(
         **base,
         decision=decision,
@@ -656,7 +656,8 @@ def _information(
     return [x / shape[-1] / se**2 for x in shape]
 
 
-def _decide(low: float, high: float, margin: float | None) -> Decision:
+def decide(low: float, high: float, margin: float | None) -> Decision:
+    """The decision an interval (or a confidence sequence) for b - a gives: above 0, below 0, within the margin."""
     if low > 0:
         return "improvement"
     if high < 0:
@@ -789,7 +790,7 @@ class SequentialMonitor:
             look = look.model_copy(update={key: getattr(prev, key) for key in kept})
         else:
             if look.ci_low is not None and look.ci_high is not None:
-                decision = _decide(look.ci_low, look.ci_high, self.margin)
+                decision = decide(look.ci_low, look.ci_high, self.margin)
                 done = decision != "undecided"
                 look = look.model_copy(
                     update=dict(
