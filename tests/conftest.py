@@ -10,6 +10,7 @@ too: trained_template)."""
 from __future__ import annotations
 
 import compileall
+import os
 import re
 import shutil
 import sys
@@ -32,6 +33,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
     if not hasattr(config, "workerinput"):  # once per session, in the process that starts the workers
         compile_the_package()
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` starts two workers per core, not one: a worker waits about half its time (Textual's idle checks,
+    the subprocesses it starts, timeouts waited on purpose), so on 2 cores four workers finish the suite in 207 s
+    where two take 250 s (benchmarks/RESULTS.md, "The test suite")."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cores = os.cpu_count() or 1
+    return 2 * cores
 
 
 PACKAGE = Path(__file__).resolve().parent.parent / "hermit_tui"
