@@ -234,3 +234,14 @@ def test_the_pair_summarys_divergence_agrees_with_the_alignment_on_random_trajec
         b = [SYSTEM] + [rng.choice(pool) for _ in range(rng.randint(0, 12))]
         full = align_messages(["a", "b"], [a, b]).divergence_step
         assert divergence_two(steps_of(a, pretty=False), steps_of(b, pretty=False)) == full, (a, b)
+
+
+def test_the_changes_tables_divergence_cell_reads_as_words():
+    """The Changes screen's cell: one step for every repeat, never, or the repeats in order (not ``3,3,=``)."""
+    from hermit_tui.core.why.text import divergence_cell
+
+    assert divergence_cell([3, 3, 3]) == "step 3 ×3"
+    assert divergence_cell([2]) == "step 2"
+    assert divergence_cell([None, None]) == "never"
+    assert divergence_cell([1, 3, None]) == "steps 1, 3, never"
+    assert divergence_cell([]) == "-"

@@ -23,6 +23,18 @@ DIVERGENCE_NOTE = (
 )
 
 
+def divergence_cell(steps: list[int | None]) -> str:
+    """A task's first divergence over its paired repeats, for a table cell: ``step 3 ×2`` (the same step in every
+    repeat), ``never`` (the agents did the same in every repeat), or per repeat in order, ``steps 1, 3, never``;
+    ``-`` without a paired repeat."""
+    if not steps:
+        return "-"
+    if len(set(steps)) == 1:
+        step = steps[0]
+        return "never" if step is None else f"step {step}" + (f" ×{len(steps)}" if len(steps) > 1 else "")
+    return "steps " + ", ".join("never" if s is None else str(s) for s in steps)
+
+
 def _names(diff: AdapterDiff) -> list[str]:
     out = []
     for change in ("added", "removed", "changed"):

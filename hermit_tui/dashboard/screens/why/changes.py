@@ -15,6 +15,7 @@ from textual.widgets import Header, Static
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.why.pair import FLIPS, PairWhy, pair_why
+from hermit_tui.core.why.text import divergence_cell
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.base import HermitScreen, opened, shown_pair
@@ -32,11 +33,6 @@ def usage_hook(config):
 
     spec = os.environ.get(HOOK_ENV)
     return load_function(spec, config.base, HOOK_ENV) if spec else None
-
-
-def divergence_text(steps: list[int | None]) -> str:
-    """A task's first divergence per paired repeat: ``1,3,=`` (``=``: the agents did the same)."""
-    return ",".join("=" if s is None else str(s) for s in steps) or "-"
 
 
 class ChangesScreen(HermitScreen[None]):
@@ -63,7 +59,7 @@ class ChangesScreen(HermitScreen[None]):
     def on_mount(self) -> None:
         self.title = "Changes"
         self.query_one("#changes-tasks", VirtualTable).set_columns(
-            [VColumn("kind", "", 7), VColumn("task", "task", None), VColumn("div", "1st divergence", 14)]
+            [VColumn("kind", "", 7), VColumn("task", "task", None), VColumn("div", "first divergence", 18)]
         )
         self.start()
 
@@ -124,7 +120,7 @@ class ChangesScreen(HermitScreen[None]):
                 return Text(kind, style=KIND_STYLE.get(kind, ""))
             if col == "task":
                 return task
-            return divergence_text(pair.divergence_by_task.get(task, []))
+            return divergence_cell(pair.divergence_by_task.get(task, []))
 
         table.set_rows(self.rows, render, key=lambda r: r)
         self.query_one("#changes-text", Static).update(pair_text(pair))
@@ -165,4 +161,4 @@ class ChangesScreen(HermitScreen[None]):
         self.app.pop_screen()
 
 
-__all__ = ["ChangesScreen", "divergence_text", "usage_hook"]
+__all__ = ["ChangesScreen", "usage_hook"]
