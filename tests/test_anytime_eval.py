@@ -23,7 +23,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.stats.anytime import METHOD, eb_confidence_sequence
-from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
+from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker, small_split_note
 from hermit_tui.core.workspace.config import load_config
 
 REPEATS = 2
@@ -293,10 +293,13 @@ def test_on_the_demo_the_card_carries_the_sequence(demo_config, capsys):
 
     args = ["--adapter", "none", "--adapter", "final", "--stop-when-decided", "--anytime", "--no-card"]
     code = main(["eval", "--config", str(demo_config), *args, "agent.params.latency_scale=0.01", "eval.repeats=2"])
-    payload = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    payload = json.loads(captured.out)
     assert code == 0
     seq = payload["final"]["sequential"]
     assert seq["method"] == METHOD and seq["decision"] == "undecided" and seq["tasks_looked"] == 16
+    # and the launch said beforehand that a split this small rarely decides
+    assert "note: anytime-valid on 16 test tasks rarely decides" in captured.err
     ids = (demo_config.parent / "test.txt").read_text().split()
     assert seq["order"] == sha_order(ids)
     rows = {
@@ -364,3 +367,10 @@ def test_equivalence_within_the_margin_and_the_first_decision_kept():
     entry = tracker.entry("b")
     assert entry.decision == "equivalent" and entry.interval == pytest.approx((low[first - 1], high[first - 1]))
     assert tracker.entry("a").candidates == {"b": "equivalent"} and tracker.attempts_each == first
+
+
+def test_a_small_split_gets_the_anytime_warning_and_a_large_one_none():
+    assert small_split_note(100) is None and small_split_note(5000) is None
+    note = small_split_note(48)
+    assert note is not None and note.startswith("anytime-valid on 48 test tasks rarely decides")
+    assert "on 1 test task rarely" in (small_split_note(1) or "")

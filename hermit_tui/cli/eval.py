@@ -224,6 +224,11 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     _check_publish(args, run)
     sink, progress = _progress(run, out.guard.terminal_err)
     run.on_event = sink
+    if run.plan.sequential is not None and args.anytime and not args.resume:
+        from hermit_tui.core.stats.anytime_looks import small_split_note
+
+        if (note := small_split_note(len(run.plan.task_ids))) is not None:
+            sys.stderr.write(f"note: {line(note)}\n")
     if run.plan.sequential is not None and not args.resume and not args.anytime:  # projections of rounds
         from hermit_tui.core.run.rounds import projections
 

@@ -54,7 +54,10 @@ async def test_the_setup_setting_launches_an_anytime_run(project):
             pilot, lambda: not app.running and app.store.columns and all(c.summary for c in app.store.columns.values())
         )
         await settled(pilot, "eval")
-        await wait_for(pilot, lambda: any("anytime-valid" in n.message for n in app._notifications))
+        await wait_for(pilot, lambda: any("Stopped when decided" in n.message for n in app._notifications))
+        # chosen on 60 test tasks, fewer than the 100 under which an anytime launch rarely decides: a warning says so
+        warned = [n_ for n_ in app._notifications if n_.message.startswith("Anytime-valid on 60 test tasks rarely")]
+        assert len(warned) == 1 and warned[0].severity == "warning"
         good = json.loads((project.parent / "runs/seq/eval/good/summary.json").read_text())["sequential"]
         n = good["tasks_looked"]
         assert good["method"] == METHOD and good["decision"] == "improvement" and n < TASKS
@@ -74,3 +77,4 @@ async def test_the_setup_setting_launches_an_anytime_run(project):
     async with again.run_test(size=(140, 45)) as pilot:
         await wait_for(pilot, lambda: ready(again) and setup_ready(again))
         assert again.screen.query_one("#decide", Select).value == "anytime"
+        assert not any("rarely decides" in n_.message for n_ in again._notifications)  # a restore is not a choice

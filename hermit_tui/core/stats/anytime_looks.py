@@ -443,6 +443,22 @@ def sequential_pair(pair: Any, look: SequentialLook) -> Any:
     )
 
 
+SMALL_SPLIT = 100  # tasks: under it an anytime-valid launch rarely decides (benchmarks/RESULTS.md, anytime launches)
+
+
+def small_split_note(n_tasks: int) -> str | None:
+    """A warning when an anytime-valid launch is chosen on a split too small for it to decide, else None: its
+    confidence sequence pays for looking at any time with width (simulated, 2,000 launches each: an effect of 0.2 was
+    decided in 0.9% of launches on 50 tasks, in 90% on 200)."""
+    if n_tasks >= SMALL_SPLIT:
+        return None
+    return (
+        f"anytime-valid on {n_tasks} test task{'s' * (n_tasks != 1)} rarely decides (in simulations an effect of 0.2 "
+        "was decided in 1% of launches on 50 tasks, 90% on 200): plain --stop-when-decided suits a small split; "
+        "anytime-valid pays on a large one, or to continue later on more tasks"
+    )
+
+
 def interval_words(look: SequentialLook) -> tuple[str, str]:
     """(what the interval is called, where it was taken) for a one-line figure: '95% CS', ' (anytime-valid, ...)'."""
     return "anytime-valid 95% CS", f" (after {look_text(look)})"

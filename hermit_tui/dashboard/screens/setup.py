@@ -19,6 +19,7 @@ from textual.widgets.selection_list import Selection
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.report.protocol import checks_for_display
 from hermit_tui.core.run.launch import LaunchOptions
+from hermit_tui.core.stats.anytime_looks import small_split_note
 from hermit_tui.core.workspace.selectors import VersionChoices, describe_selector, version_choices
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
@@ -149,6 +150,7 @@ class SetupScreen(HermitScreen[None]):
         self._save_timer: Timer | None = None
         self._added: list[str] = []  # directories and refs typed in on this screen
         self._deferred: bool | None = None  # l (False) or r (True) pressed before the versions were in place
+        self._decide_shown: object = "off"  # the stop-early choice last shown (set again in compose)
 
     @property
     def saved(self) -> dict:
@@ -168,6 +170,7 @@ class SetupScreen(HermitScreen[None]):
         value = {k: saved.get(k, defaults[k]) for k in FIELDS}
         executor = saved.get("executor") if saved.get("executor") in {v for _, v in EXECUTORS} else "threads"
         decide = saved.get("decide") if saved.get("decide") in ("on", "anytime") else "off"
+        self._decide_shown = decide  # the Select's first Changed (its restored value) is not the user's choice
         yield Header()
         yield Banners(id="setup-banners")
         with Horizontal(id="setup-top"):
@@ -321,6 +324,21 @@ class SetupScreen(HermitScreen[None]):
     @on(Select.Changed, "#decide")
     def _field_changed(self) -> None:
         self._changed()
+
+    @on(Select.Changed, "#decide")
+    def _decide_changed(self, event: Select.Changed) -> None:
+        """A warning when anytime-valid is chosen on a split too small for it to decide."""
+        previous = self._decide_shown
+        chosen, self._decide_shown = event.value, event.value
+        if chosen != "anytime" or chosen == previous:
+            return
+        try:
+            _, taskset = opened(self.app)
+        except (InputError, RuntimeError):
+            return
+        note = small_split_note(len(taskset.test_ids))
+        if note is not None:
+            self.notify(note[0].upper() + note[1:], severity="warning", timeout=10)
 
     @on(SelectionList.SelectedChanged, "#versions")
     def _picks_changed(self) -> None:
