@@ -4,6 +4,7 @@ on the command line, the history screen, all three evaluations selected, Enter. 
 RunScreen at 5,000 attempts per second.
 
     python benchmarks/bench_dashboard.py [--quick] [--tasks N] [--rate R] [--size WxH] [--no-stream] [--dir DIR]
+    python benchmarks/bench_dashboard.py --live async:256,async:1024,sync:256 [--scale 0.1]   # a real launch
 
 Each measurement runs in its own process (peak RSS = that process's ru_maxrss) and prints one JSON line back.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import json
 import os
@@ -45,6 +47,7 @@ import synth
 
 LABELS = ["none", "root", "final"]
 REPEATS = 3
+LIVE = "async:256,sync:256"  # the real launches measured by default (--live chooses others)
 
 
 # -- instrumentation ---------------------------------------------------------------------------------------------
@@ -384,6 +387,91 @@ async def measure_stream(project: Path, size: tuple[int, int], rate: float, seco
     }
 
 
+async def measure_live(mode: str, concurrency: int, scale: float, size: tuple[int, int]) -> dict:
+    """A real launch from the dashboard (bench_concurrency's simulated I/O-bound attempts: ``async def`` on the
+    runner's loop, or synchronous in its threads), one selector, 4 x concurrency tasks x 2 repeats: each attempt's
+    lag from the runner's event (AttemptFinished handed to the dashboard) to its paint on the RunScreen, the loop's
+    longest stall, the launch's efficiency against the ideal, and the process's peak memory."""
+    import bench_concurrency as bc
+
+    from hermit_tui.core.run import events as ev
+    from hermit_tui.core.run.launch import LaunchOptions
+    from hermit_tui.dashboard.app import HermitApp
+    from hermit_tui.dashboard.screens.run import RunScreen
+    from hermit_tui.dashboard.screens.setup import SetupScreen
+
+    probe = Probe()
+    probe.install()
+    tasks = 4 * concurrency
+    with tempfile.TemporaryDirectory(prefix="hermit-bench-live-") as tmp:
+        run_yaml = bc.make(Path(tmp) / "p", tasks, concurrency, scale, "arun" if mode == "async" else "run")
+        ids = [f"t{i:05d}" for i in range(tasks)]
+        ideal = synth.ideal_wall([x for row in bc.latencies(ids, scale) for x in row], concurrency)
+        n = tasks * bc.REPEATS
+        finished: list[float] = []
+
+        class TimedEvents(collections.deque):
+            """The app's event queue, noting when the runner hands over each finished attempt."""
+
+            def append(self, event) -> None:
+                if isinstance(event, ev.AttemptFinished):
+                    now = time.perf_counter()
+                    finished.append(now)
+                    with probe.lock:
+                        probe.created[id(event)] = now
+                super().append(event)
+
+        app = HermitApp(run_yaml)
+        async with app.run_test(size=size) as pilot:
+            app.set_interval(0.01, probe.tick)
+            await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen), 30, "the setup screen")
+            app._events = TimedEvents()  # before the launch: its runner's on_event is this queue's append
+            t0 = time.perf_counter()
+            app.launch(LaunchOptions(selectors=["none"], concurrency=concurrency))
+            await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), 60, "the run screen")
+            await wait_for(pilot, lambda: not app.running and len(finished) >= n, 900, "the launch")
+            t_end = finished[-1]
+            await wait_for(pilot, lambda: len(probe.lags) >= n, 30, "the last attempts on screen")
+            t1 = time.perf_counter()
+            shown = sum(c.done for c in app.store.columns.values())
+    if shown != n:
+        raise SystemExit(f"the run screen shows {shown} of {n} attempts")
+    lags = sorted(p - c for c, a, p in probe.lags)
+    q = statistics.quantiles(lags, n=100) if len(lags) > 1 else lags * 99
+    return {
+        "mode": mode,
+        "concurrency": concurrency,
+        "attempts": n,
+        "wall_s": t_end - t0,
+        "ideal_s": ideal,
+        "lag_p50_s": q[49],
+        "lag_p99_s": q[98],
+        "lag_max_s": lags[-1],
+        "stall_s": probe.longest_stall(t0, t1),
+        "peak_rss_mb": synth.peak_rss_mb(),
+    }
+
+
+def live_figures(got: dict) -> None:
+    key = f"dashboard.live.{got['mode']}.{got['concurrency']}"
+    synth.figure(
+        f"{key}.lag_p99_s",
+        got["lag_p99_s"],
+        unit="s",
+        target="< 0.25",
+        detail=f"a real launch from the dashboard ({got['mode']} attempts at concurrency {got['concurrency']}, "
+        f"{got['attempts']:,} attempts): the runner's AttemptFinished -> painted on the RunScreen, p50 "
+        f"{got['lag_p50_s'] * 1000:.0f} ms, max {got['lag_max_s'] * 1000:.0f} ms; longest stall "
+        f"{got['stall_s']:.2f} s; peak RSS {got['peak_rss_mb']:.0f} MB",
+    )
+    synth.figure(
+        f"{key}.efficiency",
+        got["ideal_s"] / got["wall_s"],
+        detail=f"the launch under the dashboard: wall {got['wall_s']:.2f} s (launch -> last attempt finished), ideal "
+        f"{got['ideal_s']:.2f} s",
+    )
+
+
 # -- the driver ---------------------------------------------------------------------------------------------------
 
 
@@ -421,13 +509,25 @@ def main(argv: list[str] | None = None) -> int:
         "--dir",
         help="where the generated project goes (a temporary folder inside it; default: the system's temporary folder)",
     )
-    parser.add_argument("--child", choices=["open", "stream"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--live",
+        metavar="MODE:LEVEL,...",
+        help="instead: real launches from the dashboard, e.g. async:256,async:1024,sync:256 (simulated I/O-bound "
+        "attempts of 1-20 s x --scale): the stream lag while they run",
+    )
+    parser.add_argument("--scale", type=float, default=0.1, help="--live: latencies are 1-20 s times this")
+    parser.add_argument("--child", choices=["open", "stream", "live"], help=argparse.SUPPRESS)
+    parser.add_argument("--mode", help=argparse.SUPPRESS)
     parser.add_argument("--project", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     synth.QUICK = args.quick
     size = parse_size(args.size)
     if args.child:
         project = Path(args.project)
+        if args.child == "live":
+            mode, _, level = args.mode.partition(":")
+            print(json.dumps(asyncio.run(measure_live(mode, int(level), args.scale, size))), flush=True)
+            return 0
         if args.child == "open":
             result = asyncio.run(measure_open(project, size))
         else:
@@ -435,6 +535,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result), flush=True)
         return 0
 
+    if args.live:
+        live(args.live, args.scale, args.size)
+        return 0
     tasks = args.tasks or (300 if args.quick else 11112)
     if args.quick and args.seconds is None:
         args.seconds = 1.0
@@ -453,7 +556,20 @@ def main(argv: list[str] | None = None) -> int:
         open_figures(child("open", project, args))
         if not args.no_stream:
             stream_figures(child("stream", project, args), args.rate)
+    if not args.no_stream:  # and a real launch streamed from the runner
+        live("async:8" if args.quick else LIVE, 0.01 if args.quick else args.scale, args.size)
     return 0
+
+
+def live(specs: str, scale: float, size: str) -> None:
+    """Each MODE:LEVEL of ``specs`` measured by :func:`measure_live` in its own process."""
+    for spec in specs.split(","):
+        cmd = [sys.executable, __file__, "--child", "live", "--mode", spec, "--scale", str(scale)]
+        cmd += ["--project", "-", "--size", size]
+        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "BENCH_FIGURES": ""})
+        if done.returncode:
+            raise SystemExit(f"the live measurement {spec} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+        live_figures(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def open_figures(got: dict, prefix: str = "dashboard", open_target: str | None = "< 2") -> None:

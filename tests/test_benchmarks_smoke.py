@@ -33,6 +33,8 @@ EXPECTED = {
         "dashboard.stream_lag_p99_s",
         "dashboard.stream_rate",
         "dashboard.stream_peak_rss_mb",
+        "dashboard.live.async.8.lag_p99_s",
+        "dashboard.live.async.8.efficiency",
     ],
     "bench_scale.py": [
         f"scale.900.{name}"
@@ -183,6 +185,9 @@ def test_dashboard_quick_run_showed_every_attempt(runs):
     values = {f["name"]: f["value"] for f in figures}
     assert values["dashboard.open_s"] > 0 and values["dashboard.stream_lag_p99_s"] > 0
     assert values["dashboard.open_peak_rss_mb"] > 0
+    # a real launch streamed from the runner: its child exits non-zero unless the run screen showed every attempt
+    assert values["dashboard.live.async.8.lag_p99_s"] > 0
+    assert 0 < values["dashboard.live.async.8.efficiency"] <= 1  # the ideal is a lower bound of the wall
 
 
 def test_stats_quick_run_never_left_the_range(runs):
