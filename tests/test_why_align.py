@@ -237,11 +237,12 @@ def test_the_pair_summarys_divergence_agrees_with_the_alignment_on_random_trajec
 
 
 def test_the_changes_tables_divergence_cell_reads_as_words():
-    """The Changes screen's cell: one step for every repeat, never, or the repeats in order (not ``3,3,=``)."""
+    """The Changes screen's cell: how many repeats parted at each step, earliest first, never last (not ``3,3,=``)."""
     from hermit_tui.core.why.text import divergence_cell
 
     assert divergence_cell([3, 3, 3]) == "step 3 ×3"
     assert divergence_cell([2]) == "step 2"
-    assert divergence_cell([None, None]) == "never"
-    assert divergence_cell([1, 3, None]) == "steps 1, 3, never"
+    assert divergence_cell([None, None]) == "never ×2"
+    assert divergence_cell([3, None, 1]) == "step 1, step 3, never"
+    assert divergence_cell([None, 1, None, 1, 4]) == "step 1 ×2, step 4, never ×2"
     assert divergence_cell([]) == "-"

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from pydantic import BaseModel
 
@@ -24,15 +25,17 @@ DIVERGENCE_NOTE = (
 
 
 def divergence_cell(steps: list[int | None]) -> str:
-    """A task's first divergence over its paired repeats, for a table cell: ``step 3 ×2`` (the same step in every
-    repeat), ``never`` (the agents did the same in every repeat), or per repeat in order, ``steps 1, 3, never``;
+    """A task's first divergence over its paired repeats, for a table cell: how many repeats parted at each step,
+    earliest first, then those where the agents did the same: ``step 3 ×2``, ``never``, ``step 1 ×2, never``;
     ``-`` without a paired repeat."""
     if not steps:
         return "-"
-    if len(set(steps)) == 1:
-        step = steps[0]
-        return "never" if step is None else f"step {step}" + (f" ×{len(steps)}" if len(steps) > 1 else "")
-    return "steps " + ", ".join("never" if s is None else str(s) for s in steps)
+    counts = Counter(steps)
+    order: list[int | None] = sorted(s for s in counts if s is not None)
+    order += ([None] if None in counts else [])
+    return ", ".join(
+        ("never" if s is None else f"step {s}") + (f" ×{counts[s]}" if counts[s] > 1 else "") for s in order
+    )
 
 
 def _names(diff: AdapterDiff) -> list[str]:
