@@ -31,8 +31,7 @@ def divergence_cell(steps: list[int | None]) -> str:
     if not steps:
         return "-"
     counts = Counter(steps)
-    order: list[int | None] = sorted(s for s in counts if s is not None)
-    order += ([None] if None in counts else [])
+    order: list[int | None] = [*sorted(s for s in counts if s is not None), *([None] if None in counts else [])]
     return ", ".join(
         ("never" if s is None else f"step {s}") + (f" ×{counts[s]}" if counts[s] > 1 else "") for s in order
     )
