@@ -237,3 +237,39 @@ def test_report_gate_and_show_on_a_small_evaluation_import_only_what_they_use(de
         cwd=demo_config.parent,
     )
     assert html.stdout.strip() == "hermit_tui.core.report.html,numpy", html.stderr[-2000:]
+
+
+BLAS_PROBE = (
+    "import os, sys\n"
+    "from hermit_tui.cli.common import import_numpy_one_blas_thread\n"
+    "if sys.argv[1] == 'helper':\n"
+    "    import_numpy_one_blas_thread()\n"
+    "import numpy as np\n"
+    "a = np.ones((600, 600))\n"
+    "a @ a\n"  # a product large enough for OpenBLAS to use its whole pool
+    "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or len(os.sched_getaffinity(0)) < 2, reason="Linux, 2+ CPUs")
+@pytest.mark.parametrize(
+    ("how", "env", "threads", "variable"),
+    [
+        ("plain", {}, None, "-"),  # numpy alone starts a pool of several threads (what the helper avoids)
+        ("helper", {}, 1, "-"),  # one thread, and the variable is gone after the import
+        ("helper", {"OPENBLAS_NUM_THREADS": "2"}, 2, "2"),  # a user's setting wins
+        ("helper", {"OMP_NUM_THREADS": "2"}, 2, "-"),
+    ],
+)
+def test_the_reading_commands_load_numpy_with_one_blas_thread(how, env, threads, variable):
+    blas = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    clean = {k: v for k, v in os.environ.items() if k not in blas}
+    out = subprocess.run(
+        [sys.executable, "-c", BLAS_PROBE, how], capture_output=True, text=True, env={**clean, **env}, check=True
+    )
+    seen, left = out.stdout.split()
+    assert left == variable
+    if threads is None:
+        assert int(seen) > 1
+    else:
+        assert int(seen) == threads

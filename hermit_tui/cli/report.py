@@ -146,6 +146,9 @@ def _check_output(path: Path, force: bool) -> None:
 
 def run(args) -> int:
     """Build and write the report; 0 when done."""
+    from hermit_tui.cli.common import import_numpy_one_blas_thread
+
+    import_numpy_one_blas_thread()  # before the engine's modules import numpy
     from hermit_tui.core.records.results import write_atomic
     from hermit_tui.core.report.build import build_report, to_csv, to_json, to_markdown
     from hermit_tui.core.stats.clusters import cluster_option
