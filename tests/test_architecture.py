@@ -282,3 +282,32 @@ def test_the_reading_commands_load_numpy_with_one_blas_thread(how, env, threads,
         assert int(seen) > 1
     else:
         assert int(seen) == threads
+
+
+FREEZE_PROBE = (
+    "import gc, sys\n"
+    "from hermit_tui.cli import main\n"
+    "words = sys.argv[2:]\n"
+    "if sys.argv[1] == 'process':\n"
+    "    sys.argv = ['hermit-tui', *words]\n"
+    "    code = main()\n"
+    "else:\n"
+    "    code = main(words)\n"
+    "print(code, gc.get_freeze_count() > 0)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("how", "words", "expected"),
+    [
+        ("process", ["report", "--config", "missing/run.yaml"], "2 True"),  # a reading command, even on bad input
+        ("process", ["gate", "--config", "missing/run.yaml"], "2 True"),
+        ("process", ["eval", "--config", "missing/run.yaml"], "2 False"),  # not a reading command
+        ("in-process", ["report", "--config", "missing/run.yaml"], "2 False"),  # main called by a process going on
+    ],
+)
+def test_the_reading_commands_leave_their_objects_out_of_the_exits_collections(tmp_path, how, words, expected):
+    out = subprocess.run(
+        [sys.executable, "-c", FREEZE_PROBE, how, *words], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert out.stdout.strip() == expected, out.stderr[-2000:]
