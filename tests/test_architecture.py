@@ -293,17 +293,19 @@ FREEZE_PROBE = (
     "    code = main()\n"
     "else:\n"
     "    code = main(words)\n"
-    "print(code, gc.get_freeze_count() > 0)\n"
+    "print(code, gc.get_freeze_count() > 0, gc.isenabled())\n"
 )
 
 
 @pytest.mark.parametrize(
     ("how", "words", "expected"),
     [
-        ("process", ["report", "--config", "missing/run.yaml"], "2 True"),  # a reading command, even on bad input
-        ("process", ["gate", "--config", "missing/run.yaml"], "2 True"),
-        ("process", ["eval", "--config", "missing/run.yaml"], "2 False"),  # not a reading command
-        ("in-process", ["report", "--config", "missing/run.yaml"], "2 False"),  # main called by a process going on
+        # a reading command, even on bad input; the collector paused for its imports is running again
+        ("process", ["report", "--config", "missing/run.yaml"], "2 True True"),
+        ("process", ["gate", "--config", "missing/run.yaml"], "2 True True"),
+        ("process", ["show", "--config", "missing/run.yaml", "--adapter", "a", "--task", "t"], "2 True True"),
+        ("process", ["eval", "--config", "missing/run.yaml"], "2 False True"),  # not a reading command
+        ("in-process", ["report", "--config", "missing/run.yaml"], "2 False True"),  # a process that goes on
     ],
 )
 def test_the_reading_commands_leave_their_objects_out_of_the_exits_collections(tmp_path, how, words, expected):
@@ -311,3 +313,31 @@ def test_the_reading_commands_leave_their_objects_out_of_the_exits_collections(t
         [sys.executable, "-c", FREEZE_PROBE, how, *words], capture_output=True, text=True, cwd=tmp_path, check=True
     )
     assert out.stdout.strip() == expected, out.stderr[-2000:]
+
+
+PAUSE_PROBE = (
+    "import gc, sys\n"
+    "from hermit_tui.cli import common, main\n"
+    "seen = []\n"
+    "done = common.imports_done\n"
+    "def watched():\n"
+    "    seen.append((gc.isenabled(), 'numpy' in sys.modules))\n"
+    "    done()\n"
+    "common.imports_done = watched\n"
+    "sys.argv = ['hermit-tui', *sys.argv[1:]]\n"
+    "main()\n"
+    "print(seen[0], gc.isenabled())\n"
+)
+
+
+def test_report_imports_the_engine_with_the_collector_paused_and_resumes_it(tmp_path):
+    """report (run as the process's own command) reaches imports_done with the engine imported and the collector
+    paused, and ends with it running."""
+    out = subprocess.run(
+        [sys.executable, "-c", PAUSE_PROBE, "report", "--config", "missing/run.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert out.stdout.strip() == "(False, True) True", out.stderr[-2000:]
