@@ -187,7 +187,16 @@ def test_the_command_line_starts_without_the_heavy_libraries():
 # what each reading command must not import on a small evaluation (issue 30: their start-up is their cost); each
 # probe runs the command in a fresh interpreter and lists the modules actually loaded (a lazy module not yet used,
 # core/lazy.py's placeholder, does not count)
-READING_NEVER = ["scipy", "textual", "rich", "hermit_tui.dashboard", "hermit_tui.core.run", "hermit_tui.core.publish"]
+# numpy.ma: numpy 2.4's plain np.unique imports it (~15 ms); the paired test's _distinct does not
+READING_NEVER = [
+    "scipy",
+    "numpy.ma",
+    "textual",
+    "rich",
+    "hermit_tui.dashboard",
+    "hermit_tui.core.run",
+    "hermit_tui.core.publish",
+]
 READING_PROBE = (
     "import contextlib, io, sys\n"
     "from hermit_tui.cli import main\n"
@@ -237,3 +246,98 @@ def test_report_gate_and_show_on_a_small_evaluation_import_only_what_they_use(de
         cwd=demo_config.parent,
     )
     assert html.stdout.strip() == "hermit_tui.core.report.html,numpy", html.stderr[-2000:]
+
+
+BLAS_PROBE = (
+    "import os, sys\n"
+    "from hermit_tui.cli.common import import_numpy_one_blas_thread\n"
+    "if sys.argv[1] == 'helper':\n"
+    "    import_numpy_one_blas_thread()\n"
+    "import numpy as np\n"
+    "a = np.ones((600, 600))\n"
+    "a @ a\n"  # a product large enough for OpenBLAS to use its whole pool
+    "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir() or len(os.sched_getaffinity(0)) < 2, reason="Linux, 2+ CPUs")
+@pytest.mark.parametrize(
+    ("how", "env", "threads", "variable"),
+    [
+        ("plain", {}, None, "-"),  # numpy alone starts a pool of several threads (what the helper avoids)
+        ("helper", {}, 1, "-"),  # one thread, and the variable is gone after the import
+        ("helper", {"OPENBLAS_NUM_THREADS": "2"}, 2, "2"),  # a user's setting wins
+        ("helper", {"OMP_NUM_THREADS": "2"}, 2, "-"),
+    ],
+)
+def test_the_reading_commands_load_numpy_with_one_blas_thread(how, env, threads, variable):
+    blas = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    clean = {k: v for k, v in os.environ.items() if k not in blas}
+    out = subprocess.run(
+        [sys.executable, "-c", BLAS_PROBE, how], capture_output=True, text=True, env={**clean, **env}, check=True
+    )
+    seen, left = out.stdout.split()
+    assert left == variable
+    if threads is None:
+        assert int(seen) > 1
+    else:
+        assert int(seen) == threads
+
+
+FREEZE_PROBE = (
+    "import gc, sys\n"
+    "from hermit_tui.cli import main\n"
+    "words = sys.argv[2:]\n"
+    "if sys.argv[1] == 'process':\n"
+    "    sys.argv = ['hermit-tui', *words]\n"
+    "    code = main()\n"
+    "else:\n"
+    "    code = main(words)\n"
+    "print(code, gc.get_freeze_count() > 0, gc.isenabled())\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("how", "words", "expected"),
+    [
+        # a reading command, even on bad input; the collector paused for its imports is running again
+        ("process", ["report", "--config", "missing/run.yaml"], "2 True True"),
+        ("process", ["gate", "--config", "missing/run.yaml"], "2 True True"),
+        ("process", ["show", "--config", "missing/run.yaml", "--adapter", "a", "--task", "t"], "2 True True"),
+        ("process", ["eval", "--config", "missing/run.yaml"], "2 False True"),  # not a reading command
+        ("in-process", ["report", "--config", "missing/run.yaml"], "2 False True"),  # a process that goes on
+    ],
+)
+def test_the_reading_commands_leave_their_objects_out_of_the_exits_collections(tmp_path, how, words, expected):
+    out = subprocess.run(
+        [sys.executable, "-c", FREEZE_PROBE, how, *words], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert out.stdout.strip() == expected, out.stderr[-2000:]
+
+
+PAUSE_PROBE = (
+    "import gc, sys\n"
+    "from hermit_tui.cli import common, main\n"
+    "seen = []\n"
+    "done = common.imports_done\n"
+    "def watched():\n"
+    "    seen.append((gc.isenabled(), 'numpy' in sys.modules))\n"
+    "    done()\n"
+    "common.imports_done = watched\n"
+    "sys.argv = ['hermit-tui', *sys.argv[1:]]\n"
+    "main()\n"
+    "print(seen[0], gc.isenabled())\n"
+)
+
+
+def test_report_imports_the_engine_with_the_collector_paused_and_resumes_it(tmp_path):
+    """report (run as the process's own command) reaches imports_done with the engine imported and the collector
+    paused, and ends with it running."""
+    out = subprocess.run(
+        [sys.executable, "-c", PAUSE_PROBE, "report", "--config", "missing/run.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert out.stdout.strip() == "(False, True) True", out.stderr[-2000:]

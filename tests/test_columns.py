@@ -422,3 +422,88 @@ def test_one_tasks_records_of_a_clean_file_are_read_without_numpy(tmp_path):
         "True",
         "True",
     ]
+
+
+LIGHT_HAND = {
+    **HAND,
+    "adapter usage recorded": [
+        json.dumps({**RECORD, "adapter_usage": {"used": True, "tools": ["lookup"]}}),
+        json.dumps({**RECORD, "id": "b", "judge": {"score": 0.5, "extra": {"adapter_usage": {"used": False}}}}),
+        json.dumps({**RECORD, "id": "c", "adapter_usage": None}),
+    ],
+    "hermit-tui's keys of the wrong type": [json.dumps(RECORD), json.dumps({**RECORD, "traceback": 5})],
+    "printed and replaced": [json.dumps({**RECORD, "printed": "p.txt", "replaced_surrogates": ["output"]})],
+    "replaced not a list of text": [json.dumps({**RECORD, "replaced_surrogates": [1]})],
+    "a lone surrogate escaped": [json.dumps(RECORD).replace('"output": "a"', '"output": "\\ud800"')],
+}
+
+
+def assert_same_light_records(path) -> bool:
+    """The why summary's light records are read_results' records in every field it reads, or None (read_results
+    then reads the file); whether they were read."""
+    from hermit_tui.core.why.pair import _record_usage, light_records
+
+    got = light_records(path)
+    if got is None:
+        return False
+    want = read_results(path)  # a file the light reader takes, read_results reads whole
+    assert want.skipped == []
+    assert len(got) == len(want.records)
+    for light, rec in zip(got, want.records):
+        assert light.key == rec.key and light.status == rec.status and light.log == rec.log
+        assert type(light.judge.score) is type(rec.judge.score) and same_number(light.judge.score, rec.judge.score)
+        assert light.judge.extra == rec.judge.extra and light.judge.feedback == rec.judge.feedback
+        assert repr(_record_usage(light)) == repr(_record_usage(rec))
+        assert (light.error, light.traceback, light.printed, light.replaced_surrogates) == (
+            rec.error,
+            rec.traceback,
+            rec.printed,
+            rec.replaced_surrogates,
+        )
+        assert repr(light.wall_s) == repr(rec.wall_s) and repr(light.cost_usd) == repr(rec.cost_usd)
+    return True
+
+
+@pytest.mark.parametrize("name", list(LIGHT_HAND))
+@pytest.mark.parametrize("final_newline", [True, False])
+def test_the_why_summarys_light_records_are_read_results_records(tmp_path, name, final_newline):
+    read = assert_same_light_records(write(tmp_path, LIGHT_HAND[name], final_newline))
+    # the files whose every line msgspec reads as pydantic does; any other goes to read_results
+    light = {"plain", "huge repeat", "odd tokens", "blank lines and CRLF", "nested deep but readable"}
+    light |= {"extra keys kept in the record", "adapter usage recorded", "printed and replaced"}
+    assert read == (name in light)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(FIELDS, JSON_VALUE).map(lambda kv: json.dumps({**RECORD, kv[0]: kv[1]})),
+            st.tuples(JUDGE_FIELDS, JSON_VALUE).map(
+                lambda kv: json.dumps({**RECORD, "judge": {"score": 0.5, kv[0]: kv[1]}})
+            ),
+            st.tuples(
+                st.sampled_from(["adapter_usage", "traceback", "printed", "replaced_surrogates"]), JSON_VALUE
+            ).map(lambda kv: json.dumps({**RECORD, kv[0]: kv[1]})),
+            st.sampled_from(["NaN", "Infinity", "1e999", '"1"', "true", "1", "0"]).map(
+                lambda x: json.dumps(RECORD).replace('"score": 1.0', f'"score": {x}')
+            ),
+            st.integers(1, 400).map(
+                lambda d: json.dumps({**RECORD, "output": None}).replace(
+                    '"output": null', '"output": ' + "[" * d + "]" * d
+                )
+            ),
+            st.text(max_size=40),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_generated_lines_give_light_records_as_read_results_does(tmp_path, lines, final_newline):
+    assert_same_light_records(write(tmp_path, lines, final_newline))

@@ -177,3 +177,14 @@ def test_unequal_repeats_keep_their_size_where_sign_flips_do_not():
         flips += run([[x] for x in da], [[y] for y in db]).p_value <= 0.05  # sign flips of the same differences
     assert redeal / reps <= 0.05 + 2.5 * math.sqrt(0.05 * 0.95 / reps)
     assert flips / reps > redeal / reps
+
+
+def test_distinct_is_numpys_unique_without_its_import_of_numpy_ma():
+    from hermit_tui.core.stats.paired import _distinct
+
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 2, 3, 10, 200):
+        for _ in range(30):
+            values = np.round(rng.integers(-6, 7, n) / rng.integers(1, 7), 9)
+            got, want = _distinct(values), np.unique(values)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist()

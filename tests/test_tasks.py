@@ -167,3 +167,25 @@ def test_read_split_directly(tmp_path):
     assert read_split(path, {"a": {}, "b": {}}) == ["b", "a"]
     with pytest.raises(InputError, match=r"s\.txt:2: unknown task id 'b'"):
         read_split(path, {"a": {}})
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"),
+    [
+        ("[" * 99 + "]" * 99, False),  # the innermost list 99 levels below the row
+        ("[" * 100 + "]" * 100, True),  # 100 levels below it: more than MAX_DEPTH (the row itself is level 0)
+        ('"' + "[{" * 300 + '"', False),  # brackets inside a string nest nothing
+        ('["' + "[" * 200 + '", {"a": ["' + "{" * 200 + '"]}]', False),
+    ],
+)
+def test_a_task_row_is_refused_exactly_when_it_nests_past_max_depth(tmp_path, value, refused):
+    from hermit_tui.core.workspace.files import MAX_DEPTH
+    from hermit_tui.core.workspace.tasks import read_tasks
+
+    path = tmp_path / "tasks.jsonl"
+    path.write_text('{"id": "a"}\n{"id": "d", "x": ' + value + "}\n")
+    if refused:
+        with pytest.raises(InputError, match=rf"tasks.jsonl:2: the task nests more than {MAX_DEPTH} levels deep"):
+            read_tasks(path)
+    else:
+        assert list(read_tasks(path)) == ["a", "d"]

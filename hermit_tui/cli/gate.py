@@ -262,11 +262,16 @@ def gate_after_eval(plan: GatePlan, config, taskset, stream) -> int:
 
 def run(args) -> int:
     """Gate the evaluations on disk; 0 when every check passes, 3 when one fails."""
+    from hermit_tui.cli.common import import_numpy_one_blas_thread, imports_done
+
+    import_numpy_one_blas_thread()  # before the engine's modules import numpy
     from hermit_tui.core.report.gate import load_gate, requirements_for, to_json, to_markdown, to_text
     from hermit_tui.core.stats.clusters import cluster_option
     from hermit_tui.core.workspace.config import load_config
     from hermit_tui.core.workspace.selectors import label_of
     from hermit_tui.core.workspace.tasks import load_tasks
+
+    imports_done()
 
     margin, max_error_rate = _check_numbers(args)
     config = load_config(args.config, args.overrides or [])

@@ -146,12 +146,17 @@ def _check_output(path: Path, force: bool) -> None:
 
 def run(args) -> int:
     """Build and write the report; 0 when done."""
+    from hermit_tui.cli.common import import_numpy_one_blas_thread, imports_done
+
+    import_numpy_one_blas_thread()  # before the engine's modules import numpy
     from hermit_tui.core.records.results import write_atomic
     from hermit_tui.core.report.build import build_report, to_csv, to_json, to_markdown
     from hermit_tui.core.stats.clusters import cluster_option
     from hermit_tui.core.workspace.config import load_config
     from hermit_tui.core.workspace.tasks import load_tasks
     from hermit_tui.demo import is_demo_config
+
+    imports_done()
 
     if not math.isfinite(args.threshold):
         raise InputError(f"--threshold must be a finite number, got {args.threshold}")

@@ -220,8 +220,12 @@ def to_text(shown: dict) -> str:
 
 def run(args) -> int:
     """Print the attempts; 0 when done."""
+    from hermit_tui.cli.common import imports_done
+    from hermit_tui.core.records import lines, transcripts  # noqa: F401  (gather's, imported with the collector paused)
+    from hermit_tui.core.workspace import selectors  # noqa: F401
     from hermit_tui.core.workspace.config import load_config
 
+    imports_done()
     config = load_config(args.config, args.overrides or [])
     if args.versions:
         return _versions(config, args)

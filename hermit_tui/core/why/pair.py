@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.folders import RESULTS, TRANSCRIPTS, eval_root
-from hermit_tui.core.records.results import AttemptRecord, read_results
+from hermit_tui.core.records.lines import may_nest_too_deep
+from hermit_tui.core.records.results import AttemptRecord, Status, read_results
 from hermit_tui.core.records.transcripts import read_hermit_log
 from hermit_tui.core.stats.figures import pair_transitions
 from hermit_tui.core.why.adapter_diff import AdapterDiff, diff_versions
@@ -28,6 +29,7 @@ from hermit_tui.core.why.adapter_files import AdapterVersion, read_version
 from hermit_tui.core.why.align import Alignment, Step, align, divergence_two, steps_of
 from hermit_tui.core.why.usage import DESCRIPTIVE, RECORD_KEY, Usage, UsageHook, usage_of
 from hermit_tui.core.workspace.config import Config
+from hermit_tui.core.workspace.files import read_bytes
 
 TIE = 1e-9
 FLIPS = ("fixed", "broken", "flaky")
@@ -125,6 +127,69 @@ def _messages(line: bytes) -> list[Any] | None:
     return messages if isinstance(messages, list) or messages is None else [messages]
 
 
+class _LightJudge(msgspec.Struct, gc=False):
+    score: float
+    feedback: str = ""
+    extra: dict[str, Any] | None = None
+
+
+class LightRecord(msgspec.Struct, gc=False):
+    """A results.jsonl line as the why summary reads it, without a pydantic record: every field ``AttemptRecord``
+    types, with its types (msgspec is stricter: a value pydantic would coerce is refused here, and the file is then
+    read by ``read_results``), the values read by nobody here (output, api_speed, tokens) checked as JSON but left
+    undecoded, and the adapter-usage key hermit-tui's pipelines may record (``core.why.usage.RECORD_KEY``)."""
+
+    repeat: int
+    id: str
+    status: Status
+    judge: _LightJudge
+    error: str | None = None
+    output: msgspec.Raw = msgspec.Raw(b"null")
+    cost_usd: float | None = None
+    wall_s: float = 0.0
+    api_speed: msgspec.Raw = msgspec.Raw(b"null")
+    tokens: msgspec.Raw = msgspec.Raw(b"null")
+    log: str | None = None
+    traceback: str | None = None
+    printed: str | None = None
+    replaced_surrogates: list[str] | None = None
+    usage: Any = msgspec.field(default=None, name=RECORD_KEY)
+
+    @property
+    def key(self) -> Key:
+        return (self.id, self.repeat)
+
+
+_LIGHT = msgspec.json.Decoder(LightRecord)
+
+
+def light_records(path: Path) -> list[LightRecord] | None:
+    """Every record of a results.jsonl as a :class:`LightRecord`, in file order, when every line reads so and
+    pydantic would read it alike (valid UTF-8, not nested deeper than pydantic reads: ``core.records.lines``'s
+    checks); None otherwise, and ``read_results`` reads the file (its records, its truncated last line, its one-line
+    error). Building a pydantic AttemptRecord per line was most of a 10,008-attempt report's why summary (issue 30)."""
+    try:
+        raw = read_bytes(path)
+    except OSError:
+        return None
+    out = []
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        if may_nest_too_deep(line):
+            return None
+        if not line.isascii():
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        try:
+            out.append(_LIGHT.decode(line))
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+    return out
+
+
 #: an evaluation of at most this many attempts keeps the compact steps it read: a report's pairs share their
 #: selectors (none-root, none-final, root-final: each evaluation in two), and a larger one reads them again rather
 #: than hold every trajectory (the memory stays that of one attempt's steps)
@@ -139,8 +204,9 @@ class Evaluation:
         self.folder = eval_root(config.run_dir) / label
         if not (self.folder / RESULTS).is_file():
             raise InputError(f"{self.folder / RESULTS}: no evaluation of '{label}'")
-        last: dict[Key, AttemptRecord] = {}
-        for rec in read_results(self.folder / RESULTS).records:
+        last: dict[Key, AttemptRecord | LightRecord] = {}
+        records = light_records(self.folder / RESULTS)
+        for rec in records if records is not None else read_results(self.folder / RESULTS).records:
             last[rec.key] = rec
         self.by_key = last
         self._sidecar: dict[Key, bytes] | None = None
@@ -154,7 +220,9 @@ class Evaluation:
         if found is not None:
             return found
         rec = self.by_key.get(key)
-        return None if rec is None else read_hermit_log(rec.log).messages
+        if rec is None or not rec.log:
+            return None  # read_hermit_log's note without a log, which nothing here shows
+        return read_hermit_log(rec.log).messages
 
     def steps(self, key: Key, *, pretty: bool = True) -> list[Step] | None:
         """The attempt's steps (read only: the compact ones of a small evaluation are kept and handed out again)."""
@@ -168,10 +236,12 @@ class Evaluation:
         return steps
 
 
-def _record_usage(rec: AttemptRecord) -> Any:
+def _record_usage(rec: AttemptRecord | LightRecord) -> Any:
     extra = rec.judge.extra if isinstance(rec.judge.extra, dict) else {}
     if RECORD_KEY in extra:
         return extra[RECORD_KEY]
+    if isinstance(rec, LightRecord):
+        return rec.usage
     return (rec.model_extra or {}).get(RECORD_KEY)
 
 
@@ -321,7 +391,9 @@ def pair_why(
     tests = set(test_ids)
     keys_a = [k for k in ea.by_key if k[0] in tests]
     keys_b = [k for k in eb.by_key if k[0] in tests]
-    transitions = pair_transitions(list(ea.by_key.values()), list(eb.by_key.values()), list(test_ids))
+    scored_a = [(r.id, r.repeat, r.judge.score) for r in ea.by_key.values()]
+    scored_b = [(r.id, r.repeat, r.judge.score) for r in eb.by_key.values()]
+    transitions = pair_transitions(scored_a, scored_b, list(test_ids))
     out.flips = {k: sorted(transitions.get(k, [])) for k in FLIPS}
     use_a, use_b = _UseCounter(ea, va, hook), _UseCounter(eb, vb, hook)
     in_a, in_b = set(keys_a), set(keys_b)
