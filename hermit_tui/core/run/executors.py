@@ -26,12 +26,13 @@ import inspect
 import multiprocessing
 import multiprocessing.forkserver
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
-from multiprocessing.context import ForkServerContext, SpawnContext
+from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -59,6 +60,10 @@ from hermit_tui.core.workspace.callables import Judge, Pipeline, load_judge, loa
 from hermit_tui.core.workspace.config import Config
 
 Outcome = tuple[AttemptRecord, "str | None"]
+#: Called in an attempt's thread with the attempt it just finished and its record: the attempt to start next in
+#: that thread, or None (the event loop schedules what comes next).
+Take = Callable[[Attempt, AttemptRecord], "Attempt | None"]
+Running = Job  # an attempt a pool thread started by itself (``Executor.run_chained``)
 T = TypeVar("T")
 #: Abandoned (timed-out) threads still alive at which a run stops instead of starting more attempts.
 HUNG_THREAD_LIMIT = 64
@@ -113,6 +118,8 @@ class Executor:
     """The interface (and what both implementations share)."""
 
     name = "base"
+    #: True when ``run_chained`` is offered: the thread that finishes an attempt starts the next one itself
+    chains = False
 
     def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int, timeout_s: float | None):
         self.pipeline, self.judge = pipeline, judge  # None: loaded elsewhere (on the Ray workers)
@@ -139,6 +146,14 @@ class Executor:
         pass
 
     async def run(self, attempt: Attempt) -> Outcome:
+        raise NotImplementedError
+
+    async def run_chained(
+        self, attempt: Attempt, take: Take, running: Running | None = None
+    ) -> tuple[Outcome, Running | None]:
+        """``run``, where the attempt's thread, once it has its record, calls ``take(attempt, record)`` (in that
+        thread) and starts the attempt it returns at once: returned as ``Running``, to be passed back here as
+        ``running`` (with its own attempt) to wait for it. Only where ``chains`` is True."""
         raise NotImplementedError
 
     def abandon(self) -> None:
@@ -197,7 +212,67 @@ class ThreadExecutor(Executor):
 
     async def start(self) -> None:
         self._is_async = inspect.iscoroutinefunction(self.pipeline)
+        self.chains = not self._is_async  # an async pipeline runs on the loop: nothing to chain in a thread
         self._pool = AttemptThreads()
+
+    async def run_chained(
+        self, attempt: Attempt, take: Take, running: Running | None = None
+    ) -> tuple[Outcome, Running | None]:
+        """A synchronous attempt whose pool thread, when it has the record, takes the next attempt (``take``) and
+        runs it at once: the slot does not wait for the event loop between two attempts. The timeout counts from
+        the attempt's start in its thread; an attempt given up on chains nothing (its thread leaves the pool)."""
+        if running is None:
+            self._check_capacity()
+            pipeline, judge = self._driver_pipeline(), self._driver_judge()
+
+            def then(done: Job, outcome: Outcome) -> Job | None:  # in the pool thread
+                nxt = take(done.args[2], outcome[0])
+                if nxt is None:
+                    return None
+                return Job(
+                    run_attempt, (pipeline, judge, nxt, Progress()), None, then=then, context=done.context.copy()
+                )
+
+            work, job = self._pool.submit(run_attempt, pipeline, judge, attempt, Progress(), then=then)
+        else:
+            job = running
+            assert job.future is not None
+            work = job.future
+        progress: Progress = job.args[3]
+        try:
+            if self.timeout_s is None:
+                outcome: Outcome = await work
+            else:
+                left = self.timeout_s - (time.perf_counter() - job.started) if job.started else self.timeout_s
+                done, _ = await asyncio.wait({work}, timeout=max(left, 0.0))
+                if done:
+                    outcome = work.result()
+                else:
+                    thread = self._pool.abandon(job)
+                    if thread is None and job.state == "finished":
+                        outcome = await work  # it returned as its time ran out: its record, and what it chained
+                    else:
+                        work.cancel()
+                        if thread is not None:
+                            thread.name = f"hermit-tui-hung-attempt-{attempt.label}-{attempt.task_id}-r{attempt.repeat}"
+                            self._abandon_thread(thread)
+                        started = job.started or time.perf_counter()
+                        if progress.phase == "judge" and progress.output is not None:
+                            message = judge_timeout_message(self.timeout_s)
+                            record = judge_failed(attempt, progress.output, message, started)
+                        else:
+                            record = failed_record(
+                                attempt, timeout_message(self.timeout_s), time.perf_counter() - started
+                            )
+                        return (_kept_so_far(record, attempt, progress), None), None
+        except asyncio.CancelledError:
+            work.cancel()  # a forced cancel: nobody waits for it (nor for what it may have chained)
+            raise
+        except Exception as exc:  # escaped the attempt's own handling: still only this attempt's error
+            started = job.started or time.perf_counter()
+            record = failed_record(attempt, describe(exc), time.perf_counter() - started)
+            return (_kept_so_far(record, attempt, progress), None), job.chained
+        return outcome, job.chained
 
     async def run(self, attempt: Attempt) -> Outcome:
         self._check_capacity()
