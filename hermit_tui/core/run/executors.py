@@ -381,7 +381,7 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
 
 
 class _Worker:
-    def __init__(self, ctx: ForkServerContext | SpawnContext, config_path: str, overrides: list[str]):
+    def __init__(self, ctx: ForkContext | ForkServerContext | SpawnContext, config_path: str, overrides: list[str]):
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(
             target=_worker_main, args=(child, config_path, overrides), daemon=True, name="hermit-tui-worker"
@@ -474,6 +474,18 @@ def _worker_context() -> ForkServerContext | SpawnContext:
     return multiprocessing.get_context("spawn")
 
 
+def _forkable() -> bool:
+    """True where a worker may be forked from this process itself: Linux (macOS frameworks are not fork-safe), and
+    no thread besides this one (a fork copies only the calling thread: a lock another thread held would stay held
+    in the child forever). The command builds its launch before it starts any thread; the dashboard, whose threads
+    run, gets its workers from the forkserver."""
+    return (
+        sys.platform.startswith("linux")
+        and "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+    )
+
+
 class ProcessExecutor(Executor):
     """Each of ``concurrency`` worker processes runs one attempt at a time; the judge runs in the driver."""
 
@@ -492,7 +504,18 @@ class ProcessExecutor(Executor):
         super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
         self.config_path, self.overrides = str(config_path), list(overrides)
         self._ctx = _worker_context()
-        if isinstance(self._ctx, ForkServerContext):
+        self._early: list[_Worker] = []  # forked from this process as the launch is built (see _forkable)
+        if _forkable():
+            # this process has one thread and has imported the engine: a fork of it is a worker at once, without
+            # a fresh interpreter's start and imports (the forkserver's first worker came 0.4-0.6 s after this);
+            # each worker still loads the pipeline itself, and replacements come from the forkserver
+            fork = multiprocessing.get_context("fork")
+            try:
+                for _ in range(concurrency):
+                    self._early.append(_Worker(fork, self.config_path, self.overrides))
+            except Exception:  # out of processes or memory: the rest start as usual, in start()
+                pass
+        elif isinstance(self._ctx, ForkServerContext):
             # the forkserver imports the engine (~0.5 s of CPU) while the launch is built and its folders and
             # adapters are prepared, instead of when the first worker is asked for
             multiprocessing.forkserver.ensure_running()
@@ -512,11 +535,14 @@ class ProcessExecutor(Executor):
             overrides=config.overrides,
         )
 
-    def _new_worker(self) -> _Worker:
-        try:
-            worker = _Worker(self._ctx, self.config_path, self.overrides)
-        except Exception as exc:  # no process could be started (out of processes or memory): its attempts say so
-            return _Unstarted(f"WorkerDied: the pipeline's process could not be started ({describe(exc)})")
+    def _new_worker(self, early: _Worker | None = None) -> _Worker:
+        if early is not None:
+            worker = early
+        else:
+            try:
+                worker = _Worker(self._ctx, self.config_path, self.overrides)
+            except Exception as exc:  # no process could be started (out of processes or memory): its attempts say so
+                return _Unstarted(f"WorkerDied: the pipeline's process could not be started ({describe(exc)})")
         with self._starting_lock:
             self._starting.add(worker)
         try:
@@ -526,10 +552,11 @@ class ProcessExecutor(Executor):
                 self._starting.discard(worker)
         return worker
 
-    def _boot(self) -> None:
-        """Start a worker in the background; it joins the idle ones once its pipeline is loaded (warm)."""
+    def _boot(self, early: _Worker | None = None) -> None:
+        """Start a worker (or wait for one forked as the launch was built) in the background; it joins the idle
+        ones once its pipeline is loaded (warm)."""
         loop = asyncio.get_running_loop()
-        booting = loop.run_in_executor(self._threads, self._new_worker)
+        booting = loop.run_in_executor(self._threads, self._new_worker, early)
         self._booting.add(booting)
 
         def arrived(done: asyncio.Future[_Worker]) -> None:
@@ -554,7 +581,10 @@ class ProcessExecutor(Executor):
         self._starting_lock = threading.Lock()
         self._closing = False
         self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
-        for _ in range(self.concurrency):
+        early, self._early = self._early, []
+        for worker in early:
+            self._boot(worker)
+        for _ in range(self.concurrency - len(early)):
             self._boot()
 
     async def run(self, attempt: Attempt) -> Outcome:
