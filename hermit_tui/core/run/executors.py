@@ -474,16 +474,20 @@ def _worker_context() -> ForkServerContext | SpawnContext:
     return multiprocessing.get_context("spawn")
 
 
+#: Threads a worker may be forked beside: the command's pump of fd-level output (core.run.printed._StraySink),
+#: which only reads a pipe and writes raw descriptors under a lock of its own that no worker ever takes.
+FORK_SAFE_THREADS = frozenset({"hermit-tui-printed"})
+
+
 def _forkable() -> bool:
     """True where a worker may be forked from this process itself: Linux (macOS frameworks are not fork-safe), and
-    no thread besides this one (a fork copies only the calling thread: a lock another thread held would stay held
-    in the child forever). The command builds its launch before it starts any thread; the dashboard, whose threads
-    run, gets its workers from the forkserver."""
-    return (
-        sys.platform.startswith("linux")
-        and "fork" in multiprocessing.get_all_start_methods()
-        and threading.active_count() == 1
-    )
+    no thread besides this one but the pump of FORK_SAFE_THREADS (a fork copies only the calling thread: a lock
+    another thread held would stay held in the child forever). The command builds its launch before it starts any
+    other thread; the dashboard, whose threads run, gets its workers from the forkserver."""
+    if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    me = threading.current_thread()
+    return all(t is me or t.name in FORK_SAFE_THREADS for t in threading.enumerate())
 
 
 class ProcessExecutor(Executor):
