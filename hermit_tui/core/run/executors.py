@@ -329,10 +329,17 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
     """A worker process: load the pipeline once, then run attempts until told to stop (None)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     from hermit_tui.core.records.transcripts import output_payload
-    from hermit_tui.core.run.printed import WorkerCapture
+    from hermit_tui.core.run.printed import WorkerCapture, _on_fd
     from hermit_tui.core.workspace.callables import load_pipeline, normalize_output
     from hermit_tui.core.workspace.config import load_config
 
+    # a worker forked from the command has the command's streams (routed, guarded: on a copy of the terminal's
+    # descriptors): its own are on descriptors 1 and 2, as a fresh interpreter's are
+    if not (_on_fd(sys.stdout, 1) and _on_fd(sys.stderr, 2)):
+        enc = getattr(sys.stdout, "encoding", None) or "utf-8"
+        sys.stdout = open(1, "w", encoding=enc, closefd=False, buffering=1)
+        sys.stderr = open(2, "w", encoding=enc, errors="backslashreplace", closefd=False, buffering=1)
+        sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr  # type: ignore[misc]
     # everything this process prints (Python, fd-level, its subprocesses) goes to a private file, never to the
     # terminal or the command's stdout; each answer carries what its attempt printed
     printed = WorkerCapture()
