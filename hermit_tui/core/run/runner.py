@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.records.folders import SUMMARY
@@ -32,18 +32,29 @@ from hermit_tui.core.run.executors import CapacityExhausted, Executor, Outcome, 
 from hermit_tui.core.run.launch import LaunchOptions
 from hermit_tui.core.run.plan import LaunchPlan
 from hermit_tui.core.run.printed import STRAY_NAME, routed, stray_output
-from hermit_tui.core.run.rounds import RoundGate, decided_line, round_line
 from hermit_tui.core.run.schedule import Durations, Schedule, earlier_results, keeps_order
 from hermit_tui.core.run.summaries import SummaryWriter
-from hermit_tui.core.stats import anytime_looks
-from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
-from hermit_tui.core.stats.sequential import SequentialLook, look_order
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.selectors import materialize
 from hermit_tui.core.workspace.tasks import TaskSet
 
+if TYPE_CHECKING:  # the rounds and their statistics (numpy) load only for a launch that has rounds
+    from hermit_tui.core.run.rounds import RoundGate
+    from hermit_tui.core.stats.anytime_looks import AnytimePlan
+    from hermit_tui.core.stats.sequential import SequentialLook
+
 EventSink = Callable[[ev.Event], None]
 SUMMARY_EVERY_S = 2.0  # a running evaluation's summary.json (complete: false) is refreshed this often
+
+
+def _is_anytime(plan: object) -> TypeGuard[AnytimePlan]:
+    """An anytime-valid launch's plan (``core.stats.anytime_looks.AnytimePlan``), without loading the statistics
+    for a launch that has no plan."""
+    if plan is None:
+        return False
+    from hermit_tui.core.stats.anytime_looks import AnytimePlan
+
+    return isinstance(plan, AnytimePlan)
 
 
 async def _unchained(executor: Executor, attempt: Attempt) -> tuple[Outcome, Running | None]:
@@ -235,6 +246,8 @@ class EvalRun:
                 self._emit(ev.AttemptFinished(label=sel.label, record=rec))
         order = self._order(adapters, journals)
         if plan.sequential is not None:  # rounds a resume finds complete are checked at once (it may be decided)
+            from hermit_tui.core.run.rounds import RoundGate
+
             self._rounds = RoundGate.for_schedule(
                 plan.sequential,
                 plan.task_ids,
@@ -242,7 +255,7 @@ class EvalRun:
                 [(a.task_id, a.repeat) for a in order],
             )
         rounds = self._rounds
-        anytime = isinstance(plan.sequential, AnytimePlan)  # a look holds every repeat of its tasks
+        anytime = _is_anytime(plan.sequential)  # a look holds every repeat of its tasks
 
         def block_round(a: Attempt) -> int:
             return 0 if anytime else a.repeat
@@ -286,10 +299,12 @@ class EvalRun:
         rows = self.plan.test_rows
         seq = self.plan.sequential
         if seq is not None and seq.batches > 1:  # looks within round 1 take the tasks in the protocol's look order
+            from hermit_tui.core.stats.sequential import look_order
+
             by_id = {str(t["id"]): t for t in rows}
             rows = [by_id[tid] for tid in look_order(list(by_id))]
         repeats = range(1, self.plan.repeats + 1)
-        if isinstance(seq, AnytimePlan):  # anytime-valid: task by task in the stream's order, every repeat of each
+        if _is_anytime(seq):  # anytime-valid: task by task in the stream's order, every repeat of each
             by_id = {str(t["id"]): t for t in rows}
             slots = [(r, by_id[tid]) for tid in seq.stream(list(by_id)) for r in repeats]
         else:
@@ -477,6 +492,10 @@ class EvalRun:
 
     # -- rounds (--stop-when-decided) -----------------------------------------------------------------------------
     def _report_rounds(self, checked: list[tuple[int, list[SequentialLook]]]) -> None:
+        from hermit_tui.core.run.rounds import decided_line, round_line
+        from hermit_tui.core.stats import anytime_looks
+        from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
+
         gate, plan = self._rounds, self.plan.sequential
         assert gate is not None and plan is not None
         for i, (r, looks) in enumerate(checked):
