@@ -156,6 +156,11 @@ class Executor:
         ``running`` (with its own attempt) to wait for it. Only where ``chains`` is True."""
         raise NotImplementedError
 
+    def attempt_of(self, running: Running) -> Attempt:
+        """The attempt a ``Running`` runs."""
+        attempt: Attempt = running.args[2]  # run_attempt(pipeline, judge, attempt, progress)
+        return attempt
+
     def abandon(self) -> None:
         pass
 
@@ -592,6 +597,7 @@ class ProcessExecutor(Executor):
         self._starting_lock = threading.Lock()
         self._closing = False
         self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
+        self.chains = True  # core.run.runner: the exchange, the judge and the next exchange in one thread
         early, self._early = self._early, []
         for worker in early:
             self._boot(worker)
@@ -662,6 +668,121 @@ class ProcessExecutor(Executor):
         except Exception as exc:  # escaped the judge's own handling: still only this attempt's error
             record = failed_record(attempt, describe(exc), time.perf_counter() - started)
             return keep_printed(record, attempt, printed, progress.printed.text() if progress.printed else ""), None
+
+    # -- chained (core.run.runner): one pool thread per slot sends an attempt, judges its answer and sends the next
+    def _answer(self, worker: _Worker, attempt: Attempt, progress: Progress) -> tuple[Outcome, bool]:
+        """In a pool thread: run ``attempt`` in ``worker`` and judge its answer here, in the same thread (no hop
+        through the loop between the two); (outcome, whether the worker may go on)."""
+        started = time.perf_counter()
+        if worker.unusable is not None:  # its pipeline did not load: every attempt it is given says why
+            return (failed_record(attempt, worker.unusable, 0.0), None), True
+        job = (
+            attempt.label,
+            attempt.task,
+            attempt.repeat,
+            str(attempt.adapter) if attempt.adapter else None,
+            str(attempt.log_dir) if attempt.log_dir else None,
+        )
+        try:
+            kind, payload, tb, printed = worker.exchange(job, self.timeout_s)
+        except TimeoutError:
+            worker.kill()
+            message = timeout_message(self.timeout_s) + "; its process was killed"
+            return (failed_record(attempt, message, time.perf_counter() - started), None), False
+        except (EOFError, OSError):
+            worker.process.join(2)
+            message = _death_message(worker.process.exitcode)
+            worker.kill()
+            return (failed_record(attempt, message, time.perf_counter() - started), None), False
+        except Exception as exc:  # the answer arrived but cannot be rebuilt here (unpickling failed)
+            worker.kill()
+            message = (
+                "TypeError: the pipeline's output cannot be received from its process "
+                f"({' '.join(describe(exc).split())[:200]})"
+            )
+            return (failed_record(attempt, message, time.perf_counter() - started), None), False
+        if kind == "error":
+            record = failed_record(attempt, payload, time.perf_counter() - started, tb)
+            return (keep_printed(record, attempt, printed), tb), True
+        progress.judging_since = time.perf_counter()  # the judge's own bound counts from here
+        return judge_printing(self._driver_judge(), attempt, RunOutput(**payload), started, progress, printed), True
+
+    async def run_chained(
+        self, attempt: Attempt, take: Take, running: Running | None = None
+    ) -> tuple[Outcome, Running | None]:
+        """An attempt in a worker process, sent, answered and judged by one pool thread, which then takes the next
+        attempt (``take``) and sends it to the same worker at once. The pipeline's timeout is the exchange's own
+        (the worker is killed and replaced); the judge's counts from its start, as in ``run``."""
+        if running is None:
+            self._check_capacity()  # hung judges
+            worker = await self._idle.get()
+            self._busy.add(worker)
+
+            def then(done: Job, value: tuple[Outcome, bool]) -> Job | None:  # in the pool thread
+                outcome, keep = value
+                if not keep:
+                    return None  # its worker was killed: the loop starts a replacement
+                nxt = take(done.args[1], outcome[0])
+                if nxt is None:
+                    return None
+                return Job(self._answer, (done.args[0], nxt, Progress()), None, then=then, context=done.context.copy())
+
+            work, job = self._judges.submit(self._answer, worker, attempt, Progress(), then=then)
+        else:
+            job = running
+            assert job.future is not None
+            work = job.future
+        worker, _, progress = job.args
+        try:
+            while True:
+                judging = progress.judging_since
+                if self.timeout_s is None:
+                    wait = None
+                elif not judging:  # the exchange bounds itself (its poll, then the kill): look again after a while
+                    wait = self.timeout_s
+                else:
+                    wait = max(self.timeout_s - (time.perf_counter() - judging), 0.0)
+                done, _ = await asyncio.wait({work}, timeout=wait)
+                if done:
+                    value: tuple[Outcome, bool] = work.result()
+                    break
+                if not judging:
+                    continue
+                # the judge ran past its bound
+                thread = self._judges.abandon(job)
+                if thread is None and job.state == "finished":
+                    value = await work  # it returned as its time ran out
+                    break
+                work.cancel()
+                if thread is not None:
+                    thread.name = f"hermit-tui-hung-judge-{attempt.label}-{attempt.task_id}-r{attempt.repeat}"
+                    self._abandon_thread(thread)
+                self._release(worker, keep=True)  # it answered: only the judge hangs
+                if progress.output is None:  # still checking the output: cannot be the judge's fault
+                    record = failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judging)
+                else:
+                    message = judge_timeout_message(self.timeout_s)
+                    record = judge_failed(attempt, progress.output, message, job.started or judging)
+                tail = progress.printed.text() if progress.printed else ""
+                return (keep_printed(record, attempt, tail) if tail else record, None), None
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        outcome, keep = value
+        if job.chained is None:  # the slot's worker comes back to the loop
+            self._release(worker, keep=keep)
+        return outcome, job.chained
+
+    def attempt_of(self, running: Running) -> Attempt:
+        attempt: Attempt = running.args[1]  # _answer(worker, attempt, progress)
+        return attempt
+
+    def _release(self, worker: _Worker, *, keep: bool) -> None:
+        self._busy.discard(worker)
+        if keep:
+            self._idle.put_nowait(worker)
+        else:
+            self._boot()  # killed in its thread; its replacement joins the idle ones once warm
 
     def abandon(self) -> None:
         for worker in list(self._busy):

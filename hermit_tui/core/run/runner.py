@@ -434,7 +434,7 @@ class EvalRun:
                             ev.AttemptStarted(label=attempt.label, task_id=attempt.task_id, repeat=attempt.repeat)
                         )
                 else:
-                    attempt, look = running.args[2], 0
+                    attempt, look = executor.attempt_of(running), 0
                 try:
                     result = await one(attempt, running)
                 except CapacityExhausted as exc:
@@ -447,7 +447,7 @@ class EvalRun:
                 if not finished(attempt, record, tb, look) and running is None:
                     return  # its record could not be written: no attempt starts after it (a chained one is kept)
                 if running is not None:  # already running: said after the one before it finished, as without chaining
-                    in_order.started(running.args[2])
+                    in_order.started(executor.attempt_of(running))
 
         try:
             await asyncio.gather(*(worker() for _ in range(self.plan.concurrency)))
