@@ -18,6 +18,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -35,7 +36,7 @@ from hermit_tui.core.run.printed import STRAY_NAME, routed, stray_output
 from hermit_tui.core.run.schedule import Durations, Schedule, earlier_results, keeps_order
 from hermit_tui.core.run.summaries import SummaryWriter
 from hermit_tui.core.workspace.config import Config
-from hermit_tui.core.workspace.selectors import materialize
+from hermit_tui.core.workspace.selectors import Selector, materialize
 from hermit_tui.core.workspace.tasks import TaskSet
 
 if TYPE_CHECKING:  # the rounds and their statistics (numpy) load only for a launch that has rounds
@@ -45,6 +46,30 @@ if TYPE_CHECKING:  # the rounds and their statistics (numpy) load only for a lau
 
 EventSink = Callable[[ev.Event], None]
 SUMMARY_EVERY_S = 2.0  # a running evaluation's summary.json (complete: false) is refreshed this often
+
+
+def _materialized(stack: contextlib.ExitStack, selectors: Sequence[Selector], config: Config) -> dict[str, Path | None]:
+    """Each selector's adapter folder (``materialize``), the git exports side by side in threads (each is git
+    subprocesses: the first attempt no longer waits for them one after another); each export is removed with
+    ``stack``, also when another one failed."""
+    exports = [sel for sel in selectors if sel.kind != "none" and sel.kind != "directory" and sel.commit is not None]
+    if len(exports) < 2:
+        return {sel.label: stack.enter_context(materialize(sel, config)) for sel in selectors}
+    managers = {sel.label: materialize(sel, config) for sel in selectors}
+    with ThreadPoolExecutor(max_workers=len(exports), thread_name_prefix="hermit-tui-export") as pool:
+        entering = {label: pool.submit(cm.__enter__) for label, cm in managers.items()}
+        folders: dict[str, Path | None] = {}
+        failed: BaseException | None = None
+        for label, future in entering.items():
+            try:
+                folders[label] = future.result()
+            except BaseException as exc:  # the others are still entered (and removed) before this is raised
+                failed = failed or exc
+            else:
+                stack.push(managers[label])
+    if failed is not None:
+        raise failed
+    return folders
 
 
 def _is_anytime(plan: object) -> TypeGuard[AnytimePlan]:
@@ -226,7 +251,7 @@ class EvalRun:
                 sequential=plan.sequential,
             )
         )
-        adapters = {sel.label: stack.enter_context(materialize(sel, self.config)) for sel in plan.selectors}
+        adapters = _materialized(stack, plan.selectors, self.config)
         for sel in plan.selectors:
             journal = journals[sel.label] = plan.continuing.open_journal(
                 sel, plan.folder(sel.label), plan.task_ids, plan.repeats, self._log
