@@ -208,6 +208,39 @@ READING_PROBE = (
 )
 
 
+LAUNCH_PROBE = (
+    "import sys\n"
+    "from hermit_tui.core.run.runner import EvalRun\n"
+    "from hermit_tui.core.workspace.config import load_config\n"
+    "config = load_config(sys.argv[2], ['agent.params.latency_scale=0.01'])\n"
+    "plain = sys.argv[3] == 'plain'\n"
+    "opts = dict(update_card=False, **(dict(limit=2) if plain else dict(cluster_by='category')))\n"
+    "EvalRun(config, ['none', 'final'], **opts).run_sync()\n"
+    "loaded = {m for m, mod in sys.modules.items() if type(mod).__name__ != '_LazyModule'}\n"
+    "print(','.join(m for m in sys.argv[1].split(',') if m in loaded))\n"
+)
+
+
+def test_a_plain_launch_loads_no_statistics(demo_config):
+    """A launch without --stop-when-decided or clusters imports neither numpy nor the sequential statistics (they
+    load with the options that use them: core/run/plan.py, runner.py, events.py), nor GitPython (its adapter
+    exports are plain git), nor scipy or the UI."""
+    never = ["numpy", "git", "scipy", "textual", "rich", "hermit_tui.dashboard", "hermit_tui.core.stats.looks"]
+    never += ["hermit_tui.core.stats.sequential", "hermit_tui.core.stats.anytime_looks", "hermit_tui.core.run.runner"]
+    found = {}
+    for kind in ("plain", "clustered"):
+        out = subprocess.run(
+            [sys.executable, "-c", LAUNCH_PROBE, ",".join(never), str(demo_config), kind],
+            capture_output=True,
+            text=True,
+            cwd=demo_config.parent,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        found[kind] = out.stdout.strip().split(",")
+    assert found["plain"] == ["hermit_tui.core.run.runner"]  # the probe sees the launch's own modules
+    assert "numpy" in found["clustered"]  # and what an option that uses the statistics loads
+
+
 def test_report_gate_and_show_on_a_small_evaluation_import_only_what_they_use(demo_config):
     """``report`` reads the adapter tree with plain git (no GitPython) and the HTML page's modules only for
     --format html; ``gate`` touches neither git nor the why summary; ``show`` reads one task without numpy, the

@@ -105,3 +105,38 @@ def test_workers_that_cannot_be_started_make_their_attempts_errors(tmp_path, mon
     got = rows(tmp_path)
     assert summary.errors == summary.attempts == len(IDS) == len(got)
     assert all("could not be started" in r["error"] and "Resource temporarily" in r["error"] for r in got)
+
+
+PARENT = """\
+import os, time
+def run(task, adapter):
+    time.sleep(0.05)
+    return {"output": f"{os.getppid()} {task['id']}", "cost_usd": 0.0}
+"""
+
+
+def test_workers_are_forked_from_a_single_threaded_driver_and_come_from_the_forkserver_otherwise(tmp_path, monkeypatch):
+    """A driver with one thread forks its workers itself as the launch is built (no fresh interpreter to start);
+    one with other threads running (the dashboard; here pytest-xdist's) takes them from the forkserver. Either way
+    every attempt runs in a worker and records the same thing."""
+    import os
+
+    from hermit_tui.core.run import executors
+
+    outputs = {}
+    for forkable in (True, False):
+        project = tmp_path / str(forkable)
+        project.mkdir()
+        (project / "pipe.py").write_text(PARENT)
+        run_yaml = workspace(project, import_s=0.0, attempt_s=0.0)
+        (project / "pipe.py").write_text(PARENT)
+        monkeypatch.setattr(executors, "_forkable", lambda forkable=forkable: forkable)
+        summary = EvalRun(load_config(run_yaml), ["none"], executor="processes").run_sync()["none"]
+        got = rows(project)
+        assert summary.errors == 0 and summary.attempts == len(IDS)
+        parents = {r["output"].split()[0] for r in got}
+        assert len(parents) == 1
+        outputs[forkable] = (parents.pop(), sorted(r["output"].split()[1] for r in got))
+    assert outputs[True][0] == str(os.getpid())  # the driver's own children
+    assert outputs[False][0] != str(os.getpid())  # the forkserver's
+    assert outputs[True][1] == outputs[False][1] == sorted(IDS)

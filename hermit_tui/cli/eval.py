@@ -192,10 +192,18 @@ def run(args) -> int:
         return _cmd_eval(args, out)
 
 
+def _clusters(args) -> str | None:
+    """--cluster-by / --cluster-file; the statistics (numpy) load only when one is given."""
+    if args.cluster_by is None and args.cluster_file is None:
+        return None
+    from hermit_tui.core.stats.clusters import cluster_option
+
+    return cluster_option(args.cluster_by, args.cluster_file)
+
+
 def _cmd_eval(args, out: _StdoutKept) -> int:
     from hermit_tui.core.run.launch import LaunchOptions
     from hermit_tui.core.run.runner import EvalRun
-    from hermit_tui.core.stats.clusters import cluster_option
     from hermit_tui.core.workspace.config import load_config
 
     config = load_config(args.config, args.overrides)
@@ -217,7 +225,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         first_round_looks=args.first_round_looks,
         futility=not args.no_futility,
         anytime=args.anytime,
-        cluster_by=cluster_option(args.cluster_by, args.cluster_file),
+        cluster_by=_clusters(args),
     )
     run = EvalRun(config, options)
     gate = cli_gate.plan_for_eval(args, run)  # bad gate options are refused before anything runs

@@ -105,11 +105,12 @@ class Progress:
     """How far an attempt running in a thread got, for the executor that gives up on it at its timeout: a judge
     that hangs is the judge's failure (the pipeline's output is kept), not the pipeline's."""
 
-    __slots__ = ("phase", "output", "printed")
+    __slots__ = ("phase", "output", "printed", "judging_since")
 
     def __init__(self) -> None:
         self.phase = "pipeline"
         self.output: RunOutput | None = None
+        self.judging_since = 0.0  # time.perf_counter() when the judge phase began (0: not yet)
         self.printed: Tail | None = None  # what the attempt printed so far (kept when it is given up on)
 
 
@@ -238,7 +239,7 @@ def judge_output(
     if problem:
         return failed_record(attempt, problem, time.perf_counter() - started), None
     if progress is not None:
-        progress.output, progress.phase = out, "judge"
+        progress.output, progress.phase, progress.judging_since = out, "judge", time.perf_counter()
     status, error, tb = "ok", None, None
     pid = os.getpid()
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.folders import RESULTS, SMOKE, SUMMARY, archive_existing, eval_root
@@ -18,10 +19,12 @@ from hermit_tui.core.records.journal import SelectorJournal
 from hermit_tui.core.records.results import AttemptRecord, ResultsFile, Summary, read_results, read_summary
 from hermit_tui.core.run.events import Level
 from hermit_tui.core.run.launch import RetryKeys
-from hermit_tui.core.stats.looks import SequentialPlan
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import Fingerprint, differences
 from hermit_tui.core.workspace.selectors import Selector
+
+if TYPE_CHECKING:
+    from hermit_tui.core.stats.looks import SequentialPlan
 
 #: label -> the folder of its evaluation (eval/<label>/, or its smoke/ folder)
 FolderOf = Callable[[str], Path]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from hermit_tui.core.records.results import AttemptRecord, Summary
-from hermit_tui.core.stats.looks import SequentialPlan
-from hermit_tui.core.stats.sequential import SequentialLook
+
+if TYPE_CHECKING:  # the statistics (numpy) load when a launch has rounds, not for every launch's events
+    from hermit_tui.core.stats.looks import SequentialPlan
+    from hermit_tui.core.stats.sequential import SequentialLook
+else:
+    SequentialPlan = SequentialLook = Any  # as the engine builds them: the objects themselves, not validated again
 
 
 class Event(BaseModel):

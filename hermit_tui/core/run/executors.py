@@ -26,12 +26,13 @@ import inspect
 import multiprocessing
 import multiprocessing.forkserver
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
-from multiprocessing.context import ForkServerContext, SpawnContext
+from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -59,6 +60,10 @@ from hermit_tui.core.workspace.callables import Judge, Pipeline, load_judge, loa
 from hermit_tui.core.workspace.config import Config
 
 Outcome = tuple[AttemptRecord, "str | None"]
+#: Called in an attempt's thread with the attempt it just finished and its record: the attempt to start next in
+#: that thread, or None (the event loop schedules what comes next).
+Take = Callable[[Attempt, AttemptRecord], "Attempt | None"]
+Running = Job  # an attempt a pool thread started by itself (``Executor.run_chained``)
 T = TypeVar("T")
 #: Abandoned (timed-out) threads still alive at which a run stops instead of starting more attempts.
 HUNG_THREAD_LIMIT = 64
@@ -113,6 +118,8 @@ class Executor:
     """The interface (and what both implementations share)."""
 
     name = "base"
+    #: True when ``run_chained`` is offered: the thread that finishes an attempt starts the next one itself
+    chains = False
 
     def __init__(self, pipeline: Pipeline | None, judge: Judge | None, *, concurrency: int, timeout_s: float | None):
         self.pipeline, self.judge = pipeline, judge  # None: loaded elsewhere (on the Ray workers)
@@ -140,6 +147,19 @@ class Executor:
 
     async def run(self, attempt: Attempt) -> Outcome:
         raise NotImplementedError
+
+    async def run_chained(
+        self, attempt: Attempt, take: Take, running: Running | None = None
+    ) -> tuple[Outcome, Running | None]:
+        """``run``, where the attempt's thread, once it has its record, calls ``take(attempt, record)`` (in that
+        thread) and starts the attempt it returns at once: returned as ``Running``, to be passed back here as
+        ``running`` (with its own attempt) to wait for it. Only where ``chains`` is True."""
+        raise NotImplementedError
+
+    def attempt_of(self, running: Running) -> Attempt:
+        """The attempt a ``Running`` runs."""
+        attempt: Attempt = running.args[2]  # run_attempt(pipeline, judge, attempt, progress)
+        return attempt
 
     def abandon(self) -> None:
         pass
@@ -197,7 +217,67 @@ class ThreadExecutor(Executor):
 
     async def start(self) -> None:
         self._is_async = inspect.iscoroutinefunction(self.pipeline)
+        self.chains = not self._is_async  # an async pipeline runs on the loop: nothing to chain in a thread
         self._pool = AttemptThreads()
+
+    async def run_chained(
+        self, attempt: Attempt, take: Take, running: Running | None = None
+    ) -> tuple[Outcome, Running | None]:
+        """A synchronous attempt whose pool thread, when it has the record, takes the next attempt (``take``) and
+        runs it at once: the slot does not wait for the event loop between two attempts. The timeout counts from
+        the attempt's start in its thread; an attempt given up on chains nothing (its thread leaves the pool)."""
+        if running is None:
+            self._check_capacity()
+            pipeline, judge = self._driver_pipeline(), self._driver_judge()
+
+            def then(done: Job, outcome: Outcome) -> Job | None:  # in the pool thread
+                nxt = take(done.args[2], outcome[0])
+                if nxt is None:
+                    return None
+                return Job(
+                    run_attempt, (pipeline, judge, nxt, Progress()), None, then=then, context=done.context.copy()
+                )
+
+            work, job = self._pool.submit(run_attempt, pipeline, judge, attempt, Progress(), then=then)
+        else:
+            job = running
+            assert job.future is not None
+            work = job.future
+        progress: Progress = job.args[3]
+        try:
+            if self.timeout_s is None:
+                outcome: Outcome = await work
+            else:
+                left = self.timeout_s - (time.perf_counter() - job.started) if job.started else self.timeout_s
+                done, _ = await asyncio.wait({work}, timeout=max(left, 0.0))
+                if done:
+                    outcome = work.result()
+                else:
+                    thread = self._pool.abandon(job)
+                    if thread is None and job.state == "finished":
+                        outcome = await work  # it returned as its time ran out: its record, and what it chained
+                    else:
+                        work.cancel()
+                        if thread is not None:
+                            thread.name = f"hermit-tui-hung-attempt-{attempt.label}-{attempt.task_id}-r{attempt.repeat}"
+                            self._abandon_thread(thread)
+                        started = job.started or time.perf_counter()
+                        if progress.phase == "judge" and progress.output is not None:
+                            message = judge_timeout_message(self.timeout_s)
+                            record = judge_failed(attempt, progress.output, message, started)
+                        else:
+                            record = failed_record(
+                                attempt, timeout_message(self.timeout_s), time.perf_counter() - started
+                            )
+                        return (_kept_so_far(record, attempt, progress), None), None
+        except asyncio.CancelledError:
+            work.cancel()  # a forced cancel: nobody waits for it (nor for what it may have chained)
+            raise
+        except Exception as exc:  # escaped the attempt's own handling: still only this attempt's error
+            started = job.started or time.perf_counter()
+            record = failed_record(attempt, describe(exc), time.perf_counter() - started)
+            return (_kept_so_far(record, attempt, progress), None), job.chained
+        return outcome, job.chained
 
     async def run(self, attempt: Attempt) -> Outcome:
         self._check_capacity()
@@ -254,10 +334,17 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
     """A worker process: load the pipeline once, then run attempts until told to stop (None)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     from hermit_tui.core.records.transcripts import output_payload
-    from hermit_tui.core.run.printed import WorkerCapture
+    from hermit_tui.core.run.printed import WorkerCapture, _on_fd
     from hermit_tui.core.workspace.callables import load_pipeline, normalize_output
     from hermit_tui.core.workspace.config import load_config
 
+    # a worker forked from the command has the command's streams (routed, guarded: on a copy of the terminal's
+    # descriptors): its own are on descriptors 1 and 2, as a fresh interpreter's are
+    if not (_on_fd(sys.stdout, 1) and _on_fd(sys.stderr, 2)):
+        enc = getattr(sys.stdout, "encoding", None) or "utf-8"
+        sys.stdout = open(1, "w", encoding=enc, closefd=False, buffering=1)
+        sys.stderr = open(2, "w", encoding=enc, errors="backslashreplace", closefd=False, buffering=1)
+        sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr  # type: ignore[misc]
     # everything this process prints (Python, fd-level, its subprocesses) goes to a private file, never to the
     # terminal or the command's stdout; each answer carries what its attempt printed
     printed = WorkerCapture()
@@ -306,7 +393,7 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
 
 
 class _Worker:
-    def __init__(self, ctx: ForkServerContext | SpawnContext, config_path: str, overrides: list[str]):
+    def __init__(self, ctx: ForkContext | ForkServerContext | SpawnContext, config_path: str, overrides: list[str]):
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(
             target=_worker_main, args=(child, config_path, overrides), daemon=True, name="hermit-tui-worker"
@@ -399,6 +486,22 @@ def _worker_context() -> ForkServerContext | SpawnContext:
     return multiprocessing.get_context("spawn")
 
 
+#: Threads a worker may be forked beside: the command's pump of fd-level output (core.run.printed._StraySink),
+#: which only reads a pipe and writes raw descriptors under a lock of its own that no worker ever takes.
+FORK_SAFE_THREADS = frozenset({"hermit-tui-printed"})
+
+
+def _forkable() -> bool:
+    """True where a worker may be forked from this process itself: Linux (macOS frameworks are not fork-safe), and
+    no thread besides this one but the pump of FORK_SAFE_THREADS (a fork copies only the calling thread: a lock
+    another thread held would stay held in the child forever). The command builds its launch before it starts any
+    other thread; the dashboard, whose threads run, gets its workers from the forkserver."""
+    if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    me = threading.current_thread()
+    return all(t is me or t.name in FORK_SAFE_THREADS for t in threading.enumerate())
+
+
 class ProcessExecutor(Executor):
     """Each of ``concurrency`` worker processes runs one attempt at a time; the judge runs in the driver."""
 
@@ -417,7 +520,18 @@ class ProcessExecutor(Executor):
         super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
         self.config_path, self.overrides = str(config_path), list(overrides)
         self._ctx = _worker_context()
-        if isinstance(self._ctx, ForkServerContext):
+        self._early: list[_Worker] = []  # forked from this process as the launch is built (see _forkable)
+        if _forkable():
+            # this process has one thread and has imported the engine: a fork of it is a worker at once, without
+            # a fresh interpreter's start and imports (the forkserver's first worker came 0.4-0.6 s after this);
+            # each worker still loads the pipeline itself, and replacements come from the forkserver
+            fork = multiprocessing.get_context("fork")
+            try:
+                for _ in range(concurrency):
+                    self._early.append(_Worker(fork, self.config_path, self.overrides))
+            except Exception:  # out of processes or memory: the rest start as usual, in start()
+                pass
+        elif isinstance(self._ctx, ForkServerContext):
             # the forkserver imports the engine (~0.5 s of CPU) while the launch is built and its folders and
             # adapters are prepared, instead of when the first worker is asked for
             multiprocessing.forkserver.ensure_running()
@@ -437,11 +551,14 @@ class ProcessExecutor(Executor):
             overrides=config.overrides,
         )
 
-    def _new_worker(self) -> _Worker:
-        try:
-            worker = _Worker(self._ctx, self.config_path, self.overrides)
-        except Exception as exc:  # no process could be started (out of processes or memory): its attempts say so
-            return _Unstarted(f"WorkerDied: the pipeline's process could not be started ({describe(exc)})")
+    def _new_worker(self, early: _Worker | None = None) -> _Worker:
+        if early is not None:
+            worker = early
+        else:
+            try:
+                worker = _Worker(self._ctx, self.config_path, self.overrides)
+            except Exception as exc:  # no process could be started (out of processes or memory): its attempts say so
+                return _Unstarted(f"WorkerDied: the pipeline's process could not be started ({describe(exc)})")
         with self._starting_lock:
             self._starting.add(worker)
         try:
@@ -451,10 +568,11 @@ class ProcessExecutor(Executor):
                 self._starting.discard(worker)
         return worker
 
-    def _boot(self) -> None:
-        """Start a worker in the background; it joins the idle ones once its pipeline is loaded (warm)."""
+    def _boot(self, early: _Worker | None = None) -> None:
+        """Start a worker (or wait for one forked as the launch was built) in the background; it joins the idle
+        ones once its pipeline is loaded (warm)."""
         loop = asyncio.get_running_loop()
-        booting = loop.run_in_executor(self._threads, self._new_worker)
+        booting = loop.run_in_executor(self._threads, self._new_worker, early)
         self._booting.add(booting)
 
         def arrived(done: asyncio.Future[_Worker]) -> None:
@@ -479,7 +597,11 @@ class ProcessExecutor(Executor):
         self._starting_lock = threading.Lock()
         self._closing = False
         self._judges = AttemptThreads("hermit-tui-judge")  # the judge runs here, in the driver
-        for _ in range(self.concurrency):
+        self.chains = True  # core.run.runner: the exchange, the judge and the next exchange in one thread
+        early, self._early = self._early, []
+        for worker in early:
+            self._boot(worker)
+        for _ in range(self.concurrency - len(early)):
             self._boot()
 
     async def run(self, attempt: Attempt) -> Outcome:
@@ -546,6 +668,121 @@ class ProcessExecutor(Executor):
         except Exception as exc:  # escaped the judge's own handling: still only this attempt's error
             record = failed_record(attempt, describe(exc), time.perf_counter() - started)
             return keep_printed(record, attempt, printed, progress.printed.text() if progress.printed else ""), None
+
+    # -- chained (core.run.runner): one pool thread per slot sends an attempt, judges its answer and sends the next
+    def _answer(self, worker: _Worker, attempt: Attempt, progress: Progress) -> tuple[Outcome, bool]:
+        """In a pool thread: run ``attempt`` in ``worker`` and judge its answer here, in the same thread (no hop
+        through the loop between the two); (outcome, whether the worker may go on)."""
+        started = time.perf_counter()
+        if worker.unusable is not None:  # its pipeline did not load: every attempt it is given says why
+            return (failed_record(attempt, worker.unusable, 0.0), None), True
+        job = (
+            attempt.label,
+            attempt.task,
+            attempt.repeat,
+            str(attempt.adapter) if attempt.adapter else None,
+            str(attempt.log_dir) if attempt.log_dir else None,
+        )
+        try:
+            kind, payload, tb, printed = worker.exchange(job, self.timeout_s)
+        except TimeoutError:
+            worker.kill()
+            message = timeout_message(self.timeout_s) + "; its process was killed"
+            return (failed_record(attempt, message, time.perf_counter() - started), None), False
+        except (EOFError, OSError):
+            worker.process.join(2)
+            message = _death_message(worker.process.exitcode)
+            worker.kill()
+            return (failed_record(attempt, message, time.perf_counter() - started), None), False
+        except Exception as exc:  # the answer arrived but cannot be rebuilt here (unpickling failed)
+            worker.kill()
+            message = (
+                "TypeError: the pipeline's output cannot be received from its process "
+                f"({' '.join(describe(exc).split())[:200]})"
+            )
+            return (failed_record(attempt, message, time.perf_counter() - started), None), False
+        if kind == "error":
+            record = failed_record(attempt, payload, time.perf_counter() - started, tb)
+            return (keep_printed(record, attempt, printed), tb), True
+        progress.judging_since = time.perf_counter()  # the judge's own bound counts from here
+        return judge_printing(self._driver_judge(), attempt, RunOutput(**payload), started, progress, printed), True
+
+    async def run_chained(
+        self, attempt: Attempt, take: Take, running: Running | None = None
+    ) -> tuple[Outcome, Running | None]:
+        """An attempt in a worker process, sent, answered and judged by one pool thread, which then takes the next
+        attempt (``take``) and sends it to the same worker at once. The pipeline's timeout is the exchange's own
+        (the worker is killed and replaced); the judge's counts from its start, as in ``run``."""
+        if running is None:
+            self._check_capacity()  # hung judges
+            worker = await self._idle.get()
+            self._busy.add(worker)
+
+            def then(done: Job, value: tuple[Outcome, bool]) -> Job | None:  # in the pool thread
+                outcome, keep = value
+                if not keep:
+                    return None  # its worker was killed: the loop starts a replacement
+                nxt = take(done.args[1], outcome[0])
+                if nxt is None:
+                    return None
+                return Job(self._answer, (done.args[0], nxt, Progress()), None, then=then, context=done.context.copy())
+
+            work, job = self._judges.submit(self._answer, worker, attempt, Progress(), then=then)
+        else:
+            job = running
+            assert job.future is not None
+            work = job.future
+        worker, _, progress = job.args
+        try:
+            while True:
+                judging = progress.judging_since
+                if self.timeout_s is None:
+                    wait = None
+                elif not judging:  # the exchange bounds itself (its poll, then the kill): look again after a while
+                    wait = self.timeout_s
+                else:
+                    wait = max(self.timeout_s - (time.perf_counter() - judging), 0.0)
+                done, _ = await asyncio.wait({work}, timeout=wait)
+                if done:
+                    value: tuple[Outcome, bool] = work.result()
+                    break
+                if not judging:
+                    continue
+                # the judge ran past its bound
+                thread = self._judges.abandon(job)
+                if thread is None and job.state == "finished":
+                    value = await work  # it returned as its time ran out
+                    break
+                work.cancel()
+                if thread is not None:
+                    thread.name = f"hermit-tui-hung-judge-{attempt.label}-{attempt.task_id}-r{attempt.repeat}"
+                    self._abandon_thread(thread)
+                self._release(worker, keep=True)  # it answered: only the judge hangs
+                if progress.output is None:  # still checking the output: cannot be the judge's fault
+                    record = failed_record(attempt, timeout_message(self.timeout_s), time.perf_counter() - judging)
+                else:
+                    message = judge_timeout_message(self.timeout_s)
+                    record = judge_failed(attempt, progress.output, message, job.started or judging)
+                tail = progress.printed.text() if progress.printed else ""
+                return (keep_printed(record, attempt, tail) if tail else record, None), None
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        outcome, keep = value
+        if job.chained is None:  # the slot's worker comes back to the loop
+            self._release(worker, keep=keep)
+        return outcome, job.chained
+
+    def attempt_of(self, running: Running) -> Attempt:
+        attempt: Attempt = running.args[1]  # _answer(worker, attempt, progress)
+        return attempt
+
+    def _release(self, worker: _Worker, *, keep: bool) -> None:
+        self._busy.discard(worker)
+        if keep:
+            self._idle.put_nowait(worker)
+        else:
+            self._boot()  # killed in its thread; its replacement joins the idle ones once warm
 
     def abandon(self) -> None:
         for worker in list(self._busy):

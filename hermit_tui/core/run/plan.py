@@ -20,9 +20,6 @@ from hermit_tui.core.run.continuing import ContinuePlan
 from hermit_tui.core.run.events import Level
 from hermit_tui.core.run.executors import Executor, ProcessExecutor, ThreadExecutor
 from hermit_tui.core.run.launch import MAX_LIMIT, ExecutorName, LaunchOptions, positive_int
-from hermit_tui.core.run.rounds import plan_for
-from hermit_tui.core.stats.anytime_looks import anytime_plan
-from hermit_tui.core.stats.clusters import clusters_by_field
 from hermit_tui.core.workspace.config import MAX_REPEATS, Config
 from hermit_tui.core.workspace.fingerprint import compute_fingerprint
 from hermit_tui.core.workspace.selectors import remove_stale_exports, resolve_selectors
@@ -62,8 +59,11 @@ class LaunchPlan:
         self.test_rows: list[dict[str, Any]] = rows[:limit] if limit else rows
         self.task_ids = [str(r["id"]) for r in self.test_rows]
         self.selectors = resolve_selectors(list(selectors), config)
-        self.sequential = (
-            plan_for(
+        self.sequential = None
+        if options.stop_when_decided:  # the rounds and their statistics (numpy) load only where they are asked for
+            from hermit_tui.core.run.rounds import plan_for
+
+            self.sequential = plan_for(
                 self.selectors,
                 options.baseline,
                 options.margin,
@@ -72,10 +72,9 @@ class LaunchPlan:
                 first_round_looks=options.first_round_looks,
                 futility=options.futility,
             )
-            if options.stop_when_decided
-            else None
-        )
         if self.sequential is not None and options.anytime:  # task by task, by confidence sequences
+            from hermit_tui.core.stats.anytime_looks import anytime_plan
+
             self.sequential = anytime_plan(self.sequential, self.concurrency, len(self.selectors), self.test_rows)
         if len(self.selectors) * len(self.task_ids) * repeats > MAX_ATTEMPTS:
             raise InputError(
@@ -83,9 +82,11 @@ class LaunchPlan:
                 f"{repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch"
             )
         self.check_folders()
-        self.clustering = (
-            clusters_by_field(self.tasks.tasks, self.task_ids, options.cluster_by) if options.cluster_by else None
-        )
+        self.clustering = None
+        if options.cluster_by:
+            from hermit_tui.core.stats.clusters import clusters_by_field
+
+            self.clustering = clusters_by_field(self.tasks.tasks, self.task_ids, options.cluster_by)
         self.fingerprint = compute_fingerprint(
             config,
             self.test_rows,

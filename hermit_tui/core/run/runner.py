@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.records.folders import SUMMARY
@@ -27,22 +29,95 @@ from hermit_tui.core.records.results import AttemptRecord, Summary
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.run.attempts import Attempt
 from hermit_tui.core.run.costs import CostCap
-from hermit_tui.core.run.executors import CapacityExhausted
+from hermit_tui.core.run.executors import CapacityExhausted, Executor, Outcome, Running
 from hermit_tui.core.run.launch import LaunchOptions
 from hermit_tui.core.run.plan import LaunchPlan
 from hermit_tui.core.run.printed import STRAY_NAME, routed, stray_output
-from hermit_tui.core.run.rounds import RoundGate, decided_line, round_line
 from hermit_tui.core.run.schedule import Durations, Schedule, earlier_results, keeps_order
 from hermit_tui.core.run.summaries import SummaryWriter
-from hermit_tui.core.stats import anytime_looks
-from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
-from hermit_tui.core.stats.sequential import SequentialLook, look_order
 from hermit_tui.core.workspace.config import Config
-from hermit_tui.core.workspace.selectors import materialize
+from hermit_tui.core.workspace.selectors import Selector, materialize
 from hermit_tui.core.workspace.tasks import TaskSet
+
+if TYPE_CHECKING:  # the rounds and their statistics (numpy) load only for a launch that has rounds
+    from hermit_tui.core.run.rounds import RoundGate
+    from hermit_tui.core.stats.anytime_looks import AnytimePlan
+    from hermit_tui.core.stats.sequential import SequentialLook
 
 EventSink = Callable[[ev.Event], None]
 SUMMARY_EVERY_S = 2.0  # a running evaluation's summary.json (complete: false) is refreshed this often
+
+
+def _materialized(stack: contextlib.ExitStack, selectors: Sequence[Selector], config: Config) -> dict[str, Path | None]:
+    """Each selector's adapter folder (``materialize``), the git exports side by side in threads (each is git
+    subprocesses: the first attempt no longer waits for them one after another); each export is removed with
+    ``stack``, also when another one failed."""
+    exports = [sel for sel in selectors if sel.kind != "none" and sel.kind != "directory" and sel.commit is not None]
+    if len(exports) < 2:
+        return {sel.label: stack.enter_context(materialize(sel, config)) for sel in selectors}
+    managers = {sel.label: materialize(sel, config) for sel in selectors}
+    with ThreadPoolExecutor(max_workers=len(exports), thread_name_prefix="hermit-tui-export") as pool:
+        entering = {label: pool.submit(cm.__enter__) for label, cm in managers.items()}
+        folders: dict[str, Path | None] = {}
+        failed: BaseException | None = None
+        for label, future in entering.items():
+            try:
+                folders[label] = future.result()
+            except BaseException as exc:  # the others are still entered (and removed) before this is raised
+                failed = failed or exc
+            else:
+                stack.push(managers[label])
+    if failed is not None:
+        raise failed
+    return folders
+
+
+def _is_anytime(plan: object) -> TypeGuard[AnytimePlan]:
+    """An anytime-valid launch's plan (``core.stats.anytime_looks.AnytimePlan``), without loading the statistics
+    for a launch that has no plan."""
+    if plan is None:
+        return False
+    from hermit_tui.core.stats.anytime_looks import AnytimePlan
+
+    return isinstance(plan, AnytimePlan)
+
+
+async def _unchained(executor: Executor, attempt: Attempt) -> tuple[Outcome, Running | None]:
+    return await executor.run(attempt), None
+
+
+class _InTakeOrder:
+    """``AttemptStarted`` in the order the attempts were taken from the schedule. Chained, a pool thread takes an
+    attempt and starts it before the loop hears of it, while the loop may take (and say) a later one meanwhile: each
+    is said once every attempt taken before it has been said (or was not started after all)."""
+
+    def __init__(self, emit: Callable[[ev.Event], None]):
+        self._emit = emit
+        self._numbers = itertools.count()
+        self._number: dict[int, int] = {}  # id(attempt) -> its place in the take order
+        self._ready: dict[int, Attempt | None] = {}
+        self._next = 0
+
+    def taken(self, attempt: Attempt) -> None:
+        """Under the schedule's lock, as ``attempt`` is taken (any thread)."""
+        self._number[id(attempt)] = next(self._numbers)
+
+    def started(self, attempt: Attempt, *, ran: bool = True) -> None:
+        """On the loop: ``attempt`` started (or, ``ran=False``, was taken but will not start)."""
+        self._ready[self._number.pop(id(attempt))] = attempt if ran else None
+        while self._next in self._ready:
+            self._say(self._ready.pop(self._next))
+            self._next += 1
+
+    def flush(self) -> None:
+        """The launch is over: what is left (behind an attempt whose start the loop never heard of: a forced
+        cancel), in order."""
+        for n in sorted(self._ready):
+            self._say(self._ready.pop(n))
+
+    def _say(self, attempt: Attempt | None) -> None:
+        if attempt is not None:
+            self._emit(ev.AttemptStarted(label=attempt.label, task_id=attempt.task_id, repeat=attempt.repeat))
 
 
 class EvalRun:
@@ -83,7 +158,7 @@ class EvalRun:
         )
         self._cancel, self._force = threading.Event(), threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._in_flight: set[asyncio.Future[tuple[AttemptRecord, str | None]]] = set()  # attempts being run
+        self._in_flight: set[asyncio.Future[tuple[Outcome, Running | None]]] = set()  # attempts being run
         self._rounds: RoundGate | None = None  # --stop-when-decided: the round barrier of a running launch
         self.schedule: Schedule | None = None  # the order attempts start in (core.run.schedule), once launched
         self.summaries: dict[str, Summary] = {}
@@ -176,7 +251,7 @@ class EvalRun:
                 sequential=plan.sequential,
             )
         )
-        adapters = {sel.label: stack.enter_context(materialize(sel, self.config)) for sel in plan.selectors}
+        adapters = _materialized(stack, plan.selectors, self.config)
         for sel in plan.selectors:
             journal = journals[sel.label] = plan.continuing.open_journal(
                 sel, plan.folder(sel.label), plan.task_ids, plan.repeats, self._log
@@ -196,6 +271,8 @@ class EvalRun:
                 self._emit(ev.AttemptFinished(label=sel.label, record=rec))
         order = self._order(adapters, journals)
         if plan.sequential is not None:  # rounds a resume finds complete are checked at once (it may be decided)
+            from hermit_tui.core.run.rounds import RoundGate
+
             self._rounds = RoundGate.for_schedule(
                 plan.sequential,
                 plan.task_ids,
@@ -203,7 +280,7 @@ class EvalRun:
                 [(a.task_id, a.repeat) for a in order],
             )
         rounds = self._rounds
-        anytime = isinstance(plan.sequential, AnytimePlan)  # a look holds every repeat of its tasks
+        anytime = _is_anytime(plan.sequential)  # a look holds every repeat of its tasks
 
         def block_round(a: Attempt) -> int:
             return 0 if anytime else a.repeat
@@ -247,10 +324,12 @@ class EvalRun:
         rows = self.plan.test_rows
         seq = self.plan.sequential
         if seq is not None and seq.batches > 1:  # looks within round 1 take the tasks in the protocol's look order
+            from hermit_tui.core.stats.sequential import look_order
+
             by_id = {str(t["id"]): t for t in rows}
             rows = [by_id[tid] for tid in look_order(list(by_id))]
         repeats = range(1, self.plan.repeats + 1)
-        if isinstance(seq, AnytimePlan):  # anytime-valid: task by task in the stream's order, every repeat of each
+        if _is_anytime(seq):  # anytime-valid: task by task in the stream's order, every repeat of each
             by_id = {str(t["id"]): t for t in rows}
             slots = [(r, by_id[tid]) for tid in seq.stream(list(by_id)) for r in repeats]
         else:
@@ -284,9 +363,37 @@ class EvalRun:
         executor = self.executor
         queue = iter(schedule)
         in_flight = self._in_flight
+        # Chained: the pool thread that finishes an attempt takes the next one itself (no hand-off through the loop
+        # between two attempts of a slot). Only where nothing but a cancel can hold an attempt back: no rounds (their
+        # barrier is the loop's) and no cost cap (counted on the loop).
+        chained = executor.chains and self._rounds is None and self.cost_cap is None
+        lock = threading.Lock()  # the schedule (taken and learnt from the pool's threads too, when chained)
 
-        async def one(attempt: Attempt) -> tuple[AttemptRecord, str | None] | None:
-            work = asyncio.ensure_future(executor.run(attempt))
+        in_order = _InTakeOrder(self._emit)
+
+        def take() -> Attempt | None:
+            with lock:
+                attempt = next(queue, None)
+                if attempt is not None and chained:
+                    in_order.taken(attempt)
+                return attempt
+
+        learnt: set[int] = set()  # the attempts whose time their thread taught the schedule (by id)
+
+        def take_next(done: Attempt, record: AttemptRecord) -> Attempt | None:  # in the finishing attempt's thread
+            with lock:
+                schedule.learn(done.label, done.task_id, record.wall_s)  # before the next is chosen, as on the loop
+                learnt.add(id(done))
+                if self._cancel.is_set() or executor.__dict__.get("_hung"):
+                    return None  # the loop decides (and says why it stops)
+                attempt = next(queue, None)
+                if attempt is not None:
+                    in_order.taken(attempt)
+                return attempt
+
+        async def one(attempt: Attempt, running: Running | None) -> tuple[Outcome, Running | None] | None:
+            call = executor.run_chained(attempt, take_next, running) if chained else _unchained(executor, attempt)
+            work = asyncio.ensure_future(call)
             in_flight.add(work)
             try:
                 return await work
@@ -298,52 +405,79 @@ class EvalRun:
             finally:
                 in_flight.discard(work)
 
+        def finished(attempt: Attempt, record: AttemptRecord, tb: str | None, look: int) -> bool:
+            """Record a finished attempt; False when its record could not be written (the run fails)."""
+            journal = journals[attempt.label]
+            try:
+                journal.append(record)
+            except WriteFailed as exc:
+                self._fail(str(exc))
+                return False
+            journal.pending -= 1
+            with lock:
+                if id(attempt) in learnt:
+                    learnt.discard(id(attempt))
+                else:
+                    schedule.learn(attempt.label, attempt.task_id, record.wall_s)
+            self._count_cost(record)
+            self._emit(ev.AttemptFinished(label=attempt.label, record=record, traceback=tb))
+            if self._rounds is not None:
+                self._report_rounds(self._rounds.finished(look))
+            if not 0 <= record.judge.score <= 1:
+                self._log(
+                    "warning",
+                    f"{attempt.label}: {attempt.task_id} repeat {attempt.repeat} scored "
+                    f"{record.judge.score:g}, outside [0, 1]",
+                )
+            if journal.pending == 0 and self._rounds is None:  # sequential: all at the end, with the decision
+                journal.close()
+                self.summaries[attempt.label] = self._finish(journal)
+            elif time.monotonic() - journal.last_summary > SUMMARY_EVERY_S:
+                self._write_summary(journal, final=False)
+            return True
+
         async def worker() -> None:
-            for attempt in queue:  # one shared iterator: each attempt is taken once, in order
-                look = self._rounds.look_of(attempt.task_id, attempt.repeat) if self._rounds is not None else 0
-                if self._rounds is not None and not await self._rounds.admit(look):
-                    return  # every candidate is decided (or the launch is ending)
-                if self._cancel.is_set() or self._cost_reached():
-                    if self._rounds is not None:
-                        self._rounds.halt()  # attempts waiting for this round's end would wait forever
-                    return
-                self._emit(ev.AttemptStarted(label=attempt.label, task_id=attempt.task_id, repeat=attempt.repeat))
+            running: Running | None = None  # the next attempt, started by the thread of the one before (chained)
+            while True:
+                if running is None:
+                    attempt = take()  # one shared schedule: each attempt is taken once, in order
+                    if attempt is None:
+                        return
+                    look = self._rounds.look_of(attempt.task_id, attempt.repeat) if self._rounds is not None else 0
+                    if self._rounds is not None and not await self._rounds.admit(look):
+                        return  # every candidate is decided (or the launch is ending)
+                    if self._cancel.is_set() or self._cost_reached():
+                        if self._rounds is not None:
+                            self._rounds.halt()  # attempts waiting for this round's end would wait forever
+                        if chained:
+                            in_order.started(attempt, ran=False)
+                        return
+                    if chained:
+                        in_order.started(attempt)
+                    else:
+                        self._emit(
+                            ev.AttemptStarted(label=attempt.label, task_id=attempt.task_id, repeat=attempt.repeat)
+                        )
+                else:
+                    attempt, look = executor.attempt_of(running), 0
                 try:
-                    outcome = await one(attempt)
+                    result = await one(attempt, running)
                 except CapacityExhausted as exc:
                     self.stopped = str(exc) if self.failure is None else self.stopped
                     self._fail(str(exc))
                     return
-                if outcome is None:
+                if result is None:
                     return
-                record, tb = outcome
-                journal = journals[attempt.label]
-                try:
-                    journal.append(record)
-                except WriteFailed as exc:
-                    self._fail(str(exc))
-                    return
-                journal.pending -= 1
-                schedule.learn(attempt.label, attempt.task_id, record.wall_s)
-                self._count_cost(record)
-                self._emit(ev.AttemptFinished(label=attempt.label, record=record, traceback=tb))
-                if self._rounds is not None:
-                    self._report_rounds(self._rounds.finished(look))
-                if not 0 <= record.judge.score <= 1:
-                    self._log(
-                        "warning",
-                        f"{attempt.label}: {attempt.task_id} repeat {attempt.repeat} scored "
-                        f"{record.judge.score:g}, outside [0, 1]",
-                    )
-                if journal.pending == 0 and self._rounds is None:  # sequential: all at the end, with the decision
-                    journal.close()
-                    self.summaries[attempt.label] = self._finish(journal)
-                elif time.monotonic() - journal.last_summary > SUMMARY_EVERY_S:
-                    self._write_summary(journal, final=False)
+                (record, tb), running = result
+                if not finished(attempt, record, tb, look) and running is None:
+                    return  # its record could not be written: no attempt starts after it (a chained one is kept)
+                if running is not None:  # already running: said after the one before it finished, as without chaining
+                    in_order.started(executor.attempt_of(running))
 
         try:
             await asyncio.gather(*(worker() for _ in range(self.plan.concurrency)))
         finally:
+            in_order.flush()
             if self._force.is_set():
                 executor.abandon()
 
@@ -383,6 +517,10 @@ class EvalRun:
 
     # -- rounds (--stop-when-decided) -----------------------------------------------------------------------------
     def _report_rounds(self, checked: list[tuple[int, list[SequentialLook]]]) -> None:
+        from hermit_tui.core.run.rounds import decided_line, round_line
+        from hermit_tui.core.stats import anytime_looks
+        from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
+
         gate, plan = self._rounds, self.plan.sequential
         assert gate is not None and plan is not None
         for i, (r, looks) in enumerate(checked):

@@ -26,6 +26,7 @@ import contextvars
 import itertools
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -33,15 +34,43 @@ from hermit_tui.core.run.attempts import describe
 
 
 class Job:
-    """One call submitted to the pool; ``thread`` is the thread running it (None while it waits in the queue)."""
+    """One call submitted to the pool; ``thread`` is the thread running it (None while it waits in the queue).
 
-    __slots__ = ("fn", "args", "context", "future", "thread", "state")
+    ``then`` (optional) is called in the pool thread with the job and its value when it returns: the next job it gives
+    (its ``chained``) starts at once in the same thread, without waiting for the event loop; its future is made
+    when the loop collects this job's result."""
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any]):
-        self.fn, self.args, self.future = fn, args, future
-        self.context = contextvars.copy_context()
+    __slots__ = (
+        "fn",
+        "args",
+        "context",
+        "future",
+        "thread",
+        "state",
+        "then",
+        "chained",
+        "started",
+        "prev",
+        "collected",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        future: asyncio.Future[Any] | None,
+        *,
+        then: Callable[[Job, Any], Job | None] | None = None,
+        context: contextvars.Context | None = None,
+    ):
+        self.fn, self.args, self.future, self.then = fn, args, future, then
+        self.context = context if context is not None else contextvars.copy_context()
         self.thread: threading.Thread | None = None
         self.state = "queued"  # -> running -> finished, or dropped (given up before it started) / abandoned
+        self.chained: Job | None = None  # started by this job's thread when this job returned
+        self.started = 0.0  # time.perf_counter() when its thread began it
+        self.prev: Job | None = None  # the job that chained this one, until this one returns
+        self.collected = False  # its result was collected on the loop
 
 
 _STOP = None
@@ -68,12 +97,15 @@ class AttemptThreads:
     def size(self) -> int:
         return len(self._threads)
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> tuple[asyncio.Future[T], Job]:
-        """Run ``fn(*args)`` in a pool thread; the future gets its result (or its exception)."""
+    def submit(
+        self, fn: Callable[..., T], *args: Any, then: Callable[[Job, T], Job | None] | None = None
+    ) -> tuple[asyncio.Future[T], Job]:
+        """Run ``fn(*args)`` in a pool thread; the future gets its result (or its exception). ``then``: see
+        ``Job``."""
         if self.closed:
             raise RuntimeError("the attempt threads are closed")
         future: asyncio.Future[T] = self.loop.create_future()
-        job = Job(fn, args, future)
+        job = Job(fn, args, future, then=then)
         self._busy += 1
         if self._busy > len(self._threads):  # no thread is free: the attempt starts now, not when one frees up
             self._start_thread()
@@ -118,26 +150,47 @@ class AttemptThreads:
         me = threading.current_thread()
         jobs, lock = self._jobs, self._lock
         while True:
-            job = jobs.get()
+            job: Job | None = jobs.get()
             if job is _STOP:
                 return
             with lock:
                 if job.state != "queued":
                     continue  # given up before it started
                 job.state, job.thread = "running", me
-            value: Any
-            try:
-                ok, value = True, job.context.run(job.fn, *job.args)
-            except Exception as exc:
-                ok, value = False, exc
-            except BaseException as exc:  # never hand SystemExit or KeyboardInterrupt to the event loop
-                ok, value = False, RuntimeError(describe(exc))
-            with lock:
-                abandoned = job.state == "abandoned"
-                job.state = "finished"
-            if abandoned:
-                return  # out of the pool: another thread took this one's place
-            self._hand_back(job, ok, value)
+            while job is not None:  # a job, then the ones it chains in this thread
+                job.started = time.perf_counter()
+                value: Any
+                try:
+                    ok, value = True, job.context.run(job.fn, *job.args)
+                except Exception as exc:
+                    ok, value = False, exc
+                except BaseException as exc:  # never hand SystemExit or KeyboardInterrupt to the event loop
+                    ok, value = False, RuntimeError(describe(exc))
+                with lock:
+                    abandoned = job.state == "abandoned"
+                    job.state = "finished"
+                if abandoned:
+                    return  # out of the pool: another thread took this one's place
+                nxt = self._chain(job, value) if ok and job.then is not None else None
+                self._hand_back(job, ok, value)
+                job = nxt
+
+    def _chain(self, job: Job, value: Any) -> Job | None:
+        """The job ``job.then`` gives to run next in this thread (None: this thread goes back to the queue). A
+        thread runs at most one job ahead of the loop: while the job that chained this one has not been collected,
+        the loop takes what comes next (so a cancel the loop hears of stops the chain after the job in flight)."""
+        assert job.then is not None
+        prev, job.prev = job.prev, None
+        if prev is not None and not prev.collected:
+            return None
+        try:
+            nxt = job.then(job, value)
+        except Exception:
+            return None  # never the thread's end: the event loop schedules what comes next
+        if nxt is not None:
+            nxt.state, nxt.thread = "running", threading.current_thread()  # nobody else knows it yet
+            nxt.prev, job.chained = job, nxt
+        return nxt
 
     def _hand_back(self, job: Job, ok: bool, value: Any) -> None:
         self._finished.append((job, ok, value))
@@ -155,8 +208,16 @@ class AttemptThreads:
         finished = self._finished
         while finished:
             job, ok, value = finished.popleft()
-            self._busy -= 1
+            job.collected = True
             future = job.future
+            assert future is not None  # made when the job that chained it was collected (below)
+            nxt = job.chained
+            if nxt is None:
+                self._busy -= 1
+            else:  # its thread went on with the chained job: still busy
+                nxt.future = self.loop.create_future()
+                if future.done():
+                    nxt.future.cancel()  # nobody waits for this job, so nobody waits for the one it chained
             if future.done():
                 continue  # given up on (a forced cancel): nobody waits for it
             if ok:

@@ -287,9 +287,10 @@ class AdapterTree:
         sha = self.resolve(commit)
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
-        buffer = io.BytesIO()
-        self.repo.archive(buffer, treeish=sha, format="tar")
-        buffer.seek(0)
+        try:  # plain git, as the lookups are: a launch's exports never load GitPython
+            buffer = io.BytesIO(self.reader.run("archive", "--format=tar", sha))
+        except GitError as exc:
+            raise InputError(f"commit {sha[:12]} of tree {self.path} cannot be exported: {exc}") from None
         try:
             with tarfile.open(fileobj=buffer, mode="r:") as archive:
                 archive.extractall(dest, filter="data")
