@@ -173,12 +173,12 @@ def _check_numbers(args) -> tuple[float, float | None]:
 def plan_for_eval(args, run) -> GatePlan | None:
     """The gate ``eval`` runs after the launch (None when no gate option was given), checked before anything runs:
     baseline and candidate default to the launch's selectors, and one not in the launch must already be on disk."""
+    if not gate_requested(args):  # before the gate's imports: they load the statistics (numpy), a plain eval needs none
+        return None
     from hermit_tui.core.records.folders import RESULTS, eval_folder
     from hermit_tui.core.report.gate import NEEDS_BASELINE, requirements_for
     from hermit_tui.core.workspace.selectors import label_of
 
-    if not gate_requested(args):
-        return None
     margin, max_error_rate = _check_numbers(args)
     labels = run.labels
     candidate = (
