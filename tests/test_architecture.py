@@ -241,6 +241,36 @@ def test_a_plain_launch_loads_no_statistics(demo_config):
     assert "numpy" in found["clustered"]  # and what an option that uses the statistics loads
 
 
+EVAL_COMMAND_PROBE = (
+    "import contextlib, io, sys\n"
+    "from hermit_tui.cli import main\n"
+    "args = ['eval', '--config', sys.argv[2], '--adapter', 'none', '--limit', '2', 'agent.params.latency_scale=0.01']\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "    code = main(args + sys.argv[3:])\n"
+    "loaded = {m for m, mod in sys.modules.items() if type(mod).__name__ != '_LazyModule'}\n"
+    "print(code, ','.join(m for m in sys.argv[1].split(',') if m in loaded))\n"
+)
+
+
+def test_the_eval_command_loads_the_gate_and_its_statistics_only_when_a_gate_is_asked_for(demo_config):
+    """``hermit-tui eval`` without a gate option imports neither numpy nor the gate (cli/gate.py's plan_for_eval
+    checks that a gate was asked for before its imports); with ``--require complete`` it does."""
+    watched = "numpy,hermit_tui.core.report.gate,git"
+    found = {}
+    for kind, extra in (("plain", []), ("gated", ["--require", "complete"])):
+        out = subprocess.run(
+            [sys.executable, "-c", EVAL_COMMAND_PROBE, watched, str(demo_config), *extra],
+            capture_output=True,
+            text=True,
+            cwd=demo_config.parent,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        found[kind] = out.stdout.split()
+    assert found["plain"] == ["0"]  # exit 0, none of the watched modules
+    # exit 3: a smoke evaluation (--limit) never passes "complete"; the gate ran, with its modules
+    assert found["gated"][0] == "3" and "hermit_tui.core.report.gate" in found["gated"][1].split(",")
+
+
 def test_report_gate_and_show_on_a_small_evaluation_import_only_what_they_use(demo_config):
     """``report`` reads the adapter tree with plain git (no GitPython) and the HTML page's modules only for
     --format html; ``gate`` touches neither git nor the why summary; ``show`` reads one task without numpy, the
