@@ -57,9 +57,11 @@ it within the range of a difference (the "significance level approach" to group-
 At stopping (issue 25, item 4): **a non-binding futility rule** (:data:`FUTILITY_CP`, :func:`conditional_power`;
 the boundaries ignore it, so it can only remove claims) stops an undecided candidate whose conditional power under
 the current estimate is below 0.02, at looks of :data:`FUTILITY_MIN_ATTEMPTS` attempts per selector or more; and
-the estimate, interval and p-value at the candidate's stop are **adjusted for the stopping rule** by the stagewise
-ordering (:func:`stagewise_inference`; Jennison & Turnbull 2000, ch. 8), computed by the same recursive
-integration with a drift.
+the estimate, interval and p-value at the candidate's stop are **adjusted for the stopping rule**: by the
+sample-mean ordering of the whole design with its futility regions when the rule is on (:func:`ordered_inference`,
+:func:`futility_regions`; the stagewise ordering is not defined once a look continues on two intervals), by the
+stagewise ordering of the looks run without it (:func:`stagewise_inference`; Jennison & Turnbull 2000, ch. 8), both
+computed by the same recursive integration with a drift.
 """
 
 from __future__ import annotations
