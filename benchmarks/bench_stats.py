@@ -607,6 +607,56 @@ def equal_power_rounds(rng, g: int, max_rounds: int, effect: float, power: float
     return None, powers
 
 
+def fixed_power_attempts(rng, g: int, attempts: int, effect: float, sims: int) -> float:
+    """The power of the fixed design of ``attempts`` attempts per selector on all ``g`` tasks, spread as evenly as
+    the count allows (each task ``attempts // g`` repeats, the first ``attempts % g`` one more): the report's 95%
+    pair interval above 0. Whole repeats are the multiples of ``g``."""
+    r, extra = divmod(attempts, g)
+    reps = np.full(g, r)
+    reps[:extra] += 1
+    p = rng.beta(1.0, 1.0, size=(sims, g))
+    pb = p + 2 * effect * (1 - p)
+    ma, mb = rng.binomial(reps, p) / reps, rng.binomial(reps, pb) / reps
+    low, _, _ = pair_bounds(ma, mb, attempts, attempts)
+    return float(np.mean(low > 0))
+
+
+def fixed_power_curve(rng, g: int, effect: float, sims: int, most: int = 8) -> list[tuple[float, float]]:
+    """(rounds, power) of fixed designs on all ``g`` tasks from one round to ``most``, in steps of a quarter of a
+    round (:func:`fixed_power_attempts`), the power made non-decreasing (the running maximum: a design can always
+    ignore attempts it ran)."""
+    step = max(1, g // 4)
+    out, best = [], 0.0
+    for attempts in range(g, most * g + 1, step):
+        best = max(best, fixed_power_attempts(rng, g, attempts, effect, sims))
+        out.append((attempts / g, best))
+    return out
+
+
+def equal_power_fixed(curve: list[tuple[float, float]], power: float) -> float | None:
+    """The rounds (attempts per selector and task) of the fixed design on all the tasks whose power is ``power``,
+    interpolated between the designs of :func:`fixed_power_curve` (uneven repeats: the fixed design between two
+    whole numbers of repeats); one round when a single round already reaches it (a design on all the tasks runs
+    each at least once); None beyond the curve's last design."""
+    if power <= curve[0][1]:
+        return curve[0][0]
+    for (q0, p0), (q1, p1) in zip(curve, curve[1:]):
+        if p0 < power <= p1:
+            return q0 + (q1 - q0) * (power - p0) / (p1 - p0)
+    return None
+
+
+def wilson(x: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson's 95% interval for a share ``x`` of ``n``: the Monte-Carlo error of a simulated power."""
+    centre, half = (x + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(x * (1 - x) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half / (1 + z * z / n)), min(1.0, centre + half / (1 + z * z / n))
+
+
+def band_text(band: tuple[float | None, float | None]) -> str:
+    low, high = band
+    return f"{f'{low:.0%}' if low else '?'}-{f'{high:.0%}' if high else '?'}"
+
+
 def sequential_section(args, md: list[str]) -> None:
     from hermit_tui.core.stats.sequential import (
         FUTILITY_CP,
@@ -618,6 +668,8 @@ def sequential_section(args, md: list[str]) -> None:
 
     rng = np.random.default_rng(SEED + 2)
     runs = args.runs
+    fixed_sims = 2000 if args.quick else 10000  # data sets per fixed design of the equal-power comparison
+    curves: dict[tuple[int, float], list[tuple[float, float]]] = {}  # (tasks, effect): the fixed designs' power
     max_rounds = 8
     t0 = time.perf_counter()
     md += [
@@ -631,21 +683,26 @@ def sequential_section(args, md: list[str]) -> None:
         f"0.05 is split over the candidates (Bonferroni) and {SPEND_SHARE:g} of each share is spent. False claim = "
         "improvement or "
         "regression of a candidate with effect 0; with three candidates, *any* false claim in the launch. *Fixed, "
-        "equal power*: the fewest repeats of a fixed design (the report's 95% pair interval on all the repeats) whose "
-        "simulated power reaches the sequential launches' share of improvements (less its Monte-Carlo error, at least "
-        "0.005); *mean rounds* is the attempts run per selector and task (0.40: the launch stopped after 40% of "
-        "round 1's tasks); *attempts vs fixed* is that over the fixed design's repeats (below 100%: the sequential "
-        "design saves attempts). *Futile*: the share stopped for futility (the non-binding rule, conditional power "
+        "equal power*: the attempts per selector and task (rounds) of the fixed design on all the tasks (the "
+        "report's 95% pair interval) whose simulated power equals the sequential launches' share of improvements, "
+        "interpolated between fixed designs a quarter of a round apart (uneven repeats: some tasks one repeat more; "
+        f"{fixed_sims} data sets each); *mean rounds* is the attempts run per selector and task (0.40: the launch "
+        "stopped after 40% of round 1's tasks); *attempts vs fixed* is that over the fixed design's (below 100%: the "
+        "sequential design saves attempts), with in brackets its range when the sequential power is anywhere in its "
+        "95% Monte-Carlo interval (Wilson's); *whole repeats*: the comparison before, the fewest whole repeats whose "
+        "power reaches the sequential power less 1.96 Monte-Carlo standard errors (at least 0.005). *Futile*: the "
+        "share stopped for futility (the non-binding rule, conditional power "
         f"under the current estimate below {FUTILITY_CP:g} at looks of {FUTILITY_MIN_ATTEMPTS} attempts per selector "
         "or more; on by default without a margin; *no futility*: off, the design before it). *Observed*: the mean "
-        "of the mean difference at stopping; *adjusted*: the mean and the median of the stagewise median-unbiased "
-        "estimate, against the true effect; *adj. CI covers*: the share of launches whose adjusted 95% interval "
+        "of the mean difference at stopping; *adjusted*: the mean and the median of the median-unbiased estimate (the "
+        "sample-mean ordering with the futility rule, the stagewise ordering without it), against the true effect; "
+        "*adj. CI covers*: the share of launches whose adjusted 95% interval "
         "holds the true effect.",
         "",
         "| tasks | R | B | effect | candidates | runs | improvement | regression | futile | undecided | false claim "
-        "| mean rounds | fixed, equal power | attempts vs fixed | attempts vs R | observed | adjusted (mean / median) "
-        "| adj. CI covers |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| mean rounds | fixed, equal power | attempts vs fixed | whole repeats: fixed, vs fixed | attempts vs R "
+        "| observed | adjusted (mean / median) | adj. CI covers |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def row(g, rounds_max, effect, k, runs_here, margin=None, note="", spread=0.0, batches=None, futility="default"):
@@ -661,24 +718,39 @@ def sequential_section(args, md: list[str]) -> None:
         est = np.mean([lk.mean_diff for lk in looks])
         adj = np.array([lk.adjusted_estimate for lk in looks if lk.adjusted])
         covers = np.mean([lk.adjusted_low <= effect <= lk.adjusted_high for lk in looks if lk.adjusted])
-        fixed = ratio = None
+        fixed = ratio = whole = whole_ratio = None
+        band: tuple[float | None, float | None] = (None, None)
         powers: list[float] = []
         if effect > 0:
             pw = share["improvement"]
             tol = max(0.005, 1.96 * math.sqrt(pw * (1 - pw) / runs_here))
-            fixed, powers = equal_power_rounds(rng, g, rounds_max, effect, pw, max(400, runs_here), tol)
+            whole, powers = equal_power_rounds(rng, g, rounds_max, effect, pw, max(400, runs_here), tol)
+            whole_ratio = rounds.mean() / whole if whole else None
+            if (g, effect) not in curves:
+                curves[(g, effect)] = fixed_power_curve(rng, g, effect, fixed_sims, rounds_max)
+            fixed = equal_power_fixed(curves[(g, effect)], pw)
             ratio = rounds.mean() / fixed if fixed else None
+            low_pw, high_pw = wilson(pw, runs_here)
+            f_low, f_high = (
+                equal_power_fixed(curves[(g, effect)], low_pw),
+                equal_power_fixed(curves[(g, effect)], high_pw),
+            )
+            band = (rounds.mean() / f_high if f_high else None, rounds.mean() / f_low if f_low else None)
         eff = f"{effect:g}" + (f" ({note})" if note else "")
         b_used = first_round_batches(g) if batches is None else batches
         md.append(
             f"| {g} | {rounds_max} | {b_used} | {eff} | {k} | {runs_here} | {share['improvement']:.3f} | "
             f"{share['regression']:.3f} | {share['futile']:.3f} | {share['undecided']:.3f} | "
             f"{f'{claims:.4f}' if effect == 0 and margin is None else '—'} | {rounds.mean():.2f} | "
-            f"{fixed if fixed else ('> R' if effect > 0 else '—')} | "
-            f"{f'{ratio:.0%}' if ratio is not None else '—'} | {rounds.mean() / rounds_max:.0%} | {est:+.3f} | "
+            f"{f'{fixed:.2f}' if fixed else ('> R' if effect > 0 else '—')} | "
+            f"{f'{ratio:.0%}' if ratio is not None else '—'}"
+            + (f" ({band_text(band)})" if fixed else "")
+            + f" | {f'{whole}: {whole_ratio:.0%}' if whole and whole_ratio else ('> R' if effect > 0 else '—')} | "
+            f"{rounds.mean() / rounds_max:.0%} | {est:+.3f} | "
             f"{adj.mean():+.3f} / {np.median(adj):+.3f} | {covers:.3f} |"
         )
-        out_row = dict(claims=claims, ratio=ratio, fixed=fixed, rounds=rounds.mean(), est=est, looks=looks)
+        out_row = dict(claims=claims, ratio=ratio, fixed=fixed, rounds=rounds.mean(), est=est, looks=looks, band=band)
+        out_row |= dict(whole=whole, whole_ratio=whole_ratio)
         return out_row | dict(powers=powers, power=share["improvement"], adj=float(np.mean(adj)), covers=covers)
 
     sizes = [30] if args.quick else [16, 50, 200]
@@ -693,7 +765,9 @@ def sequential_section(args, md: list[str]) -> None:
     ab = {}
     for g, effect in ([(30, 0.35)] if args.quick else [(16, 0.2), (50, 0.05), (50, 0.1), (50, 0.2), (50, 0.35),
                                                         (200, 0.2), (200, 0.1)]):  # fmt: skip
-        ab[(g, effect)] = row(g, max_rounds, effect, 1, max(50, runs // 2))
+        # 50 tasks, 0.05: the power curves are flat there (0.03 of power per repeat), so the sequential power's
+        # Monte-Carlo error moves the equal-power fixed design by a repeat at 1,000 launches: four times as many
+        ab[(g, effect)] = row(g, max_rounds, effect, 1, max(50, runs * 2 if (g, effect) == (50, 0.05) else runs // 2))
     before = {}
     if not args.quick:  # the design without the futility rule (before it), on the same scenarios
         aa_before = row(50, max_rounds, 0.0, 1, max(50, runs // 2), note="no futility", futility=None)["claims"]
@@ -752,10 +826,13 @@ def sequential_section(args, md: list[str]) -> None:
         got = ab.get((g, 0.2))
         synth.figure(
             f"stats.sequential.attempts_vs_equal_power_fixed_{g}",
-            got["ratio"] if got else None,
+            got["band"][1] if got else None,  # the upper end: the smallest fixed design within the power's error
             target="<= 0.6",
-            detail=f"{g} tasks, effect 0.2: mean rounds {got['rounds']:.2f} against the fixed design of equal power, "
-            f"{got['fixed']} round(s); sequential power {got['power']:.4f}, the fixed design's by repeats "
+            detail=f"{g} tasks, effect 0.2, against the smallest fixed design whose power is within the sequential "
+            f"power's Monte-Carlo interval: mean rounds {got['rounds']:.2f} against the fixed design of equal power, "
+            f"{got['fixed']:.2f} round(s), {got['ratio']:.0%} (range {band_text(got['band'])}; whole "
+            f"repeats: {got['whole']}, {got['whole_ratio']:.0%}); sequential power {got['power']:.4f}, the fixed "
+            "design's by whole repeats "
             f"{', '.join(f'{pw:.4f}' for pw in got['powers'][:6])}"
             if got
             else "skipped in --quick",
@@ -772,7 +849,7 @@ def sequential_section(args, md: list[str]) -> None:
         synth.figure(
             "stats.sequential.adjusted_estimate_bias_50",
             got["adj"] - 0.2,
-            detail=f"mean stagewise median-unbiased estimate minus the true effect, 50 tasks, 0.2 (observed: "
+            detail=f"mean median-unbiased estimate minus the true effect, 50 tasks, 0.2 (observed: "
             f"{got['est'] - 0.2:+.4f}); its 95% interval covers {got['covers']:.3f}",
         )
     if (50, 0.05) in ab and (50, 0.05) in before:
@@ -782,8 +859,9 @@ def sequential_section(args, md: list[str]) -> None:
             got["ratio"],
             target="<= 1",
             detail=f"50 tasks, effect 0.05, with the futility rule: mean rounds {got['rounds']:.2f}, power "
-            f"{got['power']:.3f}, fixed {got['fixed']}; without it {old['rounds']:.2f} rounds, power "
-            f"{old['power']:.3f}, {old['ratio']:.0%} of the fixed design's {old['fixed']}; A/A false claims at 50 "
+            f"{got['power']:.3f}, fixed {got['fixed']:.2f} rounds (range {band_text(got['band'])}; whole repeats "
+            f"{got['whole']}: {got['whole_ratio']:.0%}); without it {old['rounds']:.2f} rounds, power "
+            f"{old['power']:.3f}, {old['ratio']:.0%} of the fixed design's {old['fixed']:.2f}; A/A false claims at 50 "
             f"tasks without futility {aa_before:.4f}",
         )
 

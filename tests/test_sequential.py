@@ -386,6 +386,72 @@ def test_conditional_power_against_simulated_paths():
     assert got == pytest.approx(crossed.mean(), abs=4 * math.sqrt(got * (1 - got) / s.size) + 1e-3)
 
 
+def test_sample_mean_ordering_with_a_futility_region_by_hand_two_looks_by_bivariate_normal():
+    # two looks (information 50 and 100), the first stopping for efficacy at |Z1| >= 2.8 and for futility at
+    # |Z1| < 0.5. P(theta) = P(stop at 1 with Z1 / sqrt(I1) >= e) + P(continue at 1, Z2 / sqrt(I2) >= e), the
+    # continuation region 0.5 <= |Z1| < 2.8 being two rectangles of scipy's bivariate normal
+    from hermit_tui.core.stats.sequential import ordered_inference
+
+    info, c1, f1 = (50.0, 100.0), 2.8, 0.5
+    r = math.sqrt(info[0] / info[1])
+
+    def upper(theta: float, e: float) -> float:
+        m1, m2 = theta * math.sqrt(info[0]), theta * math.sqrt(info[1])
+        t1, t2 = e * math.sqrt(info[0]), e * math.sqrt(info[1])  # the estimate e on each look's z scale
+        bvn = multivariate_normal(mean=[m1, m2], cov=[[1, r], [r, 1]])
+
+        def z1_between(lo: float, hi: float) -> float:
+            return max(0.0, norm.cdf(hi - m1) - norm.cdf(lo - m1)) if hi > lo else 0.0
+
+        stop1 = z1_between(max(c1, t1), np.inf) + z1_between(max(t1, -f1), f1) + z1_between(t1, -c1)
+        cont = 0.0
+        for lo, hi in ((-c1, -f1), (f1, c1)):
+            cont += z1_between(lo, hi) - bvn.cdf([hi, t2], lower_limit=[lo, -np.inf], rng=1)  # ... and Z2 >= t2
+        return stop1 + cont
+
+    for e in (0.02, 0.21, -0.1):  # a futility stop, a stop near the boundary, a negative one
+        est, low, high, p = ordered_inference(info, [c1, math.inf], [f1, 0.0], e, lo=-5, hi=5)
+        assert upper(est, e) == pytest.approx(0.5, abs=2e-4)
+        assert upper(low, e) == pytest.approx(0.025, abs=2e-4) and upper(high, e) == pytest.approx(0.975, abs=2e-4)
+        assert p == pytest.approx(2 * min(upper(0.0, e), 1 - upper(0.0, e)), abs=2e-4)
+
+
+def test_futility_regions_are_where_the_conditional_power_crosses_the_threshold():
+    from hermit_tui.core.stats.sequential import conditional_power, futility_regions
+
+    info, cs = [30.0, 60.0, 90.0, 120.0], [3.0, 2.7, 2.5, 2.3]
+    fs = futility_regions(info, cs, 0.02, first=1)
+    assert fs[0] == 0.0 and fs[-1] == 0.0 and 0 < fs[1] < cs[1] and 0 < fs[2] < cs[2]
+    for j in (1, 2):
+        assert conditional_power(info, cs, j, fs[j] - 0.01) < 0.02 < conditional_power(info, cs, j, fs[j] + 0.01)
+
+
+def test_the_sample_mean_ordering_is_median_unbiased_with_futility_stops_in_a_monte_carlo_of_the_design():
+    # an independent simulation of a design with a futility region: Brownian motion on the information scale,
+    # stopping at the first look with |Z| >= c or |Z| < f; a small true difference, where most paths stop futile
+    # (the case where the ordering of the looks run alone, futility left out, is pulled towards 0)
+    from hermit_tui.core.stats.sequential import ordered_inference
+
+    info = np.array([40.0, 80.0, 120.0, 160.0])
+    cs = list(round_boundaries(4, 0.045))
+    fs = [0.0, 1.0, 1.3, 0.0]
+    theta, n = 0.08, 800
+    rng = np.random.default_rng(2027)
+    above = covered = futile = 0
+    for _ in range(n):
+        steps = np.diff(np.r_[0.0, info])
+        s = np.cumsum(rng.normal(theta * steps, np.sqrt(steps)))
+        z = s / np.sqrt(info)
+        k = next((j for j in range(3) if abs(z[j]) >= cs[j] or abs(z[j]) < fs[j]), 3)
+        futile += k < 3 and abs(z[k]) < fs[k]
+        est, low, high, _ = ordered_inference(list(info), cs, fs, float(s[k] / info[k]), lo=-5, hi=5)
+        above += est > theta
+        covered += low <= theta <= high
+    assert futile > n / 3
+    assert abs(above / n - 0.5) < 1.96 * math.sqrt(0.25 / n) + 0.005
+    assert abs(covered / n - 0.95) < 1.96 * math.sqrt(0.95 * 0.05 / n) + 0.005
+
+
 def test_futility_never_adds_a_false_claim_and_never_adds_attempts():
     # the same A/A data fed to the design with and without the futility rule: the efficacy boundaries are the same
     # (non-binding), so a launch that claims with futility claims without it too, and stops no later

@@ -30,6 +30,7 @@ from hermit_tui.core.stats.sequential import (
     ALPHA,
     FUTILITY_METHOD,
     METHOD,
+    ORDERED_METHOD,
     SequentialLook,
     SequentialMonitor,
     Spending,
@@ -424,8 +425,8 @@ FIXED_P_NOTE = (
     "(the decision is the sequential test's)"
 )
 ADJUSTED_P_NOTE = (
-    "the p-value is adjusted for the stopping rule (stagewise ordering of the looks, Jennison & Turnbull 2000, "
-    "ch. 8); the decision is the repeated interval's"
+    "the p-value is adjusted for the stopping rule (stagewise ordering of the looks, or with the futility rule the "
+    "sample-mean ordering, Jennison & Turnbull 2000, ch. 8); the decision is the repeated interval's"
 )
 
 
@@ -538,7 +539,8 @@ def sequential_method(look: SequentialLook) -> str:
     if look.futility is not None:
         text += f"; {FUTILITY_METHOD.format(cp=look.futility)}"
     if look.adjusted:
-        text += f"; the estimate, interval and p at stopping: {ADJUSTED_METHOD}"
+        method = ADJUSTED_METHOD if look.futility is None else ORDERED_METHOD
+        text += f"; the estimate, interval and p at stopping: {method}"
     return text
 
 

@@ -57,9 +57,11 @@ it within the range of a difference (the "significance level approach" to group-
 At stopping (issue 25, item 4): **a non-binding futility rule** (:data:`FUTILITY_CP`, :func:`conditional_power`;
 the boundaries ignore it, so it can only remove claims) stops an undecided candidate whose conditional power under
 the current estimate is below 0.02, at looks of :data:`FUTILITY_MIN_ATTEMPTS` attempts per selector or more; and
-the estimate, interval and p-value at the candidate's stop are **adjusted for the stopping rule** by the stagewise
-ordering (:func:`stagewise_inference`; Jennison & Turnbull 2000, ch. 8), computed by the same recursive
-integration with a drift.
+the estimate, interval and p-value at the candidate's stop are **adjusted for the stopping rule**: by the
+sample-mean ordering of the whole design with its futility regions when the rule is on (:func:`ordered_inference`,
+:func:`futility_regions`; the stagewise ordering is not defined once a look continues on two intervals), by the
+stagewise ordering of the looks run without it (:func:`stagewise_inference`; Jennison & Turnbull 2000, ch. 8), both
+computed by the same recursive integration with a drift.
 """
 
 from __future__ import annotations
@@ -116,6 +118,11 @@ ADJUSTED_METHOD = (
     "stagewise (Armitage-Tsiatis) ordering of the looks: median-unbiased estimate, exact 95% confidence interval "
     "and two-sided p-value for the stopping rule followed, by recursive numerical integration over the looks run "
     "(Jennison & Turnbull 2000, ch. 8)"
+)
+ORDERED_METHOD = (
+    "sample-mean ordering of the design's outcomes, the futility stops included (Emerson & Fleming 1990; Jennison & "
+    "Turnbull 2000, sec. 8.4): median-unbiased estimate, exact 95% confidence interval and two-sided p-value for the "
+    "stopping rule followed, by recursive numerical integration over the design's looks"
 )
 FUTILITY_METHOD = (
     "non-binding futility: stop when the conditional power under the current estimate of crossing a later efficacy "
@@ -423,6 +430,147 @@ def stagewise_inference(
     return clip(est), clip(low), clip(high), p
 
 
+def _ordered_upper(
+    info: Sequence[float], bounds: Sequence[float], inner: Sequence[float], theta: float, estimate: float, m: int
+) -> float:
+    """``P(theta)`` of the sample-mean ordering: the probability, under a true difference ``theta``, that the design
+    stops (at any of the looks ``info``) with a mean difference at least ``estimate``. A look stops when ``|Z| >=
+    bounds[j]`` (efficacy) or ``|Z| < inner[j]`` (futility; 0: none), the last look always. Recursive numerical
+    integration on the score scale, the continuation region of a look with a futility region being two intervals."""
+    from scipy.special import ndtr
+
+    grid, mass, prev = np.array([0.0]), np.array([1.0]), 0.0
+    total, last = 0.0, len(info) - 1
+    for j, (ij, c, f) in enumerate(zip(info, bounds, inner)):
+        d = max(float(ij) - prev, 1e-12)
+        step, root = math.sqrt(d), math.sqrt(float(ij))
+        centre = grid + theta * d
+        s_star = estimate * float(ij)  # a mean difference of ``estimate`` on the score scale
+
+        def above(x: float, mass: np.ndarray = mass, centre: np.ndarray = centre, step: float = step) -> float:
+            return float(np.sum(mass * ndtr((centre - x) / step)))  # P(S_j >= x), from the continuation density
+
+        if j == last:
+            return total + above(s_star)
+        b = c * root if math.isfinite(c) else math.inf
+        a = min(max(f, 0.0) * root, b)
+        if math.isfinite(b):
+            total += above(max(b, s_star))
+            if s_star < -b:
+                total += above(s_star) - above(-b)
+        if a > 0 and s_star < a:
+            total += above(max(s_star, -a)) - above(a)
+        reach_lo, reach_hi = float(centre.min()) - 8 * step, float(centre.max()) + 8 * step
+        pieces = [(max(-b, reach_lo), min(b, reach_hi))] if a <= 0 else [
+            (max(-b, reach_lo), min(-a, reach_hi)),
+            (max(a, reach_lo), min(b, reach_hi)),
+        ]  # fmt: skip
+        grids = [_simpson(lo, hi, m if len(pieces) == 1 else m // 2 + 1) for lo, hi in pieces if lo < hi]
+        if not grids:
+            return total
+        new_grid = np.concatenate([g for g, _ in grids])
+        weights = np.concatenate([w for _, w in grids])
+        kernel = np.exp(-0.5 * ((new_grid[:, None] - centre[None, :]) / step) ** 2) / (step * math.sqrt(2 * math.pi))
+        grid, mass, prev = new_grid, (kernel @ mass) * weights, float(ij)
+        if float(np.sum(mass)) < 1e-9:  # (nothing left to stop later)
+            break
+    return total
+
+
+def ordered_inference(
+    info: Sequence[float],
+    bounds: Sequence[float],
+    inner: Sequence[float],
+    estimate: float,
+    *,
+    level: float = CONFIDENCE,
+    lo: float = -1.0,
+    hi: float = 1.0,
+) -> tuple[float, float, float, float]:
+    """(estimate, low, high, p) at a stop with the mean difference ``estimate``, by the **sample-mean ordering**
+    (Emerson & Fleming 1990, Biometrika 77:875; Jennison & Turnbull 2000, sec. 8.4) over the whole design: the
+    looks ``info`` (information: 1 / variance of the mean difference), their efficacy critical values ``bounds``
+    and futility regions ``|z| < inner``. An outcome is more extreme upwards when its mean difference at its stop is
+    larger, whatever the look. Unlike the stagewise ordering it is defined when a look's continuation region is two
+    intervals (a futility region inside the boundaries), at the price of depending on the looks not reached. With
+    ``P(theta)`` the probability of a more extreme outcome, the estimate solves ``P = 1/2`` (median-unbiased), the
+    interval ``P = (1 -+ level) / 2``, p is ``2 min(P(0), 1 - P(0))``; all clipped to ``[lo, hi]``."""
+    from scipy.optimize import brentq
+
+    info = [float(i) for i in info]
+    cs = [float(c) for c in bounds]
+    fs = [float(f) for f in inner]
+
+    def upper(theta: float) -> float:
+        return _ordered_upper(info, cs, fs, theta, estimate, INFERENCE_GRID)
+
+    reach = 12 / math.sqrt(info[0])
+
+    def solve(q: float) -> float:
+        a, b = estimate - reach, estimate + reach
+        while upper(a) > q and a > lo - 10 * reach:
+            a -= reach
+        while upper(b) < q and b < hi + 10 * reach:
+            b += reach
+        if upper(a) - q > 0:
+            return a
+        if upper(b) - q < 0:
+            return b
+        return float(brentq(lambda t: upper(t) - q, a, b, xtol=1e-5))
+
+    tail = (1 - level) / 2
+    est, low, high = solve(0.5), solve(tail), solve(1 - tail)
+    p0 = upper(0.0)
+    p = min(1.0, 2 * min(p0, 1 - p0))
+
+    def clip(x: float) -> float:
+        return min(max(x, lo), hi)
+
+    return clip(est), clip(low), clip(high), p
+
+
+def futility_regions(
+    info: Sequence[float], bounds: Sequence[float], threshold: float, first: int, tol: float = 1e-3
+) -> list[float]:
+    """The futility region ``|z| < f_j`` of each look: where the conditional power under the current estimate
+    (:func:`conditional_power` with the looks ``info`` and critical values ``bounds``) is below ``threshold``; 0
+    before look ``first`` (an index) and at the last look. The conditional power grows with ``|z|``, so ``f_j`` is
+    found by bisection (to ``tol`` on the z scale). It depends on the ratios of the information only, so the
+    regions are cached on those ratios and the critical values rounded to 1e-4."""
+    last = float(info[-1])
+    return list(
+        _futility_regions(
+            tuple(round(float(i) / last, 6) for i in info),
+            tuple(round(float(c), 4) if math.isfinite(c) else math.inf for c in bounds),
+            threshold,
+            first,
+            tol,
+        )
+    )
+
+
+@lru_cache(maxsize=4096)
+def _futility_regions(
+    info: tuple[float, ...], bounds: tuple[float, ...], threshold: float, first: int, tol: float
+) -> tuple[float, ...]:
+    out = []
+    for j in range(len(info)):
+        c = float(bounds[j])
+        top = c if math.isfinite(c) else 8.0
+        if j < first or j == len(info) - 1 or conditional_power(info, bounds, j, 0.0) >= threshold:
+            out.append(0.0)
+            continue
+        if conditional_power(info, bounds, j, top) < threshold:
+            out.append(top)
+            continue
+        lo, hi = 0.0, top
+        while hi - lo > tol:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if conditional_power(info, bounds, j, mid) < threshold else (lo, mid)
+        out.append((lo + hi) / 2)
+    return tuple(out)
+
+
 def conditional_power(info: Sequence[float], bounds: Sequence[float], now: int, z: float) -> float:
     """The probability, under the current estimate ``theta = z / sqrt(info[now])``, that a look after look ``now``
     (an index of ``info``) crosses its efficacy boundary on either side, given ``z`` at look ``now`` (ignoring any
@@ -641,19 +789,25 @@ def _applied_bounds(
 
 
 def _information(
-    look: SequentialLook, units: Sequence[float], tasks: int, max_rounds: int, batches: int, se: float
+    look: SequentialLook,
+    units: Sequence[float],
+    tasks: int,
+    max_rounds: int,
+    batches: int,
+    se: float,
+    at: int | None = None,
 ) -> list[float]:
-    """The information (1 / variance of the mean difference) of each look up to ``look``, whose standard error is
-    ``se``: after two rounds or more, by the variance components it estimates (``n / (between + within / r)`` at a
-    look of n tasks, r rounds: repeats shrink only the run-to-run part); before that, proportional to the
-    attempts (exact within round 1)."""
+    """The information (1 / variance of the mean difference) of each look of ``units``, the look ``at`` (default:
+    the last of them) being ``look``, whose standard error is ``se``: after two rounds or more, by the variance
+    components it estimates (``n / (between + within / r)`` at a look of n tasks, r rounds: repeats shrink only the
+    run-to-run part); before that, proportional to the attempts (exact within round 1)."""
     schedule = look_schedule(tasks, max_rounds, batches)[: len(units)]
     b, w = look.between_var, look.within_var
     if w is not None and b is not None and b + w > 0:
         shape = [n / (b + w / r) for r, n in schedule]
     else:
         shape = list(units)
-    return [x / shape[-1] / se**2 for x in shape]
+    return [x / shape[-1 if at is None else at] / se**2 for x in shape]
 
 
 def decide(low: float, high: float, margin: float | None) -> Decision:
@@ -831,9 +985,19 @@ class SequentialMonitor:
                 look = look.model_copy(update=dict(decision="futile", decided_at=look.rounds, decided_tasks=g))
         if look.decision == "undecided" and k < total_looks - 1:
             return look
-        info = _information(look, units[: k + 1], total, self.max_rounds, self.batches, sd / math.sqrt(g))
-        cs = _applied_bounds(boundaries_of(look)[:k], schedule, info, width)
-        est, low, high, p = stagewise_inference(info, cs, z, lo=-width, hi=width)
+        se = sd / math.sqrt(g)
+        if self.futility is None:  # the stagewise ordering of the looks run (their continuation regions: intervals)
+            info = _information(look, units[: k + 1], total, self.max_rounds, self.batches, se)
+            cs = _applied_bounds(boundaries_of(look)[:k], schedule, info, width)
+            est, low, high, p = stagewise_inference(info, cs, z, lo=-width, hi=width)
+        else:  # futility stops are outcomes too: the sample-mean ordering over the whole design, as the launch runs it
+            info = _information(look, units, total, self.max_rounds, self.batches, se, at=k)
+            cs = _applied_bounds(boundaries_of(look), schedule, info, width)
+            design = [u / units[k] / se**2 for u in units]  # what the rule assumed (see the futility rule above)
+            first = next(j for j, u in enumerate(units) if u * total >= FUTILITY_MIN_ATTEMPTS or j == len(units) - 1)
+            rule = _applied_bounds(boundaries_of(look), schedule, design, width, start=first + 1)
+            inner = futility_regions(design, rule, self.futility, first)
+            est, low, high, p = ordered_inference(info, cs, inner, z * se, lo=-width, hi=width)
         return look.model_copy(update=dict(adjusted_estimate=est, adjusted_low=low, adjusted_high=high, adjusted_p=p))
 
 
@@ -908,9 +1072,12 @@ __all__ = [
     "ALPHA",
     "FUTILITY_CP",
     "FUTILITY_METHOD",
+    "ORDERED_METHOD",
     "FUTILITY_MIN_ATTEMPTS",
     "conditional_power",
     "design_units",
+    "futility_regions",
+    "ordered_inference",
     "stagewise_inference",
     "BATCH_METHOD",
     "METHOD",
