@@ -3,6 +3,8 @@ at the same size that follows a push is not a second full layout); later shows a
 
 from __future__ import annotations
 
+import time
+
 from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widgets import Label, Static
@@ -90,3 +92,45 @@ async def test_a_style_change_between_mount_and_first_show_restyles_and_real_res
         await pilot.pause()
         assert ("Stale", app.size) in app.layouts and app.size == (70, 25)
         assert screen.query_one("#last").region.width == 70
+
+
+class Split(Plain):
+    SPLIT_FIRST_SHOW = True
+
+
+async def _first_show_events(screen: HermitScreen) -> list[str]:
+    """What happened, in order, from a push of ``screen``: its layouts, its paints, and the ticks of a 1 ms timer."""
+    app = Host()
+    events: list[str] = []
+    async with app.run_test(size=(60, 30)) as pilot:
+        display = app._display
+
+        def painted(shown, update) -> None:
+            if shown is screen and update is not None:
+                events.append("paint")
+            display(shown, update)
+
+        app._display = painted  # type: ignore[method-assign,assignment]  # spied, in this test only
+        refresh_layout = screen._refresh_layout
+
+        def laid_out(size=None, scroll: bool = False) -> None:
+            events.append("layout")
+            refresh_layout(size, scroll)
+            time.sleep(0.005)  # a layout as long as a real screen's: the timer falls due meanwhile
+
+        screen._refresh_layout = laid_out  # type: ignore[method-assign]  # spied, in this test only
+        await pilot.pause()
+        timer = app.set_interval(0.001, lambda: events.append("tick"))
+        await app.push_screen(screen)
+        await pilot.pause(0.05)
+        timer.stop()
+    return events
+
+
+async def test_a_split_first_show_lets_the_timers_run_between_its_layout_and_its_paint():
+    split = await _first_show_events(Split())
+    first_layout, first_paint = split.index("layout"), split.index("paint")
+    assert first_layout < first_paint and "tick" in split[first_layout:first_paint], split
+    plain = await _first_show_events(Plain())  # one step, as Textual does it: no timer runs in between
+    first_layout, first_paint = plain.index("layout"), plain.index("paint")
+    assert "tick" not in plain[first_layout:first_paint], plain

@@ -56,6 +56,42 @@ async def test_setup_lists_versions_and_protocol(demo):
         assert len(app.store.warnings) == 2
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_launch_settings_labels_sit_beside_their_fields(demo, size):
+    """The labels are one column of text beside the fields: each label's row is its field's row, scrolled or not."""
+    app = HermitApp(demo, overrides=FAST)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: versions_loaded(app))
+        screen = app.screen
+        labels = screen.query_one("#field-labels", Static)
+        rows = str(labels.content).split("\n")
+        fields = ["repeats", "concurrency", "limit", "timeout", "max-cost", "executor", "decide", "baseline"]
+        expected = dict(
+            zip(
+                fields,
+                [
+                    "repeats",
+                    "concurrency",
+                    "smoke limit",
+                    "timeout min",
+                    "max cost $",
+                    "run in",
+                    "stop early",
+                    "baseline ±M",
+                ],
+                strict=True,
+            )
+        )
+        panel = screen.query_one("#setup-launch")
+        for scroll in (0, panel.max_scroll_y):
+            panel.scroll_to(y=scroll, animate=False)
+            await pilot.pause()
+            for field in fields:  # screen rows (a row scrolled out of the panel keeps its place in the column)
+                row = screen.query_one(f"#{field}").region.y - labels.region.y
+                assert 0 <= row < len(rows) and rows[row] == expected[field], (field, scroll)
+            assert screen.query_one("#margin").region.y == screen.query_one("#baseline").region.y
+
+
 async def test_launch_watch_to_completion_and_files_agree(demo):
     app = HermitApp(demo, overrides=FAST)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -5,7 +5,7 @@ imports the screens, is not imported back)."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual import events
 from textual.geometry import Size
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from hermit_tui.dashboard.app import HermitApp
 
 ResultType = TypeVar("ResultType")
+GIVE_WAY_S = 0.001  # between a screen's first layout and its first render, the loop's timers run (HermitScreen)
 
 
 def style_stamp(screen: Screen[Any]) -> tuple[object, ...]:
@@ -39,6 +40,7 @@ class HermitScreen(Screen[ResultType]):
     if TYPE_CHECKING:
         app = getters.app(HermitApp)
 
+    SPLIT_FIRST_SHOW: ClassVar[bool] = False  # the first show's layout and render in two steps (below)
     _style_stamp_at_mount: tuple[object, ...] | None = None
     _resumed_once = False
     _laid_out_at: Size | None = None
@@ -53,11 +55,26 @@ class HermitScreen(Screen[ResultType]):
         # Textual's own handling (restyle when asked, layout, a full render), then a step of the loop for whatever
         # waits in the screen's queue: the Resize that follows a push is another layout and render, and a screen
         # handles its queued messages in one step without giving way (two full renders back to back: ~70 ms).
-        Screen._on_screen_resume(self, event)
+        # A screen that asks for it (SPLIT_FIRST_SHOW) has the layout and the first full render of its first show
+        # in two steps with the loop's timers between them (the setup screen: ~12 ms of layout, ~15 ms of
+        # painting, where they were one step of ~30 ms, the longest of opening a config). Inside a
+        # batch Textual lays out now and leaves the render to a callback it queues on the screen; the callback
+        # queued before it gives way for a millisecond: a step of the loop alone is not enough for its timers (the
+        # Pacer's beat, the cursor's blink), since a timer that fell due meanwhile runs an iteration later, behind
+        # the render. This screen's own handlers of the resume still run first, as before.
+        if first and self.SPLIT_FIRST_SHOW:
+            self.call_later(self._give_way)
+            with self.app.batch_update():
+                Screen._on_screen_resume(self, event)
+        else:
+            Screen._on_screen_resume(self, event)
         event.prevent_default()
         if first:
             self._laid_out_at = self.app.size
         await asyncio.sleep(0)
+
+    async def _give_way(self) -> None:
+        await asyncio.sleep(GIVE_WAY_S)
 
     async def _on_resize(self, event: events.Resize) -> None:
         """The Resize a screen gets on its first show, at the size its ScreenResume has just laid it out at, would
