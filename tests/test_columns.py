@@ -157,6 +157,16 @@ def test_a_cut_last_line_is_a_warning_and_a_cut_line_inside_is_an_error(tmp_path
         read_table(path)
 
 
+# the property tests' settings: reproducible, no example database, large examples allowed
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+
+
 def test_lines_across_read_blocks(tmp_path, monkeypatch):
     """Blocks cut lines anywhere: offsets, line numbers and the cut-last-line rule hold across them."""
     monkeypatch.setattr(columns, "BLOCK_BYTES", 37)
@@ -166,13 +176,7 @@ def test_lines_across_read_blocks(tmp_path, monkeypatch):
     assert_same(write(tmp_path, lines[:5] + ["{bad"] + lines[5:]))
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
-)
+@FUZZ
 @given(
     st.lists(
         st.one_of(
@@ -474,13 +478,7 @@ def test_the_why_summarys_light_records_are_read_results_records(tmp_path, name,
     assert read == (name in light)
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
-)
+@FUZZ
 @given(
     st.lists(
         st.one_of(

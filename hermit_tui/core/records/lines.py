@@ -61,6 +61,19 @@ def may_nest_too_deep(line: bytes) -> bool:
     return len(line) >= NESTING_CHECK_BYTES and line.count(b"[") + line.count(b"{") >= MAX_BRACKETS
 
 
+def pydantic_reads_alike(line: bytes) -> bool:
+    """Whether a line msgspec decoded is one pydantic reads alike: valid UTF-8, and not possibly nested deeper than
+    pydantic reads (:func:`may_nest_too_deep`)."""
+    if may_nest_too_deep(line):
+        return False
+    if not line.isascii():
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return True
+
+
 def _clean(lines: list[bytes]) -> list[_Line] | None:
     """Every line decoded, when each is a record msgspec reads, valid UTF-8 and shallow enough that pydantic would
     read it alike; else None (the columns' reader decides, line by line)."""
@@ -68,15 +81,7 @@ def _clean(lines: list[bytes]) -> list[_Line] | None:
         items = list(map(DECODER.decode, lines))
     except DECODE_ERRORS:
         return None
-    for line in lines:
-        if may_nest_too_deep(line):
-            return None
-        if not line.isascii():
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-    return items
+    return items if all(map(pydantic_reads_alike, lines)) else None
 
 
 def task_records(path: Path | str, task_id: str, skipped: list[str] | None = None) -> list[AttemptRecord]:

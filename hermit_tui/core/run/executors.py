@@ -458,6 +458,25 @@ class _Unstarted(_Worker):
         pass
 
 
+def _job(attempt: Attempt) -> tuple[str, dict[str, Any], int, str | None, str | None]:
+    """What a worker process is sent for ``attempt``: (label, task, repeat, adapter folder, log folder)."""
+    return (
+        attempt.label,
+        attempt.task,
+        attempt.repeat,
+        str(attempt.adapter) if attempt.adapter else None,
+        str(attempt.log_dir) if attempt.log_dir else None,
+    )
+
+
+def _unreceivable(exc: BaseException) -> str:
+    """The error of an answer that arrived but cannot be rebuilt here (unpickling failed)."""
+    return (
+        "TypeError: the pipeline's output cannot be received from its process "
+        f"({' '.join(describe(exc).split())[:200]})"
+    )
+
+
 def _death_message(code: int | None) -> str:
     if code is not None and code < 0:
         try:
@@ -613,13 +632,7 @@ class ProcessExecutor(Executor):
             self._idle.put_nowait(worker)
             return failed_record(attempt, worker.unusable, 0.0), None
         self._busy.add(worker)
-        job = (
-            attempt.label,
-            attempt.task,
-            attempt.repeat,
-            str(attempt.adapter) if attempt.adapter else None,
-            str(attempt.log_dir) if attempt.log_dir else None,
-        )
+        job = _job(attempt)
         replace = False
         try:
             kind, payload, tb, printed = await loop.run_in_executor(self._threads, worker.exchange, job, self.timeout_s)
@@ -634,12 +647,7 @@ class ProcessExecutor(Executor):
             return failed_record(attempt, _death_message(worker.process.exitcode), time.perf_counter() - started), None
         except Exception as exc:  # the answer arrived but cannot be rebuilt here (unpickling failed)
             replace = True
-            return failed_record(
-                attempt,
-                "TypeError: the pipeline's output cannot be received from its process "
-                f"({' '.join(describe(exc).split())[:200]})",
-                time.perf_counter() - started,
-            ), None
+            return failed_record(attempt, _unreceivable(exc), time.perf_counter() - started), None
         finally:
             self._busy.discard(worker)
             if replace:
@@ -676,13 +684,7 @@ class ProcessExecutor(Executor):
         started = time.perf_counter()
         if worker.unusable is not None:  # its pipeline did not load: every attempt it is given says why
             return (failed_record(attempt, worker.unusable, 0.0), None), True
-        job = (
-            attempt.label,
-            attempt.task,
-            attempt.repeat,
-            str(attempt.adapter) if attempt.adapter else None,
-            str(attempt.log_dir) if attempt.log_dir else None,
-        )
+        job = _job(attempt)
         try:
             kind, payload, tb, printed = worker.exchange(job, self.timeout_s)
         except TimeoutError:
@@ -696,11 +698,7 @@ class ProcessExecutor(Executor):
             return (failed_record(attempt, message, time.perf_counter() - started), None), False
         except Exception as exc:  # the answer arrived but cannot be rebuilt here (unpickling failed)
             worker.kill()
-            message = (
-                "TypeError: the pipeline's output cannot be received from its process "
-                f"({' '.join(describe(exc).split())[:200]})"
-            )
-            return (failed_record(attempt, message, time.perf_counter() - started), None), False
+            return (failed_record(attempt, _unreceivable(exc), time.perf_counter() - started), None), False
         if kind == "error":
             record = failed_record(attempt, payload, time.perf_counter() - started, tb)
             return (keep_printed(record, attempt, printed), tb), True

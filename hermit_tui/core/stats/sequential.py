@@ -378,6 +378,39 @@ def _walk(
 INFERENCE_GRID = 81  # points of the numerical integration of the inference at stopping (errors under 1e-5)
 
 
+def _invert(
+    upper: Callable[[float], float], centre: float, reach: float, level: float, lo: float, hi: float, *, xtol: float
+) -> tuple[float, float, float, float]:
+    """(estimate, low, high, p) from ``upper`` = P(theta), the probability of an outcome more extreme upwards than
+    the one observed (increasing in theta): the median-unbiased ``P = 1/2``, the interval ``P = (1 -+ level) / 2``
+    (each bracketed from ``centre`` in steps of ``reach``, then solved by Brent's method to ``xtol``) and p =
+    ``2 min(P(0), 1 - P(0))``; all clipped to ``[lo, hi]``. Shared by the stagewise and the sample-mean orderings."""
+    from scipy.optimize import brentq
+
+    def solve(q: float) -> float:
+        a, b = centre - reach, centre + reach
+        while upper(a) > q and a > lo - 10 * reach:
+            a -= reach
+        while upper(b) < q and b < hi + 10 * reach:
+            b += reach
+        fa, fb = upper(a) - q, upper(b) - q
+        if fa > 0:
+            return a
+        if fb < 0:
+            return b
+        return float(brentq(lambda t: upper(t) - q, a, b, xtol=xtol))
+
+    tail = (1 - level) / 2
+    est, low, high = solve(0.5), solve(tail), solve(1 - tail)
+    p0 = upper(0.0)
+    p = min(1.0, 2 * min(p0, 1 - p0))
+
+    def clip(x: float) -> float:
+        return min(max(x, lo), hi)
+
+    return clip(est), clip(low), clip(high), p
+
+
 def stagewise_inference(
     info: Sequence[float],
     bounds: Sequence[float],
@@ -394,8 +427,6 @@ def stagewise_inference(
     look k with a larger z. With ``P(theta)`` the probability of that under a true difference ``theta`` (increasing
     in theta), the estimate is the median-unbiased ``P(theta) = 1/2``, the interval ``P = (1 - level) / 2`` and
     ``(1 + level) / 2``, and p is ``2 min(P(0), 1 - P(0))``; all clipped to ``[lo, hi]``, the difference's range."""
-    from scipy.optimize import brentq
-
     info = [float(i) for i in info]
     cs = [float(c) for c in bounds[: len(info) - 1]] + [math.inf]
 
@@ -403,31 +434,7 @@ def stagewise_inference(
         ups, _ = _walk(info, cs, theta, last=z, m=INFERENCE_GRID)
         return sum(ups)
 
-    naive = z / math.sqrt(info[-1])
-    reach = 12 / math.sqrt(info[0])
-
-    def solve(q: float) -> float:
-        a, b = naive - reach, naive + reach
-        while upper(a) > q and a > lo - 10 * reach:
-            a -= reach
-        while upper(b) < q and b < hi + 10 * reach:
-            b += reach
-        fa, fb = upper(a) - q, upper(b) - q
-        if fa > 0:
-            return a
-        if fb < 0:
-            return b
-        return float(brentq(lambda t: upper(t) - q, a, b, xtol=1e-6))
-
-    tail = (1 - level) / 2
-    est, low, high = solve(0.5), solve(tail), solve(1 - tail)
-    p0 = upper(0.0)
-    p = min(1.0, 2 * min(p0, 1 - p0))
-
-    def clip(x: float) -> float:
-        return min(max(x, lo), hi)
-
-    return clip(est), clip(low), clip(high), p
+    return _invert(upper, z / math.sqrt(info[-1]), 12 / math.sqrt(info[0]), level, lo, hi, xtol=1e-6)
 
 
 def _ordered_upper(
@@ -495,8 +502,6 @@ def ordered_inference(
     intervals (a futility region inside the boundaries), at the price of depending on the looks not reached. With
     ``P(theta)`` the probability of a more extreme outcome, the estimate solves ``P = 1/2`` (median-unbiased), the
     interval ``P = (1 -+ level) / 2``, p is ``2 min(P(0), 1 - P(0))``; all clipped to ``[lo, hi]``."""
-    from scipy.optimize import brentq
-
     info = [float(i) for i in info]
     cs = [float(c) for c in bounds]
     fs = [float(f) for f in inner]
@@ -504,29 +509,7 @@ def ordered_inference(
     def upper(theta: float) -> float:
         return _ordered_upper(info, cs, fs, theta, estimate, INFERENCE_GRID)
 
-    reach = 12 / math.sqrt(info[0])
-
-    def solve(q: float) -> float:
-        a, b = estimate - reach, estimate + reach
-        while upper(a) > q and a > lo - 10 * reach:
-            a -= reach
-        while upper(b) < q and b < hi + 10 * reach:
-            b += reach
-        if upper(a) - q > 0:
-            return a
-        if upper(b) - q < 0:
-            return b
-        return float(brentq(lambda t: upper(t) - q, a, b, xtol=1e-5))
-
-    tail = (1 - level) / 2
-    est, low, high = solve(0.5), solve(tail), solve(1 - tail)
-    p0 = upper(0.0)
-    p = min(1.0, 2 * min(p0, 1 - p0))
-
-    def clip(x: float) -> float:
-        return min(max(x, lo), hi)
-
-    return clip(est), clip(low), clip(high), p
+    return _invert(upper, estimate, 12 / math.sqrt(info[0]), level, lo, hi, xtol=1e-5)
 
 
 def futility_regions(

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.folders import RESULTS, TRANSCRIPTS, eval_root
-from hermit_tui.core.records.lines import may_nest_too_deep
+from hermit_tui.core.records.lines import pydantic_reads_alike
 from hermit_tui.core.records.results import AttemptRecord, Status, read_results
 from hermit_tui.core.records.transcripts import read_hermit_log
 from hermit_tui.core.stats.figures import pair_transitions
@@ -176,13 +176,8 @@ def light_records(path: Path) -> list[LightRecord] | None:
     for line in raw.split(b"\n"):
         if not line.strip():
             continue
-        if may_nest_too_deep(line):
+        if not pydantic_reads_alike(line):
             return None
-        if not line.isascii():
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
         try:
             out.append(_LIGHT.decode(line))
         except (msgspec.ValidationError, msgspec.DecodeError):
