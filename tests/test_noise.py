@@ -62,6 +62,18 @@ def test_the_variance_split_matches_a_hand_computed_one_way_split(A, B):
     assert JUDGE_NOTE in variance_text(budget)
 
 
+def test_a_between_task_variance_truncated_at_zero_is_not_printed_as_a_measured_zero():
+    # repeats disagree (within variance 0.75 per attempt, 0.375 at 2 repeats) far more than the task differences
+    # spread (0.5 or 0: variance 0.0714), so the run-to-run part takes all of it and the between part is cut at 0
+    a = {f"t{i}": [0.0, 1.0] for i in range(8)}
+    b = {f"t{i}": [1.0, 1.0] if i < 4 else [0.0, 1.0] for i in range(8)}
+    budget = noise_budget(pair_of(a, b), 2, 2, CostRate())
+    assert budget.total_var == pytest.approx(0.5 / 7, abs=1e-12)
+    assert budget.between_var == 0.0
+    text = variance_text(budget)
+    assert "between tasks 0 (estimated at 0" in text and "between tasks 0.0000" not in text
+
+
 def test_each_lever_adds_the_attempts_its_figure_implies_priced_at_the_known_rate():
     p = pair_of(A, B)
     delta = 0.1

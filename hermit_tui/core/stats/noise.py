@@ -198,6 +198,12 @@ def _lever_text(b: NoiseBudget, lever: Lever) -> str:
     return f"{lever.needed} repeats per task on the {b.n_paired} tasks ({added})"
 
 
+def between_text(between_var: float) -> str:
+    """The between-task variance as printed: the method-of-moments estimate is truncated at 0 when run-to-run noise
+    explains all the spread of the task differences, and a bare "0.0000" read as a measured zero."""
+    return f"{between_var:.4f}" if between_var > 1e-15 else "0 (estimated at 0: run-to-run noise explains the spread)"
+
+
 def variance_text(b: NoiseBudget) -> str:
     """Where the variance of a task's difference comes from, in words."""
     if b.total_var is None:
@@ -209,7 +215,7 @@ def variance_text(b: NoiseBudget) -> str:
         )
     share = f" ({b.between_share:.0%} between tasks)" if b.between_share is not None else ""
     return (
-        f"variance of a task's difference {b.total_var:.4f}{share}: between tasks {b.between_var:.4f}, "
+        f"variance of a task's difference {b.total_var:.4f}{share}: between tasks {between_text(b.between_var)}, "
         f"run-to-run {b.noise_var:.4f} at the current repeats; {b.judge}"
     )
 
@@ -303,8 +309,8 @@ def round_projection(
         f"{pair.b} vs {pair.a}: a true difference of {delta:g} would {where}; all {max_rounds} rounds: "
         f"{most:,} attempts"
         + (f", ≈ ${most * rate:.2f}" if rate is not None else "")
-        + f" (projected from the earlier evaluations' variance: between tasks {pair.between_var:.4f}, run-to-run "
-        f"{pair.within_var:.4f} per attempt)"
+        + " (projected from the earlier evaluations' variance: between tasks "
+        f"{between_text(pair.between_var)}, run-to-run {pair.within_var:.4f} per attempt)"
     )
     return RoundProjection(
         a=pair.a,
@@ -330,6 +336,7 @@ __all__ = [
     "NoiseBudget",
     "RoundProjection",
     "advice_text",
+    "between_text",
     "check_delta",
     "noise_budget",
     "round_projection",

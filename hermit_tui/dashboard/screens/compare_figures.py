@@ -18,6 +18,7 @@ from hermit_tui.core.stats.anytime_looks import interval_words, is_anytime
 from hermit_tui.core.stats.clusters import Clustering
 from hermit_tui.core.stats.figures import PairStats, SelectorStats, VerdictKind
 from hermit_tui.core.stats.looks import adjusted_text
+from hermit_tui.core.stats.noise import between_text
 from hermit_tui.core.workspace.fingerprint import differences
 from hermit_tui.dashboard.widgets import plots
 from hermit_tui.dashboard.widgets.boundary import SequentialView
@@ -297,7 +298,7 @@ def power_text(p: PairStats) -> str:
         f"× {k} repeats; {p.mde_method})."
     ]
     if p.between_var is not None:
-        split = f"Variance of a task's difference: between tasks {p.between_var:.4f}"
+        split = f"Variance of a task's difference: between tasks {between_text(p.between_var)}"
         if p.noise_var is not None:
             split += f", run-to-run {p.noise_var:.4f} at the current repeats (per attempt {p.within_var:.4f})"
         lines.append(split + ".")
