@@ -1,0 +1,263 @@
+"""Futility rules for the sequential design at 50 tasks and an effect of 0.05 (issue 25, item 4): the trials behind
+RESULTS.md's note "A futility rule from the design instead of a threshold". Not a benchmark of run_all.py. Its
+figures are written in the note by hand.
+
+- ``--model``: a normal model of the design's looks. It is Brownian motion at each look's information,
+  ``n / (between + within / r)`` with the simulation's variance components. It shows the expected rounds, the power
+  and the attempts over the fixed design of equal power (``Phi(theta sqrt(I) - 1.96)``, continuous in the rounds)
+  for main's rule, CP thresholds by start, the beta-spending rule and other efficacy spending functions.
+- ``--launches``: real launches through ``bench_stats.sequential_launch``, decisions only: the adjusted estimate is
+  stubbed out because it does not change a decision. It runs main's rule (conditional power under the current
+  estimate below 0.02 from 50 attempts), the non-binding beta-spending rule at the design alternative, and CP 0.1
+  from 100 attempts, all on the same seed.
+
+``nice -n 10 python benchmarks/explore_futility.py --model --launches``: about 2 + 4 minutes on 2 shared CPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import numpy as np
+from scipy.stats import norm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import bench_stats as bs
+
+from hermit_tui.core.stats import sequential as sq
+
+R = 8
+Spend = Callable[[float, float], float]
+Vec = Sequence[float] | np.ndarray
+
+
+def components(effect: float, sims: int = 400_000) -> tuple[float, float]:
+    """(between, within) per round of a task's paired difference in the launches' model: p ~ Beta(1, 1), the
+    candidate's p + 2 effect (1 - p)."""
+    rng = np.random.default_rng(1)
+    p = rng.beta(1, 1, sims)
+    q = p + 2 * effect * (1 - p)
+    return float(np.var(q - p)), float(np.mean(p * (1 - p) + q * (1 - q)))
+
+
+def first_look(units: Vec, tasks: int, start: int) -> int:
+    return next(j for j, u in enumerate(units) if u * tasks >= start or j == len(units) - 1)
+
+
+def beta_regions(units: Vec, cs: Vec, beta: float, spend: Spend, first: int) -> np.ndarray:
+    """The futility regions ``|z| < f_j`` that spend ``beta`` by ``spend`` under the design alternative ``theta_1``,
+    where ``theta_1 sqrt(I_K) = c_K + z_(1 - beta)``: the difference the full design detects with power 1 - beta. The
+    regions are found on 10^6 normal paths (seed 5), from look ``first`` on, never at the last look."""
+    u = np.asarray(units, dtype=float)
+    k_looks, paths = len(u), 1_000_000
+    drift = float(cs[-1]) + float(norm.ppf(1 - beta))
+    info = u / u[-1]
+    rng = np.random.default_rng(5)
+    z = np.cumsum(rng.standard_normal((paths, k_looks)) * np.sqrt(np.diff(info, prepend=0.0)), axis=1) + drift * info
+    z /= np.sqrt(info)
+    alive, f, spent = np.ones(paths, bool), np.zeros(k_looks), 0.0
+    for j in range(k_looks):
+        cross = alive & (np.abs(z[:, j]) >= cs[j])
+        if first <= j < k_looks - 1:
+            going = alive & ~cross
+            ranked = np.sort(np.abs(z[going, j]))
+            m = int(round(max(0.0, spend(u[j] / u[-1], beta) - spent) * paths))
+            f[j] = min(float(ranked[m - 1]) if 0 < m <= len(ranked) else (0.0 if m <= 0 else float(cs[j])), cs[j])
+            spent += float(np.mean(going & (np.abs(z[:, j]) < f[j])))
+        alive &= ~cross & ~(np.abs(z[:, j]) < f[j])
+    return f
+
+
+def design(tasks: int, spend: Spend | None = None) -> tuple[np.ndarray, np.ndarray, Spend]:
+    """The looks' information in attempts, their critical values and the spending function (main's by default)."""
+    batches = sq.first_round_batches(tasks)
+    units = np.array(sq.design_units(tasks, R, batches))
+    a = sq.candidate_spend()
+    kind = sq.design_spending(batches)
+    fn: Spend = spend or (lambda t, level: sq.spending_at(t, level, kind))
+    cs = np.array(sq.spending_boundaries(tuple(units), tuple(units / R), a, spend=lambda t: fn(t, a)))
+    return units, cs, fn
+
+
+def model_cell(tasks: int, effect: float, regions: Callable[[np.ndarray, np.ndarray, Spend], np.ndarray],
+               spend: Spend | None = None, paths: int = 200_000) -> dict[str, float]:  # fmt: skip
+    """Expected rounds, power and attempts over the fixed design of equal power in the normal model."""
+    units, cs, fn = design(tasks, spend)
+    b, w = components(effect)
+    info = np.array([n / (b + w / r) for r, n in sq.look_schedule(tasks, R, sq.first_round_batches(tasks))])
+    f = regions(units, cs, fn)
+    rng = np.random.default_rng(0)
+    z = np.cumsum(rng.standard_normal((paths, len(info))) * np.sqrt(np.diff(info, prepend=0.0)), axis=1)
+    z = (z + effect * info) / np.sqrt(info)
+    alive, up, used = np.ones(paths, bool), np.zeros(paths, bool), np.full(paths, units[-1])
+    for j in range(len(info)):
+        cross = alive & (np.abs(z[:, j]) >= cs[j])
+        up |= cross & (z[:, j] > 0)
+        stop = cross | (alive & (np.abs(z[:, j]) < f[j]))
+        used[stop] = units[j]
+        alive &= ~stop
+    power, rounds = float(up.mean()), float(used.mean())
+
+    def fixed(u: float) -> float:
+        return float(norm.cdf(effect * math.sqrt(tasks / (b + w / u)) - 1.96))
+
+    lo, hi = 1.0, 60.0
+    if fixed(lo) < power:
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if fixed(mid) < power else (lo, mid)
+    return dict(rounds=rounds, power=power, ratio=rounds / lo)
+
+
+def cp_rule(tasks: int, threshold: float, start: int) -> Callable[[np.ndarray, np.ndarray, Spend], np.ndarray]:
+    def regions(units: np.ndarray, cs: np.ndarray, fn: Spend) -> np.ndarray:
+        f = sq.futility_regions(
+            [float(u) for u in units], [float(c) for c in cs], threshold, first_look(units, tasks, start)
+        )
+        return np.asarray(f, dtype=float)
+
+    return regions
+
+
+def beta_rule(tasks: int, beta: float = 0.1) -> Callable[[np.ndarray, np.ndarray, Spend], np.ndarray]:
+    def regions(units: np.ndarray, cs: np.ndarray, fn: Spend) -> np.ndarray:
+        return beta_regions(units, cs, beta, fn, first_look(units, tasks, sq.FUTILITY_MIN_ATTEMPTS))
+
+    return regions
+
+
+MODEL_CELLS = [(50, 0.05), (50, 0.1), (50, 0.2), (200, 0.2), (200, 0.1), (16, 0.2)]
+
+
+Regions = Callable[[np.ndarray, np.ndarray, Spend], np.ndarray]
+
+
+def kim_demets(rho: float) -> Spend:
+    return lambda t, a: sq.power_spending(t, a, rho)
+
+
+def hsd(gamma: float) -> Spend:
+    return lambda t, a: sq.hsd_spending(t, a, gamma)
+
+
+def model(quick: bool) -> None:
+    def show(name: str, rule: Callable[[int], Regions], spend: Spend | None = None) -> None:
+        got = [model_cell(g, e, rule(g), spend, paths=20_000 if quick else 200_000) for g, e in MODEL_CELLS]
+        cells = " | ".join(f"{r['rounds']:.2f} r, p {r['power']:.3f}, {r['ratio']:.0%}" for r in got)
+        print(f"| {name} | {cells} |", flush=True)
+
+    print("| rule (normal model) | " + " | ".join(f"{g} tasks, {e:g}" for g, e in MODEL_CELLS) + " |")
+    print("|---" * (len(MODEL_CELLS) + 1) + "|")
+    show("no futility", partial(cp_rule, threshold=1e-12, start=10**9))
+    for threshold in (0.01, 0.02, 0.05, 0.1, 0.2):
+        for start in (25, 50, 100, 150) if not quick else (50,):
+            show(f"CP < {threshold:g} from {start} attempts", partial(cp_rule, threshold=threshold, start=start))
+    show("beta-spending, beta 0.1, at theta_1", beta_rule)
+    for rho in (1.0, 2.0):
+        show(f"CP < 0.02, Kim-DeMets rho {rho:g}", partial(cp_rule, threshold=0.02, start=50), kim_demets(rho))
+    show("CP < 0.02, HSD gamma -2", partial(cp_rule, threshold=0.02, start=50), hsd(-2.0))
+
+
+def _no_adjusted(*args: Any, **kwargs: Any) -> tuple[float, float, float, float]:
+    return 0.0, 0.0, 0.0, 1.0  # decisions only: the adjusted estimate does not change one
+
+
+def beta_at_stopping(beta: float) -> Callable[..., sq.SequentialLook]:
+    cache: dict[int, np.ndarray] = {}
+
+    def at_stopping(self: sq.SequentialMonitor, look: sq.SequentialLook, diffs: np.ndarray, total_looks: int):
+        g = diffs.shape[0]
+        total = self.total_tasks or g
+        if total not in cache:
+            units, cs, fn = design(total)
+            cache[total] = beta_regions(units, cs, beta, fn, first_look(units, total, sq.FUTILITY_MIN_ATTEMPTS))
+        k = (look.look or 1) - 1
+        seen = sq.design_units(total, self.max_rounds, self.batches)[k] * total
+        z = look.z
+        if (
+            look.decision == "undecided"
+            and k < total_looks - 1
+            and seen >= sq.FUTILITY_MIN_ATTEMPTS
+            and z is not None
+            and math.isfinite(z)
+            and abs(z) < cache[total][k]
+        ):
+            return look.model_copy(update=dict(decision="futile", decided_at=look.rounds, decided_tasks=g))
+        return look
+
+    return at_stopping
+
+
+def launches(quick: bool) -> None:
+    cells = [(50, 0.05, 4000), (50, 0.2, 1000), (200, 0.2, 500), (200, 0.1, 500), (16, 0.2, 500), (50, 0.0, 2000)]
+    if quick:
+        cells = [(50, 0.05, 40), (50, 0.0, 40)]
+    rules: list[tuple[str, float, int, float | None]] = [
+        ("main's rule: CP < 0.02 from 50 attempts", 0.02, 50, None),
+        ("beta-spending, beta 0.1, at theta_1", 0.02, 50, 0.1),
+        ("CP < 0.1 from 100 attempts", 0.1, 100, None),
+    ]
+    print("\n| rule | tasks | effect | launches | improvement | futile | rounds (se) | fixed, equal power | vs fixed |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, threshold, start, beta in rules:
+        patches: list[Any] = [
+            mock.patch.object(sq, "FUTILITY_MIN_ATTEMPTS", start),
+            mock.patch.object(sq, "ordered_inference", _no_adjusted),
+            mock.patch.object(sq, "stagewise_inference", _no_adjusted),
+        ]
+        if beta is not None:
+            patches.append(mock.patch.object(sq.SequentialMonitor, "_at_stopping", beta_at_stopping(beta)))
+        for p in patches:
+            p.start()
+        try:
+            rng, frng = np.random.default_rng(11), np.random.default_rng(12)
+            for g, effect, n in cells:
+                out = [bs.sequential_launch(rng, g, R, [effect], futility=threshold) for _ in range(n)]
+                looks = [lk[0] for lk, _ in out]
+                rounds = np.array([u for _, u in out])
+                imp = float(np.mean([lk.decision == "improvement" for lk in looks]))
+                claims = float(np.mean([lk.decision in ("improvement", "regression") for lk in looks]))
+                futile = float(np.mean([lk.decision == "futile" for lk in looks]))
+                fixed, versus = "—", f"false claims {claims:.4f}"
+                if effect > 0:
+                    curve = bs.fixed_power_curve(frng, g, effect, 2000 if quick else 20_000, R)
+                    f0 = bs.equal_power_fixed(curve, imp)
+                    lo, hi = bs.wilson(imp, n)
+                    f_lo, f_hi = bs.equal_power_fixed(curve, lo), bs.equal_power_fixed(curve, hi)
+                    fixed = f"{f0:.2f}" if f0 else "> R"
+                    band = (rounds.mean() / f_hi if f_hi else None, rounds.mean() / f_lo if f_lo else None)
+                    versus = f"{rounds.mean() / f0:.0%} ({bs.band_text(band)})" if f0 else "—"
+                se = rounds.std(ddof=1) / math.sqrt(n)
+                print(f"| {name} | {g} | {effect:g} | {n} | {imp:.4f} | {futile:.3f} | {rounds.mean():.2f} ({se:.2f})"
+                      f" | {fixed} | {versus} |", flush=True)  # fmt: skip
+        finally:
+            for p in reversed(patches):
+                p.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--model", action="store_true", help="the normal model's screen of rules")
+    parser.add_argument("--launches", action="store_true", help="real launches of three rules")
+    parser.add_argument("--quick", action="store_true", help="tiny runs: a smoke test")
+    args = parser.parse_args(argv)
+    if not (args.model or args.launches):
+        parser.error("say --model, --launches or both")
+    if args.model:
+        model(args.quick)
+    if args.launches:
+        launches(args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
