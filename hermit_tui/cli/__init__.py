@@ -20,7 +20,14 @@ from hermit_tui.cli import publish as cli_publish
 from hermit_tui.cli import report as cli_report
 from hermit_tui.cli import serve as cli_serve
 from hermit_tui.cli import show as cli_show
-from hermit_tui.cli.common import EXIT_BAD_INPUT, EXIT_FAILED, Parser, imports_done, pause_collector
+from hermit_tui.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    Parser,
+    imports_done,
+    pause_collector,
+    skip_pydantic_plugins,
+)
 from hermit_tui.cli.dashboard import open_dashboard
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.safe import line
@@ -97,7 +104,7 @@ def _config_as_positional(argv: list[str]) -> list[str]:
 # built out of the collector's reach on their way out (``_exit_lightly``)
 READING = frozenset({"report", "gate", "show", "diff", "annotate"})
 # those of them that also import the engine with the collector paused (cli.common.pause_collector; each calls
-# imports_done once its modules are in)
+# imports_done once its modules are in) and build their models without pydantic's plugins (skip_pydantic_plugins)
 PAUSED_IMPORTS = frozenset({"report", "gate", "show"})
 
 
@@ -120,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.command
         if argv is None and command in PAUSED_IMPORTS:
             pause_collector()
+            skip_pydantic_plugins()
         if args.command in COMMANDS:
             return COMMANDS[args.command].run(args)
         return open_dashboard(Path(args.config) if args.config else None, args.set)
