@@ -367,7 +367,10 @@ FREEZE_PROBE = (
         ("process", ["report", "--config", "missing/run.yaml"], "2 True True"),
         ("process", ["gate", "--config", "missing/run.yaml"], "2 True True"),
         ("process", ["show", "--config", "missing/run.yaml", "--adapter", "a", "--task", "t"], "2 True True"),
-        ("process", ["eval", "--config", "missing/run.yaml"], "2 False True"),  # not a reading command
+        # eval too (its exit collects first: the test below); a usage mistake ends before any command runs
+        ("process", ["eval", "--config", "missing/run.yaml", "--adapter", "none"], "2 True True"),
+        ("process", ["eval", "--config", "missing/run.yaml"], "2 False True"),
+        ("process", ["publish", "--config", "missing/run.yaml"], "2 False True"),  # neither reading nor eval
         ("in-process", ["report", "--config", "missing/run.yaml"], "2 False True"),  # a process that goes on
     ],
 )
@@ -490,3 +493,31 @@ def test_the_plugin_loader_hermit_tui_puts_in_place_has_every_name_pydantic_impo
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT.parent, check=True)
     assert out.stdout.split() == ["True", "[]", "3", "False"], out.stderr[-2000:]
+
+
+EXIT_PROBE = (
+    "import sys\n"
+    "from hermit_tui.cli import _exit_lightly\n"
+    "class Loop:\n"
+    "    def __init__(self):\n"
+    "        self.me = self\n"
+    "    def __del__(self):\n"
+    "        sys.stdout.write('finalized\\n')\n"
+    "        sys.stdout.flush()\n"
+    "Loop()\n"  # garbage at once, in a cycle: only the collector finds it
+    "_exit_lightly(collect=sys.argv[1] == 'collect')\n"
+    "print('end')\n"
+)
+
+
+def test_evals_exit_runs_the_finalizers_of_the_cycles_it_left_before_freezing():
+    """eval's light exit (``_exit_lightly(collect=True)``) collects the cycles the launch left, so their finalizers
+    run as at a plain exit; the reading commands' freeze alone leaves such a cycle unfinalized (the probe sees the
+    difference)."""
+    got = {
+        how: subprocess.run(
+            [sys.executable, "-c", EXIT_PROBE, how], capture_output=True, text=True, cwd=ROOT.parent, check=True
+        ).stdout.split()
+        for how in ("collect", "freeze")
+    }
+    assert got == {"collect": ["finalized", "end"], "freeze": ["end"]}
