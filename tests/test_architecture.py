@@ -367,7 +367,10 @@ FREEZE_PROBE = (
         ("process", ["report", "--config", "missing/run.yaml"], "2 True True"),
         ("process", ["gate", "--config", "missing/run.yaml"], "2 True True"),
         ("process", ["show", "--config", "missing/run.yaml", "--adapter", "a", "--task", "t"], "2 True True"),
-        ("process", ["eval", "--config", "missing/run.yaml"], "2 False True"),  # not a reading command
+        # eval too (its exit collects first: the test below); a usage mistake ends before any command runs
+        ("process", ["eval", "--config", "missing/run.yaml", "--adapter", "none"], "2 True True"),
+        ("process", ["eval", "--config", "missing/run.yaml"], "2 False True"),
+        ("process", ["publish", "--config", "missing/run.yaml"], "2 False True"),  # neither reading nor eval
         ("in-process", ["report", "--config", "missing/run.yaml"], "2 False True"),  # a process that goes on
     ],
 )
@@ -404,3 +407,117 @@ def test_report_imports_the_engine_with_the_collector_paused_and_resumes_it(tmp_
         check=True,
     )
     assert out.stdout.strip() == "(False, True) True", out.stderr[-2000:]
+
+
+PLUGINS_PROBE = (
+    "import contextlib, io, sys\n"
+    "from hermit_tui.cli import main\n"
+    "how, words = sys.argv[1], sys.argv[2:]\n"
+    "sys.argv = ['hermit-tui', *words]\n"
+    "out = io.StringIO()\n"
+    "with contextlib.redirect_stdout(out):\n"
+    "    code = main() if how == 'process' else main(words)\n"
+    "print(code, 'importlib.metadata' in sys.modules)\n"
+    "print(out.getvalue(), end='')\n"
+)
+
+
+def test_the_reading_commands_build_their_models_without_pydantic_plugins(demo_config):
+    """report, gate and show run as the process's own command skip pydantic's plugin lookup (cli.common
+    skip_pydantic_plugins: no importlib.metadata, ~10 ms each) and print what the same command prints in a process
+    that goes on, where pydantic looked its plugins up; a bad input there is still the same one line."""
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
+
+    fast = ["agent.params.latency_scale=0.01"]
+    EvalRun(load_config(demo_config, fast), ["none", "final"], repeats=1, update_card=False).run_sync()
+    task = (demo_config.parent / "test.txt").read_text().split()[0]
+    cfg = ["--config", str(demo_config)]
+    commands = [
+        ["report", *cfg, "--format", "json"],
+        ["gate", *cfg, "--format", "json"],
+        ["show", *cfg, "--adapter", "final", "--task", task, "--format", "json"],
+    ]
+    for words in commands:
+        got = {}
+        for how in ("process", "in-process"):
+            done = subprocess.run(
+                [sys.executable, "-c", PLUGINS_PROBE, how, *words],
+                capture_output=True,
+                text=True,
+                cwd=demo_config.parent,
+            )
+            assert done.returncode == 0, done.stderr[-2000:]
+            got[how] = done.stdout.split("\n", 1)
+        code = got["process"][0].split()[0]  # the gate fails (3) on a single repeat: the same either way
+        assert code in ("0", "3") and got["process"][0] == f"{code} False" and got["in-process"][0] == f"{code} True"
+        assert got["process"][1] == got["in-process"][1] and len(got["process"][1]) > 200, words
+    bad = subprocess.run(
+        [sys.executable, "-m", "hermit_tui", "show", *cfg, "--adapter", "final", "--task", task, "--repeat", "0"],
+        capture_output=True,
+        text=True,
+        cwd=demo_config.parent,
+    )
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_the_plugin_loader_hermit_tui_puts_in_place_has_every_name_pydantic_imports_from_it():
+    """The stand-in for pydantic's plugin loader (cli.common.skip_pydantic_plugins) offers every name the installed
+    pydantic imports from ``pydantic.plugin._loader``: a pydantic that asks for more fails here, not in a user's
+    report."""
+    import pydantic
+
+    from hermit_tui.cli import common
+
+    wanted: set[str] = set()
+    for path in Path(pydantic.__file__).parent.rglob("*.py"):
+        package = ".".join(path.relative_to(Path(pydantic.__file__).parent.parent).with_suffix("").parts[:-1])
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p) if node.level else node.module
+            if module == common.PYDANTIC_PLUGIN_LOADER:
+                wanted |= {alias.name for alias in node.names}
+    assert wanted == {"get_plugins"} <= set(common.PYDANTIC_LOADER_NAMES)
+    probe = (
+        "import sys\n"
+        "from hermit_tui.cli import common\n"
+        "common.skip_pydantic_plugins()\n"
+        "loader = sys.modules[common.PYDANTIC_PLUGIN_LOADER]\n"
+        "from pydantic import BaseModel\n"
+        "class M(BaseModel):\n"
+        "    x: int\n"
+        "print(all(hasattr(loader, n) for n in common.PYDANTIC_LOADER_NAMES), list(loader.get_plugins()),\n"
+        "      M(x='3').x, 'importlib.metadata' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT.parent, check=True)
+    assert out.stdout.split() == ["True", "[]", "3", "False"], out.stderr[-2000:]
+
+
+EXIT_PROBE = (
+    "import sys\n"
+    "from hermit_tui.cli import _exit_lightly\n"
+    "class Loop:\n"
+    "    def __init__(self):\n"
+    "        self.me = self\n"
+    "    def __del__(self):\n"
+    "        sys.stdout.write('finalized\\n')\n"
+    "        sys.stdout.flush()\n"
+    "Loop()\n"  # garbage at once, in a cycle: only the collector finds it
+    "_exit_lightly(collect=sys.argv[1] == 'collect')\n"
+    "print('end')\n"
+)
+
+
+def test_evals_exit_runs_the_finalizers_of_the_cycles_it_left_before_freezing():
+    """eval's light exit (``_exit_lightly(collect=True)``) collects the cycles the launch left, so their finalizers
+    run as at a plain exit; the reading commands' freeze alone leaves such a cycle unfinalized (the probe sees the
+    difference)."""
+    got = {
+        how: subprocess.run(
+            [sys.executable, "-c", EXIT_PROBE, how], capture_output=True, text=True, cwd=ROOT.parent, check=True
+        ).stdout.split()
+        for how in ("collect", "freeze")
+    }
+    assert got == {"collect": ["finalized", "end"], "freeze": ["end"]}

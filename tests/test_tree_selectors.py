@@ -439,3 +439,31 @@ def test_one_tree_per_path_opens_the_tree_once_and_closes_it_at_the_end(built, m
     assert len(opened) == 1
     assert open_tree(built.cfg.tree_dir) is not shared
     assert len(opened) == 2 and resolve_selector("root", built.cfg).commit == built.root and len(opened) == 3
+
+
+def test_the_selectors_of_one_launch_open_the_tree_once(built, monkeypatch):
+    """resolve_selectors (a launch's plan) reads the tree once for all its selectors (issue 30: root and final
+    started 10 git processes at every eval's start, 4 now): the same selectors, one GitReader, closed at the end."""
+    from hermit_tui.core.workspace import tree as tree_module
+    from hermit_tui.core.workspace.gitrepo import GitReader
+
+    opened: list[GitReader] = []
+
+    def counted(path):
+        opened.append(GitReader(path))
+        return opened[-1]
+
+    monkeypatch.setattr(tree_module, "GitReader", counted)
+    texts = ["none", "root", "final", "demo/ckpt-step-1", built.step2[:9]]
+    sels = resolve_selectors(texts, built.cfg)
+    assert [(s.kind, s.commit) for s in sels] == [
+        ("none", None),
+        ("root", built.root),
+        ("final", built.final),
+        ("tag", built.step1),
+        ("commit", built.step2),
+    ]
+    assert len(opened) == 1 and opened[0]._batch is None  # its cat-file helper stopped with the scope
+    with pytest.raises(InputError, match="unknown adapter version 'nope'"):
+        resolve_selectors(["root", "nope"], built.cfg)
+    assert len(opened) == 2 and opened[1]._batch is None

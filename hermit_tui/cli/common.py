@@ -10,6 +10,7 @@ import argparse
 import gc
 import os
 import sys
+import types
 
 from hermit_tui.core.errors import InputError
 
@@ -28,11 +29,11 @@ _COLLECTOR = {"paused": False}
 
 
 def pause_collector() -> None:
-    """Pause the cyclic garbage collector while a reading command imports the engine (``main`` calls it for
-    ``report``, ``gate`` and ``show`` run as the process's own command; the command calls :func:`imports_done`
-    once its modules are in). The ~75k objects the imports build (modules, pydantic's schemas, numpy) are long-lived:
+    """Pause the cyclic garbage collector while a command imports the engine (``main`` calls it for ``report``,
+    ``gate``, ``show`` and ``eval`` run as the process's own command; the command calls :func:`imports_done` once
+    its modules are in). The ~75k objects the imports build (modules, pydantic's schemas, numpy) are long-lived:
     collecting while they pile up is ~100 young collections that find almost nothing (10-20 ms of report's CPU,
-    issue 30)."""
+    issue 30); frozen after, they stay out of the full collections of eval's launch too."""
     if gc.isenabled():
         gc.disable()
         _COLLECTOR["paused"] = True
@@ -46,6 +47,34 @@ def imports_done() -> None:
         _COLLECTOR["paused"] = False
         gc.freeze()
         gc.enable()
+
+
+# the module pydantic asks for its plugins when it builds its first model (pydantic/plugin/_schema_validator.py:
+# ``from ._loader import get_plugins``), and the names it imports from it (tests/test_architecture.py checks them
+# against the installed pydantic)
+PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
+PYDANTIC_LOADER_NAMES = ("get_plugins",)
+
+
+def _no_plugins() -> tuple[()]:
+    return ()
+
+
+def skip_pydantic_plugins() -> None:
+    """Build this process's pydantic models with no pydantic plugins, for a reading command (``main`` calls it for
+    ``report``, ``gate`` and ``show`` run as the process's own command, before the engine imports pydantic).
+
+    pydantic looks its plugins up in the installed packages' entry points when it builds its first model: the
+    import of ``importlib.metadata`` (email, zipfile, csv, socket ...) and the scan cost ~10 ms of each reading
+    command (show on the demo 0.125 -> 0.111 s, issue 30), for plugins (observability hooks on validation) that
+    have nothing to observe in a command that reads hermit's files and runs no user code. The loader is replaced
+    by one that finds none; nothing when pydantic or its loader is imported already (the process's plugins are
+    loaded then), and never for ``eval`` or the dashboard, whose pipelines may use pydantic themselves."""
+    if "pydantic" in sys.modules or PYDANTIC_PLUGIN_LOADER in sys.modules:
+        return
+    loader = types.ModuleType(PYDANTIC_PLUGIN_LOADER, "hermit-tui's reading commands: no pydantic plugins")
+    loader.get_plugins = _no_plugins  # type: ignore[attr-defined]
+    sys.modules[PYDANTIC_PLUGIN_LOADER] = loader
 
 
 # the variables that set OpenBLAS's threads (it reads them in this order when numpy loads it); a user's own wins
@@ -74,8 +103,11 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_FAILED",
     "EXIT_OK",
+    "PYDANTIC_LOADER_NAMES",
+    "PYDANTIC_PLUGIN_LOADER",
     "Parser",
     "import_numpy_one_blas_thread",
     "imports_done",
     "pause_collector",
+    "skip_pydantic_plugins",
 ]

@@ -9,7 +9,7 @@ import signal
 import sys
 
 from hermit_tui.cli import gate as cli_gate
-from hermit_tui.cli.common import EXIT_FAILED, EXIT_OK
+from hermit_tui.cli.common import EXIT_FAILED, EXIT_OK, imports_done
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.safe import line, markup
 
@@ -206,6 +206,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     from hermit_tui.core.run.runner import EvalRun
     from hermit_tui.core.workspace.config import load_config
 
+    imports_done()  # the launch's modules are in (main paused the collector for them)
     config = load_config(args.config, args.overrides)
     options = LaunchOptions(
         selectors=args.adapter,
