@@ -25,7 +25,7 @@ TARGET = ">= 0.98"  # issue 30: threads; the processes executor's is PROCESS_TAR
 PROCESS_TARGET = ">= 0.95"
 
 
-def measure(project: Path, executor: str, concurrency: int, repeats: int) -> dict:
+def measure(project: Path, executor: str, concurrency: int, repeats: int, scale: float) -> dict:
     """Run the three selectors side by side once; wall is building the EvalRun (the plan, loading the pipeline,
     starting the executor's workers where it does) and the whole run_sync() (locks, adapter exports, the attempts,
     durable writes, the summaries)."""
@@ -52,6 +52,7 @@ def measure(project: Path, executor: str, concurrency: int, repeats: int) -> dic
     )
     _, wall, attempts, t0 = synth.timed_run(run, executor)
     return {
+        "taken": synth.taken_latencies(project, run, scale),
         "wall": t0 + wall - built,  # building the launch included: the processes executor starts work there
         "run": wall,
         "build": t0 - built,
@@ -80,12 +81,14 @@ def main(argv: list[str] | None = None) -> int:
             ids = synth.test_ids(project)
             lat = synth.planned_latencies(project, LABELS, ids, repeats, scale)
             ideal = synth.ideal_wall(lat, concurrency)
-            bound = synth.list_schedule(synth.runner_order(project, LABELS, ids, repeats, scale), concurrency)
-            got = measure(project, executor, concurrency, repeats)
+            fixed = synth.list_schedule(synth.runner_order(project, LABELS, ids, repeats, scale), concurrency)
+            got = measure(project, executor, concurrency, repeats, scale)
+            bound = synth.list_schedule(got["taken"], concurrency)
             detail = (
                 f"wall {got['wall']:.2f} s, ideal {ideal:.2f} s (sum {sum(lat):.1f} s / {concurrency}, "
-                f"longest {max(lat) * 1000:.0f} ms), wall/ideal {got['wall'] / ideal:.3f}; the runner's "
-                f"fixed order at zero overhead would take {bound:.2f} s ({ideal / bound:.3f}); "
+                f"longest {max(lat) * 1000:.0f} ms), wall/ideal {got['wall'] / ideal:.3f}; the order the runner "
+                f"took, at zero overhead, would take {bound:.2f} s ({ideal / bound:.3f}; the wall is "
+                f"{got['wall'] - bound:.2f} s over it), the fixed task order {fixed:.2f} s ({ideal / fixed:.3f}); "
                 f"{got['attempts']} attempts, the first finished after {got['first']:.2f} s; building the launch "
                 f"{got['build']:.2f} s of the wall, run_sync {got['run']:.2f} s"
             )

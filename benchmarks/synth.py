@@ -261,10 +261,22 @@ def list_schedule(latencies: list[float], concurrency: int) -> float:
     return max(slots)
 
 
+def taken_latencies(project: Path, run: Any, scale: float = 1.0) -> list[float]:
+    """The latencies of a finished ``EvalRun``'s attempts in the order its schedule really took them
+    (``run.schedule.started``: longest-first within a repeat where earlier attempts tell how long a task takes):
+    ``list_schedule`` of it is what that order could do at zero overhead."""
+    mod = load_pipeline_module(project)
+    keys = {"none": "none"}
+    for name in SKILLS:
+        keys[name] = hashlib.sha256(adapter_text(name).encode()).hexdigest()[:16]
+    return [mod.latency_s(a.task_id, a.repeat, keys[a.label]) * scale for a in run.schedule.started]
+
+
 def runner_order(
     project: Path, labels: list[str], task_ids: list[str], repeats: int, scale: float = 1.0
 ) -> list[float]:
-    """The latencies in hermit-tui's scheduling order: repeat by repeat, task by task, selector by selector."""
+    """The latencies in the launch's fixed order, before any reordering: repeat by repeat, task by task, selector
+    by selector (the runner takes this order only where it keeps the task order; see ``taken_latencies``)."""
     by_label = {label: planned_latencies(project, [label], task_ids, repeats, scale) for label in labels}
     n = len(task_ids)
     return [by_label[label][(r - 1) * n + i] for r in range(1, repeats + 1) for i in range(n) for label in labels]

@@ -140,3 +140,41 @@ def test_workers_are_forked_from_a_single_threaded_driver_and_come_from_the_fork
     assert outputs[True][0] == str(os.getpid())  # the driver's own children
     assert outputs[False][0] != str(os.getpid())  # the forkserver's
     assert outputs[True][1] == outputs[False][1] == sorted(IDS)
+
+
+PARAMS = """\
+import os
+def run(task, adapter, params=None):
+    return {"output": f"{os.getpid()} {params['tag']}", "cost_usd": 0.0}
+"""
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` is a process that has not exited (a zombie, exited but not yet waited for, counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_forked_workers_run_the_config_the_launch_was_built_from_and_all_exit_after_it(tmp_path, monkeypatch):
+    """A worker forked from the driver takes the driver's config (run.yaml is not read again: an edit after the
+    launch was built changes nothing of it), and once the launch has returned every worker exits, though the launch
+    did not wait for their exits."""
+    from hermit_tui.core.run import executors
+
+    run_yaml = workspace(tmp_path, import_s=0.0, attempt_s=0.0)
+    (tmp_path / "pipe.py").write_text(PARAMS)
+    text = run_yaml.read_text().replace("concurrency: 2,", "concurrency: 2, params: {tag: built},")
+    run_yaml.write_text(text)
+    monkeypatch.setattr(executors, "_forkable", lambda: True)
+    run = EvalRun(load_config(run_yaml), ["none"], executor="processes")
+    run_yaml.write_text(text.replace("tag: built", "tag: edited"))  # after the workers were forked
+    summary = run.run_sync()["none"]
+    got = rows(tmp_path)
+    assert summary.errors == 0 and summary.attempts == len(IDS) == len(got)
+    assert {r["output"].split()[1] for r in got} == {"built"}
+    pids = {int(r["output"].split()[0]) for r in got}
+    assert len(pids) == 2 and all(pid != __import__("os").getpid() for pid in pids)
+    wait_until(lambda: not any(_alive(pid) for pid in pids), what="every worker to exit after the launch")

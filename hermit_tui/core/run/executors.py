@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import inspect
 import multiprocessing
 import multiprocessing.forkserver
+import os
 import signal
 import sys
 import threading
@@ -34,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from hermit_tui.core.outputs import RunOutput
 from hermit_tui.core.records.results import AttemptRecord
@@ -330,8 +332,26 @@ class ThreadExecutor(Executor):
 # -- worker processes ------------------------------------------------------------------------------------------------
 
 
-def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> None:
+class _Forked(NamedTuple):
+    """What a worker forked from the driver as the launch is built inherits: the driver's config (run.yaml is not
+    read and validated again; the pipeline's module is still imported afresh in the worker), and the read end of a
+    pipe that holds it until the driver has forked every worker (``go``; ``hold`` is the write end, closed at once)."""
+
+    config: Config
+    go: int
+    hold: int
+
+
+def _worker_main(conn: Connection, config_path: str, overrides: list[str], forked: _Forked | None = None) -> None:
     """A worker process: load the pipeline once, then run attempts until told to stop (None)."""
+    if forked is not None:
+        # the driver forks the other workers undisturbed by this one's loading (on two cores, workers loading
+        # while it forks made each fork ~3x slower); a driver that died closes the pipe, which ends the wait too
+        os.close(forked.hold)
+        try:
+            os.read(forked.go, 1)
+        finally:
+            os.close(forked.go)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     from hermit_tui.core.records.transcripts import output_payload
     from hermit_tui.core.run.printed import WorkerCapture, _on_fd
@@ -349,7 +369,7 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
     # terminal or the command's stdout; each answer carries what its attempt printed
     printed = WorkerCapture()
     try:
-        pipeline = load_pipeline(load_config(config_path, overrides))
+        pipeline = load_pipeline(forked.config if forked is not None else load_config(config_path, overrides))
     except BaseException as exc:  # reported on every job
         pipeline, load_error = None, f"{type(exc).__name__}: {exc}"
     # warm: the driver hands this worker its first attempt only now, so that the pipeline's import is never counted
@@ -393,10 +413,17 @@ def _worker_main(conn: Connection, config_path: str, overrides: list[str]) -> No
 
 
 class _Worker:
-    def __init__(self, ctx: ForkContext | ForkServerContext | SpawnContext, config_path: str, overrides: list[str]):
+    def __init__(
+        self,
+        ctx: ForkContext | ForkServerContext | SpawnContext,
+        config_path: str,
+        overrides: list[str],
+        forked: _Forked | None = None,
+    ):
+        """``forked``: only with the fork context (a fork inherits it; the other contexts would pickle it)."""
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(
-            target=_worker_main, args=(child, config_path, overrides), daemon=True, name="hermit-tui-worker"
+            target=_worker_main, args=(child, config_path, overrides, forked), daemon=True, name="hermit-tui-worker"
         )
         self.process.start()
         child.close()
@@ -435,10 +462,19 @@ class _Worker:
         self.conn.close()
 
     def stop(self) -> None:
+        self.ask_to_stop()
+        self.reap()
+
+    def ask_to_stop(self) -> None:
+        """Tell the worker to end (it has nothing left to write: every answer was received)."""
         try:
             self.conn.send(None)
         except (OSError, EOFError):
             pass
+
+    def reap(self) -> None:
+        """Wait for the worker asked to stop to end; killed when it has not after 2 s (a thread its pipeline left
+        running holds its exit)."""
         self.process.join(2)
         if self.process.is_alive():
             self.process.kill()
@@ -454,8 +490,20 @@ class _Unstarted(_Worker):
     def kill(self) -> None:
         pass
 
-    def stop(self) -> None:
+    def ask_to_stop(self) -> None:
         pass
+
+    def reap(self) -> None:
+        pass
+
+
+def _stop_all(workers: list[_Worker]) -> None:
+    """Tell every worker to stop, then wait for each (started before the first is told: a thread started once 16
+    processes are exiting on two cores waited ~8 ms to run)."""
+    for worker in workers:
+        worker.ask_to_stop()
+    for worker in workers:
+        worker.reap()
 
 
 def _job(attempt: Attempt) -> tuple[str, dict[str, Any], int, str | None, str | None]:
@@ -507,7 +555,10 @@ def _worker_context() -> ForkServerContext | SpawnContext:
 
 #: Threads a worker may be forked beside: the command's pump of fd-level output (core.run.printed._StraySink),
 #: which only reads a pipe and writes raw descriptors under a lock of its own that no worker ever takes.
-FORK_SAFE_THREADS = frozenset({"hermit-tui-printed"})
+#: The thread that stops the workers of a launch that ended (``_stop_all``: a send, waitpid, a kill past its bound)
+#: holds no lock a fork could copy held either.
+REAPER = "hermit-tui-reap"
+FORK_SAFE_THREADS = frozenset({"hermit-tui-printed", REAPER})
 
 
 def _forkable() -> bool:
@@ -535,21 +586,36 @@ class ProcessExecutor(Executor):
         timeout_s: float | None,
         config_path: Path,
         overrides: list[str],
+        config: Config | None = None,
     ):
+        """``config``: the loaded config (of ``config_path`` with ``overrides``), handed to the workers forked from
+        this process."""
         super().__init__(pipeline, judge, concurrency=concurrency, timeout_s=timeout_s)
         self.config_path, self.overrides = str(config_path), list(overrides)
         self._ctx = _worker_context()
         self._early: list[_Worker] = []  # forked from this process as the launch is built (see _forkable)
-        if _forkable():
+        if config is not None and _forkable():
             # this process has one thread and has imported the engine: a fork of it is a worker at once, without
             # a fresh interpreter's start and imports (the forkserver's first worker came 0.4-0.6 s after this);
-            # each worker still loads the pipeline itself, and replacements come from the forkserver
+            # each worker still imports the pipeline itself (from the config it inherits), and replacements come
+            # from the forkserver. The collector is frozen while forking: a worker's first collections then skip
+            # this process's objects instead of touching (and so copying) every page that holds them.
             fork = multiprocessing.get_context("fork")
+            go, hold = os.pipe()
+            forked = _Forked(config, go, hold)
+            gc.freeze()
             try:
                 for _ in range(concurrency):
-                    self._early.append(_Worker(fork, self.config_path, self.overrides))
+                    self._early.append(_Worker(fork, self.config_path, self.overrides, forked))
             except Exception:  # out of processes or memory: the rest start as usual, in start()
                 pass
+            finally:
+                gc.unfreeze()
+                try:
+                    os.write(hold, b"\0" * len(self._early))  # (a pipe holds far more than one byte per worker)
+                finally:
+                    os.close(hold)
+                    os.close(go)
         elif isinstance(self._ctx, ForkServerContext):
             # the forkserver imports the engine (~0.5 s of CPU) while the launch is built and its folders and
             # adapters are prepared, instead of when the first worker is asked for
@@ -568,6 +634,7 @@ class ProcessExecutor(Executor):
             timeout_s=timeout_s,
             config_path=config.path,
             overrides=config.overrides,
+            config=config,
         )
 
     def _new_worker(self, early: _Worker | None = None) -> _Worker:
@@ -797,8 +864,8 @@ class ProcessExecutor(Executor):
         workers = []
         while not self._idle.empty():
             workers.append(self._idle.get_nowait())
-        loop = asyncio.get_running_loop()
-        await asyncio.gather(*(loop.run_in_executor(self._threads, w.stop) for w in workers))
+        if workers:  # told to stop and waited for in a thread: the launch does not wait for 16 exits (~20-35 ms)
+            threading.Thread(target=_stop_all, args=(workers,), name=REAPER, daemon=True).start()
         if booting:
             await asyncio.wait(booting)
         for w in list(self._busy):

@@ -18,7 +18,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -48,28 +48,51 @@ EventSink = Callable[[ev.Event], None]
 SUMMARY_EVERY_S = 2.0  # a running evaluation's summary.json (complete: false) is refreshed this often
 
 
-def _materialized(stack: contextlib.ExitStack, selectors: Sequence[Selector], config: Config) -> dict[str, Path | None]:
-    """Each selector's adapter folder (``materialize``), the git exports side by side in threads (each is git
-    subprocesses: the first attempt no longer waits for them one after another); each export is removed with
-    ``stack``, also when another one failed."""
-    exports = [sel for sel in selectors if sel.kind != "none" and sel.kind != "directory" and sel.commit is not None]
-    if len(exports) < 2:
-        return {sel.label: stack.enter_context(materialize(sel, config)) for sel in selectors}
-    managers = {sel.label: materialize(sel, config) for sel in selectors}
-    with ThreadPoolExecutor(max_workers=len(exports), thread_name_prefix="hermit-tui-export") as pool:
-        entering = {label: pool.submit(cm.__enter__) for label, cm in managers.items()}
+class _Exports:
+    """Each selector's adapter folder (``materialize``): the git exports (each is git subprocesses) begin in threads
+    side by side as soon as this is made, so that the launch takes its folders' locks meanwhile; ``folders()``
+    waits for them. Each export is removed with ``stack``, also when another one failed or the launch was refused
+    before it asked for them."""
+
+    def __init__(self, stack: contextlib.ExitStack, selectors: Sequence[Selector], config: Config):
+        self._stack = stack
+        self._managers = {sel.label: materialize(sel, config) for sel in selectors}
+        exported = [s.label for s in selectors if s.kind != "none" and s.kind != "directory" and s.commit is not None]
+        self._entering: dict[str, Future[Path | None]] = {}
+        if exported:
+            pool = ThreadPoolExecutor(max_workers=len(exported), thread_name_prefix="hermit-tui-export")
+            self._entering = {label: pool.submit(self._managers[label].__enter__) for label in exported}
+            pool.shutdown(wait=False)  # its threads end with their export
+        self._collected = False
+        stack.callback(self._settle)
+
+    def folders(self) -> dict[str, Path | None]:
+        """The folders, once every export is done; the first failure is raised (the others are still removed)."""
+        self._collected = True
         folders: dict[str, Path | None] = {}
         failed: BaseException | None = None
-        for label, future in entering.items():
+        for label, cm in self._managers.items():
+            future = self._entering.get(label)
             try:
-                folders[label] = future.result()
-            except BaseException as exc:  # the others are still entered (and removed) before this is raised
+                folders[label] = future.result() if future is not None else cm.__enter__()
+            except BaseException as exc:
                 failed = failed or exc
             else:
-                stack.push(managers[label])
-    if failed is not None:
-        raise failed
-    return folders
+                self._stack.push(cm)
+        if failed is not None:
+            raise failed
+        return folders
+
+    def _settle(self) -> None:
+        """The launch ended before it asked for the folders (a lock was refused): what was exported is removed."""
+        if self._collected:
+            return
+        for label, future in self._entering.items():
+            try:
+                future.result()
+            except BaseException:
+                continue
+            self._managers[label].__exit__(None, None, None)
 
 
 def _is_anytime(plan: object) -> TypeGuard[AnytimePlan]:
@@ -210,13 +233,14 @@ class EvalRun:
         t0 = time.perf_counter()
         journals: dict[str, SelectorJournal] = {}
         with contextlib.ExitStack() as stack:
+            exports = _Exports(stack, self.plan.selectors, self.config)  # (temporary folders: nothing of the launch's)
             self.plan.take_folders(stack, self._log)
             stack.enter_context(routed())  # what an attempt prints is kept for it (core.run.printed)
             # The executor starts before any earlier evaluation is archived: a cluster that cannot be reached
             # (or workers that cannot start) leaves every folder as it was.
             await self.executor.start()
             try:
-                await self._launch(stack, journals)
+                await self._launch(stack, journals, exports)
             finally:
                 await self.executor.close()
         self.summaries = {label: self.summaries[label] for label in self.labels if label in self.summaries}
@@ -235,7 +259,9 @@ class EvalRun:
             raise RunFailed(self.failure)
         return self.summaries
 
-    async def _launch(self, stack: contextlib.ExitStack, journals: dict[str, SelectorJournal]) -> None:
+    async def _launch(
+        self, stack: contextlib.ExitStack, journals: dict[str, SelectorJournal], exports: _Exports
+    ) -> None:
         """Archive or reopen each selector's folder, then run every attempt of the launch."""
         plan = self.plan
         for warning in plan.warnings:
@@ -251,7 +277,7 @@ class EvalRun:
                 sequential=plan.sequential,
             )
         )
-        adapters = _materialized(stack, plan.selectors, self.config)
+        adapters = exports.folders()
         for sel in plan.selectors:
             journal = journals[sel.label] = plan.continuing.open_journal(
                 sel, plan.folder(sel.label), plan.task_ids, plan.repeats, self._log

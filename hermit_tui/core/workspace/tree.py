@@ -185,9 +185,9 @@ class AdapterTree:
         a tag; an abbreviated commit id. A text that names a tag and also abbreviates another commit is refused as
         ambiguous, as is a bare branch name (its head moves: name it ``refs/heads/<b>``). A branch that happens to be
         named like a commit's abbreviated id is never taken for it."""
-        refs = self._refs()
         if len(ref) == 40 and _HEX.fullmatch(ref) and self._commit_type(ref.lower()):
-            return ref.lower(), None
+            return ref.lower(), None  # (before the refs are listed: an export of a resolved commit lists none)
+        refs = self._refs()
         if ref.startswith(("refs/tags/", "refs/heads/")):
             if ref in refs:
                 return refs[ref], ref
