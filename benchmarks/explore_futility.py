@@ -10,13 +10,16 @@ figures are written in the note by hand.
   ``r >= 2`` in the sha256 order): main's design against 2, 4 and 8 looks per later round, for both stops, the
   futility rule or efficacy only, and against main's own futility thresholds. RESULTS.md's note "Looks within the
   later rounds".
+- ``--later-launches``: real launches (pass/fail scores, ``sequential_launch``'s model) of main's design and of 2
+  and 4 looks per later round through a prototype of the monitor's decisions (:class:`LaterLaunch`), the same
+  scores for each variant.
 - ``--launches``: real launches through ``bench_stats.sequential_launch``, decisions only: the adjusted estimate is
   stubbed out because it does not change a decision. It runs main's rule (conditional power under the current
   estimate below 0.02 from 50 attempts), the non-binding beta-spending rule at the design alternative, and CP 0.1
   from 100 attempts, all on the same seed.
 
 ``nice -n 10 python benchmarks/explore_futility.py --model --launches``: about 2 + 4 minutes on 2 shared CPUs;
-``--later`` about 40 s.
+``--later`` about 40 s, ``--later-launches`` about 4 minutes.
 """
 
 from __future__ import annotations
@@ -372,14 +375,111 @@ def later(quick: bool) -> None:
               flush=True)  # fmt: skip
 
 
+class LaterLaunch:
+    """A prototype of one candidate's launch with ``later`` looks per round r >= 2, the way
+    ``sq.SequentialMonitor`` decides (decisions only): each look's repeated interval (``sq._repeated_interval`` on
+    the task means at the look's nominal level), the running intersection, and the futility rule (conditional power
+    under the current estimate below 0.02 from 50 attempts per selector, with the critical values the intervals
+    apply, ``sq._applied_bounds``). At a look within round r >= 2 the task means mix r - 1 and r repeats and every
+    task counts. The design is main's with the harmonic-rounds information of :func:`later_cell`. ``later = 1``
+    is main's design (the check that the prototype reproduces ``sequential_launch``)."""
+
+    def __init__(self, tasks: int, later: int):
+        self.tasks, self.looks = tasks, later_schedule(tasks, later)
+        g = tasks
+        self.attempts = [n / g if r == 1 else r - 1 + n / g for r, n in self.looks]
+        self.units = [n / g if r == 1 else g / (n / r + (g - n) / (r - 1)) for r, n in self.looks]
+        a = sq.candidate_spend()
+        times = tuple(u / R for u in self.units)
+        self.cs = sq.spending_boundaries(tuple(self.units), times, a, spend=lambda t: sq.power_spending(t, a))
+        self.schedule = [(r, n if r == 1 else g) for r, n in self.looks]  # the tasks in each look's estimate
+        self.first = next(j for j, u in enumerate(self.attempts) if u * g >= sq.FUTILITY_MIN_ATTEMPTS)
+        self._bounds: dict[tuple[int, float], list[float]] = {}
+
+    def applied(self, k: int, se: float) -> list[float]:
+        key = (k, round(se, 4))  # the applied critical values depend on the standard error only (cached)
+        if key not in self._bounds:
+            design = [u / self.units[k] / se**2 for u in self.units]
+            self._bounds[key] = sq._applied_bounds(self.cs, self.schedule, design, 1.0, start=k + 1)
+        return self._bounds[key]
+
+    def run(self, a: np.ndarray, b: np.ndarray) -> tuple[str, float]:
+        """(decision, attempts per selector and task) of a launch on the scores ``a``, ``b`` (tasks x R)."""
+        from scipy.special import ndtr
+
+        g, low, high = self.tasks, -1.0, 1.0
+        for k, (r, n) in enumerate(self.looks):
+            if r == 1:
+                d = b[:n, 0] - a[:n, 0]
+            else:
+                reps = np.where(np.arange(g) < n, r, r - 1)
+                cum = np.cumsum(b - a, axis=1)
+                d = cum[np.arange(g), reps - 1] / reps
+            m, sd, c = float(d.mean()), float(d.std(ddof=1)), self.cs[k]
+            level = 1.0 - 2 * (1 - float(ndtr(c))) if math.isfinite(c) else 1.0
+            got = sq._repeated_interval(m, sd, len(d), -1.0, 1.0, level=level) if level < 1.0 else None
+            lo_k, hi_k = (got.low, got.high) if got else (-1.0, 1.0)
+            lo_i, hi_i = max(low, lo_k), min(high, hi_k)
+            low, high = (lo_k, hi_k) if lo_i > hi_i else (lo_i, hi_i)
+            if low > 0 or high < 0:
+                return ("improvement" if low > 0 else "regression"), self.attempts[k]
+            last = k == len(self.looks) - 1
+            if last:
+                return "undecided", self.attempts[k]
+            if k >= self.first and sd > 0:
+                se = sd / math.sqrt(len(d))
+                design = [u / self.units[k] / se**2 for u in self.units]
+                if sq.conditional_power(design, self.applied(k, se), k, m / se) < sq.FUTILITY_CP:
+                    return "futile", self.attempts[k]
+        return "undecided", self.attempts[-1]
+
+
+def later_launches(quick: bool) -> None:
+    """Real launches (pass/fail scores, the launches' model of ``bench_stats.sequential_launch``) of main's design
+    and of 2 and 4 looks per later round, through :class:`LaterLaunch`, the same scores for every variant."""
+    cells = [(50, 0.05, 4000), (50, 0.2, 1000), (200, 0.1, 400), (200, 0.2, 300), (50, 0.0, 2000)]
+    if quick:
+        cells = [(50, 0.05, 40), (50, 0.0, 40)]
+    variants = (1, 2, 4)
+    print("\n| tasks | effect | launches | looks per later round | improvement | futile | rounds (se) | vs fixed |")
+    print("|---|---|---|---|---|---|---|---|")
+    frng = np.random.default_rng(12)
+    for g, effect, n in cells:
+        rng = np.random.default_rng(11)
+        data = []
+        for _ in range(n):
+            p = rng.beta(1.0, 1.0, size=g)
+            pb = p + 2 * effect * (1 - p)
+            data.append(((rng.random((g, R)) < p[:, None]) * 1.0, (rng.random((g, R)) < pb[:, None]) * 1.0))
+        curve = bs.fixed_power_curve(frng, g, effect, 2000 if quick else 20_000, R) if effect > 0 else None
+        for later_n in variants:
+            launch = LaterLaunch(g, later_n)
+            out = [launch.run(a, b) for a, b in data]
+            rounds = np.array([u for _, u in out])
+            imp = float(np.mean([d == "improvement" for d, _ in out]))
+            claims = float(np.mean([d in ("improvement", "regression") for d, _ in out]))
+            futile = float(np.mean([d == "futile" for d, _ in out]))
+            versus = f"false claims {claims:.4f}"
+            if curve is not None:
+                f0 = bs.equal_power_fixed(curve, imp)
+                lo, hi = bs.wilson(imp, n)
+                f_lo, f_hi = bs.equal_power_fixed(curve, lo), bs.equal_power_fixed(curve, hi)
+                band = (rounds.mean() / f_hi if f_hi else None, rounds.mean() / f_lo if f_lo else None)
+                versus = f"{rounds.mean() / f0:.0%} ({bs.band_text(band)})" if f0 else "—"
+            se = rounds.std(ddof=1) / math.sqrt(n)
+            print(f"| {g} | {effect:g} | {n} | {later_n} | {imp:.4f} | {futile:.3f} | {rounds.mean():.2f} ({se:.2f})"
+                  f" | {versus} |", flush=True)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--model", action="store_true", help="the normal model's screen of rules")
     parser.add_argument("--launches", action="store_true", help="real launches of three rules")
     parser.add_argument("--later", action="store_true", help="the normal model of looks within the later rounds")
+    parser.add_argument("--later-launches", action="store_true", help="prototype launches with later-round looks")
     parser.add_argument("--quick", action="store_true", help="tiny runs: a smoke test")
     args = parser.parse_args(argv)
-    if not (args.model or args.launches or args.later):
+    if not (args.model or args.launches or args.later or args.later_launches):
         parser.error("say --model, --launches, --later or several")
     if args.model:
         model(args.quick)
@@ -387,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
         launches(args.quick)
     if args.later:
         later(args.quick)
+    if args.later_launches:
+        later_launches(args.quick)
     return 0
 
 
