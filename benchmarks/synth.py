@@ -23,6 +23,10 @@ from typing import Any
 
 RUN = "bench"
 TEMPLATE_ID = "bench-notes"
+#: The pipeline's TASK_SIGMA by workload: "independent" draws every attempt's latency on its own (nothing predicts a
+#: task's time: the benchmarks' workload); "persistent" gives each task its own effect, shape 0.9 of the overall 1.1
+#: (two thirds of the log-variance), the rest per-attempt noise, so earlier attempts of a task predict its later ones.
+WORKLOADS = {"independent": 0.0, "persistent": 0.9}
 SKILLS = {"root": 0.45, "final": 0.7}  # an adapter's skill (chance of a full score); none: NONE_SKILL
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "hermit-tui",
@@ -38,7 +42,8 @@ GIT_ENV = {
 PIPELINE = '''\
 """A synthetic acting agent for the benchmarks: every figure of an attempt is a hash of (task id, repeat, adapter
 content), so an attempt is the same whichever tool runs it and in whatever order. Latencies are lognormal
-(median MEDIAN_S, shape SIGMA) clipped to [LO_S, HI_S] and multiplied by ``params.latency_scale``."""
+(median MEDIAN_S, shape SIGMA) clipped to [LO_S, HI_S] and multiplied by ``params.latency_scale``; with TASK_SIGMA
+above 0 part of that shape is the task's own (see latency_s)."""
 import hashlib
 import math
 import threading
@@ -58,6 +63,7 @@ except ImportError:
 
 SEED = {seed}
 MEDIAN_S, SIGMA, LO_S, HI_S = 0.03, 1.1, 0.005, 0.5
+TASK_SIGMA = {task_sigma}  # 0: no persistent task effect (each attempt's latency drawn on its own)
 NONE_SKILL = 0.2
 ERROR_RATE, JUDGE_ERROR_RATE, UNKNOWN_COST_RATE = 0.02, 0.01, 0.05
 _counter = {{}}
@@ -85,11 +91,21 @@ def skill(adapter) -> float:
     return NONE_SKILL
 
 
+def normal(*parts) -> float:
+    """A standard normal by Box-Muller from two hashed uniforms."""
+    u1, u2 = unit("lat1", *parts), unit("lat2", *parts)
+    return math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
+
+
 def latency_s(task_id: str, repeat: int, key: str) -> float:
-    """The attempt's latency (before latency_scale): lognormal by Box-Muller from two hashed uniforms, clipped."""
-    u1, u2 = unit("lat1", task_id, repeat, key), unit("lat2", task_id, repeat, key)
-    z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
-    return min(HI_S, max(LO_S, MEDIAN_S * math.exp(SIGMA * z)))
+    """The attempt's latency (before latency_scale): lognormal, clipped. With TASK_SIGMA 0 every attempt draws its
+    own; otherwise a task's own effect (lognormal, shape TASK_SIGMA, the same under every repeat and adapter) times
+    the attempt's noise (shape sqrt(SIGMA^2 - TASK_SIGMA^2)): the same median and overall shape."""
+    z = normal(task_id, repeat, key)
+    if not TASK_SIGMA:
+        return min(HI_S, max(LO_S, MEDIAN_S * math.exp(SIGMA * z)))
+    noise = math.sqrt(SIGMA * SIGMA - TASK_SIGMA * TASK_SIGMA)
+    return min(HI_S, max(LO_S, MEDIAN_S * math.exp(TASK_SIGMA * normal("task", task_id) + noise * z)))
 
 
 def _repeat(task_id: str, key: str) -> int:
@@ -185,8 +201,10 @@ def make_project(
     agent: str = "pipeline.py:run",
     latency_scale: float = 1.0,
     tree: bool = True,
+    workload: str = "independent",
 ) -> Path:
-    """Write the synthetic project into ``dest`` (created, must not exist) and return its run.yaml."""
+    """Write the synthetic project into ``dest`` (created, must not exist) and return its run.yaml. ``workload``: a
+    key of WORKLOADS."""
     dest = Path(dest)
     dest.mkdir(parents=True)
     test_ids = [f"t{i:05d}" for i in range(tasks)]
@@ -199,7 +217,7 @@ def make_project(
     (dest / "train.txt").write_text("\n".join(other[:5]) + "\n")
     (dest / "val.txt").write_text("\n".join(other[5:]) + "\n")
     (dest / "test.txt").write_text("\n".join(test_ids) + "\n")
-    (dest / "pipeline.py").write_text(PIPELINE.format(seed=seed))
+    (dest / "pipeline.py").write_text(PIPELINE.format(seed=seed, task_sigma=WORKLOADS[workload]))
     (dest / "judge.py").write_text(JUDGE.format())
     (dest / "run.yaml").write_text(run_yaml(concurrency, repeats, agent, latency_scale))
     template = dest / "template"
@@ -280,6 +298,53 @@ def runner_order(
     by_label = {label: planned_latencies(project, [label], task_ids, repeats, scale) for label in labels}
     n = len(task_ids)
     return [by_label[label][(r - 1) * n + i] for r in range(1, repeats + 1) for i in range(n) for label in labels]
+
+
+def _task_groups(order: list[float], labels: int, tasks: int) -> list[list[list[float]]]:
+    """``runner_order``'s latencies cut into repeats, each into its tasks (a task's selectors side by side)."""
+    block = labels * tasks
+    return [[order[b + i : b + i + labels] for i in range(0, block, labels)] for b in range(0, len(order), block)]
+
+
+def random_orders(
+    order: list[float], labels: int, tasks: int, concurrency: int, *, orders: int = 200, seed: int = 1
+) -> list[float]:
+    """The zero-overhead walls (``list_schedule``) of ``orders`` seeded random permutations of the tasks within
+    each repeat of ``order`` (``runner_order``'s latencies), a task's selectors kept side by side: what an order
+    that knows nothing of the future can expect."""
+    import random
+
+    rng = random.Random(seed)
+    blocks = _task_groups(order, labels, tasks)
+    walls = []
+    for _ in range(orders):
+        taken: list[float] = []
+        for groups in blocks:
+            shuffled = groups[:]
+            rng.shuffle(shuffled)
+            taken.extend(x for group in shuffled for x in group)
+        walls.append(list_schedule(taken, concurrency))
+    return walls
+
+
+def clairvoyant_order(order: list[float], labels: int, tasks: int) -> list[float]:
+    """``order`` (``runner_order``'s latencies) with each repeat's tasks longest first by their true total, a task's
+    selectors side by side: longest-first as the runner does it, knowing every attempt's latency beforehand."""
+    return [
+        x
+        for groups in _task_groups(order, labels, tasks)
+        for group in sorted(groups, key=lambda g: -sum(g))
+        for x in group
+    ]
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (linear between order statistics)."""
+    xs = sorted(values)
+    pos = q * (len(xs) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def hermit_schedule(

@@ -14,7 +14,15 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 HERMIT = Path(sys.executable).with_name("hermit")  # hermit-harness is in the test extra
 EXPECTED = {
-    "bench_runner.py": ["runner.threads.efficiency", "runner.processes.efficiency"],
+    "bench_runner.py": [
+        "runner.random_order_efficiency",
+        "runner.threads.efficiency",
+        "runner.processes.efficiency",
+        "runner.persistent.random_order_efficiency",
+        "runner.persistent.clairvoyant_efficiency",
+        "runner.threads.efficiency_persistent",
+        "runner.processes.efficiency_persistent",
+    ],
     "bench_hermit.py": [
         "hermit.wall_over_ideal",
         "hermit_tui.wall_over_ideal",

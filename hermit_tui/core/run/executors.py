@@ -221,6 +221,8 @@ class ThreadExecutor(Executor):
         self._is_async = inspect.iscoroutinefunction(self.pipeline)
         self.chains = not self._is_async  # an async pipeline runs on the loop: nothing to chain in a thread
         self._pool = AttemptThreads()
+        if not self._is_async:  # one thread per slot, started before the first attempt (an async pipeline's
+            self._pool.reserve(self.concurrency)  # judges need threads only as they come: up to 1,024 slots)
 
     async def run_chained(
         self, attempt: Attempt, take: Take, running: Running | None = None
@@ -689,6 +691,7 @@ class ProcessExecutor(Executor):
             self._boot(worker)
         for _ in range(self.concurrency - len(early)):
             self._boot()
+        self._judges.reserve(self.concurrency)  # one per slot (it sends, judges, sends the next), started meanwhile
 
     async def run(self, attempt: Attempt) -> Outcome:
         self._check_capacity()  # hung judges
