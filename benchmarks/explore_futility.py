@@ -115,15 +115,22 @@ def model_cell(tasks: int, effect: float, regions: Callable[[np.ndarray, np.ndar
         alive &= ~stop
     power, rounds = float(up.mean()), float(used.mean())
 
-    def fixed(u: float) -> float:
-        return float(norm.cdf(effect * math.sqrt(tasks / (b + w / u)) - 1.96))
+    return dict(rounds=rounds, power=power, ratio=rounds / equal_power_rounds(effect, tasks, b, w, power, 1.0))
 
-    lo, hi = 1.0, 60.0
-    if fixed(lo) < power:
+
+def fixed_power(effect: float, tasks: int, b: float, w: float, rounds: float) -> float:
+    """The normal model's power of the fixed design of ``rounds`` (continuous) at two-sided 0.05."""
+    return float(norm.cdf(effect * math.sqrt(tasks / (b + w / rounds)) - 1.96))
+
+
+def equal_power_rounds(effect: float, tasks: int, b: float, w: float, power: float, lo: float) -> float:
+    """The rounds (continuous, at least ``lo``) of the fixed design whose power is ``power``, by bisection."""
+    hi = 60.0
+    if fixed_power(effect, tasks, b, w, lo) < power:
         for _ in range(60):
             mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if fixed(mid) < power else (lo, mid)
-    return dict(rounds=rounds, power=power, ratio=rounds / lo)
+            lo, hi = (mid, hi) if fixed_power(effect, tasks, b, w, mid) < power else (lo, mid)
+    return lo
 
 
 def cp_rule(tasks: int, threshold: float, start: int) -> Callable[[np.ndarray, np.ndarray, Spend], np.ndarray]:
@@ -328,17 +335,10 @@ def later_cell(
             continue
         power, rounds = float(up.mean()), float(used.mean())
 
-        def fixed(u: float, b: float = b, w: float = w) -> float:
-            return float(norm.cdf(effect * math.sqrt(tasks / (b + w / u)) - 1.96))
-
-        lo, hi = 0.05, 60.0
-        if fixed(lo) < power:
-            for _ in range(60):
-                mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if fixed(mid) < power else (lo, mid)
+        lo = equal_power_rounds(effect, tasks, b, w, power, 0.05)
         # where the sequential power is above the one-round fixed design's 0.997 (200 tasks, 0.2), the goal is
         # measured against that one round, as RESULTS.md's goal figure is
-        lo = min(lo, 1.0) if fixed(1.0) >= min(power, 0.997) else lo
+        lo = min(lo, 1.0) if fixed_power(effect, tasks, b, w, 1.0) >= min(power, 0.997) else lo
         se = float(used.std() / math.sqrt(paths))
         out.update(rounds=rounds, power=power, fixed=lo, ratio=rounds / lo, se=se / lo, looks=len(looks))
     return out
