@@ -76,3 +76,51 @@ def test_it_covers_at_every_task_at_once_where_a_fixed_interval_looked_at_each_t
     assert fixed_missed > 0.15  # what the confidence sequence exists for
     # and it shrinks: by 300 tasks it excludes 0 in most streams
     assert np.mean(low[:, -1] > 0) > 0.8
+
+
+def _first_decided_by_the_paper(x: list[float], alpha: float, margin: float | None = None) -> int | None:
+    """The first n at which the paper's sequence on ``x`` (differences in [-1, 1], mapped to [0, 1]), with the
+    running intersection, lies above or below 0, or within ±margin."""
+    low, high = -1.0, 1.0
+    for n, (lo01, hi01) in enumerate(by_the_paper([(d + 1) / 2 for d in x], alpha), start=1):
+        low, high = max(low, 2 * lo01 - 1), min(high, 2 * hi01 - 1)
+        if low > 0 or high < 0 or (margin is not None and -margin < low and high < margin):
+            return n
+    return None
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.025, 0.05 / 3, 0.01])
+def test_the_fewest_tasks_that_can_decide_are_those_of_the_clearest_results(alpha):
+    """fewest_tasks_to_decide against the paper's sequence on a difference of +1 on every task, and no stream of
+    one task fewer decides: 6,000 seeded random streams, most of them near +1, and a hill climb from +1."""
+    from hermit_tui.core.stats.anytime_looks import fewest_tasks_to_decide
+
+    expected = _first_decided_by_the_paper([1.0] * 200, alpha)
+    assert expected is not None and fewest_tasks_to_decide(alpha) == expected
+    n = expected - 1
+    rng = np.random.default_rng(5)
+    streams = np.concatenate(
+        [
+            rng.uniform(-1, 1, (2000, n)),
+            1 - rng.exponential(0.05, (2000, n)),
+            np.where(rng.random((2000, n)) < 0.9, 1.0, rng.uniform(-1, 1, (2000, n))),
+        ]
+    ).clip(-1, 1)
+    low, high = paired_confidence_sequence(np.concatenate([streams, -streams]), alpha)
+    assert not np.any(low > 0) and not np.any(high < 0)
+    x = np.ones(n)
+    for _ in range(400):
+        y = x.copy()
+        i = rng.integers(n)
+        y[i] = float(np.clip(y[i] - abs(rng.normal(0, 0.3)), -1, 1))
+        assert paired_confidence_sequence(y, alpha)[0].max() <= paired_confidence_sequence(x, alpha)[0].max() + 1e-12
+
+
+def test_with_a_margin_no_difference_on_every_task_decides_as_soon_as_the_clearest_result():
+    from hermit_tui.core.stats.anytime_looks import fewest_tasks_to_decide
+
+    for margin in (0.5, 0.2, 0.1):
+        zeros = _first_decided_by_the_paper([0.0] * 3000, 0.05, margin)
+        ones = _first_decided_by_the_paper([1.0] * 200, 0.05)
+        assert zeros is not None and ones is not None
+        assert fewest_tasks_to_decide(0.05, margin) == min(zeros, ones)

@@ -373,4 +373,34 @@ def test_a_small_split_gets_the_anytime_warning_and_a_large_one_none():
     assert small_split_note(100) is None and small_split_note(5000) is None
     note = small_split_note(48)
     assert note is not None and note.startswith("anytime-valid on 48 test tasks rarely decides")
-    assert "on 1 test task rarely" in (small_split_note(1) or "")
+    assert "on 1 test task cannot decide" in (small_split_note(1) or "")
+
+
+def test_a_split_too_small_for_even_the_clearest_results_is_told_it_cannot_decide():
+    """Under the fewest tasks at which a difference of +1 on every task takes the sequence (at each candidate's
+    share of 0.05) above 0, the warning says the launch cannot decide, and from how many tasks it could."""
+
+    def fewest(alpha: float) -> int:
+        low, _ = eb_confidence_sequence(np.ones(100), alpha, lo=-1, hi=1)
+        return int(np.flatnonzero(low > 0)[0]) + 1
+
+    one, two = fewest(0.05), fewest(0.025)
+    assert (one, two) == (16, 18)  # the demo's 16 tasks: one candidate could just decide, two never
+    assert "rarely decides" in (small_split_note(one) or "")
+    note = small_split_note(one, candidates=2) or ""
+    assert note.startswith(f"anytime-valid on {one} test tasks cannot decide: even the clearest results")
+    assert f"at α 0.025 for each of 2 candidates only from {two} tasks on" in note
+    assert small_split_note(two, candidates=2) == small_split_note(two)  # from there on: the "rarely" warning
+    margin = small_split_note(one - 1, margin=0.5) or ""
+    assert "cannot decide" in margin and "or of 0 for ±0.5" in margin
+
+
+def test_eval_on_the_demo_with_two_candidates_says_beforehand_it_cannot_decide(demo_config, capsys):
+    args = ["--adapter", "none", "--adapter", "root", "--adapter", "final", "--stop-when-decided", "--anytime"]
+    code = main(["eval", "--config", str(demo_config), *args, "--no-card", "agent.params.latency_scale=0.01"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "note: anytime-valid on 16 test tasks cannot decide" in captured.err
+    assert "for each of 2 candidates only from 18 tasks on" in captured.err
+    seq = json.loads(captured.out)["final"]["sequential"]
+    assert seq["decision"] == "undecided" and seq["tasks_looked"] == 16  # as it said

@@ -236,7 +236,9 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     if run.plan.sequential is not None and args.anytime and not args.resume:
         from hermit_tui.core.stats.anytime_looks import small_split_note
 
-        if (note := small_split_note(len(run.plan.task_ids))) is not None:
+        seq = run.plan.sequential
+        note = small_split_note(len(run.plan.task_ids), seq.family, seq.margin, getattr(seq, "each_spend", None))
+        if note is not None:
             sys.stderr.write(f"note: {line(note)}\n")
     if run.plan.sequential is not None and not args.resume and not args.anytime:  # projections of rounds
         from hermit_tui.core.run.rounds import projections

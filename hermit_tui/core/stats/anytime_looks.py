@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from hermit_tui.core.records.results import SequentialEntry
-from hermit_tui.core.stats.anytime import METHOD, paired_confidence_sequence
+from hermit_tui.core.stats.anytime import ALPHA, METHOD, paired_confidence_sequence
 from hermit_tui.core.stats.looks import Records, SequentialPlan
 from hermit_tui.core.stats.sequential import Decision, SequentialLook, decide, look_order
 
@@ -51,6 +51,12 @@ def recorded_order(entry: SequentialEntry | None) -> list[str]:
     """The tasks an anytime launch looked at, in order (summary.json's ``sequential.order``; [] when absent)."""
     order = getattr(entry, "order", None) if entry is not None else None
     return [str(t) for t in order] if isinstance(order, list) else []
+
+
+def anytime_share(alpha: float, candidates: int) -> float:
+    """Each candidate's share of ``alpha`` when ``candidates`` are compared with one baseline (Bonferroni), all of
+    it spent: the sequence's guarantee is exact for bounded scores."""
+    return alpha / max(1, candidates)
 
 
 class AnytimePlan(SequentialPlan):
@@ -75,7 +81,7 @@ class AnytimePlan(SequentialPlan):
     @property
     def each_spend(self) -> float:
         """Each candidate's share of alpha (Bonferroni), all of it spent."""
-        return self.spend if self.spend is not None else self.alpha / max(1, self.family)
+        return self.spend if self.spend is not None else anytime_share(self.alpha, self.family)
 
     def same_design(self, entry: SequentialEntry) -> list[str]:
         """How a recorded entry differs from this plan (what a continuation must keep)."""
@@ -446,15 +452,51 @@ def sequential_pair(pair: Any, look: SequentialLook) -> Any:
 SMALL_SPLIT = 100  # tasks: under it an anytime-valid launch rarely decides (benchmarks/RESULTS.md, anytime launches)
 
 
-def small_split_note(n_tasks: int) -> str | None:
-    """A warning when an anytime-valid launch is chosen on a split too small for it to decide, else None: its
-    confidence sequence pays for looking at any time with width (simulated, 2,000 launches each: an effect of 0.2 was
-    decided in 0.9% of launches on 50 tasks, in 90% on 200)."""
+def fewest_tasks_to_decide(spend: float, margin: float | None = None, most: int = 1 << 17) -> int | None:
+    """The fewest tasks after which a candidate's confidence sequence at ``spend`` can be decided at all, whatever
+    the results: the first time it is decided (``decide``) when every task shows the largest difference (+1; by
+    symmetry -1) or, with a ``margin``, when every task shows none, whichever comes first. Sooner no stream of
+    differences in [-1, 1] decides: the largest difference raises the lower bound most at each task and shrinks the
+    variance estimate, so the bets grow fastest (tests/test_anytime_eval.py searches for a faster stream). None when
+    not within ``most`` tasks."""
+    n = 64
+    while True:
+        n = min(n, most)
+        streams = [(np.ones(n), None)] + ([(np.zeros(n), margin)] if margin is not None else [])
+        firsts = []
+        for diffs, m in streams:
+            low, high = paired_confidence_sequence(diffs, spend)
+            first = next((i + 1 for i in range(n) if decide(float(low[i]), float(high[i]), m) != "undecided"), None)
+            if first is not None:
+                firsts.append(first)
+        if firsts or n >= most:
+            return min(firsts) if firsts else None
+        n *= 4
+
+
+def small_split_note(
+    n_tasks: int, candidates: int = 1, margin: float | None = None, spend: float | None = None
+) -> str | None:
+    """A warning when an anytime-valid launch is chosen on a split too small for it to decide, else None. Under
+    :func:`fewest_tasks_to_decide` (at each candidate's share ``spend`` of alpha, by default ``anytime_share`` of
+    0.05 over ``candidates``) it cannot decide at all; under
+    ``SMALL_SPLIT`` tasks it rarely does: its confidence sequence pays for looking at any time with width
+    (simulated, 2,000 launches each: an effect of 0.2 was decided in 0.9% of launches on 50 tasks, in 90% on 200)."""
+    tasks = f"{n_tasks} test task{'s' * (n_tasks != 1)}"
+    spend = spend if spend is not None else anytime_share(ALPHA, candidates)
+    fewest = fewest_tasks_to_decide(spend, margin)
+    if fewest is not None and n_tasks < fewest:
+        share = f" at α {spend:.3g} for each of {candidates} candidates" if candidates > 1 else ""
+        clearest = "a difference of ±1 on every task" + (f", or of 0 for ±{margin:g}" if margin is not None else "")
+        return (
+            f"anytime-valid on {tasks} cannot decide: even the clearest results ({clearest}) decide its confidence "
+            f"sequence{share} only from {fewest} tasks on; on a small split, stop when decided without it"
+        )
     if n_tasks >= SMALL_SPLIT:
         return None
     return (
-        f"anytime-valid on {n_tasks} test task{'s' * (n_tasks != 1)} rarely decides (an effect of 0.2 is decided in 1% "
-        "of simulated launches on 50 tasks, 90% on 200): on a small split, stop when decided without it"
+        f"anytime-valid on {tasks} rarely decides (an effect of 0.2 is decided in 1% of simulated launches on 50 "
+        "tasks, 90% on 200): on a small split, stop when decided without it"
     )
 
 
@@ -499,10 +541,12 @@ __all__ = [
     "AnytimePlan",
     "AnytimeTracker",
     "anytime_plan",
+    "anytime_share",
     "boundary_text",
     "decided_line",
     "decided_where",
     "entry_where",
+    "fewest_tasks_to_decide",
     "finished_notice",
     "interval_words",
     "sequential_pair",

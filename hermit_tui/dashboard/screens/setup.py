@@ -343,7 +343,12 @@ class SetupScreen(HermitScreen[None]):
             _, taskset = opened(self.app)
         except (InputError, RuntimeError):
             return
-        note = small_split_note(len(taskset.test_ids))
+        candidates = max(1, len(self.ticked()) - 1)  # alpha split over the candidates against one baseline
+        try:
+            margin = self._number("margin", "")
+        except ValueError:  # (refused, with its message, when the launch is asked for)
+            margin = None
+        note = small_split_note(len(taskset.test_ids), candidates, margin)
         if note is not None:
             self.notify(note[0].upper() + note[1:], severity="warning", timeout=10)
 
