@@ -163,7 +163,8 @@ def test_an_ab_launch_stops_early_and_records_the_stream(tmp_path, capsys):
 def test_a_continued_stream_is_one_long_launch(tmp_path):
     # an undecided comparison on 24 tasks, cancelled half-way, resumed, then continued after 36 tasks were added
     # to the test split: the stream is the recorded 24 in their order, then the new ones in the look order, and
-    # its sequence is the one computed here over that stream (no restart of the error budget)
+    # its sequence is the one computed here over that stream (no restart of the error budget). Without the
+    # futility rule (it would stop the 24-task launch as out of reach: the test below), so that all 24 are run
     project = build(tmp_path / "p", tasks=60, repeats=REPEATS, seed=9, adapters={"good": 0.25})
     tasks = [json.loads(x) for x in (project.parent / "tasks.jsonl").read_text().splitlines()]
     first, added = [t["id"] for t in tasks[:24]], [t["id"] for t in tasks[24:]]
@@ -179,27 +180,47 @@ def test_a_continued_stream_is_one_long_launch(tmp_path):
                 holder["run"].cancel()
 
     run = holder["run"] = EvalRun(
-        config, ["none", "adapters/good"], stop_when_decided=True, anytime=True, concurrency=2, on_event=sink
+        config,
+        ["none", "adapters/good"],
+        stop_when_decided=True,
+        anytime=True,
+        futility=False,
+        concurrency=2,
+        on_event=sink,
     )
     cut = run.run_sync()
     assert run.cancelled and cut["good"].sequential is not None and cut["good"].sequential.decision == "undecided"
     (project.parent / "test.txt").write_text("\n".join(first + added) + "\n")  # interrupted: not on a new split
     with pytest.raises(InputError, match="interrupted within a look"):
-        EvalRun(load_config(project), ["none", "adapters/good"], stop_when_decided=True, anytime=True, resume=True)
+        EvalRun(
+            load_config(project),
+            ["none", "adapters/good"],
+            stop_when_decided=True,
+            anytime=True,
+            futility=False,
+            resume=True,
+        )
     (project.parent / "test.txt").write_text("\n".join(first) + "\n")
-    resumed = EvalRun(config, ["none", "adapters/good"], stop_when_decided=True, anytime=True, resume=True).run_sync()
+    resumed = EvalRun(
+        config, ["none", "adapters/good"], stop_when_decided=True, anytime=True, futility=False, resume=True
+    ).run_sync()
     entry = resumed["good"].sequential
     assert entry is not None and entry.decision == "undecided" and entry.tasks_looked == 24
     # the same as one uninterrupted launch of the same 24 tasks
     other = build(tmp_path / "q", tasks=60, repeats=REPEATS, seed=9, adapters={"good": 0.25})
     (other.parent / "test.txt").write_text("\n".join(first) + "\n")
-    whole, _ = anytime(other, ["none", "adapters/good"], concurrency=3)
+    whole, _ = anytime(other, ["none", "adapters/good"], futility=False, concurrency=3)
     assert whole["good"].sequential == entry
 
     # tasks added: the stream continues (an interrupted launch must first finish on its own split)
     (project.parent / "test.txt").write_text("\n".join(first + added) + "\n")
     more = EvalRun(
-        load_config(project), ["none", "adapters/good"], stop_when_decided=True, anytime=True, resume=True
+        load_config(project),
+        ["none", "adapters/good"],
+        stop_when_decided=True,
+        anytime=True,
+        futility=False,
+        resume=True,
     ).run_sync()
     cont = more["good"].sequential
     assert cont is not None
@@ -217,12 +238,12 @@ def test_a_continued_stream_is_one_long_launch(tmp_path):
 def test_what_would_break_the_guarantee_is_refused(tmp_path, capsys):
     project = build(tmp_path / "p", tasks=20, repeats=REPEATS, seed=5, adapters={"clone": 0.0})
     config = load_config(project)
-    anytime(project, ["none", "adapters/clone"], concurrency=2)
+    anytime(project, ["none", "adapters/clone"], futility=False, concurrency=2)
     both = ["none", "adapters/clone"]
     refusals: list[tuple[dict[str, Any], str]] = [
-        (dict(stop_when_decided=True, anytime=True, repeats=3), "repeats per task"),
-        (dict(stop_when_decided=True, anytime=True, margin=0.1), "margin"),
-        (dict(stop_when_decided=True, anytime=True, baseline="adapters/clone"), "baseline"),
+        (dict(stop_when_decided=True, anytime=True, futility=False, repeats=3), "repeats per task"),
+        (dict(stop_when_decided=True, anytime=True, futility=False, margin=0.1), "margin"),
+        (dict(stop_when_decided=True, anytime=True, futility=False, baseline="adapters/clone"), "baseline"),
         (dict(stop_when_decided=True), "launched with the anytime-valid design"),
         (dict(), "launched with --stop-when-decided --anytime: resume it with both"),
     ]
@@ -234,7 +255,7 @@ def test_what_would_break_the_guarantee_is_refused(tmp_path, capsys):
     looked = json.loads((folder(project, "clone") / "summary.json").read_text())["sequential"]["order"]
     (project.parent / "test.txt").write_text("\n".join(t for t in test if t != looked[0]) + "\n")
     with pytest.raises(InputError, match="no longer in the test split"):
-        EvalRun(load_config(project), both, stop_when_decided=True, anytime=True, resume=True)
+        EvalRun(load_config(project), both, stop_when_decided=True, anytime=True, futility=False, resume=True)
     (project.parent / "test.txt").write_text("\n".join(test) + "\n")
     rows = (project.parent / "tasks.jsonl").read_text()
     row = json.loads(rows.splitlines()[int(looked[1][1:])])
@@ -242,7 +263,7 @@ def test_what_would_break_the_guarantee_is_refused(tmp_path, capsys):
     assert changed != rows
     (project.parent / "tasks.jsonl").write_text(changed)
     with pytest.raises(InputError, match="rows of the 20 tasks already looked at changed"):
-        EvalRun(load_config(project), both, stop_when_decided=True, anytime=True, resume=True)
+        EvalRun(load_config(project), both, stop_when_decided=True, anytime=True, futility=False, resume=True)
     (project.parent / "tasks.jsonl").write_text(rows)
     # on the command line: one line, exit 2
     for extra, message in (
@@ -257,7 +278,7 @@ def test_what_would_break_the_guarantee_is_refused(tmp_path, capsys):
     other = build(tmp_path / "q", tasks=20, repeats=REPEATS, seed=5, adapters={"clone": 0.0})
     EvalRun(load_config(other), both, stop_when_decided=True).run_sync()
     with pytest.raises(InputError, match="group-sequential design: resume it without --anytime"):
-        EvalRun(load_config(other), both, stop_when_decided=True, anytime=True, resume=True)
+        EvalRun(load_config(other), both, stop_when_decided=True, anytime=True, futility=False, resume=True)
 
 
 def test_the_compare_panel_reads_an_anytime_look_in_tasks():
@@ -287,11 +308,12 @@ def test_the_compare_panel_reads_an_anytime_look_in_tasks():
 
 
 def test_on_the_demo_the_card_carries_the_sequence(demo_config, capsys):
-    # 16 tasks are too few for the sequence to exclude 0 even at the demo's clear difference: it runs every task
-    # and ends undecided, and the card says so with the sequence and its design
+    # 16 tasks are too few for the sequence to exclude 0 even at the demo's clear difference: without the futility
+    # rule (which stops it as out of reach: the test below) it runs every task and ends undecided, and the card says
+    # so with the sequence and its design
     from hermit_tui.core.publish.plan import plan_publish
 
-    args = ["--adapter", "none", "--adapter", "final", "--stop-when-decided", "--anytime", "--no-card"]
+    args = ["--adapter", "none", "--adapter", "final", "--stop-when-decided", "--anytime", "--no-futility", "--no-card"]
     code = main(["eval", "--config", str(demo_config), *args, "agent.params.latency_scale=0.01", "eval.repeats=2"])
     captured = capsys.readouterr()
     payload = json.loads(captured.out)
@@ -402,5 +424,86 @@ def test_eval_on_the_demo_with_two_candidates_says_beforehand_it_cannot_decide(d
     assert code == 0
     assert "note: anytime-valid on 16 test tasks cannot decide" in captured.err
     assert "for each of 2 candidates only from 18 tasks on" in captured.err
-    seq = json.loads(captured.out)["final"]["sequential"]
-    assert seq["decision"] == "undecided" and seq["tasks_looked"] == 16  # as it said
+    # and it stops at its first look (one task: 4 slots, 3 selectors x 3 repeats): the other 15 could not decide
+    # either candidate even with a difference of +1 or -1 on each (it needs 18), so nothing more is spent
+    payload = json.loads(captured.out)
+    for label in ("root", "final"):
+        seq = payload[label]["sequential"]
+        assert (seq["decision"], seq["tasks_looked"], seq["total_tasks"]) == ("futile", 1, 16)
+        assert payload[label]["attempts"] == 3
+    assert "the candidate" not in captured.err and "every candidate is stopped for futility" in captured.err
+    report = main(["report", "--config", str(demo_config)])
+    text = capsys.readouterr().out
+    assert report == 0 and "Stopped for futility after 1 of the 16 tasks" in text
+    assert "the other 15 tasks could not decide it even with a difference of ±1 on each" in text
+
+
+def test_a_candidate_the_rest_of_the_split_cannot_decide_stops_for_futility():
+    """With the rule on, a look is futile exactly when the sequence (computed here) over the differences so far and
+    +1 (-1) on every task left still holds 0 at the split's last task; the first such look stops the tracker."""
+    rng = np.random.default_rng(8)
+    ids = [f"task-{i}" for i in range(30)]
+    scores = {"a": rng.random((30, 2)).round(2), "b": rng.random((30, 2)).round(2)}
+    records = {
+        lab: {(t, r + 1): Rec(float(m[i, r])) for i, t in enumerate(ids) for r in range(2)} for lab, m in scores.items()
+    }
+    order = sha_order(ids)
+    pos = [ids.index(t) for t in order]
+    d = scores["b"][pos].mean(axis=1) - scores["a"][pos].mean(axis=1)
+
+    def out_of_reach(n: int) -> bool:
+        left = 30 - n
+        up, _ = eb_confidence_sequence(np.concatenate([d[:n], np.ones(left)]), 0.05, lo=-1, hi=1)
+        _, down = eb_confidence_sequence(np.concatenate([d[:n], -np.ones(left)]), 0.05, lo=-1, hi=1)
+        return left > 0 and up[-1] <= 0 and down[-1] >= 0
+
+    first = next(n for n in range(3, 31, 3) if out_of_reach(n))
+    assert first < 30  # (these uniform scores leave it out of reach before the end)
+    tracker = AnytimeTracker(
+        AnytimePlan(baseline="a", candidates=["b"], max_rounds=2, tasks_per_look=3, out_of_reach=True), ids
+    )
+    while not tracker.finished:
+        tracker.check(records)
+    look = tracker.last("b")
+    assert look is not None and (look.decision, look.tasks, look.decided_tasks) == ("futile", first, first)
+    assert tracker.decided and tracker.tasks_looked == first
+    # the same looks without the rule run to the end, undecided
+    plain = AnytimeTracker(AnytimePlan(baseline="a", candidates=["b"], max_rounds=2, tasks_per_look=3), ids)
+    while not plain.finished:
+        plain.check(records)
+    last = plain.last("b")
+    assert plain.tasks_looked == 30 and last is not None and last.decision == "undecided"
+
+
+def test_a_futile_stream_runs_nothing_more_on_its_split_and_continues_when_tasks_are_added(tmp_path, capsys):
+    project = build(tmp_path / "p", tasks=200, repeats=REPEATS, seed=5, adapters={"clone": 0.0})
+    ids = [f"t{i:03d}" for i in range(200)]
+    (project.parent / "test.txt").write_text("\n".join(ids[:20]) + "\n")
+    both = ["none", "adapters/clone"]
+    anytime(project, both, concurrency=4)
+    entry = json.loads((folder(project, "clone") / "summary.json").read_text())["sequential"]
+    n = entry["tasks_looked"]
+    assert entry["decision"] == "futile" and 0 < n < 20 and entry["order"] == sha_order(ids[:20])[:n]
+    attempts = len(lines(folder(project, "clone") / "results.jsonl"))
+    assert attempts == n * REPEATS
+    # the gate counts the attempts of the tasks looked at as the whole evaluation, and says why
+    code = main(["gate", "--config", str(project), "--candidate", "clone", "--baseline", "none"])
+    out = capsys.readouterr().out
+    assert code == 3  # (no-regression cannot pass on an interval this wide)
+    assert f"PASS complete clone: {attempts} of {attempts} expected attempts" in out
+    assert f"(stopped for futility after {n} of the 20 tasks ({REPEATS} repeats each), anytime-valid)" in out
+    assert main(["report", "--config", str(project)]) == 0
+    assert f"{n} of the 20 tasks (anytime-valid; stopped for futility)" in capsys.readouterr().out
+    # resumed on the same split: still out of reach, nothing runs
+    EvalRun(load_config(project), both, stop_when_decided=True, anytime=True, resume=True).run_sync()
+    assert len(lines(folder(project, "clone") / "results.jsonl")) == attempts
+    # 180 tasks added: the stream goes on from the recorded tasks (no restart of the error budget)
+    (project.parent / "test.txt").write_text("\n".join(ids) + "\n")
+    more = EvalRun(load_config(project), both, stop_when_decided=True, anytime=True, resume=True).run_sync()
+    cont = more["clone"].sequential
+    assert cont is not None and int(cont.tasks_looked or 0) > n
+    order = (cont.model_extra or {})["order"]
+    assert (
+        order[:n] == entry["order"]
+        and order == (sha_order(ids[:20])[:n] + sha_order([t for t in ids if t not in entry["order"]]))[: len(order)]
+    )

@@ -12,6 +12,7 @@ from hermit_tui.core.present import fixed, interval_text
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.safe import csv_cell
 from hermit_tui.core.stats import anytime_looks
+from hermit_tui.core.stats.looks import stopped_how
 
 
 def figure(x: float | None, digits: int = 4) -> str:
@@ -64,13 +65,15 @@ def sequential_protocol(r: Report) -> str:
         return ""
     launches: dict[tuple[str, str, float | None], list[str]] = {}
     for label, e in entries:
+        # the candidates' decisions (a baseline's entry lists them): how a launch that stopped early stopped
+        how = stopped_how(list(e.candidates.values()) if e.candidates else [e.decision])
         if anytime_looks.is_anytime(e):  # every repeat of each task looked at: tasks, not rounds
             stopped = e.tasks_looked is not None and e.total_tasks is not None and e.tasks_looked < e.total_tasks
             where = f"{e.tasks_looked} of the {e.total_tasks} tasks (anytime-valid; "
-            where += "stopped when decided)" if stopped else "ran every task)"
+            where += f"{how})" if stopped else "ran every task)"
         else:
             within = f"{e.tasks_looked} of the {e.total_tasks} tasks of round 1, " if e.within_first_round else ""
-            run = "stopped when decided" if e.rounds < e.max_rounds or within else "ran every round"
+            run = how if e.rounds < e.max_rounds or within else "ran every round"
             where = f"{within}{e.rounds} of at most {e.max_rounds} rounds ({run})"
         launches.setdefault((e.baseline, where, e.margin), []).append(label)
     parts = []

@@ -492,7 +492,8 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
         stop = _decided_stop(f, others)
         if stop is not None and anytime_looks.is_anytime(stop) and stop.tasks_looked is not None:
             expected = stop.tasks_looked * stop.rounds  # every repeat of each task looked at
-            note = f" (stopped when decided {anytime_looks.entry_where(stop)}, anytime-valid)"
+            how = "for futility" if stop.decision == "futile" else "when decided"
+            note = f" (stopped {how} {anytime_looks.entry_where(stop)}, anytime-valid)"
         elif stop is not None and stop.within_first_round and stop.tasks_looked is not None:
             expected = stop.tasks_looked
             how = "for futility" if stop.decision == "futile" else "when decided"

@@ -146,8 +146,6 @@ class LaunchOptions(BaseModel):
     def _together(self) -> LaunchOptions:
         if self.anytime and not self.stop_when_decided:
             raise ValueError("--anytime is a design of --stop-when-decided (add it, or drop --anytime)")
-        if self.anytime and not self.futility:
-            raise ValueError("--no-futility is for the group-sequential design: --anytime has no futility rule")
         if self.anytime and self.first_round_looks is not None:
             raise ValueError(
                 "--first-round-looks is for the group-sequential design: --anytime looks after every batch of tasks"

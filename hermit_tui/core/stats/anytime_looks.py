@@ -31,14 +31,15 @@ import numpy as np
 
 from hermit_tui.core.records.results import SequentialEntry
 from hermit_tui.core.stats.anytime import ALPHA, METHOD, paired_confidence_sequence
-from hermit_tui.core.stats.looks import Records, SequentialPlan
+from hermit_tui.core.stats.looks import Records, SequentialPlan, stopped_how
 from hermit_tui.core.stats.sequential import Decision, SequentialLook, decide, look_order
 
 ANYTIME_RULE = (
     "after each look of an anytime-valid stop-when-decided launch (a batch of tasks in the order of their ids' "
     "sha256, every repeat of each), 'an improvement' ('a regression') when the anytime-valid 95% confidence "
     "sequence for the mean difference lies above (below) 0, 'equivalent' (with a margin M) when it lies within "
-    "-M..M; otherwise 'undecided'"
+    "-M..M; 'stopped for futility' (without a margin) when even a difference of +1 (-1) on every task not yet "
+    "looked at would leave 0 inside it at the last task of the split; otherwise 'undecided'"
 )
 
 
@@ -68,6 +69,8 @@ class AnytimePlan(SequentialPlan):
     method: str = METHOD
     order: list[str] = []
     tasks_per_look: int = 1
+    # stop a candidate that the rest of the split cannot decide even at the clearest results (``_Stream.in_reach``)
+    out_of_reach: bool = False
     row_digests: dict[str, str] = {}  # task id -> sha256 of its row (what a continuation checks of the recorded tasks)
 
     def order_digest(self, order: Sequence[str]) -> str | None:
@@ -140,6 +143,7 @@ def anytime_plan(
         alpha=plan.alpha,
         tasks_per_look=max(1, math.ceil(concurrency / per_task)),
         row_digests=digests,
+        out_of_reach=plan.futility is not None,  # (off with --no-futility or a margin, as the group design's rule)
     )
 
 
@@ -173,9 +177,11 @@ class _Stream:
         low, high = float(low_s[-1]), float(high_s[-1])
         prev = self.looks[-1] if self.looks else None
         decision: Decision = decide(low, high, plan.margin)
+        n = len(self.diffs)
+        if decision == "undecided" and plan.out_of_reach and plan.margin is None and not self.in_reach():
+            decision = "futile"
         if prev is not None and prev.decision != "undecided":
             decision = prev.decision  # the first decision is kept
-        n = len(self.diffs)
         decided_tasks = (
             prev.decided_tasks
             if prev is not None and prev.decided_tasks is not None
@@ -203,6 +209,21 @@ class _Stream:
         )
         self.looks.append(out)
         return out
+
+    def in_reach(self) -> bool:
+        """Whether the tasks not yet looked at could still decide the sequence: with a difference of +1 (-1) on
+        every one of them it would lie above (below) 0 at the last task. Those are the clearest results: no other
+        continuation decides sooner (``fewest_tasks_to_decide``), so a candidate out of reach would end undecided
+        whatever its remaining tasks showed. A stop for it spends no error: the sequence holds at any stopping time,
+        and a launch given more tasks continues it (``--resume``). The last look has nothing left: in reach (it
+        ends undecided, not futile)."""
+        left = self.total - len(self.diffs)
+        if left <= 0:
+            return True
+        spend = self.plan.each_spend
+        up, _ = paired_confidence_sequence(np.concatenate([self.diffs, np.ones(left)]), spend)
+        _, down = paired_confidence_sequence(np.concatenate([self.diffs, -np.ones(left)]), spend)
+        return bool(up[-1] > 0 or down[-1] < 0)
 
 
 class AnytimeTracker:
@@ -347,6 +368,7 @@ def replay(
         spend=entry.spend,
         split_over=entry.split_over or 1,
         order=order[:n],  # one look over them all
+        out_of_reach=entry.decision == "futile",  # the rule was on (it is what stopped the launch)
     )
     tracker = AnytimeTracker(plan, order[:n])
     for stream in tracker.pairs.values():  # the test tasks the launch had (it may have stopped before the last)
@@ -398,6 +420,13 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
             f"Stopped when decided: {b} − {a} = {d:+.3f} ({ci}; decided {decided_where(look)}): equivalent within "
             f"±{look.margin:g}."
         )
+    if look.decision == "futile":
+        left = (look.total_tasks or 0) - (look.tasks or 0)
+        return (
+            f"Stopped for futility {decided_where(look)}: {b} − {a} = {d:+.3f} ({ci}); the other {left} task"
+            f"{'s' * (left != 1)} could not decide it even with a difference of ±1 on each: no clear difference "
+            "(add tasks and resume to continue it without restarting the error budget)."
+        )
     reach = "includes 0" + (f" and reaches beyond ±{look.margin:g}" if look.margin is not None else "")
     done = look.tasks is not None and look.total_tasks is not None and look.tasks >= look.total_tasks
     head = f"Undecided after all {look.total_tasks} tasks" if done else f"Undecided so far ({look_text(look)})"
@@ -432,7 +461,7 @@ def sequential_pair(pair: Any, look: SequentialLook) -> Any:
     interval, decision, verdict and rule (``core.stats.looks.sequential_pair`` for this design)."""
     from hermit_tui.core.stats.figures import VerdictKind
 
-    decision = VerdictKind.UNCLEAR if look.decision == "undecided" else VerdictKind(look.decision)
+    decision = VerdictKind.UNCLEAR if look.decision in ("undecided", "futile") else VerdictKind(look.decision)
     return pair.model_copy(
         update=dict(
             sequential=look,
@@ -505,14 +534,20 @@ def interval_words(look: SequentialLook) -> tuple[str, str]:
     return "anytime-valid 95% CS", f" (after {look_text(look)})"
 
 
+DECISION_WORDS = {"futile": "stopped for futility"}  # a decision as the notices and log lines say it
+
+
 def finished_notice(plan: SequentialPlan, looks: Sequence[SequentialLook], stopped: bool) -> str:
     """The dashboard's notice when an anytime launch ends: where it stopped and each candidate's decision."""
-    decided = ", ".join(f"{look.candidate} {look.decision}" for look in looks)
+    decided = ", ".join(f"{look.candidate} {DECISION_WORDS.get(look.decision, look.decision)}" for look in looks)
     last = max(looks, key=lambda look: look.tasks or 0) if looks else None
     if last is None:
         return f"Evaluation finished: no task looked at, against {plan.baseline}"
     if stopped:
-        return f"Stopped when decided after {last.tasks} of the {last.total_tasks} tasks (anytime-valid): {decided}"
+        how = stopped_how(look.decision for look in looks)
+        return (
+            f"{how[0].upper()}{how[1:]} after {last.tasks} of the {last.total_tasks} tasks (anytime-valid): {decided}"
+        )
     return f"Evaluation finished: {last.tasks} of the {last.total_tasks} tasks, {decided} against {plan.baseline}"
 
 
@@ -521,23 +556,33 @@ def look_line(plan: SequentialPlan, looks: Sequence[SequentialLook]) -> str:
     parts = []
     for look in looks:
         ci = "" if look.ci_low is None else f" (anytime-valid 95% CS {look.ci_low:+.3f} to {look.ci_high:+.3f})"
-        parts.append(f"{look.candidate} vs {plan.baseline}: {look.decision}{ci}")
+        parts.append(f"{look.candidate} vs {plan.baseline}: {DECISION_WORDS.get(look.decision, look.decision)}{ci}")
     where = look_text(looks[0]) if looks else "no task"
     return f"{where}: " + "; ".join(parts)
 
 
 def decided_line(tracker: AnytimeTracker) -> str:
     n, total = tracker.tasks_looked, len(tracker.task_ids)
+    candidates = tracker.plan.candidates
+    futile = sum(1 for c in candidates if (lk := tracker.last(c)) is not None and lk.decision == "futile")
+    if not futile:
+        every = "every candidate is decided"
+    elif futile < len(candidates):
+        every = f"every candidate is decided or stopped for futility ({futile} of {len(candidates)})"
+    else:
+        who = "the candidate is" if len(candidates) == 1 else "every candidate is"
+        every = f"{who} stopped for futility (the other tasks could not decide it)"
     if n < total:
         return (
-            f"every candidate is decided after {n} of the {total} tasks (anytime-valid): no further attempt starts "
+            f"{every} after {n} of the {total} tasks (anytime-valid): no further attempt starts "
             f"(the other {total - n} tasks were not run)"
         )
-    return f"every candidate is decided after all {total} tasks (anytime-valid)"
+    return f"{every} after all {total} tasks (anytime-valid)"
 
 
 __all__ = [
     "ANYTIME_RULE",
+    "DECISION_WORDS",
     "AnytimePlan",
     "AnytimeTracker",
     "anytime_plan",

@@ -72,7 +72,8 @@ def view_text(v: SequentialView) -> Text:
         if v.live and not v.stopped and look.stopped_early:
             text.append(f"\n{look_text(look)} looked at; the next tasks are under way")
         elif v.stopped and look.stopped_early:
-            text.append(f"\nstopped after {look_text(look)}: every candidate was decided")
+            why = "stopped for futility" if look.decision == "futile" else "decided"
+            text.append(f"\nstopped after {look_text(look)}: every candidate was {why}")
         return text
     if v.live and not v.stopped and v.last is not None and v.last.stopped_early:
         now = v.last.rounds + (0 if v.last.within_first_round else 1)
