@@ -179,6 +179,11 @@ def test_a_continued_stream_is_one_long_launch(tmp_path):
             if count[0] == 40:
                 holder["run"].cancel()
 
+    def resuming(config) -> EvalRun:
+        return EvalRun(
+            config, ["none", "adapters/good"], stop_when_decided=True, anytime=True, futility=False, resume=True
+        )
+
     run = holder["run"] = EvalRun(
         config,
         ["none", "adapters/good"],
@@ -192,18 +197,9 @@ def test_a_continued_stream_is_one_long_launch(tmp_path):
     assert run.cancelled and cut["good"].sequential is not None and cut["good"].sequential.decision == "undecided"
     (project.parent / "test.txt").write_text("\n".join(first + added) + "\n")  # interrupted: not on a new split
     with pytest.raises(InputError, match="interrupted within a look"):
-        EvalRun(
-            load_config(project),
-            ["none", "adapters/good"],
-            stop_when_decided=True,
-            anytime=True,
-            futility=False,
-            resume=True,
-        )
+        resuming(load_config(project))
     (project.parent / "test.txt").write_text("\n".join(first) + "\n")
-    resumed = EvalRun(
-        config, ["none", "adapters/good"], stop_when_decided=True, anytime=True, futility=False, resume=True
-    ).run_sync()
+    resumed = resuming(config).run_sync()
     entry = resumed["good"].sequential
     assert entry is not None and entry.decision == "undecided" and entry.tasks_looked == 24
     # the same as one uninterrupted launch of the same 24 tasks
@@ -214,14 +210,7 @@ def test_a_continued_stream_is_one_long_launch(tmp_path):
 
     # tasks added: the stream continues (an interrupted launch must first finish on its own split)
     (project.parent / "test.txt").write_text("\n".join(first + added) + "\n")
-    more = EvalRun(
-        load_config(project),
-        ["none", "adapters/good"],
-        stop_when_decided=True,
-        anytime=True,
-        futility=False,
-        resume=True,
-    ).run_sync()
+    more = resuming(load_config(project)).run_sync()
     cont = more["good"].sequential
     assert cont is not None
     stream = sha_order(first) + sha_order(added)
