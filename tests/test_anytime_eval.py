@@ -482,7 +482,12 @@ def test_a_futile_stream_runs_nothing_more_on_its_split_and_continues_when_tasks
     assert f"PASS complete clone: {attempts} of {attempts} expected attempts" in out
     assert f"(stopped for futility after {n} of the 20 tasks ({REPEATS} repeats each), anytime-valid)" in out
     assert main(["report", "--config", str(project)]) == 0
-    assert f"{n} of the 20 tasks (anytime-valid; stopped for futility)" in capsys.readouterr().out
+    report = capsys.readouterr().out
+    assert f"{n} of the 20 tasks (anytime-valid; stopped for futility)" in report
+    missing = (
+        f"{20 - n} test tasks have no attempt (not run: the launch stopped for futility after {n} of the 20 tasks)"
+    )
+    assert f"clone: {missing}" in report and f"none: {missing}" in report
     # resumed on the same split: still out of reach, nothing runs
     EvalRun(load_config(project), both, stop_when_decided=True, anytime=True, resume=True).run_sync()
     assert len(lines(folder(project, "clone") / "results.jsonl")) == attempts
