@@ -26,7 +26,7 @@ from hermit_tui.core.records.columns import OK, AttemptTable
 from hermit_tui.core.records.folders import StoredEvaluation, eval_folder, eval_root, list_evaluations
 from hermit_tui.core.records.results import SOLVED_THRESHOLD, SUMMARY_KEYS, AttemptRecord
 from hermit_tui.core.records.scores import TaskTable, tabulate
-from hermit_tui.core.report.formatting import sequential_protocol
+from hermit_tui.core.report.formatting import not_run_note, sequential_protocol
 from hermit_tui.core.report.model import (
     NOT_RECORDED,
     UNKNOWN,
@@ -41,7 +41,7 @@ from hermit_tui.core.report.text import to_csv, to_json, to_markdown
 from hermit_tui.core.stats.bounds import ErrorBounds
 from hermit_tui.core.stats.clusters import Clustering, resolve_clustering
 from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
-from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair, stopped_how
+from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair
 from hermit_tui.core.stats.noise import NoiseBudget
 from hermit_tui.core.version import __version__
 from hermit_tui.core.why.pair import pairs_why
@@ -84,19 +84,6 @@ def _costs(records: list[AttemptRecord] | AttemptTable) -> tuple[float, int]:
         return records.known_cost(), records.unknown_costs()
     known = [r.cost_usd for r in records if r.cost_usd is not None and math.isfinite(r.cost_usd)]
     return float(sum(known)), len(records) - len(known)
-
-
-def _not_run(s: Any, missing: int) -> str:
-    """Why a launch that stopped early left ``missing`` test tasks without attempts, when its ``sequential`` entry
-    says so (the tasks it did not look at), else ''."""
-    seq = getattr(s, "sequential", None) if s is not None else None
-    if seq is None or not getattr(s, "is_complete", False):
-        return ""
-    looked, total = seq.tasks_looked, seq.total_tasks
-    if looked is None or total is None or total - looked != missing:
-        return ""
-    how = stopped_how(list(seq.candidates.values()) if seq.candidates else [seq.decision])
-    return f" (not run: the launch {how} after {looked} of the {total} tasks)"
 
 
 def _selector(
@@ -144,7 +131,7 @@ def _selector(
             )
         ]
     if stats.n_missing and (s is None or not s.is_smoke):
-        flags.append(f"{stored.label}: {stats.n_missing} test tasks have no attempt{_not_run(s, stats.n_missing)}")
+        flags.append(f"{stored.label}: {stats.n_missing} test tasks have no attempt{not_run_note(s, stats.n_missing)}")
     if stats.nonfinite_scores:
         flags.append(
             f"{stored.label}: {stats.nonfinite_scores} attempts have a score that is not a finite number "

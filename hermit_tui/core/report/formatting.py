@@ -12,7 +12,7 @@ from hermit_tui.core.present import fixed, interval_text
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.safe import csv_cell
 from hermit_tui.core.stats import anytime_looks
-from hermit_tui.core.stats.looks import stopped_how
+from hermit_tui.core.stats.looks import entry_stopped_how
 
 
 def figure(x: float | None, digits: int = 4) -> str:
@@ -65,8 +65,7 @@ def sequential_protocol(r: Report) -> str:
         return ""
     launches: dict[tuple[str, str, float | None], list[str]] = {}
     for label, e in entries:
-        # the candidates' decisions (a baseline's entry lists them): how a launch that stopped early stopped
-        how = stopped_how(list(e.candidates.values()) if e.candidates else [e.decision])
+        how = entry_stopped_how(e)  # (how a launch that stopped early stopped)
         if anytime_looks.is_anytime(e):  # every repeat of each task looked at: tasks, not rounds
             stopped = e.tasks_looked is not None and e.total_tasks is not None and e.tasks_looked < e.total_tasks
             where = f"{e.tasks_looked} of the {e.total_tasks} tasks (anytime-valid; "
@@ -85,6 +84,18 @@ def sequential_protocol(r: Report) -> str:
     return "; ".join(parts) + f". Method: {entries[0][1].method}, alpha {entries[0][1].alpha:g}."
 
 
+def not_run_note(summary: Any, missing: int) -> str:
+    """Why a launch that stopped early left ``missing`` test tasks without attempts, when the summary's
+    ``sequential`` entry says so (the tasks it did not look at), else ''."""
+    seq = getattr(summary, "sequential", None) if summary is not None else None
+    if seq is None or not getattr(summary, "is_complete", False):
+        return ""
+    looked, total = seq.tasks_looked, seq.total_tasks
+    if looked is None or total is None or total - looked != missing:
+        return ""
+    return f" (not run: the launch {entry_stopped_how(seq)} after {looked} of the {total} tasks)"
+
+
 __all__ = [
     "compact",
     "exact",
@@ -92,6 +103,7 @@ __all__ = [
     "fingerprint_value",
     "interval",
     "methods_by_selector",
+    "not_run_note",
     "sequential_protocol",
     "spreadsheet_text",
 ]

@@ -41,6 +41,7 @@ from hermit_tui.core.report.requirements import DEFAULT_REQUIRE, NEEDS_BASELINE,
 from hermit_tui.core.safe import line as one_line
 from hermit_tui.core.safe import markdown
 from hermit_tui.core.stats import anytime_looks
+from hermit_tui.core.stats.looks import entry_stopped_how
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES, Fingerprint, differences
 from hermit_tui.core.workspace.tasks import TaskSet
@@ -492,16 +493,13 @@ def check_complete(f: SelectorFacts, others: Sequence[SelectorFacts] = ()) -> Ga
         stop = _decided_stop(f, others)
         if stop is not None and anytime_looks.is_anytime(stop) and stop.tasks_looked is not None:
             expected = stop.tasks_looked * stop.rounds  # every repeat of each task looked at
-            how = "for futility" if stop.decision == "futile" else "when decided"
-            note = f" (stopped {how} {anytime_looks.entry_where(stop)}, anytime-valid)"
+            note = f" ({entry_stopped_how(stop)} {anytime_looks.entry_where(stop)}, anytime-valid)"
         elif stop is not None and stop.within_first_round and stop.tasks_looked is not None:
             expected = stop.tasks_looked
-            how = "for futility" if stop.decision == "futile" else "when decided"
-            note = f" (stopped {how} after {stop.tasks_looked} of the {f.n_test} tasks of round 1)"
+            note = f" ({entry_stopped_how(stop)} after {stop.tasks_looked} of the {f.n_test} tasks of round 1)"
         elif stop is not None and stop.rounds < f.repeats:
             expected = f.n_test * stop.rounds
-            how = "for futility" if stop.decision == "futile" else "when decided"
-            note = f" (stopped {how} after {stop.rounds} of {f.repeats} rounds)"
+            note = f" ({entry_stopped_how(stop)} after {stop.rounds} of {f.repeats} rounds)"
     k = max(1, expected // f.n_test) if f.n_test and expected else 0
     size = f"{min(f.n_test, expected)} tasks x {k} repeat{'s' * (k != 1)}"
     if stop is not None and anytime_looks.is_anytime(stop) and stop.tasks_looked is not None:

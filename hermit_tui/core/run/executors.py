@@ -463,10 +463,6 @@ class _Worker:
         self.process.join(5)
         self.conn.close()
 
-    def stop(self) -> None:
-        self.ask_to_stop()
-        self.reap()
-
     def ask_to_stop(self) -> None:
         """Tell the worker to end (it has nothing left to write: every answer was received)."""
         try:

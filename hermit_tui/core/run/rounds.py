@@ -8,7 +8,7 @@ from typing import Any
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run.launch import check_margin
-from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan, design_method
+from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan, design_method, stop_state
 from hermit_tui.core.stats.sequential import SequentialLook
 
 
@@ -89,15 +89,7 @@ def decided_line(
 ) -> str:
     """What a launch logs when it stops: ``futile`` of its candidates stopped for futility (no decision is in
     reach), the others decided."""
-    if futile:
-        n = len(plan.candidates)
-        state = (
-            f"{'the candidate is' if n == 1 else 'every candidate is'} stopped for futility"
-            if futile >= n
-            else f"every candidate is decided or stopped for futility ({futile} of {n})"
-        )
-    else:
-        state = "every candidate is decided"
+    state = stop_state(len(plan.candidates), futile)
     if tasks is not None and total is not None and tasks < total:
         return (
             f"{state} after {tasks} of the {total} tasks of round 1 (of {plan.max_rounds}): no "

@@ -31,7 +31,7 @@ import numpy as np
 
 from hermit_tui.core.records.results import SequentialEntry
 from hermit_tui.core.stats.anytime import ALPHA, METHOD, paired_confidence_sequence
-from hermit_tui.core.stats.looks import Records, SequentialPlan, stopped_how
+from hermit_tui.core.stats.looks import Records, SequentialPlan, stop_state, stopped_how
 from hermit_tui.core.stats.sequential import Decision, SequentialLook, decide, look_order
 
 ANYTIME_RULE = (
@@ -545,9 +545,7 @@ def finished_notice(plan: SequentialPlan, looks: Sequence[SequentialLook], stopp
         return f"Evaluation finished: no task looked at, against {plan.baseline}"
     if stopped:
         how = stopped_how(look.decision for look in looks)
-        return (
-            f"{how[0].upper()}{how[1:]} after {last.tasks} of the {last.total_tasks} tasks (anytime-valid): {decided}"
-        )
+        return f"{how.capitalize()} after {last.tasks} of the {last.total_tasks} tasks (anytime-valid): {decided}"
     return f"Evaluation finished: {last.tasks} of the {last.total_tasks} tasks, {decided} against {plan.baseline}"
 
 
@@ -565,13 +563,9 @@ def decided_line(tracker: AnytimeTracker) -> str:
     n, total = tracker.tasks_looked, len(tracker.task_ids)
     candidates = tracker.plan.candidates
     futile = sum(1 for c in candidates if (lk := tracker.last(c)) is not None and lk.decision == "futile")
-    if not futile:
-        every = "every candidate is decided"
-    elif futile < len(candidates):
-        every = f"every candidate is decided or stopped for futility ({futile} of {len(candidates)})"
-    else:
-        who = "the candidate is" if len(candidates) == 1 else "every candidate is"
-        every = f"{who} stopped for futility (the other tasks could not decide it)"
+    every = stop_state(len(candidates), futile)
+    if futile == len(candidates):
+        every += " (the other tasks could not decide it)"
     if n < total:
         return (
             f"{every} after {n} of the {total} tasks (anytime-valid): no further attempt starts "

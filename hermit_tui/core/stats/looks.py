@@ -440,6 +440,22 @@ def stopped_how(decisions: Iterable[str | None]) -> str:
     return "stopped for futility" if seen and all(d == "futile" for d in seen) else "stopped when decided"
 
 
+def stop_state(candidates: int, futile: int) -> str:
+    """What a launch that stopped says of its ``candidates``, ``futile`` of them stopped for futility (no decision
+    in reach), the others decided."""
+    if not futile:
+        return "every candidate is decided"
+    if futile < candidates:
+        return f"every candidate is decided or stopped for futility ({futile} of {candidates})"
+    return f"{'the candidate is' if candidates == 1 else 'every candidate is'} stopped for futility"
+
+
+def entry_stopped_how(entry: Any) -> str:
+    """:func:`stopped_how` of a recorded ``sequential`` entry: its candidates' decisions (a baseline's entry lists
+    them), else its own."""
+    return stopped_how(list(entry.candidates.values()) if entry.candidates else [entry.decision])
+
+
 ADJUSTED = "median-unbiased for the stopping rule"
 
 _num = short_num
@@ -599,6 +615,7 @@ __all__ = [
     "adjusted_text",
     "decided_where",
     "design_method",
+    "entry_stopped_how",
     "look_text",
     "FIXED_P_NOTE",
     "SEQUENTIAL_RULE",
@@ -615,5 +632,7 @@ __all__ = [
     "sequential_method",
     "sequential_pair",
     "sequential_text",
+    "stop_state",
+    "stopped_how",
     "unmonitored_note",
 ]
