@@ -965,11 +965,13 @@ class _Judge:
         self.score = score
 
 
-def anytime_launch(rng, g: int, reps: int, effects, per_look: int = 4, first: int | None = None):
+def anytime_launch(rng, g: int, reps: int, effects, per_look: int = 4, first: int | None = None, futility: bool = True):
     """One ``--stop-when-decided --anytime`` launch through the real tracker (``core.stats.anytime_looks``): pass/fail
     tasks, p ~ Beta(1, 1), candidate ``k``'s p + 2 effect_k (1 - p); with ``first``, a launch on the first ``first``
-    tasks continued (a new tracker on the recorded stream) once more tasks are added, when it ended undecided.
-    Returns (decisions per candidate, tasks looked at)."""
+    tasks continued (a new tracker on the recorded stream, as ``--resume``) once more tasks are added, when it ended
+    without a claim for every candidate (undecided, or stopped for futility: the rule is recomputed on the larger
+    split). ``futility``: the rule that stops a candidate the remaining tasks cannot decide (``eval``'s default; off
+    as ``--no-futility``). Returns (decisions per candidate, tasks looked at)."""
     from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
 
     ids = [f"t{i}" for i in range(g)]
@@ -983,12 +985,15 @@ def anytime_launch(rng, g: int, reps: int, effects, per_look: int = 4, first: in
     order: list[str] = []
     tracker = None
     for split in [ids[:first], ids] if first else [ids]:
-        plan = AnytimePlan(baseline="base", candidates=labels, max_rounds=reps, tasks_per_look=per_look, order=order)
+        plan = AnytimePlan(
+            baseline="base", candidates=labels, max_rounds=reps, tasks_per_look=per_look, order=order,
+            out_of_reach=futility,
+        )  # fmt: skip
         tracker = AnytimeTracker(plan, split)
         while not tracker.finished:
             tracker.check(records)
         order = tracker.task_ids[: tracker.tasks_looked]
-        if tracker.decided:
+        if all((look := tracker.last(lab)) and look.decision in ("improvement", "regression") for lab in labels):
             break
     assert tracker is not None
     return [look.decision if (look := tracker.last(lab)) else "undecided" for lab in labels], tracker.tasks_looked
@@ -1030,7 +1035,9 @@ def anytime_launch_section(args, md: list[str]) -> None:
         "repeats; pass/fail tasks, p ~ Beta(1, 1), a candidate's p + 2 effect (1 - p)). *Any false claim*: at "
         "effect 0, the share of launches where some candidate was declared an improvement or a regression "
         "(family-wise: alpha 0.05 split over the candidates). *continued*: a launch on the first 50 tasks which, "
-        "when undecided, is continued on the recorded stream after 150 tasks were added.",
+        "when it ends without a claim (undecided, or stopped for futility), is continued on the recorded stream "
+        "after 150 tasks were added (a new tracker, as `--resume`). The futility rule is on, as in `eval` without "
+        "`--no-futility`: a candidate stops once the tasks not yet looked at could not decide it.",
         "",
         "| tasks | repeats | candidates | effect | any false claim | claims | mean tasks looked at | of the tasks "
         "| fixed design of equal power | anytime / fixed |",
