@@ -212,9 +212,12 @@ def test_a_continuation_refuses_tasks_joining_a_cluster_looked_at_or_a_cluster_l
 
 
 def test_the_small_split_note_counts_clusters():
-    assert "in 5 clusters cannot decide" in (small_split_note(200, clusters=5) or "")
-    assert "in 40 clusters rarely decides" in (small_split_note(200, clusters=40) or "")
-    assert small_split_note(400, clusters=120) is None
+    assert "in 5 clusters cannot decide" in (small_split_note(200, clusters=[40] * 5) or "")
+    note = small_split_note(200, clusters=[5] * 20 + [10] * 10)  # they weigh 20 / 2 + 10 = 20 clusters of 10
+    assert note is not None and "in 30 clusters rarely decides" in note and "weigh as 20 full ones" in note
+    assert small_split_note(400, clusters=[2] * 200) is None  # 200 full weights
+    assert small_split_note(400, clusters=[1] * 190 + [3] * 70) is None  # 260 clusters, 190 / 3 + 70 = 133
+    assert small_split_note(600, clusters=[3] + [1] * 290) is not None  # 291 clusters, weigh 98
 
 
 def grouped(project: Path, clusters: int) -> None:
@@ -230,7 +233,7 @@ def test_eval_with_clusters_stops_on_whole_clusters_and_report_and_gate_replay_i
     both = ["--adapter", "none", "--adapter", "adapters/good"]
     code = main(["eval", "--config", str(project), *both, "--stop-when-decided", "--anytime", "--cluster-by", "group"])
     err = capsys.readouterr().err
-    assert code == 0 and "in 40 clusters rarely decides" in err
+    assert code == 0 and "in 40 clusters rarely decides" in err and "weigh as 40 full ones" in err
     run = project.parent / "runs" / "seq" / "eval"
     entry = json.loads((run / "good" / "summary.json").read_text())["sequential"]
     assert entry["decision"] == "improvement" and entry["cluster_by"] == "group" and entry["cluster_cap"] == 3
@@ -276,3 +279,28 @@ def test_a_clustered_resume_refuses_a_task_added_to_a_cluster_looked_at(tmp_path
     code = main([*args, "--stop-when-decided", "--anytime", "--no-futility", "--cluster-by", "group"])
     err = capsys.readouterr().err
     assert code == 2 and "joins cluster" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_on_the_demo_the_card_names_the_clusters(demo_config, capsys):
+    # the demo's 16 test tasks in their categories: too few clusters to decide (the note says so beforehand);
+    # without the futility rule every cluster is looked at, and the card names the clusters beside the sequence
+    from hermit_tui.core.publish.plan import plan_publish
+
+    args = ["--adapter", "none", "--adapter", "final", "--stop-when-decided", "--anytime", "--no-futility", "--no-card"]
+    extra = ["--cluster-by", "category", "agent.params.latency_scale=0.01", "eval.repeats=2"]
+    code = main(["eval", "--config", str(demo_config), *args, *extra])
+    captured = capsys.readouterr()
+    assert code == 0 and "clusters cannot decide" in captured.err
+    seq = json.loads(captured.out)["final"]["sequential"]
+    rows = {json.loads(x)["id"]: json.loads(x) for x in (demo_config.parent / "tasks.jsonl").read_text().splitlines()}
+    ids = (demo_config.parent / "test.txt").read_text().split()
+    sizes: dict[str, int] = {}
+    for t in ids:
+        sizes[rows[t]["category"]] = sizes.get(rows[t]["category"], 0) + 1
+    keys = sorted(sizes, key=sha)
+    assert seq["cluster_sizes"] == [sizes[k] for k in keys] and seq["cluster_cap"] == max(sizes.values())
+    assert [rows[t]["category"] for t in seq["order"]] == [k for k in keys for _ in range(sizes[k])]
+    plan = plan_publish(load_config(demo_config, ["eval.repeats=2"]))
+    assert not plan.refusals
+    assert "clustered by category: each cluster one observation" in plan.table
+    assert "cluster by cluster when clustered" in plan.table

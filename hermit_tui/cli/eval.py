@@ -242,7 +242,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
             seq.family,
             seq.margin,
             getattr(seq, "each_spend", None),
-            clusters=getattr(seq, "clusters_in_split", None),
+            clusters=getattr(seq, "split_cluster_sizes", None),
         )
         if note is not None:
             sys.stderr.write(f"note: {line(note)}\n")

@@ -112,7 +112,7 @@ def _covers_at(dbar: np.ndarray, w: np.ndarray, m: np.ndarray, times: np.ndarray
 def cluster_sets(
     dbar: Sequence[float] | np.ndarray,
     sizes: Sequence[int] | np.ndarray,
-    cap: int,
+    cap: int | np.ndarray,
     alpha: float = ALPHA,
     times: Sequence[int] | np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -120,7 +120,8 @@ def cluster_sets(
     clusters, last axis; default every one), *not* intersected over time: the hull of the values ``m`` a grid of
     :data:`GRID` values accepts, each end found by bisection between the outermost accepted value and its rejected
     neighbour. ``dbar``: the clusters' mean task differences in [-1, 1], in the stream's order (leading axes:
-    independent streams); ``sizes``: their tasks; ``cap``: ``K`` (at least every size). When no value of the grid
+    independent streams); ``sizes``: their tasks; ``cap``: ``K`` (at least every size; per stream, an array of
+    shape (..., 1)). When no value of the grid
     is accepted, the ratio estimate ``sum n dbar / sum n`` is tried, and the set is that point if it is rejected
     too (an empty set: probability < alpha)."""
     d = np.asarray(dbar, dtype=float)
@@ -159,7 +160,7 @@ def cluster_sets(
 
 
 def clustered_confidence_sequence(
-    dbar: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray, cap: int, alpha: float = ALPHA
+    dbar: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray, cap: int | np.ndarray, alpha: float = ALPHA
 ) -> tuple[np.ndarray, np.ndarray]:
     """The CS of the task-weighted mean difference ``mu`` after each cluster (:func:`cluster_sets`), running
     intersection (an empty intersection: a point, as :func:`eb_confidence_sequence`)."""

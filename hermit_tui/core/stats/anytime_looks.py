@@ -70,6 +70,14 @@ def clustered_method(by: str, cap: int) -> str:
     )
 
 
+def clustered_by(thing: Any) -> str | None:
+    """What a clustered look's (or entry's) sequence was clustered by (from its method), or None."""
+    method = getattr(thing, "method", None)
+    if not isinstance(method, str) or not method.startswith(_CLUSTERED_HEAD + " (clustered by "):
+        return None
+    return method[len(_CLUSTERED_HEAD + " (clustered by ") :].split("; each cluster one observation")[0]
+
+
 def recorded_clusters(entry: SequentialEntry | None) -> tuple[int, list[int]] | None:
     """(K, the cluster sizes of the stream in order) a clustered anytime launch recorded (summary.json's
     ``sequential.cluster_cap`` and ``sequential.cluster_sizes``), or None (an unclustered one)."""
@@ -130,9 +138,14 @@ class AnytimePlan(SequentialPlan):
         return sizes
 
     @property
-    def clusters_in_split(self) -> int | None:
-        """The clusters of the split (None: unclustered)."""
-        return len(set(self.cluster_of.values())) if self.clustered else None
+    def split_cluster_sizes(self) -> list[int] | None:
+        """The sizes of the split's clusters (None: unclustered)."""
+        if not self.clustered:
+            return None
+        counts: dict[str, int] = {}
+        for key in self.cluster_of.values():
+            counts[key] = counts.get(key, 0) + 1
+        return list(counts.values())
 
     @property
     def method_text(self) -> str:
@@ -701,17 +714,19 @@ def small_split_note(
     candidates: int = 1,
     margin: float | None = None,
     spend: float | None = None,
-    clusters: int | None = None,
+    clusters: Sequence[int] | None = None,
 ) -> str | None:
     """A warning when an anytime-valid launch is chosen on a split too small for it to decide, else None. Under
     :func:`fewest_tasks_to_decide` (at each candidate's share ``spend`` of alpha, by default ``anytime_share`` of
     0.05 over ``candidates``) it cannot decide at all; under
     ``SMALL_SPLIT`` tasks it rarely does: its confidence sequence pays for looking at any time with width
     (simulated, 2,000 launches each: an effect of 0.2 was decided in 0.9% of launches on 50 tasks, in 90% on 200).
-    ``clusters``: a clustered launch's clusters, its observations, counted instead of the tasks (clusters of fewer
-    than ``K`` tasks weigh less, so a clustered stream decides no sooner than that many tasks would)."""
+    ``clusters``: a clustered launch's cluster sizes. Its observations are the clusters, counted instead of the
+    tasks (no fewer than :func:`fewest_tasks_to_decide` can decide: a cluster's observation lies within the range of
+    a task's), each weighing its tasks over the largest cluster's ``K``: under ``SMALL_SPLIT`` full weights (the
+    sum of ``n / K``) it rarely decides (benchmarks/RESULTS.md, anytime with clusters)."""
     if clusters is not None:
-        return _small_clustered(n_tasks, clusters, candidates, margin, spend)
+        return _small_clustered(n_tasks, list(clusters), candidates, margin, spend)
     tasks = f"{n_tasks} test task{'s' * (n_tasks != 1)}"
     spend = spend if spend is not None else anytime_share(ALPHA, candidates)
     fewest = fewest_tasks_to_decide(spend, margin)
@@ -731,8 +746,9 @@ def small_split_note(
 
 
 def _small_clustered(
-    n_tasks: int, clusters: int, candidates: int, margin: float | None, spend: float | None
+    n_tasks: int, sizes: list[int], candidates: int, margin: float | None, spend: float | None
 ) -> str | None:
+    clusters = len(sizes)
     where = f"{n_tasks} test task{'s' * (n_tasks != 1)} in {clusters} cluster{'s' * (clusters != 1)}"
     spend = spend if spend is not None else anytime_share(ALPHA, candidates)
     fewest = fewest_tasks_to_decide(spend, margin)
@@ -743,11 +759,15 @@ def _small_clustered(
             f"decide its confidence sequence{share} only from {fewest} clusters on; on so few clusters, run the "
             "fixed design with them"
         )
-    if clusters >= SMALL_SPLIT:
+    cap = max(sizes, default=1)
+    weight = sum(sizes) / cap
+    if weight >= SMALL_SPLIT:
         return None
     return (
-        f"anytime-valid on {where} rarely decides: a cluster is one observation, and under {SMALL_SPLIT} of them "
-        "the sequence is wide (benchmarks/RESULTS.md, anytime with clusters); consider the fixed design with them"
+        f"anytime-valid on {where} rarely decides: a cluster is one observation weighing its tasks over the "
+        f"largest cluster's {cap}, and these weigh as {weight:.0f} full ones (under {SMALL_SPLIT} the sequence is "
+        "too wide to decide an effect of 0.2 in most launches: benchmarks/RESULTS.md); consider the fixed design "
+        "with them"
     )
 
 
@@ -804,6 +824,8 @@ __all__ = [
     "anytime_plan",
     "anytime_share",
     "boundary_text",
+    "clustered_by",
+    "clustered_method",
     "decided_line",
     "decided_where",
     "entry_where",
@@ -814,9 +836,11 @@ __all__ = [
     "is_anytime",
     "look_line",
     "look_text",
+    "recorded_clusters",
     "recorded_order",
     "replay",
     "sequential_method",
     "sequential_text",
     "tracker_for",
+    "with_clusters",
 ]
