@@ -304,3 +304,41 @@ def test_on_the_demo_the_card_names_the_clusters(demo_config, capsys):
     assert not plan.refusals
     assert "clustered by category: each cluster one observation" in plan.table
     assert "cluster by cluster when clustered" in plan.table
+
+
+def test_a_clustered_stream_continues_with_new_clusters_and_refuses_one_larger_than_k(tmp_path):
+    project = build(tmp_path / "p", tasks=60, repeats=1, seed=4, adapters={"good": 0.2})
+    rows = [json.loads(x) for x in (project.parent / "tasks.jsonl").read_text().splitlines()]
+    for i, r in enumerate(rows):  # 10 clusters of 3, then (added later) 4 new ones of 3, and one of 18
+        r["group"] = f"g{i // 3}" if i < 30 else (f"n{(i - 30) // 3}" if i < 42 else "big")
+    (project.parent / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ids = [r["id"] for r in rows]
+    (project.parent / "test.txt").write_text("\n".join(ids[:30]) + "\n")
+    both = ["none", "adapters/good"]
+    kw: dict[str, Any] = dict(stop_when_decided=True, anytime=True, futility=False, cluster_by="group")
+    first = EvalRun(load_config(project), both, **kw).run_sync()["good"].sequential
+    assert first is not None and first.decision == "undecided" and first.tasks_looked == 30
+    (project.parent / "test.txt").write_text("\n".join(ids[:42]) + "\n")
+    more = EvalRun(load_config(project), both, resume=True, **kw).run_sync()["good"].sequential
+    assert more is not None
+    extra = more.model_extra or {}
+    group = {r["id"]: r["group"] for r in rows}
+    new = sorted({group[t] for t in ids[30:42]}, key=sha)
+    want = list((first.model_extra or {})["order"]) + [
+        t for k in new for t in sorted((t for t in ids[30:42] if group[t] == k), key=sha)
+    ]
+    assert extra["order"] == want and extra["cluster_cap"] == 3 and extra["cluster_sizes"] == [3] * 14
+    run = project.parent / "runs" / "seq" / "eval"
+    at = {
+        lab: {
+            r["id"]: r["judge"]["score"]
+            for r in map(json.loads, (run / lab / "results.jsonl").read_text().split("\n")[:-1])
+        }
+        for lab in ("none", "good")
+    }
+    dbar = np.array([at["good"][t] - at["none"][t] for t in want]).reshape(-1, 3).mean(axis=1)
+    low, high = clustered_confidence_sequence(dbar, [3] * 14, 3)
+    assert more.interval == pytest.approx((low[-1], high[-1]), abs=1e-12)  # one stream, not a restart
+    (project.parent / "test.txt").write_text("\n".join(ids) + "\n")  # a new cluster of 18 tasks: K is 3
+    with pytest.raises(InputError, match="has 18 tasks, more than the 3"):
+        EvalRun(load_config(project), both, resume=True, **kw)

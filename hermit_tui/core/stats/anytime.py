@@ -90,6 +90,7 @@ def eb_confidence_sequence(
 CLUSTERED = "on the clusters' task-weighted differences"  # how a clustered sequence's method names its observations
 GRID = 257  # values of m tried per look before the bounds are found by bisection
 STEPS = 40  # bisection steps (a bound to 2 / 256 / 2**40)
+BLOCK = 64  # the looks bisected together (each on the clusters up to it: memory and time grow as BLOCK x clusters)
 
 
 def _covers(dbar: np.ndarray, w: np.ndarray, m: np.ndarray, alpha: float) -> np.ndarray:
@@ -142,10 +143,17 @@ def cluster_sets(
     step = 2.0 / (GRID - 1)
 
     def bisect(ok: np.ndarray, bad: np.ndarray) -> np.ndarray:
-        for _ in range(STEPS):
-            mid = (ok + bad) / 2
-            yes = _covers_at(d, w, mid, at, alpha)
-            ok, bad = np.where(yes, mid, ok), np.where(yes, bad, mid)
+        ok, bad = ok.copy(), bad.copy()
+        for start in range(0, len(at), BLOCK):  # a block of times at once, on the clusters up to its last
+            part = slice(start, start + BLOCK)
+            times = at[part]
+            end = int(times.max()) + 1
+            lo_, hi_ = ok[..., part], bad[..., part]
+            for _ in range(STEPS):
+                mid = (lo_ + hi_) / 2
+                yes = _covers_at(d[..., :end], w[..., :end], mid, times, alpha)
+                lo_, hi_ = np.where(yes, mid, lo_), np.where(yes, hi_, mid)
+            ok[..., part] = lo_
         return ok
 
     g_low, g_high = -1.0 + step * first, -1.0 + step * last
