@@ -257,6 +257,8 @@ def test_eval_with_clusters_stops_on_whole_clusters_and_report_and_gate_replay_i
     pair = {(p["a"], p["b"]): p for p in json.loads(capsys.readouterr().out)["pairs"]}[("none", "good")]
     assert pair["decision"] == "improvement" and "clustered by group" in pair["method"]
     assert (pair["ci_low"], pair["ci_high"]) == pytest.approx((low[-1], high[-1]), abs=1e-12)
+    assert main(["report", "--config", str(project)]) == 0
+    assert "anytime-valid stop-when-decided launch with clusters (whole clusters" in capsys.readouterr().out
     assert main(["gate", "--config", str(project), "--baseline", "none", "--candidate", "good"]) == 0
     assert "clustered by group" in capsys.readouterr().out
     # the group-sequential design is still refused with clusters (core.stats.sequential is not clustered here)

@@ -52,6 +52,15 @@ ANYTIME_RULE = (
 )
 
 
+CLUSTERED_RULE = (
+    "after each look of an anytime-valid stop-when-decided launch with clusters (whole clusters in the order of their "
+    "keys' sha256, every repeat of each task), 'an improvement' ('a regression') when the anytime-valid 95% "
+    "confidence sequence for the task-weighted mean difference lies above (below) 0, 'equivalent' (with a margin M) "
+    "when it lies within -M..M; 'stopped for futility' (without a margin) when even a difference of +1 (-1) on every "
+    "cluster not yet looked at would leave 0 inside it at the last cluster of the split; otherwise 'undecided'"
+)
+
+
 def is_anytime(thing: Any) -> bool:
     """Whether a plan, a ``sequential`` entry or a look is of the anytime-valid design (by its method)."""
     method = getattr(thing, "method", None)
@@ -678,7 +687,7 @@ def sequential_pair(pair: Any, look: SequentialLook) -> Any:
             method=sequential_method(look),
             decision=decision,
             verdict=sequential_text(look, pair.a, pair.b),
-            rule=ANYTIME_RULE,
+            rule=CLUSTERED_RULE if clustered_by(look) is not None else ANYTIME_RULE,
             test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE,
         )
     )
@@ -818,6 +827,7 @@ def decided_line(tracker: AnytimeTracker) -> str:
 
 __all__ = [
     "ANYTIME_RULE",
+    "CLUSTERED_RULE",
     "DECISION_WORDS",
     "AnytimePlan",
     "AnytimeTracker",
