@@ -13,7 +13,8 @@ the baseline's R). Two nulls: *A/A* (``delta_c = 0``: the candidate is the basel
 (``h = 0.15``). Three candidates: each its own shifts and attempts, alpha split over them. Every sequence is looked at
 after each of its observations (a cluster, or a task for the unclustered one) and a claim is its first exclusion of 0.
 
-``nice -n 10 python benchmarks/explore_anytime_clusters.py`` (2,000 launches per row); ``--streams 100`` to try it.
+``nice -n 10 python benchmarks/explore_anytime_clusters.py`` (2,000 launches per row); ``--streams 100`` to try it;
+``--tracker 200`` adds 200 launches per row through the launch's ``AnytimeTracker`` with the futility rule on.
 """
 
 from __future__ import annotations
@@ -103,9 +104,42 @@ def row(streams, tasks, clusters, effect, h, reps, candidates, seed, spread):
     return out
 
 
+class _Record:
+    def __init__(self, score: float):
+        self.judge = type("Judge", (), {"score": score})()
+
+
+def through_the_tracker(tasks, clusters, effect, h, launches_n, seed):
+    """(mean tasks looked at, decisions) of launches through the launch's own ``AnytimeTracker`` with clusters and
+    the futility rule on, looks of at least 4 tasks, skewed sizes, one repeat (a pass/fail difference d as the
+    baseline scoring d < 0 and the candidate d > 0)."""
+    from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker, with_clusters
+
+    rng = np.random.default_rng(seed)
+    d, of, _ = launches(rng, launches_n, tasks, clusters, effect, h, 1, 1.0)
+    ids = [f"t{i}" for i in range(tasks)]
+    used: list[int] = []
+    decisions: dict[str, int] = {}
+    for s in range(launches_n):
+        records = {
+            "a": {(t, 1): _Record(float(d[s, i] < 0)) for i, t in enumerate(ids)},
+            "b": {(t, 1): _Record(float(d[s, i] > 0)) for i, t in enumerate(ids)},
+        }
+        plan = AnytimePlan(baseline="a", candidates=["b"], max_rounds=1, tasks_per_look=4, out_of_reach=True)
+        tracker = AnytimeTracker(with_clusters(plan, "g", {t: f"g{of[s, i]}" for i, t in enumerate(ids)}, ids), ids)
+        while not tracker.finished:
+            tracker.check(records)
+        used.append(tracker.tasks_looked)
+        last = tracker.last("b")
+        decision = last.decision if last is not None else "undecided"
+        decisions[decision] = decisions.get(decision, 0) + 1
+    return float(np.mean(used)), dict(sorted(decisions.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=2000, help="launches per row (default 2000)")
+    parser.add_argument("--tracker", type=int, default=0, help="also N launches per row through the tracker")
     args = parser.parse_args(argv)
     se = math.sqrt(0.05 * 0.95 / args.streams)
     print(f"Monte-Carlo error near 0.05: +/-{2 * se:.3f} (2 se); near 0.95 the same")
@@ -138,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     print(f"inverted sequence vs the tests at mu and 0: {DISAGREE[0]} disagreements in {DISAGREE[1]} streams")
+    if args.tracker:
+        print("through the launch's tracker, futility rule on (skewed sizes, one repeat):")
+        for tasks, clusters, effect, h in ((200, 30, 0.0, 0.35), (200, 30, 0.2, 0.15), (600, 200, 0.2, 0.15)):
+            mean, decisions = through_the_tracker(tasks, clusters, effect, h, args.tracker, 7)
+            print(f"  {tasks} tasks in {clusters} clusters, effect {effect:g}: {mean:.1f} tasks looked at, {decisions}")
     print(f"{time.process_time() - start:.0f} s of CPU")
     return 0
 

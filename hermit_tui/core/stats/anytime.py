@@ -122,9 +122,8 @@ def cluster_sets(
     :data:`GRID` values accepts, each end found by bisection between the outermost accepted value and its rejected
     neighbour. ``dbar``: the clusters' mean task differences in [-1, 1], in the stream's order (leading axes:
     independent streams); ``sizes``: their tasks; ``cap``: ``K`` (at least every size; per stream, an array of
-    shape (..., 1)). When no value of the grid
-    is accepted, the ratio estimate ``sum n dbar / sum n`` is tried, and the set is that point if it is rejected
-    too (an empty set: probability < alpha)."""
+    shape (..., 1)). When no value of the grid is accepted, the ratio estimate ``sum n dbar / sum n`` is tried, and
+    the set is that point if it is rejected too (an empty set: probability < alpha)."""
     d = np.asarray(dbar, dtype=float)
     n = np.broadcast_to(np.asarray(sizes, dtype=float), d.shape)
     if np.any(n < 1) or np.any(n > cap):
