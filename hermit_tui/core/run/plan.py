@@ -87,6 +87,12 @@ class LaunchPlan:
             from hermit_tui.core.stats.clusters import clusters_by_field
 
             self.clustering = clusters_by_field(self.tasks.tasks, self.task_ids, options.cluster_by)
+            if options.anytime and self.sequential is not None:  # a cluster is one observation of the stream
+                from hermit_tui.core.stats.anytime_looks import AnytimePlan, with_clusters
+
+                if isinstance(self.sequential, AnytimePlan):
+                    c = self.clustering
+                    self.sequential = with_clusters(self.sequential, c.by, c.of, self.task_ids)
         self.fingerprint = compute_fingerprint(
             config,
             self.test_rows,
