@@ -18,8 +18,9 @@ from hermit_tui.core.records.folders import WRITTEN_NAMES, check_no_links, eval_
 from hermit_tui.core.records.journal import FolderLock, check_eval_folder, remove_stale_temporaries
 from hermit_tui.core.run.continuing import ContinuePlan
 from hermit_tui.core.run.events import Level
-from hermit_tui.core.run.executors import Executor, ProcessExecutor, ThreadExecutor
+from hermit_tui.core.run.executors import Executor, ThreadExecutor
 from hermit_tui.core.run.launch import MAX_LIMIT, ExecutorName, LaunchOptions, positive_int
+from hermit_tui.core.run.process_executor import ProcessExecutor
 from hermit_tui.core.workspace.config import MAX_REPEATS, Config
 from hermit_tui.core.workspace.fingerprint import compute_fingerprint
 from hermit_tui.core.workspace.selectors import remove_stale_exports, resolve_selectors
