@@ -437,11 +437,16 @@ class HermitApp(Launching, Annotating, App):
         return awaitable
 
     async def run_on(self, name: str, action: str) -> None:
-        """Show screen ``name`` and run one of its actions there (palette commands such as "Swap a/b")."""
+        """Show screen ``name`` and run one of its actions there (palette commands such as "Swap a/b"), once the
+        screen has handled its show (screens.base.until_shown): not in the middle of its resume handler."""
         from hermit_tui.dashboard.screens import SCREENS
+        from hermit_tui.dashboard.screens.base import until_shown
 
         shown = self.goto(name)
         if shown is not None:
             await shown
-        if isinstance(self.screen, SCREENS[name]):
-            await self.screen.run_action(action)
+        screen = self.screen
+        if isinstance(screen, SCREENS[name]):
+            await until_shown(screen)
+            if self.screen is screen:
+                await screen.run_action(action)

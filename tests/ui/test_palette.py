@@ -206,3 +206,57 @@ async def test_walk_the_triage_commands(evaluated_copy):
 
         await run_command(pilot, "Review: failure labels line on the card (on/off)")
         assert isinstance(app.screen, ReviewScreen) and app.screen.taxonomy
+
+
+async def test_a_command_for_a_screen_shown_again_runs_once_the_screen_has_resumed(monkeypatch, evaluated_copy):
+    """A palette command of a screen lower in the stack (HermitApp.run_on, called as the palette calls its
+    commands) shows that screen again and runs its action only once the screen has handled its resume (the per-task
+    table redraws from the store there): the resume is held until the screen above has been closed, and the action
+    comes after it, not in the middle of it."""
+    import asyncio
+    import time
+    from functools import partial
+
+    from hermit_tui.dashboard.screens.errors import ErrorsScreen
+
+    async def until(predicate) -> None:  # pilot.pause() waits for the screen, whose resume is held here: poll
+        deadline = time.monotonic() + 60
+        while not predicate():
+            assert time.monotonic() < deadline, "waited 60 s"
+            await asyncio.sleep(0.01)
+
+    demo = evaluated_copy
+    app = HermitApp(demo.config_path, overrides=["agent.params.latency_scale=0"])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: setup_ready(app) and len(app.store.columns) == 3)
+        await run_command(pilot, "Per-task table")
+        tasks = await wait_for(pilot, lambda: app.screen if isinstance(app.screen, TasksScreen) else None)
+        await wait_for(pilot, lambda: len(tasks.table.rows) > 0)
+        await run_command(pilot, "Errors")
+        errors = await wait_for(pilot, lambda: app.screen if isinstance(app.screen, ErrorsScreen) else None)
+        before = tasks.chosen_attempt()
+
+        order: list[str] = []
+        held = asyncio.Event()
+        resume, next_attempt = TasksScreen.on_screen_resume, TasksScreen.action_next_attempt
+
+        async def held_resume(self) -> None:
+            order.append("resume")
+            await held.wait()
+            await resume(self)
+            order.append("resumed")
+
+        def recorded(self) -> None:
+            order.append("action")
+            next_attempt(self)
+
+        monkeypatch.setattr(TasksScreen, "on_screen_resume", held_resume)
+        monkeypatch.setattr(TasksScreen, "action_next_attempt", recorded)
+        app.call_later(partial(app.run_on, "tasks", "next_attempt"))  # as the palette runs a chosen command
+        await until(lambda: order[:1] == ["resume"] and not errors.is_running)  # the errors screen is closed
+        held.set()
+        await until(lambda: "action" in order and "resumed" in order)
+        assert order == ["resume", "resumed", "action"]
+        assert app.screen is tasks and before is not None
+        now = tasks.chosen_attempt()
+        assert now is not None and now != before and now[1] == before[1]  # the same row's next attempt

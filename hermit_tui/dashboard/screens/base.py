@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 ResultType = TypeVar("ResultType")
 GIVE_WAY_S = 0.001  # between a screen's first layout and its first render, the loop's timers run (HermitScreen)
+SHOWN_WITHIN_S = 10.0  # the longest until_shown waits: a screen closed meanwhile never answers
 
 
 def style_stamp(screen: Screen[Any]) -> tuple[object, ...]:
@@ -85,6 +86,21 @@ class HermitScreen(Screen[ResultType]):
         if expected is not None and event.size == expected:
             event.stop()
             event.prevent_default()
+
+
+async def until_shown(screen: Screen[Any]) -> None:
+    """Return once ``screen`` has handled what it was sent before this call (its ScreenResume, when pushed or shown
+    again) and what those handlers left for after the next paint (the per-task table's first rows): an action run
+    on it then acts on what it shows (HermitApp.run_on). From another task than the screen's; each step is bounded
+    by SHOWN_WITHIN_S."""
+    for schedule in (screen.call_later, screen.call_after_refresh):  # its queue in order, then its next paint
+        done = asyncio.Event()
+        if not schedule(done.set):
+            return  # closing: nothing to wait for
+        try:
+            await asyncio.wait_for(done.wait(), SHOWN_WITHIN_S)
+        except TimeoutError:
+            return
 
 
 class HermitModal(ModalScreen[ResultType]):
