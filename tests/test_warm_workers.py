@@ -142,9 +142,12 @@ def test_workers_are_forked_from_a_single_threaded_driver_and_come_from_the_fork
     assert outputs[True][1] == outputs[False][1] == sorted(IDS)
 
 
+#: Each attempt lasts 0.2 s, so that the second worker takes one while the first is busy (with instant attempts
+#: one worker could take all six before the other was scheduled on a loaded machine: the test then saw one pid).
 PARAMS = """\
-import os
+import os, time
 def run(task, adapter, params=None):
+    time.sleep(0.2)
     return {"output": f"{os.getpid()} {params['tag']}", "cost_usd": 0.0}
 """
 
