@@ -59,6 +59,11 @@ class LaunchPlan:
         self.test_rows: list[dict[str, Any]] = rows[:limit] if limit else rows
         self.task_ids = [str(r["id"]) for r in self.test_rows]
         self.selectors = resolve_selectors(list(selectors), config)
+        self.clustering = None
+        if options.cluster_by:
+            from hermit_tui.core.stats.clusters import clusters_by_field
+
+            self.clustering = clusters_by_field(self.tasks.tasks, self.task_ids, options.cluster_by)
         self.sequential = None
         if options.stop_when_decided:  # the rounds and their statistics (numpy) load only where they are asked for
             from hermit_tui.core.run.rounds import plan_for
@@ -71,6 +76,8 @@ class LaunchPlan:
                 tasks=len(self.task_ids),
                 first_round_looks=options.first_round_looks,
                 futility=options.futility,
+                clustering=self.clustering,
+                task_ids=self.task_ids,
             )
         if self.sequential is not None and options.anytime:  # task by task, by confidence sequences
             from hermit_tui.core.stats.anytime_looks import anytime_plan
@@ -82,11 +89,6 @@ class LaunchPlan:
                 f"{repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch"
             )
         self.check_folders()
-        self.clustering = None
-        if options.cluster_by:
-            from hermit_tui.core.stats.clusters import clusters_by_field
-
-            self.clustering = clusters_by_field(self.tasks.tasks, self.task_ids, options.cluster_by)
         self.fingerprint = compute_fingerprint(
             config,
             self.test_rows,
