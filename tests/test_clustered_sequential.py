@@ -165,7 +165,11 @@ def test_each_looks_information_and_interval_are_the_bias_reduced_cluster_robust
             assert look.information is None and look.ci_method == "no-spread"
             continue
         assert look.information == pytest.approx(1 / var, rel=1e-8)
-        assert look.z == pytest.approx(float(d.mean()) / math.sqrt(var), rel=1e-8) and look.ci_method == "t"
+        assert look.z == pytest.approx(float(d.mean()) / math.sqrt(var), rel=1e-8)
+        if not math.isfinite(look.boundary_z):  # nothing left to spend at this look (the information stalled)
+            assert look.ci_method is None
+            continue
+        assert look.ci_method == "t"
         # this look's own interval: the t interval on the df at the nominal level of its normal boundary
         level = 2 * norm.cdf(look.boundary_z) - 1
         half = student_t.ppf(1 - (1 - level) / 2, df) * math.sqrt(var)
@@ -247,3 +251,26 @@ def test_replay_from_the_records_gives_the_launchs_looks_and_a_changed_clusterin
     t2.check(records)
     dumped = t2.entry("good").model_dump()
     assert not {"cluster_by", "clusters_sha256", "clusters", "cluster_of", "clusters_looked"} & set(dumped)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_from_round_2_the_error_is_spent_at_the_information_fraction_of_the_variance_components(seed):
+    """Within round 1 the spending time is the attempts' share; from round 2 it is I_k / I_max with I_max
+    projected from the variance components of the look (by hand: the run-to-run part W from each task's variance
+    over its rounds, the rest B = V - W, and V(R) = B + W r / R), never below the look before; the last look
+    spends what is left."""
+    m, looks, a_all, b_all, codes = run_looks(seed, rounds=4, futility=None)
+    times: list[float] = []
+    for look, (r, n) in zip(looks, m.schedule):
+        if r == 1:
+            want = n / len(codes) / 4
+        else:
+            diffs = b_all[:, :r] - a_all[:, :r]
+            v, _ = cr2_by_hand(diffs.mean(axis=1), codes)
+            w = float(np.sum(np.var(diffs, axis=1, ddof=1))) / (r * len(codes) ** 2)
+            b = max(0.0, v - w)
+            want = min(1.0, (b + w * r / 4) / (b + w))
+        want = 1.0 if look.look == len(m.schedule) else max(want, *times, 0.0)
+        assert look.spending_time == pytest.approx(want, rel=1e-9)
+        times.append(want)
+    assert looks[-1].alpha_spent == pytest.approx(candidate_spend())  # the last look: the whole share spent

@@ -1005,9 +1005,10 @@ _CLUSTERED_TEXT = (
     "group-sequential repeated confidence intervals clustered above the task: {looks}, the bias-reduced "
     "cluster-robust (CR2) standard error with Student t on the Bell-McCaffrey degrees of freedom, the boundaries "
     "recomputed at each look from the information observed (1 / the CR2 variance, counted as growing at least as "
-    "the attempts), Lan-DeMets error spending by "
-    "{spending} at the attempts' share of the plan (Jennison & Turnbull 2000, ch. 7 and 9), alpha split over the "
-    "candidates (Bonferroni) and 0.9 of each share spent"
+    "the attempts), Lan-DeMets error spending by {spending} at the information fraction (the attempts' share "
+    "in round 1; from round 2 the information observed over the maximum projected by the variance components) "
+    "(Jennison & Turnbull 2000, ch. 7 and 9), alpha split over the candidates (Bonferroni) and 0.9 of each share "
+    "spent"
 )
 
 
@@ -1092,6 +1093,23 @@ def cluster_schedule(codes: Sequence[int] | np.ndarray, max_rounds: int, batches
     return tuple([(1, n) for n in first] + [(r, g) for r in range(2, max_rounds + 1)])
 
 
+def _growth(diffs: np.ndarray, var: float) -> Callable[[int], float]:
+    """From a look after ``r >= 2`` whole rounds (``diffs``: tasks x rounds; ``var``: the cluster-robust variance of
+    the mean of the task means): the information after ``s`` rounds relative to this look's,
+    ``(B + W) / (B + W r / s)``, where ``W = sum_i s_i^2 / (r N^2)`` is the run-to-run part of ``var`` (``s_i^2``:
+    task i's variance over its rounds) and ``B = max(0, var - W)`` the rest (between tasks and clusters), which
+    more rounds do not shrink."""
+    g, r = diffs.shape
+    within = float(np.sum(diffs.var(axis=1, ddof=1))) / (r * g * g)
+    between = max(0.0, var - within)
+
+    def grow(s: int) -> float:
+        total = between + within
+        return float(total / (between + within * r / s)) if total > 0 else s / r
+
+    return grow
+
+
 def _units(schedule: Sequence[tuple[int, int]], tasks: int) -> list[float]:
     """Each look's attempts per selector over the tasks (``n / G`` within round 1, ``r`` after round ``r``)."""
     return [n / tasks if r == 1 else float(r) for r, n in schedule]
@@ -1106,20 +1124,27 @@ class ClusteredMonitor(SequentialMonitor):
     At each look: the mean difference of the task differences (each task's mean over its rounds so far), its
     bias-reduced cluster-robust variance ``V`` over the clusters seen (CR2, ``core.stats.clusters.bias_reduced_var``:
     CR1 with equal cluster sizes) and the information observed ``1 / V``. The boundaries are recomputed at each
-    look by Lan-DeMets error spending over the looks so far. The spending time is the attempts' share of the plan:
-    the maximum information is projected as the current information carried on in proportion to the attempts
-    still planned. The looks' correlations ``sqrt(I_j / I_k)`` are those of the information observed, except that
-    the information used grows from look to look at least as the attempts do: less correlation than observed
-    where the observed information grows more slowly (across rounds: repeats shrink only the run-to-run noise),
-    which can only make crossings rarer. The interval at look k is ``mean -+ t(df_k) se`` at the nominal level of
-    the normal boundary (the significance level approach, J&T 2000 sec. 3.8), ``df_k`` the Bell-McCaffrey degrees
-    of freedom of the clusters seen (``core.stats.clusters.bell_mccaffrey_df``: ``C_k - 1`` with clusters of equal
-    size, fewer with unequal ones). The futility rule and the adjusted inference at stopping use the same
-    information (seen, then projected) and those t boundaries.
+    look by Lan-DeMets error spending over the looks so far, at the information fraction ``I_k / I_max``, each past
+    look's as it was at that look. Within round 1 nothing tells the run-to-run noise from the rest, so the maximum
+    information is projected as the current information carried on with the attempts (the fraction is the
+    attempts' share ``u_k / R``, as in the unclustered design); from round 2 on, by the variance components
+    (:func:`_growth`: repeats shrink only the run-to-run part ``W``, so ``I_max = I_k (B + W) / (B + W r / R)``),
+    so that where the clusters' differences dominate, the fraction reaches nearly 1 and the launch spends what is
+    left, rather than on rounds that add little. The looks' correlations ``sqrt(I_j / I_k)`` are those of the
+    information observed, except that the information used grows from look to look at least as the attempts do:
+    less correlation than observed where the observed information grows more slowly (across rounds: repeats
+    shrink only the run-to-run noise), which can only make crossings rarer.
 
-    Measured (``benchmarks/explore_clustered_sequential.py``): CR1 with t on ``C_k - 1`` df, the fixed design's
-    method, left the A/A false-claim rate at 4.9-5.4% on clusters of unequal sizes, where the fixed CR1 t test
-    itself rejects 6.0-6.6%; hence CR2 and its df here."""
+    The interval at look k is ``mean -+ t(df_k) se`` at the nominal level of the normal boundary (the significance
+    level approach, J&T 2000 sec. 3.8), ``df_k`` the Bell-McCaffrey degrees of freedom of the clusters seen
+    (``core.stats.clusters.bell_mccaffrey_df``: ``C_k - 1`` with clusters of equal size, fewer with unequal ones).
+    The futility rule and the adjusted inference at stopping use the same information (seen, then projected) and
+    those t boundaries.
+
+    Measured (``benchmarks/explore_clustered_sequential.py``, RESULTS.md): A/A false claims 1.5-3.6% on clusters of
+    unequal sizes sharing a shift (the unclustered design on the same data: 14.7-22.5%). CR1 with t on ``C_k - 1``
+    df, the fixed design's method, left them at 4.9-5.4%, where the fixed CR1 t test itself rejects 5.7-6.9%;
+    hence CR2 and its df here."""
 
     def __init__(
         self,
@@ -1165,6 +1190,7 @@ class ClusteredMonitor(SequentialMonitor):
         self.look_df = [bell_mccaffrey_df(np.bincount(self.codes[:n])) for n in ends]
         self.observed: list[float | None] = []  # 1 / V at each look (None: no spread between clusters)
         self.used: list[float] = []  # the information the boundaries use (see the class docstring)
+        self.times: list[float] = []  # the spending time of each look, as it was at that look
         self._projected: tuple[list[float], tuple[float, ...], list[float]] | None = None
 
     @property
@@ -1205,12 +1231,26 @@ class ClusteredMonitor(SequentialMonitor):
             used = self.used[-1] * growth
         self.observed.append(observed)
         self.used.append(used)
-        # the information of every look: seen, then carried on with the attempts (rescaled to 1 / V at this look)
+        # how the information grows from here on, relative to this look's: by the variance components once two
+        # rounds or more tell the run-to-run noise from the rest, else with the attempts
+        grow = _growth(b_all - a_all, var) if r >= 2 and observed is not None else None
+        last = len(self.units) - 1
+
+        def later(j: int) -> float:
+            return self.units[j] / self.units[k] if grow is None else grow(self._schedule[j][0])
+
+        # the spending time: the information fraction, this look's information over the maximum projected
+        top = later(last) if k < last else 1.0
+        now = 1.0 if k == last else min(1.0, max(1.0 / top, self.times[-1] if self.times else 0.0))
+        self.times.append(now)
+        ahead, prev_t = [], now
+        for j in range(k + 1, last + 1):
+            prev_t = 1.0 if j == last else min(1.0, max(later(j) / top, prev_t))
+            ahead.append(prev_t)
+        times = tuple(self.times + ahead)
+        # the information of every look: seen, then projected (rescaled to 1 / V at this look)
         scale = observed / used if observed is not None else 1.0
-        info = [u * scale for u in self.used] + [
-            used * scale * self.units[j] / self.units[k] for j in range(k + 1, len(self.units))
-        ]
-        times = tuple(u / self.max_rounds for u in self.units)
+        info = [u * scale for u in self.used] + [used * scale * later(j) for j in range(k + 1, last + 1)]
         spend, spending = self.spend, self.spending
         cs = tuple(spending_boundaries(tuple(info), times, spend, spend=lambda t: spending_at(t, spend, spending)))
         self._projected = (info, cs, self._applied(cs))
@@ -1231,7 +1271,7 @@ class ClusteredMonitor(SequentialMonitor):
         else:
             z = 0.0 if mean == 0 else math.copysign(math.inf, mean)
         decision = decide(low, high, self.margin)
-        t_k = self.units[k] / self.max_rounds
+        t_k = now
         return SequentialLook(
             baseline=self.baseline,
             candidate=self.candidate,
