@@ -274,3 +274,129 @@ def test_from_round_2_the_error_is_spent_at_the_information_fraction_of_the_vari
         assert look.spending_time == pytest.approx(want, rel=1e-9)
         times.append(want)
     assert looks[-1].alpha_spent == pytest.approx(candidate_spend())  # the last look: the whole share spent
+
+
+# -- end to end: eval --stop-when-decided --cluster-by on a small synthetic project -------------------------------
+
+
+def clustered_project(root, tasks: int = 100, clusters: int = 20, boost: float = 0.45, seed: int = 11):
+    """tests/sequential_project.py's project with a cluster field ``tpl`` (unequal sizes) and a second one,
+    ``tpl2``, that groups the tasks otherwise."""
+    import json
+    import random
+
+    from sequential_project import build
+
+    config = build(root, tasks=tasks, repeats=3, seed=seed, adapters={"good": boost})
+    rng = random.Random(seed)
+    rows = [json.loads(x) for x in (root / "tasks.jsonl").read_text().splitlines()]
+    weights = [rng.random() + 0.3 for _ in range(clusters)]
+    for r in rows:
+        r["tpl"] = f"tpl-{rng.choices(range(clusters), weights)[0]}"
+        r["tpl2"] = f"other-{rng.randrange(clusters)}"
+    (root / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return config, {r["id"]: r["tpl"] for r in rows}
+
+
+def test_eval_stops_on_whole_clusters_and_report_and_gate_replay_it(tmp_path, capsys):
+    import json
+
+    from hermit_tui.cli import main
+    from hermit_tui.core.run import events as ev
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
+
+    config, tpl = clustered_project(tmp_path / "p")
+    seen: list = []
+    summaries = EvalRun(load_config(config), ["none", "adapters/good"], stop_when_decided=True, cluster_by="tpl",
+                        concurrency=3, on_event=seen.append).run_sync()  # fmt: skip
+    ids = sorted(tpl)
+    # the look order by hand: clusters by the sha256 of their names, each cluster's tasks by their ids' sha256
+    names = sorted(set(tpl.values()), key=sha)
+    order = [t for name in names for t in sorted((t for t in ids if tpl[t] == name), key=sha)]
+    checks = [e for e in seen if isinstance(e, ev.RoundChecked)]
+    assert checks and checks[-1].stopped
+    n = checks[-1].tasks
+    assert n is not None and n < 100 and all(e.round == 1 for e in checks)  # stopped within round 1
+    run = {(r["id"], r["repeat"]) for r in
+           map(json.loads, (config.parent / "runs/seq/eval/good/results.jsonl").read_text().splitlines())}  # fmt: skip
+    assert run == {(t, 1) for t in order[:n]}
+    assert not {tpl[t] for t in order[:n]} & {tpl[t] for t in order[n:]}  # the looks took whole clusters
+    ends = [e.tasks or 0 for e in checks]
+    for end in ends:  # each look ended at a cluster's end
+        assert end == 100 or tpl[order[end - 1]] != tpl[order[end]]
+    # the barrier: no attempt of a later look started before the look before it was checked
+    position, checked = {t: i for i, t in enumerate(order)}, 0
+    for e in seen:
+        if isinstance(e, ev.RoundChecked):
+            checked = e.tasks or 0
+        elif isinstance(e, ev.AttemptStarted):
+            nxt = next(x for x in [*ends, 100] if x > checked)
+            assert position[e.task_id] < nxt, e
+    summary = json.loads((config.parent / "runs/seq/eval/good/summary.json").read_text())
+    entry = summary["sequential"]
+    assert entry["decision"] == "improvement" and entry["tasks_looked"] == n and entry["total_tasks"] == 100
+    assert entry["cluster_by"] == "tpl" and entry["clusters_sha256"] == summary["fingerprint"]["clusters_sha256"]
+    assert entry["cluster_of"] == tpl and entry["clusters"] == len(names)
+    assert entry["clusters_looked"] == len({tpl[t] for t in order[:n]})
+    assert entry["method"] == clustered_method(entry["batches"]) and entry["batches"] > 1
+    assert summaries["good"].sequential is not None and summaries["good"].sequential.decision == "improvement"
+    # the deciding look from the files by hand: CR2 on the clusters seen, t on its df, above 0
+    at = {r["id"]: r["judge"]["score"] for r in
+          map(json.loads, (config.parent / "runs/seq/eval/none/results.jsonl").read_text().splitlines())}  # fmt: skip
+    good = {r["id"]: r["judge"]["score"] for r in
+            map(json.loads, (config.parent / "runs/seq/eval/good/results.jsonl").read_text().splitlines())}  # fmt: skip
+    d = np.array([good[t] - at[t] for t in order[:n]])
+    groups = np.array([names.index(tpl[t]) for t in order[:n]])
+    var, df = cr2_by_hand(d, groups)
+    assert entry["mean_diff"] == pytest.approx(float(d.mean()))
+    assert float(d.mean()) / math.sqrt(var) > student_t.ppf(0.975, df) and entry["interval"][0] > 0
+    # report and gate replay the launch's looks from results.jsonl and the recorded clusters
+    assert main(["report", "--config", str(config), "--format", "json"]) == 0
+    pair = next(p for p in json.loads(capsys.readouterr().out)["pairs"] if (p["a"], p["b"]) == ("none", "good"))
+    assert pair["decision"] == "improvement" and pair["sequential"]["decided_tasks"] == n
+    assert (pair["ci_low"], pair["ci_high"]) == pytest.approx(tuple(entry["interval"]))
+    assert pair["sequential"]["clusters"] == entry["clusters_looked"]
+    code = main(["gate", "--config", str(config), "--baseline", "none", "--candidate", "good"])
+    out = capsys.readouterr().out
+    assert code == 0 and f"after {n} of the 100 tasks of round 1" in out, out
+    # the CLI takes the combination (it refused it before)
+    other, _ = clustered_project(tmp_path / "q")
+    assert main(["eval", "--config", str(other), "--adapter", "none", "--adapter", "adapters/good",
+                 "--stop-when-decided", "--cluster-by", "tpl"]) == 0  # fmt: skip
+    capsys.readouterr()
+    again = json.loads((other.parent / "runs/seq/eval/good/summary.json").read_text())["sequential"]
+    assert again == entry  # the same draws, the same design: the same decision at the same look
+
+
+def test_a_cancelled_clustered_launch_resumes_only_with_the_same_clusters(tmp_path):
+    from hermit_tui.core.errors import InputError
+    from hermit_tui.core.run import events as ev
+    from hermit_tui.core.run.runner import EvalRun
+    from hermit_tui.core.workspace.config import load_config
+
+    config, _ = clustered_project(tmp_path / "p", boost=0.15)
+    holder: dict = {}
+    finished = [0]
+
+    def sink(event):
+        if isinstance(event, ev.AttemptFinished):
+            finished[0] += 1
+            if finished[0] == 50:
+                holder["run"].cancel()
+
+    cfg = load_config(config)
+    holder["run"] = EvalRun(cfg, ["none", "adapters/good"], stop_when_decided=True, cluster_by="tpl", concurrency=2,
+                            on_event=sink)  # fmt: skip
+    holder["run"].run_sync()
+    assert holder["run"].cancelled
+    others: list[dict] = [{"cluster_by": "tpl2"}, {}]
+    for other in others:
+        with pytest.raises(InputError, match=r"clusters \(--cluster-by / --cluster-file\) sha256"):
+            EvalRun(cfg, ["none", "adapters/good"], stop_when_decided=True, resume=True, **other)
+    resumed = EvalRun(cfg, ["none", "adapters/good"], stop_when_decided=True, resume=True, cluster_by="tpl").run_sync()
+    whole_config, _ = clustered_project(tmp_path / "q", boost=0.15)
+    whole = EvalRun(load_config(whole_config), ["none", "adapters/good"], stop_when_decided=True,
+                    cluster_by="tpl").run_sync()  # fmt: skip
+    assert resumed["good"].sequential == whole["good"].sequential
+    assert resumed["good"].attempts == whole["good"].attempts
