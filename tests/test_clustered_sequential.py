@@ -251,6 +251,8 @@ def test_replay_from_the_records_gives_the_launchs_looks_and_a_changed_clusterin
     t2.check(records)
     dumped = t2.entry("good").model_dump()
     assert not {"cluster_by", "clusters_sha256", "clusters", "cluster_of", "clusters_looked"} & set(dumped)
+    plain_look = t2.last("good")
+    assert plain_look is not None and not {"clusters", "cluster_df", "design_bounds"} & set(plain_look.model_dump())
 
 
 @pytest.mark.parametrize("seed", range(3))

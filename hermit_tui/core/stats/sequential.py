@@ -72,7 +72,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 from hermit_tui.core.stats.intervals import CONFIDENCE, Interval, no_spread_share, t_quantile, wilson_bounds
 
@@ -131,6 +131,9 @@ FUTILITY_METHOD = (
 )
 
 
+CLUSTERED_LOOK_KEYS = frozenset({"clusters", "total_clusters", "information", "cluster_df", "design_bounds"})
+
+
 class SequentialLook(BaseModel):
     """A candidate against the baseline after ``rounds`` whole rounds; the keys of summary.json's ``sequential``
     (:meth:`summary`) plus the figures behind the decision."""
@@ -176,6 +179,11 @@ class SequentialLook(BaseModel):
     information: float | None = None  # 1 / the cluster-robust variance of the mean difference at this look
     cluster_df: float | None = None  # the t interval's degrees of freedom (Bell-McCaffrey, from the clusters' sizes)
     design_bounds: tuple[float, ...] | None = None  # every look's critical value, as projected at this look
+
+    @model_serializer(mode="wrap")
+    def _clustered_keys_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The clustered design's keys are dumped only with a value: an unclustered look is dumped as before."""
+        return {k: v for k, v in handler(self).items() if v is not None or k not in CLUSTERED_LOOK_KEYS}
 
     @property
     def within_first_round(self) -> bool:
