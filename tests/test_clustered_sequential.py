@@ -225,7 +225,9 @@ def test_replay_from_the_records_gives_the_launchs_looks_and_a_changed_clusterin
     a = (rng.random((80, 3)) < p[:, None]).astype(float)
     b = (rng.random((80, 3)) < np.clip(p + 0.1, 0, 1)[:, None]).astype(float)
     records = {"none": records_of(a, ids), "good": records_of(b, ids)}
-    digest = hashlib.sha256(b"x").hexdigest()
+    from hermit_tui.core.stats.clusters import Clustering
+
+    digest = Clustering(by="tpl", of=of).digest()
     order = cluster_look_order(ids, of)
     batches = sum(1 for r, _ in cluster_schedule(cluster_codes(order, of), 3, 3) if r == 1)
     plan = SequentialPlan(baseline="none", candidates=["good"], max_rounds=3, batches=batches, spending="power",
@@ -241,6 +243,8 @@ def test_replay_from_the_records_gives_the_launchs_looks_and_a_changed_clusterin
     assert last is not None and entry.clusters_looked == last.clusters
     again = replay(entry, records["none"], records["good"], "good", list(reversed(ids)))
     assert again is not None and again == tracker.pairs["good"].looks
+    edited = entry.model_copy(update=dict(cluster_of={**of, ids[0]: "elsewhere"}))
+    assert replay(edited, records["none"], records["good"], "good", ids) is None  # not the mapping its sha256 names
     # a resume with other clusters (or none) is a changed design
     assert any("clusters" in c for c in plan.model_copy(update=dict(clusters_sha256="0" * 64)).same_design(entry))
     assert any("clusters" in c for c in plan.model_copy(update=dict(clusters_sha256=None)).same_design(entry))

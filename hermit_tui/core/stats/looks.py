@@ -339,8 +339,12 @@ def replay(
         clusters_sha256=entry.clusters_sha256,
         cluster_of=entry.cluster_of if entry.clusters_sha256 is not None else None,
     )
-    if plan.cluster_of is not None and len({cluster_key(t, plan.cluster_of) for t in task_ids}) < 2:
-        return None
+    if plan.cluster_of is not None:  # the recorded mapping must be the one its sha256 says (not edited since)
+        from hermit_tui.core.stats.clusters import Clustering
+
+        recorded = Clustering(by=entry.cluster_by or "", of=plan.cluster_of)
+        if recorded.digest() != entry.clusters_sha256 or len({cluster_key(t, plan.cluster_of) for t in task_ids}) < 2:
+            return None
     tracker = RoundTracker(plan, task_ids)
     if not 1 <= entry.rounds <= entry.max_rounds:
         return None
