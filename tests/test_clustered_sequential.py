@@ -370,7 +370,8 @@ def test_eval_stops_on_whole_clusters_and_report_and_gate_replay_it(tmp_path, ca
     other, _ = clustered_project(tmp_path / "q")
     assert main(["eval", "--config", str(other), "--adapter", "none", "--adapter", "adapters/good",
                  "--stop-when-decided", "--cluster-by", "tpl"]) == 0  # fmt: skip
-    capsys.readouterr()
+    err = capsys.readouterr().err
+    assert "projection: good vs none: no projection for the clustered design" in err
     again = json.loads((other.parent / "runs/seq/eval/good/summary.json").read_text())["sequential"]
     assert again == entry  # the same draws, the same design: the same decision at the same look
 

@@ -214,8 +214,14 @@ def projections(run_dir: Any, plan: SequentialPlan, test_ids: Sequence[str], thr
     from hermit_tui.core.stats.figures import pair_stats
     from hermit_tui.core.stats.noise import DEFAULT_DELTA, CostRate, round_projection
 
-    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False)}
     every = 2 * len(test_ids) * plan.max_rounds
+    if plan.clustered:  # the projection's variance split is the tasks', not the clusters'
+        return [
+            f"{b} vs {plan.baseline}: no projection for the clustered design (its information is in the clusters, "
+            f"which the projection does not model); all {plan.max_rounds} rounds: {every:,} attempts of the pair"
+            for b in plan.candidates
+        ]
+    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False)}
     lines = []
     tables, costs = {}, {}
     for label in [plan.baseline, *plan.candidates]:
