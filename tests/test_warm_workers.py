@@ -1,6 +1,6 @@
 """The processes executor's workers are warm: each imports the pipeline once, before it is handed its first attempt,
 so a slow import is never counted against an attempt's timeout, and a worker whose import fails or hangs makes its
-attempts errors that say so (core/run/executors.py)."""
+attempts errors that say so (core/run/process_executor.py)."""
 
 from __future__ import annotations
 
@@ -94,12 +94,12 @@ def test_a_forced_cancel_ends_a_launch_whose_workers_never_finish_importing(tmp_
 
 
 def test_workers_that_cannot_be_started_make_their_attempts_errors(tmp_path, monkeypatch):
-    from hermit_tui.core.run import executors
+    from hermit_tui.core.run import process_executor
 
     def refuse(self, *args):
         raise OSError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(executors._Worker, "__init__", refuse)
+    monkeypatch.setattr(process_executor._Worker, "__init__", refuse)
     config = load_config(workspace(tmp_path, import_s=0.0, attempt_s=0.0))
     summary = EvalRun(config, ["none"], executor="processes").run_sync()["none"]
     got = rows(tmp_path)
@@ -121,7 +121,7 @@ def test_workers_are_forked_from_a_single_threaded_driver_and_come_from_the_fork
     every attempt runs in a worker and records the same thing."""
     import os
 
-    from hermit_tui.core.run import executors
+    from hermit_tui.core.run import process_executor
 
     outputs = {}
     for forkable in (True, False):
@@ -130,7 +130,7 @@ def test_workers_are_forked_from_a_single_threaded_driver_and_come_from_the_fork
         (project / "pipe.py").write_text(PARENT)
         run_yaml = workspace(project, import_s=0.0, attempt_s=0.0)
         (project / "pipe.py").write_text(PARENT)
-        monkeypatch.setattr(executors, "_forkable", lambda forkable=forkable: forkable)
+        monkeypatch.setattr(process_executor, "_forkable", lambda forkable=forkable: forkable)
         summary = EvalRun(load_config(run_yaml), ["none"], executor="processes").run_sync()["none"]
         got = rows(project)
         assert summary.errors == 0 and summary.attempts == len(IDS)
@@ -162,13 +162,13 @@ def test_forked_workers_run_the_config_the_launch_was_built_from_and_all_exit_af
     """A worker forked from the driver takes the driver's config (run.yaml is not read again: an edit after the
     launch was built changes nothing of it), and once the launch has returned every worker exits, though the launch
     did not wait for their exits."""
-    from hermit_tui.core.run import executors
+    from hermit_tui.core.run import process_executor
 
     run_yaml = workspace(tmp_path, import_s=0.0, attempt_s=0.0)
     (tmp_path / "pipe.py").write_text(PARAMS)
     text = run_yaml.read_text().replace("concurrency: 2,", "concurrency: 2, params: {tag: built},")
     run_yaml.write_text(text)
-    monkeypatch.setattr(executors, "_forkable", lambda: True)
+    monkeypatch.setattr(process_executor, "_forkable", lambda: True)
     run = EvalRun(load_config(run_yaml), ["none"], executor="processes")
     run_yaml.write_text(text.replace("tag: built", "tag: edited"))  # after the workers were forked
     summary = run.run_sync()["none"]

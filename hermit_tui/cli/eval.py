@@ -237,7 +237,13 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
         from hermit_tui.core.stats.anytime_looks import small_split_note
 
         seq = run.plan.sequential
-        note = small_split_note(len(run.plan.task_ids), seq.family, seq.margin, getattr(seq, "each_spend", None))
+        note = small_split_note(
+            len(run.plan.task_ids),
+            seq.family,
+            seq.margin,
+            getattr(seq, "each_spend", None),
+            clusters=getattr(seq, "split_cluster_sizes", None),
+        )
         if note is not None:
             sys.stderr.write(f"note: {line(note)}\n")
     if run.plan.sequential is not None and not args.resume and not args.anytime:  # projections of rounds

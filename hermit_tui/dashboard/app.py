@@ -4,7 +4,6 @@ screens; what each screen shows lives in ``dashboard/screens/``, reusable pieces
 from __future__ import annotations
 
 import gc
-import os
 from collections import deque
 from datetime import UTC
 from pathlib import Path
@@ -15,23 +14,15 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.worker import get_current_worker
 
-from hermit_tui.core.errors import InputError, RunFailed
-from hermit_tui.core.run.launch import LaunchOptions
+from hermit_tui.core.errors import InputError
 from hermit_tui.core.safe import line, terminal
-from hermit_tui.core.stats.anytime_looks import finished_notice, is_anytime
-from hermit_tui.core.stats.looks import stopped_how
 from hermit_tui.dashboard import bindings
+from hermit_tui.dashboard.annotating import Annotating
+from hermit_tui.dashboard.launching import Launching
 from hermit_tui.dashboard.palette import HermitCommands
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.state.store import EvalStore
-from hermit_tui.dashboard.support import (
-    BEAT_S,
-    Pacer,
-    current_evaluations,
-    guard_terminal,
-    protocol_warnings,
-    start_resource_tracker,
-)
+from hermit_tui.dashboard.support import BEAT_S, Pacer, current_evaluations, guard_terminal, protocol_warnings
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,16 +32,17 @@ if TYPE_CHECKING:
     from textual.timer import Timer
     from textual.worker import Worker
 
+    from hermit_tui.core.run.launch import LaunchOptions
     from hermit_tui.core.run.runner import EvalRun
     from hermit_tui.core.workspace.config import Config
     from hermit_tui.core.workspace.tasks import TaskSet
 
 DRAIN_INTERVAL_S = 0.1  # engine events are applied to the store and repainted in batches at this pace
-WALK_WORKER_THRESHOLD = 20_000  # attempts from which the triage walk is computed in a worker thread
 
 
-class HermitApp(App):
-    """hermit-tui: none/root/final side by side, attempts streaming in, drill-down, history."""
+class HermitApp(Launching, Annotating, App):
+    """hermit-tui: none/root/final side by side, attempts streaming in, drill-down, history. A launch's life is
+    ``dashboard/launching.py``'s, triage's ``dashboard/annotating.py``'s (mixins of this class)."""
 
     TITLE = "hermit-tui"
     # Every screen's stylesheet is read at start: the first push of a screen whose stylesheet is new makes Textual
@@ -82,22 +74,6 @@ class HermitApp(App):
 
     class StoreUpdated(Message):
         """The store changed (a batch of engine events, or evaluations read from disk)."""
-
-    class AnnotationSaved(Message):
-        """An annotation change reached (or could not reach) its annotations.jsonl (posted from the writer thread)."""
-
-        def __init__(self, store: EvalStore, key: str, folder: Path, result: Any, generation: int = 0):
-            super().__init__()
-            self.store, self.key, self.folder, self.result = store, key, folder, result
-            self.generation = generation  # the store's generation when the change was made
-
-    class RunEnded(Message):
-        """The launch in progress finished or was cancelled."""
-
-        def __init__(self, cancelled: bool, error: str | None = None):
-            super().__init__()
-            self.cancelled = cancelled
-            self.error = error
 
     def notify(
         self,
@@ -261,180 +237,6 @@ class HermitApp(App):
         if self.config is not None:
             remember_launch(self.config.path, values)
 
-    # -- launching ------------------------------------------------------------------------------------------------
-    @property
-    def running(self) -> bool:
-        return self.current_run is not None
-
-    def launch(self, options: LaunchOptions) -> None:
-        """Evaluate ``options.selectors`` side by side in a worker thread (or re-run only the given failed attempts,
-        or continue interrupted evaluations; see ``core.run.launch.LaunchOptions``). The dashboard never publishes by
-        itself: CARD.md and the final tag move only through Review & publish (a typed confirmation, and undo); the
-        headless `hermit-tui eval` keeps hermit's card update."""
-        if self.config is None:
-            self.notify("Open a config first", severity="warning")
-            return
-        if self.running:
-            self.notify("An evaluation is already running: cancel it first (c)", severity="warning")
-            return
-        if options.executor == "processes":
-            start_resource_tracker()
-        update: dict[str, Any] = {"update_card": False}
-        if options.executor == "ray" and options.ray_address is None:
-            update["ray_address"] = os.environ.get("RAY_ADDRESS") or None
-        options = options.model_copy(update=update)
-        config = self.config
-        self.run_worker(
-            lambda: self._run(config, options), thread=True, exclusive=True, group="eval", name="evaluation"
-        )
-
-    def launch_chain(self, launches: list[LaunchOptions]) -> None:
-        """Several launches one after the other (failures re-run in evaluations measured with different repeats:
-        one launch per protocol). The view keeps every selector of the chain; a cancel or an error stops it."""
-        if not launches:
-            return
-        if self.running:
-            self.notify("An evaluation is already running: cancel it first (c)", severity="warning")
-            return
-        self._chain = list(launches[1:])
-        self._chain_labels = [label for options in launches for label in options.retry] if len(launches) > 1 else []
-        if self._chain:
-            self.notify(f"{len(launches)} launches, one after the other (each with its own repeats)", timeout=5)
-        self.launch(launches[0])
-
-    def _run(self, config: Config, options: LaunchOptions) -> None:
-        from hermit_tui.core.run.runner import EvalRun
-
-        try:
-            run = EvalRun(config, options, on_event=self._events.append, tasks=self.taskset)
-        except InputError as exc:
-            left = len(self._chain)
-            self._chain, self._chain_labels = [], []
-            after = f" (and the {left} launch{'es' * (left != 1)} after it not started)" if left else ""
-            self.call_from_thread(self.notify, f"{exc}{after}", title="Cannot launch", severity="error", timeout=10)
-            return
-        self.current_run = run
-        self.call_from_thread(self._show_run, run)
-        error = None
-        try:
-            run.run_sync()
-        except (InputError, RunFailed) as exc:
-            error = str(exc)
-        except Exception as exc:  # an engine failure must not take the dashboard down
-            error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self.current_run = None
-        self.call_from_thread(self._run_ended, run.cancelled, error)
-
-    def _show_run(self, run: EvalRun | None = None) -> None:
-        from hermit_tui.dashboard.screens.run import RunScreen
-
-        if run is not None:  # the view is what this launch runs, from its first frame
-            self.drain_events()  # anything of an earlier launch first
-            plan = run.plan
-            keep = self._chain_labels  # a chain's earlier launches stay in the view
-            self.store.begin_launch(plan.labels, len(plan.task_ids) * plan.repeats, plan.repeats, keep=keep)
-            self.screen.post_message(self.StoreUpdated())
-        if not isinstance(self.screen, RunScreen):
-            self.push_screen(RunScreen())
-
-    def _run_screen_shown(self) -> bool:
-        """The live run is on screen: its status line says how the launch ended, with no toast over its log."""
-        from hermit_tui.dashboard.screens.run import RunScreen
-
-        return isinstance(self.screen, RunScreen)
-
-    def _run_ended(self, cancelled: bool, error: str | None) -> None:
-        self.drain_events()
-        if self.quitting:
-            self.exit()
-            return
-        if error:
-            self.notify(error, title="The evaluation stopped", severity="error", timeout=15)
-        elif cancelled:
-            self.notify(
-                "Cancelled: every finished attempt is kept; the summaries are marked incomplete",
-                severity="warning",
-                timeout=8,
-            )
-        elif self.store.stop_reason:
-            self.notify(
-                f"Stopped, {self.store.stop_reason}: the summaries are marked incomplete; Resume continues",
-                severity="warning",
-                timeout=10,
-            )
-        elif self.store.sequential is not None and is_anytime(self.store.sequential):
-            looks = [v[-1] for v in self.store.sequential_looks.values() if v]
-            self.notify(finished_notice(self.store.sequential, looks, self.store.sequential_stopped), timeout=8)
-        elif self.store.sequential is not None:
-            looks = [v[-1] for v in self.store.sequential_looks.values() if v]
-            rounds = max((look.rounds for look in looks), default=0)
-            decided = ", ".join(f"{look.candidate} {look.decision}" for look in looks)
-            self.notify(
-                f"{stopped_how(lk.decision for lk in looks).capitalize()} after "
-                f"round {rounds} of {self.store.sequential.max_rounds}: {decided}"
-                if self.store.sequential_stopped
-                else f"Evaluation finished: all {rounds} rounds, {decided} against {self.store.sequential.baseline}",
-                timeout=8,
-            )
-        elif not self._chain and not self._run_screen_shown():  # the run screen says "finished" itself
-            self.notify("Evaluation finished", timeout=5)
-        self.screen.post_message(self.RunEnded(cancelled, error))
-        if self._chain and not (cancelled or error or self.store.stop_reason):
-            self.launch(self._chain.pop(0))  # the next launch of a chain
-        else:
-            self._chain, self._chain_labels = [], []
-
-    def cancel_run(self, *, force: bool = False, quiet: bool = False) -> None:
-        run = self.current_run
-        if run is None:
-            if not quiet:
-                self.notify("Nothing is running", severity="warning")
-            return
-        run.cancel(force=force)
-        self.abandoned = self.abandoned or force
-        if not quiet:
-            self.notify(
-                "Cancelling: the attempts in flight finish and are kept (cancel again to abandon them)"
-                if not force
-                else "Abandoning the attempts in flight",
-                severity="warning",
-            )
-
-    def cancel_or_abandon(self) -> None:
-        """Cancel the launch; asked again while it is cancelling, abandon the attempts in flight."""
-        run = self.current_run
-        self.cancel_run(force=run is not None and run.cancel_requested)
-
-    # -- quitting -------------------------------------------------------------------------------------------------
-    async def action_quit(self) -> None:
-        """Quit; during a launch, ask first (cancel it and quit, cancel it and stay, or keep it running)."""
-        from hermit_tui.dashboard.screens.dialogs.quit import QuitScreen, StoppingScreen
-
-        if self.quitting:
-            if isinstance(self.screen, StoppingScreen):
-                self.screen.action_abandon()
-            return
-        if not self.running:
-            self.exit()
-            return
-        if isinstance(self.screen, QuitScreen):
-            return
-        self.push_screen(QuitScreen(), self._quit_chosen)
-
-    def _quit_chosen(self, choice: str | None) -> None:
-        from hermit_tui.dashboard.screens.dialogs.quit import StoppingScreen
-
-        if choice == "cancel":
-            self.cancel_run()
-        elif choice == "quit":
-            if not self.running:
-                self.exit()
-                return
-            self.quitting = True
-            self.cancel_run(quiet=True)
-            self.push_screen(StoppingScreen())
-
     def action_toggle_banners(self) -> None:
         """Expand the warnings collapsed to one line, or collapse them."""
         from hermit_tui.dashboard.widgets.banners import Banners
@@ -450,20 +252,6 @@ class HermitApp(App):
 
         for banner in self.screen.query(Banners):
             banner.redraw()
-
-    def drain_events(self) -> None:
-        """Apply the engine's pending events to the store in one batch, then tell the active screen once."""
-        if not self._events:
-            return
-        batch = []
-        pop = self._events.popleft
-        while self._events:
-            batch.append(pop())
-        self.store.apply_many(batch)
-        # The store keeps every record for the dashboard's lifetime: move them out of the cyclic collector's
-        # generations, or each full collection walks them all and the screen stalls for up to a second.
-        gc.freeze()
-        self.screen.post_message(self.StoreUpdated())
 
     # -- history --------------------------------------------------------------------------------------------------
     def add_stored(self, evaluations: list[Any], *, beside_live: bool = True) -> None:
@@ -546,152 +334,6 @@ class HermitApp(App):
         # (tens of milliseconds: a stall while the table paints). Acyclic garbage is still freed when dropped.
         gc.freeze()
         self.screen.post_message(self.StoreUpdated())
-
-    # -- triage annotations ---------------------------------------------------------------------------------------
-    def annotate(self, key: str, task_id: str, repeat: int, change) -> None:
-        """Apply ``change`` (core.records.annotations.Change) to one attempt: appended to its evaluation's
-        annotations.jsonl on the annotation thread (in order), then put in the store. A column with no folder keeps it
-        in memory."""
-        self.annotate_many([(key, task_id, repeat, change)])
-
-    def annotate_many(self, changes: list[tuple[str, str, int, Any]], undoable: str | None = None) -> int:
-        """Apply each (column, task, repeat, Change); one write per evaluation (core.records.annotations
-        .update_annotations: one lock, one append). ``undoable`` names a bulk change: the attempts' annotations
-        before it are kept, and ``undo_bulk`` (U) puts them back. Returns how many attempts were changed."""
-        from hermit_tui.core.records.annotations import attempt_digest
-
-        store = self.store
-        per: dict[str, list[tuple[Any, Any]]] = {}
-        before: list[tuple[str, str, int, Any]] = []
-        for key, task_id, repeat, change in changes:
-            col = store.columns.get(key)
-            rec = col.records.get((task_id, repeat)) if col is not None else None
-            if col is None or rec is None:
-                self.notify(f"No attempt {key} · {task_id} · repeat {repeat} to annotate", severity="warning")
-                continue
-            before.append((key, task_id, repeat, col.annotation(task_id, repeat)))
-            if col.folder is None:
-                store.put_annotation(key, change.apply(col.annotation(task_id, repeat), rec.key, attempt_digest(rec)))
-            else:
-                per.setdefault(key, []).append((rec, change))
-        if undoable is not None and before:
-            self.bulk_undo = (undoable, before)
-        if len(per) < len({k for k, *_ in before}):  # some columns kept it in memory
-            self.screen.post_message(self.StoreUpdated())
-        if not per:
-            return len(before)
-        if self._annotation_writer is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._annotation_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="annotations")
-        generation = store.generation
-        for key, items in per.items():
-            folder = store.columns[key].folder
-            self.annotations_pending += 1
-
-            def write(key: str = key, folder: Any = folder, items: list = items) -> None:
-                from hermit_tui.core.records.annotations import update_annotations
-
-                try:
-                    _, read = update_annotations(folder, items)
-                    result: Any = read
-                except InputError as exc:
-                    result = exc
-                except Exception as exc:  # a failed write must not take the dashboard down
-                    result = InputError(f"{folder}: {type(exc).__name__}: {exc}")
-                self.post_message(self.AnnotationSaved(store, key, folder, result, generation))  # never blocks
-
-            self._annotation_writer.submit(write)
-        return len(before)
-
-    def undo_bulk(self) -> None:
-        """Put back the annotations the last bulk label changed (core.records.annotations.restoring), or say there
-        is none to undo."""
-        from hermit_tui.core.records.annotations import restoring
-
-        if self.bulk_undo is None:
-            self.notify("No bulk label to undo", severity="warning", timeout=4)
-            return
-        what, before = self.bulk_undo
-        self.bulk_undo = None
-        n = self.annotate_many([(key, task, repeat, restoring(prev)) for key, task, repeat, prev in before])
-        self.notify(f"Undone: {what} ({n} attempt{'s' * (n != 1)} as they were)", timeout=5)
-
-    def on_hermit_app_annotation_saved(self, message: AnnotationSaved) -> None:
-        store, key, folder, result = message.store, message.key, message.folder, message.result
-        self.annotations_pending -= 1
-        if isinstance(result, InputError):
-            self.notify(str(result), title="Annotation not saved", severity="error", timeout=10)
-            return
-        col = store.columns.get(key)
-        current = store is self.store and store.generation == message.generation
-        if current and col is not None and col.folder == folder:
-            store.set_annotations(key, result.entries)
-            self.screen.post_message(self.StoreUpdated())
-
-    def edit_label_set(self) -> None:
-        """The label set dialog; the new set goes to the settings file (per run) and the store."""
-        from hermit_tui.dashboard.screens.annotate import LabelSetScreen
-
-        where = f" for {self.config.run_dir}" if self.config is not None else ""
-
-        def chosen(labels: list[str] | None) -> None:
-            if labels is None:
-                return
-            if self.config is not None:
-                from hermit_tui.settings import remember_label_set
-
-                remember_label_set(self.config.run_dir, labels)
-            self.store.set_label_set(labels)
-            self.notify(f"Label set: {', '.join(f'{i} {n}' for i, n in enumerate(labels, start=1))}", timeout=5)
-            self.screen.post_message(self.StoreUpdated())
-
-        self.push_screen(LabelSetScreen(self.store.label_set, where), chosen)
-
-    def open_next_unlabelled(self) -> None:
-        """The drill-down on the first unlabelled failure of the triage walk (from screens without attempts)."""
-        self.next_unlabelled(None, lambda f: self.goto("attempt", task_id=f.task_id, key=f.key, repeat=f.repeat), self)
-
-    def next_unlabelled(self, after, show, where) -> None:
-        """Show the next unlabelled failure after ``after`` (dashboard/screens/annotate.next_unlabelled). On a large
-        store whose walk must be computed again, that is done in a worker thread first (half a second at 100,000
-        attempts)."""
-        from hermit_tui.dashboard.screens.annotate import next_unlabelled
-
-        store, generation = self.store, self.store.generation
-        if store.walk_ready() or sum(c.done for c in store.columns.values()) < WALK_WORKER_THRESHOLD:
-            next_unlabelled(where, after, show)
-            return
-
-        def work() -> None:
-            for _ in range(5):  # a batch of a live run may change the store meanwhile: try again
-                try:
-                    store.failure_walk()
-                    break
-                except RuntimeError:
-                    continue
-            if not get_current_worker().is_cancelled and store is self.store and store.generation == generation:
-                self.call_from_thread(next_unlabelled, where, after, show)
-
-        self.run_worker(work, thread=True, exclusive=True, group="triage-walk", name="triage-walk")
-
-    async def triage(self, action: str) -> None:
-        """A triage action from the palette: on the current screen when it has a chosen attempt (drill-down,
-        per-task table, errors), else on the per-task table."""
-        from hermit_tui.dashboard.screens.annotate import Triage
-
-        if isinstance(self.screen, Triage):
-            await self.screen.run_action(action)
-        elif action == "next_unlabelled":
-            self.open_next_unlabelled()
-        else:
-            await self.run_on("tasks", action)
-
-    def flush_annotations(self) -> None:
-        """Wait until every annotation change made is on disk (at exit)."""
-        if self._annotation_writer is not None:
-            self._annotation_writer.shutdown(wait=True)
-            self._annotation_writer = None
 
     def on_unmount(self) -> None:
         self.flush_annotations()

@@ -385,9 +385,9 @@ def test_snapshot(snap_compare, name, before, size):
 
 
 async def test_on_a_large_store_the_walk_is_computed_in_a_worker(monkeypatch):
-    import hermit_tui.dashboard.app as app_module
+    import hermit_tui.dashboard.annotating as annotating
 
-    monkeypatch.setattr(app_module, "WALK_WORKER_THRESHOLD", 0)  # every store is "large"
+    monkeypatch.setattr(annotating, "WALK_WORKER_THRESHOLD", 0)  # every store is "large"
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await push(pilot, TasksScreen())

@@ -144,7 +144,8 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
     if sequential and all(ANYTIME in text for text in sequential):
         note += (
             "\n\nStop when decided (anytime-valid confidence sequences, predictable plug-in empirical Bernstein, "
-            "task by task in a fixed order, alpha split over the candidates; Waudby-Smith & Ramdas 2023): "
+            "task by task (cluster by cluster when clustered) in a fixed order, alpha split over the candidates; "
+            "Waudby-Smith & Ramdas 2023): "
             + "; ".join(sequential)
             + ". The decisions and their intervals stay valid although the launch "
             "stopped on what it saw; the per-adapter intervals in the table are the fixed design's."
@@ -201,6 +202,9 @@ def sequential_lines(
         where = f"after {look.rounds} of at most {look.max_rounds} rounds"
         if anytime_looks.is_anytime(look):
             where = f"{ANYTIME}, after {anytime_looks.look_text(look)}"
+            by = anytime_looks.clustered_by(look)
+            if by is not None:
+                where += f", clustered by {by}: each cluster one observation"
         if look.adjusted and look.adjusted_estimate is not None:  # the estimate adjusted for the stopping rule
             figures = (
                 f"{look.adjusted_estimate:+.3f} [{look.adjusted_low:.3f}, {look.adjusted_high:.3f}] (median-unbiased "

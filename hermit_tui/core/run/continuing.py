@@ -195,13 +195,14 @@ def _anytime_stream(
 
     if not isinstance(sequential, AnytimePlan):
         return False
-    orders, digests = {}, {}
+    orders, digests, entries = {}, {}, {}
     for sel in selectors:
         path = folder_of(sel.label) / SUMMARY
         if (path.parent / RESULTS).is_file() and path.is_file():
             entry = read_summary(path).sequential
             if is_anytime(entry):
                 orders[sel.label] = recorded_order(entry)
+                entries[sel.label] = entry
                 digests[sel.label] = getattr(entry, "order_rows_sha256", None)
     if not orders:
         return False
@@ -213,8 +214,8 @@ def _anytime_stream(
                 f"{other}: cannot resume, its recorded stream of tasks is not the other selectors' (summary.json "
                 "sequential.order): re-run the whole evaluation instead"
             )
-    sequential.order = longest
     try:
+        sequential.take_recorded(longest, entries[label])  # (and, clustered, the recorded K and clusters)
         sequential.stream(task_ids)
     except ValueError as exc:
         raise InputError(f"cannot resume the anytime-valid comparison: {exc}") from None

@@ -167,11 +167,6 @@ class LaunchOptions(BaseModel):
                 "--stop-when-decided with --limit: a smoke subset is a wiring check, there is nothing "
                 "to decide (drop one of the two)"
             )
-        elif self.cluster_by is not None and self.anytime:
-            raise ValueError(
-                "--anytime with --cluster-by or --cluster-file: the anytime-valid design is not clustered yet; "
-                "drop --anytime (the group-sequential design is clustered), or stop when decided without them"
-            )
         if not self.selectors and not self.retry:
             raise ValueError("no adapter selector given (e.g. --adapter none --adapter root --adapter final)")
         return self

@@ -18,8 +18,9 @@ from hermit_tui.core.records.folders import WRITTEN_NAMES, check_no_links, eval_
 from hermit_tui.core.records.journal import FolderLock, check_eval_folder, remove_stale_temporaries
 from hermit_tui.core.run.continuing import ContinuePlan
 from hermit_tui.core.run.events import Level
-from hermit_tui.core.run.executors import Executor, ProcessExecutor, ThreadExecutor
+from hermit_tui.core.run.executors import Executor, ThreadExecutor
 from hermit_tui.core.run.launch import MAX_LIMIT, ExecutorName, LaunchOptions, positive_int
+from hermit_tui.core.run.process_executor import ProcessExecutor
 from hermit_tui.core.workspace.config import MAX_REPEATS, Config
 from hermit_tui.core.workspace.fingerprint import compute_fingerprint
 from hermit_tui.core.workspace.selectors import remove_stale_exports, resolve_selectors
@@ -76,7 +77,7 @@ class LaunchPlan:
                 tasks=len(self.task_ids),
                 first_round_looks=options.first_round_looks,
                 futility=options.futility,
-                clustering=self.clustering,
+                clustering=None if options.anytime else self.clustering,  # (anytime: with_clusters below)
                 task_ids=self.task_ids,
             )
         if self.sequential is not None and options.anytime:  # task by task, by confidence sequences
@@ -89,6 +90,12 @@ class LaunchPlan:
                 f"{repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch"
             )
         self.check_folders()
+        if self.clustering is not None and options.anytime and self.sequential is not None:
+            from hermit_tui.core.stats.anytime_looks import AnytimePlan, with_clusters
+
+            if isinstance(self.sequential, AnytimePlan):  # a cluster is one observation of the stream
+                c = self.clustering
+                self.sequential = with_clusters(self.sequential, c.by, c.of, self.task_ids)
         self.fingerprint = compute_fingerprint(
             config,
             self.test_rows,

@@ -19,6 +19,15 @@ candidates): :meth:`AnytimePlan.same_design` says what changed.
 ``alpha`` is split over the candidates (Bonferroni: the chance of any false claim over them is at most ``alpha``);
 each candidate's sequence spends its whole share, since the sequence's guarantee is exact for bounded scores (no
 normal approximation to allow for).
+
+**With clusters** (``--cluster-by`` / ``--cluster-file``, :func:`with_clusters`) one observation is a whole cluster:
+the stream takes the clusters in the order of their keys' sha256 (``look_order`` of the keys), a cluster's tasks
+together (in the look order of their ids); a look never splits a cluster, and a cluster counts only when every
+repeat of each of its tasks under every selector is done. The sequence is the clustered one of
+``core.stats.anytime.clustered_confidence_sequence`` for the task-weighted mean difference (the clustered fixed
+design's estimand), with ``K`` the largest cluster of the split at the first look. A continuation keeps ``K`` and
+the clusters already looked at: added tasks may only form new clusters of at most ``K`` tasks
+(:meth:`AnytimePlan.stream`).
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from hermit_tui.core.records.results import SequentialEntry
-from hermit_tui.core.stats.anytime import ALPHA, METHOD, paired_confidence_sequence
+from hermit_tui.core.stats.anytime import ALPHA, CLUSTERED, METHOD, _covers, cluster_sets, paired_confidence_sequence
 from hermit_tui.core.stats.looks import Records, SequentialPlan, stop_state, stopped_how
 from hermit_tui.core.stats.sequential import Decision, SequentialLook, decide, look_order
 
@@ -43,9 +52,49 @@ ANYTIME_RULE = (
 )
 
 
+CLUSTERED_RULE = (
+    "after each look of an anytime-valid stop-when-decided launch with clusters (whole clusters in the order of their "
+    "keys' sha256, every repeat of each task), 'an improvement' ('a regression') when the anytime-valid 95% "
+    "confidence sequence for the task-weighted mean difference lies above (below) 0, 'equivalent' (with a margin M) "
+    "when it lies within -M..M; 'stopped for futility' (without a margin) when even a difference of +1 (-1) on every "
+    "cluster not yet looked at would leave 0 inside it at the last cluster of the split; otherwise 'undecided'"
+)
+
+
 def is_anytime(thing: Any) -> bool:
     """Whether a plan, a ``sequential`` entry or a look is of the anytime-valid design (by its method)."""
-    return getattr(thing, "method", None) == METHOD
+    method = getattr(thing, "method", None)
+    return method == METHOD or (isinstance(method, str) and method.startswith(_CLUSTERED_HEAD))
+
+
+_CLUSTERED_HEAD = METHOD.split(" on the ")[0] + " " + CLUSTERED
+
+
+def clustered_method(by: str, cap: int) -> str:
+    """The method of a clustered launch's sequence, naming its clusters (``by``: the field, or ``file:<path>``)."""
+    return (
+        f"{_CLUSTERED_HEAD} (clustered by {by}; each cluster one observation, weighted by its tasks over the "
+        f"largest cluster's {cap}) in a fixed order, inverted for the task-weighted mean difference, running "
+        "intersection"
+    )
+
+
+def clustered_by(thing: Any) -> str | None:
+    """What a clustered look's (or entry's) sequence was clustered by (from its method), or None."""
+    method = getattr(thing, "method", None)
+    if not isinstance(method, str) or not method.startswith(_CLUSTERED_HEAD + " (clustered by "):
+        return None
+    return method[len(_CLUSTERED_HEAD + " (clustered by ") :].split("; each cluster one observation")[0]
+
+
+def recorded_clusters(entry: SequentialEntry | None) -> tuple[int, list[int]] | None:
+    """(K, the cluster sizes of the stream in order) a clustered anytime launch recorded (summary.json's
+    ``sequential.cluster_cap`` and ``sequential.cluster_sizes``), or None (an unclustered one)."""
+    cap = getattr(entry, "cluster_cap", None) if entry is not None else None
+    sizes = getattr(entry, "cluster_sizes", None) if entry is not None else None
+    if not isinstance(cap, int) or not isinstance(sizes, list) or not all(isinstance(n, int) for n in sizes):
+        return None
+    return cap, [int(n) for n in sizes]
 
 
 def recorded_order(entry: SequentialEntry | None) -> list[str]:
@@ -72,6 +121,44 @@ class AnytimePlan(SequentialPlan):
     # stop a candidate that the rest of the split cannot decide even at the clearest results (``_Stream.in_reach``)
     out_of_reach: bool = False
     row_digests: dict[str, str] = {}  # task id -> sha256 of its row (what a continuation checks of the recorded tasks)
+    # --cluster-by: the field (None: unclustered), task id -> cluster key of the split, and K (the largest cluster)
+    cluster_by: str | None = None
+    cluster_of: dict[str, str] = {}
+    cluster_cap: int | None = None
+
+    @property
+    def clustered(self) -> bool:
+        return self.cluster_by is not None and self.cluster_cap is not None
+
+    def cluster_key(self, task_id: str) -> str:
+        return self.cluster_of.get(task_id, "\0" + task_id)  # (a task the mapping lacks: a cluster of its own)
+
+    def cluster_sizes(self, stream: Sequence[str]) -> list[int]:
+        """The sizes of the clusters of ``stream`` (a cluster's tasks are consecutive in it), in order."""
+        sizes: list[int] = []
+        prev: str | None = None
+        for t in stream:
+            key = self.cluster_key(t)
+            if key == prev:
+                sizes[-1] += 1
+            else:
+                sizes.append(1)
+            prev = key
+        return sizes
+
+    @property
+    def split_cluster_sizes(self) -> list[int] | None:
+        """The sizes of the split's clusters (None: unclustered)."""
+        if not self.clustered:
+            return None
+        counts: dict[str, int] = {}
+        for key in self.cluster_of.values():
+            counts[key] = counts.get(key, 0) + 1
+        return list(counts.values())
+
+    @property
+    def method_text(self) -> str:
+        return clustered_method(str(self.cluster_by), int(self.cluster_cap or 1)) if self.clustered else METHOD
 
     def order_digest(self, order: Sequence[str]) -> str | None:
         """The sha256 of the rows of ``order``'s tasks, in order (None when a row's digest is not known)."""
@@ -118,7 +205,59 @@ class AnytimePlan(SequentialPlan):
                 "stream cannot continue without them"
             )
         seen = set(self.order)
-        return list(self.order) + look_order([t for t in ids if t not in seen])
+        if not self.clustered:
+            return list(self.order) + look_order([t for t in ids if t not in seen])
+        looked = {self.cluster_key(t) for t in self.order}
+        members: dict[str, list[str]] = {}
+        for t in ids:
+            if t not in seen:
+                members.setdefault(self.cluster_key(t), []).append(t)
+        joined = [k for k in members if k in looked]
+        if joined:
+            t = members[joined[0]][0]
+            raise ValueError(
+                f"task {t!r} joins cluster {joined[0][:40]!r}, already looked at: a cluster is one observation, "
+                "looked at once whole; give added tasks clusters of their own"
+            )
+        cap = int(self.cluster_cap or 0)
+        big = [k for k, m in members.items() if len(m) > cap]
+        if big:
+            raise ValueError(
+                f"the new cluster {big[0][:40]!r} has {len(members[big[0]])} tasks, more than the {cap} of the "
+                "largest cluster the sequence was started with (its observations are scaled by that size)"
+            )
+        out = list(self.order)
+        for key in look_order(list(members)):
+            out += look_order(members[key])
+        return out
+
+    def take_recorded(self, order: Sequence[str], entry: SequentialEntry | None) -> None:
+        """A continuation: the recorded stream ``order`` (and, clustered, the recorded ``K``). ValueError when the
+        clusters of the tasks looked at are not those the launch recorded, or one design is clustered and the other
+        not."""
+        self.order = list(order)
+        recorded = recorded_clusters(entry)
+        if recorded is None and not self.clustered:
+            return
+        if recorded is None or not self.clustered:
+            was = "clustered" if recorded is not None else "not clustered"
+            raise ValueError(f"the recorded sequence was {was}: resume it with the clusters it was started with")
+        by = getattr(entry, "cluster_by", None)
+        if by != self.cluster_by:
+            raise ValueError(f"it was clustered by {by}, not {self.cluster_by}: resume it with the same clusters")
+        cap, sizes = recorded
+        looked, total = [], 0
+        for n in sizes:
+            if total >= len(self.order):
+                break
+            looked.append(n)
+            total += n
+        if self.cluster_sizes(self.order) != looked:
+            raise ValueError(
+                "the clusters of the tasks already looked at are not the ones recorded (summary.json "
+                "sequential.cluster_sizes): resume it with the same --cluster-by or --cluster-file"
+            )
+        self.cluster_cap = cap
 
 
 def anytime_plan(
@@ -147,6 +286,16 @@ def anytime_plan(
     )
 
 
+def with_clusters(plan: AnytimePlan, by: str, of: Mapping[str, str], task_ids: Sequence[str]) -> AnytimePlan:
+    """``plan`` with the clusters of the split's tasks ``task_ids`` (``of``: task id -> cluster, a task it lacks
+    its own cluster): ``K`` is the largest (a continuation takes the recorded one, ``take_recorded``)."""
+    keyed = {t: of.get(t, "\0" + t) for t in map(str, task_ids)}
+    counts: dict[str, int] = {}
+    for key in keyed.values():
+        counts[key] = counts.get(key, 0) + 1
+    return plan.model_copy(update=dict(cluster_by=by, cluster_of=keyed, cluster_cap=max(counts.values(), default=1)))
+
+
 def _score(value: float) -> float:
     return min(1.0, max(0.0, value)) if math.isfinite(value) else 0.0
 
@@ -165,16 +314,47 @@ def task_mean(records: Mapping[tuple[str, int], Any], task_id: str, repeats: int
 class _Stream:
     """One candidate's paired task differences, in the stream's order, and its confidence sequence."""
 
-    def __init__(self, plan: AnytimePlan, candidate: str, total: int):
+    def __init__(self, plan: AnytimePlan, candidate: str, total: int, sizes: Sequence[int] = ()):
         self.plan, self.candidate, self.total = plan, candidate, total
         self.diffs: list[float] = []
         self.looks: list[SequentialLook] = []
+        # clustered: the sizes of the stream's clusters in order, the clusters' mean differences so far, and the
+        # sequence's set at each of them (not intersected)
+        self.sizes = list(sizes)
+        self.dbar: list[float] = []
+        self.raw: tuple[list[float], list[float]] = ([], [])
+
+    def _interval(self, diffs: Sequence[float]) -> tuple[float, float]:
+        plan = self.plan
+        if not plan.clustered:
+            low_s, high_s = paired_confidence_sequence(np.asarray(self.diffs), plan.each_spend)
+            return float(low_s[-1]), float(high_s[-1])
+        start = len(self.dbar)
+        pos = 0
+        for n in self.sizes[start:]:
+            if pos >= len(diffs):
+                break
+            self.dbar.append(float(np.mean(diffs[pos : pos + n])))
+            pos += n
+        if pos != len(diffs):
+            raise ValueError("a look must end at the end of a cluster")
+        if len(self.dbar) > start:
+            lows, highs = cluster_sets(
+                self.dbar,
+                self.sizes[: len(self.dbar)],
+                int(plan.cluster_cap or 1),
+                plan.each_spend,
+                times=range(start, len(self.dbar)),
+            )
+            self.raw[0].extend(map(float, lows))
+            self.raw[1].extend(map(float, highs))
+        low, high = max(self.raw[0]), min(self.raw[1])
+        return low, max(low, high)
 
     def add(self, diffs: Sequence[float], look: int) -> SequentialLook:
         self.diffs += list(diffs)
         plan = self.plan
-        low_s, high_s = paired_confidence_sequence(np.asarray(self.diffs), plan.each_spend)
-        low, high = float(low_s[-1]), float(high_s[-1])
+        low, high = self._interval(list(diffs))
         prev = self.looks[-1] if self.looks else None
         decision: Decision = decide(low, high, plan.margin)
         n = len(self.diffs)
@@ -193,7 +373,7 @@ class _Stream:
             decision=decision,
             rounds=plan.max_rounds,
             max_rounds=plan.max_rounds,
-            method=METHOD,
+            method=plan.method_text,
             alpha=plan.alpha,
             spend=plan.each_spend,
             candidates=plan.family,
@@ -221,6 +401,16 @@ class _Stream:
         if left <= 0:
             return True
         spend = self.plan.each_spend
+        if self.plan.clustered:  # the clearest continuation: +1 (-1) on every cluster left, of its known size
+            # 0 leaves the sequence at a later cluster exactly when the test of m = 0 rejects there (cluster_sets)
+            cap = int(self.plan.cluster_cap or 1)
+            w = np.asarray(self.sizes, dtype=float) / cap
+            done = len(self.dbar)
+            for sign in (1.0, -1.0):
+                dbar = np.concatenate([self.dbar, np.full(len(self.sizes) - done, sign)])
+                if not _covers(dbar, w, np.zeros(1), spend)[0, done:].all():
+                    return True
+            return False
         up, _ = paired_confidence_sequence(np.concatenate([self.diffs, np.ones(left)]), spend)
         _, down = paired_confidence_sequence(np.concatenate([self.diffs, -np.ones(left)]), spend)
         return bool(up[-1] > 0 or down[-1] < 0)
@@ -239,10 +429,18 @@ class AnytimeTracker:
         # the recorded tasks are one look (so a resume finds the recorded state again whatever its batch size), then
         # batches of ``step``
         done = len(plan.order)
-        ends = ([done] if done else []) + list(range(done + step, total, step)) + ([total] if total > done else [])
+        sizes = plan.cluster_sizes(self.task_ids) if plan.clustered else []
+        if plan.clustered:  # a look ends at the end of a cluster: the first one at least ``step`` tasks on
+            bounds = [int(b) for b in np.cumsum(sizes)]
+            ends = [done] if done else []
+            for b in bounds:
+                if b > done and b >= (ends[-1] if ends else 0) + step or b == total and b > done:
+                    ends.append(b)
+        else:
+            ends = ([done] if done else []) + list(range(done + step, total, step)) + ([total] if total > done else [])
         self._ends = ends or [0]
         self.schedule: tuple[tuple[int, int], ...] = tuple((plan.max_rounds, n) for n in self._ends)
-        self.pairs = {c: _Stream(plan, c, total) for c in plan.candidates}
+        self.pairs = {c: _Stream(plan, c, total, sizes) for c in plan.candidates}
         self.looks = 0
         self._position = {t: i for i, t in enumerate(self.task_ids)}
 
@@ -312,7 +510,7 @@ class AnytimeTracker:
             baseline=plan.baseline,
             rounds=plan.max_rounds,
             max_rounds=plan.max_rounds,
-            method=METHOD,
+            method=plan.method_text,
             alpha=plan.alpha,
             spend=plan.each_spend,
             split_over=plan.family,
@@ -322,6 +520,12 @@ class AnytimeTracker:
             order=self.task_ids[:n],
             order_rows_sha256=plan.order_digest(self.task_ids[:n]),
         )
+        if plan.clustered:  # what a replay and a continuation need: K and the clusters of the stream, in order
+            common |= dict(
+                cluster_by=plan.cluster_by,
+                cluster_cap=plan.cluster_cap,
+                cluster_sizes=plan.cluster_sizes(self.task_ids),
+            )
         if label == plan.baseline:
             decisions = {c: (look.decision if (look := self.last(c)) else "undecided") for c in plan.candidates}
             return SequentialEntry(**common, candidates=decisions)
@@ -370,9 +574,20 @@ def replay(
         order=order[:n],  # one look over them all
         out_of_reach=entry.decision == "futile",  # the rule was on (it is what stopped the launch)
     )
+    clusters = recorded_clusters(entry)
+    if clusters is not None:  # the recorded clusters of the stream, by their sizes in order
+        cap, sizes = clusters
+        keys = [str(i) for i, size in enumerate(sizes) for _ in range(size)]
+        if len(keys) < n or any(size < 1 or size > cap for size in sizes):
+            return None
+        by = getattr(entry, "cluster_by", None)
+        plan = with_clusters(plan, str(by) if by else "recorded clusters", dict(zip(order[:n], keys)), order[:n])
+        plan.cluster_cap = cap
     tracker = AnytimeTracker(plan, order[:n])
     for stream in tracker.pairs.values():  # the test tasks the launch had (it may have stopped before the last)
         stream.total = max(n, entry.total_tasks or n)
+        if clusters is not None:
+            stream.sizes = clusters[1]
     records = {entry.baseline: _by_key(baseline_records), candidate: _by_key(candidate_records)}
     while not tracker.looks >= len(tracker.schedule):
         if not tracker.complete(records, tracker.looks + 1):
@@ -472,7 +687,7 @@ def sequential_pair(pair: Any, look: SequentialLook) -> Any:
             method=sequential_method(look),
             decision=decision,
             verdict=sequential_text(look, pair.a, pair.b),
-            rule=ANYTIME_RULE,
+            rule=CLUSTERED_RULE if clustered_by(look) is not None else ANYTIME_RULE,
             test=f"{pair.test}; {FIXED_P_NOTE}" if pair.test else FIXED_P_NOTE,
         )
     )
@@ -504,13 +719,23 @@ def fewest_tasks_to_decide(spend: float, margin: float | None = None, most: int 
 
 
 def small_split_note(
-    n_tasks: int, candidates: int = 1, margin: float | None = None, spend: float | None = None
+    n_tasks: int,
+    candidates: int = 1,
+    margin: float | None = None,
+    spend: float | None = None,
+    clusters: Sequence[int] | None = None,
 ) -> str | None:
     """A warning when an anytime-valid launch is chosen on a split too small for it to decide, else None. Under
     :func:`fewest_tasks_to_decide` (at each candidate's share ``spend`` of alpha, by default ``anytime_share`` of
     0.05 over ``candidates``) it cannot decide at all; under
     ``SMALL_SPLIT`` tasks it rarely does: its confidence sequence pays for looking at any time with width
-    (simulated, 2,000 launches each: an effect of 0.2 was decided in 0.9% of launches on 50 tasks, in 90% on 200)."""
+    (simulated, 2,000 launches each: an effect of 0.2 was decided in 0.9% of launches on 50 tasks, in 90% on 200).
+    ``clusters``: a clustered launch's cluster sizes. Its observations are the clusters, counted instead of the
+    tasks (no fewer than :func:`fewest_tasks_to_decide` can decide: a cluster's observation lies within the range of
+    a task's), each weighing its tasks over the largest cluster's ``K``: under ``SMALL_SPLIT`` full weights (the
+    sum of ``n / K``) it rarely decides (benchmarks/RESULTS.md, anytime with clusters)."""
+    if clusters is not None:
+        return _small_clustered(n_tasks, list(clusters), candidates, margin, spend)
     tasks = f"{n_tasks} test task{'s' * (n_tasks != 1)}"
     spend = spend if spend is not None else anytime_share(ALPHA, candidates)
     fewest = fewest_tasks_to_decide(spend, margin)
@@ -526,6 +751,32 @@ def small_split_note(
     return (
         f"anytime-valid on {tasks} rarely decides (an effect of 0.2 is decided in 1% of simulated launches on 50 "
         "tasks, 90% on 200): on a small split, stop when decided without it"
+    )
+
+
+def _small_clustered(
+    n_tasks: int, sizes: list[int], candidates: int, margin: float | None, spend: float | None
+) -> str | None:
+    clusters = len(sizes)
+    where = f"{n_tasks} test task{'s' * (n_tasks != 1)} in {clusters} cluster{'s' * (clusters != 1)}"
+    spend = spend if spend is not None else anytime_share(ALPHA, candidates)
+    fewest = fewest_tasks_to_decide(spend, margin)
+    if fewest is not None and clusters < fewest:
+        share = f" at α {spend:.3g} for each of {candidates} candidates" if candidates > 1 else ""
+        return (
+            f"anytime-valid on {where} cannot decide: a cluster is one observation, and even the clearest results "
+            f"decide its confidence sequence{share} only from {fewest} clusters on; on so few clusters, run the "
+            "fixed design with them"
+        )
+    cap = max(sizes, default=1)
+    weight = sum(sizes) / cap
+    if weight >= SMALL_SPLIT:
+        return None
+    return (
+        f"anytime-valid on {where} rarely decides: a cluster is one observation weighing its tasks over the "
+        f"largest cluster's {cap}, and these weigh as {weight:.0f} full ones (under {SMALL_SPLIT} the sequence is "
+        "too wide to decide an effect of 0.2 in most launches: benchmarks/RESULTS.md); consider the fixed design "
+        "with them"
     )
 
 
@@ -576,12 +827,15 @@ def decided_line(tracker: AnytimeTracker) -> str:
 
 __all__ = [
     "ANYTIME_RULE",
+    "CLUSTERED_RULE",
     "DECISION_WORDS",
     "AnytimePlan",
     "AnytimeTracker",
     "anytime_plan",
     "anytime_share",
     "boundary_text",
+    "clustered_by",
+    "clustered_method",
     "decided_line",
     "decided_where",
     "entry_where",
@@ -592,9 +846,11 @@ __all__ = [
     "is_anytime",
     "look_line",
     "look_text",
+    "recorded_clusters",
     "recorded_order",
     "replay",
     "sequential_method",
     "sequential_text",
     "tracker_for",
+    "with_clusters",
 ]

@@ -66,11 +66,12 @@ class SequentialPlan(BaseModel):
 
     @property
     def clustered(self) -> bool:
-        return self.cluster_of is not None
+        return self.clusters_sha256 is not None and self.cluster_of is not None
 
     def first_round_order(self, task_ids: Sequence[str]) -> list[str]:
-        """The order in which round 1's looks take the tasks (whole clusters in the clustered design)."""
-        if self.cluster_of is not None:
+        """The order in which round 1's looks take the tasks (whole clusters in the clustered design; the
+        anytime-valid design's ``AnytimePlan`` has clusters of its own, and its stream's order)."""
+        if self.clusters_sha256 is not None and self.cluster_of is not None:
             return cluster_look_order(task_ids, self.cluster_of)
         return look_order(task_ids)
 
