@@ -261,7 +261,7 @@ def test_eval_with_clusters_stops_on_whole_clusters_and_report_and_gate_replay_i
     assert "anytime-valid stop-when-decided launch with clusters (whole clusters" in capsys.readouterr().out
     assert main(["gate", "--config", str(project), "--baseline", "none", "--candidate", "good"]) == 0
     assert "clustered by group" in capsys.readouterr().out
-    # the group-sequential design is still refused with clusters (core.stats.sequential is not clustered here)
+    # an anytime-valid launch does not resume as the group-sequential design (clustered or not)
     code = main(["eval", "--config", str(project), *both, "--stop-when-decided", "--cluster-by", "group", "--resume"])
     assert code == 2
 

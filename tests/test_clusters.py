@@ -217,10 +217,6 @@ def test_cluster_by_bad_input_is_one_line_and_exit_2(clustered_demo, tmp_path, c
     assert sorted(p.name for p in (dest / "runs/demo/eval").iterdir()) == before
     code, _, err = _cli(capsys, "report", "--config", str(dest / "run.yaml"))  # the recorded field: one cluster now
     assert code == 2 and "every test task is in one cluster" in err
-    # the sequential test is not clustered: the combination is refused, not silently ignored
-    code, _, err = _cli(capsys, "eval", "--config", str(ws / "run.yaml"), "--adapter", "none", "--adapter", "root",
-                        "--stop-when-decided", "--cluster-by", "category", *FAST)  # fmt: skip
-    assert code == 2 and "--stop-when-decided with --cluster-by" in err and len(err.strip().splitlines()) == 1
 
 
 def test_the_compare_screen_clusters_by_the_recorded_field_as_the_report_does(clustered_demo, capsys):

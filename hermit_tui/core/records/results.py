@@ -214,7 +214,16 @@ class AttemptRecord(BaseModel):
         return line
 
 
-NEW_SEQUENTIAL_KEYS = frozenset({"futility", "conditional_power", "estimate", "estimate_interval", "p_value"})
+NEW_SEQUENTIAL_KEYS = frozenset(
+    {
+        "futility",
+        "conditional_power",
+        "estimate",
+        "estimate_interval",
+        "p_value",
+        *("cluster_by", "clusters_sha256", "clusters", "cluster_of", "clusters_looked"),
+    }
+)
 
 
 class SequentialEntry(BaseModel):
@@ -251,6 +260,14 @@ class SequentialEntry(BaseModel):
     estimate: float | None = None  # median-unbiased (stagewise ordering)
     estimate_interval: tuple[float, float] | None = None
     p_value: float | None = None
+    # the clustered design (``--cluster-by`` / ``--cluster-file``; absent: tasks taken as independent): the spec and
+    # the mapping's sha256 (as the protocol fingerprint), the test tasks' clusters, each task the mapping names and
+    # its cluster (what the looks are replayed by), and the clusters the last look saw
+    cluster_by: str | None = None
+    clusters_sha256: str | None = None
+    clusters: int | None = None
+    cluster_of: dict[str, str] | None = None
+    clusters_looked: int | None = None
 
     @model_serializer(mode="wrap")
     def _new_keys_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -167,11 +167,6 @@ class LaunchOptions(BaseModel):
                 "--stop-when-decided with --limit: a smoke subset is a wiring check, there is nothing "
                 "to decide (drop one of the two)"
             )
-        elif self.cluster_by is not None and not self.anytime:
-            raise ValueError(
-                "--stop-when-decided with --cluster-by or --cluster-file: the sequential test is not clustered "
-                "yet; run the fixed design with the clusters, or stop when decided without them"
-            )
         if not self.selectors and not self.retry:
             raise ValueError("no adapter selector given (e.g. --adapter none --adapter root --adapter final)")
         return self

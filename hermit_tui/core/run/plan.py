@@ -60,6 +60,11 @@ class LaunchPlan:
         self.test_rows: list[dict[str, Any]] = rows[:limit] if limit else rows
         self.task_ids = [str(r["id"]) for r in self.test_rows]
         self.selectors = resolve_selectors(list(selectors), config)
+        self.clustering = None
+        if options.cluster_by:
+            from hermit_tui.core.stats.clusters import clusters_by_field
+
+            self.clustering = clusters_by_field(self.tasks.tasks, self.task_ids, options.cluster_by)
         self.sequential = None
         if options.stop_when_decided:  # the rounds and their statistics (numpy) load only where they are asked for
             from hermit_tui.core.run.rounds import plan_for
@@ -72,6 +77,8 @@ class LaunchPlan:
                 tasks=len(self.task_ids),
                 first_round_looks=options.first_round_looks,
                 futility=options.futility,
+                clustering=None if options.anytime else self.clustering,  # (anytime: with_clusters below)
+                task_ids=self.task_ids,
             )
         if self.sequential is not None and options.anytime:  # task by task, by confidence sequences
             from hermit_tui.core.stats.anytime_looks import anytime_plan
@@ -83,17 +90,12 @@ class LaunchPlan:
                 f"{repeats} is more than {MAX_ATTEMPTS:,} attempts in one launch"
             )
         self.check_folders()
-        self.clustering = None
-        if options.cluster_by:
-            from hermit_tui.core.stats.clusters import clusters_by_field
+        if self.clustering is not None and options.anytime and self.sequential is not None:
+            from hermit_tui.core.stats.anytime_looks import AnytimePlan, with_clusters
 
-            self.clustering = clusters_by_field(self.tasks.tasks, self.task_ids, options.cluster_by)
-            if options.anytime and self.sequential is not None:  # a cluster is one observation of the stream
-                from hermit_tui.core.stats.anytime_looks import AnytimePlan, with_clusters
-
-                if isinstance(self.sequential, AnytimePlan):
-                    c = self.clustering
-                    self.sequential = with_clusters(self.sequential, c.by, c.of, self.task_ids)
+            if isinstance(self.sequential, AnytimePlan):  # a cluster is one observation of the stream
+                c = self.clustering
+                self.sequential = with_clusters(self.sequential, c.by, c.of, self.task_ids)
         self.fingerprint = compute_fingerprint(
             config,
             self.test_rows,

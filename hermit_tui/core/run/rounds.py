@@ -8,6 +8,7 @@ from typing import Any
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run.launch import check_margin
+from hermit_tui.core.stats.clusters import Clustering
 from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan, design_method, stop_state
 from hermit_tui.core.stats.sequential import SequentialLook
 
@@ -20,17 +21,28 @@ def plan_for(
     tasks: int | None = None,
     first_round_looks: int | None = None,
     futility: bool = True,
+    clustering: Clustering | None = None,
+    task_ids: Sequence[str] | None = None,
 ) -> SequentialPlan:
     """The plan for ``selectors`` (resolved ``Selector`` objects, in launch order): the baseline is the selector
     typed as (or labelled) ``baseline``, by default ``none`` when it is there, else the first one. ``tasks``: the
     test tasks; ``first_round_looks``: the looks within the first round (``--first-round-looks``; None: one per
     ``MIN_BATCH`` tasks, at most ``MAX_BATCHES``, ``core.stats.sequential.first_round_batches``); ``futility``:
     the non-binding futility rule (``FUTILITY_CP``), on unless turned off or a margin is given (an equivalence
-    claim is what a small difference leads to, so stopping there for futility would preempt it)."""
+    claim is what a small difference leads to, so stopping there for futility would preempt it).
+    ``clustering`` (``--cluster-by`` / ``--cluster-file``, with the test ``task_ids``): the clustered design
+    (``core.stats.sequential.ClusteredMonitor``): round 1's looks after whole clusters, by default one per
+    ``MIN_CLUSTERS_PER_LOOK`` clusters at most, as many as the clusters' sizes allow."""
+    from hermit_tui.core.stats import sequential as seq
     from hermit_tui.core.stats.sequential import FUTILITY_CP, design_spending, first_round_batches
 
     margin = check_margin(margin)
-    if first_round_looks is None:
+    codes = None
+    if clustering is not None and task_ids is not None:
+        codes = seq.cluster_codes(seq.cluster_look_order(task_ids, clustering.of), clustering.of)
+    if first_round_looks is None and codes is not None:
+        batches = seq.clustered_batches(len(codes), int(codes.max()) + 1)
+    elif first_round_looks is None:
         batches = first_round_batches(tasks) if tasks else 1
     else:
         batches = int(first_round_looks)
@@ -50,6 +62,12 @@ def plan_for(
         if not found:
             raise InputError(f"--baseline {text[:60]!r} is not among the selectors ({', '.join(labels)})")
         base = found[0]
+    clustered: dict[str, Any] = {}
+    method = design_method(batches)
+    if clustering is not None and codes is not None:  # the looks the clusters' sizes allow (never splitting one)
+        batches = sum(1 for r, _ in seq.cluster_schedule(codes, max_rounds, batches) if r == 1)
+        method = seq.clustered_method(batches)
+        clustered = dict(cluster_by=clustering.by, clusters_sha256=clustering.digest(), cluster_of=clustering.of)
     return SequentialPlan(
         baseline=base,
         candidates=[lab for lab in labels if lab != base],
@@ -57,8 +75,9 @@ def plan_for(
         margin=margin,
         batches=batches,
         spending=design_spending(batches),
-        method=design_method(batches),
+        method=method,
         futility=FUTILITY_CP if futility and margin is None else None,
+        **clustered,
     )
 
 
@@ -195,8 +214,14 @@ def projections(run_dir: Any, plan: SequentialPlan, test_ids: Sequence[str], thr
     from hermit_tui.core.stats.figures import pair_stats
     from hermit_tui.core.stats.noise import DEFAULT_DELTA, CostRate, round_projection
 
-    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False)}
     every = 2 * len(test_ids) * plan.max_rounds
+    if plan.clustered:  # the projection's variance split is the tasks', not the clusters'
+        return [
+            f"{b} vs {plan.baseline}: no projection for the clustered design (its information is in the clusters, "
+            f"which the projection does not model); all {plan.max_rounds} rounds: {every:,} attempts of the pair"
+            for b in plan.candidates
+        ]
+    stored = {s.label: s for s in list_evaluations(run_dir, include_archived=False)}
     lines = []
     tables, costs = {}, {}
     for label in [plan.baseline, *plan.candidates]:

@@ -356,10 +356,8 @@ class EvalRun:
         rows = self.plan.test_rows
         seq = self.plan.sequential
         if seq is not None and seq.batches > 1:  # looks within round 1 take the tasks in the protocol's look order
-            from hermit_tui.core.stats.sequential import look_order
-
             by_id = {str(t["id"]): t for t in rows}
-            rows = [by_id[tid] for tid in look_order(list(by_id))]
+            rows = [by_id[tid] for tid in seq.first_round_order(list(by_id))]
         repeats = range(1, self.plan.repeats + 1)
         if _is_anytime(seq):  # anytime-valid: task by task in the stream's order, every repeat of each
             by_id = {str(t["id"]): t for t in rows}

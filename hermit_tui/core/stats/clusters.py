@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -247,8 +248,44 @@ def clustered_var(x: Any, codes: np.ndarray) -> np.ndarray:
     return clustered_cov(x, x, codes)
 
 
+def bias_reduced_var(x: Any, codes: np.ndarray) -> float:
+    """Bell & McCaffrey's bias-reduced cluster-robust variance of ``mean(x)`` (CR2; Bell & McCaffrey 2002, Survey
+    Methodology 28:169; Pustejovsky & Tipton 2018, JBES 36:672): each cluster's residuals scaled by
+    ``(I - H_cc)^(-1/2)``, which for the mean (``H = J / N``) leaves the cluster sum ``S_c`` divided by
+    ``sqrt(1 - n_c / N)``: ``V = sum_c S_c^2 / (1 - n_c / N) / N^2``. With clusters of equal size it is CR1
+    (:func:`clustered_var`); with unequal sizes it weighs the large clusters, whose residuals the mean fits most,
+    up. NaN with fewer than 2 clusters. Used by the clustered sequential design (``core.stats.sequential``)."""
+    x = np.asarray(x, dtype=float)
+    codes = np.asarray(codes, dtype=np.int64)
+    n = len(codes)
+    sizes = np.bincount(codes)
+    sizes = sizes[sizes > 0]
+    if len(sizes) < 2:
+        return math.nan
+    sums = cluster_sums(x, codes)
+    sums = sums[np.bincount(codes) > 0]
+    return float(np.sum(sums**2 / (1 - sizes / n)) / n**2)
+
+
+def bell_mccaffrey_df(sizes: Sequence[int] | np.ndarray) -> float:
+    """The degrees of freedom of :func:`bias_reduced_var` for clusters of ``sizes`` tasks: Satterthwaite's
+    ``(tr G)^2 / ||G||_F^2`` for tasks independent with equal variance (Bell & McCaffrey 2002; Imbens & Kolesár
+    2016, REStat 98:701), ``G[c, d] = (delta_cd n_c - n_c n_d / N) / sqrt((1 - n_c / N)(1 - n_d / N))``: ``C - 1``
+    with clusters of equal size, fewer as their sizes grow unequal (a few large clusters are what varies). Fixed by
+    the clusters' sizes, before any attempt."""
+    n_c = np.asarray([s for s in sizes if s > 0], dtype=float)
+    if len(n_c) < 2:
+        return math.nan
+    n = float(n_c.sum())
+    root = np.sqrt(1 - n_c / n)
+    g = (np.diag(n_c) - np.outer(n_c, n_c) / n) / np.outer(root, root)
+    return float(np.trace(g) ** 2 / np.sum(g * g))
+
+
 __all__ = [
     "CLUSTER_METHOD",
+    "bell_mccaffrey_df",
+    "bias_reduced_var",
     "FILE_PREFIX",
     "Clustering",
     "cluster_option",

@@ -31,10 +31,14 @@ from hermit_tui.core.stats.sequential import (
     FUTILITY_METHOD,
     METHOD,
     ORDERED_METHOD,
+    ClusteredMonitor,
     SequentialLook,
     SequentialMonitor,
     Spending,
     candidate_spend,
+    cluster_codes,
+    cluster_key,
+    cluster_look_order,
     look_order,
     look_schedule,
 )
@@ -54,6 +58,22 @@ class SequentialPlan(BaseModel):
     spending: Spending = "hsd"  # the spending function ("obf": a launch recorded before issue 25, item 4)
     batches: int = 1  # looks within the first round (core.stats.sequential.look_schedule; 1: after whole rounds only)
     futility: float | None = None  # the non-binding futility rule's conditional power (None: none, as before it)
+    # the clustered design (--cluster-by / --cluster-file; None: tasks taken as independent): the spec, the
+    # mapping's sha256 (as the fingerprint's), and each test task the mapping names with its cluster
+    cluster_by: str | None = None
+    clusters_sha256: str | None = None
+    cluster_of: dict[str, str] | None = None
+
+    @property
+    def clustered(self) -> bool:
+        return self.clusters_sha256 is not None and self.cluster_of is not None
+
+    def first_round_order(self, task_ids: Sequence[str]) -> list[str]:
+        """The order in which round 1's looks take the tasks (whole clusters in the clustered design; the
+        anytime-valid design's ``AnytimePlan`` has clusters of its own, and its stream's order)."""
+        if self.clusters_sha256 is not None and self.cluster_of is not None:
+            return cluster_look_order(task_ids, self.cluster_of)
+        return look_order(task_ids)
 
     @property
     def family(self) -> int:
@@ -82,6 +102,10 @@ class SequentialPlan(BaseModel):
         if entry.futility != self.futility:
             hint = " (--no-futility resumes it without one)" if entry.futility is None else ""
             changed.append(f"futility rule {entry.futility or 'none'} -> {self.futility or 'none'}{hint}")
+        if entry.clusters_sha256 != self.clusters_sha256:
+            was = "none" if entry.clusters_sha256 is None else f"sha256 {entry.clusters_sha256[:12]}"
+            now = "none" if self.clusters_sha256 is None else f"sha256 {self.clusters_sha256[:12]}"
+            changed.append(f"clusters (--cluster-by / --cluster-file) {was} -> {now}")
         if entry.method != self.method:  # e.g. a launch begun before the design changed (issue 25, item 4)
             changed.append("the sequential design (spending function, alpha split) of an earlier hermit-tui version")
         return changed
@@ -112,7 +136,23 @@ def round_scores(records: Mapping[tuple[str, int], Any], task_ids: Sequence[str]
 class _Pair:
     """One candidate's monitor, fed look by look on the score scale seen so far ([0, 1] widened)."""
 
-    def __init__(self, plan: SequentialPlan, candidate: str, tasks: int):
+    def __init__(self, plan: SequentialPlan, candidate: str, tasks: int, codes: np.ndarray | None = None):
+        self.monitor: SequentialMonitor
+        self.looks: list[SequentialLook] = []
+        if codes is not None:
+            self.monitor = ClusteredMonitor(
+                plan.baseline,
+                candidate,
+                plan.max_rounds,
+                codes,
+                batches=plan.batches,
+                alpha=plan.alpha,
+                spend=plan.each_spend,
+                candidates=plan.family,
+                margin=plan.margin,
+                futility=plan.futility,
+            )
+            return
         self.monitor = SequentialMonitor(
             plan.baseline,
             candidate,
@@ -126,7 +166,6 @@ class _Pair:
             total_tasks=tasks,
             futility=plan.futility,
         )
-        self.looks: list[SequentialLook] = []
 
     def add(self, a: np.ndarray, b: np.ndarray) -> SequentialLook:
         m = self.monitor
@@ -146,9 +185,15 @@ class RoundTracker:
 
     def __init__(self, plan: SequentialPlan, task_ids: Sequence[str]):
         self.plan = plan
-        self.task_ids = look_order(task_ids) if plan.batches > 1 else list(task_ids)
-        self.schedule = look_schedule(max(1, len(self.task_ids)), plan.max_rounds, plan.batches)
-        self.pairs = {c: _Pair(plan, c, len(self.task_ids)) for c in plan.candidates}
+        if plan.cluster_of is not None:  # whole clusters in the clustered look order (core.stats.sequential)
+            self.task_ids = cluster_look_order(task_ids, plan.cluster_of)
+            codes = cluster_codes(self.task_ids, plan.cluster_of)
+            self.pairs = {c: _Pair(plan, c, len(self.task_ids), codes) for c in plan.candidates}
+            self.schedule = self.pairs[plan.candidates[0]].monitor.schedule or ()
+        else:
+            self.task_ids = look_order(task_ids) if plan.batches > 1 else list(task_ids)
+            self.schedule = look_schedule(max(1, len(self.task_ids)), plan.max_rounds, plan.batches)
+            self.pairs = {c: _Pair(plan, c, len(self.task_ids)) for c in plan.candidates}
         self.looks = 0  # looks checked
 
     @property
@@ -236,12 +281,22 @@ class RoundTracker:
             total_tasks=len(self.task_ids),
             futility=plan.futility,
         )
+        clustered: dict[str, Any] = {}
+        if plan.cluster_of is not None:
+            clustered = dict(
+                cluster_by=plan.cluster_by,
+                clusters_sha256=plan.clusters_sha256,
+                clusters=len(set(cluster_codes(self.task_ids, plan.cluster_of).tolist())),
+                cluster_of={t: plan.cluster_of[t] for t in self.task_ids if t in plan.cluster_of},
+            )
         if label == plan.baseline:
-            return SequentialEntry(**common, candidates={c: _decision(self.last(c)) for c in plan.candidates})
+            return SequentialEntry(
+                **common, **clustered, candidates={c: _decision(self.last(c)) for c in plan.candidates}
+            )
         look = self.last(label)
         if look is None:
-            return SequentialEntry(**common, decision="undecided")
-        return SequentialEntry(**look.summary(), mean_diff=look.mean_diff)
+            return SequentialEntry(**common, **clustered, decision="undecided")
+        return SequentialEntry(**look.summary(), mean_diff=look.mean_diff, **clustered)
 
 
 def _decision(look: SequentialLook | None) -> str:
@@ -280,7 +335,17 @@ def replay(
         spending=_recorded_spending(entry),
         batches=entry.batches or 1,
         futility=entry.futility,
+        # the clustered design: replayed by the clusters the launch recorded (not the cluster file as it is now)
+        cluster_by=entry.cluster_by,
+        clusters_sha256=entry.clusters_sha256,
+        cluster_of=entry.cluster_of if entry.clusters_sha256 is not None else None,
     )
+    if plan.cluster_of is not None:  # the recorded mapping must be the one its sha256 says (not edited since)
+        from hermit_tui.core.stats.clusters import Clustering
+
+        recorded = Clustering(by=entry.cluster_by or "", of=plan.cluster_of)
+        if recorded.digest() != entry.clusters_sha256 or len({cluster_key(t, plan.cluster_of) for t in task_ids}) < 2:
+            return None
     tracker = RoundTracker(plan, task_ids)
     if not 1 <= entry.rounds <= entry.max_rounds:
         return None
