@@ -407,3 +407,20 @@ def test_a_cancelled_clustered_launch_resumes_only_with_the_same_clusters(tmp_pa
                     cluster_by="tpl").run_sync()  # fmt: skip
     assert resumed["good"].sequential == whole["good"].sequential
     assert resumed["good"].attempts == whole["good"].attempts
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_boundary_plot_draws_the_boundaries_each_look_applied_and_the_last_looks_projection(seed):
+    """The clustered design recomputes its boundaries at each look: the dashboard's plot draws, for the looks made,
+    the critical value each of them applied, and for the others the last look's projection (the first look's
+    projection differs once the information observed departs from the attempts' share)."""
+    from hermit_tui.dashboard.widgets.boundary import SequentialView, series
+
+    _, looks, *_ = run_looks(seed, rounds=4, shift=0.1)
+    for k in range(1, len(looks) + 1):
+        seen = tuple(looks[:k])
+        drawn = series(SequentialView("a", "b", seen, 4, 0.05)).boundaries
+        assert len(drawn) == len(looks[0].design_bounds)
+        assert drawn[:k] == pytest.approx([lk.boundary_z for lk in seen], rel=1e-9)
+        assert drawn[k:] == pytest.approx(list(seen[-1].design_bounds[k:]), rel=1e-9)
+    assert looks[-1].design_bounds != looks[0].design_bounds  # the case the plot must follow

@@ -87,7 +87,9 @@ def view_text(v: SequentialView) -> Text:
 def series(v: SequentialView) -> BoundarySeries:
     return BoundarySeries(
         label=f"{v.b} − {v.a}",
-        boundaries=list(boundaries_of(v.looks[0]) if v.looks else round_boundaries(v.max_rounds, v.alpha)),
+        # the last look's: the clustered design recomputes the boundaries at each look from the information seen
+        # (the looks already made keep theirs); a fixed design's are the same at every look
+        boundaries=list(boundaries_of(v.looks[-1]) if v.looks else round_boundaries(v.max_rounds, v.alpha)),
         observed=[look.z for look in v.looks],
         unit="look" if v.looks and v.looks[0].batches > 1 else "round",
     )
