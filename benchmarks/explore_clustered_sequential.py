@@ -30,6 +30,7 @@ import sys
 import time
 from multiprocessing import Pool
 
+import bench_stats as bs  # (benchmarks/ is on the path when the script runs)
 import numpy as np
 
 SEED = 20261207
@@ -181,15 +182,6 @@ def fixed_size(seed: int, tasks: int, clusters: tuple[int, int], rounds: int, si
     return cr1 / (100 * per), cr2 / (100 * per)
 
 
-def equal_power(curve: list[tuple[float, float]], power: float) -> float | None:
-    if power <= curve[0][1]:
-        return curve[0][0]
-    for (q0, p0), (q1, p1) in zip(curve, curve[1:]):
-        if p0 < power <= p1:
-            return q0 + (q1 - q0) * (power - p0) / (p1 - p0)
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a smoke run: few launches per row")
@@ -234,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             if effect > 0:
                 sims = 400 if args.quick else 4000
                 curve = fixed_power_curve(SEED + 77 + n, tasks, clusters, effect, sims)
-                q = equal_power(curve, share("clustered", "improvement"))
+                q = bs.equal_power_fixed(curve, share("clustered", "improvement"))
                 fixed = "beyond 8 rounds" if q is None else f"{q:.2f}"
                 vs = "—" if q is None else f"{rc / q:.0%}"
                 claim_c, claim_u = "—", "—"
