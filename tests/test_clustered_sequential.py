@@ -366,6 +366,17 @@ def test_eval_stops_on_whole_clusters_and_report_and_gate_replay_it(tmp_path, ca
     code = main(["gate", "--config", str(config), "--baseline", "none", "--candidate", "good"])
     out = capsys.readouterr().out
     assert code == 0 and f"after {n} of the 100 tasks of round 1" in out, out
+    # the card's phrase says where within round 1 it stopped and on how many of the clusters
+    from hermit_tui.core.publish.table import EvalRow, sequential_lines
+    from hermit_tui.core.records.folders import list_evaluations
+
+    chosen = {s.label: s for s in list_evaluations(config.parent / "runs/seq", include_archived=False)}
+    rows = [EvalRow.model_construct(label=x, adapter=x) for x in ("none", "good")]
+    (line,) = sequential_lines(chosen, rows, ids)
+    assert line.endswith(
+        f": an improvement (after {n} of the 100 tasks of round 1, of at most 3 rounds; clustered by tpl: "
+        f"{entry['clusters_looked']} of its {len(names)} clusters)"
+    ), line
     # the CLI takes the combination (it refused it before)
     other, _ = clustered_project(tmp_path / "q")
     assert main(["eval", "--config", str(other), "--adapter", "none", "--adapter", "adapters/good",
@@ -424,3 +435,30 @@ def test_the_boundary_plot_draws_the_boundaries_each_look_applied_and_the_last_l
         assert drawn[:k] == pytest.approx([lk.boundary_z for lk in seen], rel=1e-9)
         assert drawn[k:] == pytest.approx(list(seen[-1].design_bounds[k:]), rel=1e-9)
     assert looks[-1].design_bounds != looks[0].design_bounds  # the case the plot must follow
+
+
+def test_the_card_of_a_clustered_launch_on_the_demo_names_the_clusters(demo_config, capsys):
+    """The demo's 16 test tasks in their categories, 8 repeats at most: the clustered design decides after whole
+    rounds; the card recomputes the decision from the records and says it was clustered, by what, on how many."""
+    import json
+
+    from hermit_tui.cli import main
+    from hermit_tui.core.publish.plan import plan_publish
+    from hermit_tui.core.workspace.config import load_config
+
+    args = ["--adapter", "none", "--adapter", "final", "--stop-when-decided", "--cluster-by", "category", "--no-card"]
+    assert main(["eval", "--config", str(demo_config), *args, "agent.params.latency_scale=0.01", "eval.repeats=8"]) == 0
+    entry = json.loads(capsys.readouterr().out)["final"]["sequential"]
+    rows = {json.loads(x)["id"]: json.loads(x) for x in (demo_config.parent / "tasks.jsonl").read_text().splitlines()}
+    categories = {rows[t]["category"] for t in (demo_config.parent / "test.txt").read_text().split()}
+    assert entry["decision"] == "improvement" and entry["clusters"] == len(categories)
+    plan = plan_publish(load_config(demo_config, ["eval.repeats=8"]))
+    assert not plan.refusals
+    low, high = entry["interval"]
+    est, (est_low, est_high) = entry["estimate"], entry["estimate_interval"]
+    assert (
+        f"final − none {est:+.3f} [{est_low:.3f}, {est_high:.3f}] (median-unbiased for the stopping rule; observed "
+        f"{entry['mean_diff']:+.3f}; repeated CI [{low:.3f}, {high:.3f}]): an improvement (after {entry['rounds']} "
+        f"of at most 8 rounds; clustered by category: {len(categories)} of its {len(categories)} clusters)"
+    ) in plan.table
+    assert "when clustered, whole clusters at each look and cluster-robust (CR2) standard errors" in plan.table

@@ -151,9 +151,17 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
             "stopped on what it saw; the per-adapter intervals in the table are the fixed design's."
         )
     elif sequential:
+        clustered = any(CLUSTERED_LOOKS in text for text in sequential)
         note += (
             "\n\nStop when decided (group-sequential repeated confidence intervals, Lan-DeMets error spending "
-            "over the planned rounds, alpha split over the candidates; Jennison & Turnbull 2000): "
+            "over the planned rounds, alpha split over the candidates"
+            + (
+                "; when clustered, whole clusters at each look and cluster-robust (CR2) standard errors on the "
+                "Bell-McCaffrey df, Bell & McCaffrey 2002"
+                if clustered
+                else ""
+            )
+            + "; Jennison & Turnbull 2000): "
             + "; ".join(sequential)
             + ". The decisions and their repeated intervals stay valid although the launch stopped on what it saw, "
             "and the estimates are adjusted for it (the stagewise ordering, Jennison & Turnbull 2000, ch. 8); "
@@ -163,6 +171,7 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
 
 
 ANYTIME = "anytime-valid"  # marks a card phrase of the anytime-valid design
+CLUSTERED_LOOKS = "clustered by"  # marks a card phrase of the clustered group-sequential design
 
 
 def sequential_lines(
@@ -200,6 +209,13 @@ def sequential_lines(
         if look.decision == "equivalent":
             decision = f"equivalent within ±{look.margin:g}"
         where = f"after {look.rounds} of at most {look.max_rounds} rounds"
+        if look.within_first_round:  # stopped on part of round 1 (one repeat of the tasks looked at)
+            where = (
+                f"after {look.tasks} of the {look.total_tasks} tasks of round 1, of at most {look.max_rounds} rounds"
+            )
+        if look.clusters is not None and not anytime_looks.is_anytime(look):
+            by = getattr(entry, "cluster_by", None) or "a cluster file"
+            where += f"; {CLUSTERED_LOOKS} {by}: {look.clusters} of its {look.total_clusters} clusters"
         if anytime_looks.is_anytime(look):
             where = f"{ANYTIME}, after {anytime_looks.look_text(look)}"
             by = anytime_looks.clustered_by(look)
