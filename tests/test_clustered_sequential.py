@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -367,11 +368,11 @@ def test_eval_stops_on_whole_clusters_and_report_and_gate_replay_it(tmp_path, ca
     out = capsys.readouterr().out
     assert code == 0 and f"after {n} of the 100 tasks of round 1" in out, out
     # the card's phrase says where within round 1 it stopped and on how many of the clusters
-    from hermit_tui.core.publish.table import EvalRow, sequential_lines
+    from hermit_tui.core.publish.table import sequential_lines
     from hermit_tui.core.records.folders import list_evaluations
 
     chosen = {s.label: s for s in list_evaluations(config.parent / "runs/seq", include_archived=False)}
-    rows = [EvalRow.model_construct(label=x, adapter=x) for x in ("none", "good")]
+    rows: Any = [SimpleNamespace(label=x, adapter=x) for x in ("none", "good")]  # the card's rows: their names
     (line,) = sequential_lines(chosen, rows, ids)
     assert line.endswith(
         f": an improvement (after {n} of the 100 tasks of round 1, of at most 3 rounds; clustered by tpl: "
