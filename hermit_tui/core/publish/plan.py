@@ -32,6 +32,7 @@ from hermit_tui.core.publish.table import (
 )
 from hermit_tui.core.records.columns import ERROR, JUDGE_ERROR, read_table
 from hermit_tui.core.records.folders import StoredEvaluation, eval_root, list_evaluations
+from hermit_tui.core.stats.clusters import Clustering, resolve_clustering
 from hermit_tui.core.stats.figures import selector_stats
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import Fingerprint, differences
@@ -105,18 +106,20 @@ class PublishPlan(BaseModel):
 # ---------------------------------------------------------------------------------------------------- planning
 
 
-def _stats(stored: StoredEvaluation) -> tuple[Any, dict[str, int]]:
+def _stats(stored: StoredEvaluation, clusters: Clustering | None) -> tuple[Any, dict[str, int]]:
     table = read_table(stored.results_path)
     table.close()  # the figures only
     counts = {"error": table.count_status(ERROR), "judge_error": table.count_status(JUDGE_ERROR)}
-    return selector_stats(stored.label, table.attempt_columns(table.ids), table.ids), counts
+    return selector_stats(stored.label, table.attempt_columns(table.ids), table.ids, clusters=clusters), counts
 
 
-def _row(stored: StoredEvaluation, final_fp: Fingerprint | None, is_final: bool) -> EvalRow:
+def _row(
+    stored: StoredEvaluation, final_fp: Fingerprint | None, is_final: bool, clusters: Clustering | None = None
+) -> EvalRow:
     s = stored.summary
     if s is None:  # (rows are chosen among readable evaluations)
         raise InputError(f"{stored.folder}: no readable summary.json ({stored.problem})")
-    st, counts = _stats(stored)
+    st, counts = _stats(stored, clusters)
     adapter = s.adapter if label_for(s.adapter) == stored.label else stored.label
     fp = s.fingerprint
     if is_final:
@@ -135,6 +138,8 @@ def _row(stored: StoredEvaluation, final_fp: Fingerprint | None, is_final: bool)
         ci_low=st.ci_low,
         ci_high=st.ci_high,
         ci_method=st.ci_method,
+        cluster_by=st.cluster_by,
+        n_clusters=st.n_clusters,
         mean_score=s.mean_score,
         solved_once=s.solved_once,
         attempts=st.n_attempts,
@@ -152,6 +157,21 @@ def _row(stored: StoredEvaluation, final_fp: Fingerprint | None, is_final: bool)
         smoke_limit=s.smoke_limit,
         retries=s.retries,
     )
+
+
+def _card_clusters(plan: PublishPlan, config: Config, final_fp: Fingerprint | None) -> Clustering | None:
+    """The clusters of final's launch (``eval --cluster-by`` / ``--cluster-file``, in its fingerprint): the card's
+    intervals are clustered as the report's are by default. A mapping that changed since the launch refuses."""
+    if final_fp is None or final_fp.cluster_by is None:
+        return None
+    try:
+        taskset = load_tasks(config)
+        return resolve_clustering(
+            taskset.tasks, taskset.test_ids, None, [final_fp.cluster_by], [final_fp.clusters_sha256]
+        )
+    except InputError as exc:
+        plan.refusals.append(f"the card's intervals cannot be clustered as final was launched: {exc}")
+        return None
 
 
 def _usable(stored: StoredEvaluation) -> bool:
@@ -248,6 +268,7 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
 
     final = final_evaluation(plan, by_label.get("final", []), repo, run_dir)
     final_fp = final.summary.fingerprint if final is not None and final.summary is not None else None
+    clusters = _card_clusters(plan, config, final_fp)
 
     rows: list[EvalRow] = []
     chosen_by_label: dict[str, StoredEvaluation] = {}
@@ -266,7 +287,7 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
         if chosen is None:
             continue
         try:
-            rows.append(_row(chosen, final_fp, label == "final"))
+            rows.append(_row(chosen, final_fp, label == "final", clusters))
             chosen_by_label[label] = chosen
         except InputError as exc:
             (plan.refusals if label == "final" else plan.warnings).append(f"{label}: {exc}")

@@ -17,6 +17,7 @@ from hermit_tui.core.publish.card import CARD_NAME, split_lines
 from hermit_tui.core.records.columns import read_table
 from hermit_tui.core.records.folders import StoredEvaluation
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
+from hermit_tui.core.stats.clusters import CLUSTER_METHOD, FILE_PREFIX
 from hermit_tui.core.stats.intervals import METHOD_TEXT
 
 TABLE_HEADER = (
@@ -39,6 +40,8 @@ class EvalRow(BaseModel):
     ci_low: float | None
     ci_high: float | None
     ci_method: str | None = None  # "t", "score" or "no-spread" (core.stats.intervals)
+    cluster_by: str | None = None  # the interval clustered by this field (final's launch's), or None
+    n_clusters: int | None = None  # its clusters: the units of the interval
     mean_score: float | None = None  # hermit's mean_score from summary.json (over attempts)
     solved_once: float
     attempts: int
@@ -124,6 +127,18 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
         if r.ci_method:
             by_method.setdefault(r.ci_method, []).append(r.adapter)
     methods = "; ".join(f"{METHOD_TEXT[m]} for {', '.join(names)}" for m, names in by_method.items())
+    by_clusters: dict[tuple[str, int], list[str]] = {}
+    for r in rows:
+        if r.cluster_by is not None and r.n_clusters is not None:
+            by_clusters.setdefault((r.cluster_by, r.n_clusters), []).append(r.adapter)
+    if by_clusters:
+        units = "; ".join(
+            f"{n} clusters" + (f" for {', '.join(names)}" if len(by_clusters) > 1 else "")
+            for (_, n), names in by_clusters.items()
+        )
+        by = next(iter(by_clusters))[0]
+        methods += f"; clustered by {clustered_name(by)} ({units}): {CLUSTER_METHOD}"
+    unit = "the cluster of tasks" if by_clusters else "the task"
     differ = [
         f"{r.adapter} {r.mean_score:.3f}"
         for r in rows
@@ -136,7 +151,7 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
     )
     note = (
         "Mean score: the mean over test tasks of each task's mean score, failed attempts scored 0 (hermit's "
-        f"mean_score when every task has the same repeats).{hermit} 95% CI, with the task as the unit of "
+        f"mean_score when every task has the same repeats).{hermit} 95% CI, with {unit} as the unit of "
         f"sampling and never beyond the score range: {methods or 'none'}. Solved at least once: share of test "
         f"tasks with an attempt scoring at least {SOLVED_THRESHOLD}. Commit: the adapter version measured. "
         f"{protocol}"
@@ -168,6 +183,11 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
             "the per-adapter intervals in the table are the fixed design's."
         )
     return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
+
+
+def clustered_name(by: str) -> str:
+    """A clustering as the card names it: the task field, or the cluster file by its name (not the machine's path)."""
+    return f"the cluster file {Path(by[len(FILE_PREFIX) :]).name}" if by.startswith(FILE_PREFIX) else by
 
 
 ANYTIME = "anytime-valid"  # marks a card phrase of the anytime-valid design
