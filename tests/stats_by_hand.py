@@ -94,3 +94,41 @@ def clustered_mover_by_hand(
     low = (mb - ma) - math.sqrt((mb - lb) ** 2 - 2 * r * (mb - lb) * (ua - ma) + (ua - ma) ** 2)
     high = (mb - ma) + math.sqrt((ub - mb) ** 2 - 2 * r * (ub - mb) * (ma - la) + (ma - la) ** 2)
     return low, high
+
+
+def cr2_cov_by_hand(x: list[float], y: list[float], groups: list[object]) -> float:
+    """Bell & McCaffrey's CR2 covariance of the intercepts of two OLS fits on a constant (statsmodels'), from the
+    general matrices: each fit's residuals of cluster c (``fit.resid``) adjusted by ``(I - H_cc)^(-1/2)``, a matrix
+    square root (scipy's ``sqrtm``) of the block of the hat matrix ``X (X'X)^-1 X'`` (statsmodels'
+    ``normalized_cov_params``), and ``sum_c (X_c' A_c e_c)(X_c' A_c f_c)`` between the bread ``(X'X)^-1``."""
+    import numpy as np
+    import statsmodels.api as sm
+    from scipy.linalg import sqrtm
+
+    g = np.asarray(groups)
+    ones = np.ones((len(x), 1))
+    fx = sm.OLS(np.asarray(x, dtype=float), ones).fit()
+    fy = sm.OLS(np.asarray(y, dtype=float), ones).fit()
+    bread = fx.normalized_cov_params
+    hat = ones @ bread @ ones.T
+    meat = np.zeros((1, 1))
+    for c in np.unique(g):
+        idx = np.flatnonzero(g == c)
+        a_c = np.real(sqrtm(np.linalg.inv(np.eye(len(idx)) - hat[np.ix_(idx, idx)])))
+        u = ones[idx].T @ a_c @ fx.resid[idx]
+        v = ones[idx].T @ a_c @ fy.resid[idx]
+        meat += np.outer(u, v)
+    return float((bread @ meat @ bread)[0, 0])
+
+
+def satterthwaite_df_by_hand(groups: list[object]) -> float:
+    """The Satterthwaite degrees of freedom of the CR2 variance of the mean for tasks independent with equal
+    variance, from the quadratic form itself: the CR2 variance (:func:`cr2_cov_by_hand`) is ``y' Q y``, ``Q_ij``
+    the CR2 covariance of the unit vectors ``e_i`` and ``e_j``; for ``y ~ N(0, I)`` ``E = tr Q`` and
+    ``Var = 2 tr Q^2``, so that ``df = 2 E^2 / Var = (tr Q)^2 / tr(Q^2)`` (Bell & McCaffrey 2002, sec. 3)."""
+    import numpy as np
+
+    n = len(groups)
+    unit = np.eye(n)
+    q = np.array([[cr2_cov_by_hand(list(unit[i]), list(unit[j]), groups) for j in range(n)] for i in range(n)])
+    return float(np.trace(q) ** 2 / np.trace(q @ q))

@@ -353,3 +353,18 @@ def test_eval_records_a_cluster_file_and_report_and_gate_read_it_again(clustered
     cfile.write_text(before)  # as it was at the launch: clustered again
     clusters, note = recorded_clusters(rows, test_ids, summaries)
     assert clusters is not None and clusters.by == f"file:{cfile.resolve()}" and note is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_bell_mccaffrey_df_is_the_satterthwaite_df_of_the_cr2_quadratic_form(seed):
+    from stats_by_hand import cr2_cov_by_hand, satterthwaite_df_by_hand
+
+    from hermit_tui.core.stats.clusters import bell_mccaffrey_df, bias_reduced_var
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 7, 6)
+    groups = np.repeat(np.arange(6), sizes)
+    y = rng.normal(0, 1, len(groups))
+    assert bias_reduced_var(y, groups) == pytest.approx(cr2_cov_by_hand(list(y), list(y), list(groups)), rel=1e-10)
+    assert bell_mccaffrey_df(sizes) == pytest.approx(satterthwaite_df_by_hand(list(groups)), rel=1e-9)
+    assert bell_mccaffrey_df(sizes) < 5  # unequal sizes: fewer than C - 1
