@@ -64,21 +64,17 @@ def clustered_mover_by_hand(
     a: list[float], b: list[float], groups: list[object], level: float = 0.95
 ) -> tuple[float, float]:
     """The clustered pair interval written out: each side's Wilson quadratic (numpy's roots) with n_eff = p (1 - p) /
-    V, V statsmodels' cluster-robust variance of its mean (OLS on a constant, ``cov_type="cluster"``), held at least
-    at the clusters C, scipy's t critical value with C - 1 df, widened to the tasks' no-spread bound; recombined by
+    V, V the CR2 variance of its mean (:func:`cr2_cov_by_hand`), held at least at the clusters C, scipy's t critical
+    value on the Bell-McCaffrey df (:func:`cr2_df_by_hand`), widened to the tasks' no-spread bound; recombined by
     the MOVER formula with the clustered correlation ``(V_a + V_b - V_{b-a}) / (2 sqrt(V_a V_b))``."""
     import numpy as np
-    import statsmodels.api as sm
     from scipy.stats import t
 
     def var(x: list[float]) -> float:
-        fit = sm.OLS(np.asarray(x, dtype=float), np.ones(len(x))).fit(
-            cov_type="cluster", cov_kwds={"groups": np.asarray(groups)}
-        )
-        return float(fit.bse[0] ** 2)
+        return cr2_cov_by_hand(x, x, groups)
 
     g, c = len(a), len(set(groups))
-    crit = float(t.ppf(1 - (1 - level) / 2, c - 1))
+    crit = float(t.ppf(1 - (1 - level) / 2, cr2_df_by_hand(groups)))
     q = 1 - ((1 - level) / 2) ** (1 / g)
 
     def side(x: list[float]) -> tuple[float, float, float]:
@@ -94,6 +90,31 @@ def clustered_mover_by_hand(
     low = (mb - ma) - math.sqrt((mb - lb) ** 2 - 2 * r * (mb - lb) * (ua - ma) + (ua - ma) ** 2)
     high = (mb - ma) + math.sqrt((ub - mb) ** 2 - 2 * r * (ub - mb) * (ma - la) + (ma - la) ** 2)
     return low, high
+
+
+def cr2_df_by_hand(groups: list[object]) -> float:
+    """Bell & McCaffrey's degrees of freedom of the CR2 variance of a mean from the general matrices (Imbens &
+    Kolesár 2016, eq. 12): ``(sum_c g_c'g_c)^2 / sum_cd (g_c'g_d)^2``, ``g_c = M E_c A_c X_c (X'X)^-1`` with
+    ``M = I - H``, ``E_c`` the cluster's columns of the identity and ``A_c = (I - H_cc)^(-1/2)`` (scipy's
+    ``sqrtm``)."""
+    import numpy as np
+    from scipy.linalg import sqrtm
+
+    g = np.asarray(groups)
+    n = len(g)
+    x = np.ones((n, 1))
+    bread = np.linalg.inv(x.T @ x)
+    h = x @ bread @ x.T
+    m = np.eye(n) - h
+    gs = []
+    for c in np.unique(g):
+        idx = np.flatnonzero(g == c)
+        a_c = np.real(sqrtm(np.linalg.inv(np.eye(len(idx)) - h[np.ix_(idx, idx)])))
+        e = np.zeros((n, len(idx)))
+        e[idx, np.arange(len(idx))] = 1.0
+        gs.append((m @ e @ a_c @ x[idx] @ bread).ravel())
+    gram = np.array([[gc @ gd for gd in gs] for gc in gs])
+    return float(np.trace(gram) ** 2 / np.sum(gram * gram))
 
 
 def cr2_cov_by_hand(x: list[float], y: list[float], groups: list[object]) -> float:

@@ -39,7 +39,7 @@ def test_the_card_clusters_its_intervals_as_final_was_launched(demo_config, caps
     tasks = [json.loads(x) for x in (demo_config.parent / "tasks.jsonl").read_text().splitlines()]
     test_ids = set((demo_config.parent / "test.txt").read_text().split())
     categories = {t["category"] for t in tasks if t["id"] in test_ids}
-    assert f"clustered by category ({len(categories)} clusters): cluster-robust" in clustered.table
+    assert f"clustered by category ({len(categories)} clusters): bias-reduced cluster-robust (CR2)" in clustered.table
     assert "with the cluster of tasks as the unit of sampling" in clustered.table
     assert set(after) == set(before) == {"none", "final"}
     assert main(["report", "--config", str(demo_config), "--format", "json"]) == 0

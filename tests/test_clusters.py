@@ -1,6 +1,9 @@
-"""Clusters above the task (issue 25, item 5): the cluster-robust standard error, the intervals and the test that
-use it, pinned against statsmodels (OLS on an intercept with ``cov_type="cluster"``, t with clusters - 1 df), and
-``--cluster-by`` through eval, report and gate on the demo (its categories), bad input included."""
+"""Clusters above the task (issue 25, item 5): the CR2 cluster-robust standard error, the intervals and the test
+that use it, pinned against a CR2 sandwich built by hand on statsmodels' OLS on an intercept (``stats_by_hand``:
+its residuals and hat matrix, scipy's matrix square root) with t on the Bell-McCaffrey df from the general matrices,
+against statsmodels' ``cov_type="cluster"`` (CR1, clusters - 1 df) where the clusters are of equal size (the two
+are then equal), and ``--cluster-by`` through eval, report and gate on the demo (its categories), bad input
+included."""
 
 from __future__ import annotations
 
@@ -12,10 +15,18 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 from demo_copies import repair_worktree
-from stats_by_hand import clustered_mover_by_hand
+from stats_by_hand import clustered_mover_by_hand, cr2_cov_by_hand, cr2_df_by_hand
 
 from hermit_tui.core.errors import InputError
-from hermit_tui.core.stats.clusters import Clustering, clustered_var, clusters_by_field, resolve_clustering
+from hermit_tui.core.stats.clusters import (
+    Clustering,
+    bell_mccaffrey_df,
+    cluster_df,
+    clustered_cov,
+    clustered_var,
+    clusters_by_field,
+    resolve_clustering,
+)
 from hermit_tui.core.stats.figures import pair_stats, selector_stats
 from hermit_tui.core.stats.intervals import pair_interval, pair_p_value
 
@@ -23,7 +34,7 @@ FAST = ["agent.params.latency_scale=0"]
 
 
 def cluster_fit(values, groups):
-    """statsmodels' cluster-robust fit of an intercept model: the independent reference."""
+    """statsmodels' cluster-robust (CR1) fit of an intercept model: the reference where clusters are of equal size."""
     return sm.OLS(np.asarray(values, dtype=float), np.ones(len(values))).fit(
         cov_type="cluster", cov_kwds={"groups": np.asarray(groups)}, use_t=True
     )
@@ -42,15 +53,46 @@ def clustered_data(seed: int, clusters: int = 12, shared: float = 0.15):
     return a, b, groups
 
 
+def cr2_se(values, groups) -> float:
+    return float(np.sqrt(cr2_cov_by_hand(list(values), list(values), list(groups))))
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_the_clustered_variance_of_a_mean_is_statsmodels_cluster_robust_one(seed):
-    _, b, groups = clustered_data(seed)
-    fit = cluster_fit(b, groups)
-    assert float(clustered_var(b, groups)) == pytest.approx(fit.bse[0] ** 2, rel=1e-12)
-    # several data sets at once (the benchmark's path), each as statsmodels computes it
+def test_the_clustered_variance_and_covariance_of_means_are_the_cr2_sandwich(seed):
+    a, b, groups = clustered_data(seed)
+    assert float(clustered_var(b, groups)) == pytest.approx(cr2_cov_by_hand(list(b), list(b), list(groups)), rel=1e-10)
+    # the pair's covariance is the same sandwich on both fits' residuals, so V(b - a) = V(a) + V(b) - 2 cov(a, b) is
+    # the CR2 variance of the task differences
+    cov = float(clustered_cov(a, b, groups))
+    assert cov == pytest.approx(cr2_cov_by_hand(list(a), list(b), list(groups)), rel=1e-10)
+    v_d = float(clustered_var(b, groups) + clustered_var(a, groups)) - 2 * cov
+    assert v_d == pytest.approx(cr2_se(b - a, groups) ** 2, rel=1e-10)
+    # unequal sizes: larger than statsmodels' CR1 (the large clusters weigh more), on fewer df than C - 1
+    assert float(clustered_var(b, groups)) != pytest.approx(cluster_fit(b, groups).bse[0] ** 2, rel=1e-3)
+    c = len(set(groups.tolist()))
+    assert cluster_df(groups) == pytest.approx(cr2_df_by_hand(list(groups)), rel=1e-10) and cluster_df(groups) < c - 1
+    # several data sets at once (the benchmark's path), each as the sandwich by hand
     many = np.stack([b, b[::-1], b**2])
-    want = [cluster_fit(x, groups).bse[0] ** 2 for x in many]
-    assert clustered_var(many, groups) == pytest.approx(want, rel=1e-12)
+    want = [cr2_cov_by_hand(list(x), list(x), list(groups)) for x in many]
+    assert clustered_var(many, groups) == pytest.approx(want, rel=1e-10)
+
+
+def test_with_clusters_of_equal_size_cr2_is_statsmodels_cr1_on_clusters_minus_1_df():
+    """Equal sizes n_c = N / C: 1 / (1 - n_c / N) = C / (C - 1), CR1's factor (statsmodels' with one parameter:
+    C / (C - 1) (N - 1) / (N - 1)), so the two variances are one, and the Bell-McCaffrey df is C - 1 exactly."""
+    rng = np.random.default_rng(11)
+    groups = np.repeat(np.arange(8), 5)
+    rng.shuffle(groups)
+    y = rng.normal(0, 1, 40) + rng.normal(0, 0.5, 8)[groups]
+    fit = cluster_fit(y, groups)
+    assert float(clustered_var(y, groups)) == pytest.approx(fit.bse[0] ** 2, rel=1e-12)
+    assert float(clustered_var(y, groups)) == pytest.approx(
+        8 / 7 * np.sum(np.bincount(groups, y - y.mean()) ** 2) / 1600
+    )
+    assert cluster_df(groups) == 7.0 == fit.df_resid_inference and bell_mccaffrey_df([5] * 8) == 7.0
+    # every task its own cluster: sd^2 / N on N - 1 df
+    own = np.arange(40)
+    assert float(clustered_var(y, own)) == pytest.approx(np.var(y, ddof=1) / 40, rel=1e-12) and cluster_df(own) == 39
 
 
 def _records(means: np.ndarray, ids: list[str], repeats: int = 4):
@@ -66,25 +108,31 @@ def test_pair_figures_clustered_are_the_cluster_robust_t_on_the_task_differences
     ids = [f"t{i:03d}" for i in range(len(a))]
     clustering = Clustering(by="template", of={t: f"c{g}" for t, g in zip(ids, groups)})
     p = pair_stats("a", _records(a, ids), "b", _records(b, ids), ids, clusters=clustering)
-    fit = cluster_fit(b - a, groups)
+    from scipy.stats import t
+
+    se, df = cr2_se(b - a, groups), cr2_df_by_hand(list(groups))
     c = len(set(groups.tolist()))
     assert p.n_clusters == c and p.cluster_by == "template"
-    assert p.se == pytest.approx(fit.bse[0], rel=1e-9)
-    assert fit.df_resid_inference == c - 1
-    # the interval is the hybrid written out with statsmodels' clustered variances ...
+    assert p.se == pytest.approx(se, rel=1e-9)
+    assert p.cluster_df == pytest.approx(df, rel=1e-9) and p.df == p.cluster_df and df < c - 1
+    assert f"({c} clusters, {df:.3g} df)" in p.method and "(CR2)" in p.method and "Bell-McCaffrey" in p.method
+    # the interval is the hybrid written out with the CR2 variances and t on the Bell-McCaffrey df ...
     assert (p.ci_low, p.ci_high) == pytest.approx(clustered_mover_by_hand(list(a), list(b), list(groups)), abs=1e-9)
-    # ... which in the middle of the range is the cluster-robust t interval up to Wilson's shape (a few percent of
-    # its width at these effective sample sizes), and its test statsmodels' cluster-robust t test
-    low, high = fit.conf_int()[0]
+    # ... which in the middle of the range is the CR2 t interval on the differences up to Wilson's shape (a few
+    # percent of its width at these effective sample sizes), and its test the CR2 t test on those df
+    d = float(np.mean(b - a))
+    crit = float(t.ppf(0.975, df))
+    low, high = d - crit * se, d + crit * se
     assert p.p_value is not None and p.ci_low is not None and p.ci_high is not None
     assert p.ci_low == pytest.approx(low, abs=0.06 * (high - low)) and p.ci_high == pytest.approx(
         high, abs=0.06 * (high - low)
     )
-    assert p.p_value == pytest.approx(fit.pvalues[0], abs=0.06)
+    assert p.p_value == pytest.approx(2 * t.sf(abs(d) / se, df), abs=0.06)
     assert (p.p_value < 0.05) == (p.ci_low > 0 or p.ci_high < 0)
-    # the selector's standard error too
+    # the selector's standard error too, and its interval's critical value on the same df
     sb = selector_stats("b", _records(b, ids), ids, clusters=clustering)
-    assert sb.se == pytest.approx(cluster_fit(b, groups).bse[0], rel=1e-9) and sb.n_clusters == c
+    assert sb.se == pytest.approx(cr2_se(b, groups), rel=1e-9) and sb.n_clusters == c
+    assert f"({c} clusters, {df:.3g} df)" in sb.method
 
 
 def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_changes_nothing():
@@ -99,7 +147,7 @@ def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_ch
     assert pair_p_value(a, b, k, k, False, False, 0.0, 1.0, clusters=np.arange(len(a))) == pytest.approx(
         pair_p_value(a, b, k, k, False, False, 0.0, 1.0), rel=1e-9
     )
-    # the power figures use clusters - 1 degrees of freedom; tasks needed is not projected (clusters decide)
+    # the power figures use the Bell-McCaffrey degrees of freedom; tasks needed is not projected (clusters decide)
     ids = [f"t{i}" for i in range(len(a))]
     clustering = Clustering(by="f", of={t: str(g) for t, g in zip(ids, groups)})
     p = pair_stats("a", _records(np.clip(a, 0.05, 0.95), ids), "b", _records(np.clip(b, 0.05, 0.95), ids), ids,
@@ -108,9 +156,17 @@ def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_ch
 
     assert p.ci_low is not None and p.ci_high is not None and p.mean_diff is not None and p.se is not None
     half = p.ci_high - p.mean_diff if p.mean_diff < 0 else p.mean_diff - p.ci_low
-    assert p.mde == pytest.approx(half + float(t.ppf(0.8, 9)) * p.se, rel=1e-9)
+    df = cr2_df_by_hand(list(groups))
+    assert p.se == pytest.approx(cr2_se(np.clip(b, 0.05, 0.95) - np.clip(a, 0.05, 0.95), groups), rel=1e-9)
+    assert p.mde == pytest.approx(half + float(t.ppf(0.8, df)) * p.se, rel=1e-9) and df < 9
+    # the power at delta: the chance the interval's edge lands beyond 0, T_df((|delta| - h) / se)
+    below = p.mean_diff - p.ci_low  # the side a gain must clear
+    assert p.power_at(0.2) == pytest.approx(float(t.cdf((0.2 - below) / p.se, df)), rel=1e-9)
     assert p.tasks_needed(0.1) is None and p.repeats_needed(0.1) is None
-    assert p.mde_method.endswith("clustered: n is the clusters, se clustered")
+    assert p.mde_method.endswith("clustered: se the CR2 cluster-robust one, n - 1 the Bell-McCaffrey df")
+    # unclustered, the pair is dumped without the clustered key, as before
+    plain_pair = pair_stats("a", _records(np.clip(a, 0.05, 0.95), ids), "b", _records(np.clip(b, 0.05, 0.95), ids), ids)
+    assert "cluster_df" not in plain_pair.model_dump() and p.model_dump()["cluster_df"] == p.cluster_df
 
 
 def test_clusters_by_field_and_its_bad_input():
@@ -180,21 +236,24 @@ def test_eval_records_the_clusters_and_report_and_gate_use_them(clustered_demo, 
     data = json.loads(js)
     assert code == 0 and data["cluster_by"] == "category" and data["n_clusters"] == 8
     pair = next(p for p in data["pairs"] if (p["a"], p["b"]) == ("none", "final"))
-    # by hand from the files: the task differences and the tasks' categories, through statsmodels
+    # by hand from the files: the task differences and the tasks' categories, through the CR2 sandwich
     test_ids = (ws / "test.txt").read_text().split()
     rows = {json.loads(x)["id"]: json.loads(x) for x in (ws / "tasks.jsonl").read_text().splitlines()}
     ma, mb = _task_means(ws, "none"), _task_means(ws, "final")
     diffs = [mb[t] - ma[t] for t in test_ids]
-    fit = cluster_fit(diffs, [rows[t]["category"] for t in test_ids])
-    assert pair["se"] == pytest.approx(fit.bse[0], rel=1e-9) and pair["n_clusters"] == 8
-    assert "clustered by category (8 clusters)" in pair["method"]
+    cats = [rows[t]["category"] for t in test_ids]
+    df = cr2_df_by_hand(cats)
+    assert pair["se"] == pytest.approx(cr2_se(diffs, cats), rel=1e-9) and pair["n_clusters"] == 8
+    assert pair["cluster_df"] == pytest.approx(df, rel=1e-9)
+    assert f"clustered by category (8 clusters, {df:.3g} df)" in pair["method"]
     # unclustered on request of another field gives other figures; the Markdown names the clustering
     code, md, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"))
-    assert "| clustered by | category: 8 clusters of the test tasks" in md
+    method = "bias-reduced cluster-robust (CR2) standard error, Student t on the Bell-McCaffrey degrees of freedom"
+    assert f"| clustered by | category: 8 clusters of the test tasks; {method} |" in md
     code, html, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "html")
-    assert "clustered by</th><td>category: 8 clusters of the test tasks" in html
+    assert f"clustered by</th><td>category: 8 clusters of the test tasks; {method}</td>" in html
     code, out, _ = _cli(capsys, "gate", "--config", str(ws / "run.yaml"), "--require", "no-regression", "--only")
-    assert "clustered by category (8 clusters)" in out
+    assert f"clustered by category (8 clusters; CR2 standard error, t on {df:.3g} Bell-McCaffrey df)" in out
 
 
 def test_cluster_by_bad_input_is_one_line_and_exit_2(clustered_demo, tmp_path, capsys):
@@ -316,10 +375,10 @@ def test_eval_records_a_cluster_file_and_report_and_gate_read_it_again(clustered
     assert code == 0 and data["n_clusters"] == 5
     pair = next(p for p in data["pairs"] if (p["a"], p["b"]) == ("none", "final"))
     ma, mb = _task_means(ws, "none"), _task_means(ws, "final")
-    fit = cluster_fit([mb[t] - ma[t] for t in test_ids], [groups[t] for t in test_ids])
-    assert pair["se"] == pytest.approx(fit.bse[0], rel=1e-9)
+    cl = [groups[t] for t in test_ids]
+    assert pair["se"] == pytest.approx(cr2_se([mb[t] - ma[t] for t in test_ids], cl), rel=1e-9)
     code, out, _ = _cli(capsys, "gate", "--config", str(ws / "run.yaml"), "--require", "no-regression", "--only")
-    assert "(5 clusters)" in out
+    assert "(5 clusters; CR2 standard error, t on " in out
     # the report's own --cluster-file, and both options together
     code, js, _ = _cli(capsys, "report", "--config", str(ws / "run.yaml"), "--format", "json",
                        "--cluster-file", str(cfile))  # fmt: skip

@@ -94,7 +94,8 @@ def add_gate_options(p: argparse.ArgumentParser, *, for_eval: bool = False) -> N
         "--cluster-by",
         metavar="FIELD",
         help="a field of the task rows whose values cluster the tasks (a template, a passage, a category): the "
-        "standard errors, intervals, tests and power figures are cluster-robust, with clusters - 1 degrees of freedom"
+        "standard errors, intervals, tests and power figures are cluster-robust (CR2, Student t on the "
+        "Bell-McCaffrey degrees of freedom)"
         + (
             "; recorded in the protocol fingerprint, so that report and gate cluster the same way"
             if for_eval

@@ -65,7 +65,8 @@ def add_parser(subparsers):
         "--cluster-by",
         metavar="FIELD",
         help="a field of the task rows whose values cluster the tasks (a template, a passage, a category): standard "
-        "errors, intervals, tests and power figures cluster-robust, with clusters - 1 degrees of freedom (default: "
+        "errors, intervals, tests and power figures cluster-robust (CR2, Student t on the Bell-McCaffrey degrees of "
+        "freedom; default: "
         "the field the evaluations were launched with, eval --cluster-by)",
     )
     p.add_argument(

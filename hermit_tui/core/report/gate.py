@@ -314,7 +314,8 @@ def gate_interval(
         raise ValueError(f"the pair is {pair.b} - {pair.a}, not {candidate.label} - {baseline.label}")
     method = METHOD_NAMES.get(pair.ci_method or "", pair.ci_method or "interval")
     if pair.cluster_by is not None:
-        method += f", clustered by {pair.cluster_by} ({pair.n_clusters} clusters)"
+        df = f", t on {pair.df:.3g} Bell-McCaffrey df" if pair.cluster_df is not None else ""
+        method += f", clustered by {pair.cluster_by} ({pair.n_clusters} clusters; CR2 standard error{df})"
     return GateInterval(low=pair.ci_low, high=pair.ci_high, method=method, source="paired", n_paired=pair.n_paired)
 
 

@@ -135,7 +135,7 @@ def _protocol(r: Report) -> str:
         rows.append(("stop when decided", esc(sequential_protocol(r))))
     if r.cluster_by is not None:
         rows.append(
-            ("clustered by", esc(f"{r.cluster_by}: {r.n_clusters} clusters of the test tasks ({CLUSTER_METHOD})"))
+            ("clustered by", esc(f"{r.cluster_by}: {r.n_clusters} clusters of the test tasks; {CLUSTER_METHOD}"))
         )
     checks = "".join(
         f'<li><span class="check-{esc(c.level)}">{esc(c.level)}</span> (<code>{esc(c.code)}</code>): '

@@ -84,7 +84,7 @@ def to_markdown(report: Report) -> str:
             ],
             *([["stop when decided", text] for text in [sequential_protocol(r)] if text]),
             *(
-                [["clustered by", f"{r.cluster_by}: {r.n_clusters} clusters of the test tasks ({CLUSTER_METHOD})"]]
+                [["clustered by", f"{r.cluster_by}: {r.n_clusters} clusters of the test tasks; {CLUSTER_METHOD}"]]
                 if r.cluster_by is not None
                 else []
             ),

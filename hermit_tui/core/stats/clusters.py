@@ -3,16 +3,23 @@ standard errors, intervals and tests of ``core.stats.intervals`` can be clustere
 (``--cluster-by FIELD``; Miller 2024, sec. 2.2, "clustered standard errors").
 
 **The clustered variance of a mean** (:func:`clustered_var`): for the mean of ``N`` task values ``x_i`` in ``C``
-clusters, the cluster-robust (sandwich) variance of the intercept of an OLS fit on a constant, with the usual
-small-sample factor (CR1, Liang & Zeger 1986; Cameron & Miller 2015, "A Practitioner's Guide to Cluster-Robust
-Inference", J. Human Resources 50:317)::
+clusters of ``n_c`` tasks, Bell & McCaffrey's bias-reduced cluster-robust (sandwich) variance of the intercept of an
+OLS fit on a constant (CR2; Bell & McCaffrey 2002, Survey Methodology 28:169; Pustejovsky & Tipton 2018, JBES
+36:672): each cluster's residuals scaled by ``(I - H_cc)^(-1/2)``, which for the mean (``H = J / N``, so
+``H_cc = J / N`` on the cluster's block) leaves its residual sum ``S_c`` divided by ``sqrt(1 - n_c / N)``::
 
-    V = C / (C - 1) x sum_c (sum_{i in c} (x_i - mean))^2 / N^2
+    V = sum_c S_c^2 / (1 - n_c / N) / N^2
 
-which is statsmodels' ``OLS(x, 1).fit(cov_type="cluster")``, and, with every task its own cluster, the usual
-``sd^2 / N``. Inference uses Student's t with ``C - 1`` degrees of freedom (the clusters, not the tasks, are the
-independent units). A pair's covariance (:func:`clustered_cov`) is the same sandwich on the two selectors' cluster
-sums, so that ``V(b - a) = V(b) + V(a) - 2 cov(a, b)`` is the clustered variance of the task differences.
+With every task its own cluster it is the usual ``sd^2 / N``. With clusters of equal size (``n_c / N = 1 / C``) it
+is exactly CR1, ``C / (C - 1) sum_c S_c^2 / N^2`` (Liang & Zeger 1986 with the usual small-sample factor;
+statsmodels' ``OLS(x, 1).fit(cov_type="cluster")``); with unequal sizes it weighs the large clusters, whose
+residuals the mean fits most, up. Inference uses Student's t on the Bell-McCaffrey degrees of freedom
+(:func:`bell_mccaffrey_df`, fixed by the clusters' sizes): ``C - 1`` with clusters of equal size, fewer as their
+sizes grow unequal (the clusters, not the tasks, are the independent units). CR1 on ``C - 1`` df, which these
+figures used before, was liberal with unequal sizes (5.7-6.9% rejections of a true null at nominal 5% in
+benchmarks/explore_clustered_sequential.py, CR2 on these df 4.6-5.3%). A pair's covariance (:func:`clustered_cov`)
+is the same sandwich on the two selectors' cluster sums, ``sum_c S^a_c S^b_c / (1 - n_c / N) / N^2``, so that
+``V(b - a) = V(b) + V(a) - 2 cov(a, b)`` is the CR2 variance of the task differences, on the same df.
 
 Or from a file (``--cluster-file FILE``): task id -> cluster, as a JSON object or two columns of CSV/TSV (an ``id``
 header is skipped). The file travels as the spec ``file:<absolute path>`` wherever a field name would (the
@@ -40,7 +47,13 @@ from hermit_tui.core.errors import InputError
 
 FILE_PREFIX = "file:"  # a cluster spec naming a task id -> cluster file rather than a field of the task rows
 OWN = "(own cluster) "  # the prefix of the cluster of a task without the field: one per such task
-CLUSTER_METHOD = "cluster-robust (CR1) standard error, Student t with clusters - 1 df"
+# the fixed design's clustered figures (the report's "clustered by" row, the methods of a selector and a pair)
+CLUSTER_METHOD = "bias-reduced cluster-robust (CR2) standard error, Student t on the Bell-McCaffrey degrees of freedom"
+# a clustered t interval's method, as a method line names an interval (the clustered sequential look's, say)
+CLUSTER_T_METHOD = (
+    "Student t interval with the bias-reduced cluster-robust (CR2) standard error, on the Bell-McCaffrey degrees of "
+    "freedom of the clusters' sizes"
+)
 
 
 class Clustering(BaseModel):
@@ -232,39 +245,33 @@ def cluster_sums(x: Any, codes: np.ndarray) -> np.ndarray:
 
 
 def clustered_cov(x: Any, y: Any, codes: np.ndarray) -> np.ndarray:
-    """The CR1 cluster-robust covariance of ``mean(x)`` and ``mean(y)`` (last axis: the tasks, clustered by
-    ``codes``); NaN with fewer than 2 clusters."""
+    """The CR2 cluster-robust covariance of ``mean(x)`` and ``mean(y)`` (last axis: the tasks, clustered by
+    ``codes``): ``sum_c S^x_c S^y_c / (1 - n_c / N) / N^2``; NaN with fewer than 2 clusters."""
     codes = np.asarray(codes, dtype=np.int64)
-    n, c = len(codes), len(set(codes.tolist()))
+    n = len(codes)
+    sizes = np.bincount(codes, minlength=int(codes.max()) + 1 if n else 0)
     sx, sy = cluster_sums(x, codes), cluster_sums(y, codes)
-    if c < 2:
+    if np.count_nonzero(sizes) < 2:
         return np.full(sx.shape[:-1], np.nan)
-    out: np.ndarray = c / (c - 1) * np.sum(sx * sy, -1) / n**2
+    out: np.ndarray = np.sum(sx * sy / (1 - sizes / n), -1) / n**2  # a code without a task: S_c = 0, n_c = 0
     return out
 
 
 def clustered_var(x: Any, codes: np.ndarray) -> np.ndarray:
-    """The CR1 cluster-robust variance of ``mean(x)``: ``C / (C - 1) sum_c S_c^2 / N^2``."""
+    """The CR2 cluster-robust variance of ``mean(x)``: ``sum_c S_c^2 / (1 - n_c / N) / N^2``."""
     return clustered_cov(x, x, codes)
 
 
 def bias_reduced_var(x: Any, codes: np.ndarray) -> float:
-    """Bell & McCaffrey's bias-reduced cluster-robust variance of ``mean(x)`` (CR2; Bell & McCaffrey 2002, Survey
-    Methodology 28:169; Pustejovsky & Tipton 2018, JBES 36:672): each cluster's residuals scaled by
-    ``(I - H_cc)^(-1/2)``, which for the mean (``H = J / N``) leaves the cluster sum ``S_c`` divided by
-    ``sqrt(1 - n_c / N)``: ``V = sum_c S_c^2 / (1 - n_c / N) / N^2``. With clusters of equal size it is CR1
-    (:func:`clustered_var`); with unequal sizes it weighs the large clusters, whose residuals the mean fits most,
-    up. NaN with fewer than 2 clusters. Used by the clustered sequential design (``core.stats.sequential``)."""
-    x = np.asarray(x, dtype=float)
-    codes = np.asarray(codes, dtype=np.int64)
-    n = len(codes)
-    sizes = np.bincount(codes)
-    sizes = sizes[sizes > 0]
-    if len(sizes) < 2:
-        return math.nan
-    sums = cluster_sums(x, codes)
-    sums = sums[np.bincount(codes) > 0]
-    return float(np.sum(sums**2 / (1 - sizes / n)) / n**2)
+    """:func:`clustered_var` of one data set, as a float (NaN with fewer than 2 clusters): the clustered sequential
+    design's (``core.stats.sequential``) variance of its mean difference."""
+    return float(clustered_var(np.asarray(x, dtype=float), codes))
+
+
+def cluster_df(codes: np.ndarray) -> float:
+    """The Bell-McCaffrey degrees of freedom of the tasks clustered by ``codes`` (:func:`bell_mccaffrey_df` of the
+    clusters' sizes)."""
+    return bell_mccaffrey_df(np.bincount(np.asarray(codes, dtype=np.int64)))
 
 
 def bell_mccaffrey_df(sizes: Sequence[int] | np.ndarray) -> float:
@@ -276,6 +283,8 @@ def bell_mccaffrey_df(sizes: Sequence[int] | np.ndarray) -> float:
     n_c = np.asarray([s for s in sizes if s > 0], dtype=float)
     if len(n_c) < 2:
         return math.nan
+    if np.all(n_c == n_c[0]):  # equal sizes: G = N / (C - 1) (I - J / C), whose df is C - 1 exactly
+        return float(len(n_c) - 1)
     n = float(n_c.sum())
     root = np.sqrt(1 - n_c / n)
     g = (np.diag(n_c) - np.outer(n_c, n_c) / n) / np.outer(root, root)
@@ -284,10 +293,12 @@ def bell_mccaffrey_df(sizes: Sequence[int] | np.ndarray) -> float:
 
 __all__ = [
     "CLUSTER_METHOD",
+    "CLUSTER_T_METHOD",
     "bell_mccaffrey_df",
     "bias_reduced_var",
     "FILE_PREFIX",
     "Clustering",
+    "cluster_df",
     "cluster_option",
     "cluster_sums",
     "clustered_cov",

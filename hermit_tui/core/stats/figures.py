@@ -28,12 +28,12 @@ from enum import StrEnum
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 from hermit_tui.core.present import INTERVAL_INCLUDES_0, INTERVAL_TEST, NO_SPREAD_POWER, SHARP_TEST, p_text, short_num
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
 from hermit_tui.core.records.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
-from hermit_tui.core.stats.clusters import CLUSTER_METHOD, Clustering, clustered_var
+from hermit_tui.core.stats.clusters import CLUSTER_METHOD, Clustering, cluster_df, clustered_var
 from hermit_tui.core.stats.intervals import (
     METHOD_TEXT,
     Interval,
@@ -59,6 +59,7 @@ VERDICT_RULE = (
     "above (below) 0, which is exactly when the test of that interval's null gives p < 0.05; anything "
     "else is 'no clear difference'"
 )
+MDE_CLUSTERED = "clustered: se the CR2 cluster-robust one, n - 1 the Bell-McCaffrey df"
 MDE_METHOD = (
     "the interval's own half-width h (on the side the difference must clear) plus t(0.80, n-1) x se (for a t "
     "interval, (t(0.975, n-1) + t(0.80, n-1)) x se); "
@@ -161,7 +162,8 @@ class PairStats(BaseModel):
     n_eff: float | None = None
     method: str = ""  # the interval, in words
     cluster_by: str | None = None  # --cluster-by: se, interval, test and power clustered by this field
-    n_clusters: int | None = None  # the clusters of the paired tasks: the units (df = n_clusters - 1)
+    n_clusters: int | None = None  # the clusters of the paired tasks: the units
+    cluster_df: float | None = None  # clustered: the t's degrees of freedom (Bell-McCaffrey, from the clusters' sizes)
     scale: tuple[float, float] = (-1.0, 1.0)  # the range of a difference
     p_value: float | None  # the test of the interval's null (mean difference 0): p < 0.05 iff the interval excludes 0
     test: str = ""  # that test, in words
@@ -189,6 +191,14 @@ class PairStats(BaseModel):
     # decision, verdict and rule above are the sequential test's (core.stats.looks.sequential_pair)
     sequential: SequentialLook | None = None
 
+    @model_serializer(mode="wrap")
+    def _cluster_df_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``cluster_df`` is dumped only when clustered: an unclustered pair is dumped as before."""
+        out: dict[str, Any] = handler(self)
+        if out.get("cluster_df", 0) is None:
+            del out["cluster_df"]
+        return out
+
     def _ratio(self, sign: float = 0.0) -> float | None:
         """The interval's half-width over the standard error (t(0.975, n-1) for a t interval) on the side a difference
         of ``sign`` must clear (the lower side for a gain; 0: the observed difference's side, the larger at a tie);
@@ -202,18 +212,25 @@ class PairStats(BaseModel):
 
     def power_at(self, delta: float) -> float | None:
         """The power this sample's spread and interval imply for a true difference ``delta``: the chance the interval
-        lands beyond 0, ``T_{n-1}((|delta| - h) / se)``, h the interval's half-width. None without a spread."""
+        lands beyond 0, ``T_df((|delta| - h) / se)``, h the interval's half-width, ``df`` :attr:`df`. None without a
+        spread."""
         ratio = self._ratio(delta)
         if ratio is None or self.se is None:
             return None
         from hermit_tui.core.stats.special import stdtr
 
-        return float(stdtr(self.units - 1, abs(delta) / self.se - ratio))
+        return float(stdtr(self.df, abs(delta) / self.se - ratio))
 
     @property
     def units(self) -> int:
         """The independent units behind the figures: the clusters when clustered, else the paired tasks."""
         return self.n_clusters if self.n_clusters is not None else self.n_paired
+
+    @property
+    def df(self) -> float:
+        """The degrees of freedom of the t behind the figures: the Bell-McCaffrey df when clustered (a pair dumped
+        before them: clusters - 1, as it was made), else tasks - 1."""
+        return self.cluster_df if self.cluster_df is not None else self.units - 1
 
     def tasks_needed(self, delta: float) -> int | None:
         """Paired tasks needed to detect a difference of ``delta`` (at the current repeats), or None if unknown
@@ -277,7 +294,7 @@ def _t_crit(df: int) -> float:
     return float(stdtrit(df, 1 - ALPHA / 2))
 
 
-def _t_power(df: int) -> float:
+def _t_power(df: float) -> float:
     from hermit_tui.core.stats.special import stdtrit
 
     return float(stdtrit(df, POWER))
@@ -309,8 +326,13 @@ def _interval_fields(interval: Interval | None) -> dict[str, Any]:
     return dict(ci_low=interval.low, ci_high=interval.high, ci_method=interval.method, n_eff=interval.n_eff)
 
 
-def _method_text(interval: Interval | None, what: str, clusters: Clustering | None = None, units: int = 0) -> str:
-    cl = f"; clustered by {clusters.by} ({units} clusters): {CLUSTER_METHOD}" if clusters is not None else ""
+def _method_text(
+    interval: Interval | None, what: str, clusters: Clustering | None = None, units: int = 0, df: float | None = None
+) -> str:
+    cl = ""
+    if clusters is not None:
+        of = f"{units} clusters" + (f", {df:.3g} df" if df is not None and math.isfinite(df) else "")
+        cl = f"; clustered by {clusters.by} ({of}): {CLUSTER_METHOD}"
     if interval is None:
         need = "2 clusters" if clusters is not None else "2 tasks"
         return f"no interval (needs {need}); {what}{cl}"
@@ -319,7 +341,7 @@ def _method_text(interval: Interval | None, what: str, clusters: Clustering | No
 
 
 def _clustered_se(values: np.ndarray, codes: np.ndarray | None, sd: float | None) -> float | None:
-    """The standard error of the mean of ``values``: sd / sqrt(n), or cluster-robust (None with < 2 clusters)."""
+    """The standard error of the mean of ``values``: sd / sqrt(n), or CR2 cluster-robust (None with < 2 clusters)."""
     if codes is None:
         return sd / math.sqrt(len(values)) if sd is not None else None
     if len(values) < 2 or len(set(codes.tolist())) < 2:
@@ -435,7 +457,7 @@ def selector_stats(
         attempt_mean=attempt_mean,
         se=se,
         **_interval_fields(interval),
-        method=_method_text(interval, SE_METHOD, clusters, units),
+        method=_method_text(interval, SE_METHOD, clusters, units, cluster_df(codes) if codes is not None else None),
         solved_once=solved / n_test,
         solved_once_ci=wilson(solved, n_test),
         pass_k=all_solved / n_test if has_pass_k else None,
@@ -570,7 +592,7 @@ def pair_stats(
 ) -> PairStats:
     """Paired comparison of ``b`` against ``a`` over the test tasks both attempted (differences are b - a).
     ``clusters``: the standard error, interval, its test and the power figures are clustered by it
-    (``core.stats.clusters``: cluster-robust, clusters - 1 df); the sharp-null test stays within tasks.
+    (``core.stats.clusters``: CR2 cluster-robust, Bell-McCaffrey df); the sharp-null test stays within tasks.
 
     ``scale``: the range of a score (default: [0, 1] widened to the scores of both); differences lie in
     ``[lo - hi, hi - lo]``.
@@ -603,6 +625,7 @@ def pair_stats(
 
     cl_codes = clusters.codes(paired_ids) if clusters is not None else None
     units = len(set(cl_codes.tolist())) if cl_codes is not None else n
+    df = cluster_df(cl_codes) if cl_codes is not None else None
     mean_diff = exact_mean(diffs) if n else None
     sd = float(diffs.std(ddof=1)) if n > 1 else None
     se = _clustered_se(diffs, cl_codes, sd)
@@ -631,7 +654,7 @@ def pair_stats(
     if se is not None and se > 0 and interval is not None and mean_diff is not None:
         below, above = mean_diff - interval.low, interval.high - mean_diff  # the side the difference must clear
         half = below if mean_diff > 0 else above if mean_diff < 0 else max(below, above)
-        mde = half + _t_power(units - 1) * se
+        mde = half + _t_power(units - 1 if df is None else df) * se
 
     test = None
     if n:
@@ -668,10 +691,11 @@ def pair_stats(
         sd_diff=sd,
         se=se,
         **_interval_fields(interval),
-        method=_method_text(interval, "differences of task means, b - a", clusters, units),
+        method=_method_text(interval, "differences of task means, b - a", clusters, units, df),
         cluster_by=clusters.by if clusters is not None else None,
         n_clusters=units if clusters is not None else None,
-        mde_method=MDE_METHOD if clusters is None else f"{MDE_METHOD}; clustered: n is the clusters, se clustered",
+        cluster_df=df if df is not None and math.isfinite(df) else None,
+        mde_method=MDE_METHOD if clusters is None else f"{MDE_METHOD}; {MDE_CLUSTERED}",
         scale=(-width, width),
         p_value=p_value,
         test=INTERVAL_TEST if p_value is not None else "",

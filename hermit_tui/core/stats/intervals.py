@@ -114,7 +114,8 @@ def unit_bounds(
     (ddof 1), ``g`` tasks, ``cap`` the largest effective sample size (``inf`` without one). (low, high, n_eff).
 
     Clustered (``core.stats.clusters``): ``se2`` the clustered variance of the mean and ``units`` the clusters, which
-    then take the tasks' place in the degrees of freedom (``units - 1``) and the least effective sample size; the
+    then take the tasks' place in the least effective sample size (and the callers pass ``crit`` on the
+    Bell-McCaffrey degrees of freedom, ``core.stats.clusters.cluster_df``, rather than ``units - 1``); the
     no-spread floor stays the tasks' (``g``: with the clusters' it would swamp the interval in the middle of the
     range, where the clustered interval is to be the cluster-robust t interval). By default ``se2 = var / g`` and
     ``units = g``. ``crit``: the critical value, when the caller has it (default Student's ``t`` at ``level`` with
@@ -189,14 +190,15 @@ def task_mean_interval(
     """A selector's interval: for the mean of its task means ``means``, with ``counts`` attempts per task;
     ``binary``: every score is at one end of ``[lo, hi]`` (pass/fail), which caps the effective sample size at the
     attempts' worth, ``G^2 / sum(1 / k_i)``. ``clusters``: the tasks' cluster codes (``core.stats.clusters``): the
-    standard error is then cluster-robust and the clusters count as the units (None with fewer than 2)."""
+    standard error is then the CR2 cluster-robust one, the critical value Student's t on the Bell-McCaffrey df and
+    the clusters count as the units of the least effective sample size (None with fewer than 2)."""
     g = len(means)
     if g < 2:
         return None
     cap = float(attempts_cap(counts)) if binary else None
     if clusters is None:
         return mean_interval(float(np.mean(means)), float(np.std(means, ddof=1)), g, lo, hi, max_n_eff=cap, level=level)
-    from hermit_tui.core.stats.clusters import clustered_var
+    from hermit_tui.core.stats.clusters import cluster_df, clustered_var
 
     n_clusters = len(set(np.asarray(clusters).tolist()))
     width = hi - lo
@@ -213,6 +215,7 @@ def task_mean_interval(
         level,
         se2=float(clustered_var(unit, clusters)),
         units=n_clusters,
+        crit=t_quantile(cluster_df(clusters), level),
     )
     method: Method = "score" if spread else "no-spread"
     return Interval(
@@ -241,20 +244,22 @@ def pair_bounds(
     """The pair interval on the unit scale: task means ``ma``, ``mb`` in [0, 1] (last axis: the paired tasks; leading
     axes: data sets), effective-sample-size caps per data set. (low, high, no_spread) of ``mean(mb - ma)``.
 
-    ``clusters``: the paired tasks' cluster codes. Each side's interval then uses its clustered variance with the
-    clusters as units, and ``r`` is the clustered correlation of the two means, so that in the middle of the range
-    the interval is the cluster-robust t interval on the differences (``C - 1`` df)."""
+    ``clusters``: the paired tasks' cluster codes. Each side's interval then uses its CR2 clustered variance with
+    the clusters as units and Student's t on the Bell-McCaffrey df, and ``r`` is the CR2 correlation of the two
+    means, so that in the middle of the range the interval is the CR2 t interval on the differences."""
     ma, mb = np.asarray(ma, dtype=float), np.asarray(mb, dtype=float)
     g = ma.shape[-1]
     a, b = ma.mean(-1), mb.mean(-1)
     units: Any = g
+    df: Any = None  # the clustered figures' degrees of freedom (Bell-McCaffrey); unclustered, units - 1
     if clusters is None:
         se2_a = se2_b = None
         r = _corr(ma, mb)
     else:
-        from hermit_tui.core.stats.clusters import clustered_cov
+        from hermit_tui.core.stats.clusters import cluster_df, clustered_cov
 
         units = len(set(np.asarray(clusters).tolist()))
+        df = cluster_df(clusters)
         se2_a, se2_b, cov = (
             clustered_cov(ma, ma, clusters),
             clustered_cov(mb, mb, clusters),
@@ -263,7 +268,7 @@ def pair_bounds(
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.clip(np.where(se2_a * se2_b > 0, cov / np.sqrt(se2_a * se2_b), 0.0), -1.0, 1.0)
     # both sides' critical value, as unit_bounds computes it (one t quantile per level, not two)
-    crit = t_quantile(np.maximum(np.asarray(units, dtype=float) - 1, 1), level)
+    crit = t_quantile(np.maximum(np.asarray(units, dtype=float) - 1, 1) if df is None else df, level)
     la, ua, _ = unit_bounds(a, ma.var(-1, ddof=1), g, cap_a, level, se2=se2_a, units=units, crit=crit)
     lb, ub, _ = unit_bounds(b, mb.var(-1, ddof=1), g, cap_b, level, se2=se2_b, units=units, crit=crit)
     d = b - a
@@ -273,7 +278,7 @@ def pair_bounds(
     if units < SMALL_PAIR:
         # the correlation of two task means is not estimable from so few units (with 2 it is always +-1, which
         # collapses the recombined interval): never narrower than the t interval on the differences
-        crit = t_quantile(max(int(units) - 1, 1), level)
+        crit = t_quantile(max(int(units) - 1, 1) if df is None else df, level)
         se2 = diffs.var(-1, ddof=1) / g if se2_a is None or se2_b is None else np.maximum(se2_a + se2_b - 2 * cov, 0.0)
         half = crit * np.sqrt(se2)
         low, high = np.minimum(low, d - half), np.maximum(high, d + half)
