@@ -10,13 +10,15 @@ independent of p, so the population mean difference stays the effect while tasks
 (the case clustering is for). Without that shift (sd 0) the clusters leave the differences independent.
 
 Per row, on the same data sets: the clustered design as ``eval`` runs it (``core.stats.sequential.ClusteredMonitor``
-through ``core.stats.looks.RoundTracker``'s schedule: whole clusters in sha256 order, CR1 information, t on C - 1
-df, futility on), and the unclustered design ``eval`` runs without ``--cluster-by`` (tasks in sha256 order, which
-here is a random order, looks within round 1 every 25 tasks). False claim: an improvement or a regression of a
-candidate with effect 0; with three candidates, any in the launch. At effect 0.2: the share of improvements, the
-attempts per selector and task (rounds) used, against the fixed clustered design (the report's clustered pair
-interval, ``core.stats.intervals.pair_bounds`` with the clusters) of equal power, interpolated between fixed designs
-a quarter of a round apart.
+through ``core.stats.looks.RoundTracker``'s schedule: whole clusters in sha256 order, CR2 information, t on the
+Bell-McCaffrey df, futility on), and the unclustered design ``eval`` runs without ``--cluster-by`` (tasks in sha256
+order, which here is a random order, looks within round 1 every 25 tasks). False claim: an improvement or a
+regression of a candidate with effect 0; with three candidates, any in the launch. At effect 0.2: the share of
+improvements, the attempts per selector and task (rounds) used, against the fixed clustered design (the report's
+clustered pair interval, ``core.stats.intervals.pair_bounds`` with the clusters: CR2, t on the Bell-McCaffrey df) of
+equal power, interpolated between fixed designs a quarter of a round apart. Then the size of the fixed clustered
+test on A/A data: the report's pair interval excluding 0, and on the same data the CR2 t test on the differences and
+the CR1 t test on C - 1 df the report used before.
 
     nice -n 10 python benchmarks/explore_clustered_sequential.py            # the table (about 8 min on 2 cores)
     python benchmarks/explore_clustered_sequential.py --quick               # a smoke run
@@ -160,26 +162,36 @@ def fixed_power_curve(
     return out
 
 
-def fixed_size(seed: int, tasks: int, clusters: tuple[int, int], rounds: int, sims: int) -> tuple[float, float]:
-    """The A/A rejection rate of the fixed clustered design's t test on ``rounds`` repeats (the report's: CR1, t on
-    C - 1 df) and of the CR2 t test on the Bell-McCaffrey df (the clustered sequential design's looks), same data."""
-    from hermit_tui.core.stats.clusters import bell_mccaffrey_df, bias_reduced_var, clustered_var
-    from hermit_tui.core.stats.intervals import t_quantile
+def fixed_size(seed: int, tasks: int, clusters: tuple[int, int], rounds: int, sims: int) -> tuple[float, float, float]:
+    """The A/A rejection rates at 5% on ``rounds`` repeats, same data: the report's clustered pair interval excluding
+    0 (``pair_bounds`` with the clusters: CR2, t on the Bell-McCaffrey df), the CR2 t test on the task differences on
+    those df (the clustered sequential design's looks), and the CR1 t test on C - 1 df (``C / (C - 1) sum_c S_c^2 /
+    N^2``, written out here: the report's method before CR2)."""
+    from hermit_tui.core.stats.clusters import cluster_df, cluster_sums, clustered_var
+    from hermit_tui.core.stats.intervals import pair_bounds, t_quantile
 
     rng = np.random.default_rng(seed)
     per = max(1, sims // 100)
-    cr1 = cr2 = 0
+    report = cr1 = cr2 = 0
     for _ in range(100):
         codes = structure(rng, tasks, clusters)
         c = int(codes.max()) + 1
-        q1, q2 = t_quantile(c - 1), t_quantile(bell_mccaffrey_df(np.bincount(codes)))
-        for _ in range(per):
+        q1, q2 = t_quantile(c - 1), t_quantile(cluster_df(codes))
+        ma, mb = np.empty((per, tasks)), np.empty((per, tasks))
+        for i in range(per):  # the draws in the order of the first version of this table (its figures again)
             p, (pb,) = rates(rng, codes, [0.0])
-            d = rng.binomial(rounds, pb) / rounds - rng.binomial(rounds, p) / rounds
-            v1, v2 = float(clustered_var(d, codes)), bias_reduced_var(d, codes)
-            cr1 += int(v1 > 0 and abs(d.mean()) > q1 * math.sqrt(v1))
-            cr2 += int(v2 > 0 and abs(d.mean()) > q2 * math.sqrt(v2))
-    return cr1 / (100 * per), cr2 / (100 * per)
+            mb[i] = rng.binomial(rounds, pb) / rounds
+            ma[i] = rng.binomial(rounds, p) / rounds
+        low, high, _ = pair_bounds(ma, mb, tasks * rounds, tasks * rounds, clusters=codes)
+        report += int(np.sum((low > 0) | (high < 0)))
+        d = mb - ma
+        v1 = c / (c - 1) * np.sum(cluster_sums(d, codes) ** 2, -1) / tasks**2
+        v2 = clustered_var(d, codes)
+        m = np.abs(d.mean(-1))
+        cr1 += int(np.sum((v1 > 0) & (m > q1 * np.sqrt(v1))))
+        cr2 += int(np.sum((v2 > 0) & (m > q2 * np.sqrt(v2))))
+    n = 100 * per
+    return report / n, cr2 / n, cr1 / n
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,10 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     sims = 400 if args.quick else 4000
     for n, (tasks, clusters) in enumerate(((50, (8, 12)), (200, (25, 40)))):
         for rounds in (1, 3):
-            s1, s2 = fixed_size(SEED + 500 + n, tasks, clusters, rounds, sims)
+            sr, s2, s1 = fixed_size(SEED + 500 + n, tasks, clusters, rounds, sims)
             where = f"{tasks} tasks in {clusters[0]}-{clusters[1]} clusters, {rounds} round(s), {sims} data sets"
             print(
-                f"fixed design, A/A, {where}: CR1 t on C - 1 df rejects {s1:.4f}, CR2 t on Bell-McCaffrey df {s2:.4f}"
+                f"fixed design, A/A, {where}: the report's pair interval (CR2, Bell-McCaffrey df) rejects {sr:.4f}; "
+                f"CR2 t on Bell-McCaffrey df {s2:.4f}; CR1 t on C - 1 df (before) {s1:.4f}"
             )
     for k, xs in pooled.items():
         if xs:

@@ -106,6 +106,7 @@ EXPECTED = {
         "stats.test.exact_vs_large_sample",
         "stats.clusters.coverage_clustered",
         "stats.clusters.coverage_unclustered",
+        "stats.clusters.size_unequal",
         "stats.sequential.aa_false_claims",
         "stats.sequential.aa_false_claims_upper",
         "stats.sequential.fwer_three_candidates",
