@@ -60,31 +60,35 @@ def mover_by_hand(
     return low, high
 
 
+def clustered_selector_by_hand(x: list[float], groups: list[object], level: float = 0.95) -> tuple[float, float]:
+    """The clustered selector interval of values in [0, 1] written out: Wilson's quadratic (numpy's roots) with
+    n_eff = p (1 - p) / V, V the CR2 variance of the mean (:func:`cr2_cov_by_hand`), held at least at the clusters
+    C, scipy's t critical value on the Bell-McCaffrey df (:func:`cr2_df_by_hand`), widened to the tasks' no-spread
+    bound."""
+    import numpy as np
+    from scipy.stats import t
+
+    g, c = len(x), len(set(groups))
+    crit = float(t.ppf(1 - (1 - level) / 2, cr2_df_by_hand(groups)))
+    q = 1 - ((1 - level) / 2) ** (1 / g)
+    p, v = statistics.fmean(x), cr2_cov_by_hand(x, x, groups)
+    n = max(p * (1 - p) / v, c)
+    roots = np.roots([1 + crit**2 / n, -(2 * p + crit**2 / n), p * p]).real
+    return min(float(min(roots)), p - q * p), max(float(max(roots)), p + q * (1 - p))
+
+
 def clustered_mover_by_hand(
     a: list[float], b: list[float], groups: list[object], level: float = 0.95
 ) -> tuple[float, float]:
-    """The clustered pair interval written out: each side's Wilson quadratic (numpy's roots) with n_eff = p (1 - p) /
-    V, V the CR2 variance of its mean (:func:`cr2_cov_by_hand`), held at least at the clusters C, scipy's t critical
-    value on the Bell-McCaffrey df (:func:`cr2_df_by_hand`), widened to the tasks' no-spread bound; recombined by
-    the MOVER formula with the clustered correlation ``(V_a + V_b - V_{b-a}) / (2 sqrt(V_a V_b))``."""
-    import numpy as np
-    from scipy.stats import t
+    """The clustered pair interval written out: each side's :func:`clustered_selector_by_hand`, recombined by the
+    MOVER formula with the clustered correlation ``(V_a + V_b - V_{b-a}) / (2 sqrt(V_a V_b))`` (CR2 variances)."""
 
     def var(x: list[float]) -> float:
         return cr2_cov_by_hand(x, x, groups)
 
-    g, c = len(a), len(set(groups))
-    crit = float(t.ppf(1 - (1 - level) / 2, cr2_df_by_hand(groups)))
-    q = 1 - ((1 - level) / 2) ** (1 / g)
-
-    def side(x: list[float]) -> tuple[float, float, float]:
-        p, v = statistics.fmean(x), var(x)
-        n = max(p * (1 - p) / v, c)
-        roots = np.roots([1 + crit**2 / n, -(2 * p + crit**2 / n), p * p]).real
-        return p, min(float(min(roots)), p - q * p), max(float(max(roots)), p + q * (1 - p))
-
-    ma, la, ua = side(a)
-    mb, lb, ub = side(b)
+    ma, mb = statistics.fmean(a), statistics.fmean(b)
+    la, ua = clustered_selector_by_hand(a, groups, level)
+    lb, ub = clustered_selector_by_hand(b, groups, level)
     va, vb, vd = var(a), var(b), var([y - x for x, y in zip(a, b)])
     r = (va + vb - vd) / (2 * math.sqrt(va * vb))
     low = (mb - ma) - math.sqrt((mb - lb) ** 2 - 2 * r * (mb - lb) * (ua - ma) + (ua - ma) ** 2)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 from demo_copies import repair_worktree
-from stats_by_hand import clustered_mover_by_hand, cr2_cov_by_hand, cr2_df_by_hand
+from stats_by_hand import clustered_mover_by_hand, clustered_selector_by_hand, cr2_cov_by_hand, cr2_df_by_hand
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.stats.clusters import (
@@ -133,6 +133,7 @@ def test_pair_figures_clustered_are_the_cluster_robust_t_on_the_task_differences
     sb = selector_stats("b", _records(b, ids), ids, clusters=clustering)
     assert sb.se == pytest.approx(cr2_se(b, groups), rel=1e-9) and sb.n_clusters == c
     assert f"({c} clusters, {df:.3g} df)" in sb.method
+    assert (sb.ci_low, sb.ci_high) == pytest.approx(clustered_selector_by_hand(list(b), list(groups)), abs=1e-9)
 
 
 def test_clustering_with_shared_effects_widens_and_every_task_its_own_cluster_changes_nothing():
@@ -427,3 +428,17 @@ def test_the_bell_mccaffrey_df_is_the_satterthwaite_df_of_the_cr2_quadratic_form
     assert bias_reduced_var(y, groups) == pytest.approx(cr2_cov_by_hand(list(y), list(y), list(groups)), rel=1e-10)
     assert bell_mccaffrey_df(sizes) == pytest.approx(satterthwaite_df_by_hand(list(groups)), rel=1e-9)
     assert bell_mccaffrey_df(sizes) < 5  # unequal sizes: fewer than C - 1
+
+
+def test_the_cr2_variance_and_df_of_a_tiny_data_set_by_hand_arithmetic():
+    """x = 0, 1 | 1, 0 | 1 (clusters of 2, 2, 1 tasks): mean 0.6, residual sums S = -0.2, -0.2, 0.4, 1 - n_c / N =
+    0.6, 0.6, 0.8, so V = (0.04 / 0.6 + 0.04 / 0.6 + 0.16 / 0.8) / 25 = (1/3) / 25 = 1/75 (CR1: 3/2 x 0.24 / 25 =
+    0.0144). G = [[2, -4/3, -1/sqrt(3)], [-4/3, 2, -1/sqrt(3)], [-1/sqrt(3), -1/sqrt(3), 1]]: tr G = 5, ||G||^2 =
+    9 + 32/9 + 4/3 = 125/9, df = 25 / (125/9) = 1.8 (C - 1 = 2)."""
+    x = np.array([0.0, 1.0, 1.0, 0.0, 1.0])
+    groups = np.array([0, 0, 1, 1, 2])
+    assert float(clustered_var(x, groups)) == pytest.approx(1 / 75, rel=1e-12)
+    assert cluster_fit(x, groups).bse[0] ** 2 == pytest.approx(0.0144, rel=1e-12)  # CR1, for contrast
+    assert cluster_df(groups) == pytest.approx(1.8, rel=1e-12) and bell_mccaffrey_df([2, 2, 1]) == pytest.approx(1.8)
+    y = np.array([1.0, 1.0, 0.0, 0.0, 0.0])  # S = 1.2, -0.8, -0.4: (-0.24 / 0.6 + 0.16 / 0.6 - 0.16 / 0.8) / 25
+    assert float(clustered_cov(x, y, groups)) == pytest.approx(-1 / 75, rel=1e-12)
