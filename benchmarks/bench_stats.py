@@ -551,7 +551,7 @@ def sequential_launch(
     task (mean 0: p is symmetric). The tasks are drawn in random order, so the look order is their index.
     ``futility``: the futility rule's threshold (``eval``'s default: ``FUTILITY_CP`` without a margin, none with one;
     None: off)."""
-    from hermit_tui.core.stats.sequential import (
+    from hermit_tui.core.stats.sequential.monitor import (
         FUTILITY_CP,
         SequentialMonitor,
         design_spending,
@@ -658,7 +658,7 @@ def band_text(band: tuple[float | None, float | None]) -> str:
 
 
 def sequential_section(args, md: list[str]) -> None:
-    from hermit_tui.core.stats.sequential import (
+    from hermit_tui.core.stats.sequential.monitor import (
         FUTILITY_CP,
         FUTILITY_MIN_ATTEMPTS,
         POWER_RHO,
@@ -875,7 +875,7 @@ def anytime_section(args, md: list[str]) -> None:
     of stopping once it excludes 0, the tasks that takes at an effect, and its width against the fixed 95% t."""
     from scipy.stats import t as student_t
 
-    from hermit_tui.core.stats.anytime import paired_confidence_sequence
+    from hermit_tui.core.stats.sequential.anytime import paired_confidence_sequence
 
     rng = np.random.default_rng(SEED + 5)
     streams = max(200, args.runs // 4) if not args.quick else 100
@@ -972,7 +972,7 @@ def anytime_launch(rng, g: int, reps: int, effects, per_look: int = 4, first: in
     without a claim for every candidate (undecided, or stopped for futility: the rule is recomputed on the larger
     split). ``futility``: the rule that stops a candidate the remaining tasks cannot decide (``eval``'s default; off
     as ``--no-futility``). Returns (decisions per candidate, tasks looked at)."""
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
+    from hermit_tui.core.stats.sequential.anytime_looks import AnytimePlan, AnytimeTracker
 
     ids = [f"t{i}" for i in range(g)]
     p = rng.beta(1.0, 1.0, size=g)

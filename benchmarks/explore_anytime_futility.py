@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
+from hermit_tui.core.stats.sequential.anytime_looks import AnytimePlan, AnytimeTracker
 
 
 class _Record:

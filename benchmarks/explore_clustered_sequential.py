@@ -78,7 +78,7 @@ def _run(monitors, schedule, order, p, pbs, rng_a, rng_bs) -> float:
 
 def launch(args: tuple[int, int, tuple[int, int], tuple[float, ...], float]) -> dict:
     """One data set, run by the clustered design and by the unclustered one."""
-    from hermit_tui.core.stats.sequential import (
+    from hermit_tui.core.stats.sequential.monitor import (
         FUTILITY_CP,
         ClusteredMonitor,
         SequentialMonitor,

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bench_stats as bs
 
-from hermit_tui.core.stats import sequential as sq
+from hermit_tui.core.stats.sequential import monitor as sq
 
 R = 8
 Spend = Callable[[float, float], float]

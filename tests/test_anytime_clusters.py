@@ -19,12 +19,18 @@ from sequential_project import build
 from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run.runner import EvalRun
-from hermit_tui.core.stats.anytime import (
+from hermit_tui.core.stats.sequential.anytime import (
     clustered_confidence_sequence,
     eb_confidence_sequence,
     paired_confidence_sequence,
 )
-from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker, replay, small_split_note, with_clusters
+from hermit_tui.core.stats.sequential.anytime_looks import (
+    AnytimePlan,
+    AnytimeTracker,
+    replay,
+    small_split_note,
+    with_clusters,
+)
 from hermit_tui.core.workspace.config import load_config
 
 GRID = np.linspace(-1, 1, 2001)
@@ -80,7 +86,7 @@ def test_with_clusters_of_one_task_it_is_the_unclustered_sequence():
 def test_the_clearest_continuation_is_plus_or_minus_one_on_every_cluster_left():
     """Where +1 (and -1) on every remaining cluster, of its known size, leaves 0 inside the sequence at every later
     cluster, no other continuation takes it out: 3,000 seeded continuations, most near +-1, never do."""
-    from hermit_tui.core.stats.anytime import _covers
+    from hermit_tui.core.stats.sequential.anytime import _covers
 
     rng = np.random.default_rng(9)
     checked = 0

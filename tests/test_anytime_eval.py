@@ -22,8 +22,8 @@ from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.run.runner import EvalRun
-from hermit_tui.core.stats.anytime import METHOD, eb_confidence_sequence
-from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker, small_split_note
+from hermit_tui.core.stats.sequential.anytime import METHOD, eb_confidence_sequence
+from hermit_tui.core.stats.sequential.anytime_looks import AnytimePlan, AnytimeTracker, small_split_note
 from hermit_tui.core.workspace.config import load_config
 
 REPEATS = 2

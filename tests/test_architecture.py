@@ -225,8 +225,20 @@ def test_a_plain_launch_loads_no_statistics(demo_config):
     """A launch without --stop-when-decided or clusters imports neither numpy nor the sequential statistics (they
     load with the options that use them: core/run/plan.py, runner.py, events.py), nor GitPython (its adapter
     exports are plain git), nor scipy or the UI."""
-    never = ["numpy", "git", "scipy", "textual", "rich", "hermit_tui.dashboard", "hermit_tui.core.stats.looks"]
-    never += ["hermit_tui.core.stats.sequential", "hermit_tui.core.stats.anytime_looks", "hermit_tui.core.run.runner"]
+    never = [
+        "numpy",
+        "git",
+        "scipy",
+        "textual",
+        "rich",
+        "hermit_tui.dashboard",
+        "hermit_tui.core.stats.sequential.looks",
+    ]
+    never += [
+        "hermit_tui.core.stats.sequential.monitor",
+        "hermit_tui.core.stats.sequential.anytime_looks",
+        "hermit_tui.core.run.runner",
+    ]
     found = {}
     for kind in ("plain", "clustered"):
         out = subprocess.run(

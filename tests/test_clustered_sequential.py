@@ -16,8 +16,8 @@ from scipy.stats import multivariate_normal, norm
 from scipy.stats import t as student_t
 
 from hermit_tui.core.stats.clusters import OWN
-from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan, replay
-from hermit_tui.core.stats.sequential import (
+from hermit_tui.core.stats.sequential.looks import RoundTracker, SequentialPlan, replay
+from hermit_tui.core.stats.sequential.monitor import (
     MIN_CLUSTERS_PER_LOOK,
     ClusteredMonitor,
     candidate_spend,

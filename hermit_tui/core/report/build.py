@@ -41,8 +41,8 @@ from hermit_tui.core.report.text import to_csv, to_json, to_markdown
 from hermit_tui.core.stats.bounds import ErrorBounds
 from hermit_tui.core.stats.clusters import Clustering, resolve_clustering
 from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
-from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair
 from hermit_tui.core.stats.noise import NoiseBudget
+from hermit_tui.core.stats.sequential.looks import Records, pair_look, sequential_pair
 from hermit_tui.core.version import __version__
 from hermit_tui.core.why.pair import pairs_why
 from hermit_tui.core.why.versions import CheckpointCurve, CurvePoint, curve_of, kind_of

@@ -9,8 +9,8 @@ from typing import Any
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run.launch import check_margin
 from hermit_tui.core.stats.clusters import Clustering
-from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan, design_method, stop_state
-from hermit_tui.core.stats.sequential import SequentialLook
+from hermit_tui.core.stats.sequential.looks import RoundTracker, SequentialPlan, design_method, stop_state
+from hermit_tui.core.stats.sequential.monitor import SequentialLook
 
 
 def plan_for(
@@ -33,8 +33,8 @@ def plan_for(
     ``clustering`` (``--cluster-by`` / ``--cluster-file``, with the test ``task_ids``): the clustered design
     (``core.stats.sequential.ClusteredMonitor``): round 1's looks after whole clusters, by default one per
     ``MIN_CLUSTERS_PER_LOOK`` clusters at most, as many as the clusters' sizes allow."""
-    from hermit_tui.core.stats import sequential as seq
-    from hermit_tui.core.stats.sequential import FUTILITY_CP, design_spending, first_round_batches
+    from hermit_tui.core.stats.sequential import monitor as seq
+    from hermit_tui.core.stats.sequential.monitor import FUTILITY_CP, design_spending, first_round_batches
 
     margin = check_margin(margin)
     codes = None
@@ -148,7 +148,7 @@ class RoundGate:
         attempts: Sequence[tuple[str, int]],
     ) -> RoundGate:
         """The gate of a launch whose scheduled attempts are ``attempts`` ((task id, round) per attempt)."""
-        from hermit_tui.core.stats.anytime_looks import tracker_for
+        from hermit_tui.core.stats.sequential.anytime_looks import tracker_for
 
         tracker = tracker_for(plan, task_ids)  # RoundTracker, or the anytime-valid design's AnytimeTracker
         remaining: dict[int, int] = {}

@@ -41,8 +41,8 @@ from hermit_tui.core.workspace.tasks import TaskSet
 
 if TYPE_CHECKING:  # the rounds and their statistics (numpy) load only for a launch that has rounds
     from hermit_tui.core.run.rounds import RoundGate
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan
-    from hermit_tui.core.stats.sequential import SequentialLook
+    from hermit_tui.core.stats.sequential.anytime_looks import AnytimePlan
+    from hermit_tui.core.stats.sequential.monitor import SequentialLook
 
 EventSink = Callable[[ev.Event], None]
 SUMMARY_EVERY_S = 2.0  # a running evaluation's summary.json (complete: false) is refreshed this often
@@ -100,7 +100,7 @@ def _is_anytime(plan: object) -> TypeGuard[AnytimePlan]:
     for a launch that has no plan."""
     if plan is None:
         return False
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan
+    from hermit_tui.core.stats.sequential.anytime_looks import AnytimePlan
 
     return isinstance(plan, AnytimePlan)
 
@@ -548,8 +548,8 @@ class EvalRun:
     # -- rounds (--stop-when-decided) -----------------------------------------------------------------------------
     def _report_rounds(self, checked: list[tuple[int, list[SequentialLook]]]) -> None:
         from hermit_tui.core.run.rounds import decided_line, round_line
-        from hermit_tui.core.stats import anytime_looks
-        from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
+        from hermit_tui.core.stats.sequential import anytime_looks
+        from hermit_tui.core.stats.sequential.anytime_looks import AnytimePlan, AnytimeTracker
 
         gate, plan = self._rounds, self.plan.sequential
         assert gate is not None and plan is not None

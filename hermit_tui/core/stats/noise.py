@@ -276,7 +276,7 @@ def round_projection(
     takes the earlier figures as the truth."""
     from scipy.stats import norm
 
-    from hermit_tui.core.stats.sequential import design_spending, look_boundaries, look_schedule
+    from hermit_tui.core.stats.sequential.monitor import design_spending, look_boundaries, look_schedule
 
     if pair.between_var is None or pair.within_var is None or pair.n_clusters is not None or n_tasks < 2:
         return None

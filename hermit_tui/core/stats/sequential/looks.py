@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from hermit_tui.core.present import p_value, short_num
 from hermit_tui.core.records.results import SequentialEntry, Summary
 from hermit_tui.core.stats.figures import PairStats, VerdictKind
-from hermit_tui.core.stats.sequential import (
+from hermit_tui.core.stats.sequential.monitor import (
     ADJUSTED_METHOD,
     ALPHA,
     FUTILITY_METHOD,
@@ -113,7 +113,7 @@ class SequentialPlan(BaseModel):
 
 def design_method(batches: int) -> str:
     """The method text a plan with ``batches`` looks in the first round records (``METHOD`` with whole rounds)."""
-    from hermit_tui.core.stats.sequential import BATCH_METHOD
+    from hermit_tui.core.stats.sequential.monitor import BATCH_METHOD
 
     return METHOD if batches <= 1 else BATCH_METHOD
 
@@ -317,7 +317,7 @@ def replay(
 ) -> list[SequentialLook] | None:
     """The looks of a candidate's recorded launch, recomputed from the records round by round (None when a round
     it ran is not complete in the records)."""
-    from hermit_tui.core.stats import anytime_looks
+    from hermit_tui.core.stats.sequential import anytime_looks
 
     if anytime_looks.is_anytime(entry):  # the anytime-valid design: its recorded stream of tasks
         return anytime_looks.replay(entry, baseline_records, candidate_records, candidate)
@@ -433,7 +433,7 @@ def pair_looks(
         return [], []
     by_label = {a: _by_key(records_a), b: _by_key(records_b)}
     first = {tid for (tid, rep) in by_label[base] if rep == 1}
-    from hermit_tui.core.stats import anytime_looks
+    from hermit_tui.core.stats.sequential import anytime_looks
 
     if anytime_looks.is_anytime(entry):  # replayed from the recorded stream (it may stop before every test task)
         ids = anytime_looks.recorded_order(entry)
@@ -528,7 +528,7 @@ _num = short_num
 
 def look_text(look: SequentialLook) -> str:
     """Where ``look`` was taken: 'round r of R', or within round 1 'n of the G tasks of round 1 (of R)'."""
-    from hermit_tui.core.stats import anytime_looks
+    from hermit_tui.core.stats.sequential import anytime_looks
 
     if anytime_looks.is_anytime(look):
         return anytime_looks.look_text(look)
@@ -539,7 +539,7 @@ def look_text(look: SequentialLook) -> str:
 
 def decided_where(look: SequentialLook) -> str:
     """Where ``look``'s decision was taken: 'at round r', or 'after n of the G tasks of round 1'."""
-    from hermit_tui.core.stats import anytime_looks
+    from hermit_tui.core.stats.sequential import anytime_looks
 
     if anytime_looks.is_anytime(look):
         return anytime_looks.decided_where(look)
@@ -568,7 +568,7 @@ def adjusted_text(look: SequentialLook) -> str | None:
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     """The verdict of a monitored pair, b - a, in one or two sentences: the estimate adjusted for the stopping rule
     once the candidate stopped (the observed one, flagged, before)."""
-    from hermit_tui.core.stats import anytime_looks
+    from hermit_tui.core.stats.sequential import anytime_looks
 
     if anytime_looks.is_anytime(look):
         return anytime_looks.sequential_text(look, a, b)
@@ -605,7 +605,7 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
 
 def sequential_method(look: SequentialLook) -> str:
     """The interval's method, in words."""
-    from hermit_tui.core.stats import anytime_looks
+    from hermit_tui.core.stats.sequential import anytime_looks
 
     if anytime_looks.is_anytime(look):
         return anytime_looks.sequential_method(look)
@@ -627,7 +627,7 @@ def sequential_method(look: SequentialLook) -> str:
 
 def boundary_text(look: SequentialLook) -> str:
     """This look's boundary against what was observed: critical z, observed z, the interval against 0 and ±M."""
-    from hermit_tui.core.stats import anytime_looks
+    from hermit_tui.core.stats.sequential import anytime_looks
 
     if anytime_looks.is_anytime(look):
         return anytime_looks.boundary_text(look)
@@ -650,7 +650,7 @@ def boundary_text(look: SequentialLook) -> str:
 def sequential_pair(pair: PairStats, look: SequentialLook) -> PairStats:
     """``pair`` (a ``core.stats.figures.PairStats``, b - a) with the sequential look in place of the fixed design's
     interval, decision, verdict and rule; ``look`` must read b - a (see :func:`negated`)."""
-    from hermit_tui.core.stats import anytime_looks
+    from hermit_tui.core.stats.sequential import anytime_looks
 
     if anytime_looks.is_anytime(look):
         return anytime_looks.sequential_pair(pair, look)  # type: ignore[no-any-return]

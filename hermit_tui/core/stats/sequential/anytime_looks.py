@@ -39,9 +39,16 @@ from typing import Any
 import numpy as np
 
 from hermit_tui.core.records.results import SequentialEntry
-from hermit_tui.core.stats.anytime import ALPHA, CLUSTERED, METHOD, _covers, cluster_sets, paired_confidence_sequence
-from hermit_tui.core.stats.looks import Records, SequentialPlan, stop_state, stopped_how
-from hermit_tui.core.stats.sequential import Decision, SequentialLook, decide, look_order
+from hermit_tui.core.stats.sequential.anytime import (
+    ALPHA,
+    CLUSTERED,
+    METHOD,
+    _covers,
+    cluster_sets,
+    paired_confidence_sequence,
+)
+from hermit_tui.core.stats.sequential.looks import Records, SequentialPlan, stop_state, stopped_how
+from hermit_tui.core.stats.sequential.monitor import Decision, SequentialLook, decide, look_order
 
 ANYTIME_RULE = (
     "after each look of an anytime-valid stop-when-decided launch (a batch of tasks in the order of their ids' "
@@ -544,7 +551,7 @@ class AnytimeTracker:
 
 def tracker_for(plan: SequentialPlan, task_ids: Sequence[str]) -> Any:
     """The tracker of ``plan``'s design: :class:`AnytimeTracker` or ``core.stats.looks.RoundTracker``."""
-    from hermit_tui.core.stats.looks import RoundTracker
+    from hermit_tui.core.stats.sequential.looks import RoundTracker
 
     if isinstance(plan, AnytimePlan):
         return AnytimeTracker(plan, task_ids)
@@ -557,7 +564,7 @@ def replay(
     """The last look of a candidate's recorded anytime launch, recomputed from the records: the sequence over the
     tasks of ``entry.order`` in that order, decided (or not) after all of them, as the launch decided after its last
     look (None when a task looked at lacks a repeat in the records)."""
-    from hermit_tui.core.stats.looks import _by_key
+    from hermit_tui.core.stats.sequential.looks import _by_key
 
     order = recorded_order(entry)
     n = entry.tasks_looked if entry.tasks_looked is not None else len(order)
@@ -616,7 +623,7 @@ def entry_where(entry: SequentialEntry) -> str:
 
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     """The verdict of a monitored pair, b - a, in one or two sentences."""
-    from hermit_tui.core.stats.looks import AT_STOPPING, _num
+    from hermit_tui.core.stats.sequential.looks import AT_STOPPING, _num
 
     d = look.mean_diff
     if d is None or look.ci_low is None or look.ci_high is None:
