@@ -1,5 +1,5 @@
 """The anytime-valid sequence with clusters above the task (issue 25, items 2, 4, 5): the test inversion of
-core.stats.anytime.clustered_confidence_sequence against a brute grid of values m, each its own
+core.stats.sequential.anytime.clustered_confidence_sequence against a brute grid of values m, each its own
 ``eb_confidence_sequence`` of ``z(m) = (n / K) (dbar - m)`` in ``[-1 - m, 1 - m]``; the reduction to the unclustered
 sequence with clusters of one task; the futility rule's clearest continuation; the launch's stream of whole
 clusters, its replay and its continuations; and one clustered ``eval --stop-when-decided --anytime`` end to end
@@ -24,13 +24,9 @@ from hermit_tui.core.stats.sequential.anytime import (
     eb_confidence_sequence,
     paired_confidence_sequence,
 )
-from hermit_tui.core.stats.sequential.anytime_looks import (
-    AnytimePlan,
-    AnytimeTracker,
-    replay,
-    small_split_note,
-    with_clusters,
-)
+from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan, with_clusters
+from hermit_tui.core.stats.sequential.anytime_text import small_split_note
+from hermit_tui.core.stats.sequential.anytime_tracker import AnytimeTracker, replay
 from hermit_tui.core.workspace.config import load_config
 
 GRID = np.linspace(-1, 1, 2001)

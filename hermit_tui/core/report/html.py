@@ -39,7 +39,7 @@ from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, Pai
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.stats.sequential import anytime_looks
-from hermit_tui.core.stats.sequential.looks import adjusted_text, boundary_text
+from hermit_tui.core.stats.sequential.text import adjusted_text, boundary_text
 from hermit_tui.core.why.text import curve_lines, pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 

@@ -18,7 +18,7 @@ from hermit_tui.core.stats.clusters import Clustering
 from hermit_tui.core.stats.figures import PairStats, SelectorStats, VerdictKind
 from hermit_tui.core.stats.noise import between_text
 from hermit_tui.core.stats.sequential.anytime_looks import interval_words, is_anytime
-from hermit_tui.core.stats.sequential.looks import adjusted_text
+from hermit_tui.core.stats.sequential.text import adjusted_text
 from hermit_tui.core.workspace.fingerprint import differences
 from hermit_tui.dashboard.widgets import plots
 from hermit_tui.dashboard.widgets.boundary import SequentialView
