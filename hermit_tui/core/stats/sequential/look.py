@@ -18,8 +18,6 @@ METHOD = (
     "(gamma -2) over the planned rounds (Jennison & Turnbull 2000, ch. 7 and 9), alpha split over the candidates "
     "(Bonferroni) and 0.9 of each share spent"
 )
-
-
 BATCH_METHOD = (
     "group-sequential repeated confidence intervals, looked at after batches of the first round's tasks (in the "
     "order of their ids' sha256) and after each later round, information counted in attempts, Lan-DeMets error "

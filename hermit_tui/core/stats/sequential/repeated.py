@@ -158,17 +158,9 @@ def applied_bounds(
 
 
 T_MIN_TASKS = 30
-
-
 T_MIN_COUNT = 10.0
-
-
 FEW = 3.0  # effective observations on the far side of the mean below which an end gets Clopper-Pearson's bound
-
-
 NEAR = 0.2  # ... when the mean is this close to that end (a fifth of the range)
-
-
 Z95 = 1.959963984540054
 
 

@@ -22,11 +22,7 @@ import numpy as np
 from hermit_tui.core.stats.sequential.spending import ALPHA, Spending, spending_at, spending_boundaries
 
 MIN_BATCH = 25  # tasks at the first look within the first round (and the step between its looks)
-
-
 MAX_BATCHES = 8  # looks within the first round at most
-
-
 ORDER = "sha256 of the task id"  # the protocol-determined order in which the first round's looks take the tasks
 
 
@@ -90,8 +86,6 @@ def look_boundaries(
 
 
 CLUSTER_ORDER = "sha256 of the cluster, then of the task id within it"
-
-
 MIN_CLUSTERS_PER_LOOK = 4  # a look within round 1 adds this many clusters or more (and leaves as many for later)
 
 

@@ -42,17 +42,11 @@ from typing import Literal
 import numpy as np
 
 ALPHA = 0.05
-
-
 SPEND_SHARE = 0.9  # of a candidate's alpha, the share its boundaries spend (the rest: the approximations' allowance)
-
-
 HSD_GAMMA = -2.0
 
 
 Spending = Literal["hsd", "obf", "power"]
-
-
 POWER_RHO = 0.6  # Kim & DeMets' power family, for designs that look within the first round
 
 

@@ -23,25 +23,17 @@ from hermit_tui.core.stats.intervals import CONFIDENCE
 from hermit_tui.core.stats.sequential.spending import GRID, simpson
 
 FUTILITY_CP = 0.02  # stop for futility when the conditional power under the current estimate is below this
-
-
 FUTILITY_MIN_ATTEMPTS = 50  # ... at looks that have seen this many attempts per selector (tasks x rounds) or more
-
-
 ADJUSTED_METHOD = (
     "stagewise (Armitage-Tsiatis) ordering of the looks: median-unbiased estimate, exact 95% confidence interval "
     "and two-sided p-value for the stopping rule followed, by recursive numerical integration over the looks run "
     "(Jennison & Turnbull 2000, ch. 8)"
 )
-
-
 ORDERED_METHOD = (
     "sample-mean ordering of the design's outcomes, the futility stops included (Emerson & Fleming 1990; Jennison & "
     "Turnbull 2000, sec. 8.4): median-unbiased estimate, exact 95% confidence interval and two-sided p-value for the "
     "stopping rule followed, by recursive numerical integration over the design's looks"
 )
-
-
 FUTILITY_METHOD = (
     "non-binding futility: stop when the conditional power under the current estimate of crossing a later efficacy "
     "boundary is below {cp:g}, at looks of 50 attempts per selector or more (Jennison & Turnbull 2000, sec. 10.2); "

@@ -18,14 +18,10 @@ SEQUENTIAL_RULE = (
     "a margin M) when it lies within -M..M; 'stopped for futility' (without a margin) when the conditional power "
     "of a later decision under the current estimate is below 2%; the first decision is kept; otherwise 'undecided'"
 )
-
-
 FIXED_P_NOTE = (
     "the p-value is the fixed design's, not adjusted for the looks after each round: for reference only "
     "(the decision is the sequential test's)"
 )
-
-
 ADJUSTED_P_NOTE = (
     "the p-value is adjusted for the stopping rule (stagewise ordering of the looks, or with the futility rule the "
     "sample-mean ordering, Jennison & Turnbull 2000, ch. 8); the decision is the repeated interval's"
@@ -33,7 +29,6 @@ ADJUSTED_P_NOTE = (
 
 
 ADJUSTED = "median-unbiased for the stopping rule"
-
 
 _num = short_num
 
