@@ -631,13 +631,10 @@ def sequential_launch(
     task (mean 0: p is symmetric). The tasks are drawn in random order, so the look order is their index.
     ``futility``: the futility rule's threshold (``eval``'s default: ``FUTILITY_CP`` without a margin, none with one;
     None: off)."""
-    from hermit_tui.core.stats.sequential import (
-        FUTILITY_CP,
-        SequentialMonitor,
-        design_spending,
-        first_round_batches,
-        look_schedule,
-    )
+    from hermit_tui.core.stats.sequential.monitor import SequentialMonitor
+    from hermit_tui.core.stats.sequential.schedule import first_round_batches, look_schedule
+    from hermit_tui.core.stats.sequential.spending import design_spending
+    from hermit_tui.core.stats.sequential.stopping import FUTILITY_CP
 
     if futility == "default":
         futility = FUTILITY_CP if margin is None else None
@@ -738,13 +735,9 @@ def band_text(band: tuple[float | None, float | None]) -> str:
 
 
 def sequential_section(args, md: list[str]) -> None:
-    from hermit_tui.core.stats.sequential import (
-        FUTILITY_CP,
-        FUTILITY_MIN_ATTEMPTS,
-        POWER_RHO,
-        SPEND_SHARE,
-        first_round_batches,
-    )
+    from hermit_tui.core.stats.sequential.schedule import first_round_batches
+    from hermit_tui.core.stats.sequential.spending import POWER_RHO, SPEND_SHARE
+    from hermit_tui.core.stats.sequential.stopping import FUTILITY_CP, FUTILITY_MIN_ATTEMPTS
 
     rng = np.random.default_rng(SEED + 2)
     runs = args.runs
@@ -955,7 +948,7 @@ def anytime_section(args, md: list[str]) -> None:
     of stopping once it excludes 0, the tasks that takes at an effect, and its width against the fixed 95% t."""
     from scipy.stats import t as student_t
 
-    from hermit_tui.core.stats.anytime import paired_confidence_sequence
+    from hermit_tui.core.stats.sequential.anytime import paired_confidence_sequence
 
     rng = np.random.default_rng(SEED + 5)
     streams = max(200, args.runs // 4) if not args.quick else 100
@@ -1052,7 +1045,8 @@ def anytime_launch(rng, g: int, reps: int, effects, per_look: int = 4, first: in
     without a claim for every candidate (undecided, or stopped for futility: the rule is recomputed on the larger
     split). ``futility``: the rule that stops a candidate the remaining tasks cannot decide (``eval``'s default; off
     as ``--no-futility``). Returns (decisions per candidate, tasks looked at)."""
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
+    from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan
+    from hermit_tui.core.stats.sequential.anytime_tracker import AnytimeTracker
 
     ids = [f"t{i}" for i in range(g)]
     p = rng.beta(1.0, 1.0, size=g)

@@ -1,4 +1,4 @@
-"""The anytime-valid sequence with clusters above the task (issue 25, items 4 and 5; ``core.stats.anytime.
+"""The anytime-valid sequence with clusters above the task (issue 25, items 4 and 5; ``core.stats.sequential.anytime.
 clustered_confidence_sequence``): time-uniform coverage of the task-weighted mean difference ``mu``, false claims
 with one and three candidates, and decisions and tasks used at an effect of 0.2, on clustered data, beside the
 unclustered sequence on the same data (tasks in the look order, as a launch without ``--cluster-by`` takes them).
@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from hermit_tui.core.stats.anytime import _covers, clustered_confidence_sequence, paired_confidence_sequence
+from hermit_tui.core.stats.sequential.anytime import _covers, clustered_confidence_sequence, paired_confidence_sequence
 
 CHUNK = 100  # streams per call (the grid of the inversion is streams x 257 x clusters)
 INVERTED = 30  # up to this many clusters the rows run the launch's inverted sequence (beyond: the tests at mu and 0)
@@ -113,7 +113,8 @@ def through_the_tracker(tasks, clusters, effect, h, launches_n, seed):
     """(mean tasks looked at, decisions) of launches through the launch's own ``AnytimeTracker`` with clusters and
     the futility rule on, looks of at least 4 tasks, skewed sizes, one repeat (a pass/fail difference d as the
     baseline scoring d < 0 and the candidate d > 0)."""
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker, with_clusters
+    from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan, with_clusters
+    from hermit_tui.core.stats.sequential.anytime_tracker import AnytimeTracker
 
     rng = np.random.default_rng(seed)
     d, of, _ = launches(rng, launches_n, tasks, clusters, effect, h, 1, 1.0)

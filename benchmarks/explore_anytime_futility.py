@@ -1,9 +1,9 @@
-"""The anytime-valid design's futility rule (issue 25, item 4; core.stats.anytime_looks ``_Stream.in_reach``): the
-same seeded streams through ``AnytimeTracker`` with the rule off and on, at 50 and 200 tasks, no effect and an
-effect of 0.2 (pass/fail scores, task success p ~ Beta(2, 2), one repeat, looks every 4 tasks, one candidate).
-It prints each cell's mean tasks looked at and the share of each decision: the rule must leave the improvement and
-regression shares exactly as they are (it stops only comparisons that could not be decided within the split) and
-use fewer tasks. Not part of run_all.py; the figures are in RESULTS.md's note.
+"""The anytime-valid design's futility rule (issue 25, item 4; core.stats.sequential.anytime_tracker
+``_Stream.in_reach``): the same seeded streams through ``AnytimeTracker`` with the rule off and on, at 50 and 200 tasks,
+no effect and an effect of 0.2 (pass/fail scores, task success p ~ Beta(2, 2), one repeat, looks every 4 tasks, one
+candidate). It prints each cell's mean tasks looked at and the share of each decision: the rule must leave the
+improvement and regression shares exactly as they are (it stops only comparisons that could not be decided within the
+split) and use fewer tasks. Not part of run_all.py; the figures are in RESULTS.md's note.
 
 ``nice -n 10 python benchmarks/explore_anytime_futility.py`` (600 streams per cell: about 30 s on 2 shared CPUs).
 """
@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
+from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan
+from hermit_tui.core.stats.sequential.anytime_tracker import AnytimeTracker
 
 
 class _Record:

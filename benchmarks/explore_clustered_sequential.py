@@ -9,16 +9,16 @@ u_c min(p', 1 - p') with u_c ~ N(0, 0.5) clipped to [-1, 1], drawn per candidate
 independent of p, so the population mean difference stays the effect while tasks of one cluster move together
 (the case clustering is for). Without that shift (sd 0) the clusters leave the differences independent.
 
-Per row, on the same data sets: the clustered design as ``eval`` runs it (``core.stats.sequential.ClusteredMonitor``
-through ``core.stats.looks.RoundTracker``'s schedule: whole clusters in sha256 order, CR2 information, t on the
-Bell-McCaffrey df, futility on), and the unclustered design ``eval`` runs without ``--cluster-by`` (tasks in sha256
-order, which here is a random order, looks within round 1 every 25 tasks). False claim: an improvement or a
-regression of a candidate with effect 0; with three candidates, any in the launch. At effect 0.2: the share of
-improvements, the attempts per selector and task (rounds) used, against the fixed clustered design (the report's
-clustered pair interval, ``core.stats.intervals.pair_bounds`` with the clusters: CR2, t on the Bell-McCaffrey df) of
-equal power, interpolated between fixed designs a quarter of a round apart. Then the size of the fixed clustered
-test on A/A data: the report's pair interval excluding 0, and on the same data the CR2 t test on the differences and
-the CR1 t test on C - 1 df the report used before.
+Per row, on the same data sets: the clustered design as ``eval`` runs it
+(``core.stats.sequential.clustered.ClusteredMonitor`` through ``core.stats.sequential.tracker.RoundTracker``'s schedule:
+whole clusters in sha256 order, CR2 information, t on the Bell-McCaffrey df, futility on), and the unclustered design
+``eval`` runs without ``--cluster-by`` (tasks in sha256 order, which here is a random order, looks within round 1 every
+25 tasks). False claim: an improvement or a regression of a candidate with effect 0; with three candidates, any in the
+launch. At effect 0.2: the share of improvements, the attempts per selector and task (rounds) used, against the fixed
+clustered design (the report's clustered pair interval, ``core.stats.intervals.pair_bounds`` with the clusters: CR2, t
+on the Bell-McCaffrey df) of equal power, interpolated between fixed designs a quarter of a round apart. Then the size
+of the fixed clustered test on A/A data: the report's pair interval excluding 0, and on the same data the CR2 t test on
+the differences and the CR1 t test on C - 1 df the report used before.
 
     nice -n 10 python benchmarks/explore_clustered_sequential.py            # the table (about 8 min on 2 cores)
     python benchmarks/explore_clustered_sequential.py --quick               # a smoke run
@@ -80,15 +80,11 @@ def _run(monitors, schedule, order, p, pbs, rng_a, rng_bs) -> float:
 
 def launch(args: tuple[int, int, tuple[int, int], tuple[float, ...], float]) -> dict:
     """One data set, run by the clustered design and by the unclustered one."""
-    from hermit_tui.core.stats.sequential import (
-        FUTILITY_CP,
-        ClusteredMonitor,
-        SequentialMonitor,
-        clustered_batches,
-        design_spending,
-        first_round_batches,
-        look_schedule,
-    )
+    from hermit_tui.core.stats.sequential.clustered import ClusteredMonitor
+    from hermit_tui.core.stats.sequential.monitor import SequentialMonitor
+    from hermit_tui.core.stats.sequential.schedule import clustered_batches, first_round_batches, look_schedule
+    from hermit_tui.core.stats.sequential.spending import design_spending
+    from hermit_tui.core.stats.sequential.stopping import FUTILITY_CP
 
     seed, tasks, clusters, effects, shift_sd = args
     rng = np.random.default_rng(seed)

@@ -41,7 +41,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bench_stats as bs
 
-from hermit_tui.core.stats import sequential as sq
+from hermit_tui.core.stats.sequential import monitor, stopping
+from hermit_tui.core.stats.sequential.look import SequentialLook
+from hermit_tui.core.stats.sequential.monitor import SequentialMonitor
+from hermit_tui.core.stats.sequential.repeated import _repeated_interval, applied_bounds
+from hermit_tui.core.stats.sequential.schedule import design_units, first_round_batches, look_schedule
+from hermit_tui.core.stats.sequential.spending import (
+    candidate_spend,
+    design_spending,
+    hsd_spending,
+    power_spending,
+    spending_at,
+    spending_boundaries,
+)
+from hermit_tui.core.stats.sequential.stopping import (
+    FUTILITY_CP,
+    FUTILITY_MIN_ATTEMPTS,
+    conditional_power,
+    futility_regions,
+)
 
 R = 8
 Spend = Callable[[float, float], float]
@@ -87,12 +105,12 @@ def beta_regions(units: Vec, cs: Vec, beta: float, spend: Spend, first: int) -> 
 
 def design(tasks: int, spend: Spend | None = None) -> tuple[np.ndarray, np.ndarray, Spend]:
     """The looks' information in attempts, their critical values and the spending function (main's by default)."""
-    batches = sq.first_round_batches(tasks)
-    units = np.array(sq.design_units(tasks, R, batches))
-    a = sq.candidate_spend()
-    kind = sq.design_spending(batches)
-    fn: Spend = spend or (lambda t, level: sq.spending_at(t, level, kind))
-    cs = np.array(sq.spending_boundaries(tuple(units), tuple(units / R), a, spend=lambda t: fn(t, a)))
+    batches = first_round_batches(tasks)
+    units = np.array(design_units(tasks, R, batches))
+    a = candidate_spend()
+    kind = design_spending(batches)
+    fn: Spend = spend or (lambda t, level: spending_at(t, level, kind))
+    cs = np.array(spending_boundaries(tuple(units), tuple(units / R), a, spend=lambda t: fn(t, a)))
     return units, cs, fn
 
 
@@ -101,7 +119,7 @@ def model_cell(tasks: int, effect: float, regions: Callable[[np.ndarray, np.ndar
     """Expected rounds, power and attempts over the fixed design of equal power in the normal model."""
     units, cs, fn = design(tasks, spend)
     b, w = components(effect)
-    info = np.array([n / (b + w / r) for r, n in sq.look_schedule(tasks, R, sq.first_round_batches(tasks))])
+    info = np.array([n / (b + w / r) for r, n in look_schedule(tasks, R, first_round_batches(tasks))])
     f = regions(units, cs, fn)
     rng = np.random.default_rng(0)
     z = np.cumsum(rng.standard_normal((paths, len(info))) * np.sqrt(np.diff(info, prepend=0.0)), axis=1)
@@ -135,7 +153,7 @@ def equal_power_rounds(effect: float, tasks: int, b: float, w: float, power: flo
 
 def cp_rule(tasks: int, threshold: float, start: int) -> Callable[[np.ndarray, np.ndarray, Spend], np.ndarray]:
     def regions(units: np.ndarray, cs: np.ndarray, fn: Spend) -> np.ndarray:
-        f = sq.futility_regions(
+        f = futility_regions(
             [float(u) for u in units], [float(c) for c in cs], threshold, first_look(units, tasks, start)
         )
         return np.asarray(f, dtype=float)
@@ -145,7 +163,7 @@ def cp_rule(tasks: int, threshold: float, start: int) -> Callable[[np.ndarray, n
 
 def beta_rule(tasks: int, beta: float = 0.1) -> Callable[[np.ndarray, np.ndarray, Spend], np.ndarray]:
     def regions(units: np.ndarray, cs: np.ndarray, fn: Spend) -> np.ndarray:
-        return beta_regions(units, cs, beta, fn, first_look(units, tasks, sq.FUTILITY_MIN_ATTEMPTS))
+        return beta_regions(units, cs, beta, fn, first_look(units, tasks, FUTILITY_MIN_ATTEMPTS))
 
     return regions
 
@@ -157,11 +175,11 @@ Regions = Callable[[np.ndarray, np.ndarray, Spend], np.ndarray]
 
 
 def kim_demets(rho: float) -> Spend:
-    return lambda t, a: sq.power_spending(t, a, rho)
+    return lambda t, a: power_spending(t, a, rho)
 
 
 def hsd(gamma: float) -> Spend:
-    return lambda t, a: sq.hsd_spending(t, a, gamma)
+    return lambda t, a: hsd_spending(t, a, gamma)
 
 
 def model(quick: bool) -> None:
@@ -186,22 +204,22 @@ def _no_adjusted(*args: Any, **kwargs: Any) -> tuple[float, float, float, float]
     return 0.0, 0.0, 0.0, 1.0  # decisions only: the adjusted estimate does not change one
 
 
-def beta_at_stopping(beta: float) -> Callable[..., sq.SequentialLook]:
+def beta_at_stopping(beta: float) -> Callable[..., SequentialLook]:
     cache: dict[int, np.ndarray] = {}
 
-    def at_stopping(self: sq.SequentialMonitor, look: sq.SequentialLook, diffs: np.ndarray, total_looks: int):
+    def at_stopping(self: SequentialMonitor, look: SequentialLook, diffs: np.ndarray, total_looks: int):
         g = diffs.shape[0]
         total = self.total_tasks or g
         if total not in cache:
             units, cs, fn = design(total)
-            cache[total] = beta_regions(units, cs, beta, fn, first_look(units, total, sq.FUTILITY_MIN_ATTEMPTS))
+            cache[total] = beta_regions(units, cs, beta, fn, first_look(units, total, stopping.FUTILITY_MIN_ATTEMPTS))
         k = (look.look or 1) - 1
-        seen = sq.design_units(total, self.max_rounds, self.batches)[k] * total
+        seen = design_units(total, self.max_rounds, self.batches)[k] * total
         z = look.z
         if (
             look.decision == "undecided"
             and k < total_looks - 1
-            and seen >= sq.FUTILITY_MIN_ATTEMPTS
+            and seen >= stopping.FUTILITY_MIN_ATTEMPTS
             and z is not None
             and math.isfinite(z)
             and abs(z) < cache[total][k]
@@ -225,12 +243,13 @@ def launches(quick: bool) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for name, threshold, start, beta in rules:
         patches: list[Any] = [
-            mock.patch.object(sq, "FUTILITY_MIN_ATTEMPTS", start),
-            mock.patch.object(sq, "ordered_inference", _no_adjusted),
-            mock.patch.object(sq, "stagewise_inference", _no_adjusted),
+            mock.patch.object(monitor, "FUTILITY_MIN_ATTEMPTS", start),  # what SequentialMonitor reads
+            mock.patch.object(stopping, "FUTILITY_MIN_ATTEMPTS", start),  # what beta_at_stopping reads
+            mock.patch.object(monitor, "ordered_inference", _no_adjusted),
+            mock.patch.object(monitor, "stagewise_inference", _no_adjusted),
         ]
         if beta is not None:
-            patches.append(mock.patch.object(sq.SequentialMonitor, "_at_stopping", beta_at_stopping(beta)))
+            patches.append(mock.patch.object(SequentialMonitor, "_at_stopping", beta_at_stopping(beta)))
         for p in patches:
             p.start()
         try:
@@ -262,7 +281,7 @@ def launches(quick: bool) -> None:
 def later_schedule(tasks: int, later: int) -> list[tuple[int, int]]:
     """(round, tasks) of each look when round 1 is looked at as in main and each round ``r >= 2`` after ``later``
     batches of its tasks in the same order (``later = 1``: main's design, whole rounds only)."""
-    first = [lk for lk in sq.look_schedule(tasks, R, sq.first_round_batches(tasks)) if lk[0] == 1]
+    first = [lk for lk in look_schedule(tasks, R, first_round_batches(tasks)) if lk[0] == 1]
     rest = [(r, max(1, round(tasks * k / later))) for r in range(2, R + 1) for k in range(1, later + 1)]
     return first + rest
 
@@ -285,8 +304,8 @@ def later_cell(
     paths: int = 200_000,
     seed: int = 0,
     use: str = "both",
-    threshold: float = sq.FUTILITY_CP,
-    start: int = sq.FUTILITY_MIN_ATTEMPTS,
+    threshold: float = FUTILITY_CP,
+    start: int = FUTILITY_MIN_ATTEMPTS,
 ) -> dict[str, float]:
     """Main's design (Kim-DeMets rho 0.6 over the spending time ``u / R``, CP < 0.02 from 50 attempts per selector,
     non-binding) with the later rounds looked at ``later`` times each, in the normal model. ``count``: how the
@@ -303,14 +322,14 @@ def later_cell(
         units = np.array([n / tasks if r == 1 else tasks / (n / r + (tasks - n) / (r - 1)) for r, n in looks])
     else:
         units = attempts.copy()
-    a = sq.candidate_spend()
+    a = candidate_spend()
     partial_look = np.array([r > 1 and n < tasks for r, n in looks])
     times = units / R
     if use == "futility":  # a partial look's spending time is the last whole round's: it spends nothing
         times = np.array([float(r - 1) / R if p else t for (r, _), p, t in zip(looks, partial_look, times)])
-    cs = np.array(sq.spending_boundaries(tuple(units), tuple(times), a, spend=lambda t: sq.power_spending(t, a)))
+    cs = np.array(spending_boundaries(tuple(units), tuple(times), a, spend=lambda t: power_spending(t, a)))
     first = next(j for j, u in enumerate(attempts) if u * tasks >= start)
-    f = np.asarray(sq.futility_regions([float(u) for u in units], [float(c) for c in cs], threshold, first))
+    f = np.asarray(futility_regions([float(u) for u in units], [float(c) for c in cs], threshold, first))
     if use == "efficacy":
         f[partial_look] = 0.0
     out: dict[str, float] = {}
@@ -356,7 +375,7 @@ def later(quick: bool) -> None:
     options = [(1, "harmonic", "both"), (2, "harmonic", "both"), (2, "attempts", "both")]
     options += [(k, "harmonic", use) for k in (4, 8) for use in ("both", "futility", "efficacy")]
     options += [(2, "harmonic", "futility"), (2, "harmonic", "efficacy")]
-    rules = [(k, count, use, sq.FUTILITY_CP, sq.FUTILITY_MIN_ATTEMPTS) for k, count, use in options]
+    rules = [(k, count, use, FUTILITY_CP, FUTILITY_MIN_ATTEMPTS) for k, count, use in options]
     # the frontier main's design reaches by its futility threshold alone (RESULTS.md: CP 0.1 from 100 attempts)
     rules += [(1, "harmonic", "both", cp, st) for cp, st in ((0.05, 50), (0.1, 100), (0.1, 50))]
     rules += [(k, "harmonic", "both", 0.02, 100) for k in (2, 4, 8)]
@@ -369,7 +388,7 @@ def later(quick: bool) -> None:
         name = f"{n_later} ({got[0]['looks']:.0f} / {got[3]['looks']:.0f} looks)" + (
             "" if use == "both" else f", {use} only"
         )
-        if (threshold, start) != (sq.FUTILITY_CP, sq.FUTILITY_MIN_ATTEMPTS):
+        if (threshold, start) != (FUTILITY_CP, FUTILITY_MIN_ATTEMPTS):
             name += f", CP < {threshold:g} from {start} attempts"
         print(f"| {name} | {count} | {cells} | {false} |",
               flush=True)  # fmt: skip
@@ -377,10 +396,10 @@ def later(quick: bool) -> None:
 
 class LaterLaunch:
     """A prototype of one candidate's launch with ``later`` looks per round r >= 2, the way
-    ``sq.SequentialMonitor`` decides (decisions only): each look's repeated interval (``sq._repeated_interval`` on
+    ``SequentialMonitor`` decides (decisions only): each look's repeated interval (``_repeated_interval`` on
     the task means at the look's nominal level), the running intersection, and the futility rule (conditional power
     under the current estimate below 0.02 from 50 attempts per selector, with the critical values the intervals
-    apply, ``sq._applied_bounds``). At a look within round r >= 2 the task means mix r - 1 and r repeats and every
+    apply, ``applied_bounds``). At a look within round r >= 2 the task means mix r - 1 and r repeats and every
     task counts. The design is main's with the harmonic-rounds information of :func:`later_cell`. ``later = 1``
     is main's design (the check that the prototype reproduces ``sequential_launch``)."""
 
@@ -389,18 +408,18 @@ class LaterLaunch:
         g = tasks
         self.attempts = [n / g if r == 1 else r - 1 + n / g for r, n in self.looks]
         self.units = [n / g if r == 1 else g / (n / r + (g - n) / (r - 1)) for r, n in self.looks]
-        a = sq.candidate_spend()
+        a = candidate_spend()
         times = tuple(u / R for u in self.units)
-        self.cs = sq.spending_boundaries(tuple(self.units), times, a, spend=lambda t: sq.power_spending(t, a))
+        self.cs = spending_boundaries(tuple(self.units), times, a, spend=lambda t: power_spending(t, a))
         self.schedule = [(r, n if r == 1 else g) for r, n in self.looks]  # the tasks in each look's estimate
-        self.first = next(j for j, u in enumerate(self.attempts) if u * g >= sq.FUTILITY_MIN_ATTEMPTS)
+        self.first = next(j for j, u in enumerate(self.attempts) if u * g >= FUTILITY_MIN_ATTEMPTS)
         self._bounds: dict[tuple[int, float], list[float]] = {}
 
     def applied(self, k: int, se: float) -> list[float]:
         key = (k, round(se, 4))  # the applied critical values depend on the standard error only (cached)
         if key not in self._bounds:
             design = [u / self.units[k] / se**2 for u in self.units]
-            self._bounds[key] = sq._applied_bounds(self.cs, self.schedule, design, 1.0, start=k + 1)
+            self._bounds[key] = applied_bounds(self.cs, self.schedule, design, 1.0, start=k + 1)
         return self._bounds[key]
 
     def run(self, a: np.ndarray, b: np.ndarray) -> tuple[str, float]:
@@ -417,7 +436,7 @@ class LaterLaunch:
                 d = cum[np.arange(g), reps - 1] / reps
             m, sd, c = float(d.mean()), float(d.std(ddof=1)), self.cs[k]
             level = 1.0 - 2 * (1 - float(ndtr(c))) if math.isfinite(c) else 1.0
-            got = sq._repeated_interval(m, sd, len(d), -1.0, 1.0, level=level) if level < 1.0 else None
+            got = _repeated_interval(m, sd, len(d), -1.0, 1.0, level=level) if level < 1.0 else None
             lo_k, hi_k = (got.low, got.high) if got else (-1.0, 1.0)
             lo_i, hi_i = max(low, lo_k), min(high, hi_k)
             low, high = (lo_k, hi_k) if lo_i > hi_i else (lo_i, hi_i)
@@ -429,7 +448,7 @@ class LaterLaunch:
             if k >= self.first and sd > 0:
                 se = sd / math.sqrt(len(d))
                 design = [u / self.units[k] / se**2 for u in self.units]
-                if sq.conditional_power(design, self.applied(k, se), k, m / se) < sq.FUTILITY_CP:
+                if conditional_power(design, self.applied(k, se), k, m / se) < FUTILITY_CP:
                     return "futile", self.attempts[k]
         return "undecided", self.attempts[-1]
 

@@ -1,5 +1,5 @@
-"""The anytime-valid confidence sequence (core.stats.anytime) against a scalar transcription of Waudby-Smith &
-Ramdas (2023), Theorem 2, and its time-uniform coverage by a seeded brute-force simulation that a fixed-sample
+"""The anytime-valid confidence sequence (core.stats.sequential.anytime) against a scalar transcription of Waudby-Smith
+& Ramdas (2023), Theorem 2, and its time-uniform coverage by a seeded brute-force simulation that a fixed-sample
 interval, looked at after every task, fails."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
-from hermit_tui.core.stats.anytime import eb_confidence_sequence, paired_confidence_sequence
+from hermit_tui.core.stats.sequential.anytime import eb_confidence_sequence, paired_confidence_sequence
 
 
 def by_the_paper(x: list[float], alpha: float = 0.05) -> list[tuple[float, float]]:
@@ -93,7 +93,7 @@ def _first_decided_by_the_paper(x: list[float], alpha: float, margin: float | No
 def test_the_fewest_tasks_that_can_decide_are_those_of_the_clearest_results(alpha):
     """fewest_tasks_to_decide against the paper's sequence on a difference of +1 on every task, and no stream of
     one task fewer decides: 6,000 seeded random streams, most of them near +1, and a hill climb from +1."""
-    from hermit_tui.core.stats.anytime_looks import fewest_tasks_to_decide
+    from hermit_tui.core.stats.sequential.anytime_text import fewest_tasks_to_decide
 
     expected = _first_decided_by_the_paper([1.0] * 200, alpha)
     assert expected is not None and fewest_tasks_to_decide(alpha) == expected
@@ -117,7 +117,7 @@ def test_the_fewest_tasks_that_can_decide_are_those_of_the_clearest_results(alph
 
 
 def test_with_a_margin_no_difference_on_every_task_decides_as_soon_as_the_clearest_result():
-    from hermit_tui.core.stats.anytime_looks import fewest_tasks_to_decide
+    from hermit_tui.core.stats.sequential.anytime_text import fewest_tasks_to_decide
 
     for margin in (0.5, 0.2, 0.1):
         zeros = _first_decided_by_the_paper([0.0] * 3000, 0.05, margin)

@@ -1,5 +1,5 @@
 """The anytime-valid sequence with clusters above the task (issue 25, items 2, 4, 5): the test inversion of
-core.stats.anytime.clustered_confidence_sequence against a brute grid of values m, each its own
+core.stats.sequential.anytime.clustered_confidence_sequence against a brute grid of values m, each its own
 ``eb_confidence_sequence`` of ``z(m) = (n / K) (dbar - m)`` in ``[-1 - m, 1 - m]``; the reduction to the unclustered
 sequence with clusters of one task; the futility rule's clearest continuation; the launch's stream of whole
 clusters, its replay and its continuations; and one clustered ``eval --stop-when-decided --anytime`` end to end
@@ -19,12 +19,14 @@ from sequential_project import build
 from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run.runner import EvalRun
-from hermit_tui.core.stats.anytime import (
+from hermit_tui.core.stats.sequential.anytime import (
     clustered_confidence_sequence,
     eb_confidence_sequence,
     paired_confidence_sequence,
 )
-from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker, replay, small_split_note, with_clusters
+from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan, with_clusters
+from hermit_tui.core.stats.sequential.anytime_text import small_split_note
+from hermit_tui.core.stats.sequential.anytime_tracker import AnytimeTracker, replay
 from hermit_tui.core.workspace.config import load_config
 
 GRID = np.linspace(-1, 1, 2001)
@@ -80,7 +82,7 @@ def test_with_clusters_of_one_task_it_is_the_unclustered_sequence():
 def test_the_clearest_continuation_is_plus_or_minus_one_on_every_cluster_left():
     """Where +1 (and -1) on every remaining cluster, of its known size, leaves 0 inside the sequence at every later
     cluster, no other continuation takes it out: 3,000 seeded continuations, most near +-1, never do."""
-    from hermit_tui.core.stats.anytime import _covers
+    from hermit_tui.core.stats.sequential.anytime import _covers
 
     rng = np.random.default_rng(9)
     checked = 0

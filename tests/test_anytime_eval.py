@@ -1,8 +1,8 @@
 """eval --stop-when-decided --anytime end to end (tests/sequential_project.py: pass/fail tasks with a known success
 probability, adapters adding a known boost, every draw a hash, so each launch is reproducible).
 
-The tracker is pinned against ``core.stats.anytime.eb_confidence_sequence`` (itself pinned against the paper in
-tests/test_anytime.py) on differences computed here from the files, in a look order computed here from hashlib;
+The tracker is pinned against ``core.stats.sequential.anytime.eb_confidence_sequence`` (itself pinned against the paper
+in tests/test_anytime.py) on differences computed here from the files, in a look order computed here from hashlib;
 the launch's files are checked independently of the runner; a cancelled or extended launch continues the same
 stream (the same sequence as one uninterrupted launch); what would break the guarantee is refused."""
 
@@ -22,8 +22,10 @@ from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.run.runner import EvalRun
-from hermit_tui.core.stats.anytime import METHOD, eb_confidence_sequence
-from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker, small_split_note
+from hermit_tui.core.stats.sequential.anytime import METHOD, eb_confidence_sequence
+from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan
+from hermit_tui.core.stats.sequential.anytime_text import small_split_note
+from hermit_tui.core.stats.sequential.anytime_tracker import AnytimeTracker
 from hermit_tui.core.workspace.config import load_config
 
 REPEATS = 2

@@ -17,18 +17,17 @@ from scipy.stats import multivariate_normal, norm
 from scipy.stats import t as student_t
 
 from hermit_tui.core.stats.clusters import OWN
-from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan, replay
-from hermit_tui.core.stats.sequential import (
+from hermit_tui.core.stats.sequential.clustered import ClusteredMonitor, clustered_method
+from hermit_tui.core.stats.sequential.replay import replay
+from hermit_tui.core.stats.sequential.schedule import (
     MIN_CLUSTERS_PER_LOOK,
-    ClusteredMonitor,
-    candidate_spend,
     cluster_codes,
     cluster_look_order,
     cluster_schedule,
     clustered_batches,
-    clustered_method,
-    power_spending,
 )
+from hermit_tui.core.stats.sequential.spending import candidate_spend, power_spending
+from hermit_tui.core.stats.sequential.tracker import RoundTracker, SequentialPlan
 
 
 def sha(text: str) -> str:

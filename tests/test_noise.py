@@ -205,7 +205,7 @@ def test_the_round_projection_is_the_first_round_whose_boundary_the_difference_c
     from scipy.stats import norm
 
     from hermit_tui.core.stats.noise import round_projection
-    from hermit_tui.core.stats.sequential import round_boundaries
+    from hermit_tui.core.stats.sequential.schedule import round_boundaries
 
     p = pair_of(A2, B2)
     assert p.between_var is not None and p.within_var is not None
@@ -237,7 +237,7 @@ def test_the_projection_of_a_design_looking_within_round_1_names_the_batch():
     from scipy.stats import norm
 
     from hermit_tui.core.stats.noise import round_projection
-    from hermit_tui.core.stats.sequential import look_boundaries
+    from hermit_tui.core.stats.sequential.schedule import look_boundaries
 
     p = pair_of(A2, B2)
     assert p.between_var is not None and p.within_var is not None

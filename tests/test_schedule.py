@@ -231,7 +231,7 @@ def test_a_sequential_launch_with_looks_in_round_1_never_starts_a_later_look_fir
     1 starts before any of look 2, and inside look 1 the longest known task starts first."""
     import threading
 
-    from hermit_tui.core.stats.sequential import look_order
+    from hermit_tui.core.stats.sequential.schedule import look_order
 
     ids = [f"t{i:02d}" for i in range(20)]
     late = look_order(ids)[10:]  # the second look's tasks

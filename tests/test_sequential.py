@@ -7,17 +7,16 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, norm
 
-from hermit_tui.core.stats.sequential import (
-    METHOD,
+from hermit_tui.core.stats.sequential.look import METHOD
+from hermit_tui.core.stats.sequential.monitor import SequentialMonitor
+from hermit_tui.core.stats.sequential.repeated import sequential_look, variance_components
+from hermit_tui.core.stats.sequential.schedule import round_boundaries
+from hermit_tui.core.stats.sequential.spending import (
     SPEND_SHARE,
-    SequentialMonitor,
     candidate_spend,
     hsd_spending,
     obf_spending,
-    round_boundaries,
-    sequential_look,
     spending_boundaries,
-    variance_components,
 )
 
 
@@ -206,8 +205,8 @@ def test_a_summary_of_the_former_design_is_replayed_with_its_own_boundaries():
     from types import SimpleNamespace
 
     from hermit_tui.core.records.results import SequentialEntry
-    from hermit_tui.core.stats.looks import replay
-    from hermit_tui.core.stats.sequential import OLD_METHOD
+    from hermit_tui.core.stats.sequential.look import OLD_METHOD
+    from hermit_tui.core.stats.sequential.replay import replay
 
     rng = np.random.default_rng(4)
     ids = [f"t{i}" for i in range(40)]
@@ -238,13 +237,8 @@ def test_a_summary_of_the_former_design_is_replayed_with_its_own_boundaries():
 def test_look_schedule_order_and_power_spending_by_hand():
     import hashlib
 
-    from hermit_tui.core.stats.sequential import (
-        design_spending,
-        first_round_batches,
-        look_order,
-        look_schedule,
-        power_spending,
-    )
+    from hermit_tui.core.stats.sequential.schedule import first_round_batches, look_order, look_schedule
+    from hermit_tui.core.stats.sequential.spending import design_spending, power_spending
 
     assert look_schedule(100, 3, 4) == ((1, 25), (1, 50), (1, 75), (1, 100), (2, 100), (3, 100))
     assert look_schedule(10, 2, 3) == ((1, 3), (1, 7), (1, 10), (2, 10))  # round(10 k / 3)
@@ -262,7 +256,8 @@ def test_look_boundaries_spend_the_power_function_over_looks_in_attempts():
     """Looks after 25, 50, 75, 100 of 100 tasks of round 1 and after rounds 2 and 3: information in attempts
     (0.25, 0.5, 0.75, 1, 2, 3), correlation sqrt(u_i / u_j). Each look's first-exit probability, computed
     independently from the multivariate normal, is the power function's increment at time u / 3."""
-    from hermit_tui.core.stats.sequential import look_boundaries, power_spending
+    from hermit_tui.core.stats.sequential.schedule import look_boundaries
+    from hermit_tui.core.stats.sequential.spending import power_spending
 
     cs = look_boundaries(100, 3, 4, 0.045, "power")
     units = np.array([0.25, 0.5, 0.75, 1.0, 2.0, 3.0])
@@ -311,7 +306,7 @@ def test_a_monitor_looking_within_round_1_decides_on_the_first_tasks_and_keeps_t
 
 
 def test_stagewise_inference_by_hand_one_look_and_two_looks_by_bivariate_normal():
-    from hermit_tui.core.stats.sequential import stagewise_inference
+    from hermit_tui.core.stats.sequential.stopping import stagewise_inference
 
     # one look: nothing was looked at before, so the estimate, interval and p are the fixed design's normal ones
     est, low, high, p = stagewise_inference([100.0], [], 2.5, lo=-5, hi=5)
@@ -342,7 +337,7 @@ def test_stagewise_inference_by_hand_one_look_and_two_looks_by_bivariate_normal(
 def test_the_adjusted_estimate_is_median_unbiased_and_its_interval_covers_in_a_monte_carlo_of_the_design():
     # an independent simulation of the design: Brownian motion on the information scale, stopping at the first
     # look with |Z| >= c (four looks, Hwang-Shih-DeCani boundaries), true difference 0.25 on the score scale
-    from hermit_tui.core.stats.sequential import stagewise_inference
+    from hermit_tui.core.stats.sequential.stopping import stagewise_inference
 
     info = np.array([40.0, 80.0, 120.0, 160.0])
     cs = round_boundaries(4, 0.045)
@@ -368,7 +363,7 @@ def test_the_adjusted_estimate_is_median_unbiased_and_its_interval_covers_in_a_m
 
 
 def test_conditional_power_against_simulated_paths():
-    from hermit_tui.core.stats.sequential import conditional_power
+    from hermit_tui.core.stats.sequential.stopping import conditional_power
 
     info = [30.0, 60.0, 90.0, 120.0]
     cs = [3.0, 2.7, 2.5, 2.3]
@@ -390,7 +385,7 @@ def test_sample_mean_ordering_with_a_futility_region_by_hand_two_looks_by_bivari
     # two looks (information 50 and 100), the first stopping for efficacy at |Z1| >= 2.8 and for futility at
     # |Z1| < 0.5. P(theta) = P(stop at 1 with Z1 / sqrt(I1) >= e) + P(continue at 1, Z2 / sqrt(I2) >= e), the
     # continuation region 0.5 <= |Z1| < 2.8 being two rectangles of scipy's bivariate normal
-    from hermit_tui.core.stats.sequential import ordered_inference
+    from hermit_tui.core.stats.sequential.stopping import ordered_inference
 
     info, c1, f1 = (50.0, 100.0), 2.8, 0.5
     r = math.sqrt(info[0] / info[1])
@@ -417,7 +412,7 @@ def test_sample_mean_ordering_with_a_futility_region_by_hand_two_looks_by_bivari
 
 
 def test_futility_regions_are_where_the_conditional_power_crosses_the_threshold():
-    from hermit_tui.core.stats.sequential import conditional_power, futility_regions
+    from hermit_tui.core.stats.sequential.stopping import conditional_power, futility_regions
 
     info, cs = [30.0, 60.0, 90.0, 120.0], [3.0, 2.7, 2.5, 2.3]
     fs = futility_regions(info, cs, 0.02, first=1)
@@ -430,7 +425,7 @@ def test_the_sample_mean_ordering_is_median_unbiased_with_futility_stops_in_a_mo
     # an independent simulation of a design with a futility region: Brownian motion on the information scale,
     # stopping at the first look with |Z| >= c or |Z| < f; a small true difference, where most paths stop futile
     # (the case where the ordering of the looks run alone, futility left out, is pulled towards 0)
-    from hermit_tui.core.stats.sequential import ordered_inference
+    from hermit_tui.core.stats.sequential.stopping import ordered_inference
 
     info = np.array([40.0, 80.0, 120.0, 160.0])
     cs = list(round_boundaries(4, 0.045))
@@ -455,7 +450,7 @@ def test_the_sample_mean_ordering_is_median_unbiased_with_futility_stops_in_a_mo
 def test_futility_never_adds_a_false_claim_and_never_adds_attempts():
     # the same A/A data fed to the design with and without the futility rule: the efficacy boundaries are the same
     # (non-binding), so a launch that claims with futility claims without it too, and stops no later
-    from hermit_tui.core.stats.sequential import FUTILITY_CP
+    from hermit_tui.core.stats.sequential.stopping import FUTILITY_CP
 
     rng = np.random.default_rng(11)
     stopped_for_futility = 0

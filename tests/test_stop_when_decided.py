@@ -22,7 +22,8 @@ from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.run.runner import EvalRun
-from hermit_tui.core.stats.sequential import METHOD, OLD_METHOD, sequential_look
+from hermit_tui.core.stats.sequential.look import METHOD, OLD_METHOD
+from hermit_tui.core.stats.sequential.repeated import sequential_look
 from hermit_tui.core.workspace.config import load_config
 
 TASKS, ROUNDS = 30, 6
@@ -123,7 +124,7 @@ def test_ab_stops_early_with_an_improvement(project):
     assert summaries["good"].sequential.decision == "improvement"
 
     # the decision from the files: the mean difference of task means, and the round-2 interval (the one the
-    # unit-tested core.stats.sequential computes on these matrices) lies above 0 while round 1's did not decide
+    # unit-tested core.stats.sequential.repeated computes on these matrices) lies above 0 while round 1's did not decide
     a, b = matrix(rows["none"], 2), matrix(rows["good"], 2)
     diff = float((b.mean(axis=1) - a.mean(axis=1)).mean())
     assert good["mean_diff"] == pytest.approx(diff) and diff > 0.3
@@ -491,7 +492,8 @@ def test_a_launch_on_many_tasks_stops_within_the_first_round(tmp_path, capsys):
     from the files' first tasks in that order; the report recomputes it."""
     import hashlib
 
-    from hermit_tui.core.stats.sequential import BATCH_METHOD, look_boundaries
+    from hermit_tui.core.stats.sequential.look import BATCH_METHOD
+    from hermit_tui.core.stats.sequential.schedule import look_boundaries
 
     project = build(tmp_path / "p", tasks=100, repeats=4, seed=7, adapters={"good": 0.45})
     summaries, seen = launch(project, ["none", "adapters/good"], concurrency=3)
@@ -596,7 +598,7 @@ def test_a_launch_cancelled_within_round_1_resumes_look_by_look_to_the_same_deci
 def test_a_launch_stopped_with_every_candidate_futile_says_so():
     """The run screen and the finished notice say how the launch stopped: for futility only when every candidate's
     last decision was futile (one futile and one decided: the launch stopped because the last one was decided)."""
-    from hermit_tui.core.stats.looks import stopped_how
+    from hermit_tui.core.stats.sequential.look import stopped_how
 
     assert stopped_how(["futile"]) == "stopped for futility"
     assert stopped_how(["futile", "futile"]) == "stopped for futility"

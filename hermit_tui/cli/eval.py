@@ -234,7 +234,7 @@ def _cmd_eval(args, out: _StdoutKept) -> int:
     sink, progress = _progress(run, out.guard.terminal_err)
     run.on_event = sink
     if run.plan.sequential is not None and args.anytime and not args.resume:
-        from hermit_tui.core.stats.anytime_looks import small_split_note
+        from hermit_tui.core.stats.sequential.anytime_text import small_split_note
 
         seq = run.plan.sequential
         note = small_split_note(

@@ -14,8 +14,9 @@ from textual.message import Message
 
 from hermit_tui.core.errors import InputError, RunFailed
 from hermit_tui.core.run.launch import LaunchOptions
-from hermit_tui.core.stats.anytime_looks import finished_notice, is_anytime
-from hermit_tui.core.stats.looks import stopped_how
+from hermit_tui.core.stats.sequential.anytime_looks import is_anytime
+from hermit_tui.core.stats.sequential.anytime_text import finished_notice
+from hermit_tui.core.stats.sequential.look import stopped_how
 from hermit_tui.dashboard.support import start_resource_tracker
 
 if TYPE_CHECKING:

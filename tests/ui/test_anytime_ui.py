@@ -13,7 +13,7 @@ from journey_kit import setup_ready, wait_for
 from textual.widgets import Select, Static
 from waiting import settled
 
-from hermit_tui.core.stats.anytime import METHOD
+from hermit_tui.core.stats.sequential.anytime import METHOD
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.compare import CompareScreen
 from hermit_tui.dashboard.screens.run import RunScreen

@@ -16,8 +16,9 @@ from waiting import settled
 
 from hermit_tui.core.records.results import AttemptRecord, Judged, summarize
 from hermit_tui.core.run import events as ev
-from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan
-from hermit_tui.core.stats.sequential import candidate_spend, round_boundaries
+from hermit_tui.core.stats.sequential.schedule import round_boundaries
+from hermit_tui.core.stats.sequential.spending import candidate_spend
+from hermit_tui.core.stats.sequential.tracker import RoundTracker, SequentialPlan
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.compare import CompareScreen
 from hermit_tui.dashboard.screens.run import RunScreen

@@ -199,8 +199,8 @@ def sequential_lines(
 ) -> list[str]:
     """One phrase per candidate on the card whose baseline is on the card too, from one --stop-when-decided
     launch: the difference with its repeated 95% interval and the decision, recomputed from the records."""
-    from hermit_tui.core.stats import anytime_looks
-    from hermit_tui.core.stats.looks import pair_look
+    from hermit_tui.core.stats.sequential import anytime_looks
+    from hermit_tui.core.stats.sequential.replay import pair_look
 
     names = {r.label: r.adapter for r in rows}
     out = []

@@ -41,8 +41,10 @@ from hermit_tui.core.report.text import to_csv, to_json, to_markdown
 from hermit_tui.core.stats.bounds import ErrorBounds
 from hermit_tui.core.stats.clusters import Clustering, resolve_clustering
 from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
-from hermit_tui.core.stats.looks import Records, pair_look, sequential_pair
 from hermit_tui.core.stats.noise import NoiseBudget
+from hermit_tui.core.stats.sequential.replay import pair_look
+from hermit_tui.core.stats.sequential.text import sequential_pair
+from hermit_tui.core.stats.sequential.tracker import Records
 from hermit_tui.core.version import __version__
 from hermit_tui.core.why.pair import pairs_why
 from hermit_tui.core.why.versions import CheckpointCurve, CurvePoint, curve_of, kind_of
@@ -180,8 +182,8 @@ def _sequential(
     pair: PairStats, stored: dict[str, StoredEvaluation], records: Mapping[str, Records], test_ids: list[str]
 ) -> PairStats:
     """A candidate and its baseline of a --stop-when-decided launch: the sequential test's interval and decision
-    (recomputed from the records, core.stats.looks); other pairs as they are, with a note when the launch compared
-    them only with the baseline."""
+    (recomputed from the records, core.stats.sequential.replay); other pairs as they are, with a note when the launch
+    compared them only with the baseline."""
     a, b = pair.a, pair.b
     look, notes = pair_look(a, stored[a].summary, records[a], b, stored[b].summary, records[b], test_ids)
     if look is not None:

@@ -11,8 +11,8 @@ from typing import Any
 from hermit_tui.core.present import fixed, interval_text
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.safe import csv_cell
-from hermit_tui.core.stats import anytime_looks
-from hermit_tui.core.stats.looks import entry_stopped_how
+from hermit_tui.core.stats.sequential import anytime_looks
+from hermit_tui.core.stats.sequential.look import entry_stopped_how
 
 
 def figure(x: float | None, digits: int = 4) -> str:

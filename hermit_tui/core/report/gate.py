@@ -40,8 +40,8 @@ from hermit_tui.core.records.results import SOLVED_THRESHOLD, AttemptRecord, Seq
 from hermit_tui.core.report.requirements import DEFAULT_REQUIRE, NEEDS_BASELINE, REQUIREMENTS
 from hermit_tui.core.safe import line as one_line
 from hermit_tui.core.safe import markdown
-from hermit_tui.core.stats import anytime_looks
-from hermit_tui.core.stats.looks import entry_stopped_how
+from hermit_tui.core.stats.sequential import anytime_looks
+from hermit_tui.core.stats.sequential.look import entry_stopped_how
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES, Fingerprint, differences
 from hermit_tui.core.workspace.tasks import TaskSet

@@ -34,12 +34,12 @@ from hermit_tui.core.report.html_tables import kv as _kv
 from hermit_tui.core.report.html_where import where_sections
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot, esc, means_plot
-from hermit_tui.core.stats import anytime_looks
 from hermit_tui.core.stats.clusters import CLUSTER_METHOD
 from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
-from hermit_tui.core.stats.looks import adjusted_text, boundary_text
 from hermit_tui.core.stats.noise import variance_text
+from hermit_tui.core.stats.sequential import anytime_looks
+from hermit_tui.core.stats.sequential.text import adjusted_text, boundary_text
 from hermit_tui.core.why.text import curve_lines, pair_lines
 from hermit_tui.core.workspace.fingerprint import FIELD_NAMES
 

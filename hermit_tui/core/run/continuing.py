@@ -24,7 +24,7 @@ from hermit_tui.core.workspace.fingerprint import Fingerprint, differences
 from hermit_tui.core.workspace.selectors import Selector
 
 if TYPE_CHECKING:
-    from hermit_tui.core.stats.looks import SequentialPlan
+    from hermit_tui.core.stats.sequential.tracker import SequentialPlan
 
 #: label -> the folder of its evaluation (eval/<label>/, or its smoke/ folder)
 FolderOf = Callable[[str], Path]
@@ -76,8 +76,8 @@ class ContinuePlan:
         task_ids: Sequence[str] = (),
     ) -> ContinuePlan:
         """The plan of a resume: refused, saying what changed, when the protocol differs from the one recorded. An
-        anytime-valid launch (``core.stats.anytime_looks``) continues its recorded stream of tasks, also when tasks
-        were added to the test split (``task_ids``); ``sequential`` learns that stream."""
+        anytime-valid launch (``core.stats.sequential.anytime_plan``) continues its recorded stream of tasks, also when
+        tasks were added to the test split (``task_ids``); ``sequential`` learns that stream."""
         plan = cls(resume=True)
         grown = _anytime_stream(selectors, folder_of, sequential, task_ids)
         for sel in selectors:
@@ -191,7 +191,8 @@ def _anytime_stream(
     """An anytime-valid resume: give ``sequential`` the stream its evaluations recorded (InputError when they
     disagree, or when a task looked at left the test split); True when the test split grew since (the recorded
     fingerprint's task ids and rows then differ; the tasks looked at are still there)."""
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan, is_anytime, recorded_order
+    from hermit_tui.core.stats.sequential.anytime_looks import is_anytime, recorded_order
+    from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan
 
     if not isinstance(sequential, AnytimePlan):
         return False
@@ -231,7 +232,8 @@ def _sequential_changes(old: Summary, sequential: SequentialPlan | None) -> list
     """A stop-when-decided launch resumes only as one, with the same design."""
     if old.sequential is None:
         return ["it was not launched with --stop-when-decided"] if sequential else []
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan, is_anytime
+    from hermit_tui.core.stats.sequential.anytime_looks import is_anytime
+    from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan
 
     if not sequential and is_anytime(old.sequential):
         return [

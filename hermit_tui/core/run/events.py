@@ -9,8 +9,8 @@ from pydantic import BaseModel
 from hermit_tui.core.records.results import AttemptRecord, Summary
 
 if TYPE_CHECKING:  # the statistics (numpy) load when a launch has rounds, not for every launch's events
-    from hermit_tui.core.stats.looks import SequentialPlan
-    from hermit_tui.core.stats.sequential import SequentialLook
+    from hermit_tui.core.stats.sequential.look import SequentialLook
+    from hermit_tui.core.stats.sequential.tracker import SequentialPlan
 else:
     SequentialPlan = SequentialLook = Any  # as the engine builds them: the objects themselves, not validated again
 

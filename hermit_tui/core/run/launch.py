@@ -64,13 +64,13 @@ class LaunchOptions(BaseModel):
     judge_on_workers: bool = False  # --executor ray: judge on the workers instead of the driver
     retry_lost: bool = False  # --executor ray: run an attempt whose worker was lost once more
     max_cost: float | None = None  # USD: no new attempt starts once this launch's attempts cost that much
-    stop_when_decided: bool = False  # whole rounds, stopping once every candidate is decided (core.stats.looks)
+    stop_when_decided: bool = False  # whole rounds, stopping once every candidate is decided (core.stats.sequential)
     baseline: str | None = None  # --stop-when-decided: the selector the others are compared with
     margin: float | None = None  # --stop-when-decided: also "equivalent within ±margin"
     cluster_by: str | None = None  # --cluster-by: a field of the task rows whose values cluster the tasks
     first_round_looks: int | None = None  # --stop-when-decided: looks within the first round (None: by the tasks)
     futility: bool = True  # --stop-when-decided: the non-binding futility rule (--no-futility: off; off with a margin)
-    anytime: bool = False  # --stop-when-decided --anytime: by confidence sequences (core.stats.anytime_looks)
+    anytime: bool = False  # --stop-when-decided --anytime: by confidence sequences (core.stats.sequential)
 
     def __init__(self, **data: Any) -> None:
         try:

@@ -81,7 +81,7 @@ class LaunchPlan:
                 task_ids=self.task_ids,
             )
         if self.sequential is not None and options.anytime:  # task by task, by confidence sequences
-            from hermit_tui.core.stats.anytime_looks import anytime_plan
+            from hermit_tui.core.stats.sequential.anytime_plan import anytime_plan
 
             self.sequential = anytime_plan(self.sequential, self.concurrency, len(self.selectors), self.test_rows)
         if len(self.selectors) * len(self.task_ids) * repeats > MAX_ATTEMPTS:
@@ -91,7 +91,7 @@ class LaunchPlan:
             )
         self.check_folders()
         if self.clustering is not None and options.anytime and self.sequential is not None:
-            from hermit_tui.core.stats.anytime_looks import AnytimePlan, with_clusters
+            from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan, with_clusters
 
             if isinstance(self.sequential, AnytimePlan):  # a cluster is one observation of the stream
                 c = self.clustering

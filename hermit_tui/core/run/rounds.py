@@ -1,5 +1,5 @@
 """Stop when decided, in a launch: the plan made from the launch's options, the barrier between rounds, and the
-lines the launch logs after each round. The design and its looks are ``core.stats.looks``'s."""
+lines the launch logs after each round. The design and its looks are ``core.stats.sequential.tracker``'s."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.run.launch import check_margin
 from hermit_tui.core.stats.clusters import Clustering
-from hermit_tui.core.stats.looks import RoundTracker, SequentialPlan, design_method, stop_state
-from hermit_tui.core.stats.sequential import SequentialLook
+from hermit_tui.core.stats.sequential.look import SequentialLook, stop_state
+from hermit_tui.core.stats.sequential.tracker import RoundTracker, SequentialPlan, design_method
 
 
 def plan_for(
@@ -27,21 +27,29 @@ def plan_for(
     """The plan for ``selectors`` (resolved ``Selector`` objects, in launch order): the baseline is the selector
     typed as (or labelled) ``baseline``, by default ``none`` when it is there, else the first one. ``tasks``: the
     test tasks; ``first_round_looks``: the looks within the first round (``--first-round-looks``; None: one per
-    ``MIN_BATCH`` tasks, at most ``MAX_BATCHES``, ``core.stats.sequential.first_round_batches``); ``futility``:
+    ``MIN_BATCH`` tasks, at most ``MAX_BATCHES``, ``core.stats.sequential.schedule.first_round_batches``); ``futility``:
     the non-binding futility rule (``FUTILITY_CP``), on unless turned off or a margin is given (an equivalence
     claim is what a small difference leads to, so stopping there for futility would preempt it).
     ``clustering`` (``--cluster-by`` / ``--cluster-file``, with the test ``task_ids``): the clustered design
-    (``core.stats.sequential.ClusteredMonitor``): round 1's looks after whole clusters, by default one per
+    (``core.stats.sequential.clustered.ClusteredMonitor``): round 1's looks after whole clusters, by default one per
     ``MIN_CLUSTERS_PER_LOOK`` clusters at most, as many as the clusters' sizes allow."""
-    from hermit_tui.core.stats import sequential as seq
-    from hermit_tui.core.stats.sequential import FUTILITY_CP, design_spending, first_round_batches
+    from hermit_tui.core.stats.sequential.clustered import clustered_method
+    from hermit_tui.core.stats.sequential.schedule import (
+        cluster_codes,
+        cluster_look_order,
+        cluster_schedule,
+        clustered_batches,
+        first_round_batches,
+    )
+    from hermit_tui.core.stats.sequential.spending import design_spending
+    from hermit_tui.core.stats.sequential.stopping import FUTILITY_CP
 
     margin = check_margin(margin)
     codes = None
     if clustering is not None and task_ids is not None:
-        codes = seq.cluster_codes(seq.cluster_look_order(task_ids, clustering.of), clustering.of)
+        codes = cluster_codes(cluster_look_order(task_ids, clustering.of), clustering.of)
     if first_round_looks is None and codes is not None:
-        batches = seq.clustered_batches(len(codes), int(codes.max()) + 1)
+        batches = clustered_batches(len(codes), int(codes.max()) + 1)
     elif first_round_looks is None:
         batches = first_round_batches(tasks) if tasks else 1
     else:
@@ -65,8 +73,8 @@ def plan_for(
     clustered: dict[str, Any] = {}
     method = design_method(batches)
     if clustering is not None and codes is not None:  # the looks the clusters' sizes allow (never splitting one)
-        batches = sum(1 for r, _ in seq.cluster_schedule(codes, max_rounds, batches) if r == 1)
-        method = seq.clustered_method(batches)
+        batches = sum(1 for r, _ in cluster_schedule(codes, max_rounds, batches) if r == 1)
+        method = clustered_method(batches)
         clustered = dict(cluster_by=clustering.by, clusters_sha256=clustering.digest(), cluster_of=clustering.of)
     return SequentialPlan(
         baseline=base,
@@ -148,7 +156,7 @@ class RoundGate:
         attempts: Sequence[tuple[str, int]],
     ) -> RoundGate:
         """The gate of a launch whose scheduled attempts are ``attempts`` ((task id, round) per attempt)."""
-        from hermit_tui.core.stats.anytime_looks import tracker_for
+        from hermit_tui.core.stats.sequential.anytime_tracker import tracker_for
 
         tracker = tracker_for(plan, task_ids)  # RoundTracker, or the anytime-valid design's AnytimeTracker
         remaining: dict[int, int] = {}

@@ -7,7 +7,7 @@ selector, so that partial results stay paired. Each finished attempt is appended
 What the launch is asked to do is a ``LaunchOptions`` (core.run.launch); what it continues from, a retry's or a resume's
 ``ContinuePlan`` (core.run.continuing); where attempts run, an ``Executor`` each class builds from the options
 (core.run.executors, core.run.ray_executor); the summaries, a ``SummaryWriter`` (core.run.summaries); the rounds of
-``--stop-when-decided``, a ``RoundGate`` (core.stats.looks). ``EvalRun`` schedules.
+``--stop-when-decided``, a ``RoundGate`` (core.stats.sequential.tracker). ``EvalRun`` schedules.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from hermit_tui.core.workspace.tasks import TaskSet
 
 if TYPE_CHECKING:  # the rounds and their statistics (numpy) load only for a launch that has rounds
     from hermit_tui.core.run.rounds import RoundGate
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan
-    from hermit_tui.core.stats.sequential import SequentialLook
+    from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan
+    from hermit_tui.core.stats.sequential.look import SequentialLook
 
 EventSink = Callable[[ev.Event], None]
 SUMMARY_EVERY_S = 2.0  # a running evaluation's summary.json (complete: false) is refreshed this often
@@ -96,11 +96,11 @@ class _Exports:
 
 
 def _is_anytime(plan: object) -> TypeGuard[AnytimePlan]:
-    """An anytime-valid launch's plan (``core.stats.anytime_looks.AnytimePlan``), without loading the statistics
-    for a launch that has no plan."""
+    """An anytime-valid launch's plan (``core.stats.sequential.anytime_plan.AnytimePlan``), without loading the
+    statistics for a launch that has no plan."""
     if plan is None:
         return False
-    from hermit_tui.core.stats.anytime_looks import AnytimePlan
+    from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan
 
     return isinstance(plan, AnytimePlan)
 
@@ -548,8 +548,9 @@ class EvalRun:
     # -- rounds (--stop-when-decided) -----------------------------------------------------------------------------
     def _report_rounds(self, checked: list[tuple[int, list[SequentialLook]]]) -> None:
         from hermit_tui.core.run.rounds import decided_line, round_line
-        from hermit_tui.core.stats import anytime_looks
-        from hermit_tui.core.stats.anytime_looks import AnytimePlan, AnytimeTracker
+        from hermit_tui.core.stats.sequential import anytime_text
+        from hermit_tui.core.stats.sequential.anytime_plan import AnytimePlan
+        from hermit_tui.core.stats.sequential.anytime_tracker import AnytimeTracker
 
         gate, plan = self._rounds, self.plan.sequential
         assert gate is not None and plan is not None
@@ -567,11 +568,11 @@ class EvalRun:
                 )
             )
             anytime = isinstance(plan, AnytimePlan)
-            self._log("info", anytime_looks.look_line(plan, looks) if anytime else round_line(r, plan, looks))
+            self._log("info", anytime_text.look_line(plan, looks) if anytime else round_line(r, plan, looks))
         if checked and gate.stopped:
             t = gate.tracker
             if isinstance(t, AnytimeTracker):
-                self._log("info", anytime_looks.decided_line(t))
+                self._log("info", anytime_text.decided_line(t))
             else:
                 futile = sum(1 for c in plan.candidates if (lk := t.last(c)) is not None and lk.decision == "futile")
                 self._log("info", decided_line(t.rounds, plan, t.tasks_looked, len(t.task_ids), futile))

@@ -1,6 +1,6 @@
 """The statistics, pure functions of the records: per-selector intervals, paired comparisons and the test that
 inverts the pair interval (``figures``, ``intervals``), the secondary randomisation test of the sharp null
-(``paired``), clusters above the task and the cluster-robust variance (``clusters``), the group-sequential design
-(``sequential``) and its looks recomputed from the files (``looks``), the anytime-valid confidence sequence
-(``anytime``) and the ``--anytime`` launch's design and looks (``anytime_looks``).
+(``paired``), clusters above the task and the cluster-robust variance (``clusters``), and stop when decided, the
+group-sequential and the anytime-valid designs and their looks recomputed from the files, in the sub-package
+``sequential`` (its ``__init__`` says what is where).
 Imports records, the workspace and the base modules only."""

@@ -43,7 +43,7 @@ from hermit_tui.core.stats.intervals import (
     task_mean_interval,
 )
 from hermit_tui.core.stats.paired import paired_randomisation_test
-from hermit_tui.core.stats.sequential import SequentialLook
+from hermit_tui.core.stats.sequential.look import SequentialLook
 
 ALPHA = 0.05
 POWER = 0.8

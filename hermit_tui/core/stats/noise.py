@@ -269,14 +269,15 @@ def round_projection(
 ) -> RoundProjection | None:
     """The first round ``r`` whose boundary a true difference of ``delta`` clears with 80% power, using the earlier
     evaluation's variance split: ``(c_r + z_0.8) x sqrt((between + within / r) / T) <= delta``, ``c_r`` the
-    design's critical value at round r (``core.stats.sequential.look_boundaries`` spending ``spend``; with
+    design's critical value at round r (``core.stats.sequential.schedule.look_boundaries`` spending ``spend``; with
     ``batches`` looks within round 1, a look after ``n`` of its tasks clears when ``(c + z_0.8) x sqrt((between +
     within) / n) <= delta``, and the projection names that look). None when
     the earlier evaluation gives no split (one repeat, no spread, or clustered). A projection, not a promise: it
     takes the earlier figures as the truth."""
     from scipy.stats import norm
 
-    from hermit_tui.core.stats.sequential import design_spending, look_boundaries, look_schedule
+    from hermit_tui.core.stats.sequential.schedule import look_boundaries, look_schedule
+    from hermit_tui.core.stats.sequential.spending import design_spending
 
     if pair.between_var is None or pair.within_var is None or pair.n_clusters is not None or n_tasks < 2:
         return None

@@ -14,11 +14,11 @@ from rich.text import Text
 
 from hermit_tui.core.present import NO_SPREAD_POWER, SHARP_TEST_ROW, fixed, p_text, p_value, partial_cost
 from hermit_tui.core.records.index import Snapshot
-from hermit_tui.core.stats.anytime_looks import interval_words, is_anytime
 from hermit_tui.core.stats.clusters import Clustering
 from hermit_tui.core.stats.figures import PairStats, SelectorStats, VerdictKind
-from hermit_tui.core.stats.looks import adjusted_text
 from hermit_tui.core.stats.noise import between_text
+from hermit_tui.core.stats.sequential.anytime_looks import interval_words, is_anytime
+from hermit_tui.core.stats.sequential.text import adjusted_text
 from hermit_tui.core.workspace.fingerprint import differences
 from hermit_tui.dashboard.widgets import plots
 from hermit_tui.dashboard.widgets.boundary import SequentialView

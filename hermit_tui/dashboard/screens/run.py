@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.widgets import Header, RichLog, Static
 
 from hermit_tui.core.present import cost_phrase, money
-from hermit_tui.core.stats.looks import stopped_how
+from hermit_tui.core.stats.sequential.look import stopped_how
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.base import HermitScreen

@@ -19,7 +19,7 @@ from textual.widgets.selection_list import Selection
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.report.protocol import checks_for_display
 from hermit_tui.core.run.launch import LaunchOptions
-from hermit_tui.core.stats.anytime_looks import small_split_note
+from hermit_tui.core.stats.sequential.anytime_text import small_split_note
 from hermit_tui.core.workspace.selectors import VersionChoices, describe_selector, version_choices
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style

@@ -39,7 +39,7 @@ from hermit_tui.dashboard.state.triage import (
 )
 
 if TYPE_CHECKING:
-    from hermit_tui.core.stats.looks import SequentialPlan
+    from hermit_tui.core.stats.sequential.tracker import SequentialPlan
 
 Filter = Literal["all", "errors", "regressions", "improvements", "flaky", "unknown_cost"]
 FILTERS: tuple[Filter, ...] = ("all", "errors", "regressions", "improvements", "flaky", "unknown_cost")

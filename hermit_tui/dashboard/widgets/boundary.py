@@ -14,9 +14,10 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hermit_tui.core.records.index import Snapshot
-from hermit_tui.core.stats.anytime_looks import is_anytime
-from hermit_tui.core.stats.looks import adjusted_text, boundary_text, decided_where, look_text
-from hermit_tui.core.stats.sequential import SequentialLook, boundaries_of, round_boundaries
+from hermit_tui.core.stats.sequential.anytime_looks import is_anytime
+from hermit_tui.core.stats.sequential.look import SequentialLook, boundaries_of
+from hermit_tui.core.stats.sequential.schedule import round_boundaries
+from hermit_tui.core.stats.sequential.text import adjusted_text, boundary_text, decided_where, look_text
 from hermit_tui.dashboard.widgets.plots import BoundaryPlot, BoundarySeries
 
 #: a selector's attempts: records, or the store's columns (a snapshot)
@@ -127,7 +128,7 @@ class LiveRounds:
 
 def live_rounds(store, a: str | None, b: str | None) -> LiveRounds | None:
     """The store's looks when (a, b) is the running launch's baseline and one of its candidates (either way)."""
-    from hermit_tui.core.stats.looks import negated
+    from hermit_tui.core.stats.sequential.replay import negated
 
     plan = store.sequential
     if plan is None or a is None or b is None or plan.baseline not in (a, b):
@@ -160,7 +161,8 @@ def with_sequential(
     """``c`` (the compare screen's ``Comparison``) with the sequential test in place of the fixed design's when the
     pair is a candidate and its baseline of a --stop-when-decided launch: recomputed from the records once the
     summaries say so, else (while the launch runs) the looks it reported."""
-    from hermit_tui.core.stats.looks import pair_looks, sequential_pair
+    from hermit_tui.core.stats.sequential.replay import pair_looks
+    from hermit_tui.core.stats.sequential.text import sequential_pair
 
     looks, notes = pair_looks(c.a, summaries[0], records_a, c.b, summaries[1], records_b, task_ids)
     view = None

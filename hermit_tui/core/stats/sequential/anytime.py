@@ -3,7 +3,7 @@
 A *confidence sequence* (CS) is a sequence of intervals ``C_1, C_2, ...`` that hold the true mean **at every
 time at once** with probability at least ``1 - alpha``: ``P(for all t: mu in C_t) >= 1 - alpha``. So it may be
 looked at after every task, stopped on what it shows, and continued later with more tasks, without the error
-budget restarting, which the group-sequential design of ``core.stats.sequential`` (a plan of looks fixed in
+budget restarting, which the group-sequential design of ``core.stats.sequential.monitor`` (a plan of looks fixed in
 advance) cannot offer.
 
 The method is the *predictable plug-in empirical-Bernstein* CS of Waudby-Smith & Ramdas (2023, "Estimating means
@@ -17,8 +17,8 @@ the predictable bets ``lambda_t = min(sqrt(2 log(2 / alpha) / (s2_{t-1} t log(1 
 
 and the running intersection of the ``C_t`` (still a CS). Paired task differences in ``[-1, 1]`` are mapped to
 ``(d + 1) / 2``. The observations are the tasks' differences *in a fixed order* (``core.stats.sequential.
-look_order``), each task once with the repeats fixed before it ran: a later repeat of a task already seen does not
-have the population mean as its conditional mean (the task's own first result predicts it), so it is not a new
+schedule.look_order``), each task once with the repeats fixed before it ran: a later repeat of a task already seen does
+not have the population mean as its conditional mean (the task's own first result predicts it), so it is not a new
 observation of the stream.
 
 **Clusters above the task** (``--cluster-by``; :func:`clustered_confidence_sequence`): the observations are whole
@@ -32,7 +32,7 @@ whatever ``m``: the unclustered sequence exactly.
 
 The price of looking at any time: at 200 tasks the CS is about 1.7 times as wide as the fixed-sample 95% interval
 (1.7 in ``benchmarks/bench_stats.py``, ``--only anytime``). In ``eval`` it is ``--stop-when-decided --anytime``
-(``core.stats.anytime_looks``; docs/statistics.md).
+(``core.stats.sequential.anytime_plan``; docs/statistics.md).
 """
 
 from __future__ import annotations
