@@ -170,6 +170,11 @@ def test_each_looks_information_and_interval_are_the_bias_reduced_cluster_robust
             assert look.ci_method is None
             continue
         assert look.ci_method == "t"
+        # its method line names the t on the clusters' df, not the unclustered design's tasks - 1
+        from hermit_tui.core.stats.sequential.text import sequential_method
+
+        words = sequential_method(look)
+        assert "Bell-McCaffrey degrees of freedom" in words and "(CR2)" in words and "tasks - 1 df" not in words
         # this look's own interval: the t interval on the df at the nominal level of its normal boundary
         level = 2 * norm.cdf(look.boundary_z) - 1
         half = student_t.ppf(1 - (1 - level) / 2, df) * math.sqrt(var)

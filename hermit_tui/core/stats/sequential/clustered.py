@@ -97,8 +97,8 @@ class ClusteredMonitor(SequentialMonitor):
 
     Measured (``benchmarks/explore_clustered_sequential.py``, RESULTS.md): A/A false claims 1.5-3.6% on clusters of
     unequal sizes sharing a shift (the unclustered design on the same data: 14.7-22.5%). CR1 with t on ``C_k - 1``
-    df, the fixed design's method, left them at 4.9-5.4%, where the fixed CR1 t test itself rejects 5.7-6.9%;
-    hence CR2 and its df here."""
+    df (the fixed design's method before it moved to CR2 too) left them at 4.9-5.4%, where the fixed CR1 t test
+    itself rejects 5.7-6.9%; hence CR2 and its df here."""
 
     def __init__(
         self,

@@ -116,14 +116,14 @@ def sequential_method(look: SequentialLook) -> str:
 
     if anytime_looks.is_anytime(look):
         return anytime_text.sequential_method(look)
+    from hermit_tui.core.stats.clusters import CLUSTER_T_METHOD
     from hermit_tui.core.stats.intervals import METHOD_TEXT
 
     text = f"repeated 95% confidence interval (the intersection over the rounds run): {look.method}"
     if look.ci_method is not None and look.nominal_level is not None:
-        text += (
-            f"; round {look.rounds}'s interval: {METHOD_TEXT[look.ci_method]} at the nominal confidence "
-            f"1 − {1 - look.nominal_level:.2g}"
-        )
+        # a clustered look's t interval is on the clusters' Bell-McCaffrey df, not on tasks - 1
+        shown = CLUSTER_T_METHOD if look.clusters is not None and look.ci_method == "t" else METHOD_TEXT[look.ci_method]
+        text += f"; round {look.rounds}'s interval: {shown} at the nominal confidence 1 − {1 - look.nominal_level:.2g}"
     if look.futility is not None:
         text += f"; {FUTILITY_METHOD.format(cp=look.futility)}"
     if look.adjusted:
