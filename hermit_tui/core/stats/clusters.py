@@ -49,6 +49,8 @@ FILE_PREFIX = "file:"  # a cluster spec naming a task id -> cluster file rather 
 OWN = "(own cluster) "  # the prefix of the cluster of a task without the field: one per such task
 # the fixed design's clustered figures (the report's "clustered by" row, the methods of a selector and a pair)
 CLUSTER_METHOD = "bias-reduced cluster-robust (CR2) standard error, Student t on the Bell-McCaffrey degrees of freedom"
+# the clustered pair interval's floor (core.stats.intervals.pair_bounds), when a cluster holds several tasks
+CLUSTER_PAIR_FLOOR = "never narrower than the CR2 t interval on the task differences"
 # a clustered t interval's method, as a method line names an interval (the clustered sequential look's, say)
 CLUSTER_T_METHOD = (
     "Student t interval with the bias-reduced cluster-robust (CR2) standard error, on the Bell-McCaffrey degrees of "
@@ -293,6 +295,7 @@ def bell_mccaffrey_df(sizes: Sequence[int] | np.ndarray) -> float:
 
 __all__ = [
     "CLUSTER_METHOD",
+    "CLUSTER_PAIR_FLOOR",
     "CLUSTER_T_METHOD",
     "bell_mccaffrey_df",
     "bias_reduced_var",

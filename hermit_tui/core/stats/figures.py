@@ -33,7 +33,7 @@ from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 from hermit_tui.core.present import INTERVAL_INCLUDES_0, INTERVAL_TEST, NO_SPREAD_POWER, SHARP_TEST, p_text, short_num
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
 from hermit_tui.core.records.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
-from hermit_tui.core.stats.clusters import CLUSTER_METHOD, Clustering, cluster_df, clustered_var
+from hermit_tui.core.stats.clusters import CLUSTER_METHOD, CLUSTER_PAIR_FLOOR, Clustering, cluster_df, clustered_var
 from hermit_tui.core.stats.intervals import (
     METHOD_TEXT,
     Interval,
@@ -691,7 +691,14 @@ def pair_stats(
         sd_diff=sd,
         se=se,
         **_interval_fields(interval),
-        method=_method_text(interval, "differences of task means, b - a", clusters, units, df),
+        method=_method_text(
+            interval,
+            "differences of task means, b - a"
+            + (f"; {CLUSTER_PAIR_FLOOR}" if clusters is not None and units < n else ""),
+            clusters,
+            units,
+            df,
+        ),
         cluster_by=clusters.by if clusters is not None else None,
         n_clusters=units if clusters is not None else None,
         cluster_df=df if df is not None and math.isfinite(df) else None,
