@@ -73,3 +73,37 @@ def test_a_cluster_mapping_changed_since_the_launch_refuses_the_publish(demo_con
     err = capsys.readouterr().err
     assert "cannot publish: the card's intervals cannot be clustered as final was launched" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_report_of_evaluations_launched_with_and_without_clusters_says_why_it_is_not_clustered(demo_config, capsys):
+    base = ["eval", "--config", str(demo_config), "--no-card", *FAST]
+    assert main([*base, "--adapter", "none", "--adapter", "final", "--cluster-by", "category"]) == 0
+    assert main([*base, "--adapter", "root"]) == 0
+    capsys.readouterr()
+    assert main(["report", "--config", str(demo_config), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cluster_by"] is None
+    assert (
+        "Not clustered: none, final launched with --cluster-by category; root without clusters: every figure takes "
+        "the test tasks as independent (--cluster-by category clusters them all)"
+    ) in report["warnings"]
+    assert main(["report", "--config", str(demo_config), "--format", "json", "--cluster-by", "category"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cluster_by"] == "category" and not any("Not clustered" in w for w in report["warnings"])
+    assert (
+        main(["report", "--config", str(demo_config), "--format", "json", "--adapter", "none", "--adapter", "final"])
+        == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["cluster_by"] == "category" and not any("Not clustered" in w for w in report["warnings"])
+
+
+def test_the_note_names_a_cluster_file_by_its_name_and_gives_no_hint_for_two_clusterings():
+    from hermit_tui.core.stats.clusters import FILE_PREFIX, unclustered_note
+
+    assert unclustered_note(["a", "b"], [None, None]) is None
+    note = unclustered_note(["a", "b", "c"], [FILE_PREFIX + "/x/y/groups.csv", "category", None])
+    assert note == (
+        "Not clustered: a launched with --cluster-file groups.csv; b launched with --cluster-by category; c without "
+        "clusters: every figure takes the test tasks as independent"
+    )

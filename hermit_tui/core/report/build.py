@@ -39,7 +39,7 @@ from hermit_tui.core.report.model import (
 from hermit_tui.core.report.protocol import protocol_checks, score_scale_check, test_reuse
 from hermit_tui.core.report.text import to_csv, to_json, to_markdown
 from hermit_tui.core.stats.bounds import ErrorBounds
-from hermit_tui.core.stats.clusters import Clustering, resolve_clustering
+from hermit_tui.core.stats.clusters import Clustering, resolve_clustering, unclustered_note
 from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
 from hermit_tui.core.stats.noise import NoiseBudget
 from hermit_tui.core.stats.sequential.replay import pair_look
@@ -374,6 +374,9 @@ def build_report(
     read: dict[str, AttemptTable] = {}
     try:
         report, tables = _build(config, taskset, labels, threshold, label_set, stored, read, test_ids, demo, clusters)
+        note = unclustered_note(labels, recorded) if clusters is None and len(labels) > 1 else None
+        if note is not None:
+            report.warnings.append(note)
         if error_bounds:
             report.error_bounds = _error_bounds(report, read, threshold)
         report.noise = _noise(report, noise_at)

@@ -217,6 +217,28 @@ def resolve_clustering(
     return clustering
 
 
+def unclustered_note(labels: Sequence[str], recorded: Sequence[str | None]) -> str | None:
+    """Why figures that some evaluations were launched clustered are not (:func:`resolve_clustering` clusters only
+    when every evaluation recorded the same clusters), with the option that clusters them all; None when none of
+    ``labels`` (their ``recorded`` ``cluster_by``, in the same order) was launched clustered."""
+    fields = {r for r in recorded if r is not None}
+    if not fields:
+        return None
+    by: dict[str | None, list[str]] = {}
+    for label, field in zip(labels, recorded):
+        by.setdefault(field, []).append(label)
+
+    def option(field: str) -> str:
+        if field.startswith(FILE_PREFIX):
+            return f"--cluster-file {Path(field[len(FILE_PREFIX) :]).name}"
+        return f"--cluster-by {field}"
+
+    parts = [f"{', '.join(names)} launched with {option(f)}" for f, names in by.items() if f is not None]
+    parts += [f"{', '.join(by[None])} without clusters"] if None in by else []
+    hint = f" ({option(next(iter(fields)))} clusters them all)" if len(fields) == 1 else ""
+    return f"Not clustered: {'; '.join(parts)}: every figure takes the test tasks as independent{hint}"
+
+
 class ClustersChanged(InputError):
     """The recorded clusters cannot be taken as they were launched: ``reason`` says why, and the message adds what a
     command's user can do (pass the option: the figures clustered as the mapping is now); a screen says its own."""
