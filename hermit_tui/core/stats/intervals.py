@@ -107,6 +107,40 @@ def wilson_bounds(p: Any, n: Any, crit: Any) -> Any:
     return low, high
 
 
+SMALL_COUNT = 3.0  # Brown, Cai & DasGupta's x*: at most this many (effective) events from an end, the Poisson bound
+
+
+def poisson_lower(x: Any, alpha: Any) -> Any:
+    """The one-sided lower confidence bound ``lambda`` of a Poisson mean from ``x`` events (``x > 0``, not necessarily
+    a whole number): the ``lambda`` with ``P(Poisson(lambda) >= x) = alpha``, i.e. ``0.5 * chi2.ppf(alpha, 2 x)``, the
+    regularised lower incomplete gamma ``P(x, lambda) = alpha`` solved for ``lambda``. Bisection on ``log(lambda)``
+    (numpy only: no scipy import) between ``(alpha Gamma(x + 1))^(1/x)`` (below it, since ``P(x, lambda) <=
+    lambda^x / Gamma(x + 1)``) and ``x + 8``, to about 1e-12 relative; for the small ``x`` (at most a few) of
+    :data:`SMALL_COUNT` and ``alpha`` up to 0.99."""
+    x, alpha = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(alpha, dtype=float))
+    lg = np.array([math.lgamma(v + 1) for v in x.ravel()]).reshape(x.shape)
+
+    def lower_gamma(log_lam: np.ndarray) -> np.ndarray:  # P(x, lam) by its series (lam <= x + 8: 60 terms)
+        lam = np.exp(log_lam)
+        term, total = np.ones_like(lam), np.ones_like(lam)
+        for j in range(1, 60):
+            term = term * lam / (x + j)
+            total = total + term
+        out: np.ndarray = np.exp(x * log_lam - lam - lg) * total
+        return out
+
+    with np.errstate(divide="ignore"):
+        lo = np.maximum((np.log(alpha) + lg) / x, -745.0)
+    hi = np.log(x + 8.0)
+    lo = np.minimum(lo, hi)
+    for _ in range(48):
+        mid = (lo + hi) / 2
+        below = lower_gamma(mid) < alpha
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    out = np.exp((lo + hi) / 2)
+    return float(out) if out.ndim == 0 else out
+
+
 def unit_bounds(
     p: Any, var: Any, g: Any, cap: Any, level: Any = CONFIDENCE, *, se2: Any = None, units: Any = None, crit: Any = None
 ) -> tuple[Any, Any, Any]:
@@ -133,6 +167,22 @@ def unit_bounds(
             n_raw = np.where(se2 > 0, p * (1 - p) / se2, np.inf)
     n_eff = np.minimum(np.maximum(n_raw, units), np.maximum(np.asarray(cap, dtype=float), units))
     low, high = wilson_bounds(p, n_eff, crit)
+    # Wilson's dip next to an end (Brown, Cai & DasGupta 2001, section 4.1.1): within SMALL_COUNT effective events
+    # of an end, the bound on that side is held at least at the one-sided Poisson bound, on the n_eff scale
+    with np.errstate(invalid="ignore"):
+        x_low, x_high = p * n_eff, (1 - p) * n_eff
+    small = SMALL_COUNT * (1 + 1e-9)  # 3 events of 500 are 3 (not 3.0000000000000027)
+    near_low = np.isfinite(n_eff) & (x_low > 0) & (x_low <= small)
+    near_high = np.isfinite(n_eff) & (x_high > 0) & (x_high <= small)
+    if np.any(near_low) or np.any(near_high):
+        alpha = 1 - np.asarray(level, dtype=float)
+        low, high, near_low, near_high, x_low, x_high, n_eff, alpha = (
+            np.array(v, dtype=float)
+            for v in np.broadcast_arrays(low, high, near_low, near_high, x_low, x_high, n_eff, alpha)
+        )
+        nl, nh = near_low > 0, near_high > 0
+        low[nl] = np.minimum(low[nl], poisson_lower(x_low[nl], alpha[nl]) / n_eff[nl])
+        high[nh] = np.maximum(high[nh], 1 - poisson_lower(x_high[nh], alpha[nh]) / n_eff[nh])
     q = no_spread_share(g, level)
     floor_low, floor_high = p - q * p, p + q * (1 - p)
     spread = var > 0  # without a spread the interval is the floor itself (the no-spread bound)
@@ -226,7 +276,7 @@ def task_mean_interval(
     )
 
 
-SMALL_PAIR = 4  # below this many paired units the pair interval is at least the t interval on the differences
+SMALL_PAIR = 16  # below this many paired units the pair interval is at least the t interval on the differences
 
 
 def _corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
