@@ -223,7 +223,7 @@ EIGHT_B = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0]  # 1 repeat
 def test_below_sixteen_paired_tasks_the_pair_interval_is_at_least_the_t_interval_on_the_differences(ma, mb):
     """With 2 tasks the correlation of the two selectors' task means is always +-1, which collapsed the recombined
     interval (a 2-task slice showed p < 0.001); up to 15 tasks the two sides' score intervals are narrower in the
-    middle than the t interval on the differences (by 1 / sqrt(1 + t^2 / T): 0.76 at 8 tasks) while the variance
+    middle than the t interval on the differences (by 1 / sqrt(1 + t^2 / T): 0.77 at 8 tasks) while the variance
     of a difference has no known form, and the 10-vs-1 pair covered 0.925 at 8 tasks: below 16 tasks the interval
     holds the t interval on the differences (scipy's t quantile here)."""
     import numpy as np
