@@ -7,11 +7,11 @@ import statistics
 
 
 def score_interval_by_hand(
-    values: list[float], lo: float, hi: float, t_crit: float, max_n: float | None = None
+    values: list[float], lo: float, hi: float, t_crit: float, max_n: float | None = None, level: float = 0.95
 ) -> tuple[float, float]:
     """The small-sample interval of core.stats.intervals recomputed independently: the Wilson quadratic (numpy's roots)
     on the values rescaled to [0, 1], with n_eff = p (1 - p) / se^2 held to [tasks, max_n], critical value
-    ``t_crit``."""
+    ``t_crit``, and :func:`poisson_near_ends_by_hand` within 3 effective events of an end."""
     import numpy as np
 
     g = len(values)
@@ -20,7 +20,22 @@ def score_interval_by_hand(
     n = max(p * (1 - p) / se**2, g)
     n = min(n, max_n) if max_n else n
     roots = np.roots([1 + t_crit**2 / n, -(2 * p + t_crit**2 / n), p * p]).real
-    return lo + (hi - lo) * float(min(roots)), lo + (hi - lo) * float(max(roots))
+    low, high = poisson_near_ends_by_hand(p, n, float(min(roots)), float(max(roots)), level)
+    return lo + (hi - lo) * low, lo + (hi - lo) * high
+
+
+def poisson_near_ends_by_hand(p: float, n: float, low: float, high: float, level: float) -> tuple[float, float]:
+    """Brown, Cai & DasGupta's (2001, section 4.1.1) modification of Wilson's interval near an end, on the effective
+    sample size ``n``: within 3 (effective) events of an end, that side reaches at least the one-sided Poisson
+    bound ``chi2.ppf(1 - level, 2 x) / (2 n)`` (scipy's chi-square quantile)."""
+    from scipy.stats import chi2
+
+    x, y = p * n, (1 - p) * n
+    if 0 < x <= 3 + 1e-9:
+        low = min(low, float(chi2.ppf(1 - level, 2 * x)) / 2 / n)
+    if 0 < y <= 3 + 1e-9:
+        high = max(high, 1 - float(chi2.ppf(1 - level, 2 * y)) / 2 / n)
+    return low, high
 
 
 def selector_interval_by_hand(
@@ -39,7 +54,7 @@ def selector_interval_by_hand(
     if sd == 0:
         low, high = p - q * p, p + q * (1 - p)
     else:
-        low, high = score_interval_by_hand([(v - lo) / (hi - lo) for v in values], 0.0, 1.0, crit, max_n)
+        low, high = score_interval_by_hand([(v - lo) / (hi - lo) for v in values], 0.0, 1.0, crit, max_n, level)
         low, high = min(low, p - q * p), max(high, p + q * (1 - p))
     return lo + (hi - lo) * low, lo + (hi - lo) * high
 
@@ -57,7 +72,13 @@ def mover_by_hand(
     r = 0.0 if statistics.pstdev(a) == 0 or statistics.pstdev(b) == 0 else float(np.corrcoef(a, b)[0, 1])
     low = (mb - ma) - math.sqrt((mb - lb) ** 2 - 2 * r * (mb - lb) * (ua - ma) + (ua - ma) ** 2)
     high = (mb - ma) + math.sqrt((ub - mb) ** 2 - 2 * r * (ub - mb) * (ma - la) + (ma - la) ** 2)
-    return low, high
+    if len(a) < 16:  # below 16 paired tasks: at least the paired t interval on the differences (scipy's t)
+        from scipy.stats import t
+
+        d = [y - x for x, y in zip(a, b)]
+        half = float(t.ppf(1 - (1 - level) / 2, len(d) - 1)) * statistics.stdev(d) / math.sqrt(len(d))
+        low, high = min(low, statistics.fmean(d) - half), max(high, statistics.fmean(d) + half)
+    return max(low, -1.0), min(high, 1.0)
 
 
 def clustered_selector_by_hand(x: list[float], groups: list[object], level: float = 0.95) -> tuple[float, float]:
@@ -74,7 +95,8 @@ def clustered_selector_by_hand(x: list[float], groups: list[object], level: floa
     p, v = statistics.fmean(x), cr2_cov_by_hand(x, x, groups)
     n = max(p * (1 - p) / v, c)
     roots = np.roots([1 + crit**2 / n, -(2 * p + crit**2 / n), p * p]).real
-    return min(float(min(roots)), p - q * p), max(float(max(roots)), p + q * (1 - p))
+    low, high = poisson_near_ends_by_hand(p, n, float(min(roots)), float(max(roots)), level)
+    return min(low, p - q * p), max(high, p + q * (1 - p))
 
 
 def clustered_mover_by_hand(
