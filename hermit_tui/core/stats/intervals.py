@@ -66,13 +66,14 @@ CONFIDENCE = 0.95
 Z95 = 1.959963984540054
 
 Method = Literal["t", "score", "no-spread", "hybrid"]  # "t": summaries written before issue 25 only
+SMALL_PAIR = 16  # below this many paired units the pair interval is at least the t interval on the differences
 METHOD_TEXT: dict[str, str] = {
     "t": "Student t interval (tasks - 1 df)",
     "score": "score interval with an effective sample size (Wilson-type, t critical value; at least as wide as "
-    "the no-spread bound)",
+    "the no-spread bound, and within 3 events of an end as the one-sided Poisson bound)",
     "no-spread": "no-spread bound (every task has the same value: 1 - 0.025^(1/tasks) of tasks may differ)",
     "hybrid": "Newcombe-style hybrid of the two selectors' score intervals (MOVER, with the correlation of the "
-    "task means)",
+    f"task means; under {SMALL_PAIR} paired tasks never narrower than the t interval on the differences)",
 }
 
 
@@ -278,9 +279,6 @@ def task_mean_interval(
         method=method,
         n_eff=float(n_eff) if spread else None,
     )
-
-
-SMALL_PAIR = 16  # below this many paired units the pair interval is at least the t interval on the differences
 
 
 def _corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
