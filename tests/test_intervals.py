@@ -247,7 +247,7 @@ def test_the_score_interval_holds_the_poisson_bound_within_three_events_of_an_en
     0.710723)."""
     from scipy.stats import chi2
 
-    from hermit_tui.core.stats.intervals import poisson_lower
+    from hermit_tui.core.stats.special import poisson_lower
 
     means = np.array([1.0] * 14 + [0.0] * 2)
     got = task_mean_interval(means, np.ones(16), True, 0.0, 1.0)

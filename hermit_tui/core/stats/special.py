@@ -4,7 +4,8 @@
 these are its ``stdtr``, ``stdtrit``, ``ndtr`` and ``bdtr`` under the same names and argument order, broadcasting
 over numpy arrays like a ufunc. The regularized incomplete beta function is Lentz's continued fraction (relative
 error about 1e-15), the t quantile Newton's method on it from the Cornish-Fisher start (exact forms for 1 and 2
-degrees of freedom); tests/test_special.py checks them against scipy.special on a grid.
+degrees of freedom); tests/test_special.py checks them against scipy.special on a grid. And one of scipy.stats'
+quantiles the intervals need: :func:`poisson_lower`, ``chi2.ppf(alpha, 2 x) / 2`` (tests/test_intervals.py checks it).
 """
 
 from __future__ import annotations
@@ -199,3 +200,30 @@ stdtrit = _ufunc(_stdtrit, 2)  #: its inverse in t, stdtrit(df, p)
 ndtr = _ufunc(_ndtr, 1)  #: the standard normal CDF
 ndtri = _ufunc(_ndtri, 1)  #: its inverse
 bdtr = _ufunc(_bdtr, 3)  #: the binomial CDF, bdtr(k, n, p) = P(X <= k)
+
+
+def poisson_lower(x: Any, alpha: Any) -> Any:
+    """The one-sided lower confidence bound ``lambda`` of a Poisson mean from ``x`` events (``x > 0``, not necessarily
+    a whole number): the ``lambda`` with ``P(Poisson(lambda) >= x) = alpha``, i.e. ``0.5 * chi2.ppf(alpha, 2 x)``, the
+    regularised lower incomplete gamma ``P(x, lambda) = alpha`` solved for ``lambda``. Newton's method on
+    ``log P(x, e^u) = log alpha`` (numpy only: no scipy import), from ``u = log((alpha Gamma(x + 1))^(1/x))``, below
+    the root since ``P(x, lambda) <= lambda^x / Gamma(x + 1)``; for the small ``x`` (at most a few) of
+    :data:`SMALL_COUNT` and ``alpha`` up to 0.5, to about 1e-12 relative."""
+    x, alpha = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(alpha, dtype=float))
+    lg = np.array([math.lgamma(v + 1) for v in x.ravel()]).reshape(x.shape)
+    log_alpha = np.log(np.maximum(alpha, 1e-300))
+    u = np.minimum((log_alpha + lg) / x, np.log(x + 8.0))
+    for _ in range(30):
+        lam = np.exp(u)
+        term, total = np.ones_like(lam), np.ones_like(lam)
+        for j in range(1, 25 + 3 * int(np.max(lam, initial=0.0))):  # P(x, lam) = lam^x e^-lam / Gamma(x + 1)
+            term = term * lam / (x + j)  # * sum_j lam^j / ((x + 1) ... (x + j)), to 1e-16 of the sum
+            total = total + term
+        log_p = x * u - lam - lg + np.log(total)
+        slope = x * np.exp(x * u - lam - lg - log_p)  # d log P / du = lam * density / P
+        step = (log_p - log_alpha) / slope
+        u = np.minimum(u - step, np.log(x + 8.0))
+        if not np.any(np.abs(step) > 1e-13):
+            break
+    out = np.exp(u)
+    return float(out) if out.ndim == 0 else out
