@@ -17,7 +17,7 @@ from hermit_tui.core.publish.card import CARD_NAME, split_lines
 from hermit_tui.core.records.columns import read_table
 from hermit_tui.core.records.folders import StoredEvaluation
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
-from hermit_tui.core.stats.clusters import CLUSTER_METHOD, FILE_PREFIX
+from hermit_tui.core.stats.clusters import clustered_text, spec_name, spec_parts
 from hermit_tui.core.stats.intervals import METHOD_TEXT
 
 TABLE_HEADER = (
@@ -137,7 +137,8 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
             for (_, n), names in by_clusters.items()
         )
         by = next(iter(by_clusters))[0]
-        methods += f"; clustered by {clustered_name(by)} ({units}): {CLUSTER_METHOD}"
+        name = f"the cluster file {spec_name(by)}" if spec_parts(by)[0] == "--cluster-file" else by
+        methods += f"; {clustered_text(name, units)}"
     unit = "the cluster of tasks" if by_clusters else "the task"
     differ = [
         f"{r.adapter} {r.mean_score:.3f}"
@@ -183,11 +184,6 @@ def render_publish_table(rows: Sequence[EvalRow], extra: str | None = None, sequ
             "the per-adapter intervals in the table are the fixed design's."
         )
     return "\n".join(lines) + "\n\n" + note + (f"\n\n{extra}" if extra else "")
-
-
-def clustered_name(by: str) -> str:
-    """A clustering as the card names it: the task field, or the cluster file by its name (not the machine's path)."""
-    return f"the cluster file {Path(by[len(FILE_PREFIX) :]).name}" if by.startswith(FILE_PREFIX) else by
 
 
 ANYTIME = "anytime-valid"  # marks a card phrase of the anytime-valid design

@@ -207,14 +207,32 @@ def resolve_clustering(
     clustering = clusters_by_field(tasks, test_ids, field)
     digests = {d for d in recorded_sha256 if d}
     if cluster_by is None and len(digests) == 1 and clustering.digest() not in digests:
-        shown = field[len(FILE_PREFIX) :] if field.startswith(FILE_PREFIX) else field
-        option = "--cluster-file" if field.startswith(FILE_PREFIX) else "--cluster-by"
+        option, shown = spec_parts(field)
         raise ClustersChanged(
             f"{option} {shown[-80:]}: the test tasks' clusters are not the ones the evaluations were launched with "
             f"(sha256 {next(iter(digests))[:12]} recorded, {clustering.digest()[:12]} now)",
             option,
         )
     return clustering
+
+
+def spec_parts(spec: str) -> tuple[str, str]:
+    """A recorded cluster spec as the command line gives it: ``("--cluster-file", its path)`` or
+    ``("--cluster-by", the field)``."""
+    if spec.startswith(FILE_PREFIX):
+        return "--cluster-file", spec[len(FILE_PREFIX) :]
+    return "--cluster-by", spec
+
+
+def spec_name(spec: str) -> str:
+    """A cluster spec as a note names it: the task field, or the cluster file by its name (not the machine's path)."""
+    option, value = spec_parts(spec)
+    return Path(value).name if option == "--cluster-file" else value
+
+
+def clustered_text(by: str, units: str) -> str:
+    """How a method line says its figures are clustered: 'clustered by BY (UNITS): the method'."""
+    return f"clustered by {by} ({units}): {CLUSTER_METHOD}"
 
 
 def unclustered_note(labels: Sequence[str], recorded: Sequence[str | None]) -> str | None:
@@ -229,9 +247,7 @@ def unclustered_note(labels: Sequence[str], recorded: Sequence[str | None]) -> s
         by.setdefault(field, []).append(label)
 
     def option(field: str) -> str:
-        if field.startswith(FILE_PREFIX):
-            return f"--cluster-file {Path(field[len(FILE_PREFIX) :]).name}"
-        return f"--cluster-by {field}"
+        return f"{spec_parts(field)[0]} {spec_name(field)}"
 
     parts = [f"{', '.join(names)} launched with {option(f)}" for f, names in by.items() if f is not None]
     parts += [f"{', '.join(by[None])} without clusters"] if None in by else []
@@ -327,10 +343,15 @@ __all__ = [
     "cluster_option",
     "cluster_sums",
     "clustered_cov",
+    "clustered_text",
     "clustered_var",
     "clusters_by_field",
     "clusters_from_file",
     "file_spec",
+    "resolve_clustering",
+    "spec_name",
+    "spec_parts",
+    "unclustered_note",
 ]
 
 

@@ -33,7 +33,7 @@ from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 from hermit_tui.core.present import INTERVAL_INCLUDES_0, INTERVAL_TEST, NO_SPREAD_POWER, SHARP_TEST, p_text, short_num
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
 from hermit_tui.core.records.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
-from hermit_tui.core.stats.clusters import CLUSTER_METHOD, CLUSTER_PAIR_FLOOR, Clustering, cluster_df, clustered_var
+from hermit_tui.core.stats.clusters import CLUSTER_PAIR_FLOOR, Clustering, cluster_df, clustered_text, clustered_var
 from hermit_tui.core.stats.intervals import (
     METHOD_TEXT,
     Interval,
@@ -332,7 +332,7 @@ def _method_text(
     cl = ""
     if clusters is not None:
         of = f"{units} clusters" + (f", {df:.3g} df" if df is not None and math.isfinite(df) else "")
-        cl = f"; clustered by {clusters.by} ({of}): {CLUSTER_METHOD}"
+        cl = f"; {clustered_text(clusters.by, of)}"
     if interval is None:
         need = "2 clusters" if clusters is not None else "2 tasks"
         return f"no interval (needs {need}); {what}{cl}"
