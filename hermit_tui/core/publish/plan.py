@@ -37,7 +37,7 @@ from hermit_tui.core.stats.figures import selector_stats
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import Fingerprint, differences
 from hermit_tui.core.workspace.selectors import label_for, label_of
-from hermit_tui.core.workspace.tasks import load_tasks
+from hermit_tui.core.workspace.tasks import TaskSet, load_tasks
 from hermit_tui.core.workspace.tree import AdapterTree, valid_ref_name
 
 PUBLISH_LOG = ".hermit-tui-publish.jsonl"
@@ -159,19 +159,24 @@ def _row(
     )
 
 
-def _card_clusters(plan: PublishPlan, config: Config, final_fp: Fingerprint | None) -> Clustering | None:
+def _card_clusters(
+    plan: PublishPlan, config: Config, final_fp: Fingerprint | None
+) -> tuple[Clustering | None, TaskSet | None]:
     """The clusters of final's launch (``eval --cluster-by`` / ``--cluster-file``, in its fingerprint): the card's
-    intervals are clustered as the report's are by default. A mapping that changed since the launch refuses."""
+    intervals are clustered as the report's are by default. A mapping that changed since the launch refuses.
+    With the task set read for them (None when final was not clustered), so that it is read once."""
     if final_fp is None or final_fp.cluster_by is None:
-        return None
+        return None, None
+    taskset = None
     try:
         taskset = load_tasks(config)
-        return resolve_clustering(
+        clusters = resolve_clustering(
             taskset.tasks, taskset.test_ids, None, [final_fp.cluster_by], [final_fp.clusters_sha256]
         )
+        return clusters, taskset
     except InputError as exc:
         plan.refusals.append(f"the card's intervals cannot be clustered as final was launched: {exc}")
-        return None
+        return None, taskset
 
 
 def _usable(stored: StoredEvaluation) -> bool:
@@ -268,7 +273,7 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
 
     final = final_evaluation(plan, by_label.get("final", []), repo, run_dir)
     final_fp = final.summary.fingerprint if final is not None and final.summary is not None else None
-    clusters = _card_clusters(plan, config, final_fp)
+    clusters, taskset = _card_clusters(plan, config, final_fp)
 
     rows: list[EvalRow] = []
     chosen_by_label: dict[str, StoredEvaluation] = {}
@@ -312,7 +317,7 @@ def _plan_rest(plan: PublishPlan, config: Config, tree: AdapterTree, run_dir: Pa
         summaries = [chosen_by_label[r.label].summary for r in rows if r.label in chosen_by_label]
         if any(s is not None and s.sequential for s in summaries):
             try:
-                plan.sequential = sequential_lines(chosen_by_label, rows, load_tasks(config).test_ids)
+                plan.sequential = sequential_lines(chosen_by_label, rows, (taskset or load_tasks(config)).test_ids)
             except InputError as exc:
                 plan.warnings.append(f"the stop-when-decided decisions cannot be recomputed: {exc}")
         plan.table = render_publish_table(rows, plan.taxonomy_line, plan.sequential)
