@@ -280,6 +280,32 @@ def grid_cell(rng, n, g, mu, kappa, delta, ka, kb) -> dict:
     return out
 
 
+def mde_cell(rng, n, g, mu, kappa, delta, ka, kb) -> dict | None:
+    """The minimum detectable difference's own claim, checked: on ``n`` data sets of the cell, the MDE each data set's
+    figures give (``PairStats.mde``: the interval's half-width on the observed difference's side, the larger at a
+    tie, plus t(0.80, T-1) x se); then ``n`` fresh data sets at a true difference of the median of those MDEs (b up,
+    or down where it cannot fit, as ``grid_data``) and the share whose interval excludes 0 on that side: the power
+    the MDE claims is 0.80. None where the median MDE leaves no room (larger than the base rate's room both ways)."""
+    from scipy.special import stdtrit
+
+    ma, mb, _, _ = grid_data(rng, n, g, mu, kappa, delta, ka, kb)
+    cap_a, cap_b = attempts_cap(np.full(g, ka)), attempts_cap(np.full(g, kb))
+    low, high, _ = pair_bounds(ma, mb, cap_a, cap_b)
+    diffs = mb - ma
+    dbar, se = diffs.mean(1), diffs.std(1, ddof=1) / math.sqrt(g)
+    below, above = dbar - low, high - dbar
+    half = np.where(dbar > 0, below, np.where(dbar < 0, above, np.maximum(below, above)))
+    live = se > 0  # no MDE from zero spread
+    if not live.any():
+        return None
+    mde = float(np.median(half[live] + stdtrit(g - 1, 0.8) * se[live]))
+    if mde > max(mu, 1 - mu):
+        return None
+    ma2, mb2, _, d = grid_data(rng, n, g, mu, kappa, mde, ka, kb)
+    low2, high2, _ = pair_bounds(ma2, mb2, cap_a, cap_b)
+    return dict(mde=mde, power=float(np.mean(low2 > 0) if d > 0 else np.mean(high2 < 0)))
+
+
 def grid_section(args, md: list[str]) -> None:
     rng = np.random.default_rng(SEED + 25)
     n = max(100, args.reps // 5) if args.quick else args.reps
@@ -324,6 +350,32 @@ def grid_section(args, md: list[str]) -> None:
         detail=f"largest |implied power - simulated power| at the true difference over {len(gaps)} cells with "
         f"T >= 8 and an effect (mean over cells {np.mean(gaps):.3f}); implied = the power_at figure the report "
         "derives from each data set's interval and spread",
+    )
+
+    # the MDE's claim (80% power at it), checked by simulating at it
+    t1 = time.perf_counter()
+    mde_rng = np.random.default_rng(SEED + 2503)  # its own stream: the size figures below draw as before
+    mde_cells = {}
+    for g in sizes:
+        if g < 8:
+            continue
+        for mu in GRID_MU:
+            for kappa in GRID_KAPPA:
+                for ka, kb in GRID_REPEATS:
+                    for delta in GRID_DELTA:
+                        got = mde_cell(mde_rng, n, g, mu, kappa, delta, ka, kb)
+                        if got is not None:
+                            mde_cells[g, mu, delta, kappa, ka, kb] = got
+    mde_wall = time.perf_counter() - t1
+    mde_gaps = {k: c["power"] - 0.8 for k, c in mde_cells.items()}
+    worst_mde = min(mde_gaps.values(), default=math.nan)
+    synth.figure(
+        "stats.grid.mde_power_gap",
+        max((abs(v) for v in mde_gaps.values()), default=None),
+        target="<= 0.05",
+        detail=f"largest |simulated power - 0.80| at the median minimum detectable difference over {len(mde_cells)} "
+        f"cells with T >= 8 where it fits the range (lowest power {0.8 + worst_mde:.3f}; mean gap "
+        f"{np.mean([abs(v) for v in mde_gaps.values()]):.3f}); {mde_wall:.0f} s",
     )
 
     # the test's size under a mean-zero heterogeneous null (effects that vary by task)
@@ -399,6 +451,34 @@ def grid_section(args, md: list[str]) -> None:
             f"{c['implied'] - c['power']:+.3f} | {c['implied_nct']:.3f} | {c['implied_nct'] - c['power']:+.3f} | "
             f"{c['ratio']:.2f} ({stdtrit(g - 1, 0.975):.2f}) |"
         )
+    md += [
+        "",
+        "The minimum detectable difference checked against its own claim (`PairStats.mde`: 80% power at it). Per "
+        f"cell ({n} data sets): the median of the data sets' MDEs, then {n} fresh data sets at that true difference "
+        "(b up by `mde (1 - p) / (1 - mu)`, or down) and the share whose interval excludes 0 on that side. "
+        "Per T: the cells' power at the median MDE, lowest / median / highest, and the cells within 0.75-0.85.",
+        "",
+        "| T | cells | lowest | median | highest | within 0.75-0.85 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for g in sorted({k[0] for k in mde_cells}):
+        pw = sorted(c["power"] for k, c in mde_cells.items() if k[0] == g)
+        md.append(
+            f"| {g} | {len(pw)} | {pw[0]:.3f} | {float(np.median(pw)):.3f} | {pw[-1]:.3f} | "
+            f"{sum(0.75 <= x <= 0.85 for x in pw)} |"
+        )
+    worst_rows = sorted(mde_cells.items(), key=lambda kc: abs(kc[1]["power"] - 0.8), reverse=True)[:10]
+    md += [
+        "",
+        "The cells farthest from 0.80:",
+        "",
+        "| T | mu | delta (data) | kappa | repeats | median MDE | power at it |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    md += [
+        f"| {g} | {mu:g} | {delta:g} | {kappa:g} | {ka}v{kb} | {c['mde']:.3f} | {c['power']:.3f} |"
+        for (g, mu, delta, kappa, ka, kb), c in worst_rows
+    ]
     md += [
         "",
         "Size of the test (p < 0.05, i.e. the interval excludes 0) under a mean-zero heterogeneous null: b's task "
