@@ -116,12 +116,22 @@ def test_a_cost_nobody_reported_stays_unknown_never_zero():
 
 def test_a_large_difference_is_already_within_reach():
     p = pair_of(A, B)
-    budget = noise_budget(p, 3, 3, CostRate(), 0.9)
-    t = p.tasks_needed(0.9)
+    budget = noise_budget(p, 3, 3, CostRate(), 0.55)
+    t = p.tasks_needed(0.55)
     assert t is not None and t <= 8
     assert budget.tasks.enough_already and budget.tasks.attempts_added == 0
     assert f"{t} paired tasks would do: 8 already" in budget.advice
     assert FIXED_SPLIT_NOTE not in budget.advice  # no new tasks asked for
+
+
+def test_a_difference_beyond_the_room_is_named_not_projected():
+    # a's mean is 9 / 24 = 0.375: a pass/fail b can be at most 0.625 higher, whatever the tasks or repeats
+    p = pair_of(A, B)
+    budget = noise_budget(p, 3, 3, CostRate(), 0.9)
+    assert budget.tasks.needed is None and budget.repeats.needed is None
+    assert budget.tasks.why_not == budget.repeats.why_not
+    why = budget.tasks.why_not or ""
+    assert "more than the scores allow" in why and "at most 0.625" in why
 
 
 def test_no_spread_and_one_repeat_say_what_cannot_be_projected():

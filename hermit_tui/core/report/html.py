@@ -277,7 +277,10 @@ def _pair(p: PairStats, r: Report) -> str:
         (SHARP_TEST_ROW, esc(p_value(p.sharp_p_value)) + f' <span class="note">{esc(p.sharp_test)}</span>'),
         ("sign test p", esc(sign)),
         ("wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"),
-        ("minimum detectable difference", esc(f"{figure(p.mde)} ({p.mde_method})" if p.mde is not None else "—")),
+        (
+            "minimum detectable difference",
+            esc(f"{mde} ({p.mde_method})" if (mde := p.mde_figure(figure)) is not None else "—"),
+        ),
     ]
     if p.sequential is not None:
         anytime = anytime_looks.is_anytime(p.sequential)

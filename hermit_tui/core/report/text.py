@@ -197,7 +197,10 @@ def to_markdown(report: Report) -> str:
                 ["sign test p", sign],
                 ["wins / losses / ties", f"{p.wins} / {p.losses} / {p.ties}"],
                 ["transitions", counts],
-                ["minimum detectable difference", f"{figure(p.mde)} ({p.mde_method})" if p.mde is not None else "—"],
+                [
+                    "minimum detectable difference",
+                    f"{mde} ({p.mde_method})" if (mde := p.mde_figure(figure)) is not None else "—",
+                ],
                 *([["sequential boundary", boundary_text(p.sequential)]] if p.sequential else []),
             ],
         )

@@ -22,7 +22,7 @@ changes), a secondary figure: ``core.stats.paired`` (valid with unequal repeats)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -43,10 +43,10 @@ from hermit_tui.core.stats.intervals import (
     task_mean_interval,
 )
 from hermit_tui.core.stats.paired import paired_randomisation_test
+from hermit_tui.core.stats.power import POWER, SIMULATED_MDE_METHOD, PowerModel, fit_power_model
 from hermit_tui.core.stats.sequential.look import SequentialLook
 
 ALPHA = 0.05
-POWER = 0.8
 TIE_TOL = 1e-9
 TRANSITIONS = ("fixed", "broken", "stable_pass", "stable_fail", "flaky")
 ESTIMAND = (
@@ -60,6 +60,10 @@ VERDICT_RULE = (
     "else is 'no clear difference'"
 )
 MDE_CLUSTERED = "clustered: se the CR2 cluster-robust one, n - 1 the Bell-McCaffrey df"
+# a pass/fail pair whose simulated power stays under 80% over the whole room on the observed side
+MDE_UNREACHABLE = (
+    "With {n} tasks, not even a difference of {limit} (all the room the scores leave) is detected with 80% power."
+)
 MDE_METHOD = (
     "the interval's own half-width h (on the side the difference must clear) plus t(0.80, n-1) x se (for a t "
     "interval, (t(0.975, n-1) + t(0.80, n-1)) x se); "
@@ -181,8 +185,12 @@ class PairStats(BaseModel):
     between_var: float | None
     within_var: float | None
     noise_var: float | None  # the within part at the current repeats; between_var + noise_var == sd_diff^2
-    mde: float | None  # minimum detectable difference, alpha 0.05 two-sided, power 0.8 (see MDE_METHOD)
+    mde: float | None  # minimum detectable difference, alpha 0.05 two-sided, power 0.8 (see mde_method)
     mde_method: str = MDE_METHOD
+    # pass/fail scores without clusters: the model the power figures simulate (core.stats.power); with it, mde is
+    # None and mde_limit the room on the observed side when not even that difference is detected with 80% power
+    power_model: PowerModel | None = None
+    mde_limit: float | None = None
     decision: VerdictKind = VerdictKind.UNCLEAR
     verdict: str
     rule: str = VERDICT_RULE
@@ -193,10 +201,12 @@ class PairStats(BaseModel):
 
     @model_serializer(mode="wrap")
     def _cluster_df_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``cluster_df`` is dumped only when clustered: an unclustered pair is dumped as before."""
+        """``cluster_df`` is dumped only when clustered, ``power_model`` and ``mde_limit`` only when set: a pair
+        without them is dumped as before."""
         out: dict[str, Any] = handler(self)
-        if out.get("cluster_df", 0) is None:
-            del out["cluster_df"]
+        for key in ("cluster_df", "power_model", "mde_limit"):
+            if key in out and out[key] is None:
+                del out[key]
         return out
 
     def _ratio(self, sign: float = 0.0) -> float | None:
@@ -211,15 +221,26 @@ class PairStats(BaseModel):
         return (below if side > 0 else above if side < 0 else max(below, above)) / self.se
 
     def power_at(self, delta: float) -> float | None:
-        """The power this sample's spread and interval imply for a true difference ``delta``: the chance the interval
-        lands beyond 0, ``T_df((|delta| - h) / se)``, h the interval's half-width, ``df`` :attr:`df`. None without a
-        spread."""
+        """The power this sample implies for a true difference ``delta``: the chance the interval lands beyond 0.
+        Simulated by :attr:`power_model` when there is one (``core.stats.power``), else ``T_df((|delta| - h) /
+        se)``, h the interval's half-width, ``df`` :attr:`df`. None without a spread."""
         ratio = self._ratio(delta)
         if ratio is None or self.se is None:
             return None
+        if self.power_model is not None:
+            return self.power_model.power(delta)
         from hermit_tui.core.stats.special import stdtr
 
         return float(stdtr(self.df, abs(delta) / self.se - ratio))
+
+    def mde_figure(self, fmt: Callable[[float], str]) -> str | None:
+        """The minimum detectable difference as a figure (``fmt``), ``none up to <room>`` when not even the whole
+        room is detected with 80% power, None without one."""
+        if self.mde is not None:
+            return fmt(self.mde)
+        if self.mde_limit is not None:
+            return f"none up to {fmt(self.mde_limit)}"
+        return None
 
     @property
     def units(self) -> int:
@@ -239,6 +260,8 @@ class PairStats(BaseModel):
         ratio = self._ratio()
         if ratio is None or self.sd_diff is None or not delta or self.n_clusters is not None:
             return None
+        if self.power_model is not None:  # on the side the model's power is about (the observed difference's)
+            return self.power_model.tasks_needed(self.power_model.side * abs(delta))
         sd, target, n0 = self.sd_diff, abs(delta), self.n_paired
         crit0 = _t_crit(n0 - 1)
 
@@ -265,6 +288,8 @@ class PairStats(BaseModel):
             return None
         if self.n_clusters is not None:  # the variance split is per task; clustered, it does not give the se
             return None
+        if self.power_model is not None:
+            return self.power_model.repeats_needed(self.power_model.side * abs(delta))
         room = self.n_paired * delta**2 / (ratio + _t_power(self.n_paired - 1)) ** 2 - self.between_var
         if room <= 0:
             return None
@@ -650,11 +675,18 @@ def pair_stats(
             noise = min(raw, sd**2)
             within = (wa + wb) * (noise / raw if raw > 0 else 1.0)
             between = sd**2 - noise
-    mde = None
+    mde = mde_limit = model = None
+    mde_method = MDE_METHOD if clusters is None else f"{MDE_METHOD}; {MDE_CLUSTERED}"
     if se is not None and se > 0 and interval is not None and mean_diff is not None:
-        below, above = mean_diff - interval.low, interval.high - mean_diff  # the side the difference must clear
-        half = below if mean_diff > 0 else above if mean_diff < 0 else max(below, above)
-        mde = half + _t_power(units - 1 if df is None else df) * se
+        if bin_a and bin_b and cl_codes is None and width > 0:  # pass/fail: the interval's own power, simulated
+            model = fit_power_model((ma - lo) / width, (mb - lo) / width, ka, kb, width)
+        if model is not None:
+            mde, mde_method = model.mde(), SIMULATED_MDE_METHOD
+            mde_limit = model.room() if mde is None else None
+        else:
+            below, above = mean_diff - interval.low, interval.high - mean_diff  # the side the difference must clear
+            half = below if mean_diff > 0 else above if mean_diff < 0 else max(below, above)
+            mde = half + _t_power(units - 1 if df is None else df) * se
 
     test = None
     if n:
@@ -702,7 +734,7 @@ def pair_stats(
         cluster_by=clusters.by if clusters is not None else None,
         n_clusters=units if clusters is not None else None,
         cluster_df=df if df is not None and math.isfinite(df) else None,
-        mde_method=MDE_METHOD if clusters is None else f"{MDE_METHOD}; {MDE_CLUSTERED}",
+        mde_method=mde_method,
         scale=(-width, width),
         p_value=p_value,
         test=INTERVAL_TEST if p_value is not None else "",
@@ -719,6 +751,8 @@ def pair_stats(
         within_var=within,
         noise_var=noise,
         mde=mde,
+        power_model=model,
+        mde_limit=mde_limit,
         warnings=warnings,
     )
     decision, verdict = _verdict(fields)
@@ -761,6 +795,8 @@ def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
     text = f"No clear difference: {headline}; {reason}."
     if f["sd_diff"] == 0:
         text += f" {NO_SPREAD_POWER}"
+    elif mde is None and f.get("mde_limit") is not None:
+        text += f" {MDE_UNREACHABLE.format(n=n, limit=_num(f['mde_limit']))}"
     elif mde is None:
         text += " At least 2 paired tasks are needed for an interval and the power figures."
     elif mde > abs(diff):

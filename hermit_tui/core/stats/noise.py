@@ -24,7 +24,8 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.present import cost_text
-from hermit_tui.core.stats.figures import ALPHA, POWER, PairStats
+from hermit_tui.core.stats.figures import ALPHA, PairStats
+from hermit_tui.core.stats.power import MAX_REPEATS, POWER
 
 DEFAULT_DELTA = 0.05  # the difference a budget is computed for when the user names none
 JUDGE_NOTE = "the judge's own noise is not separable (it ran once per attempt): it is inside the run-to-run part"
@@ -113,9 +114,20 @@ def noise_budget(
         if pair.n_clusters is not None
         else None
     )
+    model = pair.power_model
+    beyond = (
+        f"a difference of {delta:g} is more than the scores allow on that side of {pair.a}'s mean "
+        f"(at most {model.room():.3g})"
+        if model is not None and delta > model.room() + 1e-12
+        else None
+    )
     need_t = pair.tasks_needed(delta)
     if need_t is None:
-        why = clustered or ("no spread to project from" if pair.sd_diff == 0 else "needs at least 2 paired tasks")
+        why = (
+            clustered
+            or beyond
+            or ("no spread to project from" if pair.sd_diff == 0 else "needs at least 2 paired tasks")
+        )
         tasks = Lever(lever="tasks", needed=None, why_not=why)
     else:
         added = max(need_t - pair.n_paired, 0) * (ra + rb)
@@ -136,8 +148,8 @@ def noise_budget(
             attempts_added=added,
             cost_added_usd=priced(added),
         )
-    elif clustered is not None:
-        repeats = Lever(lever="repeats", needed=None, why_not=clustered)
+    elif clustered is not None or beyond is not None:
+        repeats = Lever(lever="repeats", needed=None, why_not=clustered or beyond)
     elif pair.within_var is None or pair.between_var is None or pair.sd_diff in (None, 0):
         repeats = Lever(
             lever="repeats",
@@ -153,7 +165,11 @@ def noise_budget(
             lever="repeats",
             needed=None,
             why_not=(
-                f"no number of repeats suffices on {pair.n_paired} tasks: the between-task variance alone is too large"
+                f"no number of repeats (up to {MAX_REPEATS:,}) suffices on {pair.n_paired} tasks: the interval's "
+                "width there comes from the tasks, not the repeats (simulated)"
+                if model is not None
+                else f"no number of repeats suffices on {pair.n_paired} tasks: the between-task variance alone is too "
+                "large"
             ),
         )
     budget = NoiseBudget(

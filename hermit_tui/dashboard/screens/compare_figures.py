@@ -290,11 +290,12 @@ def pair_text(p: PairStats) -> Text:
 def power_text(p: PairStats) -> str:
     if p.mde is None and p.sd_diff == 0:
         return NO_SPREAD_POWER
-    if p.mde is None:
+    mde = p.mde_figure(lambda x: f"{x:.3f}")
+    if mde is None:
         return "Minimum detectable difference: needs at least 2 paired tasks."
     k = f"{p.repeats_min}" if p.repeats_min == p.repeats_max else f"{p.repeats_min}-{p.repeats_max}"
     lines = [
-        f"Minimum detectable difference: {p.mde:.3f} (two-sided α 0.05, power 0.8, {p.n_paired} paired tasks "
+        f"Minimum detectable difference: {mde} (two-sided α 0.05, power 0.8, {p.n_paired} paired tasks "
         f"× {k} repeats; {p.mde_method})."
     ]
     if p.between_var is not None:
