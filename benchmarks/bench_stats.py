@@ -231,22 +231,38 @@ GRID_REPEATS = ((1, 1), (3, 3), (10, 10), (10, 1), (3, 10))
 GRID_KAPPA = (1.0, 10.0)
 
 
-def grid_data(rng, n, g, mu, kappa, delta, ka, kb, null_het=False):
+def grid_data(rng, n, g, mu, kappa, delta, ka, kb, null_het=False, side=0):
     """n data sets of g pass/fail tasks: a's task success p ~ Beta(mean mu, concentration kappa); b's is a's moved by
     delta * (1 - p) / (1 - mu) (up) or, where that cannot fit (mu + delta > 1), by -delta * p / mu (down), so the
     true difference is +/-delta on average over tasks; ``null_het``: b's p drawn afresh from the same Beta (effects
-    that vary by task, mean difference 0). Returns task means (n x g) of a and b, b's true mean, the true difference."""
+    that vary by task, mean difference 0); ``side`` -1 moves b down (+1 up) whether or not up would fit. Returns task
+    means (n x g) of a and b, b's true mean, the true difference."""
     p = rng.beta(mu * kappa, (1 - mu) * kappa, size=(n, g))
     if null_het:
         pb, d = rng.beta(mu * kappa, (1 - mu) * kappa, size=(n, g)), 0.0
-    elif delta <= 1 - mu + 1e-12:
+    elif side > 0 or (side == 0 and delta <= 1 - mu + 1e-12):
         pb, d = p + delta * (1 - p) / (1 - mu), delta
     else:
         pb, d = p - delta * p / mu, -delta
     return rng.binomial(ka, p) / ka, rng.binomial(kb, pb) / kb, mu + d, d
 
 
-def grid_cell(rng, n, g, mu, kappa, delta, ka, kb) -> dict:
+def model_power(ma, mb, ka: int, kb: int, d: float, sets: int) -> float:
+    """The mean over the first ``sets`` data sets with a spread of the power ``PairStats.power_at(d)`` gives: the
+    pair interval's power simulated under the model fitted to each data set (``core.stats.power``)."""
+    from hermit_tui.core.stats.power import fit_power_model
+
+    g = ma.shape[-1]
+    live = np.flatnonzero(np.ptp(mb - ma, axis=-1) > 1e-12)[:sets]
+    powers = []
+    for i in live.tolist():
+        model = fit_power_model(ma[i], mb[i], np.full(g, ka), np.full(g, kb))
+        if model is not None:
+            powers.append(model.power(d))
+    return float(np.mean(powers)) if powers else math.nan
+
+
+def grid_cell(rng, n, g, mu, kappa, delta, ka, kb, sim_sets: int = 100) -> dict:
     ma, mb, mu_b, d = grid_data(rng, n, g, mu, kappa, delta, ka, kb)
     cap_a, cap_b = attempts_cap(np.full(g, ka)), attempts_cap(np.full(g, kb))
     la, ua, _ = unit_bounds(ma.mean(1), ma.var(1, ddof=1), g, cap_a)
@@ -268,25 +284,34 @@ def grid_cell(rng, n, g, mu, kappa, delta, ka, kb) -> dict:
         se = sd / math.sqrt(g)
         half = dbar - low if d > 0 else high - dbar  # the side the true difference must clear (power_at)
         live = se > 0  # no power figure from zero spread
-        implied = stdtr(g - 1, (abs(d) - half[live]) / se[live])
-        out["implied"] = float(np.mean(implied)) if live.any() else float("nan")
-        # the candidate considered in its place (issue 25 item 3): the noncentral-t power of a t test whose critical
-        # value is this data set's h / se, 1 - F_nct(h / se; n - 1, |d| / se), exact for normal data and a known se
-        from scipy.stats import nct
+        # the closed form power_at used before the simulated power (issue 25 item 3): T_{n-1}((|d| - h) / se)
+        closed = stdtr(g - 1, (abs(d) - half[live]) / se[live])
+        out["closed"] = float(np.mean(closed)) if live.any() else float("nan")
+        out["implied"] = model_power(ma, mb, ka, kb, d, sim_sets) if g >= 8 else math.nan
+        if g >= 8:  # the same model with the cell's true parameters: what is left is the fit's noise, not the model
+            from hermit_tui.core.stats.power import PowerModel
 
+            true_model = PowerModel(
+                mean_a=mu, between=mu * (1 - mu) / (kappa + 1), repeats=[(ka, kb, g)], side=1 if d > 0 else -1
+            )
+            out["true_model"] = true_model.power(d)
         ratio = half[live] / se[live]
-        out["implied_nct"] = float(np.nanmean(nct.sf(ratio, g - 1, abs(d) / se[live]))) if live.any() else math.nan
         out["ratio"] = float(np.median(ratio)) if live.any() else math.nan  # the interval's h / se, data set median
     return out
 
 
-def mde_cell(rng, n, g, mu, kappa, delta, ka, kb) -> dict | None:
-    """The minimum detectable difference's own claim, checked: on ``n`` data sets of the cell, the MDE each data set's
-    figures give (``PairStats.mde``: the interval's half-width on the observed difference's side, the larger at a
-    tie, plus t(0.80, T-1) x se); then ``n`` fresh data sets at a true difference of the median of those MDEs (b up,
-    or down where it cannot fit, as ``grid_data``) and the share whose interval excludes 0 on that side: the power
-    the MDE claims is 0.80. None where the median MDE leaves no room (larger than the base rate's room both ways)."""
+def mde_cell(rng, n, g, mu, kappa, delta, ka, kb, mde_sets: int = 40) -> dict:
+    """The minimum detectable difference's own claim, checked: on data sets of the cell, the MDE each data set's
+    figures give and the side it is for (``PairStats.mde``: for pass/fail scores the pair interval's power simulated
+    under the model fitted to the data set, ``core.stats.power``, on the first ``mde_sets`` data sets; and on all ``n``
+    the closed form it replaced, the interval's half-width on the observed side, the larger at a tie, plus t(0.80,
+    T-1) x se). Then per side with at least a quarter of the data sets: ``n`` fresh data sets at a true difference of
+    the median of that side's MDEs, moved to that side, and the share whose interval excludes 0 on it: the power the
+    MDE claims is 0.80. A data set whose simulated power stays under 0.80 over the whole room counts as an MDE of
+    infinity (``unreachable``: their share); no power where the median leaves the room."""
     from scipy.special import stdtrit
+
+    from hermit_tui.core.stats.power import fit_power_model
 
     ma, mb, _, _ = grid_data(rng, n, g, mu, kappa, delta, ka, kb)
     cap_a, cap_b = attempts_cap(np.full(g, ka)), attempts_cap(np.full(g, kb))
@@ -296,20 +321,69 @@ def mde_cell(rng, n, g, mu, kappa, delta, ka, kb) -> dict | None:
     below, above = dbar - low, high - dbar
     half = np.where(dbar > 0, below, np.where(dbar < 0, above, np.maximum(below, above)))
     live = se > 0  # no MDE from zero spread
-    if not live.any():
-        return None
-    mde = float(np.median(half[live] + stdtrit(g - 1, 0.8) * se[live]))
-    if mde > max(mu, 1 - mu):
-        return None
-    ma2, mb2, _, d = grid_data(rng, n, g, mu, kappa, mde, ka, kb)
-    low2, high2, _ = pair_bounds(ma2, mb2, cap_a, cap_b)
-    return dict(mde=mde, power=float(np.mean(low2 > 0) if d > 0 else np.mean(high2 < 0)))
+    sims: list[tuple[int, float]] = []
+    for i in np.flatnonzero(np.ptp(diffs, axis=1) > 1e-12)[:mde_sets].tolist():
+        model = fit_power_model(ma[i], mb[i], np.full(g, ka), np.full(g, kb))
+        if model is not None:
+            found = model.mde()
+            sims.append((model.side, math.inf if found is None else found))
+    closed_side = np.where(dbar >= 0, 1, -1)[live]  # (at a tie, either side: the larger half-width)
+    closed = list(zip(closed_side.tolist(), (half[live] + stdtrit(g - 1, 0.8) * se[live]).tolist()))
+    out: dict = {"unreachable": float(np.mean([math.isinf(m) for _, m in sims])) if sims else math.nan}
+    for what, by_side in (("sim", sims), ("closed", closed)):
+        for side in (1, -1):
+            values = [m for s, m in by_side if s == side]
+            if len(values) < max(3, len(by_side) // 4):
+                continue
+            m = float(np.median(values))
+            room = 1 - mu if side > 0 else mu
+            key = f"{what}{'+' if side > 0 else '-'}"
+            out[f"{key}_mde"] = m
+            if math.isfinite(m) and m <= room:
+                ma2, mb2, _, d = grid_data(rng, n, g, mu, kappa, m, ka, kb, side=side)
+                low2, high2, _ = pair_bounds(ma2, mb2, cap_a, cap_b)
+                out[f"{key}_power"] = float(np.mean(low2 > 0) if d > 0 else np.mean(high2 < 0))
+    return out
+
+
+NEED_CELLS = (  # (tasks of the sample, mu, kappa, repeats a, repeats b, the difference to detect)
+    (16, 0.5, 10.0, 3, 3, 0.15),
+    (16, 0.05, 10.0, 10, 1, 0.1),
+    (16, 0.5, 1.0, 1, 1, 0.2),
+    (64, 0.5, 10.0, 3, 3, 0.1),
+    (64, 0.95, 10.0, 3, 3, -0.05),
+    (64, 0.05, 1.0, 10, 10, 0.05),
+)
+
+
+def need_cell(rng, n, sets, g, mu, kappa, ka, kb, target) -> dict:
+    """ "Tasks needed" checked against its claim: on ``sets`` data sets of ``g`` tasks without an effect, the tasks
+    each data set's figures say would detect ``target`` (``PairStats.tasks_needed``, pass/fail: simulated), then ``n``
+    fresh data sets of the median of those at a true difference of ``target`` and the share whose interval excludes 0
+    on its side: the claim is 0.80."""
+    from hermit_tui.core.stats.power import fit_power_model
+
+    ma, mb, _, _ = grid_data(rng, sets, g, mu, kappa, 0.0, ka, kb)
+    needs: list[float] = []
+    for i in range(sets):
+        model = fit_power_model(ma[i], mb[i], np.full(g, ka), np.full(g, kb))
+        found = model.tasks_needed(target) if model is not None else None
+        needs.append(math.inf if found is None else float(found))
+    need = float(np.median(needs))
+    out: dict[str, float] = {"need": need}
+    if math.isfinite(need):
+        k = int(round(need))
+        ma2, mb2, _, d = grid_data(rng, n, k, mu, kappa, abs(target), ka, kb, side=1 if target > 0 else -1)
+        low, high, _ = pair_bounds(ma2, mb2, attempts_cap(np.full(k, ka)), attempts_cap(np.full(k, kb)))
+        out["power"] = float(np.mean(low > 0) if d > 0 else np.mean(high < 0))
+    return out
 
 
 def grid_section(args, md: list[str]) -> None:
     rng = np.random.default_rng(SEED + 25)
     n = max(100, args.reps // 5) if args.quick else args.reps
     sizes = (4, 16, 64) if args.quick else GRID_T
+    sim_sets, mde_sets = (5, 3) if args.quick else (100, 40)  # data sets whose simulated power figures are averaged
     t0 = time.perf_counter()
     cells = {}
     for g in sizes:
@@ -317,7 +391,7 @@ def grid_section(args, md: list[str]) -> None:
             for delta in GRID_DELTA:
                 for kappa in GRID_KAPPA:
                     for ka, kb in GRID_REPEATS:
-                        cells[g, mu, delta, kappa, ka, kb] = grid_cell(rng, n, g, mu, kappa, delta, ka, kb)
+                        cells[g, mu, delta, kappa, ka, kb] = grid_cell(rng, n, g, mu, kappa, delta, ka, kb, sim_sets)
     wall = time.perf_counter() - t0
     mc = 1.96 * math.sqrt(0.95 * 0.05 / n)
 
@@ -342,14 +416,19 @@ def grid_section(args, md: list[str]) -> None:
         check=True,
         detail="intervals outside the range or of zero width over the whole grid",
     )
-    gaps = [abs(c["implied"] - c["power"]) for k, c in cells.items() if k[0] >= 8 and "power" in c]
+    power_cells = [(k, c) for k, c in cells.items() if k[0] >= 8 and "power" in c and math.isfinite(c["implied"])]
+    gaps = [abs(c["implied"] - c["power"]) for _, c in power_cells]
+    closed_gaps = [abs(c["closed"] - c["power"]) for _, c in power_cells]
+    model_gaps = [abs(c["true_model"] - c["power"]) for _, c in power_cells]
     synth.figure(
         "stats.grid.power_gap",
         max(gaps) if gaps else None,
         target="<= 0.05",
         detail=f"largest |implied power - simulated power| at the true difference over {len(gaps)} cells with "
-        f"T >= 8 and an effect (mean over cells {np.mean(gaps):.3f}); implied = the power_at figure the report "
-        "derives from each data set's interval and spread",
+        f"T >= 8 and an effect (mean over cells {np.mean(gaps):.3f}); implied = PairStats.power_at, the pair "
+        f"interval's power simulated under the model fitted to each data set (mean over {sim_sets} data sets per "
+        f"cell); the closed form it replaced: largest {max(closed_gaps):.3f}, mean {np.mean(closed_gaps):.3f}; the "
+        f"model with each cell's true parameters: largest {max(model_gaps):.3f}, mean {np.mean(model_gaps):.3f}",
     )
 
     # the MDE's claim (80% power at it), checked by simulating at it
@@ -363,19 +442,37 @@ def grid_section(args, md: list[str]) -> None:
             for kappa in GRID_KAPPA:
                 for ka, kb in GRID_REPEATS:
                     for delta in GRID_DELTA:
-                        got = mde_cell(mde_rng, n, g, mu, kappa, delta, ka, kb)
-                        if got is not None:
-                            mde_cells[g, mu, delta, kappa, ka, kb] = got
+                        mde_cells[g, mu, delta, kappa, ka, kb] = mde_cell(
+                            mde_rng, n, g, mu, kappa, delta, ka, kb, mde_sets
+                        )
     mde_wall = time.perf_counter() - t1
-    mde_gaps = {k: c["power"] - 0.8 for k, c in mde_cells.items()}
+    mde_gaps = {(*k, s): c[f"sim{s}_power"] - 0.8 for k, c in mde_cells.items() for s in "+-" if f"sim{s}_power" in c}
+    closed_mde = {
+        (*k, s): c[f"closed{s}_power"] - 0.8 for k, c in mde_cells.items() for s in "+-" if f"closed{s}_power" in c
+    }
     worst_mde = min(mde_gaps.values(), default=math.nan)
     synth.figure(
         "stats.grid.mde_power_gap",
         max((abs(v) for v in mde_gaps.values()), default=None),
         target="<= 0.05",
-        detail=f"largest |simulated power - 0.80| at the median minimum detectable difference over {len(mde_cells)} "
-        f"cells with T >= 8 where it fits the range (lowest power {0.8 + worst_mde:.3f}; mean gap "
-        f"{np.mean([abs(v) for v in mde_gaps.values()]):.3f}); {mde_wall:.0f} s",
+        detail=f"largest |simulated power - 0.80| at the median minimum detectable difference (PairStats.mde, "
+        f"{mde_sets} data sets per cell) over {len(mde_gaps)} cells and sides with T >= 8 where it fits the room "
+        f"(lowest power {0.8 + worst_mde:.3f}; mean gap {np.mean([abs(v) for v in mde_gaps.values()]):.3f}); the "
+        f"closed form it replaced: largest {max(abs(v) for v in closed_mde.values()):.3f} over {len(closed_mde)} "
+        f"(lowest power {0.8 + min(closed_mde.values()):.3f}); {mde_wall:.0f} s",
+    )
+
+    # "tasks needed" against its claim
+    need_rng = np.random.default_rng(SEED + 2504)
+    need_sets = 4 if args.quick else 30
+    need_rows = [(c, need_cell(need_rng, n, need_sets, *c)) for c in (NEED_CELLS[:2] if args.quick else NEED_CELLS)]
+    need_gaps = [abs(r["power"] - 0.8) for _, r in need_rows if "power" in r]
+    synth.figure(
+        "stats.grid.tasks_needed_gap",
+        max(need_gaps, default=None),
+        target="<= 0.05",
+        detail=f"largest |simulated power - 0.80| with the median 'tasks needed' of {need_sets} data sets, at the "
+        f"difference asked, over {len(need_gaps)} of {len(need_rows)} cases (PairStats.tasks_needed, simulated)",
     )
 
     # the test's size under a mean-zero heterogeneous null (effects that vary by task)
@@ -428,58 +525,84 @@ def grid_section(args, md: list[str]) -> None:
                         + " | ".join(f"{c['sel_b']:.3f} / {c['pair']:.3f}" for c in row)
                         + f" | {pw} |"
                     )
-    power_cells = [(k, c) for k, c in cells.items() if k[0] >= 8 and "power" in c]
     worst_cells = sorted(power_cells, key=lambda kc: -abs(kc[1]["implied"] - kc[1]["power"]))[:12]
-    nct_gaps = [abs(c["implied_nct"] - c["power"]) for _, c in power_cells if math.isfinite(c["implied_nct"])]
     md += [
         "",
-        f"The cells with the largest power gap (T >= 8, an effect; {n} data sets each, Monte-Carlo error of a power "
-        f"~{math.sqrt(0.25 / n):.3f}). implied = `PairStats.power_at`, the shifted central t "
-        "`T_{n-1}((|d| - h) / se)`; noncentral t = `1 - F_nct(h / se; n - 1, |d| / se)`, the candidate "
-        f"considered (largest gap {max(nct_gaps, default=math.nan):.3f}, mean {np.mean(nct_gaps):.3f}); h / se = "
-        "the median over data sets of the interval's half-width over the standard error (t(0.975, T-1) for a "
-        "t interval).",
+        f"The cells with the largest power gap (T >= 8, an effect; power from {n} data sets, Monte-Carlo error "
+        f"~{math.sqrt(0.25 / n):.3f}). implied = `PairStats.power_at`, the pair interval's power simulated under "
+        f"the model fitted to each data set (`core.stats.power`; the mean over {sim_sets} data sets); closed form "
+        "= the shifted central t `T_{n-1}((|d| - h) / se)` it replaced; h / se = the median over data sets of the "
+        "interval's half-width over the standard error (t(0.975, T-1) for a t interval); true model = the simulated "
+        "power with the cell's own mean and between-task variance in place of each data set's fit (so the gap between "
+        "it and power is the model's, the rest is the fit's noise).",
         "",
-        "| T | mu | delta | kappa | repeats | power | implied | gap | noncentral t | gap | h / se (t(0.975)) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| T | mu | delta | kappa | repeats | power | implied | gap | true model | closed form | gap | h / se "
+        "(t(0.975)) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (g, mu, delta, kappa, ka, kb), c in worst_cells:
         from scipy.special import stdtrit
 
         md.append(
             f"| {g} | {mu:g} | {delta:g} | {kappa:g} | {ka}v{kb} | {c['power']:.3f} | {c['implied']:.3f} | "
-            f"{c['implied'] - c['power']:+.3f} | {c['implied_nct']:.3f} | {c['implied_nct'] - c['power']:+.3f} | "
+            f"{c['implied'] - c['power']:+.3f} | {c['true_model']:.3f} | {c['closed']:.3f} | "
+            f"{c['closed'] - c['power']:+.3f} | "
             f"{c['ratio']:.2f} ({stdtrit(g - 1, 0.975):.2f}) |"
         )
     md += [
         "",
-        "The minimum detectable difference checked against its own claim (`PairStats.mde`: 80% power at it). Per "
-        f"cell ({n} data sets): the median of the data sets' MDEs, then {n} fresh data sets at that true difference "
-        "(b up by `mde (1 - p) / (1 - mu)`, or down) and the share whose interval excludes 0 on that side. "
-        "Per T: the cells' power at the median MDE, lowest / median / highest, and the cells within 0.75-0.85.",
+        "The minimum detectable difference checked against its own claim (`PairStats.mde`: 80% power at it, on the "
+        f"observed difference's side). Per cell and side: the median of the MDEs of the data sets on that side "
+        f"({mde_sets} data sets; none reachable counts as infinite; a side with under a quarter of them is skipped), "
+        f"then {n} fresh data sets at that true difference on that side (b up by `mde (1 - p) / (1 - mu)`, or down "
+        "by `mde p / mu`) and the share whose interval excludes 0 on it; beside it the closed form the simulated MDE "
+        f"replaced (the interval's half-width plus t(0.80) x se, over {n} data sets). Per T: the power at the median "
+        "MDE over cells and sides, lowest / median / highest, and how many within 0.75-0.85; unreachable: cells and "
+        "sides whose median data set has no MDE (not even the whole room reaches 80%).",
         "",
-        "| T | cells | lowest | median | highest | within 0.75-0.85 |",
-        "|---|---|---|---|---|---|",
+        "| T | MDE | cells and sides | lowest | median | highest | within 0.75-0.85 | unreachable |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for g in sorted({k[0] for k in mde_cells}):
-        pw = sorted(c["power"] for k, c in mde_cells.items() if k[0] == g)
-        md.append(
-            f"| {g} | {len(pw)} | {pw[0]:.3f} | {float(np.median(pw)):.3f} | {pw[-1]:.3f} | "
-            f"{sum(0.75 <= x <= 0.85 for x in pw)} |"
-        )
-    worst_rows = sorted(mde_cells.items(), key=lambda kc: abs(kc[1]["power"] - 0.8), reverse=True)[:10]
+        for what, name in (("sim", "simulated"), ("closed", "closed form")):
+            at = [c for k, c in mde_cells.items() if k[0] == g]
+            powers = sorted(c[f"{what}{s}_power"] for c in at for s in "+-" if f"{what}{s}_power" in c)
+            gone = sum(math.isinf(c.get(f"{what}{s}_mde", 0.0)) for c in at for s in "+-")
+            if powers:
+                md.append(
+                    f"| {g} | {name} | {len(powers)} | {powers[0]:.3f} | {float(np.median(powers)):.3f} | "
+                    f"{powers[-1]:.3f} | {sum(0.75 <= x <= 0.85 for x in powers)} | {gone} |"
+                )
+    ranked = [((*k, s), c) for k, c in mde_cells.items() for s in "+-" if f"sim{s}_power" in c]
+    worst_rows = sorted(ranked, key=lambda kc: abs(kc[1][f"sim{kc[0][-1]}_power"] - 0.8), reverse=True)[:10]
     md += [
         "",
-        "The cells farthest from 0.80:",
+        "The cells farthest from 0.80 (simulated MDE; the closed form on the same side beside it):",
         "",
-        "| T | mu | delta (data) | kappa | repeats | median MDE | power at it |",
+        "| T | mu | delta (data) | kappa | repeats | side | median MDE | power at it | data sets without one | "
+        "closed form | power at it |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    md += [
+        f"| {g} | {mu:g} | {delta:g} | {kappa:g} | {ka}v{kb} | {'up' if s == '+' else 'down'} | "
+        f"{c[f'sim{s}_mde']:.3f} | {c[f'sim{s}_power']:.3f} | {c['unreachable']:.2f} | "
+        f"{c.get(f'closed{s}_mde', math.nan):.3f} | {c.get(f'closed{s}_power', math.nan):.3f} |"
+        for (g, mu, delta, kappa, ka, kb, s), c in worst_rows
+    ]
+    md += [
+        "",
+        '"Tasks needed" checked against its claim (`PairStats.tasks_needed`, simulated for pass/fail scores): on '
+        f"{need_sets} data sets of the sample's size without an effect, the tasks each says would detect the "
+        f"difference asked; then {n} data sets of the median of those at that true difference, and the share whose "
+        "interval excludes 0 on its side (the claim: 0.80).",
+        "",
+        "| tasks in the sample | mu | kappa | repeats | difference asked | median tasks needed | power with them |",
         "|---|---|---|---|---|---|---|",
-    ]
-    md += [
-        f"| {g} | {mu:g} | {delta:g} | {kappa:g} | {ka}v{kb} | {c['mde']:.3f} | {c['power']:.3f} |"
-        for (g, mu, delta, kappa, ka, kb), c in worst_rows
-    ]
-    md += [
+        *[
+            f"| {g} | {mu:g} | {kappa:g} | {ka}v{kb} | {t:+g} | {r['need']:.0f} | "
+            + (f"{r['power']:.3f} |" if "power" in r else "— |")
+            for (g, mu, kappa, ka, kb, t), r in need_rows
+        ],
         "",
         "Size of the test (p < 0.05, i.e. the interval excludes 0) under a mean-zero heterogeneous null: b's task "
         "success drawn afresh from a's Beta, so effects vary by task but average 0.",

@@ -102,6 +102,7 @@ EXPECTED = {
         "stats.grid.outside_or_zero",
         "stats.grid.power_gap",
         "stats.grid.mde_power_gap",
+        "stats.grid.tasks_needed_gap",
         "stats.grid.size_heterogeneous_null",
         "stats.test.size_unequal_repeats",
         "stats.test.exact_vs_large_sample",
