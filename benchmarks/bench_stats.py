@@ -1419,6 +1419,7 @@ def anytime_launch_section(args, md: list[str]) -> None:
 def speed_section(args, md: list[str]) -> None:
     from hermit_tui.core.records.scores import AttemptColumns, tabulate
     from hermit_tui.core.stats.figures import default_pairs, pair_stats, selector_stats
+    from hermit_tui.core.stats.power import MAX_SIMULATED
 
     g, k = args.tasks, 3
     rng = np.random.default_rng(SEED + 3)
@@ -1465,6 +1466,30 @@ def speed_section(args, md: list[str]) -> None:
         walls["tuples"],
         unit="s",
         detail="the same from (task id, repeat, score) tuples, as the files give them today",
+    )
+    # pass/fail scores: the pairs' power figures are simulated (core.stats.power); against the same pairs with one
+    # score of 0.5 per selector (the closed form)
+    binary = {lb: AttemptColumns(c.task, c.repeat, (c.score >= 1.0).astype(float)) for lb, c in cols.items()}
+    nearly = {
+        lb: AttemptColumns(c.task, c.repeat, np.where(np.arange(len(c.score)) == 0, 0.5, c.score))
+        for lb, c in binary.items()
+    }
+    pass_fail = {}
+    for name, data in (("simulated", binary), ("closed", nearly)):
+        tables = {lb: tabulate(data[lb], ids, 1.0) for lb in labels}
+        t0 = time.perf_counter()
+        found = [pair_stats(a, tables[a], b, tables[b], ids) for a, b in default_pairs(labels)]
+        pass_fail[name] = time.perf_counter() - t0
+        assert (found[0].power_model is not None) == (name == "simulated")
+    synth.figure(
+        "stats.speed.pass_fail_pair_s",
+        pass_fail["simulated"] / 3,
+        unit="s",
+        target="<= 0.5",
+        detail=f"one of the 3 default pairs of {g:,} pass/fail tasks x {k} repeats, the power figures simulated "
+        f"(core.stats.power; {pass_fail['simulated'] / pass_fail['closed']:.0f}x the same pairs with one 0.5 score per "
+        f"selector, whose power figures are the closed form: {pass_fail['closed']:.3f} s for the three), from "
+        f"columns; at most {MAX_SIMULATED:,} tasks are simulated, beyond that the figures scale",
     )
     md += [
         "### Speed of the statistics",

@@ -123,6 +123,7 @@ EXPECTED = {
         "stats.anytime.launch_tasks_share_200",
         "stats.speed.columns_s",
         "stats.speed.tuples_s",
+        "stats.speed.pass_fail_pair_s",
     ],
 }
 # the correctness figures (synth.figure(..., check=True)): judged in --quick too, and each must hold

@@ -614,8 +614,11 @@ def pair_stats(
     threshold: float = SOLVED_THRESHOLD,
     scale: tuple[float, float] | None = None,
     clusters: Clustering | None = None,
+    simulate_power: bool = True,
 ) -> PairStats:
     """Paired comparison of ``b`` against ``a`` over the test tasks both attempted (differences are b - a).
+    ``simulate_power``: False for a caller that reads only the interval and the verdict (the power figures of a
+    pass/fail pair are then the closed form's, MDE_METHOD, not the simulated ones: ``core.stats.power``).
     ``clusters``: the standard error, interval, its test and the power figures are clustered by it
     (``core.stats.clusters``: CR2 cluster-robust, Bell-McCaffrey df); the sharp-null test stays within tasks.
 
@@ -678,7 +681,7 @@ def pair_stats(
     mde = mde_limit = model = None
     mde_method = MDE_METHOD if clusters is None else f"{MDE_METHOD}; {MDE_CLUSTERED}"
     if se is not None and se > 0 and interval is not None and mean_diff is not None:
-        if bin_a and bin_b and cl_codes is None and width > 0:  # pass/fail: the interval's own power, simulated
+        if simulate_power and bin_a and bin_b and cl_codes is None and width > 0:  # pass/fail: simulated
             model = fit_power_model((ma - lo) / width, (mb - lo) / width, ka, kb, width)
         if model is not None:
             mde, mde_method = model.mde(), SIMULATED_MDE_METHOD
