@@ -294,3 +294,16 @@ def test_a_sequential_launch_prints_its_projection_first(tmp_path, demo_template
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.startswith("projection: final vs none: a true difference of 0.05")]
     assert len(lines) == 1 and "(projected from the earlier evaluations' variance" in lines[0]
+
+
+def test_repeats_that_cannot_reach_a_small_difference_say_the_tasks_are_the_limit():
+    # 8 pass/fail tasks: however many repeats, the interval on 8 tasks stays wider than 0.05 (its floors are per task)
+    p = pair_of(A, B)
+    assert p.power_model is not None
+    budget = noise_budget(p, 3, 3, CostRate(), 0.05)
+    assert budget.repeats.needed is None
+    assert budget.repeats.why_not == (
+        "no number of repeats up to 1,024 suffices on 8 tasks: the interval's width there comes from the tasks, "
+        "not from the repeats"
+    )
+    assert budget.tasks.needed is not None and budget.tasks.needed > 8

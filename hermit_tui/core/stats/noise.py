@@ -165,8 +165,8 @@ def noise_budget(
             lever="repeats",
             needed=None,
             why_not=(
-                f"no number of repeats (up to {MAX_REPEATS:,}) suffices on {pair.n_paired} tasks: the interval's "
-                "width there comes from the tasks, not the repeats (simulated)"
+                f"no number of repeats up to {MAX_REPEATS:,} suffices on {pair.n_paired} tasks: the interval's "
+                "width there comes from the tasks, not from the repeats"
                 if model is not None
                 else f"no number of repeats suffices on {pair.n_paired} tasks: the between-task variance alone is too "
                 "large"
