@@ -144,3 +144,22 @@ def test_no_reachable_mde_is_said_not_hidden():
     from hermit_tui.dashboard.screens.compare_figures import power_text
 
     assert power_text(p).startswith("Minimum detectable difference: none up to 0.500 (")
+
+
+def test_a_baseline_that_never_solves_moves_every_task_alike():
+    # none solves nothing: its rates are 0 everywhere, so a difference d makes every task's rate d for b
+    ids = [f"t{i}" for i in range(20)]
+    rng = np.random.default_rng(9)
+    a = {t: [0, 0] for t in ids}
+    b = {t: rng.binomial(1, 0.3, 2).tolist() for t in ids}
+    p = pair_stats("none", records(a), "final", records(b), ids)
+    model = p.power_model
+    assert model is not None and model.mean_a == 0 and model.between == 0 and model.side == 1
+    assert model.room() == 1.0
+    # independent: b's 40 attempts are Bernoulli(d), a's all fail; the interval excludes 0 in the share of samples
+    # where it does, which the model's own power must match (its draws: 400 data sets)
+    d = 0.15
+    own = rng.binomial(2, d, size=(4000, 20)) / 2
+    low, _, _ = pair_bounds(np.zeros((4000, 20)), own, attempts_cap(np.full(20, 2)), attempts_cap(np.full(20, 2)))
+    assert model.power(d) == pytest.approx(float(np.mean(low > 0)), abs=0.07)
+    assert p.mde is not None and 0 < p.mde < 1
