@@ -103,6 +103,7 @@ EXPECTED = {
         "stats.grid.power_gap",
         "stats.grid.mde_power_gap",
         "stats.grid.tasks_needed_gap",
+        "stats.grid.mde_power_heterogeneous",
         "stats.grid.size_heterogeneous_null",
         "stats.test.size_unequal_repeats",
         "stats.test.exact_vs_large_sample",

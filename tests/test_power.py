@@ -163,3 +163,33 @@ def test_a_baseline_that_never_solves_moves_every_task_alike():
     low, _, _ = pair_bounds(np.zeros((4000, 20)), own, attempts_cap(np.full(20, 2)), attempts_cap(np.full(20, 2)))
     assert model.power(d) == pytest.approx(float(np.mean(low > 0)), abs=0.07)
     assert p.mde is not None and 0 < p.mde < 1
+
+
+def test_a_clustered_pass_fail_pair_never_claims_a_smaller_mde_than_its_tasks_as_independent():
+    from scipy.stats import t
+
+    from hermit_tui.core.stats.clusters import Clustering
+    from hermit_tui.core.stats.figures import MDE_CLUSTER_FLOOR
+
+    # 12 pass/fail tasks x 3 repeats in 4 clusters of 3, as the trained demo project's categories
+    rng = np.random.default_rng(5)  # a sample whose clustered closed form is below the floor
+    ids = [f"t{i}" for i in range(12)]
+    rates = rng.beta(1.0, 2.0, 12)
+    a = {t_: rng.binomial(1, q, 3).tolist() for t_, q in zip(ids, rates)}
+    b = {t_: rng.binomial(1, min(1.0, q + 0.25), 3).tolist() for t_, q in zip(ids, rates)}
+    groups = {t_: f"c{i // 3}" for i, t_ in enumerate(ids)}
+    plain = pair_stats("a", records(a), "b", records(b), ids)
+    clustered = pair_stats("a", records(a), "b", records(b), ids, clusters=Clustering(by="category", of=groups))
+    assert plain.mde is not None and clustered.mde is not None
+    assert clustered.mde >= plain.mde  # the same simulation, the same seed: the floor is exactly plain's MDE
+    assert clustered.mde_method.endswith(MDE_CLUSTER_FLOOR)
+    assert clustered.power_model is None  # clustered power_at and projections stay the closed form's
+    # the closed form beside it, by hand: h on the observed side plus t(0.80, Bell-McCaffrey df) x the CR2 se
+    assert clustered.mean_diff is not None and clustered.ci_low is not None and clustered.ci_high is not None
+    assert clustered.se is not None and clustered.cluster_df is not None
+    half = (
+        clustered.mean_diff - clustered.ci_low if clustered.mean_diff > 0 else clustered.ci_high - clustered.mean_diff
+    )
+    closed = half + float(t.ppf(0.8, clustered.cluster_df)) * clustered.se
+    assert closed < plain.mde  # 0.19 against 0.33: the closed form alone would claim much more
+    assert clustered.mde == pytest.approx(plain.mde, rel=1e-12)

@@ -60,6 +60,11 @@ VERDICT_RULE = (
     "else is 'no clear difference'"
 )
 MDE_CLUSTERED = "clustered: se the CR2 cluster-robust one, n - 1 the Bell-McCaffrey df"
+# clustered pass/fail pairs: the closed form above was optimistic for pass/fail scores even unclustered
+MDE_CLUSTER_FLOOR = (
+    "never below the MDE of the pair interval's own power with the tasks taken as independent (simulated: tasks that "
+    "share a cluster do not let a sample detect a smaller difference)"
+)
 # a pass/fail pair whose simulated power stays under 80% over the whole room on the observed side
 MDE_UNREACHABLE = (
     "With {n} tasks, not even a difference of {limit} (all the room the scores leave) is detected with 80% power."
@@ -681,15 +686,20 @@ def pair_stats(
     mde = mde_limit = model = None
     mde_method = MDE_METHOD if clusters is None else f"{MDE_METHOD}; {MDE_CLUSTERED}"
     if se is not None and se > 0 and interval is not None and mean_diff is not None:
-        if simulate_power and bin_a and bin_b and cl_codes is None and width > 0:  # pass/fail: simulated
+        if simulate_power and bin_a and bin_b and width > 0:  # pass/fail: simulated
             model = fit_power_model((ma - lo) / width, (mb - lo) / width, ka, kb, width)
-        if model is not None:
+        if model is not None and cl_codes is None:
             mde, mde_method = model.mde(), SIMULATED_MDE_METHOD
             mde_limit = model.room() if mde is None else None
         else:
             below, above = mean_diff - interval.low, interval.high - mean_diff  # the side the difference must clear
             half = below if mean_diff > 0 else above if mean_diff < 0 else max(below, above)
             mde = half + _t_power(units - 1 if df is None else df) * se
+            if model is not None:  # clustered pass/fail: the closed form, never below the independent tasks' MDE
+                floor = model.mde()
+                mde, mde_limit = (None, model.room()) if floor is None else (max(mde, floor), None)
+                mde_method = f"{mde_method}; {MDE_CLUSTER_FLOOR}"
+                model = None  # the clustered power_at and projections stay the closed form's
 
     test = None
     if n:
