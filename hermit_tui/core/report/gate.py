@@ -690,8 +690,15 @@ def load_gate(
         (ca, ea), (cb, eb) = columns[baseline], columns[candidate]
         bounds = error_bounds(baseline, ca, ea, candidate, cb, eb, test_ids, SOLVED_THRESHOLD)
     if baseline is not None:
-        pair = pair_stats(
-            baseline, tables[baseline], candidate, tables[candidate], test_ids, SOLVED_THRESHOLD, clusters=clusters
+        pair = pair_stats(  # the gate reads the interval and the verdict, not the power figures
+            baseline,
+            tables[baseline],
+            candidate,
+            tables[candidate],
+            test_ids,
+            SOLVED_THRESHOLD,
+            clusters=clusters,
+            simulate_power=False,
         )
         if slice_by is not None:
             from hermit_tui.core.stats.slices import groups_by_field, slice_report
