@@ -192,9 +192,10 @@ class PairStats(BaseModel):
     noise_var: float | None  # the within part at the current repeats; between_var + noise_var == sd_diff^2
     mde: float | None  # minimum detectable difference, alpha 0.05 two-sided, power 0.8 (see mde_method)
     mde_method: str = MDE_METHOD
-    # pass/fail scores without clusters: the model the power figures simulate (core.stats.power); with it, mde is
-    # None and mde_limit the room on the observed side when not even that difference is detected with 80% power
+    # pass/fail scores without clusters: the model the power figures simulate (core.stats.power)
     power_model: PowerModel | None = None
+    # pass/fail scores (clustered or not): the room on the observed side when the simulated power stays under 80%
+    # over all of it; mde is then None
     mde_limit: float | None = None
     decision: VerdictKind = VerdictKind.UNCLEAR
     verdict: str
