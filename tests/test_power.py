@@ -165,14 +165,12 @@ def test_a_baseline_that_never_solves_moves_every_task_alike():
     assert p.mde is not None and 0 < p.mde < 1
 
 
-def test_a_clustered_pass_fail_pair_never_claims_a_smaller_mde_than_its_tasks_as_independent():
-    from scipy.stats import t
-
-    from hermit_tui.core.stats.clusters import Clustering
-    from hermit_tui.core.stats.figures import MDE_CLUSTER_FLOOR
+def test_a_clustered_pass_fail_pair_simulates_the_shared_shift_its_clusters_show():
+    from hermit_tui.core.stats.clusters import Clustering, clustered_var
+    from hermit_tui.core.stats.power import SIMULATED_CLUSTERED, shared_shift_var
 
     # 12 pass/fail tasks x 3 repeats in 4 clusters of 3, as the trained demo project's categories
-    rng = np.random.default_rng(5)  # a sample whose clustered closed form is below the floor
+    rng = np.random.default_rng(5)
     ids = [f"t{i}" for i in range(12)]
     rates = rng.beta(1.0, 2.0, 12)
     a = {t_: rng.binomial(1, q, 3).tolist() for t_, q in zip(ids, rates)}
@@ -180,16 +178,36 @@ def test_a_clustered_pass_fail_pair_never_claims_a_smaller_mde_than_its_tasks_as
     groups = {t_: f"c{i // 3}" for i, t_ in enumerate(ids)}
     plain = pair_stats("a", records(a), "b", records(b), ids)
     clustered = pair_stats("a", records(a), "b", records(b), ids, clusters=Clustering(by="category", of=groups))
-    assert plain.mde is not None and clustered.mde is not None
-    assert clustered.mde >= plain.mde  # the same simulation, the same seed: the floor is exactly plain's MDE
-    assert clustered.mde_method.endswith(MDE_CLUSTER_FLOOR)
-    assert clustered.power_model is None  # clustered power_at and projections stay the closed form's
-    # the closed form beside it, by hand: h on the observed side plus t(0.80, Bell-McCaffrey df) x the CR2 se
-    assert clustered.mean_diff is not None and clustered.ci_low is not None and clustered.ci_high is not None
-    assert clustered.se is not None and clustered.cluster_df is not None
-    half = (
-        clustered.mean_diff - clustered.ci_low if clustered.mean_diff > 0 else clustered.ci_high - clustered.mean_diff
+    model = clustered.power_model
+    assert model is not None and model.cluster_sizes == [3, 3, 3, 3]
+    assert clustered.mde_method.endswith(SIMULATED_CLUSTERED)
+    # the shared shift's variance, by hand: (CR2 variance of the mean - s^2 / N) / ((sum n_c^2 - N) / N^2)
+    diffs = np.array([np.mean(b[t_]) - np.mean(a[t_]) for t_ in ids])
+    codes = np.repeat(np.arange(4), 3)
+    by_hand = max((float(clustered_var(diffs, codes)) - diffs.var(ddof=1) / 12) / ((4 * 9 - 12) / 144), 0.0)
+    assert model.shared_var == pytest.approx(by_hand, rel=1e-9) and shared_shift_var(diffs, codes) == model.shared_var
+    assert shared_shift_var(diffs, np.arange(12)) == 0.0  # every task its own cluster: nothing shared
+    assert plain.mde is not None and clustered.mde is not None and clustered.mde > plain.mde
+    assert clustered.power_at(clustered.mde) == pytest.approx(0.8, abs=0.03)  # the clustered interval's power
+
+
+def own_clustered_power(rng, mu, between, shared, sizes, k, delta, sims=4000):
+    """A clustered model's power from its definition: Beta task rates, the proportional move plus a normal shift
+    shared by each cluster, clipped; the clustered pair interval."""
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    n = len(codes)
+    conc = mu * (1 - mu) / between - 1
+    p = rng.beta(mu * conc, (1 - mu) * conc, size=(sims, n))
+    pb = np.clip(p + delta * (1 - p) / (1 - mu) + rng.normal(0, math.sqrt(shared), (sims, len(sizes)))[:, codes], 0, 1)
+    a, b = rng.binomial(k, p) / k, rng.binomial(k, pb) / k
+    low, _, _ = pair_bounds(a, b, attempts_cap(np.full(n, k)), attempts_cap(np.full(n, k)), clusters=codes)
+    return float(np.mean(low > 0))
+
+
+def test_the_clustered_power_is_the_models_own():
+    rng = np.random.default_rng(21)
+    sizes, k = [4, 2, 6, 3, 5, 4, 4, 2], 3
+    model = homogeneous(sum(sizes), mu=0.4, k=k).model_copy(
+        update={"between": 0.03, "cluster_sizes": sizes, "shared_var": 0.01}
     )
-    closed = half + float(t.ppf(0.8, clustered.cluster_df)) * clustered.se
-    assert closed < plain.mde  # 0.19 against 0.33: the closed form alone would claim much more
-    assert clustered.mde == pytest.approx(plain.mde, rel=1e-12)
+    assert model.power(0.2) == pytest.approx(own_clustered_power(rng, 0.4, 0.03, 0.01, sizes, k, 0.2), abs=0.08)

@@ -43,7 +43,7 @@ from hermit_tui.core.stats.intervals import (
     task_mean_interval,
 )
 from hermit_tui.core.stats.paired import paired_randomisation_test
-from hermit_tui.core.stats.power import POWER, SIMULATED_MDE_METHOD, PowerModel, fit_power_model
+from hermit_tui.core.stats.power import POWER, SIMULATED_CLUSTERED, SIMULATED_MDE_METHOD, PowerModel, fit_power_model
 from hermit_tui.core.stats.sequential.look import SequentialLook
 
 ALPHA = 0.05
@@ -60,11 +60,6 @@ VERDICT_RULE = (
     "else is 'no clear difference'"
 )
 MDE_CLUSTERED = "clustered: se the CR2 cluster-robust one, n - 1 the Bell-McCaffrey df"
-# clustered pass/fail pairs: the closed form above was optimistic for pass/fail scores even unclustered
-MDE_CLUSTER_FLOOR = (
-    "never below the MDE of the pair interval's own power with the tasks taken as independent (simulated: tasks that "
-    "share a cluster do not let a sample detect a smaller difference)"
-)
 # a pass/fail pair whose simulated power stays under 80% over the whole room on the observed side
 MDE_UNREACHABLE = (
     "With {n} tasks, not even a difference of {limit} (all the room the scores leave) is detected with 80% power."
@@ -192,7 +187,7 @@ class PairStats(BaseModel):
     noise_var: float | None  # the within part at the current repeats; between_var + noise_var == sd_diff^2
     mde: float | None  # minimum detectable difference, alpha 0.05 two-sided, power 0.8 (see mde_method)
     mde_method: str = MDE_METHOD
-    # pass/fail scores without clusters: the model the power figures simulate (core.stats.power)
+    # pass/fail scores: the model the power figures simulate (core.stats.power), clustered when the pair is
     power_model: PowerModel | None = None
     # pass/fail scores (clustered or not): the room on the observed side when the simulated power stays under 80%
     # over all of it; mde is then None
@@ -687,20 +682,16 @@ def pair_stats(
     mde = mde_limit = model = None
     mde_method = MDE_METHOD if clusters is None else f"{MDE_METHOD}; {MDE_CLUSTERED}"
     if se is not None and se > 0 and interval is not None and mean_diff is not None:
-        if simulate_power and bin_a and bin_b and width > 0:  # pass/fail: simulated
-            model = fit_power_model((ma - lo) / width, (mb - lo) / width, ka, kb, width)
-        if model is not None and cl_codes is None:
-            mde, mde_method = model.mde(), SIMULATED_MDE_METHOD
+        if simulate_power and bin_a and bin_b and width > 0:  # pass/fail: simulated (clustered or not)
+            model = fit_power_model((ma - lo) / width, (mb - lo) / width, ka, kb, width, clusters=cl_codes)
+        if model is not None:
+            mde = model.mde()
+            mde_method = SIMULATED_MDE_METHOD if cl_codes is None else f"{SIMULATED_MDE_METHOD}; {SIMULATED_CLUSTERED}"
             mde_limit = model.room() if mde is None else None
         else:
             below, above = mean_diff - interval.low, interval.high - mean_diff  # the side the difference must clear
             half = below if mean_diff > 0 else above if mean_diff < 0 else max(below, above)
             mde = half + _t_power(units - 1 if df is None else df) * se
-            if model is not None:  # clustered pass/fail: the closed form, never below the independent tasks' MDE
-                floor = model.mde()
-                mde, mde_limit = (None, model.room()) if floor is None else (max(mde, floor), None)
-                mde_method = f"{mde_method}; {MDE_CLUSTER_FLOOR}"
-                model = None  # the clustered power_at and projections stay the closed form's
 
     test = None
     if n:

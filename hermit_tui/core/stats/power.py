@@ -21,8 +21,13 @@ on data simulated under a model of the tasks fitted to the sample (:class:`Power
   the minimum detectable difference a bisection on it; the same data give the same figures.
 
 Beyond :data:`MAX_SIMULATED` tasks the simulation runs on that many and the difference scales by ``1 / sqrt(tasks)``
-(the power of a large sample depends on ``delta sqrt(n)``). Scores that are not pass/fail and clustered pairs keep
-the closed form (``core.stats.figures.MDE_METHOD``).
+(the power of a large sample depends on ``delta sqrt(n)``).
+
+Clustered (``--cluster-by``): the model adds a shift shared by each cluster's tasks, normal with the variance the
+clustered standard error shows beyond the tasks' own (:func:`shared_shift_var`), keeps the sample's clusters and
+their sizes, and the power is the clustered interval's (CR2, Bell-McCaffrey df); every task is simulated (no
+scaling: the power of clustered data depends on the clusters, not on ``sqrt(tasks)``). Scores that are not
+pass/fail keep the closed form (``core.stats.figures.MDE_METHOD``).
 """
 
 from __future__ import annotations
@@ -53,6 +58,10 @@ SIMULATED_MDE_METHOD = (
     "fitted to the sample: the baseline's task success ~ Beta by moments, the difference moving each task in "
     "proportion to its room; not shown when the tasks show no spread"
 )
+SIMULATED_CLUSTERED = (
+    "clustered: plus a shift shared by each cluster's tasks, normal with the variance the CR2 standard error shows "
+    "beyond the tasks' own, on the sample's clusters, and the clustered interval's power"
+)
 
 
 def _releasing(method: Callable[Concatenate[PowerModel, P], R]) -> Callable[Concatenate[PowerModel, P], R]:
@@ -77,6 +86,8 @@ class PowerModel(BaseModel):
     repeats: list[tuple[int, int, int]]  # (a's repeats, b's repeats, tasks): the sample's design
     side: int  # +1: the observed difference is a gain (or a tie with more room up); -1: a loss
     width: float = 1.0
+    cluster_sizes: list[int] | None = None  # clustered: the sample's clusters' sizes (tasks simulated in blocks)
+    shared_var: float = 0.0  # clustered: the variance of the shift a cluster's tasks share (unit scale)
 
     _draws: dict[tuple[int, int | None], Any] = PrivateAttr(default_factory=dict)
 
@@ -90,6 +101,18 @@ class PowerModel(BaseModel):
         return (1 - self.mean_a if side > 0 else self.mean_a) * self.width
 
     # -- the simulation --------------------------------------------------------------------------------------------
+
+    @property
+    def codes(self) -> np.ndarray | None:
+        """The simulated tasks' cluster codes (blocks of the sample's sizes), None unclustered."""
+        if self.cluster_sizes is None:
+            return None
+        return np.repeat(np.arange(len(self.cluster_sizes)), self.cluster_sizes)
+
+    @property
+    def max_simulated(self) -> int:
+        """Tasks simulated at most: clustered, all of them."""
+        return self.n_tasks if self.cluster_sizes is not None else MAX_SIMULATED
 
     def _design(self, n: int, repeats: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Per-task repeats of ``n`` tasks: the sample's mix, spread evenly (or ``repeats`` on both sides)."""
@@ -116,6 +139,11 @@ class PowerModel(BaseModel):
             else:
                 p = np.full((sims, n), mu)
             a = rng.binomial(ka, p) / ka
+            codes = self.codes if n == self.n_tasks else None
+            shared = None
+            if codes is not None and self.shared_var > 0:
+                count = len(self.cluster_sizes or ())
+                shared = rng.normal(0.0, math.sqrt(self.shared_var), size=(sims, count))[:, codes]
             if repeats is None:  # common random numbers across differences: b's attempts are uniforms
                 kmax = int(kb.max())
                 u = rng.random((sims, n, kmax), dtype=np.float32)
@@ -123,23 +151,23 @@ class PowerModel(BaseModel):
                 b: Any = u
             else:  # repeats_needed asks at one difference: binomial draws, seeded afresh per difference
                 b = None
-            self._draws[key] = (p, a, b, ka, kb, attempts_cap(ka), attempts_cap(kb))
+            self._draws[key] = (p, a, b, ka, kb, attempts_cap(ka), attempts_cap(kb), codes, shared)
         return self._draws[key]
 
     def _power_unit(self, delta: float, n: int, repeats: int | None = None) -> float:
         """The power on the unit scale at ``delta`` (its sign: the side), ``n`` tasks simulated."""
-        p, a, u, ka, kb, cap_a, cap_b = self._simulated(n, repeats)
+        p, a, u, ka, kb, cap_a, cap_b, codes, shared = self._simulated(n, repeats)
         mu = self.mean_a
         if delta > 0:
             pb = p + delta * (1 - p) / (1 - mu) if mu < 1 else p
         else:
             pb = p * (1 + delta / mu) if mu > 0 else p
-        pb = np.clip(pb, 0.0, 1.0)
+        pb = np.clip(pb if shared is None else pb + shared, 0.0, 1.0)
         if u is not None:
             b = (u < pb[:, :, None]).sum(-1) / kb
         else:
             b = np.random.default_rng(SEED + 1).binomial(kb, pb) / kb
-        low, high, _ = pair_bounds(a, b, cap_a, cap_b)
+        low, high, _ = pair_bounds(a, b, cap_a, cap_b, clusters=codes)
         return float(np.mean(low > 0) if delta > 0 else np.mean(high < 0))
 
     @_releasing
@@ -153,9 +181,10 @@ class PowerModel(BaseModel):
             return 0.0
         side = 1 if unit > 0 else -1
         unit = min(abs(unit), self.room(side) / self.width)
-        if n > MAX_SIMULATED:  # the power of a large sample depends on delta sqrt(n)
-            unit = min(unit * math.sqrt(n / MAX_SIMULATED), self.room(side) / self.width)
-            n = MAX_SIMULATED
+        top = self.max_simulated
+        if n > top:  # the power of a large sample depends on delta sqrt(n)
+            unit = min(unit * math.sqrt(n / top), self.room(side) / self.width)
+            n = top
         return self._power_unit(side * unit, n, repeats)
 
     @_releasing
@@ -165,10 +194,11 @@ class PowerModel(BaseModel):
         n = self.n_tasks if n_tasks is None else int(n_tasks)
         if n < 2:
             return None
-        unit = self._mde_unit(self.side, min(n, MAX_SIMULATED))
+        top = self.max_simulated
+        unit = self._mde_unit(self.side, min(n, top))
         if unit is None:
             return None
-        return (unit * math.sqrt(MAX_SIMULATED / n) if n > MAX_SIMULATED else unit) * self.width
+        return (unit * math.sqrt(top / n) if n > top else unit) * self.width
 
     @_releasing
     def tasks_needed(self, delta: float) -> int | None:
@@ -231,11 +261,32 @@ class PowerModel(BaseModel):
         return lo
 
 
+def shared_shift_var(diffs: np.ndarray, codes: np.ndarray) -> float:
+    """The variance of a shift shared by each cluster's tasks that the clustered variance of the mean difference shows
+    beyond the tasks' own: with ``Var(mean) = sigma^2 / N + tau^2 sum(n_c^2) / N^2`` and the tasks' sample variance
+    taking in both, ``tau^2 = (CR2 var - s^2 / N) / ((sum(n_c^2) - N) / N^2)``, at least 0 (0 when every task is its
+    own cluster)."""
+    from hermit_tui.core.stats.clusters import clustered_var
+
+    n = len(diffs)
+    sizes = np.bincount(np.unique(codes, return_inverse=True)[1])
+    room = float(np.sum(sizes.astype(float) ** 2) - n) / n**2 if n else 0.0
+    if n < 2 or room <= 0:
+        return 0.0
+    excess = float(clustered_var(diffs, codes)) - float(np.var(diffs, ddof=1)) / n
+    return max(excess / room, 0.0)
+
+
 def fit_power_model(
-    ma: np.ndarray, mb: np.ndarray, ka: np.ndarray, kb: np.ndarray, width: float = 1.0
+    ma: np.ndarray,
+    mb: np.ndarray,
+    ka: np.ndarray,
+    kb: np.ndarray,
+    width: float = 1.0,
+    clusters: np.ndarray | None = None,
 ) -> PowerModel | None:
-    """The model of a pass/fail pair from its task means on the unit scale (``ma``, ``mb``) and repeats; None with
-    fewer than 2 tasks."""
+    """The model of a pass/fail pair from its task means on the unit scale (``ma``, ``mb``) and repeats (and the
+    tasks' cluster codes when clustered); None with fewer than 2 tasks."""
     ma, mb = np.asarray(ma, dtype=float), np.asarray(mb, dtype=float)
     ka, kb = np.asarray(ka, dtype=int), np.asarray(kb, dtype=int)
     if len(ma) < 2:
@@ -252,12 +303,25 @@ def fit_power_model(
     pairs: dict[tuple[int, int], int] = {}
     for x, y in zip(ka.tolist(), kb.tolist()):
         pairs[(x, y)] = pairs.get((x, y), 0) + 1
+    sizes, shared = None, 0.0
+    if clusters is not None:
+        codes = np.unique(np.asarray(clusters), return_inverse=True)[1]
+        sizes = np.bincount(codes).tolist()
+        shared = shared_shift_var(mb - ma, codes)
     return PowerModel(
-        mean_a=mu, between=between, repeats=[(x, y, c) for (x, y), c in sorted(pairs.items())], side=side, width=width
+        mean_a=mu,
+        between=between,
+        repeats=[(x, y, c) for (x, y), c in sorted(pairs.items())],
+        side=side,
+        width=width,
+        cluster_sizes=sizes,
+        shared_var=shared,
     )
 
 
 __all__ = [
+    "SIMULATED_CLUSTERED",
+    "shared_shift_var",
     "MAX_REPEATS",
     "MAX_SIMULATED",
     "POWER",
