@@ -4,7 +4,7 @@ A closed form (the interval's half-width plus ``t(0.80) x se``) takes the standa
 from the sample at hand. For pass/fail scores both change at the alternative: the variance of a pass/fail mean moves
 with the mean (a candidate that solves every task has none; one at 0.97 has some), and the pair's recombined score
 interval widens as the two means part. Checked against its own claim (``benchmarks/bench_stats.py``,
-``stats.grid.mde_power_gap``), the closed form's MDE had a median power of 0.57 at 8 tasks and down to 0.22 next to
+``stats.grid.mde_power_gap``), the closed form's MDE had a median power of 0.57 at 8 tasks and down to 0.20 next to
 an end, where it claims 0.80.
 
 So for pass/fail scores without clusters the power is the pair interval's own (``core.stats.intervals.pair_bounds``)
