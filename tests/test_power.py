@@ -211,3 +211,19 @@ def test_the_clustered_power_is_the_models_own():
         update={"between": 0.03, "cluster_sizes": sizes, "shared_var": 0.01}
     )
     assert model.power(0.2) == pytest.approx(own_clustered_power(rng, 0.4, 0.03, 0.01, sizes, k, 0.2), abs=0.08)
+
+
+def test_a_clustered_verdict_names_the_clusters_its_power_rests_on():
+    from hermit_tui.core.stats.clusters import Clustering
+
+    rng = np.random.default_rng(5)
+    ids = [f"t{i}" for i in range(12)]
+    rates = rng.beta(1.0, 2.0, 12)
+    a = {t_: rng.binomial(1, q, 3).tolist() for t_, q in zip(ids, rates)}
+    b = {t_: rng.binomial(1, min(1.0, q + 0.05), 3).tolist() for t_, q in zip(ids, rates)}
+    groups = {t_: f"c{i // 3}" for i, t_ in enumerate(ids)}
+    p = pair_stats("a", records(a), "b", records(b), ids, clusters=Clustering(by="category", of=groups))
+    assert p.decision.value == "unclear"
+    assert "With 12 tasks in 4 clusters, " in p.verdict
+    plain = pair_stats("a", records(a), "b", records(b), ids)
+    assert plain.decision.value == "unclear" and "With 12 tasks, " in plain.verdict

@@ -62,7 +62,7 @@ VERDICT_RULE = (
 MDE_CLUSTERED = "clustered: se the CR2 cluster-robust one, n - 1 the Bell-McCaffrey df"
 # a pass/fail pair whose simulated power stays under 80% over the whole room on the observed side
 MDE_UNREACHABLE = (
-    "With {n} tasks, not even a difference of {limit} (all the room the scores leave) is detected with 80% power."
+    "With {n}, not even a difference of {limit} (all the room the scores leave) is detected with 80% power."
 )
 MDE_METHOD = (
     "the interval's own half-width h (on the side the difference must clear) plus t(0.80, n-1) x se (for a t "
@@ -797,15 +797,17 @@ def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
     if below:
         return VerdictKind.REGRESSION, f"{headline}: a regression."
     reason = "one paired task gives no interval" if lo is None else INTERVAL_INCLUDES_0
+    clusters = f.get("n_clusters")
+    tasks = f"{n} tasks" + (f" in {clusters} clusters" if clusters is not None else "")  # clustered: they decide
     text = f"No clear difference: {headline}; {reason}."
     if f["sd_diff"] == 0:
         text += f" {NO_SPREAD_POWER}"
     elif mde is None and f.get("mde_limit") is not None:
-        text += f" {MDE_UNREACHABLE.format(n=n, limit=_num(f['mde_limit']))}"
+        text += f" {MDE_UNREACHABLE.format(n=tasks, limit=_num(f['mde_limit']))}"
     elif mde is None:
         text += " At least 2 paired tasks are needed for an interval and the power figures."
     elif mde > abs(diff):
-        text += f" With {n} tasks, the smallest difference this sample detects with 80% power is {_num(mde)}."
+        text += f" With {tasks}, the smallest difference this sample detects with 80% power is {_num(mde)}."
     return VerdictKind.UNCLEAR, text
 
 
