@@ -180,12 +180,23 @@ class PowerModel(BaseModel):
         if not unit or n < 2:
             return 0.0
         side = 1 if unit > 0 else -1
-        unit = min(abs(unit), self.room(side) / self.width)
-        top = self.max_simulated
-        if n > top:  # the power of a large sample depends on delta sqrt(n)
-            unit = min(unit * math.sqrt(n / top), self.room(side) / self.width)
-            n = top
+        unit, n = self._scaled(side, abs(unit), n)
         return self._power_unit(side * unit, n, repeats)
+
+    def _scaled(self, side: int, unit: float, n: int) -> tuple[float, int]:
+        """The difference (unit scale, at most the room) and the tasks to simulate for ``n`` tasks: beyond
+        :attr:`max_simulated`, that many at the difference scaled by ``sqrt(n / max)`` (the power of a large sample
+        depends on ``delta sqrt(n)``)."""
+        room, top = self.room(side) / self.width, self.max_simulated
+        return (min(unit * math.sqrt(n / top), room), top) if n > top else (min(unit, room), n)
+
+    def _target(self, delta: float) -> tuple[int, float] | None:
+        """``delta``'s side and size on the unit scale; None for 0 or beyond the room on its side."""
+        side = 1 if delta > 0 else -1
+        target = abs(delta) / self.width
+        if not target or target > self.room(side) / self.width + 1e-12:
+            return None
+        return side, target
 
     @_releasing
     def mde(self, n_tasks: int | None = None) -> float | None:
@@ -204,10 +215,10 @@ class PowerModel(BaseModel):
     def tasks_needed(self, delta: float) -> int | None:
         """The fewest paired tasks (at the sample's repeats) whose power at ``delta`` is 80%; None when ``delta`` is
         beyond the room on its side."""
-        side = 1 if delta > 0 else -1
-        target = abs(delta) / self.width
-        if not target or target > self.room(side) / self.width + 1e-12:
+        found = self._target(delta)
+        if found is None:
             return None
+        side, target = found
 
         def enough(n: int) -> bool:
             return self._power_unit(side * target, n) >= POWER
@@ -217,13 +228,7 @@ class PowerModel(BaseModel):
             if at_max is None:
                 return None
             return max(MAX_SIMULATED + 1, math.ceil(MAX_SIMULATED * (at_max / target) ** 2))
-        lo, hi = 2, 2
-        while not enough(hi):
-            lo, hi = hi + 1, min(hi * 2, MAX_SIMULATED)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
-        return lo
+        return _fewest(enough, 2, MAX_SIMULATED)
 
     def _mde_unit(self, side: int, n: int) -> float | None:
         room = self.room(side) / self.width
@@ -239,26 +244,30 @@ class PowerModel(BaseModel):
     def repeats_needed(self, delta: float) -> int | None:
         """The fewest repeats per task on both sides whose power at ``delta`` with the sample's tasks is 80%; None
         when no number up to :data:`MAX_REPEATS` is (the differences between tasks alone are too large)."""
-        side = 1 if delta > 0 else -1
-        target = abs(delta) / self.width
-        n = self.n_tasks
-        if not target or n < 2 or target > self.room(side) / self.width + 1e-12:
+        found = self._target(delta)
+        if found is None or self.n_tasks < 2:
             return None
-        scale = math.sqrt(n / MAX_SIMULATED) if n > MAX_SIMULATED else 1.0
-        unit, sim_n = min(target * scale, self.room(side) / self.width), min(n, MAX_SIMULATED)
+        side, target = found
+        unit, sim_n = self._scaled(side, target, self.n_tasks)
 
         def enough(k: int) -> bool:
             return self._power_unit(side * unit, sim_n, k) >= POWER
 
         if not enough(MAX_REPEATS):
             return None
-        lo, hi = 1, 1
-        while not enough(hi):
-            lo, hi = hi + 1, hi * 2
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
-        return lo
+        return _fewest(enough, 1, MAX_REPEATS)
+
+
+def _fewest(enough: Callable[[int], bool], start: int, cap: int) -> int:
+    """The smallest integer from ``start`` up to ``cap`` for which ``enough`` holds (``enough(cap)`` does): doubling,
+    then a bisection."""
+    lo, hi = start, start
+    while not enough(hi):
+        lo, hi = hi + 1, min(hi * 2, cap)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
+    return lo
 
 
 def shared_shift_var(diffs: np.ndarray, codes: np.ndarray) -> float:
