@@ -252,7 +252,8 @@ def projections(run_dir: Any, plan: SequentialPlan, test_ids: Sequence[str], thr
                 f"{every:,} attempts of the pair"
             )
             continue
-        pair = pair_stats(a, tables[a], b, tables[b], list(test_ids), threshold)
+        # the projection reads the variance split and the mean difference, not the power figures
+        pair = pair_stats(a, tables[a], b, tables[b], list(test_ids), threshold, simulate_power=False)
         deltas = [DEFAULT_DELTA]
         if pair.mean_diff is not None and abs(pair.mean_diff) > DEFAULT_DELTA:
             deltas.append(round(abs(pair.mean_diff), 3))
