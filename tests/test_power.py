@@ -165,17 +165,22 @@ def test_a_baseline_that_never_solves_moves_every_task_alike():
     assert p.mde is not None and 0 < p.mde < 1
 
 
-def test_a_clustered_pass_fail_pair_simulates_the_shared_shift_its_clusters_show():
-    from hermit_tui.core.stats.clusters import Clustering, clustered_var
-    from hermit_tui.core.stats.power import SIMULATED_CLUSTERED, shared_shift_var
-
-    # 12 pass/fail tasks x 3 repeats in 4 clusters of 3, as the trained demo project's categories
+def four_clusters(effect: float):
+    """12 pass/fail tasks x 3 repeats in 4 clusters of 3, as the trained demo project's categories: task rates
+    ~ Beta(1, 2), b's moved up by ``effect``; (ids, a, b, task -> cluster)."""
     rng = np.random.default_rng(5)
     ids = [f"t{i}" for i in range(12)]
     rates = rng.beta(1.0, 2.0, 12)
     a = {t_: rng.binomial(1, q, 3).tolist() for t_, q in zip(ids, rates)}
-    b = {t_: rng.binomial(1, min(1.0, q + 0.25), 3).tolist() for t_, q in zip(ids, rates)}
-    groups = {t_: f"c{i // 3}" for i, t_ in enumerate(ids)}
+    b = {t_: rng.binomial(1, min(1.0, q + effect), 3).tolist() for t_, q in zip(ids, rates)}
+    return ids, a, b, {t_: f"c{i // 3}" for i, t_ in enumerate(ids)}
+
+
+def test_a_clustered_pass_fail_pair_simulates_the_shared_shift_its_clusters_show():
+    from hermit_tui.core.stats.clusters import Clustering, clustered_var
+    from hermit_tui.core.stats.power import SIMULATED_CLUSTERED, shared_shift_var
+
+    ids, a, b, groups = four_clusters(0.25)
     plain = pair_stats("a", records(a), "b", records(b), ids)
     clustered = pair_stats("a", records(a), "b", records(b), ids, clusters=Clustering(by="category", of=groups))
     model = clustered.power_model
@@ -216,12 +221,7 @@ def test_the_clustered_power_is_the_models_own():
 def test_a_clustered_verdict_names_the_clusters_its_power_rests_on():
     from hermit_tui.core.stats.clusters import Clustering
 
-    rng = np.random.default_rng(5)
-    ids = [f"t{i}" for i in range(12)]
-    rates = rng.beta(1.0, 2.0, 12)
-    a = {t_: rng.binomial(1, q, 3).tolist() for t_, q in zip(ids, rates)}
-    b = {t_: rng.binomial(1, min(1.0, q + 0.05), 3).tolist() for t_, q in zip(ids, rates)}
-    groups = {t_: f"c{i // 3}" for i, t_ in enumerate(ids)}
+    ids, a, b, groups = four_clusters(0.05)
     p = pair_stats("a", records(a), "b", records(b), ids, clusters=Clustering(by="category", of=groups))
     assert p.decision.value == "unclear"
     assert "With 12 tasks in 4 clusters, " in p.verdict
