@@ -293,6 +293,13 @@ def grid_cell(rng, n, g, mu, kappa, delta, ka, kb, sim_sets: int = 0) -> dict:
     return out
 
 
+def observed_half(dbar, low, high):
+    """The interval's half-width on the observed difference's side, the larger at a tie (as the closed-form MDE
+    takes it: ``PairStats._ratio``)."""
+    below, above = dbar - low, high - dbar
+    return np.where(dbar > 0, below, np.where(dbar < 0, above, np.maximum(below, above)))
+
+
 def mde_cell(rng, n, g, mu, kappa, delta, ka, kb, mde_sets: int = 40) -> dict:
     """The minimum detectable difference's own claim, checked: on data sets of the cell, the MDE each data set's
     figures give and the side it is for (``PairStats.mde``: for pass/fail scores the pair interval's power simulated
@@ -311,8 +318,7 @@ def mde_cell(rng, n, g, mu, kappa, delta, ka, kb, mde_sets: int = 40) -> dict:
     low, high, _ = pair_bounds(ma, mb, cap_a, cap_b)
     diffs = mb - ma
     dbar, se = diffs.mean(1), diffs.std(1, ddof=1) / math.sqrt(g)
-    below, above = dbar - low, high - dbar
-    half = np.where(dbar > 0, below, np.where(dbar < 0, above, np.maximum(below, above)))
+    half = observed_half(dbar, low, high)
     live = se > 0  # no MDE from zero spread
     sims: list[tuple[int, float]] = []
     for i in np.flatnonzero(np.ptp(diffs, axis=1) > 1e-12)[:mde_sets].tolist():
@@ -933,7 +939,7 @@ def cluster_mde_rows(args, rng, n: int, md: list[str]) -> float:
         diffs = mb - ma
         dbar = diffs.mean(1)
         se = np.sqrt(np.maximum(clustered_cov(diffs, diffs, codes), 0.0))
-        half = np.where(dbar > 0, dbar - low, np.where(dbar < 0, high - dbar, np.maximum(dbar - low, high - dbar)))
+        half = observed_half(dbar, low, high)
         closed = float(np.median(half + stdtrit(df, 0.8) * se))
         mdes = []
         for i in range(sets):
