@@ -62,6 +62,14 @@ def test_figures_and_intervals():
     assert (p.short_num(0.004), p.short_num(-0.25), p.short_num(0.0)) == ("0.004", "-0.25", "0.00")
 
 
+def test_an_interval_in_a_sentence_prints_both_ends_alike_and_no_end_that_is_not_0_as_0():
+    assert p.short_interval(0.2, 0.53) == "0.20 to 0.53"
+    assert p.short_interval(-0.0048, 0.83) == "-0.005 to 0.830"  # each end alone: "-0.0048 to 0.83"
+    assert p.short_interval(0.00004, 0.2) == "0.00004 to 0.20000"
+    assert p.short_interval(0.0, 0.25) == "0.00 to 0.25"  # a true 0 stays 0
+    assert p.short_interval(-1e-9, 0.5) == "-0.000000 to 0.500000"  # at most six decimals
+
+
 def test_caveats_come_most_serious_first_and_say_why():
     assert p.caveats() == []
     got = p.caveats(smoke_limit=2, done=3, expected=6, complete=False, cancelled=True, retries=1)

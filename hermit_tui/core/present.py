@@ -99,6 +99,15 @@ def short_num(x: float) -> str:
     return f"{x:.2g}" if 0 < abs(x) < 0.01 else f"{x:.2f}"
 
 
+def short_interval(low: float, high: float) -> str:
+    """An interval in a sentence, both ends to the same decimals: two, or as many more (up to six) as it takes for no
+    end that is not 0 to print as 0 (``-0.005 to 0.830``, where each end alone would read ``-0.0048 to 0.83``)."""
+    digits = 2
+    while digits < 6 and any(x and round(x, digits) == 0 for x in (low, high)):
+        digits += 1
+    return f"{low:.{digits}f} to {high:.{digits}f}"
+
+
 def interval_text(low: float | None, high: float | None, digits: int = 3) -> str:
     """``0.120 to 0.400``, or ``—`` without an interval."""
     return NO_DATA if low is None or high is None else f"{fixed(low, digits)} to {fixed(high, digits)}"
@@ -217,6 +226,7 @@ __all__ = [
     "plural",
     "projected_cost",
     "retry_caveat",
+    "short_interval",
     "short_num",
     "smoke_caveat",
     "tokens_text",

@@ -30,7 +30,15 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
-from hermit_tui.core.present import INTERVAL_INCLUDES_0, INTERVAL_TEST, NO_SPREAD_POWER, SHARP_TEST, p_text, short_num
+from hermit_tui.core.present import (
+    INTERVAL_INCLUDES_0,
+    INTERVAL_TEST,
+    NO_SPREAD_POWER,
+    SHARP_TEST,
+    p_text,
+    short_interval,
+    short_num,
+)
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
 from hermit_tui.core.records.scores import Attempt, AttemptColumns, TaskTable, score_range, tabulate
 from hermit_tui.core.stats.clusters import CLUSTER_PAIR_FLOOR, Clustering, cluster_df, clustered_text, clustered_var
@@ -780,7 +788,7 @@ def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
     sample = f"{n} task{'s' * (n != 1)} x {k} repeat{'s' * (k != '1')}"
     if f["n_unpaired"]:
         sample += f"; {f['n_unpaired']} unpaired left out"
-    ci = None if lo is None else f"95% CI {_num(lo)} to {_num(hi)}"
+    ci = None if lo is None else f"95% CI {short_interval(lo, hi)}"
     if f["sd_diff"] == 0 and abs(diff) <= TIE_TOL:
         return VerdictKind.UNCLEAR, (
             f"No clear difference: {b} and {a} have the same mean score on each of the "

@@ -36,13 +36,14 @@ CLUSTERED_RULE = (
 
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     """The verdict of a monitored pair, b - a, in one or two sentences."""
+    from hermit_tui.core.present import short_interval
     from hermit_tui.core.present import short_num as _num
     from hermit_tui.core.stats.sequential.look import AT_STOPPING
 
     d = look.mean_diff
     if d is None or look.ci_low is None or look.ci_high is None:
         return f"Undecided: no task of {a} and {b} looked at yet."
-    ci = f"anytime-valid 95% CS {_num(look.ci_low)} to {_num(look.ci_high)}"
+    ci = f"anytime-valid 95% CS {short_interval(look.ci_low, look.ci_high)}"
     if look.decision in ("improvement", "regression"):
         higher = "higher" if d > 0 else "lower"
         word = "an improvement" if look.decision == "improvement" else "a regression"

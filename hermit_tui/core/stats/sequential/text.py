@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from hermit_tui.core.present import p_value, short_num
+from hermit_tui.core.present import p_value, short_interval, short_num
 from hermit_tui.core.stats.figures import PairStats, VerdictKind
 from hermit_tui.core.stats.sequential.look import AT_STOPPING, SequentialLook
 from hermit_tui.core.stats.sequential.stopping import ADJUSTED_METHOD, FUTILITY_METHOD, ORDERED_METHOD
@@ -69,7 +69,7 @@ def adjusted_text(look: SequentialLook) -> str | None:
     )
     at = f" {where}" if later else ""
     observed = "" if look.mean_diff is None else f"; observed {look.mean_diff:+.3f}{at}, not adjusted"
-    return f"{ADJUSTED}, 95% CI {_num(look.adjusted_low)} to {_num(look.adjusted_high)}{p}{observed}"
+    return f"{ADJUSTED}, 95% CI {short_interval(look.adjusted_low, look.adjusted_high)}{p}{observed}"
 
 
 def sequential_text(look: SequentialLook, a: str, b: str) -> str:
@@ -84,7 +84,7 @@ def sequential_text(look: SequentialLook, a: str, b: str) -> str:
     ci = (
         "no interval yet"
         if look.ci_low is None or look.ci_high is None
-        else f"repeated 95% CI {_num(look.ci_low)} to {_num(look.ci_high)}"
+        else f"repeated 95% CI {short_interval(look.ci_low, look.ci_high)}"
     )
     if d is None:
         return f"Undecided: no complete round of {a} and {b} yet."
