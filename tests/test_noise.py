@@ -111,7 +111,7 @@ def test_a_cost_nobody_reported_stays_unknown_never_zero():
     budget = noise_budget(pair_of(A, B), 3, 3, CostRate(unknown_attempts=48), 0.1)
     assert budget.cost_per_attempt_usd is None and budget.tasks.cost_added_usd is None
     assert "cost unknown" in budget.advice and "$0" not in budget.advice
-    assert "no attempt reported a cost" in budget.advice
+    assert ". No attempt reported a cost, so the cost stays unknown" in budget.advice  # a sentence of its own
 
 
 def test_a_large_difference_is_already_within_reach():
@@ -302,8 +302,12 @@ def test_repeats_that_cannot_reach_a_small_difference_say_the_tasks_are_the_limi
     assert p.power_model is not None
     budget = noise_budget(p, 3, 3, CostRate(), 0.05)
     assert budget.repeats.needed is None
+    at_most = budget.repeats.power_at_most
+    assert at_most is not None and 0 <= at_most < 0.8
+    assert at_most == p.power_model.power(p.power_model.side * 0.05, repeats=1024)  # the figure the lever searched
     assert budget.repeats.why_not == (
-        "no number of repeats up to 1,024 suffices on 8 tasks: the interval's width there comes from the tasks, "
-        "not from the repeats"
+        f"even 1,024 repeats per task give {at_most:.0%} power on 8 tasks: the interval's width there comes from how "
+        "few tasks there are, not from the run-to-run noise"
     )
+    assert f"or more repeats would not do it: even 1,024 repeats per task give {at_most:.0%} power" in budget.advice
     assert budget.tasks.needed is not None and budget.tasks.needed > 8

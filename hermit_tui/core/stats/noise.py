@@ -68,6 +68,7 @@ class Lever(BaseModel):
     attempts_added: int | None = None  # over both selectors
     cost_added_usd: float | None = None  # None: unknown (no attempt reported a cost) or nothing to add
     why_not: str | None = None  # when ``needed`` is None: why
+    power_at_most: float | None = None  # repeats that cannot suffice: the power with MAX_REPEATS repeats per task
 
 
 class NoiseBudget(BaseModel):
@@ -160,16 +161,23 @@ def noise_budget(
                 else "the run-to-run variance needs 2+ repeats per task"
             ),
         )
+    elif model is not None:  # simulated: even MAX_REPEATS repeats fall short, by how much is known
+        at_most = model.power(model.side * abs(delta), repeats=MAX_REPEATS)
+        repeats = Lever(
+            lever="repeats",
+            needed=None,
+            why_not=(
+                f"even {MAX_REPEATS:,} repeats per task give {at_most:.0%} power on {pair.n_paired} tasks: the "
+                "interval's width there comes from how few tasks there are, not from the run-to-run noise"
+            ),
+            power_at_most=at_most,
+        )
     else:
         repeats = Lever(
             lever="repeats",
             needed=None,
             why_not=(
-                f"no number of repeats up to {MAX_REPEATS:,} suffices on {pair.n_paired} tasks: the interval's "
-                "width there comes from the tasks, not from the repeats"
-                if model is not None
-                else f"no number of repeats suffices on {pair.n_paired} tasks: the between-task variance alone is too "
-                "large"
+                f"no number of repeats suffices on {pair.n_paired} tasks: the between-task variance alone is too large"
             ),
         )
     budget = NoiseBudget(
@@ -201,6 +209,8 @@ def _dollars(b: NoiseBudget, usd: float | None) -> str:
 
 
 def _lever_text(b: NoiseBudget, lever: Lever) -> str:
+    if lever.needed is None and lever.power_at_most is not None:  # known not to suffice: said as such
+        return f"more {lever.lever} would not do it: {lever.why_not}"
     if lever.needed is None:
         return f"more {lever.lever}: cannot say ({lever.why_not})"
     if lever.enough_already:
@@ -243,7 +253,7 @@ def advice_text(b: NoiseBudget) -> str:
     notes = []
     if b.cost_per_attempt_usd is not None:
         notes.append(
-            f"at {cost_text(b.cost_per_attempt_usd)} per attempt (the known mean"
+            f"priced at {cost_text(b.cost_per_attempt_usd)} per attempt (the known mean"
             + (f"; {b.cost_unknown_attempts} attempts reported no cost" if b.cost_unknown_attempts else "")
             + ")"
         )
@@ -251,7 +261,8 @@ def advice_text(b: NoiseBudget) -> str:
         notes.append("no attempt reported a cost, so the cost stays unknown")
     if b.tasks.needed is not None and not b.tasks.enough_already:
         notes.append(FIXED_SPLIT_NOTE)
-    return head + levers + (", " + "; ".join(notes) if notes else "") + "."
+    tail = "; ".join(notes)
+    return head + levers + (f". {tail[0].upper()}{tail[1:]}" if notes else "") + "."
 
 
 # ------------------------------------------------------------------------------------------ a sequential launch
