@@ -334,6 +334,14 @@ def _t_power(df: float) -> float:
     return float(stdtrit(df, POWER))
 
 
+def closed_form_mde(mean_diff: float, low: float, high: float, se: float, df: float) -> float:
+    """The closed-form minimum detectable difference (:data:`MDE_METHOD`): the interval's half-width on the side the
+    difference must clear (the observed difference's; at a tie, the wider) plus ``t(0.80, df) x se``."""
+    below, above = mean_diff - low, high - mean_diff
+    half = below if mean_diff > 0 else above if mean_diff < 0 else max(below, above)
+    return half + _t_power(df) * se
+
+
 def sign_test_p(wins: int, losses: int) -> float:
     """The exact two-sided binomial sign test of ``wins`` against ``losses`` (probability 1/2 each)."""
     from hermit_tui.core.stats.special import bdtr
@@ -697,9 +705,7 @@ def pair_stats(
             mde_method = SIMULATED_MDE_METHOD if cl_codes is None else f"{SIMULATED_MDE_METHOD}; {SIMULATED_CLUSTERED}"
             mde_limit = model.room() if mde is None else None
         else:
-            below, above = mean_diff - interval.low, interval.high - mean_diff  # the side the difference must clear
-            half = below if mean_diff > 0 else above if mean_diff < 0 else max(below, above)
-            mde = half + _t_power(units - 1 if df is None else df) * se
+            mde = closed_form_mde(mean_diff, interval.low, interval.high, se, units - 1 if df is None else df)
 
     test = None
     if n:
@@ -822,6 +828,7 @@ def _verdict(f: dict[str, Any]) -> tuple[VerdictKind, str]:
 __all__ = [
     "ALPHA",
     "ESTIMAND",
+    "closed_form_mde",
     "MDE_METHOD",
     "PairStats",
     "SelectorStats",

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.scores import TaskTable
-from hermit_tui.core.stats.figures import TIE_TOL, TRANSITIONS, _t_power, _transitions
+from hermit_tui.core.stats.figures import TIE_TOL, TRANSITIONS, _transitions, closed_form_mde
 from hermit_tui.core.stats.intervals import (
     PairSummary,
     attempts_cap,
@@ -316,9 +316,9 @@ def _slice_pairs(work: Sequence[_Pair], margin: float) -> list[SlicePair]:
         low, high = (ci_low[i], ci_high[i]) if i is not None else (None, None)
         mde = None
         if w.se is not None and w.se > 0 and low is not None and high is not None and w.mean is not None:
-            below, above = w.mean - low, high - w.mean
-            half = below if w.mean > 0 else above if w.mean < 0 else max(below, above)
-            mde = half + _t_power(w.n - 1) * w.se
+            mde = closed_form_mde(
+                w.mean, low, high, w.se, w.n - 1
+            )  # the closed form for every slice: docs/statistics.md
         too_small = w.n < MIN_TASKS or mde is None
         if i is not None:
             tickets.append((j, i, 0.0, False))  # "no difference"
