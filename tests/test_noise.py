@@ -91,7 +91,10 @@ def test_each_lever_adds_the_attempts_its_figure_implies_priced_at_the_known_rat
     assert f"{t:,} paired tasks at 3 repeats (+{(t - 8) * 6:,} attempts, ≈ ${(t - 8) * 6 * 0.02:.2f})" in budget.advice
     assert "8 attempts reported no cost" in budget.advice and FIXED_SPLIT_NOTE in budget.advice
     if r is None:
-        assert budget.repeats.needed is None and "no number of repeats suffices on 8 tasks" in budget.advice
+        assert budget.repeats.needed is None and budget.repeats.cannot_suffice
+        assert (
+            "or more repeats would not do it: the between-task variance alone is too large for 8 tasks" in budget.advice
+        )
     else:
         assert budget.repeats.needed == r and budget.repeats.attempts_added == 8 * 2 * max(r - 3, 0)
 
@@ -301,7 +304,7 @@ def test_repeats_that_cannot_reach_a_small_difference_say_the_tasks_are_the_limi
     p = pair_of(A, B)
     assert p.power_model is not None
     budget = noise_budget(p, 3, 3, CostRate(), 0.05)
-    assert budget.repeats.needed is None
+    assert budget.repeats.needed is None and budget.repeats.cannot_suffice
     at_most = budget.repeats.power_at_most
     assert at_most is not None and 0 <= at_most < 0.8
     assert at_most == p.power_model.power(p.power_model.side * 0.05, repeats=1024)  # the figure the lever searched

@@ -68,7 +68,8 @@ class Lever(BaseModel):
     attempts_added: int | None = None  # over both selectors
     cost_added_usd: float | None = None  # None: unknown (no attempt reported a cost) or nothing to add
     why_not: str | None = None  # when ``needed`` is None: why
-    power_at_most: float | None = None  # repeats that cannot suffice: the power with MAX_REPEATS repeats per task
+    cannot_suffice: bool = False  # ``needed`` is None because no number suffices (known), not because it is unknown
+    power_at_most: float | None = None  # repeats that cannot suffice, simulated: the power with MAX_REPEATS repeats
 
 
 class NoiseBudget(BaseModel):
@@ -170,15 +171,15 @@ def noise_budget(
                 f"even {MAX_REPEATS:,} repeats per task give {at_most:.0%} power on {pair.n_paired} tasks: the "
                 "interval's width there comes from how few tasks there are, not from the run-to-run noise"
             ),
+            cannot_suffice=True,
             power_at_most=at_most,
         )
     else:
         repeats = Lever(
             lever="repeats",
             needed=None,
-            why_not=(
-                f"no number of repeats suffices on {pair.n_paired} tasks: the between-task variance alone is too large"
-            ),
+            why_not=f"the between-task variance alone is too large for {pair.n_paired} tasks, whatever the repeats",
+            cannot_suffice=True,
         )
     budget = NoiseBudget(
         a=pair.a,
@@ -209,7 +210,7 @@ def _dollars(b: NoiseBudget, usd: float | None) -> str:
 
 
 def _lever_text(b: NoiseBudget, lever: Lever) -> str:
-    if lever.needed is None and lever.power_at_most is not None:  # known not to suffice: said as such
+    if lever.needed is None and lever.cannot_suffice:  # known not to suffice: said as such
         return f"more {lever.lever} would not do it: {lever.why_not}"
     if lever.needed is None:
         return f"more {lever.lever}: cannot say ({lever.why_not})"
