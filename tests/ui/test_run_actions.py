@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import cast
 
-from fixture_data import fixed_store
+from fixture_data import fixed_store, fixture_app
 from textual.app import App, ComposeResult
+from textual.widgets import RichLog
+from waiting import wait_for
 
 from hermit_tui.core.run import events as ev
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.dashboard.app import HermitApp
+from hermit_tui.dashboard.screens.run import RunScreen
 from hermit_tui.dashboard.state.store import EvalStore
 from hermit_tui.dashboard.widgets.attempt_grid import ID_WIDTH, AttemptGrid
 
@@ -67,3 +70,16 @@ async def test_a_grid_shown_another_store_of_the_same_shape_measures_its_task_id
         grid.show(long)
         grid.sync()
         assert grid.id_width == len(long.task_ids[0]) > ID_WIDTH
+
+
+async def test_the_launch_log_shows_only_once_the_launch_has_logged_a_line(demo_config):
+    app = fixture_app(demo_config, "run")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        log = app.screen.query_one("#run-log", RichLog)
+        assert not log.display  # nothing logged: no empty box
+        app.store.apply(ev.RunLog(level="warning", message="judge.py: a score outside [0, 1] was clipped"))
+        app.screen.post_message(HermitApp.StoreUpdated())
+        await wait_for(pilot, lambda: log.display and len(log.lines) == 1)
+        assert log.lines[0].text == "! judge.py: a score outside [0, 1] was clipped"
+        assert log.border_title == "launch log"

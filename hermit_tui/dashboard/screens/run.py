@@ -55,7 +55,10 @@ class RunScreen(HermitScreen[None]):
         yield Vertical(id="run-progress")
         yield Static(LEGEND, id="run-legend", classes="muted")
         yield AttemptGrid(self.app.store, id="run-grid")
-        yield RichLog(id="run-log", max_lines=2000, wrap=True, markup=False)
+        log = RichLog(id="run-log", max_lines=2000, wrap=True, markup=False)
+        log.border_title = "launch log"
+        log.display = False
+        yield log
         yield Footer()
 
     def on_mount(self) -> None:
@@ -131,6 +134,7 @@ class RunScreen(HermitScreen[None]):
             prefix = {"warning": "! ", "error": "✗ "}.get(level, "· ")
             log.write(prefix + message)
         self._log_seen = len(store.log)
+        log.display = bool(store.log)  # an empty box said nothing: shown once the launch has logged a line
 
     def _show_offer(self, store) -> None:
         """Once final's launch has finished complete: nothing was published, Review & publish is one key away."""
