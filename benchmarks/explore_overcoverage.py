@@ -18,7 +18,7 @@ With every component on, the re-implementation is checked against ``unit_bounds`
 cell (the same bounds to 1e-12). ``--stress``: a kind of task that the grid does not hold, a share ``s`` of tasks
 that only b solves (a's success 0, b's 1) among tasks both find equally hard or easy; what the sides' floors buy.
 
-``nice -n 10 python benchmarks/explore_overcoverage.py --reps 2000 --stress``: about 1.5 minutes on 2 shared CPUs.
+``nice -n 10 python benchmarks/explore_overcoverage.py --reps 2000 --stress``: about 30 s on 2 shared CPUs.
 """
 
 from __future__ import annotations
