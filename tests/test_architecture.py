@@ -134,6 +134,12 @@ def test_the_contracts_hold_on_the_tree(tmp_path):
             "def later():\n    from hermit_tui.core.stats.sequential.text import look_text\n",
             "Stop when decided",
         ),
+        # the gate, stage by stage: its objects know nothing of the checks that build them
+        (
+            "core/report/gate/model.py",
+            "def later():\n    from hermit_tui.core.report.gate.checks import decide\n",
+            "The gate",
+        ),
         # the package: commands over the dashboard over the engine; inside each, floor by floor
         (
             "dashboard/state/column.py",

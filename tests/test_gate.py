@@ -22,10 +22,7 @@ from stats_by_hand import mover_by_hand
 from hermit_tui.cli import main
 from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.results import Summary
-from hermit_tui.core.report.gate import (
-    DEFAULT_REQUIRE,
-    GateInterval,
-    SelectorFacts,
+from hermit_tui.core.report.gate.checks import (
     check_comparable,
     check_complete,
     check_errors,
@@ -33,8 +30,10 @@ from hermit_tui.core.report.gate import (
     check_no_regression,
     decide,
     gate_interval,
-    parse_requirements,
 )
+from hermit_tui.core.report.gate.model import GateInterval, SelectorFacts
+from hermit_tui.core.report.gate.options import parse_requirements
+from hermit_tui.core.report.requirements import DEFAULT_REQUIRE
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 
@@ -564,7 +563,7 @@ def test_comparable_checks():
 def test_a_sequential_interval_is_preferred_when_it_names_the_baseline():
     """``sequential`` (--stop-when-decided), as summary.json holds it: the candidate's interval against its baseline."""
     from hermit_tui.core.records.folders import StoredEvaluation
-    from hermit_tui.core.report.gate import selector_facts
+    from hermit_tui.core.report.gate.load import selector_facts
 
     seq = {
         "baseline": "none",
@@ -629,7 +628,8 @@ def test_requirements_parse_and_decide_refuses_what_it_cannot_check():
 
 
 def test_the_step_summary_says_unknown_when_no_attempt_has_a_cost():
-    from hermit_tui.core.report.gate import GateResult, to_markdown
+    from hermit_tui.core.report.gate.model import GateResult
+    from hermit_tui.core.report.gate.text import to_markdown
 
     result = GateResult(
         baseline="none",

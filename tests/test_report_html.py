@@ -19,7 +19,8 @@ from report_data import HOSTILE, synthetic_report
 
 from hermit_tui.cli import main
 from hermit_tui.core.report.build import Report
-from hermit_tui.core.report.html import PAGE_ROWS, to_html
+from hermit_tui.core.report.html import to_html
+from hermit_tui.core.report.html_figures import PAGE_ROWS
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 

@@ -84,7 +84,7 @@ def test_no_interval_leaves_the_range_on_a_four_task_split(demo_config, capsys, 
 
     # the compare screen's figures and plot series (computed as the screen computes them)
     from hermit_tui.core.records.folders import list_evaluations
-    from hermit_tui.dashboard.screens.compare import compare
+    from hermit_tui.dashboard.screens.compare_figures import compare
     from hermit_tui.dashboard.widgets.boundary import with_sequential
 
     stored = {s.label: s for s in list_evaluations(load_config(demo_config).run_dir, include_archived=False)}

@@ -1,5 +1,5 @@
 """``hermit-tui gate``: pass/fail checks over the evaluations on disk, with an exit code for CI
-(``core/report/gate.py``).
+(``core/report/gate/``).
 
     hermit-tui gate --config run.yaml [--baseline SEL] [--candidate SEL] [--require REQ ...] [--only] [--margin M]
                     [--lenient] [--max-error-rate F] [--allow-unchecked] [--slice-by FIELD] [--cluster-by FIELD]
@@ -28,7 +28,7 @@ STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
 def _requirements(text: str) -> list[str]:
-    from hermit_tui.core.report.gate import parse_requirements
+    from hermit_tui.core.report.gate.options import parse_requirements
 
     return parse_requirements([text])
 
@@ -166,7 +166,7 @@ class GatePlan(NamedTuple):
 
 
 def _check_numbers(args) -> tuple[float, float | None]:
-    from hermit_tui.core.report.gate import check_error_rate, check_margin
+    from hermit_tui.core.report.gate.options import check_error_rate, check_margin
 
     return check_margin(0.0 if args.margin is None else args.margin), check_error_rate(args.max_error_rate)
 
@@ -177,7 +177,8 @@ def plan_for_eval(args, run) -> GatePlan | None:
     if not gate_requested(args):  # before the gate's imports: they load the statistics (numpy), a plain eval needs none
         return None
     from hermit_tui.core.records.folders import RESULTS, eval_folder
-    from hermit_tui.core.report.gate import NEEDS_BASELINE, requirements_for
+    from hermit_tui.core.report.gate.options import requirements_for
+    from hermit_tui.core.report.requirements import NEEDS_BASELINE
     from hermit_tui.core.workspace.selectors import label_of
 
     margin, max_error_rate = _check_numbers(args)
@@ -240,7 +241,8 @@ def append_step_summary(markdown: str) -> None:
 
 def gate_after_eval(plan: GatePlan, config, taskset, stream) -> int:
     """Gate what ``eval`` wrote: the lines to ``stream`` (stderr: eval's stdout is its JSON), 0 or 3."""
-    from hermit_tui.core.report.gate import load_gate, to_markdown, to_text
+    from hermit_tui.core.report.gate.load import load_gate
+    from hermit_tui.core.report.gate.text import to_markdown, to_text
 
     result = load_gate(
         config,
@@ -266,7 +268,9 @@ def run(args) -> int:
     from hermit_tui.cli.common import import_numpy_one_blas_thread, imports_done
 
     import_numpy_one_blas_thread()  # before the engine's modules import numpy
-    from hermit_tui.core.report.gate import load_gate, requirements_for, to_json, to_markdown, to_text
+    from hermit_tui.core.report.gate.load import load_gate
+    from hermit_tui.core.report.gate.options import requirements_for
+    from hermit_tui.core.report.gate.text import to_json, to_markdown, to_text
     from hermit_tui.core.stats.clusters import cluster_option
     from hermit_tui.core.workspace.config import load_config
     from hermit_tui.core.workspace.selectors import label_of

@@ -12,8 +12,10 @@ from hermit_tui.core.present import cost_text
 from hermit_tui.core.records.results import AttemptRecord, Judged
 from hermit_tui.core.run import events as ev
 from hermit_tui.dashboard.app import HermitApp
-from hermit_tui.dashboard.screens import attempt as attempt_module
-from hermit_tui.dashboard.screens.attempt import AttemptCard, AttemptScreen, LogScreen, pretty, read_tail
+from hermit_tui.dashboard.screens.attempt import AttemptScreen
+from hermit_tui.dashboard.screens.dialogs import log as log_module
+from hermit_tui.dashboard.screens.dialogs.log import LogScreen, read_tail
+from hermit_tui.dashboard.widgets.attempt_card import AttemptCard, pretty
 from hermit_tui.dashboard.widgets.diff_view import DiffView, changed_words, diff_rows, diff_words
 
 
@@ -207,7 +209,7 @@ async def test_log_opens_when_it_is_a_file_and_shows_the_end_of_a_long_one(tmp_p
     log.write_text("step 1: parse\nstep 2: answer 42\n")
     long = tmp_path / "long.log"
     long.write_text("".join(f"line {i:07d}\n" for i in range(1000)))  # 13 bytes a line: 13 000 bytes
-    monkeypatch.setattr(attempt_module, "LOG_TAIL_BYTES", 2000)
+    monkeypatch.setattr(log_module, "LOG_TAIL_BYTES", 2000)
     store = fixed_store()
     col = store.columns["final"]
     col.add(col.records[("t01", 1)].model_copy(update={"log": str(long)}))

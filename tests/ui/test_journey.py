@@ -18,8 +18,9 @@ from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.compare import CompareScreen
+from hermit_tui.dashboard.screens.dialogs.confirm import ConfirmScreen
 from hermit_tui.dashboard.screens.dialogs.quit import QuitScreen, StoppingScreen
-from hermit_tui.dashboard.screens.review import ConfirmScreen, ReviewScreen
+from hermit_tui.dashboard.screens.review import ReviewScreen
 from hermit_tui.dashboard.screens.run import RunScreen
 from hermit_tui.dashboard.screens.setup import AddSelectorScreen, SetupScreen
 from hermit_tui.dashboard.widgets.checklist import TickBox

@@ -10,8 +10,9 @@ from hermit_tui.core.run.launch import LaunchOptions
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.palette import palette_commands
 from hermit_tui.dashboard.screens.compare import CompareScreen
+from hermit_tui.dashboard.screens.dialogs.confirm import ConfirmScreen
 from hermit_tui.dashboard.screens.errors import ConfirmRetry
-from hermit_tui.dashboard.screens.review import ConfirmScreen, ReviewScreen
+from hermit_tui.dashboard.screens.review import ReviewScreen
 from hermit_tui.dashboard.screens.setup import AddSelectorScreen, SetupScreen
 from hermit_tui.dashboard.screens.tasks import TasksScreen
 

@@ -15,7 +15,8 @@ from textual.worker import WorkerCancelled
 from hermit_tui.core.publish.apply import publish
 from hermit_tui.core.run.runner import EvalRun
 from hermit_tui.core.workspace.config import load_config
-from hermit_tui.dashboard.screens.review import ConfirmScreen, ReviewScreen
+from hermit_tui.dashboard.screens.dialogs.confirm import ConfirmScreen
+from hermit_tui.dashboard.screens.review import ReviewScreen
 
 FINAL = "40c22b79ec6057cae58bb8b1929f9de1e3a4d481"
 

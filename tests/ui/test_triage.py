@@ -18,10 +18,11 @@ from textual.widgets import Input, OptionList, Static, Tree
 from hermit_tui.core.records.annotations import ANNOTATIONS, JUDGE_DISAGREES, read_annotations
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens.annotate import LabelPickScreen, LabelSetScreen, NoteScreen
-from hermit_tui.dashboard.screens.attempt import AttemptCard, AttemptScreen
+from hermit_tui.dashboard.screens.attempt import AttemptScreen
 from hermit_tui.dashboard.screens.compare import CompareScreen
 from hermit_tui.dashboard.screens.errors import AttemptRef, ErrorsScreen
 from hermit_tui.dashboard.screens.tasks import TasksScreen
+from hermit_tui.dashboard.widgets.attempt_card import AttemptCard
 from hermit_tui.dashboard.widgets.virtual_table import VirtualTable
 
 SIZES = [(80, 24), (200, 50)]

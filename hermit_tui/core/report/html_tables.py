@@ -1,6 +1,6 @@
 """The HTML page's tables: two-column (name, value) tables and grids with a header, shared by the page's sections
-(``core.report.html``, ``core.report.html_where``). Header and name cells are escaped here; value cells are html
-already."""
+(``core.report.html``, ``core.report.html_figures``, ``core.report.html_where``). Header and name cells are escaped
+here; value cells are html already."""
 
 from __future__ import annotations
 

@@ -1,196 +1,37 @@
 """The drill-down: one task's input fields, every attempt under every selector (a tab each), two selectors'
 outputs side by side with their differences highlighted, and the attempts' transcripts
-(dashboard/widgets/transcript_view)."""
+(dashboard/widgets/transcript_view). Each attempt is a card (dashboard/widgets/attempt_card); its log opens over the
+screen (screens/dialogs/log)."""
 
 from __future__ import annotations
 
-import json
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.dom import DOMNode
 from textual.widget import Widget
-from textual.widgets import Header, Label, Select, Static, TabbedContent, TabPane, TextArea
+from textual.widgets import Header, Label, Select, Static, TabbedContent, TabPane
 
-from hermit_tui.core.present import cost_text, tokens_text
 from hermit_tui.core.records.results import AttemptRecord
 from hermit_tui.core.safe import line as one_line
-from hermit_tui.core.safe import terminal
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
 from hermit_tui.dashboard.screens.annotate import Triage, annotation_text, keys_text, progress_text
-from hermit_tui.dashboard.screens.base import HermitModal, HermitScreen
+from hermit_tui.dashboard.screens.base import HermitScreen
+from hermit_tui.dashboard.screens.dialogs.log import LogScreen, read_tail
 from hermit_tui.dashboard.state.store import Failure
+from hermit_tui.dashboard.widgets.attempt_card import AttemptCard, fields_grid, output_text, pretty
 from hermit_tui.dashboard.widgets.diff_view import DiffView
 from hermit_tui.dashboard.widgets.footer import Footer
 from hermit_tui.dashboard.widgets.transcript_view import TranscriptPanel
 
-LOG_TAIL_BYTES = 200_000  # a log longer than this shows its end only
 SIDE = "side"
 TRANSCRIPT = "transcript-pane"
-STATUS_TEXT = {"ok": "ok", "error": "error: the pipeline raised", "judge_error": "judge_error: the judge raised"}
-
-
-# -- formatting (plain functions, tested without a terminal) -----------------------------------------------------------
-def pretty(value: Any) -> str:
-    """Structured values (and strings holding JSON) as indented JSON; other text as it is; control characters as
-    their visible escape (``core.safe.terminal``)."""
-    return terminal(_pretty(value))
-
-
-def _pretty(value: Any) -> str:
-    if isinstance(value, str):
-        stripped = value.strip()
-        if stripped[:1] in ("{", "[") and len(stripped) < 2_000_000:
-            try:
-                return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
-            except ValueError:
-                pass
-        return value
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def output_text(rec: AttemptRecord | None) -> str:
-    """What an attempt produced, for reading or comparing."""
-    if rec is None:
-        return "(no attempt yet)"
-    if rec.output is None:
-        return f"(no output: {terminal(rec.error)})" if rec.error else "(no output)"
-    return pretty(rec.output)
-
-
-def size_text(n: int) -> str:
-    return f"{n / 1_000_000:.1f} MB" if n >= 1_000_000 else f"{n / 1000:.0f} KB" if n >= 1000 else f"{n} bytes"
-
-
-def read_tail(path: Path, limit: int | None = None) -> tuple[str, str]:
-    """The text of a log (its last ``limit`` bytes when longer) and a note saying what was cut, or ""."""
-    limit = limit or LOG_TAIL_BYTES
-    with path.open("rb") as fh:
-        size = fh.seek(0, 2)
-        start = max(0, size - limit)
-        fh.seek(max(0, start - 1))
-        data = fh.read(limit + 1 if start else limit)
-    if not start:
-        return data.decode("utf-8", errors="replace"), ""
-    whole, data = data[:1] == b"\n", data[1:]  # did the cut fall at the start of a line?
-    text = data.decode("utf-8", errors="replace")
-    newline = text.find("\n")
-    if not whole and 0 <= newline < 1000:  # drop the partial first line
-        text = text[newline + 1 :]
-    return text, f"Showing the last {size_text(limit)} of {size_text(size)}: the start of the log is cut."
-
-
-def log_readable(log: str | None) -> bool:
-    return log is not None and bool(log) and Path(log).is_file()
-
-
-def _grid(rows: list[tuple[str, str]], width: int | None = None) -> Table:
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True, width=width)
-    grid.add_column(overflow="fold")
-    for name, value in rows:
-        grid.add_row(name, Text(terminal(value)))
-    return grid
-
-
-# -- widgets ----------------------------------------------------------------------------------------------------------
-class AttemptCard(Vertical, can_focus=True):
-    """Every field of one attempt."""
-
-    def __init__(
-        self,
-        key: str,
-        record: AttemptRecord,
-        traceback: str | None,
-        *,
-        id: str | None = None,
-        annotation: Text | None = None,
-    ):
-        super().__init__(id=id, classes=f"attempt attempt-{record.status}")
-        self.key, self.record, self.traceback = key, record, traceback
-        self.annotation = annotation or Text()
-
-    def fields(self) -> list[tuple[str, str]]:
-        rec = self.record
-        rows = [("Feedback", rec.judge.feedback or "—")]
-        if rec.judge.extra:
-            rows.append(("Judge extra", pretty(rec.judge.extra)))
-        if rec.error:
-            rows.append(("Error", rec.error))
-        rows += [
-            ("Cost", cost_text(rec.cost_usd)),
-            ("Tokens", tokens_text(rec.tokens)),
-            ("Wall time", f"{rec.wall_s:.2f} s"),
-        ]
-        if rec.api_speed is not None:
-            rows.append(("API speed", pretty(rec.api_speed)))
-        if not rec.log:
-            rows.append(("Log", "none"))
-        else:
-            rows.append(("Log", rec.log + ("   (l: open)" if log_readable(rec.log) else "   (not a readable file)")))
-        if rec.printed:  # what the pipeline and the judge printed, kept away from the screen (core.run.printed)
-            rows.append(("Printed", rec.printed))
-        return rows
-
-    def compose(self) -> ComposeResult:
-        rec = self.record
-        with Horizontal(classes="attempt-head"):
-            yield Label(f"{self.key} · repeat {rec.repeat}", classes="attempt-repeat")
-            yield Label(STATUS_TEXT.get(rec.status, rec.status), classes=f"attempt-status status-{rec.status}")
-            yield Label(f"score {rec.judge.score:.3f}", classes="attempt-score")
-        note = Static(self.annotation, classes="attempt-annotation")
-        note.display = bool(self.annotation)
-        yield note
-        yield Static(_grid(self.fields(), width=11), classes="attempt-fields")
-        yield Label("Output", classes="attempt-label")
-        with VerticalScroll(classes="attempt-output"):
-            yield Static(Text(output_text(rec)), classes="attempt-output-text")
-        if self.traceback:
-            yield Label("Traceback", classes="attempt-label")
-            with VerticalScroll(classes="attempt-traceback"):
-                yield Static(Text(terminal(self.traceback.rstrip("\n"))), classes="attempt-traceback-text")
-
-    def show_annotation(self, text: Text) -> None:
-        """The attempt's labels, corrected score and note (from the store)."""
-        if text.plain == self.annotation.plain and text.spans == self.annotation.spans:
-            return
-        self.annotation = text
-        if self.is_mounted:
-            note = self.query_one(".attempt-annotation", Static)
-            note.update(text)
-            note.display = bool(text)
-
-
-class LogScreen(HermitModal[None]):
-    """The text of an attempt's log file."""
-
-    CSS_PATH = [style("attempt.tcss")]
-    BINDINGS = bindings.HELP
-
-    def __init__(self, path: str, text: str, note: str = ""):
-        super().__init__()
-        self.path, self.text, self.note = path, text, note
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="log-box"):
-            yield Static(Text(f"Log  {self.path}"), id="log-title")
-            if self.note:
-                yield Static(self.note, id="log-note", classes="warning-banner")
-            yield TextArea(self.text, read_only=True, soft_wrap=True, id="log-text")
-            yield Static("escape: close", classes="muted")
-
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(None)
 
 
 # -- the screen -------------------------------------------------------------------------------------------------------
@@ -366,7 +207,7 @@ class AttemptScreen(Triage, HermitScreen[None]):
         self.query_one("#attempt-keys", Static).update(keys)
         row = store.tasks.get(self.task_id)
         fields = (
-            _grid([(one_line(k), pretty(v)) for k, v in row.items()])
+            fields_grid([(one_line(k), pretty(v)) for k, v in row.items()])
             if row is not None
             else Text(
                 "The task row is not loaded (open the config that names its tasks to see its fields).", style="italic"

@@ -23,7 +23,6 @@ from hermit_tui.dashboard.screens.compare_figures import (
     METRICS,
     TRANSITION_NAMES,
     Comparison,
-    compare,
     compare_selectors,
     metric_texts,
     needed_text,
@@ -482,4 +481,4 @@ class CompareScreen(HermitScreen[None]):
         self.app.pop_screen()
 
 
-__all__ = ["CompareScreen", "Comparison", "compare", "compare_selectors", "with_pair"]
+__all__ = ["CompareScreen"]

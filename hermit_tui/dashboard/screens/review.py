@@ -1,7 +1,7 @@
 """Review & publish: the card as it will be, the diff, the Evaluation table and the warnings to read first; then
-a deliberate publish (a key, then a typed or ticked-and-clicked confirm) and its undo. Rows that do not compare with
-final (other repeats, other test tasks, another judge or pipeline, unfinished) are named in red, and publishing them
-takes typing ``publish anyway``.
+a deliberate publish (a key, then a typed or ticked-and-clicked confirm: screens/dialogs/confirm) and its undo. Rows
+that do not compare with final (other repeats, other test tasks, another judge or pipeline, unfinished) are named in
+red, and publishing them takes typing ``publish anyway``.
 
 The plan (``core.publish.apply.plan_publish``: git calls, results files, statistics), the publish and the undo all run
 in thread workers; the screen only shows what they return.
@@ -14,20 +14,8 @@ from typing import Any, Literal
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import (
-    Button,
-    Checkbox,
-    DataTable,
-    Header,
-    Input,
-    Markdown,
-    SelectionList,
-    Static,
-    TabbedContent,
-    TabPane,
-)
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Checkbox, DataTable, Header, Markdown, SelectionList, Static, TabbedContent, TabPane
 from textual.widgets.selection_list import Selection
 from textual.worker import get_current_worker
 
@@ -38,7 +26,8 @@ from hermit_tui.core.report.comparable import rows_mismatches
 from hermit_tui.core.workspace.selectors import label_for
 from hermit_tui.dashboard import bindings
 from hermit_tui.dashboard.paths import style
-from hermit_tui.dashboard.screens.base import HermitModal, HermitScreen
+from hermit_tui.dashboard.screens.base import HermitScreen
+from hermit_tui.dashboard.screens.dialogs.confirm import ConfirmScreen
 from hermit_tui.dashboard.widgets.banners import DEMO_TEXT
 from hermit_tui.dashboard.widgets.checklist import CheckList, TickBox
 from hermit_tui.dashboard.widgets.footer import Footer
@@ -114,62 +103,6 @@ def bullet_list(items: list[str], mark: str, style: str) -> Text:
         text.append(f"{mark} ", style=style)
         text.append(item)
     return text
-
-
-class ConfirmScreen(HermitModal[bool]):
-    """A deliberate confirmation: type ``word`` (Enter), or tick the box and click the button (no box when ``tick``
-    is None: then only typing confirms)."""
-
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
-
-    def __init__(self, title: str, body: str, *, word: str, tick: str | None, ok: str, warnings: int = 0):
-        super().__init__()
-        self.title_text, self.body, self.word, self.tick, self.ok, self.warnings = title, body, word, tick, ok, warnings
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="confirm-box"):
-            yield Static(Text(self.title_text), id="confirm-title")
-            yield Static(Text(self.body), id="confirm-body")
-            if self.warnings:
-                n = self.warnings
-                yield Static(f"{n} warning{'s' if n > 1 else ''} on the review screen.", id="confirm-warnings")
-            yield Input(placeholder=f"type {self.word} to confirm, then Enter", id="confirm-word", compact=True)
-            if self.tick is not None:
-                yield Static("or", classes="muted")
-                yield TickBox(self.tick, id="confirm-read", compact=True)
-            with Horizontal(id="confirm-buttons"):
-                yield Button(self.ok, variant="error", id="confirm-ok", disabled=True, compact=True)
-                yield Button("Cancel", id="confirm-cancel", compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#confirm-word", Input).focus()
-
-    def _ready(self) -> bool:
-        ticked = self.query("#confirm-read")
-        return self.query_one("#confirm-word", Input).value.strip() == self.word or (
-            bool(ticked) and ticked.first(Checkbox).value
-        )
-
-    @on(Input.Changed, "#confirm-word")
-    @on(Checkbox.Changed, "#confirm-read")
-    def _update(self) -> None:
-        self.query_one("#confirm-ok", Button).disabled = not self._ready()
-
-    @on(Input.Submitted, "#confirm-word")
-    def _typed(self, event: Input.Submitted) -> None:
-        if event.value.strip() == self.word:
-            self.dismiss(True)
-        else:
-            self.notify(f"Type {self.word} exactly to confirm", severity="warning", markup=False)
-
-    @on(Button.Pressed, "#confirm-ok")
-    def _clicked(self) -> None:
-        if self._ready():
-            self.dismiss(True)
-
-    @on(Button.Pressed, "#confirm-cancel")
-    def action_cancel(self) -> None:
-        self.dismiss(False)
 
 
 class ReviewScreen(HermitScreen[None]):

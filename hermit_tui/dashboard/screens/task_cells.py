@@ -36,7 +36,7 @@ def output_of(rec) -> str:
     """An attempt's output on one line (its error when it has no output)."""
     if rec is None:
         return ""
-    from hermit_tui.dashboard.screens.attempt import output_text
+    from hermit_tui.dashboard.widgets.attempt_card import output_text
 
     return one_line(output_text(rec))
 
