@@ -1598,8 +1598,9 @@ def anytime_launch_section(args, md: list[str]) -> None:
 
 def speed_section(args, md: list[str]) -> None:
     from hermit_tui.core.records.scores import AttemptColumns, tabulate
-    from hermit_tui.core.stats.figures import default_pairs, pair_stats, selector_stats
+    from hermit_tui.core.stats.figures import default_pairs, pair_stats
     from hermit_tui.core.stats.power import MAX_SIMULATED
+    from hermit_tui.core.stats.selector import selector_stats
 
     g, k = args.tasks, 3
     rng = np.random.default_rng(SEED + 3)

@@ -8,7 +8,8 @@ import random
 from hermit_tui.core.records.scores import tabulate
 from hermit_tui.core.report.build import Report, SelectorReport
 from hermit_tui.core.report.protocol import Check, TestReuse
-from hermit_tui.core.stats.figures import default_pairs, pair_stats, selector_stats
+from hermit_tui.core.stats.figures import default_pairs, pair_stats
+from hermit_tui.core.stats.selector import selector_stats
 
 HOSTILE = [
     "<script>alert(1)</script>",

@@ -27,8 +27,9 @@ from hermit_tui.core.stats.clusters import (
     clusters_by_field,
     resolve_clustering,
 )
-from hermit_tui.core.stats.figures import pair_stats, selector_stats
+from hermit_tui.core.stats.figures import pair_stats
 from hermit_tui.core.stats.intervals import pair_interval, pair_p_value
+from hermit_tui.core.stats.selector import selector_stats
 
 FAST = ["agent.params.latency_scale=0"]
 

@@ -16,7 +16,8 @@ from stats_by_hand import mover_by_hand, selector_interval_by_hand
 
 from hermit_tui.core.records.results import AttemptRecord, Judged
 from hermit_tui.core.records.scores import AttemptColumns, tabulate
-from hermit_tui.core.stats.figures import default_pairs, p_text, pair_stats, pair_transitions, selector_stats, wilson
+from hermit_tui.core.stats.figures import default_pairs, p_text, pair_stats, pair_transitions
+from hermit_tui.core.stats.selector import selector_stats, wilson
 
 T3, T5, T11 = 3.182446305, 2.570581836, 2.200985160
 T5_80 = 0.919543800
@@ -516,7 +517,7 @@ def test_a_selectors_mean_does_not_depend_on_the_order_of_its_tasks():
     compare screen showed 0.337 where the card showed 0.338. The mean is now that of the correctly rounded sum."""
     import random
 
-    from hermit_tui.core.stats.figures import exact_mean
+    from hermit_tui.core.stats.selector import exact_mean
 
     means = [1 / 3, 2 / 3, 1.0, 0.0, 1 / 3, 0.5, 1 / 3, 2 / 3, 0.0, 1.0, 1 / 6, 1 / 3, 0.0, 2 / 3, 1 / 3, 1 / 3]
     rng = random.Random(7)

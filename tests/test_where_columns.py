@@ -18,8 +18,8 @@ from statsmodels.stats.multitest import multipletests
 
 from hermit_tui.core.records.scores import score_range, tabulate
 from hermit_tui.core.stats import intervals as iv
-from hermit_tui.core.stats.figures import selector_stats
 from hermit_tui.core.stats.harm import FISHER_TABLE, MAX_ENUMERATION, _hypergeom_lower, columns_p, harmed_tasks, task_p
+from hermit_tui.core.stats.selector import selector_stats
 from hermit_tui.core.stats.slices import HURT_ALPHA, restrict, slice_report
 
 # ---------------------------------------------------------------------------------------------------- intervals

@@ -26,7 +26,8 @@ from waiting import wait_for
 
 from hermit_tui.core.records.results import AttemptRecord, Judged, Summary
 from hermit_tui.core.run import events as ev
-from hermit_tui.core.stats.figures import pair_stats, selector_stats
+from hermit_tui.core.stats.figures import pair_stats
+from hermit_tui.core.stats.selector import selector_stats
 from hermit_tui.dashboard.app import HermitApp
 from hermit_tui.dashboard.screens import compare as compare_mod
 from hermit_tui.dashboard.screens.compare import CompareScreen

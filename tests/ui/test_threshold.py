@@ -6,7 +6,7 @@ import pytest
 from fixture_data import FIXED_LABELS, fixed_records, fixed_store, fixture_app
 from waiting import wait_for
 
-from hermit_tui.core.stats.figures import selector_stats
+from hermit_tui.core.stats.selector import selector_stats
 
 
 def solved_once_by_hand(label: str, threshold: float) -> set[str]:

@@ -33,7 +33,7 @@ from hermit_tui.core.publish.table import (
 from hermit_tui.core.records.columns import ERROR, JUDGE_ERROR, read_table
 from hermit_tui.core.records.folders import StoredEvaluation, eval_root, list_evaluations
 from hermit_tui.core.stats.clusters import Clustering, resolve_clustering
-from hermit_tui.core.stats.figures import selector_stats
+from hermit_tui.core.stats.selector import selector_stats
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import Fingerprint, differences
 from hermit_tui.core.workspace.selectors import label_for, label_of

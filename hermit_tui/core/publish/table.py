@@ -36,7 +36,7 @@ class EvalRow(BaseModel):
     commit: str | None
     tasks: int
     repeats: int
-    mean: float  # the task mean (core.stats.figures.ESTIMAND): hermit's mean_score when every task has the same repeats
+    mean: float  # the task mean (core.stats.selector.ESTIMAND): hermit's mean_score when all tasks have equal repeats
     ci_low: float | None
     ci_high: float | None
     ci_method: str | None = None  # "t", "score" or "no-spread" (core.stats.intervals)

@@ -482,7 +482,7 @@ def selector_taxonomy(
 def task_mean(
     records: Iterable[AttemptRecord], task_ids: Sequence[str] | None = None, scores: Mapping[Key, float] | None = None
 ) -> float | None:
-    """The mean over tasks of each task's mean score (the estimand of core.stats.figures), with ``scores`` in place of
+    """The mean over tasks of each task's mean score (the estimand of core.stats.selector), with ``scores`` in place of
     the recorded ones for the attempts it names; only ``task_ids`` when given."""
     wanted = set(task_ids) if task_ids is not None else None
     per: dict[str, list[float]] = {}

@@ -1,4 +1,4 @@
-"""Attempt scores grouped by task, vectorised: what every statistic in ``core.stats.figures`` starts from.
+"""Attempt scores grouped by task, vectorised: what every statistic in ``core.stats`` starts from.
 
 A selector's attempts come either as ``AttemptRecord`` objects or ``(task_id, repeat, score)`` tuples (what the
 files and the dashboard hold today), or as columns (:class:`AttemptColumns`: a task index into the test ids, the

@@ -40,8 +40,9 @@ from hermit_tui.core.report.protocol import protocol_checks, score_scale_check, 
 from hermit_tui.core.report.text import to_csv, to_json, to_markdown
 from hermit_tui.core.stats.bounds import ErrorBounds
 from hermit_tui.core.stats.clusters import Clustering, resolve_clustering, unclustered_note
-from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats, selector_stats
+from hermit_tui.core.stats.figures import PairStats, default_pairs, pair_stats
 from hermit_tui.core.stats.noise import NoiseBudget
+from hermit_tui.core.stats.selector import selector_stats
 from hermit_tui.core.stats.sequential.replay import pair_look
 from hermit_tui.core.stats.sequential.text import sequential_pair
 from hermit_tui.core.stats.sequential.tracker import Records

@@ -15,9 +15,10 @@ from hermit_tui.core.report.html_tables import grid as _grid
 from hermit_tui.core.report.html_tables import kv as _kv
 from hermit_tui.core.report.model import Report, SelectorReport
 from hermit_tui.core.report.svg import BINS, differences_plot, distribution_plot, esc, means_plot
-from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
+from hermit_tui.core.stats.figures import VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.noise import variance_text
+from hermit_tui.core.stats.selector import ESTIMAND, SE_METHOD
 from hermit_tui.core.stats.sequential import anytime_looks
 from hermit_tui.core.stats.sequential.text import adjusted_text, boundary_text
 

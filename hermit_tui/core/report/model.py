@@ -12,10 +12,11 @@ from hermit_tui.core.records.annotations import FailureTaxonomy
 from hermit_tui.core.records.results import SequentialEntry
 from hermit_tui.core.report.protocol import Check, TestReuse
 from hermit_tui.core.stats.bounds import ErrorBounds
-from hermit_tui.core.stats.figures import PairStats, SelectorStats
+from hermit_tui.core.stats.figures import PairStats
 from hermit_tui.core.stats.harm import HarmReport
 from hermit_tui.core.stats.noise import NoiseBudget
 from hermit_tui.core.stats.passk import PassK
+from hermit_tui.core.stats.selector import SelectorStats
 from hermit_tui.core.stats.slices import SliceReport
 from hermit_tui.core.why.pair import PairWhy
 from hermit_tui.core.why.versions import CheckpointCurve

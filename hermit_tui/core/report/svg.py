@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from hermit_tui.core.present import fixed
 from hermit_tui.core.safe import html
-from hermit_tui.core.stats.figures import PairStats, SelectorStats
+from hermit_tui.core.stats.figures import PairStats
+from hermit_tui.core.stats.selector import SelectorStats
 
 SORTED_BARS_MAX = 120  # up to this many paired tasks, one bar per task; beyond it, a histogram
 BINS = 10  # histogram bins of the per-task means

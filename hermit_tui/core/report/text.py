@@ -24,10 +24,11 @@ from hermit_tui.core.report.model import Report
 from hermit_tui.core.safe import json_text, terminal
 from hermit_tui.core.safe import markdown as md
 from hermit_tui.core.stats.clusters import CLUSTER_METHOD
-from hermit_tui.core.stats.figures import ESTIMAND, SE_METHOD, VERDICT_RULE, PairStats, VerdictKind
+from hermit_tui.core.stats.figures import VERDICT_RULE, PairStats, VerdictKind
 from hermit_tui.core.stats.intervals import method_note
 from hermit_tui.core.stats.noise import variance_text
 from hermit_tui.core.stats.passk import PassFigure
+from hermit_tui.core.stats.selector import ESTIMAND, SE_METHOD
 from hermit_tui.core.stats.sequential.text import adjusted_text, boundary_text
 from hermit_tui.core.why.pair import PairWhy
 from hermit_tui.core.why.text import curve_lines, pair_lines

@@ -8,7 +8,7 @@ per repeat: solved, not solved, pipeline error, judge error) with the task's mea
 mean on the test split.
 
 The checkpoint curve is the current evaluations of root, each ``<run>/ckpt-step-N`` and final on this test split,
-in training order, each with its task mean and 95% interval (``core.stats.figures.selector_stats``). It describes:
+in training order, each with its task mean and 95% interval (``core.stats.selector.selector_stats``). It describes:
 choosing a checkpoint by its test score is what the protocol forbids (checkpoints are chosen on validation), and an
 evaluation of a checkpoint on test counts in the test-reuse accounting (``core.report.protocol.test_reuse``).
 """
@@ -25,7 +25,7 @@ from hermit_tui.core.errors import InputError
 from hermit_tui.core.records.folders import StoredEvaluation, eval_root, list_evaluations
 from hermit_tui.core.records.results import SOLVED_THRESHOLD
 from hermit_tui.core.records.table import ERROR, JUDGE_ERROR
-from hermit_tui.core.stats.figures import SelectorStats, selector_stats
+from hermit_tui.core.stats.selector import SelectorStats, selector_stats
 from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.fingerprint import _digest
 from hermit_tui.core.workspace.tree import AdapterTree

@@ -21,7 +21,7 @@ from hermit_tui.core.workspace.config import Config
 from hermit_tui.core.workspace.tasks import TaskSet
 
 if TYPE_CHECKING:
-    from hermit_tui.core.stats.figures import SelectorStats
+    from hermit_tui.core.stats.selector import SelectorStats
 
 
 # ---------------------------------------------------------------------------------------------------- facts
@@ -59,7 +59,7 @@ def selector_facts(
     test_ids: Sequence[str],
     stats: SelectorStats | None = None,
 ) -> SelectorFacts:
-    """The facts of one evaluation; ``stats``: its ``core.stats.figures.SelectorStats`` (for the summary table), if
+    """The facts of one evaluation; ``stats``: its ``core.stats.selector.SelectorStats`` (for the summary table), if
     any."""
     s = stored.summary
     repeats = s.repeats if s is not None else None
@@ -130,7 +130,8 @@ def load_gate(
     ``core.stats.clusters``)."""
     from hermit_tui.core.records.scores import tabulate
     from hermit_tui.core.stats.clusters import resolve_clustering
-    from hermit_tui.core.stats.figures import pair_stats, selector_stats
+    from hermit_tui.core.stats.figures import pair_stats
+    from hermit_tui.core.stats.selector import selector_stats
 
     requirements = list(requirements)
     margin = check_margin(margin)

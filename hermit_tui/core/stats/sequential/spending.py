@@ -2,7 +2,7 @@
 critical values that spend it, by recursive numerical integration.
 
 After each round, each candidate's difference from the baseline, ``d = mean over tasks of (candidate's task mean -
-baseline's task mean)`` (the estimand of ``core.stats.figures``), gets a **repeated confidence interval** (Jennison &
+baseline's task mean)`` (the estimand of ``core.stats.selector``), gets a **repeated confidence interval** (Jennison &
 Turnbull 1989, "Interim analyses: the repeated confidence interval approach", JRSS B 51:305; Jennison & Turnbull 2000,
 *Group Sequential Methods with Applications to Clinical Trials*, ch. 9) whose critical values come from an
 **error-spending** boundary (Lan & DeMets 1983, "Discrete sequential boundaries for clinical trials", Biometrika 70:659;
