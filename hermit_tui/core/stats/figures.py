@@ -40,15 +40,7 @@ from hermit_tui.core.stats.clusters import CLUSTER_PAIR_FLOOR, Clustering, clust
 from hermit_tui.core.stats.intervals import Method, pair_interval, pair_p_value
 from hermit_tui.core.stats.paired import paired_randomisation_test
 from hermit_tui.core.stats.power import POWER, SIMULATED_CLUSTERED, SIMULATED_MDE_METHOD, PowerModel, fit_power_model
-from hermit_tui.core.stats.selector import (
-    Attempts,
-    SelectorStats,
-    _clustered_se,
-    _interval_fields,
-    _method_text,
-    exact_mean,
-    selector_stats,
-)
+from hermit_tui.core.stats.selector import Attempts, _clustered_se, _interval_fields, _method_text, exact_mean
 from hermit_tui.core.stats.sequential.look import SequentialLook
 
 ALPHA = 0.05
@@ -511,10 +503,6 @@ __all__ = [
     "closed_form_mde",
     "MDE_METHOD",
     "PairStats",
-    # one selector's, imported here by the dashboard (hermit_tui/dashboard/widgets/plots.py, screens/compare_figures.py)
-    # until its imports name core.stats.selector: the dashboard was not to be touched by this split
-    "SelectorStats",
-    "selector_stats",
     "VERDICT_RULE",
     "VerdictKind",
     "default_pairs",

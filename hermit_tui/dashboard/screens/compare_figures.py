@@ -15,8 +15,9 @@ from rich.text import Text
 from hermit_tui.core.present import NO_SPREAD_POWER, SHARP_TEST_ROW, fixed, p_text, p_value, partial_cost
 from hermit_tui.core.records.index import Snapshot
 from hermit_tui.core.stats.clusters import Clustering
-from hermit_tui.core.stats.figures import PairStats, SelectorStats, VerdictKind
+from hermit_tui.core.stats.figures import PairStats, VerdictKind
 from hermit_tui.core.stats.noise import between_text
+from hermit_tui.core.stats.selector import SelectorStats
 from hermit_tui.core.stats.sequential.anytime_looks import interval_words, is_anytime
 from hermit_tui.core.stats.sequential.text import adjusted_text
 from hermit_tui.core.workspace.fingerprint import differences
@@ -155,7 +156,7 @@ def compare_selectors(
 ) -> Comparison:
     """Each selector's statistics and the plot series, without the paired statistics. ``clusters``: the figures
     clustered by them (``core.stats.clusters``), as ``report`` clusters them."""
-    from hermit_tui.core.stats.figures import selector_stats
+    from hermit_tui.core.stats.selector import selector_stats
 
     sa = selector_stats(a, records_a, task_ids, threshold=threshold, clusters=clusters)
     sb = selector_stats(b, records_b, task_ids, threshold=threshold, clusters=clusters)

@@ -17,7 +17,7 @@ from textual.color import Color
 from textual_plotext import PlotextPlot
 
 from hermit_tui.core.records.index import Snapshot
-from hermit_tui.core.stats.figures import SelectorStats
+from hermit_tui.core.stats.selector import SelectorStats
 
 CHECKPOINTS = 20  # points of the running mean
 MAX_BARS = 120  # per-task differences drawn as at most this many bars (evenly spaced ranks of the sorted list)
@@ -89,7 +89,7 @@ def running_series(
     label: str, records: Sequence[Any] | Snapshot, task_ids: Sequence[str] | None, k: int = CHECKPOINTS
 ) -> list[RunningPoint]:
     """The running mean with its clustered interval at ``checkpoints(len(records))``, records in arrival order."""
-    from hermit_tui.core.stats.figures import selector_stats
+    from hermit_tui.core.stats.selector import selector_stats
 
     out = []
     for n in checkpoints(len(records), k):
