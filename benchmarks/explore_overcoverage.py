@@ -3,7 +3,7 @@
 hand.
 
 Each component of the intervals of ``core.stats.intervals`` is switched off in turn, on the same seeded data sets of
-the grid (``bench_stats.grid_data``), and the cells above 0.97 and below 0.93 are counted:
+the grid (``stats_grid.grid_data``), and the cells above 0.97 and below 0.93 are counted:
 
 - the selector (``unit_bounds``): the no-spread floor ``q = 1 - 0.025^(1/G)``, the Poisson bound within 3 effective
   events of an end, the attempts' cap on the effective sample size, Student's t critical value (against z);
@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import bench_stats
+import stats_grid
 
 from hermit_tui.core.stats.intervals import (
     SMALL_COUNT,
@@ -203,12 +203,12 @@ PAIR_VARIANTS: dict[str, dict[str, Any]] = {
 def run_grid(reps: int) -> list[dict[Any, Any]]:
     rng = np.random.default_rng(SEED)
     rows = []
-    for g in bench_stats.GRID_T:
-        for mu in bench_stats.GRID_MU:
-            for delta in bench_stats.GRID_DELTA:
-                for kappa in bench_stats.GRID_KAPPA:
-                    for ka, kb in bench_stats.GRID_REPEATS:
-                        ma, mb, mu_b, d = bench_stats.grid_data(rng, reps, g, mu, kappa, delta, ka, kb)
+    for g in stats_grid.GRID_T:
+        for mu in stats_grid.GRID_MU:
+            for delta in stats_grid.GRID_DELTA:
+                for kappa in stats_grid.GRID_KAPPA:
+                    for ka, kb in stats_grid.GRID_REPEATS:
+                        ma, mb, mu_b, d = stats_grid.grid_data(rng, reps, g, mu, kappa, delta, ka, kb)
                         cap_a, cap_b = float(attempts_cap(np.full(g, ka))), float(attempts_cap(np.full(g, kb)))
                         row: dict[Any, Any] = {"key": (g, mu, delta, kappa, ka, kb)}
                         # data sets whose interval is a no-spread bound (b's tasks alike, every difference alike)
