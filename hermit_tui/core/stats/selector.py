@@ -211,14 +211,7 @@ def selector_stats(
             pass_k=None,
             pass_k_ci=None,
             rule_of_three=None,
-            between_var=None,
-            within_var=None,
-            within_share=None,
-            se_more_tasks=None,
-            se_more_repeats=None,
-            se_repeats_floor=None,
-            lever=None,
-            lever_note=None,
+            **_NO_SPLIT,
             warnings=[f"{label}: no attempt on any of the {n_test} test tasks"] if n_test else [],
         )
 
@@ -263,27 +256,30 @@ def selector_stats(
     )
 
 
+#: The variance split's fields where there is none to make (no task attempted; the cases of :func:`_split` add why)
+_NO_SPLIT: dict[str, Any] = dict(
+    between_var=None,
+    within_var=None,
+    within_share=None,
+    se_more_tasks=None,
+    se_more_repeats=None,
+    se_repeats_floor=None,
+    lever=None,
+    lever_note=None,
+)
+
+
 def _split(table: TaskTable) -> dict[str, Any]:
     """Between/within variance split of the task means and what more tasks or repeats would do to the se."""
     g = table.n_tasks
     means = table.mean
     inv_k = float(np.mean(1.0 / table.n))  # 1/k, or its average with unequal repeats
     has_sd = ~np.isnan(table.sd)
-    none = dict(
-        between_var=None,
-        within_var=None,
-        within_share=None,
-        se_more_tasks=None,
-        se_more_repeats=None,
-        se_repeats_floor=None,
-        lever=None,
-        lever_note=None,
-    )
     if g < 2:
-        return none | dict(lever_note="One task: the between-task variance cannot be estimated.")
+        return _NO_SPLIT | dict(lever_note="One task: the between-task variance cannot be estimated.")
     var_means = float(means.var(ddof=1))
     if not has_sd.any():
-        return none | dict(
+        return _NO_SPLIT | dict(
             between_var=var_means,
             lever_note=(
                 "One attempt per task: the run-to-run variance cannot be separated from the between-task variance; "
